@@ -1,0 +1,1 @@
+//! The replay format of SPEC section 5.

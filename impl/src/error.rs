@@ -1,0 +1,119 @@
+//! The ways an operation can refuse or fail. Every refusal changes nothing.
+
+use std::path::PathBuf;
+
+use crate::job::Status;
+
+/// The result of a queue operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a queue operation did not apply. Each variant but [`Error::Storage`] is a decision
+/// the queue made on purpose, and left the database exactly as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An argument was out of its range or of the wrong shape. Arguments are checked before
+    /// any lookup, so this comes first even when the job does not exist.
+    #[error("invalid input: {field}: {reason}")]
+    InvalidInput { field: &'static str, reason: String },
+    /// `enqueue` of an existing id with a different payload.
+    #[error("conflict: job {id:?} already exists with a different payload")]
+    Conflict { id: String },
+    /// No job has this id.
+    #[error("not found: no job {id:?}")]
+    NotFound { id: String },
+    /// The caller does not hold the lease it names: the job is not leased, is leased to
+    /// another worker, or is on another attempt (the attempt is the fencing token).
+    #[error("lease lost: job {id:?} attempt {attempt} is not leased to {worker:?}")]
+    LeaseLost { id: String, worker: String, attempt: u64 },
+    /// `redrive` of a job that is not `dead`.
+    #[error("not dead: job {id:?} is {status}")]
+    NotDead { id: String, status: Status },
+    /// `now` is before the time the lease was claimed at.
+    #[error("clock went backwards: now {now} is before the claim at {claimed_at}")]
+    ClockWentBackwards { now: u64, claimed_at: u64 },
+    /// The file is not a retryq database (another program's SQLite file, or not SQLite at
+    /// all). It was not changed.
+    #[error("{}: not a retryq database: {why}", path.display())]
+    NotRetryq { path: PathBuf, why: String },
+    /// The file was written by a newer retryq. It was not changed.
+    #[error("{}: schema version {found} is newer than this build of retryq supports ({supported})", path.display())]
+    NewerSchema { path: PathBuf, found: i64, supported: i64 },
+    /// A row holds a value no version of retryq writes.
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+    /// SQLite failed: the disk, the file, or a lock.
+    #[error("storage: {0}")]
+    Storage(#[from] rusqlite::Error),
+}
+
+/// The kind of an [`Error`], as SPEC section 5 names it (`invalid_input`, `conflict`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    InvalidInput,
+    Conflict,
+    NotFound,
+    LeaseLost,
+    NotDead,
+    ClockWentBackwards,
+    Storage,
+}
+
+impl ErrorKind {
+    /// The code SPEC section 5 prints for this kind.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::LeaseLost => "lease_lost",
+            ErrorKind::NotDead => "not_dead",
+            ErrorKind::ClockWentBackwards => "clock_went_backwards",
+            ErrorKind::Storage => "storage",
+        }
+    }
+}
+
+impl Error {
+    /// What kind of refusal this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::LeaseLost { .. } => ErrorKind::LeaseLost,
+            Error::NotDead { .. } => ErrorKind::NotDead,
+            Error::ClockWentBackwards { .. } => ErrorKind::ClockWentBackwards,
+            Error::NotRetryq { .. } | Error::NewerSchema { .. } | Error::Corrupt(_) | Error::Storage(_) => {
+                ErrorKind::Storage
+            }
+        }
+    }
+
+    pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
+        Error::InvalidInput { field, reason: reason.into() }
+    }
+}
+
+/// Why [`Queue::run_once`](crate::Queue::run_once) did not record an outcome.
+///
+/// In every case but [`RunError::Queue`] before the claim, an attempt was spent and the job
+/// stays leased until its lease expires.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError<E> {
+    /// The queue refused or failed (before the claim, or when recording the outcome).
+    #[error(transparent)]
+    Queue(#[from] Error),
+    /// The clock read after sending was earlier than the one read before the claim. The
+    /// result is not recorded; the job stays leased.
+    #[error("clock went backwards during job {id:?} attempt {attempt}: {after} < {before}")]
+    ClockWentBackwards { id: String, attempt: u64, before: u64, after: u64 },
+    /// The transport failed in a way it did not classify. Returned untouched; the job stays
+    /// leased until its lease expires.
+    #[error("job {id:?} attempt {attempt}: unclassified transport error")]
+    Unclassified {
+        id: String,
+        attempt: u64,
+        #[source]
+        error: E,
+    },
+}

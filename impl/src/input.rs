@@ -1,0 +1,93 @@
+//! The ranges SPEC section 3 gives every argument, checked before anything is looked up.
+
+use crate::error::{Error, Result};
+
+/// Every integer argument lies in 0 … 2^53 − 1.
+pub const MAX_INT: u64 = (1 << 53) - 1;
+/// `max_attempts` and `add_attempts` lie in 1 … 2^31 − 1, and so does a redriven budget.
+pub const MAX_ATTEMPTS: u64 = (1 << 31) - 1;
+/// Ids and worker names are 1 … 256 bytes of UTF-8.
+pub const MAX_ID_BYTES: usize = 256;
+/// A payload is at most 1 MiB.
+pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
+
+/// An integer field in 0 … 2^53 − 1.
+pub(crate) fn int(field: &'static str, value: u64) -> Result<u64> {
+    if value > MAX_INT {
+        return Err(Error::invalid(field, format!("{value} is above 2^53-1")));
+    }
+    Ok(value)
+}
+
+/// An id or a worker name: 1 … 256 bytes.
+pub(crate) fn name<'a>(field: &'static str, value: &'a str) -> Result<&'a str> {
+    match value.len() {
+        0 => Err(Error::invalid(field, "must not be empty")),
+        n if n > MAX_ID_BYTES => {
+            Err(Error::invalid(field, format!("is {n} bytes, at most {MAX_ID_BYTES} allowed")))
+        }
+        _ => Ok(value),
+    }
+}
+
+/// A payload: at most 1 MiB.
+pub(crate) fn payload(value: &str) -> Result<&str> {
+    if value.len() > MAX_PAYLOAD_BYTES {
+        return Err(Error::invalid(
+            "payload",
+            format!("is {} bytes, at most {MAX_PAYLOAD_BYTES} allowed", value.len()),
+        ));
+    }
+    Ok(value)
+}
+
+/// A number of attempts: 1 … 2^31 − 1.
+pub(crate) fn attempts(field: &'static str, value: u64) -> Result<u64> {
+    if !(1..=MAX_ATTEMPTS).contains(&value) {
+        return Err(Error::invalid(field, format!("{value} is outside 1 … 2^31-1")));
+    }
+    Ok(value)
+}
+
+/// A deadline: an integer strictly after `now`.
+pub(crate) fn deadline(value: u64, now: u64) -> Result<u64> {
+    int("deadline", value)?;
+    if value <= now {
+        return Err(Error::invalid("deadline", format!("{value} is not after now ({now})")));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_inclusive() {
+        assert!(int("now", MAX_INT).is_ok());
+        assert!(int("now", MAX_INT + 1).is_err());
+        assert!(name("id", &"x".repeat(256)).is_ok());
+        assert!(name("id", &"x".repeat(257)).is_err());
+        assert!(name("id", "").is_err());
+        // Bytes, not characters: 128 two-byte characters are 256 bytes.
+        assert!(name("id", &"é".repeat(128)).is_ok());
+        assert!(name("id", &"é".repeat(129)).is_err());
+        assert!(payload(&"x".repeat(MAX_PAYLOAD_BYTES)).is_ok());
+        assert!(payload(&"x".repeat(MAX_PAYLOAD_BYTES + 1)).is_err());
+        assert!(attempts("max_attempts", 1).is_ok());
+        assert!(attempts("max_attempts", 0).is_err());
+        assert!(attempts("max_attempts", MAX_ATTEMPTS).is_ok());
+        assert!(attempts("max_attempts", MAX_ATTEMPTS + 1).is_err());
+        assert!(deadline(1, 0).is_ok());
+        assert!(deadline(0, 0).is_err());
+        assert!(deadline(MAX_INT + 1, 0).is_err());
+    }
+
+    #[test]
+    fn errors_name_their_field() {
+        let err = attempts("add_attempts", 0).unwrap_err();
+        assert!(err.to_string().contains("add_attempts"), "{err}");
+        let err = name("worker", "").unwrap_err();
+        assert!(err.to_string().contains("worker"), "{err}");
+    }
+}

@@ -1,0 +1,247 @@
+//! `claim` and `reap`: quarantine what is out of budget, then lease the next due job.
+//!
+//! Both run inside one write transaction. Each statement walks an index that holds only the
+//! rows it may touch (see `schema.rs`), so the cost of a claim does not grow with the number
+//! of jobs waiting, done or dead.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::Queue;
+use crate::error::Result;
+use crate::input;
+
+/// A job leased by [`Queue::claim`]: the holder may send it until `lease_until`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    pub id: String,
+    /// This attempt's number: the job's `attempts` after the claim, and the fencing token the
+    /// completion must present.
+    pub attempt: u64,
+    /// `now + lease_ms`: when the lease expires and the job may be claimed again.
+    pub lease_until: u64,
+    pub payload: String,
+    /// The job's deadline: an attempt should not run past it.
+    pub deadline: u64,
+}
+
+/// A lease on the last attempt that expired: the budget is spent.
+const REAP_EXHAUSTED: &str = "
+    UPDATE jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
+                    owner = NULL, claimed_at = NULL, updated_at = ?1
+    WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= ?1";
+
+/// A pending job, or an expired lease, whose deadline has come: no time is left to start.
+const REAP_DEADLINE: &str = "
+    UPDATE jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
+                    owner = NULL, claimed_at = NULL, updated_at = ?1
+    WHERE status IN ('pending', 'leased') AND deadline <= ?1
+      AND (status = 'pending' OR available_at <= ?1)";
+
+/// Leases the due job with the smallest `available_at`, ties to the first enqueued.
+const CLAIM: &str = "
+    UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = ?2, claimed_at = ?1,
+                    available_at = ?3, updated_at = ?1
+    WHERE seq = (SELECT seq FROM jobs
+                 WHERE status IN ('pending', 'leased') AND available_at <= ?1
+                 ORDER BY available_at, seq LIMIT 1)
+    RETURNING id, attempts, payload, deadline";
+
+impl Queue {
+    /// Quarantines every job that is due and out of budget, then leases the claimable job
+    /// with the smallest `available_at` to `worker` until `now + lease_ms`, spending one
+    /// attempt. `None` when nothing is due. One transaction: the attempt is durable before
+    /// the caller sends anything.
+    pub fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
+        input::name("worker", worker)?;
+        input::int("now", now)?;
+        let lease_ms = self.settings.lease_ms;
+        self.write(|tx| {
+            reap(tx, now)?;
+            // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
+            let lease_until = now + lease_ms;
+            let claimed = tx
+                .prepare_cached(CLAIM)?
+                .query_row(params![now, worker, lease_until], |row| {
+                    Ok(Claimed {
+                        id: row.get(0)?,
+                        attempt: row.get(1)?,
+                        lease_until,
+                        payload: row.get(2)?,
+                        deadline: row.get(3)?,
+                    })
+                })
+                .optional()?;
+            Ok(claimed)
+        })
+    }
+
+    /// Quarantines every job that is due and out of budget (claim's first step alone) and
+    /// returns how many moved to `dead`. A lease that has not expired is never reaped: an
+    /// attempt started in time may finish.
+    pub fn reap(&mut self, now: u64) -> Result<u64> {
+        input::int("now", now)?;
+        self.write(|tx| reap(tx, now))
+    }
+}
+
+fn reap(tx: &Transaction<'_>, now: u64) -> Result<u64> {
+    // Exhaustion first: an expired lease on the last attempt is `exhausted` even when its
+    // deadline has also passed.
+    let exhausted = tx.prepare_cached(REAP_EXHAUSTED)?.execute([now])?;
+    let late = tx.prepare_cached(REAP_DEADLINE)?.execute([now])?;
+    Ok((exhausted + late) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::queue;
+    use crate::{DeadReason, NewJob, Status};
+
+    fn enqueue(q: &mut crate::Queue, id: &str, max_attempts: u64, deadline: u64, now: u64) {
+        q.enqueue(&NewJob { id, payload: "", max_attempts, deadline, now }).expect("enqueue");
+    }
+
+    #[test]
+    fn a_claim_spends_an_attempt_and_leases_until_now_plus_lease() {
+        let mut q = queue();
+        enqueue(&mut q, "a", 3, 10_000, 0);
+        let c = q.claim("w1", 7).expect("claim").expect("claimed");
+        assert_eq!((c.id.as_str(), c.attempt, c.lease_until, c.deadline), ("a", 1, 1007, 10_000));
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!((job.status, job.attempts, job.available_at), (Status::Leased, 1, Some(1007)));
+        assert_eq!((job.owner.as_deref(), job.claimed_at), (Some("w1"), Some(7)));
+        // The lease is live: nobody else gets the job until it expires.
+        assert_eq!(q.claim("w2", 1006).expect("claim"), None);
+        let again = q.claim("w2", 1007).expect("claim").expect("reclaimed at expiry");
+        assert_eq!((again.attempt, again.lease_until), (2, 2007));
+    }
+
+    #[test]
+    fn claim_order_is_available_at_then_first_enqueue() {
+        let mut q = queue();
+        enqueue(&mut q, "late", 3, 10_000, 50);
+        enqueue(&mut q, "b", 3, 10_000, 10);
+        enqueue(&mut q, "a", 3, 10_000, 10);
+        let order: Vec<String> =
+            (0..3).map(|_| q.claim("w", 100).expect("claim").expect("claimed").id).collect();
+        assert_eq!(order, ["b", "a", "late"]);
+        assert_eq!(q.claim("w", 100).expect("claim"), None);
+    }
+
+    #[test]
+    fn nothing_is_due_before_available_at() {
+        let mut q = queue();
+        enqueue(&mut q, "a", 3, 10_000, 10);
+        assert_eq!(q.claim("w", 9).expect("claim"), None);
+        assert!(q.claim("w", 10).expect("claim").is_some());
+    }
+
+    #[test]
+    fn a_crash_on_the_last_attempt_is_reaped_as_exhausted_when_the_lease_expires() {
+        let mut q = queue();
+        enqueue(&mut q, "a", 1, 100_000, 0);
+        q.claim("w1", 0).expect("claim").expect("claimed");
+        // The worker dies. Before expiry nothing happens; at expiry the budget is spent.
+        assert_eq!(q.reap(999).expect("reap"), 0);
+        assert_eq!(q.claim("w2", 1000).expect("claim"), None);
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!(
+            (job.status, job.dead_reason, job.attempts),
+            (Status::Dead, Some(DeadReason::Exhausted), 1)
+        );
+    }
+
+    #[test]
+    fn exhaustion_wins_over_a_passed_deadline() {
+        let mut q = queue();
+        enqueue(&mut q, "a", 1, 500, 0);
+        q.claim("w1", 0).expect("claim");
+        assert_eq!(q.reap(5000).expect("reap"), 1);
+        assert_eq!(q.get("a").expect("get").expect("job").dead_reason, Some(DeadReason::Exhausted));
+    }
+
+    #[test]
+    fn a_live_lease_is_not_reaped_past_its_deadline() {
+        let mut q = queue();
+        enqueue(&mut q, "a", 5, 500, 0);
+        q.claim("w1", 499).expect("claim").expect("claimed in time");
+        assert_eq!(q.reap(1000).expect("reap"), 0);
+        assert_eq!(q.get("a").expect("get").expect("job").status, Status::Leased);
+        assert_eq!(q.reap(1499).expect("reap"), 1);
+        assert_eq!(q.get("a").expect("get").expect("job").dead_reason, Some(DeadReason::Deadline));
+    }
+
+    #[test]
+    fn a_pending_job_dies_at_its_deadline_not_before() {
+        let mut q = queue();
+        enqueue(&mut q, "a", 5, 500, 0);
+        enqueue(&mut q, "b", 5, 501, 0);
+        assert_eq!(q.reap(499).expect("reap"), 0);
+        // At the deadline no attempt may start: claim reaps `a` and leases `b`.
+        let c = q.claim("w", 500).expect("claim").expect("claimed");
+        assert_eq!(c.id, "b");
+        assert_eq!(q.get("a").expect("get").expect("job").dead_reason, Some(DeadReason::Deadline));
+    }
+
+    #[test]
+    fn claims_never_exceed_the_budget() {
+        let mut q = queue();
+        enqueue(&mut q, "a", 2, 1_000_000, 0);
+        assert_eq!(q.claim("w", 0).expect("claim").expect("first").attempt, 1);
+        assert_eq!(q.claim("w", 1000).expect("claim").expect("second").attempt, 2);
+        assert_eq!(q.claim("w", 2000).expect("claim"), None);
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!((job.attempts, job.dead_reason), (2, Some(DeadReason::Exhausted)));
+    }
+
+    #[test]
+    fn lease_until_may_pass_2_pow_53() {
+        let mut q = queue();
+        q.set_settings(crate::Settings { lease_ms: crate::MAX_INT, base_ms: 1, cap_ms: 1 })
+            .expect("settings");
+        enqueue(&mut q, "a", 2, crate::MAX_INT, 0);
+        let c = q.claim("w", crate::MAX_INT - 1).expect("claim").expect("claimed");
+        assert_eq!(c.lease_until, 2 * crate::MAX_INT - 1);
+        assert_eq!(q.reap(crate::MAX_INT).expect("reap"), 0);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_by_name() {
+        let mut q = queue();
+        let err = q.claim("", 0).unwrap_err();
+        assert!(err.to_string().contains("worker"), "{err}");
+        let err = q.claim("w", 1 << 53).unwrap_err();
+        assert!(err.to_string().contains("now"), "{err}");
+        let err = q.reap(1 << 53).unwrap_err();
+        assert!(err.to_string().contains("now"), "{err}");
+    }
+
+    #[test]
+    fn the_pick_walks_an_index_without_sorting() {
+        let q = queue();
+        let plan: Vec<String> = q
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::CLAIM))
+            .expect("explain")
+            .query_map(rusqlite::params![0, "w", 0], |row| row.get::<_, String>(3))
+            .expect("plan")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        let plan = plan.join("\n");
+        assert!(plan.contains("jobs_due"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+        for (sql, index) in
+            [(super::REAP_EXHAUSTED, "jobs_last_lease"), (super::REAP_DEADLINE, "jobs_open_deadline")]
+        {
+            let plan: Vec<String> = q
+                .conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .expect("explain")
+                .query_map([0], |row| row.get::<_, String>(3))
+                .expect("plan")
+                .collect::<Result<_, _>>()
+                .expect("rows");
+            assert!(plan.join("\n").contains(index), "{plan:?}");
+        }
+    }
+}

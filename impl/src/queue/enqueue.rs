@@ -1,0 +1,178 @@
+//! `enqueue`: accept a job once, by its business id.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::Queue;
+use crate::error::{Error, Result};
+use crate::input;
+
+/// A job to enqueue.
+#[derive(Clone, Copy, Debug)]
+pub struct NewJob<'a> {
+    /// The business id: 1 … 256 bytes; receivers drop duplicates by it.
+    pub id: &'a str,
+    /// At most 1 MiB of text.
+    pub payload: &'a str,
+    /// The attempt budget: 1 … 2^31 − 1.
+    pub max_attempts: u64,
+    /// No attempt starts at or after this time. Must be after `now`.
+    pub deadline: u64,
+    pub now: u64,
+}
+
+/// What `enqueue` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enqueued {
+    /// A new job, pending from `now`.
+    New,
+    /// The id was already there with the same payload: nothing changed, whatever its status
+    /// and whatever budget this call asked for.
+    Existing,
+}
+
+const INSERT: &str = "
+    INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
+                      redrives, enqueued_at, updated_at)
+    VALUES (?1, ?2, 'pending', 0, ?3, ?5, ?4, 0, ?5, ?5)
+    ON CONFLICT (id) DO NOTHING";
+
+const SAME_PAYLOAD: &str = "SELECT payload = ?2 FROM jobs WHERE id = ?1";
+
+impl NewJob<'_> {
+    fn validate(&self) -> Result<()> {
+        input::name("id", self.id)?;
+        input::payload(self.payload)?;
+        input::attempts("max_attempts", self.max_attempts)?;
+        input::int("now", self.now)?;
+        input::deadline(self.deadline, self.now)?;
+        Ok(())
+    }
+}
+
+impl Queue {
+    /// Accepts a job: a new id is stored `pending` with `attempts` 0 and `available_at` =
+    /// `now`. An existing id with the same payload changes nothing (not its deadline, not its
+    /// attempts); with a different payload it is [`Error::Conflict`].
+    pub fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued> {
+        job.validate()?;
+        self.write(|tx| insert(tx, job))
+    }
+
+    /// Enqueues many jobs in one transaction (one commit, one fsync), each with exactly the
+    /// rules of [`Queue::enqueue`]. Each job gets its own result; a refused job does not stop
+    /// the others. Only a storage failure fails the whole batch, and then none is stored.
+    pub fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
+        self.write(|tx| {
+            let mut results = Vec::with_capacity(jobs.len());
+            for job in jobs {
+                let result = job.validate().and_then(|()| insert(tx, job));
+                if let Err(Error::Storage(e)) = result {
+                    return Err(Error::Storage(e));
+                }
+                results.push(result);
+            }
+            Ok(results)
+        })
+    }
+}
+
+fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
+    let inserted = tx.prepare_cached(INSERT)?.execute(params![
+        job.id,
+        job.payload,
+        job.max_attempts,
+        job.deadline,
+        job.now
+    ])?;
+    if inserted == 1 {
+        return Ok(Enqueued::New);
+    }
+    let same: Option<bool> =
+        tx.prepare_cached(SAME_PAYLOAD)?.query_row(params![job.id, job.payload], |r| r.get(0)).optional()?;
+    match same {
+        Some(true) => Ok(Enqueued::Existing),
+        Some(false) => Err(Error::Conflict { id: job.id.to_owned() }),
+        None => Err(Error::Corrupt(format!("job {:?} neither inserted nor found", job.id))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::queue;
+    use super::*;
+    use crate::Status;
+
+    fn job(id: &'static str, payload: &'static str) -> NewJob<'static> {
+        NewJob { id, payload, max_attempts: 3, deadline: 1000, now: 0 }
+    }
+
+    #[test]
+    fn a_new_job_is_pending_now_with_no_attempts() {
+        let mut q = queue();
+        let new = NewJob { now: 5, ..job("a", "p") };
+        assert_eq!(q.enqueue(&new).expect("enqueue"), Enqueued::New);
+        let got = q.get("a").expect("get").expect("stored");
+        assert_eq!(
+            (got.status, got.attempts, got.available_at, got.enqueued_at),
+            (Status::Pending, 0, Some(5), 5)
+        );
+        assert_eq!((got.max_attempts, got.deadline, got.redrives, got.payload.as_str()), (3, 1000, 0, "p"));
+    }
+
+    #[test]
+    fn re_enqueue_keeps_the_budget_and_a_different_payload_conflicts() {
+        let mut q = queue();
+        q.enqueue(&job("a", "p")).expect("enqueue");
+        q.claim("w", 10).expect("claim").expect("claimed");
+        let before = q.get("a").expect("get");
+        let again = NewJob { max_attempts: 9, deadline: 5000, now: 20, ..job("a", "p") };
+        assert_eq!(q.enqueue(&again).expect("re-enqueue"), Enqueued::Existing);
+        assert_eq!(q.get("a").expect("get"), before);
+        let err = q.enqueue(&NewJob { payload: "q", ..again }).unwrap_err();
+        assert!(matches!(err, Error::Conflict { .. }), "{err}");
+        assert_eq!(q.get("a").expect("get"), before);
+    }
+
+    #[test]
+    fn invalid_input_comes_before_the_lookup_and_stores_nothing() {
+        let mut q = queue();
+        q.enqueue(&job("a", "p")).expect("enqueue");
+        for (bad, field) in [
+            (NewJob { id: "", ..job("b", "p") }, "id"),
+            (NewJob { max_attempts: 0, ..job("b", "p") }, "max_attempts"),
+            (NewJob { max_attempts: 1 << 31, ..job("b", "p") }, "max_attempts"),
+            (NewJob { deadline: 0, ..job("b", "p") }, "deadline"),
+            (NewJob { deadline: 7, now: 7, ..job("b", "p") }, "deadline"),
+            (NewJob { now: 1 << 53, deadline: 1 << 53, ..job("b", "p") }, "now"),
+            // An existing id with a bad argument is invalid_input, not existing or conflict.
+            (NewJob { deadline: 0, ..job("a", "other") }, "deadline"),
+        ] {
+            let err = q.enqueue(&bad).unwrap_err();
+            assert!(matches!(&err, Error::InvalidInput { field: f, .. } if *f == field), "{err}");
+        }
+        let big = "x".repeat(crate::MAX_PAYLOAD_BYTES + 1);
+        let err = q.enqueue(&NewJob { payload: &big, ..job("b", "p") }).unwrap_err();
+        assert!(matches!(&err, Error::InvalidInput { field: "payload", .. }), "{err}");
+        assert_eq!(q.get("b").expect("get"), None);
+        assert_eq!(q.stats(0).expect("stats").pending, 1);
+    }
+
+    #[test]
+    fn enqueue_many_applies_each_rule_per_job() {
+        let mut q = queue();
+        q.enqueue(&job("a", "p")).expect("enqueue");
+        let results = q
+            .enqueue_many(&[
+                job("a", "p"),
+                job("a", "q"),
+                job("b", "p"),
+                NewJob { max_attempts: 0, ..job("c", "p") },
+            ])
+            .expect("batch");
+        assert!(matches!(results[0], Ok(Enqueued::Existing)));
+        assert!(matches!(results[1], Err(Error::Conflict { .. })));
+        assert!(matches!(results[2], Ok(Enqueued::New)));
+        assert!(matches!(results[3], Err(Error::InvalidInput { field: "max_attempts", .. })));
+        assert_eq!(q.stats(0).expect("stats").pending, 2);
+    }
+}

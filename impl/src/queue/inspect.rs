@@ -1,0 +1,213 @@
+//! `get`, `stats` and `history`: reading the store, never changing it. Time does not move
+//! jobs here: a job past its deadline shows as stored until a claim or a reap sees it.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::Queue;
+use crate::error::Result;
+use crate::input;
+use crate::job::{DeadReason, Job, Status};
+
+/// Counts of the store at one instant.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub pending: u64,
+    pub leased: u64,
+    pub done: u64,
+    pub dead: u64,
+    pub dead_exhausted: u64,
+    pub dead_deadline: u64,
+    pub dead_permanent: u64,
+    /// Leased jobs whose lease has expired: their workers may have died.
+    pub leased_expired: u64,
+    /// How long the oldest open (pending or leased) job has been in the queue, 0 at least;
+    /// `None` when no job is open. A falling pending count is not success: jobs may have
+    /// moved to dead.
+    pub oldest_open_age_ms: Option<u64>,
+}
+
+/// One recorded transition of a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryEntry {
+    /// `None` for the first enqueue.
+    pub from: Option<Status>,
+    pub to: Status,
+    /// The job's attempts after the transition.
+    pub attempt: u64,
+    pub max_attempts: u64,
+    pub deadline: u64,
+    pub available_at: Option<u64>,
+    pub redrives: u64,
+    pub reason: Option<DeadReason>,
+    /// The lease holder involved, if any.
+    pub worker: Option<String>,
+    /// The `now` of the operation.
+    pub at: u64,
+}
+
+const GET: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at
+    FROM jobs WHERE id = ?1";
+
+const STATS: &str = "
+    SELECT count(*) FILTER (WHERE status = 'pending'),
+           count(*) FILTER (WHERE status = 'leased'),
+           count(*) FILTER (WHERE status = 'done'),
+           count(*) FILTER (WHERE status = 'dead'),
+           count(*) FILTER (WHERE dead_reason = 'exhausted'),
+           count(*) FILTER (WHERE dead_reason = 'deadline'),
+           count(*) FILTER (WHERE dead_reason = 'permanent'),
+           count(*) FILTER (WHERE status = 'leased' AND available_at <= ?1),
+           min(enqueued_at) FILTER (WHERE status IN ('pending', 'leased'))
+    FROM jobs";
+
+const HISTORY: &str = "
+    SELECT from_status, to_status, attempt, max_attempts, deadline, available_at, redrives,
+           reason, worker, at
+    FROM history WHERE job = ?1 ORDER BY n";
+
+impl Queue {
+    /// The job with this id, if there is one.
+    pub fn get(&mut self, id: &str) -> Result<Option<Job>> {
+        input::name("id", id)?;
+        self.read(|tx| {
+            let job = tx
+                .prepare_cached(GET)?
+                .query_row([id], |row| {
+                    Ok(Job {
+                        id: row.get(0)?,
+                        payload: row.get(1)?,
+                        status: row.get(2)?,
+                        attempts: row.get(3)?,
+                        max_attempts: row.get(4)?,
+                        available_at: row.get(5)?,
+                        deadline: row.get(6)?,
+                        dead_reason: row.get(7)?,
+                        redrives: row.get(8)?,
+                        enqueued_at: row.get(9)?,
+                        owner: row.get(10)?,
+                        claimed_at: row.get(11)?,
+                    })
+                })
+                .optional()?;
+            Ok(job)
+        })
+    }
+
+    /// Counts by status and dead reason, expired leases, and the oldest open job's age, as of
+    /// `now`.
+    pub fn stats(&mut self, now: u64) -> Result<Stats> {
+        input::int("now", now)?;
+        self.read(|tx| {
+            let stats = tx.prepare_cached(STATS)?.query_row([now], |row| {
+                let oldest: Option<u64> = row.get(8)?;
+                Ok(Stats {
+                    pending: row.get(0)?,
+                    leased: row.get(1)?,
+                    done: row.get(2)?,
+                    dead: row.get(3)?,
+                    dead_exhausted: row.get(4)?,
+                    dead_deadline: row.get(5)?,
+                    dead_permanent: row.get(6)?,
+                    leased_expired: row.get(7)?,
+                    oldest_open_age_ms: oldest.map(|at| now.saturating_sub(at)),
+                })
+            })?;
+            Ok(stats)
+        })
+    }
+
+    /// Every recorded transition of the job, oldest first (empty if there is no such job).
+    pub fn history(&mut self, id: &str) -> Result<Vec<HistoryEntry>> {
+        input::name("id", id)?;
+        self.read(|tx| {
+            let mut statement = tx.prepare_cached(HISTORY)?;
+            let rows = statement.query_map(params![id], |row| {
+                Ok(HistoryEntry {
+                    from: row.get(0)?,
+                    to: row.get(1)?,
+                    attempt: row.get(2)?,
+                    max_attempts: row.get(3)?,
+                    deadline: row.get(4)?,
+                    available_at: row.get(5)?,
+                    redrives: row.get(6)?,
+                    reason: row.get(7)?,
+                    worker: row.get(8)?,
+                    at: row.get(9)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::queue;
+    use super::*;
+    use crate::{NewJob, Outcome};
+
+    #[test]
+    fn stats_count_by_status_and_reason_without_moving_anything() {
+        let mut q = queue();
+        assert_eq!(q.stats(0).expect("stats"), Stats::default());
+        for (id, now) in [("a", 10), ("b", 20), ("c", 30), ("d", 40)] {
+            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now }).expect("enqueue");
+        }
+        let a = q.claim("w", 100).expect("claim").expect("a");
+        q.complete("w", &a.id, 1, Outcome::Ok, 100, 0.0).expect("done");
+        let b = q.claim("w", 100).expect("claim").expect("b");
+        q.complete("w", &b.id, 1, Outcome::Permanent, 100, 0.0).expect("dead");
+        q.claim("w", 100).expect("claim").expect("c");
+        // At 1100 c's lease has expired but nothing reaped it: stats shows it as stored.
+        let stats = q.stats(1100).expect("stats");
+        let expected = Stats {
+            pending: 1,
+            leased: 1,
+            done: 1,
+            dead: 1,
+            dead_permanent: 1,
+            leased_expired: 1,
+            oldest_open_age_ms: Some(1070),
+            ..Stats::default()
+        };
+        assert_eq!(stats, expected);
+        assert_eq!(q.stats(1099).expect("stats").leased_expired, 0);
+        // The age is 0 at least, even with a clock behind the enqueue.
+        assert_eq!(q.stats(0).expect("stats").oldest_open_age_ms, Some(0));
+        // Time passing in stats moves nothing.
+        assert_eq!(q.stats(1_000_000).expect("stats").dead, 1);
+    }
+
+    #[test]
+    fn history_records_every_transition() {
+        let mut q = queue();
+        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 2, deadline: 5000, now: 1 })
+            .expect("enqueue");
+        q.claim("w1", 2).expect("claim").expect("claimed");
+        q.complete("w1", "a", 1, Outcome::Retryable, 3, 0.0).expect("retry");
+        q.claim("w2", 4).expect("claim").expect("claimed");
+        q.reap(1004).expect("reap");
+        q.redrive("a", 1005, 1, 6000).expect("redrive");
+        let steps: Vec<_> = q
+            .history("a")
+            .expect("history")
+            .into_iter()
+            .map(|h| (h.from, h.to, h.attempt, h.reason, h.worker, h.at))
+            .collect();
+        use Status::*;
+        assert_eq!(
+            steps,
+            [
+                (None, Pending, 0, None, None, 1),
+                (Some(Pending), Leased, 1, None, Some("w1".into()), 2),
+                (Some(Leased), Pending, 1, None, Some("w1".into()), 3),
+                (Some(Pending), Leased, 2, None, Some("w2".into()), 4),
+                (Some(Leased), Dead, 2, Some(DeadReason::Exhausted), Some("w2".into()), 1004),
+                (Some(Dead), Pending, 2, None, None, 1005),
+            ]
+        );
+        assert!(q.history("nobody").expect("history").is_empty());
+    }
+}

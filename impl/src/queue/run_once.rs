@@ -1,0 +1,186 @@
+//! `run_once`: the unit of work — claim, send, record — with no sleeping and no daemon.
+
+use super::Queue;
+use super::claim::Claimed;
+use super::complete::Completed;
+use crate::delay::validate_jitter;
+use crate::error::{Result, RunError};
+use crate::input;
+use crate::job::{DeadReason, Outcome};
+
+/// What one [`Queue::run_once`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ran {
+    /// Nothing was due.
+    Idle,
+    Done {
+        id: String,
+        attempt: u64,
+    },
+    /// The attempt failed and the job is reserved for another at `available_at`.
+    Retry {
+        id: String,
+        attempt: u64,
+        available_at: u64,
+    },
+    Dead {
+        id: String,
+        attempt: u64,
+        reason: DeadReason,
+    },
+}
+
+impl Queue {
+    /// Claims the next due job for `worker`, sends it through `transport`, and records the
+    /// outcome with `jitter`.
+    ///
+    /// `clock` is read twice: before the claim (`t0`) and after the send (`t1`); the outcome
+    /// is recorded at `t1`. If `t1 < t0` the result is not recorded
+    /// ([`RunError::ClockWentBackwards`]). An error the transport did not classify comes back
+    /// untouched as [`RunError::Unclassified`]. In both cases the attempt stays spent and the
+    /// job stays leased until its lease expires — as it would had the process died.
+    pub fn run_once<E>(
+        &mut self,
+        worker: &str,
+        mut clock: impl FnMut() -> u64,
+        transport: impl FnOnce(&Claimed) -> std::result::Result<Outcome, E>,
+        jitter: f64,
+    ) -> Result<Ran, RunError<E>> {
+        input::name("worker", worker)?;
+        validate_jitter(jitter)?;
+        let before = input::int("clock", clock())?;
+        let Some(claimed) = self.claim(worker, before)? else {
+            return Ok(Ran::Idle);
+        };
+        let sent = transport(&claimed);
+        let after = input::int("clock", clock())?;
+        let Claimed { id, attempt, .. } = claimed;
+        if after < before {
+            return Err(RunError::ClockWentBackwards { id, attempt, before, after });
+        }
+        let outcome = match sent {
+            Ok(outcome) => outcome,
+            Err(error) => return Err(RunError::Unclassified { id, attempt, error }),
+        };
+        Ok(match self.complete(worker, &id, attempt, outcome, after, jitter)? {
+            Completed::Done => Ran::Done { id, attempt },
+            Completed::Retry { available_at } => Ran::Retry { id, attempt, available_at },
+            Completed::Dead { reason } => Ran::Dead { id, attempt, reason },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::convert::Infallible;
+
+    use super::super::tests::queue;
+    use super::*;
+    use crate::{Error, NewJob, Status};
+
+    fn clock(times: &[u64]) -> impl FnMut() -> u64 + '_ {
+        let i = Cell::new(0);
+        move || {
+            let t = times[i.get()];
+            i.set(i.get() + 1);
+            t
+        }
+    }
+
+    fn ok(outcome: Outcome) -> impl FnOnce(&Claimed) -> std::result::Result<Outcome, Infallible> {
+        move |_| Ok(outcome)
+    }
+
+    #[test]
+    fn the_spec_worked_trace() {
+        // config base 100, cap 250, lease 1000; deadline 700, five attempts.
+        let mut q = queue();
+        q.enqueue(&NewJob { id: "order-7", payload: "", max_attempts: 5, deadline: 700, now: 0 })
+            .expect("enqueue");
+        for (attempt, now, available_at) in [(1, 0, 50), (2, 50, 150), (3, 150, 275)] {
+            let ran = q.run_once("w1", clock(&[now, now]), ok(Outcome::Retryable), 0.5).expect("run");
+            assert_eq!(ran, Ran::Retry { id: "order-7".into(), attempt, available_at });
+        }
+        // A crash after the fourth claim: the attempt is spent, the lease stays.
+        let crashed = q.claim("w1", 275).expect("claim").expect("claimed");
+        assert_eq!(crashed.attempt, 4);
+        assert_eq!(q.claim("w2", 1274).expect("claim"), None);
+        assert_eq!(q.claim("w2", 1275).expect("claim"), None);
+        let job = q.get("order-7").expect("get").expect("job");
+        assert_eq!(
+            (job.status, job.attempts, job.dead_reason),
+            (Status::Dead, 4, Some(DeadReason::Deadline))
+        );
+    }
+
+    #[test]
+    fn idle_when_nothing_is_due() {
+        let mut q = queue();
+        let ran = q.run_once("w", clock(&[0, 0]), ok(Outcome::Ok), 0.0).expect("run");
+        assert_eq!(ran, Ran::Idle);
+    }
+
+    #[test]
+    fn an_unclassified_error_is_returned_and_the_job_stays_leased() {
+        let mut q = queue();
+        q.enqueue(&NewJob { id: "a", payload: "p", max_attempts: 3, deadline: 10_000, now: 0 })
+            .expect("enqueue");
+        let err = q
+            .run_once(
+                "w",
+                clock(&[5, 6]),
+                |c: &Claimed| Err::<Outcome, _>(format!("boom {}", c.payload)),
+                0.0,
+            )
+            .unwrap_err();
+        let RunError::Unclassified { id, attempt, error } = err else { panic!("{err:?}") };
+        assert_eq!((id.as_str(), attempt, error.as_str()), ("a", 1, "boom p"));
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!((job.status, job.attempts, job.available_at), (Status::Leased, 1, Some(1005)));
+    }
+
+    #[test]
+    fn the_clock_going_back_leaves_the_attempt_spent_and_the_job_leased() {
+        let mut q = queue();
+        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 10_000, now: 0 })
+            .expect("enqueue");
+        let err = q.run_once("w", clock(&[10, 9]), ok(Outcome::Ok), 0.0).unwrap_err();
+        assert!(
+            matches!(err, RunError::ClockWentBackwards { attempt: 1, before: 10, after: 9, .. }),
+            "{err:?}"
+        );
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!((job.status, job.attempts), (Status::Leased, 1));
+    }
+
+    #[test]
+    fn the_clock_check_comes_before_the_outcome() {
+        let mut q = queue();
+        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 10_000, now: 0 })
+            .expect("enqueue");
+        let err = q.run_once("w", clock(&[10, 9]), |_| Err::<Outcome, _>("unknown"), 0.0).unwrap_err();
+        assert!(matches!(err, RunError::ClockWentBackwards { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn the_outcome_is_recorded_at_the_second_reading() {
+        let mut q = queue();
+        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 10_000, now: 0 })
+            .expect("enqueue");
+        let ran = q.run_once("w", clock(&[10, 400]), ok(Outcome::Retryable), 1.0).expect("run");
+        assert_eq!(ran, Ran::Retry { id: "a".into(), attempt: 1, available_at: 500 });
+    }
+
+    #[test]
+    fn a_bad_jitter_or_worker_is_refused_before_the_claim() {
+        let mut q = queue();
+        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 10_000, now: 0 })
+            .expect("enqueue");
+        let err = q.run_once("w", clock(&[0, 0]), ok(Outcome::Ok), 1.5).unwrap_err();
+        assert!(matches!(err, RunError::Queue(Error::InvalidInput { field: "jitter", .. })), "{err:?}");
+        let err = q.run_once("", clock(&[0, 0]), ok(Outcome::Ok), 0.5).unwrap_err();
+        assert!(matches!(err, RunError::Queue(Error::InvalidInput { field: "worker", .. })), "{err:?}");
+        assert_eq!(q.get("a").expect("get").expect("job").attempts, 0);
+    }
+}

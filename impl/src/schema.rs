@@ -1,0 +1,209 @@
+//! The database schema: what a retryq file holds, how it is recognised, how it is created.
+//!
+//! A retryq database is a SQLite file whose `application_id` is [`APPLICATION_ID`] and whose
+//! `user_version` is the schema version. Any other file is refused, never "repaired": a
+//! file that is not SQLite, another program's database, or one written by a newer retryq.
+
+use std::path::Path;
+
+use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+/// `PRAGMA application_id` of every retryq database: "RTRQ" in ASCII.
+pub const APPLICATION_ID: i64 = 0x5254_5251;
+/// `PRAGMA user_version` this build reads and writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The tables, indexes and triggers of schema version 1.
+///
+/// The CHECK constraints restate SPEC invariants the queue code already keeps, so that a bug
+/// turns into a refused write instead of a stored lie. The triggers keep `history`
+/// append-only and complete: every insert and update of a job is a transition, and the
+/// trigger, not the caller, records it.
+const DDL: &str = "
+CREATE TABLE jobs (
+    seq          INTEGER PRIMARY KEY,   -- insertion order: claim's tie-break
+    id           TEXT    NOT NULL UNIQUE,
+    payload      TEXT    NOT NULL,
+    status       TEXT    NOT NULL CHECK (status IN ('pending', 'leased', 'done', 'dead')),
+    attempts     INTEGER NOT NULL CHECK (attempts >= 0),
+    max_attempts INTEGER NOT NULL CHECK (max_attempts BETWEEN 1 AND 2147483647),
+    available_at INTEGER,               -- reservation (pending) or lease expiry (leased)
+    deadline     INTEGER NOT NULL,
+    dead_reason  TEXT    CHECK (dead_reason IN ('exhausted', 'deadline', 'permanent')),
+    redrives     INTEGER NOT NULL CHECK (redrives >= 0),
+    enqueued_at  INTEGER NOT NULL,
+    owner        TEXT,                  -- the lease holder, while leased
+    claimed_at   INTEGER,               -- when the current lease began, while leased
+    updated_at   INTEGER NOT NULL,      -- the `now` of the last transition
+    CHECK (attempts <= max_attempts),
+    CHECK ((status IN ('pending', 'leased')) = (available_at IS NOT NULL)),
+    CHECK ((status = 'dead') = (dead_reason IS NOT NULL)),
+    CHECK ((status = 'leased') = (owner IS NOT NULL AND claimed_at IS NOT NULL)),
+    CHECK (status <> 'pending' OR available_at < deadline)
+) STRICT;
+
+-- claim's pick: the open job with the smallest available_at, ties by seq (the rowid, which
+-- every index carries last).
+CREATE INDEX jobs_due ON jobs (available_at) WHERE status IN ('pending', 'leased');
+-- reap by deadline: open jobs whose deadline has come.
+CREATE INDEX jobs_open_deadline ON jobs (deadline) WHERE status IN ('pending', 'leased');
+-- reap by exhaustion: leases on a job's last attempt, by expiry.
+CREATE INDEX jobs_last_lease ON jobs (available_at)
+    WHERE status = 'leased' AND attempts >= max_attempts;
+
+CREATE TABLE history (
+    n            INTEGER PRIMARY KEY,
+    job          TEXT    NOT NULL,
+    from_status  TEXT,                  -- NULL for the first enqueue
+    to_status    TEXT    NOT NULL,
+    attempt      INTEGER NOT NULL,      -- the job's attempts after the transition
+    max_attempts INTEGER NOT NULL,
+    deadline     INTEGER NOT NULL,
+    available_at INTEGER,
+    redrives     INTEGER NOT NULL,
+    reason       TEXT,                  -- the dead_reason, for a move to dead
+    worker       TEXT,                  -- the lease holder involved, if any
+    at           INTEGER NOT NULL       -- the operation's now
+) STRICT;
+CREATE INDEX history_job ON history (job, n);
+
+CREATE TRIGGER jobs_history_insert AFTER INSERT ON jobs BEGIN
+    INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                         available_at, redrives, reason, worker, at)
+    VALUES (NEW.id, NULL, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
+            NEW.available_at, NEW.redrives, NEW.dead_reason, NEW.owner, NEW.updated_at);
+END;
+CREATE TRIGGER jobs_history_update AFTER UPDATE ON jobs BEGIN
+    INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                         available_at, redrives, reason, worker, at)
+    VALUES (NEW.id, OLD.status, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
+            NEW.available_at, NEW.redrives, NEW.dead_reason, coalesce(NEW.owner, OLD.owner),
+            NEW.updated_at);
+END;
+CREATE TRIGGER jobs_never_deleted BEFORE DELETE ON jobs BEGIN
+    SELECT RAISE(ABORT, 'retryq: jobs are never deleted (no silent drop)');
+END;
+CREATE TRIGGER jobs_identity_fixed BEFORE UPDATE OF seq, id, payload, enqueued_at ON jobs BEGIN
+    SELECT RAISE(ABORT, 'retryq: a job''s id, payload and first enqueue never change');
+END;
+CREATE TRIGGER history_no_update BEFORE UPDATE ON history BEGIN
+    SELECT RAISE(ABORT, 'retryq: history is append-only');
+END;
+CREATE TRIGGER history_no_delete BEFORE DELETE ON history BEGIN
+    SELECT RAISE(ABORT, 'retryq: history is append-only');
+END;
+";
+
+/// What an opened file turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// An empty database: a new or zero-length file, or a fresh in-memory one.
+    Empty,
+    /// A retryq database of this schema version.
+    Retryq,
+}
+
+/// Decides what the file is, reading only: a refused file is left exactly as it was.
+pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
+    let refuse = |why: String| Error::NotRetryq { path: path.to_path_buf(), why };
+    let application_id: i64 =
+        conn.pragma_query_value(None, "application_id", |row| row.get(0)).map_err(|e| {
+            match e.sqlite_error_code() {
+                Some(ErrorCode::NotADatabase) => refuse("the file is not a SQLite database".into()),
+                _ => Error::Storage(e),
+            }
+        })?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if application_id == 0 && version == 0 {
+        let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+        if objects == 0 {
+            return Ok(Found::Empty);
+        }
+        return Err(refuse(format!("a SQLite database with {objects} objects of another program")));
+    }
+    if application_id != APPLICATION_ID {
+        return Err(refuse(format!("a SQLite database with application_id {application_id:#x}")));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(Error::NewerSchema {
+            path: path.to_path_buf(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version < SCHEMA_VERSION {
+        return Err(refuse(format!("schema version {version}, which no retryq release wrote")));
+    }
+    Ok(Found::Retryq)
+}
+
+/// Creates the schema in one transaction. Two processes may race to create the same new
+/// file: whoever takes the write lock second finds the schema there and leaves it alone.
+pub(crate) fn create(conn: &mut Connection, path: &Path) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if inspect(&tx, path)? == Found::Empty {
+        tx.execute_batch(DDL)?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_created_schema_is_recognised() {
+        let mut conn = Connection::open_in_memory().expect("memory database");
+        let path = Path::new(":memory:");
+        assert_eq!(inspect(&conn, path).expect("inspect"), Found::Empty);
+        create(&mut conn, path).expect("create");
+        assert_eq!(inspect(&conn, path).expect("inspect"), Found::Retryq);
+        // Creating again is a no-op, not an error.
+        create(&mut conn, path).expect("create twice");
+    }
+
+    #[test]
+    fn history_is_append_only_and_jobs_are_never_deleted() {
+        let mut conn = Connection::open_in_memory().expect("memory database");
+        create(&mut conn, Path::new(":memory:")).expect("create");
+        conn.execute(
+            "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
+                               redrives, enqueued_at, updated_at)
+             VALUES ('a', '', 'pending', 0, 1, 0, 10, 0, 0, 0)",
+            [],
+        )
+        .expect("insert");
+        let rows: i64 = conn.query_row("SELECT count(*) FROM history", [], |r| r.get(0)).expect("count");
+        assert_eq!(rows, 1);
+        assert!(conn.execute("DELETE FROM history", []).is_err());
+        assert!(conn.execute("UPDATE history SET at = 5", []).is_err());
+        assert!(conn.execute("DELETE FROM jobs", []).is_err());
+        assert!(conn.execute("UPDATE jobs SET payload = 'x'", []).is_err());
+    }
+
+    #[test]
+    fn checks_refuse_rows_that_break_invariants() {
+        let mut conn = Connection::open_in_memory().expect("memory database");
+        create(&mut conn, Path::new(":memory:")).expect("create");
+        let insert = |status: &str, attempts: i64, available_at: Option<i64>, reason: Option<&str>| {
+            conn.execute(
+                "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at,
+                                   deadline, dead_reason, redrives, enqueued_at, updated_at)
+                 VALUES (hex(randomblob(8)), '', ?1, ?2, 3, ?3, 10, ?4, 0, 0, 0)",
+                rusqlite::params![status, attempts, available_at, reason],
+            )
+        };
+        assert!(insert("pending", 0, Some(9), None).is_ok());
+        assert!(insert("pending", 0, Some(10), None).is_err(), "invariant 6: available_at < deadline");
+        assert!(insert("pending", 4, Some(0), None).is_err(), "attempts above max_attempts");
+        assert!(insert("dead", 1, None, None).is_err(), "dead without a reason");
+        assert!(insert("done", 1, Some(3), None).is_err(), "done with a reservation");
+        assert!(insert("leased", 1, Some(3), None).is_err(), "leased without an owner");
+        assert!(insert("waiting", 0, Some(0), None).is_err(), "unknown status");
+    }
+}

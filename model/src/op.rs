@@ -1,0 +1,145 @@
+//! The operations of SPEC section 5, as typed values.
+//!
+//! Field values are kept as the trace gave them (any `u64`, any `f64`): deciding that a
+//! `max_attempts` of 0 or a `jitter` of 2 is `invalid_input` is the job of whoever executes
+//! the operation, so that both readings of the SPEC make that decision on their own.
+
+use serde::Serialize;
+
+/// What the transport reported for an attempt, in `complete`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok,
+    Retryable,
+    Permanent,
+}
+
+/// What happened to an attempt, in `run_once`: a classified [`Outcome`], an error the
+/// transport did not classify, or the process dying after its claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    Ok,
+    Retryable,
+    Permanent,
+    Unknown,
+    Crash,
+}
+
+impl RunOutcome {
+    /// The classified outcome, if the transport gave one.
+    pub fn classified(self) -> Option<Outcome> {
+        match self {
+            RunOutcome::Ok => Some(Outcome::Ok),
+            RunOutcome::Retryable => Some(Outcome::Retryable),
+            RunOutcome::Permanent => Some(Outcome::Permanent),
+            RunOutcome::Unknown | RunOutcome::Crash => None,
+        }
+    }
+}
+
+/// One line of a trace. Serializes to exactly the JSON object SPEC section 5 reads.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    Config {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        base_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cap_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lease_ms: Option<u64>,
+    },
+    Enqueue {
+        id: String,
+        payload: String,
+        max_attempts: u64,
+        deadline: u64,
+        now: u64,
+    },
+    Claim {
+        worker: String,
+        now: u64,
+    },
+    Complete {
+        worker: String,
+        id: String,
+        attempt: u64,
+        outcome: Outcome,
+        now: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        jitter: Option<f64>,
+    },
+    RunOnce {
+        worker: String,
+        now: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        after: Option<u64>,
+        outcome: RunOutcome,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        jitter: Option<f64>,
+    },
+    Redrive {
+        id: String,
+        now: u64,
+        add_attempts: u64,
+        deadline: u64,
+    },
+    Reap {
+        now: u64,
+    },
+    Get {
+        id: String,
+    },
+    Stats {
+        now: u64,
+    },
+    RetryDelay {
+        attempt: u64,
+        base_ms: u64,
+        cap_ms: u64,
+        jitter: f64,
+    },
+    Restart,
+}
+
+impl Op {
+    /// The operation as one line of JSON, without the newline.
+    pub fn to_json_line(&self) -> String {
+        // Serializing these plain enums cannot fail: every key is a string and every f64 a
+        // finite or non-finite number serde_json writes as a number or `null`.
+        serde_json::to_string(self)
+            .unwrap_or_else(|e| format!("{{\"op\":\"unserializable\",\"why\":{:?}}}", e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_serialize_as_spec_lines() {
+        let op = Op::RunOnce {
+            worker: "w1".into(),
+            now: 0,
+            after: None,
+            outcome: RunOutcome::Retryable,
+            jitter: Some(0.5),
+        };
+        assert_eq!(
+            op.to_json_line(),
+            r#"{"op":"run_once","worker":"w1","now":0,"outcome":"retryable","jitter":0.5}"#
+        );
+        assert_eq!(Op::Restart.to_json_line(), r#"{"op":"restart"}"#);
+        let config = Op::Config { base_ms: Some(100), cap_ms: None, lease_ms: Some(1000) };
+        assert_eq!(config.to_json_line(), r#"{"op":"config","base_ms":100,"lease_ms":1000}"#);
+    }
+
+    #[test]
+    fn classified_outcomes() {
+        assert_eq!(RunOutcome::Retryable.classified(), Some(Outcome::Retryable));
+        assert_eq!(RunOutcome::Unknown.classified(), None);
+        assert_eq!(RunOutcome::Crash.classified(), None);
+    }
+}

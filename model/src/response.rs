@@ -1,0 +1,231 @@
+//! The results of SPEC section 5, as typed values that serialize to exactly its JSON.
+//!
+//! Keys come out in the order SPEC lists them, so a replay's output can be compared with the
+//! SPEC's worked trace to the letter.
+
+use serde::Serialize;
+
+/// A job's status (SPEC section 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    Leased,
+    Done,
+    Dead,
+}
+
+/// Why a job is `dead` (SPEC section 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadReason {
+    Exhausted,
+    Deadline,
+    Permanent,
+}
+
+/// What `get` shows of a job.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct JobView {
+    pub id: String,
+    pub status: Status,
+    pub attempts: u64,
+    pub max_attempts: u64,
+    pub available_at: Option<u64>,
+    pub deadline: u64,
+    pub dead_reason: Option<DeadReason>,
+    pub redrives: u64,
+}
+
+/// What `stats` shows of the store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct StatsView {
+    pub pending: u64,
+    pub leased: u64,
+    pub done: u64,
+    pub dead: u64,
+    pub dead_exhausted: u64,
+    pub dead_deadline: u64,
+    pub dead_permanent: u64,
+    pub leased_expired: u64,
+    pub oldest_open_age_ms: Option<u64>,
+}
+
+/// A successful result: `{"ok": …}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "ok", rename_all = "snake_case")]
+pub enum Reply {
+    Config,
+    Enqueued,
+    Existing,
+    Claimed {
+        id: String,
+        attempt: u64,
+        lease_until: u64,
+    },
+    None,
+    /// `complete` → `ok`.
+    Done,
+    /// `complete` → `retryable` with time left.
+    Retry {
+        available_at: u64,
+    },
+    /// `complete` → quarantined.
+    Dead {
+        reason: DeadReason,
+    },
+    /// `run_once` → `done`, naming the job it ran.
+    #[serde(rename = "done")]
+    RanDone {
+        id: String,
+        attempt: u64,
+    },
+    /// `run_once` → `retry`.
+    #[serde(rename = "retry")]
+    RanRetry {
+        id: String,
+        attempt: u64,
+        available_at: u64,
+    },
+    /// `run_once` → `dead`.
+    #[serde(rename = "dead")]
+    RanDead {
+        id: String,
+        attempt: u64,
+        reason: DeadReason,
+    },
+    /// `run_once` → the process died after its claim.
+    Crashed {
+        id: String,
+        attempt: u64,
+    },
+    Redriven,
+    Reaped {
+        count: u64,
+    },
+    Job(JobView),
+    Stats(StatsView),
+    Delay {
+        delay_ms: u64,
+    },
+    Restart,
+}
+
+/// A refused operation: `{"error": …}`. Each changed nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub enum Failure {
+    /// `detail` names the field and what was wrong with it. Its wording is not part of the
+    /// contract; two readings compare only the fact that input was refused.
+    InvalidInput {
+        detail: String,
+    },
+    Conflict,
+    NotFound,
+    LeaseLost,
+    NotDead,
+    ClockWentBackwards,
+    /// `run_once`: the transport failed in a way it did not classify; the job stays leased.
+    UnknownError {
+        id: String,
+        attempt: u64,
+    },
+    /// `run_once`: the clock read after sending was before the one read at the claim.
+    #[serde(rename = "clock_went_backwards")]
+    RanClockWentBackwards {
+        id: String,
+        attempt: u64,
+    },
+}
+
+/// One output line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
+pub enum Response {
+    Ok(Reply),
+    Err(Failure),
+}
+
+impl Response {
+    /// `{"error":"invalid_input","detail":…}`.
+    pub fn invalid(detail: impl Into<String>) -> Response {
+        Response::Err(Failure::InvalidInput { detail: detail.into() })
+    }
+
+    /// The response as one line of JSON, without the newline.
+    pub fn to_json_line(&self) -> String {
+        // Every field is a string, an integer, or null: serialization cannot fail.
+        serde_json::to_string(self)
+            .unwrap_or_else(|e| format!("{{\"error\":\"internal\",\"detail\":{:?}}}", e.to_string()))
+    }
+
+    /// The same response with any `invalid_input` detail blanked: what two readings of the
+    /// SPEC must agree on.
+    pub fn observable(&self) -> Response {
+        match self {
+            Response::Err(Failure::InvalidInput { .. }) => Response::invalid(""),
+            other => other.clone(),
+        }
+    }
+}
+
+impl From<Reply> for Response {
+    fn from(reply: Reply) -> Self {
+        Response::Ok(reply)
+    }
+}
+
+impl From<Failure> for Response {
+    fn from(failure: Failure) -> Self {
+        Response::Err(failure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_serialize_in_spec_key_order() {
+        let r: Response = Reply::RanRetry { id: "order-7".into(), attempt: 1, available_at: 50 }.into();
+        assert_eq!(r.to_json_line(), r#"{"ok":"retry","id":"order-7","attempt":1,"available_at":50}"#);
+        let r: Response = Reply::Job(JobView {
+            id: "order-7".into(),
+            status: Status::Dead,
+            attempts: 4,
+            max_attempts: 5,
+            available_at: None,
+            deadline: 700,
+            dead_reason: Some(DeadReason::Deadline),
+            redrives: 0,
+        })
+        .into();
+        assert_eq!(
+            r.to_json_line(),
+            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0}"#
+        );
+        let r: Response = Reply::Stats(StatsView::default()).into();
+        assert_eq!(
+            r.to_json_line(),
+            r#"{"ok":"stats","pending":0,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"leased_expired":0,"oldest_open_age_ms":null}"#
+        );
+    }
+
+    #[test]
+    fn failures_serialize_with_their_code() {
+        let r: Response = Failure::RanClockWentBackwards { id: "a".into(), attempt: 2 }.into();
+        assert_eq!(r.to_json_line(), r#"{"error":"clock_went_backwards","id":"a","attempt":2}"#);
+        assert_eq!(Response::from(Failure::LeaseLost).to_json_line(), r#"{"error":"lease_lost"}"#);
+        assert_eq!(
+            Response::invalid("now: x").to_json_line(),
+            r#"{"error":"invalid_input","detail":"now: x"}"#
+        );
+    }
+
+    #[test]
+    fn observable_blanks_only_invalid_input_details() {
+        assert_eq!(Response::invalid("a").observable(), Response::invalid("b").observable());
+        let r: Response = Reply::Reaped { count: 2 }.into();
+        assert_eq!(r.observable(), r);
+    }
+}
