@@ -1,1 +1,29 @@
-//! The replay format of SPEC section 5.
+//! The replay format of SPEC section 5, and the harness that runs it.
+//!
+//! - [`parse`] reads one JSON Lines input line into a [`retryq_model::Op`], strictly: every
+//!   way a line can be wrong is `invalid_input` naming the field.
+//! - [`sqlite`] runs operations against the real SQLite queue and answers in the SPEC's
+//!   results. It reads the SPEC through `retryq` only; the model is used here for its
+//!   vocabulary (the operation and result types), never for its logic.
+//! - [`replay`] drives a whole trace: lines in, one JSON object out per operation.
+//! - [`regress`] finds the saved regression cases (`NAME.jsonl` beside
+//!   `NAME.expected.jsonl`) and checks a replay's output against them.
+
+pub mod parse;
+pub mod regress;
+pub mod replay;
+pub mod sqlite;
+
+pub use parse::{Line, parse_line};
+pub use replay::{ReplayStats, replay};
+pub use sqlite::Sqlite;
+
+/// A failure that stops a replay: the trace could not be run, as opposed to an operation
+/// being refused (which is an output line like any other).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("storage failed: {0}")]
+    Storage(#[from] retryq::Error),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}

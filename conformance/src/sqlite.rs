@@ -1,0 +1,360 @@
+//! SPEC section 5's operations run against the real SQLite queue.
+//!
+//! This is the implementation's side of every comparison: it calls `retryq` and translates
+//! its answers into the SPEC's results. Checks that belong to the replay format rather than
+//! to the queue (a `jitter` is required for `retryable`) are made here, before the queue is
+//! called, so that a refused line changes nothing.
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+
+use retryq::{Claimed, Completed, Enqueued, Error, NewJob, OpenOptions, Queue, Ran, RunError, Settings};
+use retryq_model::{
+    DeadReason, Failure, JobView, MAX_INT, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status,
+};
+use tempfile::TempDir;
+
+use crate::ReplayError;
+
+/// Where the database lives, which decides what `restart` can do.
+enum Storage {
+    /// A fresh file in a temporary directory, removed when the replay ends.
+    Temporary { _dir: TempDir, path: PathBuf },
+    /// A file the caller named; it stays.
+    File(PathBuf),
+    /// In memory: nothing to reopen, so `restart` keeps the connection.
+    Memory,
+}
+
+/// A SQLite queue driven one operation at a time.
+pub struct Sqlite {
+    queue: Queue,
+    storage: Storage,
+    options: OpenOptions,
+}
+
+impl Sqlite {
+    /// A fresh database file in a new temporary directory.
+    pub fn temporary() -> Result<Sqlite, ReplayError> {
+        let dir = tempfile::Builder::new().prefix("retryq-replay-").tempdir()?;
+        let path = dir.path().join("replay.db");
+        let options = OpenOptions::default();
+        let queue = Queue::open_with(&path, &options)?;
+        Ok(Sqlite { queue, storage: Storage::Temporary { _dir: dir, path }, options })
+    }
+
+    /// The database file at `path`, created if missing.
+    pub fn file(path: &Path) -> Result<Sqlite, ReplayError> {
+        Sqlite::file_with(path, OpenOptions::default())
+    }
+
+    /// The database file at `path`, opened with `options`.
+    pub fn file_with(path: &Path, options: OpenOptions) -> Result<Sqlite, ReplayError> {
+        let queue = Queue::open_with(path, &options)?;
+        Ok(Sqlite { queue, storage: Storage::File(path.to_path_buf()), options })
+    }
+
+    /// A fresh in-memory database: fast, and `restart` does not reopen anything.
+    pub fn in_memory() -> Result<Sqlite, ReplayError> {
+        Ok(Sqlite {
+            queue: Queue::open_in_memory()?,
+            storage: Storage::Memory,
+            options: OpenOptions::default(),
+        })
+    }
+
+    /// The queue underneath, to look at its state between steps.
+    pub fn queue(&mut self) -> &mut Queue {
+        &mut self.queue
+    }
+
+    /// Runs one operation. A refusal is a [`Response`] like any other; only a storage
+    /// failure stops the replay.
+    pub fn step(&mut self, op: &Op) -> Result<Response, ReplayError> {
+        match self.apply(op) {
+            Ok(reply) => Ok(Response::Ok(reply)),
+            Err(Refusal::Failure(failure)) => Ok(Response::Err(failure)),
+            Err(Refusal::Fatal(error)) => Err(error),
+        }
+    }
+
+    fn apply(&mut self, op: &Op) -> Result<Reply, Refusal> {
+        let q = &mut self.queue;
+        Ok(match op {
+            Op::Config { base_ms, cap_ms, lease_ms } => {
+                let current = q.settings();
+                q.set_settings(Settings {
+                    lease_ms: lease_ms.unwrap_or(current.lease_ms),
+                    base_ms: base_ms.unwrap_or(current.base_ms),
+                    cap_ms: cap_ms.unwrap_or(current.cap_ms),
+                })?;
+                Reply::Config
+            }
+            Op::Enqueue { id, payload, max_attempts, deadline, now } => {
+                let job = NewJob { id, payload, max_attempts: *max_attempts, deadline: *deadline, now: *now };
+                match q.enqueue(&job)? {
+                    Enqueued::New => Reply::Enqueued,
+                    Enqueued::Existing => Reply::Existing,
+                }
+            }
+            Op::Claim { worker, now } => match q.claim(worker, *now)? {
+                Some(Claimed { id, attempt, lease_until, .. }) => Reply::Claimed { id, attempt, lease_until },
+                None => Reply::None,
+            },
+            Op::Complete { worker, id, attempt, outcome, now, jitter } => {
+                let jitter = jitter_for(*outcome == Outcome::Retryable, *jitter)?;
+                match q.complete(worker, id, *attempt, outcome_of(*outcome), *now, jitter)? {
+                    Completed::Done => Reply::Done,
+                    Completed::Retry { available_at } => Reply::Retry { available_at },
+                    Completed::Dead { reason } => Reply::Dead { reason: reason_of(reason) },
+                }
+            }
+            Op::RunOnce { worker, now, after, outcome, jitter } => {
+                let jitter = jitter_for(*outcome == RunOutcome::Retryable, *jitter)?;
+                let after = after.unwrap_or(*now);
+                if after > MAX_INT {
+                    return Err(refused("after", "is above 2^53-1"));
+                }
+                run_once(q, worker, *now, after, *outcome, jitter)?
+            }
+            Op::Redrive { id, now, add_attempts, deadline } => {
+                q.redrive(id, *now, *add_attempts, *deadline)?;
+                Reply::Redriven
+            }
+            Op::Reap { now } => Reply::Reaped { count: q.reap(*now)? },
+            Op::Get { id } => match q.get(id)? {
+                Some(job) => Reply::Job(JobView {
+                    id: job.id,
+                    status: status_of(job.status),
+                    attempts: job.attempts,
+                    max_attempts: job.max_attempts,
+                    available_at: job.available_at,
+                    deadline: job.deadline,
+                    dead_reason: job.dead_reason.map(reason_of),
+                    redrives: job.redrives,
+                }),
+                None => return Err(Refusal::Failure(Failure::NotFound)),
+            },
+            Op::Stats { now } => {
+                let s = q.stats(*now)?;
+                Reply::Stats(StatsView {
+                    pending: s.pending,
+                    leased: s.leased,
+                    done: s.done,
+                    dead: s.dead,
+                    dead_exhausted: s.dead_exhausted,
+                    dead_deadline: s.dead_deadline,
+                    dead_permanent: s.dead_permanent,
+                    leased_expired: s.leased_expired,
+                    oldest_open_age_ms: s.oldest_open_age_ms,
+                })
+            }
+            Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
+                Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
+            }
+            Op::Restart => {
+                self.restart()?;
+                Reply::Restart
+            }
+        })
+    }
+
+    /// Closes the database and opens the same file again, keeping the settings (as `config`
+    /// promises). In memory there is nothing to reopen.
+    fn restart(&mut self) -> Result<(), ReplayError> {
+        let path = match &self.storage {
+            Storage::Temporary { path, .. } | Storage::File(path) => path.clone(),
+            Storage::Memory => return Ok(()),
+        };
+        let settings = self.queue.settings();
+        // Close first: the old connection must be gone before the file is opened again.
+        let placeholder = Queue::open_in_memory()?;
+        drop(std::mem::replace(&mut self.queue, placeholder));
+        self.queue = Queue::open_with(&path, &self.options)?;
+        self.queue.set_settings(settings)?;
+        Ok(())
+    }
+}
+
+/// `run_once` with a clock that reads `now` then `after`, and a transport that answers
+/// `outcome`. A `crash` is a claim and nothing more: the process died holding the lease.
+fn run_once(
+    q: &mut Queue,
+    worker: &str,
+    now: u64,
+    after: u64,
+    outcome: RunOutcome,
+    jitter: f64,
+) -> Result<Reply, Refusal> {
+    let Some(classified) = outcome.classified() else {
+        if outcome == RunOutcome::Crash {
+            return Ok(match q.claim(worker, now)? {
+                Some(Claimed { id, attempt, .. }) => Reply::Crashed { id, attempt },
+                None => Reply::None,
+            });
+        }
+        return transport_run(q, worker, now, after, None, jitter);
+    };
+    transport_run(q, worker, now, after, Some(outcome_of(classified)), jitter)
+}
+
+/// The transport's answer: an outcome, or (`None`) an error it could not classify.
+fn transport_run(
+    q: &mut Queue,
+    worker: &str,
+    now: u64,
+    after: u64,
+    answer: Option<retryq::Outcome>,
+    jitter: f64,
+) -> Result<Reply, Refusal> {
+    let mut readings = [now, after].into_iter();
+    let clock = move || readings.next().unwrap_or(after);
+    let transport = move |_: &Claimed| answer.ok_or(Unclassified);
+    match q.run_once(worker, clock, transport, jitter) {
+        Ok(Ran::Idle) => Ok(Reply::None),
+        Ok(Ran::Done { id, attempt }) => Ok(Reply::RanDone { id, attempt }),
+        Ok(Ran::Retry { id, attempt, available_at }) => Ok(Reply::RanRetry { id, attempt, available_at }),
+        Ok(Ran::Dead { id, attempt, reason }) => {
+            Ok(Reply::RanDead { id, attempt, reason: reason_of(reason) })
+        }
+        Err(RunError::ClockWentBackwards { id, attempt, .. }) => {
+            Err(Refusal::Failure(Failure::RanClockWentBackwards { id, attempt }))
+        }
+        Err(RunError::Unclassified { id, attempt, .. }) => {
+            Err(Refusal::Failure(Failure::UnknownError { id, attempt }))
+        }
+        Err(RunError::Queue(e)) => Err(e.into()),
+    }
+}
+
+/// The transport error a trace's `unknown` outcome stands for.
+#[derive(Debug)]
+struct Unclassified;
+
+/// The jitter to pass to the queue: required for `retryable`, checked whenever present.
+fn jitter_for(retryable: bool, jitter: Option<f64>) -> Result<f64, Refusal> {
+    match jitter {
+        Some(j) => Ok(retryq::validate_jitter(j)?),
+        None if retryable => Err(refused("jitter", "is required for outcome retryable")),
+        // Unused by every other outcome; any valid ratio will do.
+        None => Ok(0.0),
+    }
+}
+
+/// Why an operation gave no reply.
+enum Refusal {
+    /// The SPEC's answer: the operation was refused and changed nothing.
+    Failure(Failure),
+    /// The replay cannot go on.
+    Fatal(ReplayError),
+}
+
+fn refused(field: &str, why: &str) -> Refusal {
+    Refusal::Failure(Failure::InvalidInput { detail: format!("{field}: {why}") })
+}
+
+impl From<Error> for Refusal {
+    fn from(error: Error) -> Self {
+        Refusal::Failure(match error {
+            Error::InvalidInput { field, reason } => {
+                Failure::InvalidInput { detail: format!("{field}: {reason}") }
+            }
+            Error::Conflict { .. } => Failure::Conflict,
+            Error::NotFound { .. } => Failure::NotFound,
+            Error::LeaseLost { .. } => Failure::LeaseLost,
+            Error::NotDead { .. } => Failure::NotDead,
+            Error::ClockWentBackwards { .. } => Failure::ClockWentBackwards,
+            fatal => return Refusal::Fatal(ReplayError::Storage(fatal)),
+        })
+    }
+}
+
+impl From<ReplayError> for Refusal {
+    fn from(error: ReplayError) -> Self {
+        Refusal::Fatal(error)
+    }
+}
+
+impl From<Infallible> for Refusal {
+    fn from(never: Infallible) -> Self {
+        match never {}
+    }
+}
+
+fn outcome_of(outcome: Outcome) -> retryq::Outcome {
+    match outcome {
+        Outcome::Ok => retryq::Outcome::Ok,
+        Outcome::Retryable => retryq::Outcome::Retryable,
+        Outcome::Permanent => retryq::Outcome::Permanent,
+    }
+}
+
+fn status_of(status: retryq::Status) -> Status {
+    match status {
+        retryq::Status::Pending => Status::Pending,
+        retryq::Status::Leased => Status::Leased,
+        retryq::Status::Done => Status::Done,
+        retryq::Status::Dead => Status::Dead,
+    }
+}
+
+fn reason_of(reason: retryq::DeadReason) -> DeadReason {
+    match reason {
+        retryq::DeadReason::Exhausted => DeadReason::Exhausted,
+        retryq::DeadReason::Deadline => DeadReason::Deadline,
+        retryq::DeadReason::Permanent => DeadReason::Permanent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restart_reopens_the_file_and_keeps_leases_and_settings() {
+        let mut side = Sqlite::temporary().expect("temporary database");
+        let steps = [
+            Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(1000) },
+            Op::Enqueue { id: "a".into(), payload: "p".into(), max_attempts: 3, deadline: 10_000, now: 0 },
+            Op::Claim { worker: "w1".into(), now: 0 },
+            Op::Restart,
+            Op::Claim { worker: "w2".into(), now: 999 },
+            Op::Claim { worker: "w2".into(), now: 1000 },
+        ];
+        let replies: Vec<Response> = steps.iter().map(|op| side.step(op).expect("step")).collect();
+        assert_eq!(replies[4], Response::Ok(Reply::None), "the live lease survived the restart");
+        assert_eq!(
+            replies[5],
+            Response::Ok(Reply::Claimed { id: "a".into(), attempt: 2, lease_until: 2000 }),
+            "lease_ms survived the restart"
+        );
+    }
+
+    #[test]
+    fn a_missing_jitter_for_retryable_changes_nothing() {
+        let mut side = Sqlite::in_memory().expect("memory database");
+        side.step(&Op::Enqueue {
+            id: "a".into(),
+            payload: String::new(),
+            max_attempts: 3,
+            deadline: 10_000,
+            now: 0,
+        })
+        .expect("enqueue");
+        let r = side
+            .step(&Op::RunOnce {
+                worker: "w".into(),
+                now: 0,
+                after: None,
+                outcome: RunOutcome::Retryable,
+                jitter: None,
+            })
+            .expect("step");
+        assert!(
+            matches!(r, Response::Err(Failure::InvalidInput { ref detail }) if detail.starts_with("jitter")),
+            "{r:?}"
+        );
+        let job = side.queue().get("a").expect("get").expect("job");
+        assert_eq!(job.attempts, 0);
+    }
+}
