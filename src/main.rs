@@ -2,7 +2,8 @@
 //!
 //! Kept thin on purpose: each subcommand is a module under `cmd/` that parses its flags,
 //! calls the libraries, and prints. Logic lives in `impl/` (the queue), `model/` (the
-//! reference model) and `conformance/` (the replay harness).
+//! reference model), `conformance/` (the replay harness) and `control/` (retry control on
+//! the calling side, and its simulation).
 
 mod cmd;
 
@@ -24,6 +25,8 @@ enum Command {
     Replay(cmd::replay::Args),
     /// The main job: check every claim the project makes, with one summary and one exit status.
     Verify(cmd::verify::Args),
+    /// Simulate retry storms: clients retrying against a contended server, per backoff strategy.
+    Simulate(cmd::simulate::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),
+        Command::Simulate(args) => cmd::simulate::run(args),
     };
     match result {
         Ok(code) => code,

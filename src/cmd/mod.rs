@@ -2,6 +2,7 @@
 //! `run(Args) -> Result<ExitCode, CliError>`.
 
 pub mod replay;
+pub mod simulate;
 pub mod verify;
 
 /// A failure that ends a command: printed as `retryq: error: …`, exit status 1.
