@@ -333,4 +333,16 @@ mod tests {
         let err = r.call(&clock, 10_000, |_| unavailable()).unwrap_err();
         assert_eq!((err.stop, err.attempts), (Stop::BudgetSpent, 1));
     }
+
+    #[test]
+    fn a_budget_kept_per_target_can_be_lent_to_a_retrier() {
+        let mut targets = crate::budget::PerTarget::new(TpsBudget::new(1000, 0, 0.0).unwrap());
+        let policy = Policy::new(3, 1000, Backoff::Fixed { delay_ms: 0 }, [Kind::Unavailable]).unwrap();
+        let nodes = NodeSelector::new(1, FaultTable::rocketmq()).unwrap();
+        let clock = ManualClock::new(0);
+        let mut r = Retrier::new(policy, targets.get("orders.example"), nodes, ChaCha8Rng::seed_from_u64(3));
+        // No floor and no ratio: the borrowed budget refuses the first retry.
+        let err = r.call(&clock, 10_000, |_| unavailable()).unwrap_err();
+        assert_eq!((err.stop, err.attempts), (Stop::BudgetSpent, 1));
+    }
 }

@@ -2,6 +2,7 @@
 //! JSON lines, or an SVG plot. The model and its checks are documented in
 //! `docs/retry-control.md`; this file only parses flags and prints.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,9 +21,10 @@ enum ServerArg {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Client counts: one row per count, strategy and budget (each 1 … 100000).
+    /// Client counts: one row per count, strategy and budget (each 1 … 100000). The default
+    /// picks points of the AWS simulator's sweep (10 … 190).
     #[arg(long, value_name = "N", num_args = 1.., value_delimiter = ',',
-          default_values_t = [10u32, 25, 50, 100, 150, 200],
+          default_values_t = [10u32, 20, 50, 100, 150, 190],
           value_parser = value_parser!(u32).range(1..=100_000))]
     clients: Vec<u32>,
     /// Layers, counting the clients as layer 1 and the server as the last (2 … 8).
@@ -61,21 +63,26 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let rows = simulate::table(&args.clients, args.layers, args.attempts, server, args.runs, args.seed)
         .map_err(|e| match e {
             SimError::Config(c) => CliError::Other(format!("--{}: {}", c.field, c.reason)),
-            other => CliError::Other(other.to_string()),
+            too_long @ SimError::TooLong { .. } => {
+                CliError::Other(format!("--clients: {too_long}; try fewer clients or an --attempts limit"))
+            }
         })?;
     if let Some(path) = &args.svg {
         let svg = simulate::svg(&rows).map_err(|e| CliError::Other(format!("--svg: {e}")))?;
         std::fs::write(path, svg)
             .map_err(|e| CliError::Other(format!("--svg: cannot write {}: {e}", path.display())))?;
     }
-    if args.json {
-        for row in &rows {
-            println!("{}", json(row));
-        }
+    let mut out = io::stdout().lock();
+    let printed = if args.json {
+        rows.iter().try_for_each(|row| writeln!(out, "{}", json(row)))
     } else {
-        print_table(&rows);
+        print_table(&mut out, &rows)
+    };
+    match printed.and_then(|()| out.flush()) {
+        // A reader that stopped early (`| head`) is not an error of ours.
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn json(row: &Row) -> serde_json::Value {
@@ -91,13 +98,15 @@ fn json(row: &Row) -> serde_json::Value {
     })
 }
 
-fn print_table(rows: &[Row]) {
-    println!(
+fn print_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
+    writeln!(
+        out,
         "{:<13} {:<6} {:>7} {:>6} {:>10} {:>13} {:>13} {:>12}",
         "strategy", "budget", "clients", "layers", "calls", "amplification", "completion_ms", "success_rate"
-    );
+    )?;
     for r in rows {
-        println!(
+        writeln!(
+            out,
             "{:<13} {:<6} {:>7} {:>6} {:>10.1} {:>13.2} {:>13.1} {:>12.3}",
             r.strategy.name(),
             if r.budget { "yes" } else { "no" },
@@ -107,6 +116,7 @@ fn print_table(rows: &[Row]) {
             r.amplification,
             r.completion_ms,
             r.success_rate
-        );
+        )?;
     }
+    Ok(())
 }

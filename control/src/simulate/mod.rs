@@ -145,9 +145,17 @@ pub enum SimError {
     /// A setting out of range.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// A run went on past the event limit (a safety net; the validated settings stay far below it).
-    #[error("a run did not finish within {0} events")]
-    TooLong(u64),
+    /// A run went on past [`MAX_EVENTS`]: too many clients retrying without limit.
+    #[error("{} {} a budget at {clients} clients: a run did not finish within {MAX_EVENTS} events",
+            strategy.name(), if *budget { "with" } else { "without" })]
+    TooLong {
+        /// The scenario's strategy.
+        strategy: Strategy,
+        /// Whether it had a budget.
+        budget: bool,
+        /// Its clients.
+        clients: u32,
+    },
 }
 
 /// The most events one run may take.
@@ -329,7 +337,8 @@ impl<'a> Run<'a> {
         while let Some(Reverse((now, _, event))) = self.queue.pop() {
             events += 1;
             if events > MAX_EVENTS {
-                return Err(SimError::TooLong(MAX_EVENTS));
+                let s = self.scenario;
+                return Err(SimError::TooLong { strategy: s.strategy, budget: s.budget, clients: s.clients });
             }
             self.handle(now, event);
         }
