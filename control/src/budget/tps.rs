@@ -4,8 +4,9 @@
 //! Each call deposits `retry_ratio` of a retry; each retry withdraws a whole one; deposits and
 //! withdrawals count for `ttl` (a sliding window of 10 slots), and on top of them there is a
 //! reserve of `min_per_sec · ttl` retries that is never used up, so that a caller sending few
-//! requests may still retry now and then. Over any stretch shorter than 0.9·ttl the retries
-//! granted are at most `retry_ratio` times the requests of the last ttl, plus the reserve.
+//! requests may still retry now and then. Over any stretch shorter than 0.9·ttl, the retries
+//! granted are at most `retry_ratio` times the requests made from one ttl before the stretch
+//! to its end, plus the reserve (the property `the_tps_budget_bounds_retries_in_every_stretch`).
 //!
 //! The arithmetic is on integers: a retry is 1000 units and a deposit `round(1000 ·
 //! retry_ratio)` units (the ratio counts to a thousandth), where tower rounds `1/ratio` down

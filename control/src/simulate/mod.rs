@@ -24,8 +24,8 @@
 //! timeouts are modelled (the AWS model has none); answers always arrive.
 //!
 //! Everything is a pure function of the settings and the seed: a run's random stream is
-//! ChaCha8 seeded from (seed, strategy, budget, clients, layers, attempts, run), so a row does
-//! not depend on which other rows are computed.
+//! ChaCha8 seeded from (seed, strategy, budget, clients, layers, attempts, server, run), so a
+//! row does not depend on which other rows are computed.
 
 #[cfg(feature = "plot")]
 mod plot;
