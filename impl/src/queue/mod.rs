@@ -238,6 +238,7 @@ pub(crate) mod tests {
         };
         let Error::Storage(e) = &err else { panic!("{err:?}") };
         assert_eq!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DiskFull), "{err}");
+        assert!(err.is_transient(), "a full disk may pass: the worker waits it out");
         assert!(stored > 0, "some jobs fit before the cap");
         assert_eq!(q.get(&format!("job-{stored}")).expect("get"), None, "the refused job is not half there");
         assert_eq!(q.stats(0).expect("stats").pending, stored);
