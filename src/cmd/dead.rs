@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use retryq::{DeadReason, Job};
 use retryq_conformance::sqlite::job_view;
-use serde_json::json;
+use retryq_model::JobView;
+use serde::Serialize;
 
 use super::{CliError, Db, print_json};
 
@@ -19,6 +20,15 @@ pub struct Args {
     /// One JSON object per job: SPEC's `get` fields plus `last_error` and `last_node`.
     #[arg(long)]
     json: bool,
+}
+
+/// SPEC's `get` fields, then the notes.
+#[derive(Serialize)]
+struct DeadJob<'a> {
+    #[serde(flatten)]
+    job: JobView,
+    last_error: Option<&'a str>,
+    last_node: Option<&'a str>,
 }
 
 /// `exhausted`, `deadline` or `permanent`.
@@ -36,11 +46,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let jobs = queue.dead_jobs(args.reason).map_err(|e| args.db.explain(e))?;
     if args.json {
         for job in &jobs {
-            let mut value =
-                serde_json::to_value(job_view(job)).map_err(|e| CliError::Other(e.to_string()))?;
-            value["last_error"] = json!(job.last_error);
-            value["last_node"] = json!(job.last_node);
-            print_json(&value)?;
+            let line = DeadJob {
+                job: job_view(job),
+                last_error: job.last_error.as_deref(),
+                last_node: job.last_node.as_deref(),
+            };
+            print_json(&line)?;
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, value_name = "TEXT")]
     payload: Option<String>,
     /// The attempt budget: 1 to 2^31-1 claims.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS))]
     max_attempts: u64,
     #[command(flatten)]
     deadline: Deadline,

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use retryq::{HistoryEntry, Status};
-use serde_json::json;
+use serde::Serialize;
 
 use super::{CliError, Db, print_json};
 
@@ -19,6 +19,21 @@ pub struct Args {
     json: bool,
 }
 
+/// One transition, as `--json` prints it: the state after it, keys in this order.
+#[derive(Serialize)]
+struct Line<'a> {
+    at: u64,
+    from: Option<&'static str>,
+    to: &'static str,
+    attempts: u64,
+    max_attempts: u64,
+    available_at: Option<u64>,
+    deadline: u64,
+    dead_reason: Option<&'static str>,
+    redrives: u64,
+    worker: Option<&'a str>,
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut queue = args.db.open_read()?;
     let entries = queue.history(&args.id).map_err(|e| args.db.explain(e))?;
@@ -28,18 +43,18 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     for entry in &entries {
         if args.json {
-            print_json(&json!({
-                "at": entry.at,
-                "from": entry.from.map(Status::as_str),
-                "to": entry.to.as_str(),
-                "attempts": entry.attempt,
-                "max_attempts": entry.max_attempts,
-                "available_at": entry.available_at,
-                "deadline": entry.deadline,
-                "redrives": entry.redrives,
-                "dead_reason": entry.reason.map(|r| r.as_str()),
-                "worker": entry.worker,
-            }))?;
+            print_json(&Line {
+                at: entry.at,
+                from: entry.from.map(Status::as_str),
+                to: entry.to.as_str(),
+                attempts: entry.attempt,
+                max_attempts: entry.max_attempts,
+                available_at: entry.available_at,
+                deadline: entry.deadline,
+                dead_reason: entry.reason.map(|r| r.as_str()),
+                redrives: entry.redrives,
+                worker: entry.worker.as_deref(),
+            })?;
         } else {
             println!("{}", line(entry));
         }

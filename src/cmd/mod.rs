@@ -69,7 +69,14 @@ impl Db {
     pub fn open_read(&self) -> Result<Queue, CliError> {
         self.must_exist("read-only commands never create one")?;
         let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
-        Queue::open_with(&self.db, &options).map_err(|e| self.explain(e))
+        Queue::open_with(&self.db, &options).map_err(|e| match e.kind() {
+            retryq::ErrorKind::Storage if read_only_code(&e) => CliError::Database(format!(
+                "{}: cannot read: a database in write-ahead-log mode needs its -wal and -shm files, \
+                 and they are missing and cannot be created here (the directory is read-only for this user)",
+                self.db.display()
+            )),
+            _ => self.explain(e),
+        })
     }
 
     /// Opens the database for writing; creates it (file and schema) only if `create`.
@@ -134,6 +141,10 @@ pub fn explain(path: &Path, error: retryq::Error) -> CliError {
     CliError::Database(format!("{path}: {what} ({e})"))
 }
 
+fn read_only_code(error: &retryq::Error) -> bool {
+    matches!(error, retryq::Error::Storage(e) if e.sqlite_error_code() == Some(ErrorCode::ReadOnly))
+}
+
 /// An id or worker name flag: 1 to 256 bytes.
 pub fn name(value: &str) -> Result<String, String> {
     match value.len() {
@@ -153,10 +164,10 @@ pub fn now() -> Result<u64, CliError> {
 #[group(required = true, multiple = false)]
 pub struct Deadline {
     /// The new deadline, in Unix milliseconds: no attempt starts at or after it.
-    #[arg(long, value_name = "UNIX_MS", value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
     deadline: Option<u64>,
     /// The deadline as milliseconds from now.
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
     ttl: Option<u64>,
 }
 

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use retryq::{DeadReason, Error, ErrorKind, MAX_ATTEMPTS};
-use serde_json::json;
+use serde::Serialize;
 
 use super::{CliError, Db, Deadline, print_json};
 
@@ -24,13 +24,31 @@ pub struct Args {
     #[arg(long)]
     all_dead: bool,
     /// With --all-dead: only jobs dead for this reason (exhausted, deadline, permanent).
-    #[arg(long, value_name = "R", requires = "all_dead", value_parser = super::dead::reason)]
+    #[arg(long, value_name = "R", conflicts_with = "id", value_parser = super::dead::reason)]
     reason: Option<DeadReason>,
     /// How many attempts to grant beyond those spent (1 to 2^31-1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS))]
     add_attempts: u64,
     #[command(flatten)]
     deadline: Deadline,
+}
+
+/// One job's line, keys in this order.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Line<'a> {
+    Ok {
+        ok: &'static str,
+        id: &'a str,
+    },
+    Refused {
+        error: &'static str,
+        id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -49,15 +67,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut refused = 0;
     for (id, result) in &results {
         let line = match result {
-            Ok(()) => json!({"ok": "redriven", "id": id}),
-            Err(Error::NotFound { .. }) => json!({"error": "not_found", "id": id}),
+            Ok(()) => Line::Ok { ok: "redriven", id },
             Err(Error::NotDead { status, .. }) => {
-                json!({"error": "not_dead", "id": id, "status": status.as_str()})
+                Line::Refused { error: "not_dead", id, status: Some(status.as_str()), detail: None }
             }
-            Err(Error::InvalidInput { field, reason }) => {
-                json!({"error": "invalid_input", "id": id, "detail": format!("{field}: {reason}")})
-            }
-            Err(e) => json!({"error": e.kind().code(), "id": id, "detail": e.to_string()}),
+            Err(Error::InvalidInput { field, reason }) => Line::Refused {
+                error: "invalid_input",
+                id,
+                status: None,
+                detail: Some(format!("{field}: {reason}")),
+            },
+            Err(e) => Line::Refused { error: e.kind().code(), id, status: None, detail: None },
         };
         if result.is_err() {
             refused += 1;

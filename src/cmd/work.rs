@@ -28,17 +28,17 @@ pub struct Args {
     #[arg(long, value_name = "CMD")]
     exec: String,
     /// How long a claim holds a job; must be longer than --timeout-ms.
-    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
     lease_ms: u64,
     /// The first retry's backoff window.
-    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=MAX_INT))]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=MAX_INT))]
     base_ms: u64,
     /// The largest backoff window.
-    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_INT))]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_INT))]
     cap_ms: u64,
     /// The longest one attempt may run (also never past the job's deadline); then its
     /// process group is killed and the attempt counts as retryable.
-    #[arg(long, value_name = "MS", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
     timeout_ms: u64,
     /// Exit once no job is pending or leased.
     #[arg(long)]
