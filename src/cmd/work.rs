@@ -87,9 +87,10 @@ fn init_logging() {
         }),
         Err(_) => EnvFilter::new("info"),
     };
-    tracing_subscriber::fmt()
+    let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_ansi(std::io::stderr().is_terminal());
+    // Only fails if a subscriber is already set, which then keeps logging.
+    let _ = subscriber.try_init();
 }
