@@ -251,6 +251,25 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_file_queue_is_durable_by_default() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let q = Queue::open(dir.path().join("q.db")).expect("open");
+        let pragma = |name: &str| -> String {
+            q.conn
+                .pragma_query_value(None, name, |row| row.get::<_, rusqlite::types::Value>(0))
+                .map(|v| format!("{v:?}"))
+                .expect("pragma")
+        };
+        assert_eq!(pragma("journal_mode"), "Text(\"wal\")");
+        assert_eq!(pragma("synchronous"), "Integer(2)", "synchronous=FULL");
+        assert_eq!(pragma("busy_timeout"), "Integer(10000)");
+        let normal = OpenOptions { synchronous: Synchronous::Normal, ..OpenOptions::default() };
+        let q = Queue::open_with(dir.path().join("q.db"), &normal).expect("open");
+        let sync: i64 = q.conn.pragma_query_value(None, "synchronous", |row| row.get(0)).expect("pragma");
+        assert_eq!(sync, 1, "synchronous=NORMAL only when asked for");
+    }
+
+    #[test]
     fn settings_are_validated() {
         let mut q = queue();
         let err = q.set_settings(Settings { lease_ms: 0, ..Settings::default() }).unwrap_err();
