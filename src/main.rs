@@ -21,6 +21,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Add a job (creates the database if missing).
+    Enqueue(cmd::enqueue::Args),
+    /// Run jobs: a worker process that runs a command per attempt.
+    Work(cmd::work::Args),
+    /// Counts by status and dead reason, now.
+    Stats(cmd::stats::Args),
+    /// One job, as SPEC's `get` shows it.
+    Get(cmd::get::Args),
+    /// The dead jobs, why, and their last error.
+    Dead(cmd::dead::Args),
+    /// Every recorded transition of one job.
+    History(cmd::history::Args),
+    /// Give dead jobs a new budget.
+    Redrive(cmd::redrive::Args),
+    /// Check SPEC section 4's invariants on every job and recorded transition.
+    Audit(cmd::audit::Args),
     /// Run a JSON Lines trace (SPEC section 5) against a SQLite database.
     Replay(cmd::replay::Args),
     /// The main job: check every claim the project makes, with one summary and one exit status.
@@ -32,6 +48,14 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Enqueue(args) => cmd::enqueue::run(args),
+        Command::Work(args) => cmd::work::run(args),
+        Command::Stats(args) => cmd::stats::run(args),
+        Command::Get(args) => cmd::get::run(args),
+        Command::Dead(args) => cmd::dead::run(args),
+        Command::History(args) => cmd::history::run(args),
+        Command::Redrive(args) => cmd::redrive::run(args),
+        Command::Audit(args) => cmd::audit::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
@@ -40,7 +64,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("retryq: error: {err:#}");
-            ExitCode::FAILURE
+            err.exit_code()
         }
     }
 }

@@ -6,7 +6,7 @@ use super::{Queue, Settings};
 use crate::delay::{retry_delay, validate_jitter};
 use crate::error::{Error, Result};
 use crate::input;
-use crate::job::{DeadReason, Outcome, Status};
+use crate::job::{self, DeadReason, Outcome, Report, Status};
 
 /// Where a completed attempt left its job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,13 +36,19 @@ const LEASE: &str = "
 
 const FINISH: &str = "
     UPDATE jobs SET status = ?2, dead_reason = ?3, available_at = NULL, owner = NULL,
-                    claimed_at = NULL, updated_at = ?4
+                    claimed_at = NULL, updated_at = ?4, last_error = ?5, last_node = ?6
     WHERE id = ?1";
 
 const RETRY: &str = "
     UPDATE jobs SET status = 'pending', available_at = ?2, owner = NULL, claimed_at = NULL,
-                    updated_at = ?3
+                    updated_at = ?3, last_error = ?4, last_node = ?5
     WHERE id = ?1";
+
+/// Notes on a live lease, fenced like a completion. Names no state column, so it is not a
+/// transition (see `schema.rs`).
+const NOTE: &str = "
+    UPDATE jobs SET last_error = ?4, last_node = ?5
+    WHERE id = ?1 AND status = 'leased' AND owner = ?2 AND attempts = ?3";
 
 impl Queue {
     /// Records the outcome of attempt `attempt` of job `id`, which `worker` must hold.
@@ -65,6 +71,24 @@ impl Queue {
         now: u64,
         jitter: f64,
     ) -> Result<Completed> {
+        self.complete_with(worker, id, attempt, &Report::from(outcome), now, jitter)
+    }
+
+    /// [`Queue::complete`] with the transport's whole [`Report`]: the same rules for its
+    /// outcome, and in the same transaction its error text and node become the job's
+    /// `last_error` and `last_node`.
+    pub fn complete_with(
+        &mut self,
+        worker: &str,
+        id: &str,
+        attempt: u64,
+        report: &Report,
+        now: u64,
+        jitter: f64,
+    ) -> Result<Completed> {
+        let outcome = report.outcome;
+        let error = job::note(report.error.as_deref());
+        let node = job::note(report.node.as_deref());
         input::name("worker", worker)?;
         input::name("id", id)?;
         input::int("attempt", attempt)?;
@@ -90,17 +114,58 @@ impl Queue {
             }
             let completed = settle(&lease, outcome, now, &settings, jitter)?;
             match completed {
-                Completed::Done => {
-                    tx.prepare_cached(FINISH)?.execute(params![id, Status::Done, None::<DeadReason>, now])?
-                }
+                Completed::Done => tx.prepare_cached(FINISH)?.execute(params![
+                    id,
+                    Status::Done,
+                    None::<DeadReason>,
+                    now,
+                    error,
+                    node
+                ])?,
                 Completed::Dead { reason } => {
-                    tx.prepare_cached(FINISH)?.execute(params![id, Status::Dead, reason, now])?
+                    tx.prepare_cached(FINISH)?.execute(params![id, Status::Dead, reason, now, error, node])?
                 }
                 Completed::Retry { available_at } => {
-                    tx.prepare_cached(RETRY)?.execute(params![id, available_at, now])?
+                    tx.prepare_cached(RETRY)?.execute(params![id, available_at, now, error, node])?
                 }
             };
             Ok(completed)
+        })
+    }
+
+    /// Notes an error on a lease that `worker` holds on attempt `attempt` of job `id`, without
+    /// recording an outcome: for an error the transport could not classify, after which the
+    /// job waits for its lease to expire. The note becomes the job's `last_error` (and
+    /// `last_node`), so an operator sees it if the job later dies. Nothing else changes; it
+    /// is not a transition and adds no history.
+    ///
+    /// [`Error::LeaseLost`] (and no change) unless the lease is still held as named;
+    /// [`Error::NotFound`] if there is no such job.
+    pub fn record_error(
+        &mut self,
+        worker: &str,
+        id: &str,
+        attempt: u64,
+        error: &str,
+        node: Option<&str>,
+    ) -> Result<()> {
+        input::name("worker", worker)?;
+        input::name("id", id)?;
+        input::int("attempt", attempt)?;
+        if attempt == 0 {
+            return Err(Error::invalid("attempt", "must be at least 1"));
+        }
+        let error = job::note(Some(error));
+        let node = job::note(node);
+        self.write(|tx| {
+            let noted = tx.prepare_cached(NOTE)?.execute(params![id, worker, attempt, error, node])?;
+            if noted == 1 {
+                return Ok(());
+            }
+            if load(tx, id)?.is_none() {
+                return Err(Error::NotFound { id: id.to_owned() });
+            }
+            Err(Error::LeaseLost { id: id.to_owned(), worker: worker.to_owned(), attempt })
         })
     }
 }
@@ -148,7 +213,7 @@ fn settle(lease: &Lease, outcome: Outcome, now: u64, settings: &Settings, jitter
 mod tests {
     use super::super::tests::queue;
     use super::*;
-    use crate::{NewJob, Queue};
+    use crate::{Job, NewJob, Queue};
 
     /// Enqueues `a` at 0 and claims it as `w1` at `at`.
     fn leased(q: &mut Queue, max_attempts: u64, deadline: u64, at: u64) -> u64 {
@@ -238,6 +303,74 @@ mod tests {
         assert!(matches!(err, Error::ClockWentBackwards { now: 99, claimed_at: 100 }), "{err}");
         assert_eq!(q.get("a").expect("get"), before);
         assert_eq!(q.complete("w1", "a", n, Outcome::Ok, 100, 0.0).expect("complete"), Completed::Done);
+    }
+
+    #[test]
+    fn a_report_leaves_its_notes_and_the_next_recorded_attempt_replaces_them() {
+        let mut q = queue();
+        let n = leased(&mut q, 5, 100_000, 0);
+        let report = Report { outcome: Outcome::Retryable, error: Some("exit 75: busy".into()), node: None };
+        let done = q.complete_with("w1", "a", n, &report, 10, 0.0).expect("complete");
+        assert_eq!(done, Completed::Retry { available_at: 10 });
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!((job.last_error.as_deref(), job.last_node), (Some("exit 75: busy"), None));
+        // A claim does not touch the notes; the next recorded attempt replaces them.
+        let n = q.claim("w1", 10).expect("claim").expect("claimed").attempt;
+        assert_eq!(q.get("a").expect("get").expect("job").last_error.as_deref(), Some("exit 75: busy"));
+        let report = Report { outcome: Outcome::Permanent, error: None, node: Some("node-2".into()) };
+        q.complete_with("w1", "a", n, &report, 11, 0.0).expect("complete");
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!(
+            (job.status, job.last_error, job.last_node.as_deref()),
+            (Status::Dead, None, Some("node-2"))
+        );
+    }
+
+    #[test]
+    fn a_long_error_is_cut_and_a_refused_completion_leaves_no_note() {
+        let mut q = queue();
+        let n = leased(&mut q, 5, 100_000, 0);
+        let long = "x".repeat(crate::MAX_NOTE_BYTES + 10);
+        let err = q
+            .complete_with("w2", "a", n, &Report::with_error(Outcome::Retryable, long.clone()), 5, 0.0)
+            .unwrap_err();
+        assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
+        assert_eq!(q.get("a").expect("get").expect("job").last_error, None);
+        q.complete_with("w1", "a", n, &Report::with_error(Outcome::Retryable, long), 5, 0.0)
+            .expect("complete");
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!(job.last_error.map(|e| e.len()), Some(crate::MAX_NOTE_BYTES));
+    }
+
+    #[test]
+    fn an_error_noted_on_a_live_lease_is_kept_without_a_transition() {
+        let mut q = queue();
+        let n = leased(&mut q, 1, 100_000, 0);
+        let before = q.get("a").expect("get").expect("job");
+        let steps = q.history("a").expect("history").len();
+        q.record_error("w1", "a", n, "exit 3: no such table", None).expect("note");
+        let after = q.get("a").expect("get").expect("job");
+        assert_eq!(after.last_error.as_deref(), Some("exit 3: no such table"));
+        assert_eq!(Job { last_error: None, ..after }, before, "nothing but the note changed");
+        assert_eq!(q.history("a").expect("history").len(), steps, "a note is not a transition");
+        // The note survives the reap that quarantines the job when the lease expires.
+        q.reap(1000).expect("reap");
+        let dead = q.get("a").expect("get").expect("job");
+        assert_eq!(
+            (dead.dead_reason, dead.last_error.as_deref()),
+            (Some(DeadReason::Exhausted), Some("exit 3: no such table"))
+        );
+        // Fenced like a completion.
+        let err = q.record_error("w1", "a", n, "late", None).unwrap_err();
+        assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
+        let err = q.record_error("w1", "missing", 1, "x", None).unwrap_err();
+        assert!(matches!(err, Error::NotFound { .. }), "{err}");
+        let err = q.record_error("w1", "a", 0, "x", None).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { field: "attempt", .. }), "{err}");
+        assert_eq!(
+            q.get("a").expect("get").expect("job").last_error.as_deref(),
+            Some("exit 3: no such table")
+        );
     }
 
     #[test]
