@@ -39,6 +39,8 @@ enum Command {
     Audit(cmd::audit::Args),
     /// Run a JSON Lines trace (SPEC section 5) against a SQLite database.
     Replay(cmd::replay::Args),
+    /// The SQLite queue against the reference model, on generated traces and killed processes.
+    Conform(cmd::conform::Args),
     /// The main job: check every claim the project makes, with one summary and one exit status.
     Verify(cmd::verify::Args),
     /// Simulate retry storms: clients retrying against a contended server, per backoff strategy.
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => cmd::audit::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),
+        Command::Conform(args) => cmd::conform::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
     };
     match result {

@@ -8,11 +8,20 @@
 //! - [`replay`] drives a whole trace: lines in, one JSON object out per operation.
 //! - [`regress`] finds the saved regression cases (`NAME.jsonl` beside
 //!   `NAME.expected.jsonl`) and checks a replay's output against them.
+//! - [`generate`] makes traces nobody wrote by hand (a proptest strategy and a quickcheck
+//!   generator); [`compare`] runs one on both readings, step by step; [`run`] runs many and
+//!   shrinks the first divergence; [`crash`] kills a replaying process at random points and
+//!   checks the file it leaves.
 
+pub mod compare;
+pub mod crash;
+pub mod generate;
 pub mod parse;
 pub mod regress;
 pub mod replay;
+pub mod run;
 pub mod sqlite;
+pub mod trace;
 
 pub use parse::{Line, parse_line};
 pub use replay::{ReplayStats, replay};

@@ -80,6 +80,18 @@ pub fn compare(expected: &str, actual: &[String]) -> Verdict {
     Verdict::Pass { steps: actual.len() }
 }
 
+/// A response as an expected line: the whole response, with an `invalid_input` detail cut
+/// to its field name (`jitter:`), since only that part of the wording is promised.
+pub fn expected_line(response: &retryq_model::Response) -> String {
+    match response {
+        retryq_model::Response::Err(retryq_model::Failure::InvalidInput { detail }) => {
+            let field = detail.split_once(':').map_or(detail.as_str(), |(field, _)| field);
+            retryq_model::Response::invalid(format!("{field}:")).to_json_line()
+        }
+        other => other.to_json_line(),
+    }
+}
+
 /// Whether one output line satisfies one expected line (see the module comment).
 pub fn line_matches(expected: &str, actual: &str) -> bool {
     let (Ok(Value::Object(want)), Ok(Value::Object(got))) =

@@ -5,6 +5,7 @@
 //! conflict, a missing job, an unusable database, audit violations); 2 a flag is wrong (the
 //! message names it). `retryq work` adds 128 + N for a second signal N.
 
+pub mod conform;
 pub mod audit;
 pub mod dead;
 pub mod enqueue;
@@ -22,6 +23,13 @@ use std::process::ExitCode;
 
 use retryq::{MAX_ID_BYTES, MAX_INT, OpenOptions, Queue};
 use rusqlite::ErrorCode;
+
+/// `tests/traces` under the working directory, or else under this checkout: where the
+/// regression cases live.
+pub fn default_traces() -> PathBuf {
+    let here = PathBuf::from("tests/traces");
+    if here.is_dir() { here } else { Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces") }
+}
 
 /// A failure that ends a command: printed as `retryq: error: …`.
 #[derive(Debug, thiserror::Error)]

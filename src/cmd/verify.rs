@@ -29,16 +29,10 @@ struct Row {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let traces = args.traces.unwrap_or_else(default_traces);
+    let traces = args.traces.unwrap_or_else(super::default_traces);
     let rows = vec![timed(|| regressions(&traces))];
     print_summary(&rows);
     Ok(if rows.iter().all(|r| r.verdict.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-/// `tests/traces` under the working directory, or else under this checkout.
-fn default_traces() -> PathBuf {
-    let here = PathBuf::from("tests/traces");
-    if here.is_dir() { here } else { Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces") }
 }
 
 fn timed(stage: impl FnOnce() -> Row) -> Row {

@@ -1,0 +1,130 @@
+//! The comparison: one trace run against the SQLite queue and the reference model side by
+//! side, checking after every step that both answered the same and that everything they
+//! would show — every job's `get`, and `stats` — is the same.
+
+use std::fmt;
+
+use retryq_model::reference::Store;
+use retryq_model::{Op, Response};
+
+use crate::parse::{Line, parse_line};
+use crate::trace::{Step, Trace};
+use crate::{ReplayError, Sqlite};
+
+/// Where the two readings first disagree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    /// The 0-based index of the step after which they disagree.
+    pub step: usize,
+    /// The step's line.
+    pub line: String,
+    /// What was compared: the step's own response, a `get`, or `stats`.
+    pub probe: String,
+    pub sqlite: String,
+    pub model: String,
+}
+
+impl fmt::Display for Divergence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "step {} {}\n  compared: {}\n  sqlite:   {}\n  model:    {}",
+            self.step + 1,
+            self.line,
+            self.probe,
+            self.sqlite,
+            self.model
+        )
+    }
+}
+
+/// What running one trace found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    /// Every step and every probe agreed; the model's responses, one per step.
+    Agree(Vec<Response>),
+    Diverge(Divergence),
+}
+
+/// Runs `trace` on both readings. `sqlite` should be fresh; the model starts empty.
+pub fn compare(trace: &Trace, sqlite: &mut Sqlite) -> Result<Comparison, ReplayError> {
+    let mut model = Store::new();
+    let mut responses = Vec::with_capacity(trace.len());
+    let mut ids: Vec<String> = Vec::new();
+    let mut clock = 0;
+    for (i, step) in trace.steps.iter().enumerate() {
+        let line = step.to_line();
+        // Both sides read the line as the replay would: what the parser refuses is refused
+        // by both, what it accepts is run by both.
+        let (ours, theirs) = match parse_line(&line) {
+            Line::Op(op) => {
+                note(&op, &mut ids, &mut clock);
+                let theirs = model.step(&op);
+                match sqlite.step(&op) {
+                    Ok(ours) => (ours, theirs),
+                    // A write SQLite refused (a CHECK constraint restating an invariant, say)
+                    // is a divergence to shrink like any other, not a reason to stop.
+                    Err(ReplayError::Storage(e)) => {
+                        return Ok(Comparison::Diverge(Divergence {
+                            step: i,
+                            line,
+                            probe: "the step's response".into(),
+                            sqlite: format!("storage failure: {e}"),
+                            model: theirs.to_json_line(),
+                        }));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Line::Invalid(detail) => (Response::invalid(detail.clone()), Response::invalid(detail)),
+            Line::Skip => continue,
+        };
+        if ours.observable() != theirs.observable() {
+            return Ok(Comparison::Diverge(divergence(i, step, "the step's response", &ours, &theirs)));
+        }
+        responses.push(theirs);
+        for id in &ids {
+            let probe = Op::Get { id: id.clone() };
+            let (ours, theirs) = (sqlite.step(&probe)?, model.step(&probe));
+            if ours != theirs {
+                return Ok(Comparison::Diverge(divergence(i, step, &probe.to_json_line(), &ours, &theirs)));
+            }
+        }
+        let probe = Op::Stats { now: clock };
+        let (ours, theirs) = (sqlite.step(&probe)?, model.step(&probe));
+        if ours != theirs {
+            return Ok(Comparison::Diverge(divergence(i, step, &probe.to_json_line(), &ours, &theirs)));
+        }
+    }
+    Ok(Comparison::Agree(responses))
+}
+
+/// Remembers the ids a trace names (to probe them after every step) and its latest time.
+fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
+    let (id, now) = match op {
+        Op::Enqueue { id, now, .. } => (Some(id), Some(*now)),
+        Op::Complete { id, now, .. } | Op::Redrive { id, now, .. } => (Some(id), Some(*now)),
+        Op::Get { id } => (Some(id), None),
+        Op::Claim { now, .. } | Op::Reap { now } | Op::Stats { now } => (None, Some(*now)),
+        Op::RunOnce { now, after, .. } => (None, Some(after.unwrap_or(*now).max(*now))),
+        Op::Config { .. } | Op::RetryDelay { .. } | Op::Restart => (None, None),
+    };
+    if let Some(id) = id {
+        if !id.is_empty() && id.len() <= retryq::MAX_ID_BYTES && !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    if let Some(now) = now {
+        *clock = now.min(retryq_model::MAX_INT);
+    }
+}
+
+fn divergence(step: usize, at: &Step, probe: &str, ours: &Response, theirs: &Response) -> Divergence {
+    Divergence {
+        step,
+        line: at.to_line(),
+        probe: probe.to_owned(),
+        sqlite: ours.to_json_line(),
+        model: theirs.to_json_line(),
+    }
+}

@@ -1,0 +1,265 @@
+//! Crash consistency: a `retryq replay --db FILE -` child is killed with SIGKILL at a
+//! random instant while it runs a generated trace — most of its time is spent inside write
+//! transactions, waiting on fsync — and the file is reopened. The state found must equal
+//! the reference model's state either before or after the operation that was running,
+//! never a mixture, and invariants 1 to 6 must hold on it.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use rand::RngExt;
+use retryq_model::reference::Store;
+use retryq_model::{Op, Reply, Response, RunOutcome, Status};
+
+use crate::generate::{IDS, abstract_trace, materialize};
+use crate::parse::{Line, parse_line};
+use crate::trace::Trace;
+use crate::{ReplayError, Sqlite};
+
+/// What the kills found.
+#[derive(Clone, Debug, Default)]
+pub struct CrashTally {
+    pub runs: u64,
+    /// Lines answered before the kills, in all: how far into their traces the kills landed.
+    pub answered: u64,
+    /// Kills that landed while an operation of the trace was still to finish.
+    pub mid_trace: u64,
+    /// Of those, how often the file held the state before the running operation, and how
+    /// often the state after it (committed, not yet printed).
+    pub before: u64,
+    pub after: u64,
+    /// Of those, how often a `run_once` was killed between its claim and its completion (two
+    /// transactions by design): the job claimed and nothing more, as a crash leaves it.
+    pub claimed: u64,
+    /// The first run whose reopened state matched neither, or broke an invariant.
+    pub problem: Option<String>,
+    pub seconds: f64,
+}
+
+/// Kills `runs` children of `program` (the `retryq` binary) at random points.
+pub fn kill_runs(program: &Path, runs: u64, seed: u64, progress: &dyn Fn()) -> Result<CrashTally, ReplayError> {
+    let start = Instant::now();
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes().repeat(4));
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng.clone());
+    let strategy = abstract_trace(48);
+    let mut tally = CrashTally::default();
+    let mut next_trace = || -> Result<Trace, ReplayError> {
+        let steps = strategy
+            .new_tree(&mut runner)
+            .map_err(|why| ReplayError::Io(std::io::Error::other(format!("generator: {why}"))))?
+            .current();
+        Ok(materialize(&steps))
+    };
+    // Aim the kills within the time a whole trace takes on this machine: time the start-up
+    // (a one-line trace) and a long trace first.
+    let startup = run_through(program, &Trace { steps: vec![crate::trace::Step::Op(Op::Restart)] })?;
+    let per_step = {
+        let trace = next_trace()?;
+        let whole = run_through(program, &trace)?;
+        whole.saturating_sub(startup).div_f64(trace.len().max(1) as f64)
+    };
+    for _ in 0..runs {
+        let trace = next_trace()?;
+        let span = (startup + per_step.mul_f64(trace.len() as f64)).as_micros() as u64;
+        let delay = Duration::from_micros(rng.random_range(0..=span));
+        let run = kill_once(program, &trace, delay)?;
+        progress();
+        tally.runs += 1;
+        tally.answered += run.finished as u64;
+        if run.finished < trace.len() {
+            tally.mid_trace += 1;
+        }
+        match judge(&trace, &run) {
+            Ok(Judged::Before) => tally.before += 1,
+            Ok(Judged::After) => tally.after += 1,
+            Ok(Judged::Claimed) => tally.claimed += 1,
+            Ok(Judged::Complete) => {}
+            Err(problem) => {
+                tally.problem = Some(format!("{problem}\ntrace:\n{}", trace.to_jsonl("")));
+                break;
+            }
+        }
+    }
+    tally.seconds = start.elapsed().as_secs_f64();
+    Ok(tally)
+}
+
+/// Runs a whole trace (nothing killed until every line is answered) and returns how long it
+/// took.
+fn run_through(program: &Path, trace: &Trace) -> Result<Duration, ReplayError> {
+    let dir = tempfile::Builder::new().prefix("retryq-crash-").tempdir()?;
+    let started = Instant::now();
+    let output = Command::new(program)
+        .arg("replay")
+        .arg("--db")
+        .arg(dir.path().join("calibrate.db"))
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(trace.to_jsonl("").as_bytes())?;
+            }
+            child.wait_with_output()
+        })?;
+    if !output.status.success() {
+        return Err(ReplayError::Io(std::io::Error::other(format!("{} replay failed: {}", program.display(), output.status))));
+    }
+    Ok(started.elapsed())
+}
+
+struct Run {
+    /// How many of the trace's lines the child answered before it died.
+    finished: usize,
+    /// Every job's `get` and the `stats`, read from the reopened file.
+    observed: Vec<Response>,
+    elapsed: Duration,
+    _dir: tempfile::TempDir,
+}
+
+fn kill_once(program: &Path, trace: &Trace, delay: Duration) -> Result<Run, ReplayError> {
+    let dir = tempfile::Builder::new().prefix("retryq-crash-").tempdir()?;
+    let db = dir.path().join("crash.db");
+    let started = Instant::now();
+    let mut child = Command::new(program)
+        .arg("replay")
+        .arg("--db")
+        .arg(&db)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    // All lines at once; stdin stays open so the child waits rather than exits at the end.
+    let mut stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
+    stdin.write_all(trace.to_jsonl("").as_bytes())?;
+    stdin.flush()?;
+    std::thread::sleep(delay);
+    child.kill()?;
+    child.wait()?;
+    let elapsed = started.elapsed();
+    drop(stdin);
+    let mut output = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        stdout.read_to_string(&mut output)?;
+    }
+    let finished = output.lines().filter(|line| line.ends_with('}')).count();
+    // An empty or missing file means the child died before creating the schema: both are
+    // the state before the first operation.
+    let observed = if db.exists() { observe(&mut Sqlite::file(&db)?, trace)? } else { observe_model(&Store::new(), trace) };
+    Ok(Run { finished, observed, elapsed, _dir: dir })
+}
+
+enum Judged {
+    Before,
+    After,
+    /// Between the claim and the completion of a `run_once`.
+    Claimed,
+    /// The child finished the whole trace before it was killed.
+    Complete,
+}
+
+/// The probes: every id's `get`, then `stats` at the trace's last time.
+fn probes(trace: &Trace) -> Vec<Op> {
+    let now = trace
+        .steps
+        .iter()
+        .filter_map(|step| match parse_line(&step.to_line()) {
+            Line::Op(Op::Claim { now, .. } | Op::Reap { now } | Op::Stats { now } | Op::RunOnce { now, .. }) => Some(now),
+            Line::Op(Op::Enqueue { now, .. } | Op::Complete { now, .. } | Op::Redrive { now, .. }) => Some(now),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    IDS.iter().map(|id| Op::Get { id: (*id).into() }).chain([Op::Stats { now }]).collect()
+}
+
+fn observe(sqlite: &mut Sqlite, trace: &Trace) -> Result<Vec<Response>, ReplayError> {
+    probes(trace).iter().map(|op| sqlite.step(op)).collect()
+}
+
+fn observe_model(store: &Store, trace: &Trace) -> Vec<Response> {
+    let mut store = store.clone();
+    probes(trace).iter().map(|op| store.step(op)).collect()
+}
+
+/// The model after the first `n` lines of the trace.
+fn model_after(trace: &Trace, n: usize) -> Store {
+    let mut store = Store::new();
+    for step in trace.steps.iter().take(n) {
+        if let Line::Op(op) = parse_line(&step.to_line()) {
+            store.step(&op);
+        }
+    }
+    store
+}
+
+fn judge(trace: &Trace, run: &Run) -> Result<Judged, String> {
+    check_invariants(&run.observed)?;
+    let before = observe_model(&model_after(trace, run.finished), trace);
+    if run.finished >= trace.len() {
+        return if before == run.observed { Ok(Judged::Complete) } else { Err(mismatch(run, &before, None)) };
+    }
+    if before == run.observed {
+        return Ok(Judged::Before);
+    }
+    let after = observe_model(&model_after(trace, run.finished + 1), trace);
+    if after == run.observed {
+        return Ok(Judged::After);
+    }
+    // `run_once` is two transactions by design — the claim commits before anything is sent —
+    // so a kill between them leaves the job claimed and nothing more: exactly a `crash`.
+    if let Some(Line::Op(Op::RunOnce { worker, now, after: t1, jitter, .. })) =
+        trace.steps.get(run.finished).map(|step| parse_line(&step.to_line()))
+    {
+        let mut claimed = model_after(trace, run.finished);
+        claimed.step(&Op::RunOnce { worker, now, after: t1, outcome: RunOutcome::Crash, jitter });
+        if observe_model(&claimed, trace) == run.observed {
+            return Ok(Judged::Claimed);
+        }
+    }
+    Err(mismatch(run, &before, Some(&after)))
+}
+
+fn mismatch(run: &Run, before: &[Response], after: Option<&[Response]>) -> String {
+    let lines = |responses: &[Response]| responses.iter().map(|r| format!("    {}", r.to_json_line())).collect::<Vec<_>>().join("\n");
+    let mut text = format!(
+        "killed after {} answered lines, the reopened file matches neither the state before nor after the running operation\n  found:\n{}\n  before:\n{}",
+        run.finished,
+        lines(&run.observed),
+        lines(before)
+    );
+    if let Some(after) = after {
+        text.push_str(&format!("\n  after:\n{}", lines(after)));
+    }
+    text
+}
+
+/// Invariants 1 to 6 as far as one state shows them: attempts within budget, a reason for
+/// every dead job and only for dead jobs, a reservation exactly for open jobs, and a
+/// pending job's reservation before its deadline.
+fn check_invariants(observed: &[Response]) -> Result<(), String> {
+    for response in observed {
+        let Response::Ok(Reply::Job(job)) = response else { continue };
+        let open = matches!(job.status, Status::Pending | Status::Leased);
+        let bad = if job.attempts > job.max_attempts {
+            "attempts above max_attempts"
+        } else if (job.status == Status::Dead) != job.dead_reason.is_some() {
+            "dead without a reason, or a reason without dead"
+        } else if open != job.available_at.is_some() {
+            "available_at set on a finished job or missing on an open one"
+        } else if job.status == Status::Pending && job.available_at.is_some_and(|at| at >= job.deadline) {
+            "a pending job reserved at or after its deadline"
+        } else {
+            continue;
+        };
+        return Err(format!("invariant broken ({bad}): {}", response.to_json_line()));
+    }
+    Ok(())
+}

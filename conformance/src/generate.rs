@@ -1,0 +1,405 @@
+//! Traces nobody wrote by hand, biased toward the edges where retry queues break.
+//!
+//! Two independent generators:
+//!
+//! - [`abstract_trace`], a proptest strategy over *abstract* steps ("complete job 1 as its
+//!   lease holder", "claim exactly when job 0's lease expires", "retry so that now + delay
+//!   lands one before job 2's deadline"), which [`materialize`] turns into concrete
+//!   operations by playing them on the reference model. The edges are reached on purpose,
+//!   not by luck: lease expiry exactly at `now`, `now + delay` on the deadline and one
+//!   either side, stale fencing tokens after a reclaim, crashes at every point, the clock
+//!   going back, re-enqueue with the same and a different payload, redrive, restart, ids
+//!   reused, invalid lines mixed in. proptest shrinks the abstract steps, and the
+//!   materialized trace shrinks with them.
+//! - [`RandomTrace`], a quickcheck `Arbitrary` that draws concrete operations directly from
+//!   small domains (a few ids and workers, times in a narrow window, tiny leases) so that
+//!   collisions happen by density rather than by design.
+
+use proptest::prelude::*;
+use quickcheck::{Arbitrary, Gen};
+use retryq_model::reference::{Phase, Store};
+use retryq_model::{MAX_INT, Op, Outcome, RunOutcome};
+
+use crate::trace::{Step, Trace};
+
+/// The ids steps pick from: a small pool, so that ids are reused.
+pub const IDS: [&str; 4] = ["a", "b", "c", "d"];
+/// The workers steps pick from.
+pub const WORKERS: [&str; 3] = ["w1", "w2", "w3"];
+
+/// How a step's `now` is chosen, relative to the trace so far.
+#[derive(Clone, Debug)]
+pub enum When {
+    /// The previous step's time.
+    Same,
+    /// Forward by a little.
+    Later(u64),
+    /// Back by a little: the clock went backwards.
+    Earlier(u64),
+    /// Exactly at a job's lease expiry, or one before or after (its `available_at` if the
+    /// job is pending; the previous time if it has neither).
+    Expiry { job: usize, offset: i8 },
+    /// At a job's deadline, or one either side.
+    Deadline { job: usize, offset: i8 },
+    /// So that `now + delay` of a retry of the job's current attempt (at the given jitter)
+    /// lands on its deadline, or one either side.
+    DelayOnDeadline { job: usize, jitter: usize, offset: i8 },
+}
+
+/// Which attempt number a completion presents as its fencing token.
+#[derive(Clone, Copy, Debug)]
+pub enum Token {
+    /// The job's current attempt.
+    Current,
+    /// The one before: what a worker whose lease was taken over still holds.
+    Stale,
+    /// One too many.
+    Ahead,
+}
+
+/// Which worker completes.
+#[derive(Clone, Copy, Debug)]
+pub enum Completer {
+    /// The lease's owner (or worker `w1` if the job is not leased).
+    Holder,
+    /// A worker by index.
+    Worker(usize),
+}
+
+/// One abstract step.
+#[derive(Clone, Debug)]
+pub enum Abstract {
+    Config { base_ms: Option<u64>, cap_ms: Option<u64>, lease_ms: Option<u64> },
+    Enqueue { job: usize, other_payload: bool, max_attempts: u64, ttl: u64, now: When },
+    Claim { worker: usize, now: When },
+    Complete { by: Completer, job: usize, token: Token, outcome: Outcome, now: When, jitter: Option<usize> },
+    RunOnce { worker: usize, now: When, after: Option<When>, outcome: RunOutcome, jitter: Option<usize> },
+    Redrive { job: usize, now: When, add_attempts: u64, ttl: u64 },
+    Reap { now: When },
+    Get { job: usize },
+    Stats { now: When },
+    RetryDelay { attempt: u64, base_ms: u64, cap_ms: u64, jitter: usize },
+    Restart,
+    /// A line the replay format must refuse.
+    Invalid(usize),
+}
+
+/// The jitters steps pick from: the ends, a half, fractions whose binary64 product is not
+/// what decimal arithmetic says (0.7), and one out of range.
+pub const JITTERS: [f64; 6] = [0.0, 1.0, 0.5, 0.7, 0.25, 1.5];
+
+/// Lines every reading must refuse, each for a different rule of SPEC section 5.
+pub const INVALID_LINES: [&str; 10] = [
+    r#"{"op":"stats","now":-0}"#,
+    r#"{"op":"stats","now":1.0}"#,
+    r#"{"op":"claim","worker":"w1","now":1e1}"#,
+    r#"{"op":"claim","worker":"w1","now":3,"extra":true}"#,
+    r#"{"op":"claim","worker":"w1","worker":"w2","now":3}"#,
+    r#"{"op":"enqueue","id":"a","max_attempts":"2","deadline":50,"now":0}"#,
+    r#"{"op":"complete","worker":"w1","id":"a","attempt":1,"outcome":"retryable","now":5}"#,
+    r#"{"op":"get","id":null}"#,
+    r#"{"op":"teleport","now":1}"#,
+    "not json at all",
+];
+
+fn when() -> impl Strategy<Value = When> {
+    let job = 0..IDS.len();
+    let offset = -1i8..=1;
+    prop_oneof![
+        3 => Just(When::Same),
+        6 => (0u64..20).prop_map(When::Later),
+        1 => (20u64..400).prop_map(When::Later),
+        1 => (1u64..10).prop_map(When::Earlier),
+        3 => (job.clone(), offset.clone()).prop_map(|(job, offset)| When::Expiry { job, offset }),
+        2 => (job.clone(), offset.clone()).prop_map(|(job, offset)| When::Deadline { job, offset }),
+        2 => (job, 0..JITTERS.len() - 1, offset)
+            .prop_map(|(job, jitter, offset)| When::DelayOnDeadline { job, jitter, offset }),
+    ]
+}
+
+fn jitter() -> impl Strategy<Value = Option<usize>> {
+    prop_oneof![12 => (0..JITTERS.len() - 1).prop_map(Some), 1 => Just(Some(JITTERS.len() - 1)), 1 => Just(None)]
+}
+
+fn outcome() -> impl Strategy<Value = Outcome> {
+    prop_oneof![1 => Just(Outcome::Ok), 3 => Just(Outcome::Retryable), 1 => Just(Outcome::Permanent)]
+}
+
+fn run_outcome() -> impl Strategy<Value = RunOutcome> {
+    prop_oneof![
+        2 => Just(RunOutcome::Ok),
+        4 => Just(RunOutcome::Retryable),
+        1 => Just(RunOutcome::Permanent),
+        1 => Just(RunOutcome::Unknown),
+        2 => Just(RunOutcome::Crash),
+    ]
+}
+
+/// One abstract step, weighted toward the operations that move jobs.
+pub fn abstract_step() -> impl Strategy<Value = Abstract> {
+    let job = 0..IDS.len();
+    let worker = 0..WORKERS.len();
+    let small = prop_oneof![Just(0u64), Just(1), Just(10), Just(100)];
+    prop_oneof![
+        1 => (proptest::option::of(small.clone()), proptest::option::of(small), proptest::option::of(prop_oneof![Just(0u64), Just(1), Just(5), Just(30), Just(100)]))
+            .prop_map(|(base_ms, cap_ms, lease_ms)| Abstract::Config { base_ms, cap_ms, lease_ms }),
+        4 => (job.clone(), proptest::bool::weighted(0.1), 1u64..4, prop_oneof![Just(0u64), Just(1), 2u64..60, 60u64..600], when())
+            .prop_map(|(job, other_payload, max_attempts, ttl, now)| Abstract::Enqueue { job, other_payload, max_attempts, ttl, now }),
+        4 => (worker.clone(), when()).prop_map(|(worker, now)| Abstract::Claim { worker, now }),
+        5 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)], job.clone(),
+              prop_oneof![6 => Just(Token::Current), 2 => Just(Token::Stale), 1 => Just(Token::Ahead)], outcome(), when(), jitter())
+            .prop_map(|(by, job, token, outcome, now, jitter)| Abstract::Complete { by, job, token, outcome, now, jitter }),
+        6 => (worker.clone(), when(), proptest::option::weighted(0.3, when()), run_outcome(), jitter())
+            .prop_map(|(worker, now, after, outcome, jitter)| Abstract::RunOnce { worker, now, after, outcome, jitter }),
+        2 => (job.clone(), when(), prop_oneof![Just(0u64), 1u64..4, Just(2_147_483_647)], prop_oneof![Just(0u64), 1u64..200])
+            .prop_map(|(job, now, add_attempts, ttl)| Abstract::Redrive { job, now, add_attempts, ttl }),
+        1 => when().prop_map(|now| Abstract::Reap { now }),
+        1 => job.prop_map(|job| Abstract::Get { job }),
+        1 => when().prop_map(|now| Abstract::Stats { now }),
+        1 => (prop_oneof![Just(0u64), 1u64..70, Just(1_000_000_000_000_000)], 0u64..300, 0u64..2000, 0..JITTERS.len())
+            .prop_map(|(attempt, base_ms, cap_ms, jitter)| Abstract::RetryDelay { attempt, base_ms, cap_ms, jitter }),
+        1 => Just(Abstract::Restart),
+        1 => (0..INVALID_LINES.len()).prop_map(Abstract::Invalid),
+    ]
+}
+
+/// A sequence of abstract steps.
+pub fn abstract_trace(max_len: usize) -> impl Strategy<Value = Vec<Abstract>> {
+    proptest::collection::vec(abstract_step(), 1..=max_len)
+}
+
+/// Turns abstract steps into a concrete trace by playing them on the reference model, which
+/// knows where every lease and deadline is.
+pub fn materialize(steps: &[Abstract]) -> Trace {
+    let mut store = Store::new();
+    let mut clock = 0u64;
+    let mut trace = Trace::default();
+    for step in steps {
+        let op = match step {
+            Abstract::Invalid(i) => {
+                trace.steps.push(Step::Invalid(INVALID_LINES[*i % INVALID_LINES.len()].to_owned()));
+                continue;
+            }
+            step => concrete(step, &store, &mut clock),
+        };
+        store.step(&op);
+        trace.steps.push(Step::Op(op));
+    }
+    trace
+}
+
+fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
+    let mut at = |when: &When| {
+        *clock = resolve(when, store, *clock);
+        *clock
+    };
+    match step {
+        Abstract::Config { base_ms, cap_ms, lease_ms } => {
+            Op::Config { base_ms: *base_ms, cap_ms: *cap_ms, lease_ms: *lease_ms }
+        }
+        Abstract::Enqueue { job, other_payload, max_attempts, ttl, now } => {
+            let now = at(now);
+            let id = IDS[*job];
+            let payload = if *other_payload { format!("other {id}") } else { format!("order {id}") };
+            Op::Enqueue { id: id.into(), payload, max_attempts: *max_attempts, deadline: now.saturating_add(*ttl), now }
+        }
+        Abstract::Claim { worker, now } => Op::Claim { worker: WORKERS[*worker].into(), now: at(now) },
+        Abstract::Complete { by, job, token, outcome, now, jitter } => {
+            let id = IDS[*job];
+            let found = store.job(id);
+            let attempts = found.map_or(1, |j| j.attempts);
+            let worker = match (by, found.map(|j| &j.phase)) {
+                (Completer::Holder, Some(Phase::Leased { owner, .. })) => owner.to_string(),
+                (Completer::Holder, _) => WORKERS[0].to_owned(),
+                (Completer::Worker(w), _) => WORKERS[*w].to_owned(),
+            };
+            let attempt = match token {
+                Token::Current => attempts.max(1),
+                Token::Stale => attempts.saturating_sub(1),
+                Token::Ahead => attempts + 1,
+            };
+            Op::Complete { worker, id: id.into(), attempt, outcome: *outcome, now: at(now), jitter: jitter.map(|j| JITTERS[j]) }
+        }
+        Abstract::RunOnce { worker, now, after, outcome, jitter } => {
+            let now = at(now);
+            let after = after.as_ref().map(|after| resolve(after, store, now));
+            Op::RunOnce { worker: WORKERS[*worker].into(), now, after, outcome: *outcome, jitter: jitter.map(|j| JITTERS[j]) }
+        }
+        Abstract::Redrive { job, now, add_attempts, ttl } => {
+            let now = at(now);
+            Op::Redrive { id: IDS[*job].into(), now, add_attempts: *add_attempts, deadline: now.saturating_add(*ttl) }
+        }
+        Abstract::Reap { now } => Op::Reap { now: at(now) },
+        Abstract::Get { job } => Op::Get { id: IDS[*job].into() },
+        Abstract::Stats { now } => Op::Stats { now: at(now) },
+        Abstract::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
+            Op::RetryDelay { attempt: *attempt, base_ms: *base_ms, cap_ms: *cap_ms, jitter: JITTERS[*jitter] }
+        }
+        Abstract::Restart | Abstract::Invalid(_) => Op::Restart,
+    }
+}
+
+/// The time a [`When`] names, given the model's state and the previous time.
+fn resolve(when: &When, store: &Store, previous: u64) -> u64 {
+    let shift = |t: u64, offset: i8| match offset {
+        -1 => t.saturating_sub(1),
+        1 => t.saturating_add(1),
+        _ => t,
+    };
+    let time = match *when {
+        When::Same => previous,
+        When::Later(d) => previous.saturating_add(d),
+        When::Earlier(d) => previous.saturating_sub(d),
+        When::Expiry { job, offset } => match store.job(IDS[job]).and_then(|j| j.phase.available_at()) {
+            Some(t) => shift(t, offset),
+            None => previous,
+        },
+        When::Deadline { job, offset } => match store.job(IDS[job]) {
+            Some(j) => shift(j.deadline, offset),
+            None => previous,
+        },
+        When::DelayOnDeadline { job, jitter, offset } => match store.job(IDS[job]) {
+            Some(j) => {
+                let config = store.config();
+                let delay = retryq_model::delay::retry_delay(j.attempts.max(1), config.base_ms, config.cap_ms, JITTERS[jitter]);
+                shift(j.deadline.saturating_sub(delay), offset)
+            }
+            None => previous,
+        },
+    };
+    time.min(MAX_INT)
+}
+
+/// A trace of concrete operations drawn from small domains (the quickcheck generator).
+#[derive(Clone, Debug)]
+pub struct RandomTrace(pub Trace);
+
+impl Arbitrary for RandomTrace {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let len = usize::arbitrary(g) % g.size().max(1) + 1;
+        let steps = (0..len).map(|_| random_step(g)).collect();
+        RandomTrace(Trace { steps })
+    }
+
+    /// Smaller traces: without a run of steps, longest runs first (halves, quarters, … single
+    /// steps), so that a failure loses what it does not need quickly.
+    fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+        let steps = self.0.steps.clone();
+        let len = steps.len();
+        let runs = std::iter::successors(Some(len / 2), |&n| (n > 1).then_some(n / 2)).filter(|&n| n > 0);
+        let cuts: Vec<(usize, usize)> =
+            runs.flat_map(|n| (0..len.saturating_sub(n - 1)).step_by(n).map(move |start| (start, n))).collect();
+        Box::new(cuts.into_iter().map(move |(start, n)| {
+            let mut smaller = steps.clone();
+            smaller.drain(start..start + n);
+            RandomTrace(Trace { steps: smaller })
+        }))
+    }
+}
+
+fn pick<T: Copy>(g: &mut Gen, items: &[T]) -> T {
+    *g.choose(items).unwrap_or(&items[0])
+}
+
+/// A time in a narrow window, so that leases, reservations and deadlines collide.
+fn time(g: &mut Gen) -> u64 {
+    u64::from(u8::arbitrary(g) % 64)
+}
+
+fn random_step(g: &mut Gen) -> Step {
+    let id = pick(g, &IDS).to_owned();
+    let worker = pick(g, &WORKERS).to_owned();
+    let jitter = if u8::arbitrary(g) % 8 == 0 { None } else { Some(pick(g, &JITTERS)) };
+    let op = match u8::arbitrary(g) % 16 {
+        0 => Op::Config {
+            base_ms: Option::<u8>::arbitrary(g).map(|b| u64::from(b % 16)),
+            cap_ms: Option::<u8>::arbitrary(g).map(|c| u64::from(c % 32)),
+            lease_ms: Option::<u8>::arbitrary(g).map(|l| u64::from(l % 24)),
+        },
+        1 | 2 => {
+            let now = time(g);
+            Op::Enqueue {
+                id,
+                payload: pick(g, &["", "x", "y"]).to_owned(),
+                max_attempts: u64::from(u8::arbitrary(g) % 4),
+                deadline: now + u64::from(u8::arbitrary(g) % 48),
+                now,
+            }
+        }
+        3..=5 => Op::Claim { worker, now: time(g) },
+        6..=8 => Op::Complete {
+            worker,
+            id,
+            attempt: u64::from(u8::arbitrary(g) % 5),
+            outcome: pick(g, &[Outcome::Ok, Outcome::Retryable, Outcome::Retryable, Outcome::Permanent]),
+            now: time(g),
+            jitter,
+        },
+        9..=11 => Op::RunOnce {
+            worker,
+            now: time(g),
+            after: if bool::arbitrary(g) { None } else { Some(time(g)) },
+            outcome: pick(
+                g,
+                &[RunOutcome::Ok, RunOutcome::Retryable, RunOutcome::Permanent, RunOutcome::Unknown, RunOutcome::Crash],
+            ),
+            jitter,
+        },
+        12 => {
+            let now = time(g);
+            Op::Redrive { id, now, add_attempts: u64::from(u8::arbitrary(g) % 3), deadline: now + u64::from(u8::arbitrary(g) % 40) }
+        }
+        13 => Op::Reap { now: time(g) },
+        14 => Op::Restart,
+        _ => return Step::Invalid(pick(g, &INVALID_LINES).to_owned()),
+    };
+    Step::Op(op)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    use super::*;
+
+    #[test]
+    fn materialized_traces_reach_the_edges() {
+        // Over a few hundred generated traces, every edge the generator aims at is hit.
+        let mut runner = TestRunner::deterministic();
+        let strategy = abstract_trace(40);
+        let (mut expiry_claims, mut deadline_deaths, mut stale, mut crashes) = (0, 0, 0, 0);
+        for _ in 0..300 {
+            let steps = strategy.new_tree(&mut runner).expect("tree").current();
+            let trace = materialize(&steps);
+            let mut store = Store::new();
+            for step in &trace.steps {
+                let Step::Op(op) = step else { continue };
+                let leases: Vec<u64> = store.jobs().iter().filter_map(|j| match j.phase {
+                    Phase::Leased { until, .. } => Some(until),
+                    _ => None,
+                }).collect();
+                let response = store.step(op);
+                let line = response.to_json_line();
+                if let Op::Claim { now, .. } = op {
+                    if leases.contains(now) && line.contains("claimed") {
+                        expiry_claims += 1;
+                    }
+                }
+                if line.contains("\"reason\":\"deadline\"") && matches!(op, Op::Complete { .. } | Op::RunOnce { .. }) {
+                    deadline_deaths += 1;
+                }
+                if line.contains("lease_lost") {
+                    stale += 1;
+                }
+                if line.contains("crashed") {
+                    crashes += 1;
+                }
+            }
+        }
+        assert!(expiry_claims > 10, "claims exactly at lease expiry: {expiry_claims}");
+        assert!(deadline_deaths > 10, "retries dead by deadline: {deadline_deaths}");
+        assert!(stale > 10, "stale completions: {stale}");
+        assert!(crashes > 10, "crashes: {crashes}");
+    }
+}

@@ -1,0 +1,344 @@
+//! Running many traces: the saved regressions first, then generated ones from both
+//! generators, stopping at the first divergence with its minimal trace.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use quickcheck::{Arbitrary, Gen};
+use retryq_model::reference::Store;
+
+use crate::compare::{Comparison, Divergence, compare};
+use crate::generate::{Abstract, RandomTrace, abstract_trace, materialize};
+use crate::regress::{self, Verdict};
+use crate::trace::{Step, Trace};
+use crate::{ReplayError, Sqlite};
+
+/// Where each trace's SQLite database lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// A fresh temporary file per trace, with real restarts: what production runs.
+    File,
+    /// A fresh in-memory database per trace: faster; `restart` keeps the connection.
+    Memory,
+}
+
+impl Storage {
+    pub fn open(self) -> Result<Sqlite, ReplayError> {
+        match self {
+            Storage::File => Sqlite::temporary(),
+            Storage::Memory => Sqlite::in_memory(),
+        }
+    }
+}
+
+/// A divergence with the (shrunk) trace that shows it.
+#[derive(Clone, Debug)]
+pub struct Mismatch {
+    /// Which generator found it: `proptest`, `quickcheck`, `regression`, `exhaustive`.
+    pub source: String,
+    pub trace: Trace,
+    pub divergence: Divergence,
+}
+
+/// What a run went through.
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    pub traces: u64,
+    pub steps: u64,
+    pub mismatch: Option<Mismatch>,
+    pub seconds: f64,
+}
+
+impl Tally {
+    pub fn traces_per_second(&self) -> f64 {
+        if self.seconds > 0.0 { self.traces as f64 / self.seconds } else { 0.0 }
+    }
+
+    fn absorb(&mut self, other: Tally) {
+        self.traces += other.traces;
+        self.steps += other.steps;
+        self.seconds += other.seconds;
+        if self.mismatch.is_none() {
+            self.mismatch = other.mismatch;
+        }
+    }
+}
+
+/// Runs one trace on a fresh database; `Some` if the readings diverge.
+pub fn check_trace(trace: &Trace, storage: Storage) -> Result<Option<Divergence>, ReplayError> {
+    Ok(match compare(trace, &mut storage.open()?)? {
+        Comparison::Agree(_) => None,
+        Comparison::Diverge(d) => Some(d),
+    })
+}
+
+/// Every saved case in `dir`, against both readings (and against its expected output).
+pub fn regressions(dir: &Path, storage: Storage) -> Result<Tally, ReplayError> {
+    let start = Instant::now();
+    let mut tally = Tally::default();
+    let cases = regress::discover(dir)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("regressions in {}: {e}", dir.display())))?;
+    for case in cases {
+        let text = std::fs::read_to_string(&case.trace)?;
+        let trace = Trace::from_jsonl(&text);
+        tally.traces += 1;
+        tally.steps += trace.len() as u64;
+        let found = match check_trace(&trace, storage)? {
+            Some(divergence) => Some(divergence),
+            None => match regress::check(&case)? {
+                Verdict::Pass { .. } => None,
+                Verdict::Mismatch { line, expected, actual } => Some(Divergence {
+                    step: line.saturating_sub(1),
+                    line: format!("(output line {line} of {})", case.name),
+                    probe: format!("{}.expected.jsonl", case.name),
+                    sqlite: actual,
+                    model: expected,
+                }),
+            },
+        };
+        if let Some(divergence) = found {
+            tally.mismatch = Some(Mismatch { source: format!("regression {}", case.name), trace, divergence });
+            break;
+        }
+    }
+    tally.seconds = start.elapsed().as_secs_f64();
+    Ok(tally)
+}
+
+/// Runs `traces` on `threads` threads and returns the divergence of the lowest-numbered
+/// trace that diverges, if any. Deterministic whatever the scheduling: every trace below the
+/// first divergence is checked.
+fn run_parallel(
+    traces: &[Trace],
+    storage: Storage,
+    threads: usize,
+    progress: &dyn Fn(),
+) -> Result<Option<(usize, Divergence)>, ReplayError> {
+    let next = AtomicUsize::new(0);
+    let first: Mutex<Option<(usize, Divergence)>> = Mutex::new(None);
+    let fatal: Mutex<Option<ReplayError>> = Mutex::new(None);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let beyond = first.lock().map(|f| f.as_ref().is_some_and(|(at, _)| *at < i)).unwrap_or(true);
+                    if i >= traces.len() || beyond || fatal.lock().map(|f| f.is_some()).unwrap_or(true) {
+                        return;
+                    }
+                    match check_trace(&traces[i], storage) {
+                        Ok(None) => {}
+                        Ok(Some(divergence)) => {
+                            if let Ok(mut first) = first.lock() {
+                                if first.as_ref().is_none_or(|(at, _)| i < *at) {
+                                    *first = Some((i, divergence));
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            if let Ok(mut fatal) = fatal.lock() {
+                                fatal.get_or_insert(e);
+                            }
+                        }
+                    }
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        // Progress is reported from this thread, which owns `progress`.
+        let mut reported = 0;
+        while next.load(Ordering::Relaxed) < traces.len() + threads.max(1) && reported < traces.len() {
+            let now = done.load(Ordering::Relaxed);
+            for _ in reported..now {
+                progress();
+            }
+            reported = now;
+            if first.lock().map(|f| f.is_some()).unwrap_or(true) || fatal.lock().map(|f| f.is_some()).unwrap_or(true) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    });
+    if let Some(e) = fatal.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    Ok(first.into_inner().ok().flatten())
+}
+
+/// How many traces to run at once: a file database spends its time waiting on fsync, so
+/// more threads than cores pay off there.
+pub fn default_threads(storage: Storage) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    match storage {
+        Storage::File => cores * 4,
+        Storage::Memory => cores,
+    }
+}
+
+/// `cases` traces from the proptest generator, seeded; a divergence is shrunk to a minimal
+/// trace. `progress` is called after each trace.
+pub fn proptest_traces(
+    cases: u32,
+    seed: u64,
+    max_len: usize,
+    storage: Storage,
+    threads: usize,
+    progress: &dyn Fn(),
+) -> Result<Tally, ReplayError> {
+    let start = Instant::now();
+    let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(seed)));
+    let strategy = abstract_trace(max_len);
+    let mut trees = Vec::with_capacity(cases as usize);
+    for _ in 0..cases {
+        trees.push(strategy.new_tree(&mut runner).map_err(|why| ReplayError::Io(std::io::Error::other(format!("generator: {why}"))))?);
+    }
+    let traces: Vec<Trace> = trees.iter().map(|tree| materialize(&tree.current())).collect();
+    let found = run_parallel(&traces, storage, threads, progress)?;
+    let checked = found.as_ref().map_or(traces.len(), |(i, _)| i + 1);
+    let mut tally = Tally {
+        traces: checked as u64,
+        steps: traces[..checked].iter().map(|t| t.len() as u64).sum(),
+        ..Tally::default()
+    };
+    if let Some((i, divergence)) = found {
+        let (trace, divergence) = shrink_proptest(&mut trees[i], divergence, storage)?;
+        // Then concrete steps: what the abstract shrink kept only because removing an
+        // abstract step moved the times of the steps after it.
+        let (trace, divergence) = shrink_quickcheck(trace, divergence, storage)?;
+        tally.mismatch = Some(Mismatch { source: "proptest".into(), trace, divergence });
+    }
+    tally.seconds = start.elapsed().as_secs_f64();
+    Ok(tally)
+}
+
+/// proptest's shrinking loop: simplify while the trace still diverges, complicate back when
+/// a simplification made it pass, until neither moves.
+fn shrink_proptest(
+    tree: &mut impl ValueTree<Value = Vec<Abstract>>,
+    divergence: Divergence,
+    storage: Storage,
+) -> Result<(Trace, Divergence), ReplayError> {
+    let mut best = (materialize(&tree.current()), divergence);
+    if !tree.simplify() {
+        return Ok(best);
+    }
+    for _ in 0..4096 {
+        let trace = materialize(&tree.current());
+        let moved = match check_trace(&trace, storage)? {
+            Some(divergence) => {
+                best = (trace, divergence);
+                tree.simplify()
+            }
+            None => tree.complicate(),
+        };
+        if !moved {
+            break;
+        }
+    }
+    Ok(best)
+}
+
+/// `cases` traces from the quickcheck generator, seeded; a divergence is shrunk greedily.
+pub fn quickcheck_traces(
+    cases: u64,
+    seed: u64,
+    size: usize,
+    storage: Storage,
+    threads: usize,
+    progress: &dyn Fn(),
+) -> Result<Tally, ReplayError> {
+    let start = Instant::now();
+    let traces: Vec<Trace> = (0..cases)
+        .map(|case| RandomTrace::arbitrary(&mut Gen::from_size_and_seed(size, seed.wrapping_add(case))).0)
+        .collect();
+    let found = run_parallel(&traces, storage, threads, progress)?;
+    let checked = found.as_ref().map_or(traces.len(), |(i, _)| i + 1);
+    let mut tally = Tally {
+        traces: checked as u64,
+        steps: traces[..checked].iter().map(|t| t.len() as u64).sum(),
+        ..Tally::default()
+    };
+    if let Some((i, divergence)) = found {
+        let (trace, divergence) = shrink_quickcheck(traces[i].clone(), divergence, storage)?;
+        tally.mismatch = Some(Mismatch { source: "quickcheck".into(), trace, divergence });
+    }
+    tally.seconds = start.elapsed().as_secs_f64();
+    Ok(tally)
+}
+
+/// Greedy shrinking, as quickcheck does it: take the first smaller trace that still
+/// diverges, until none does.
+fn shrink_quickcheck(trace: Trace, divergence: Divergence, storage: Storage) -> Result<(Trace, Divergence), ReplayError> {
+    let (mut trace, mut divergence) = (trace, divergence);
+    'outer: loop {
+        for smaller in RandomTrace(trace.clone()).shrink() {
+            if let Some(d) = check_trace(&smaller.0, storage)? {
+                trace = smaller.0;
+                divergence = d;
+                continue 'outer;
+            }
+        }
+        return Ok((trace, divergence));
+    }
+}
+
+/// Saves a mismatch as a regression case under `dir`: the trace up to the divergent step,
+/// plus the probe that showed the difference as an explicit step, and the model's output
+/// as the expected file. Returns the trace file's path.
+pub fn save_regression(mismatch: &Mismatch, dir: &Path, name: &str) -> std::io::Result<PathBuf> {
+    let mut steps: Vec<Step> = mismatch.trace.steps.iter().take(mismatch.divergence.step + 1).cloned().collect();
+    if let crate::parse::Line::Op(probe) = crate::parse::parse_line(&mismatch.divergence.probe) {
+        steps.push(Step::Op(probe));
+    }
+    let trace = Trace { steps };
+    let mut model = Store::new();
+    let mut expected = String::new();
+    for step in &trace.steps {
+        let response = match crate::parse::parse_line(&step.to_line()) {
+            crate::parse::Line::Op(op) => model.step(&op),
+            crate::parse::Line::Invalid(detail) => retryq_model::Response::invalid(detail),
+            crate::parse::Line::Skip => continue,
+        };
+        expected.push_str(&regress::expected_line(&response));
+        expected.push('\n');
+    }
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{name}.jsonl"));
+    let header = format!(
+        "Found by {} and shrunk; the expected output is the reference model's.\n{}",
+        mismatch.source, mismatch.divergence
+    );
+    std::fs::write(&path, trace.to_jsonl(&header))?;
+    std::fs::write(dir.join(format!("{name}.expected.jsonl")), expected)?;
+    Ok(path)
+}
+
+/// Runs the whole random suite: proptest then quickcheck, stopping at the first mismatch.
+pub fn random(
+    cases: u32,
+    seed: u64,
+    max_len: usize,
+    storage: Storage,
+    threads: usize,
+    progress: &dyn Fn(),
+) -> Result<Tally, ReplayError> {
+    let quick = u64::from(cases / 3);
+    let mut tally = proptest_traces(cases - cases / 3, seed, max_len, storage, threads, progress)?;
+    if tally.mismatch.is_none() {
+        tally.absorb(quickcheck_traces(quick, seed, max_len, storage, threads, progress)?);
+    }
+    Ok(tally)
+}
+
+fn seed_bytes(seed: u64) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&seed.wrapping_add(i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes());
+    }
+    bytes
+}
