@@ -2,7 +2,7 @@
 //!
 //! Kept thin on purpose: each subcommand is a module under `cmd/` that parses its flags,
 //! calls the libraries, and prints. Logic lives in `impl/` (the queue), `model/` (the
-//! reference model) and `conformance/` (the replay harness).
+//! reference model and its checker) and `conformance/` (the replay harness).
 
 mod cmd;
 
@@ -24,6 +24,10 @@ enum Command {
     Replay(cmd::replay::Args),
     /// The main job: check every claim the project makes, with one summary and one exit status.
     Verify(cmd::verify::Args),
+    /// Model-check SPEC.md exhaustively within bounds (or the store with a seeded bug).
+    Check(cmd::check::Args),
+    /// Serve stateright's Explorer on the model, on 127.0.0.1.
+    Explore(cmd::explore::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),
+        Command::Check(args) => cmd::check::run(args),
+        Command::Explore(args) => cmd::explore::run(args),
     };
     match result {
         Ok(code) => code,

@@ -23,6 +23,7 @@ use std::fmt;
 use stateright::{Model, Property, Representative};
 
 use crate::bug::Bug;
+use crate::checker::{self, Options};
 use crate::delay::retry_delay;
 use crate::properties::{self, Kind};
 use crate::reference::{Phase, Store};
@@ -75,6 +76,21 @@ impl Default for Bounds {
 }
 
 impl Bounds {
+    /// Small bounds where every property is decided (every example found): one job, two
+    /// workers, a clock up to 5. For tests and `retryq verify`.
+    pub fn small() -> Self {
+        Bounds { jobs: 1, horizon: 5, ..Bounds::default() }
+    }
+
+    /// Small bounds that show `bug`: [`Bounds::small`], except that a bug spilling over to
+    /// *another* job needs two jobs (and then one worker and a clock up to 4 suffice).
+    pub fn small_for(bug: Bug) -> Self {
+        match bug {
+            Bug::CountAttemptOnEveryJob => Bounds { jobs: 2, workers: 1, horizon: 4, ..Bounds::default() },
+            _ => Bounds::small(),
+        }
+    }
+
     /// The `--deep` preset: three workers and a longer clock.
     pub fn deep() -> Self {
         Bounds { workers: 3, horizon: 8, ..Bounds::default() }
@@ -449,6 +465,17 @@ impl QueueModel {
         {
             next.events.insert(Events::EXACT_DEADLINE_DEATH);
         }
+    }
+
+    /// Checks every property of [`properties::all`] on every reachable world, with `threads`
+    /// threads, reducing by worker symmetry if `symmetry`.
+    pub fn check(&self, threads: usize, symmetry: bool) -> checker::Report<World, Action> {
+        let symmetry = if symmetry {
+            Some(<World as Representative>::representative as fn(&World) -> World)
+        } else {
+            None
+        };
+        checker::check(self, &properties::all(), &Options { threads, symmetry })
     }
 
     /// The world before anything happened: an empty store configured by [`Self::config_op`].

@@ -1,6 +1,8 @@
 //! One module per subcommand. Each exposes `Args` (its clap flags) and
 //! `run(Args) -> Result<ExitCode, CliError>`.
 
+pub mod check;
+pub mod explore;
 pub mod replay;
 pub mod verify;
 
