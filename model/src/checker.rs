@@ -22,6 +22,7 @@
 //! action by action from the initial state. Distances are the same for every member of a
 //! symmetry class, so paths stay shortest.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Mutex;
@@ -41,11 +42,12 @@ pub struct Property<M: Model> {
 }
 
 /// How to check.
-pub struct Options<S> {
+pub struct Options<S: Clone> {
     /// Worker threads (at least one is used).
     pub threads: usize,
-    /// The representative of a state's symmetry class, if states are to be reduced by symmetry.
-    pub symmetry: Option<fn(&S) -> S>,
+    /// The representative of a state's symmetry class (borrowed when the state is its own),
+    /// if states are to be reduced by symmetry.
+    pub symmetry: Option<fn(&S) -> Cow<'_, S>>,
 }
 
 /// What became of one property.
@@ -199,7 +201,7 @@ where
 {
     let start = Instant::now();
     let id_of = |state: &M::State| match options.symmetry {
-        Some(representative) => fingerprint(&representative(state)),
+        Some(representative) => fingerprint(&*representative(state)),
         None => fingerprint(state),
     };
     let mut seen = Seen::default();

@@ -18,6 +18,7 @@
 //! which is the only thing that tells two ids apart (claim's tie-break), so permuting ids
 //! needs no reduction. Workers are interchangeable: [`World::representative`] sorts them.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use stateright::{Model, Property, Representative};
@@ -470,11 +471,7 @@ impl QueueModel {
     /// Checks every property of [`properties::all`] on every reachable world, with `threads`
     /// threads, reducing by worker symmetry if `symmetry`.
     pub fn check(&self, threads: usize, symmetry: bool) -> checker::Report<World, Action> {
-        let symmetry = if symmetry {
-            Some(<World as Representative>::representative as fn(&World) -> World)
-        } else {
-            None
-        };
+        let symmetry = if symmetry { Some(World::canonical as fn(&World) -> Cow<'_, World>) } else { None };
         checker::check(self, &properties::all(), &Options { threads, symmetry })
     }
 
@@ -567,13 +564,13 @@ impl Model for QueueModel {
     }
 }
 
-impl Representative for World {
+impl World {
     /// The same world with workers renumbered in a canonical order: sorted by what they hold
     /// and which jobs the store says they own. Workers are interchangeable (nothing in the
     /// SPEC looks at a worker's name except to compare it with a lease's owner), so every
     /// renumbering of a world behaves the same, and two worlds that differ only by one are
-    /// one state for the checker.
-    fn representative(&self) -> World {
+    /// one state for the checker. Borrowed when the world already is canonical.
+    pub fn canonical(&self) -> Cow<'_, World> {
         let mut owned = vec![0u64; self.workers.len()];
         for (i, job) in self.store.jobs().iter().enumerate() {
             if let Phase::Leased { owner, .. } = &job.phase
@@ -582,24 +579,33 @@ impl Representative for World {
                 *mask |= 1 << i.min(63);
             }
         }
-        let signatures: Vec<(Option<Held>, u64)> =
-            (0..self.workers.len()).map(|w| (self.workers[w], owned[w])).collect();
-        let mut order: Vec<usize> = (0..self.workers.len()).collect();
-        order.sort_by_key(|&w| signatures[w]);
-        if order.iter().enumerate().all(|(new, &old)| new == old) {
-            return self.clone();
+        let signature = |w: usize| (self.workers[w], owned[w]);
+        if (1..self.workers.len()).all(|w| signature(w - 1) <= signature(w)) {
+            return Cow::Borrowed(self);
         }
+        let mut order: Vec<usize> = (0..self.workers.len()).collect();
+        order.sort_by_key(|&w| signature(w));
         // order[new] = old: worker `old` becomes worker `new`.
         let mut renamed_to = vec![0; order.len()];
         for (new, &old) in order.iter().enumerate() {
             renamed_to[old] = new;
         }
-        let mut world = self.clone();
-        world.workers = order.iter().map(|&old| self.workers[old]).collect();
-        world.store = self.store.rename_owners(|owner| {
-            worker_index(owner).and_then(|old| renamed_to.get(old)).map(|&new| worker_name(new).into())
-        });
-        world
+        Cow::Owned(World {
+            now: self.now,
+            store: self.store.rename_owners(|owner| {
+                worker_index(owner).and_then(|old| renamed_to.get(old)).map(|&new| worker_name(new).into())
+            }),
+            workers: order.iter().map(|&old| self.workers[old]).collect(),
+            ghosts: self.ghosts.clone(),
+            events: self.events,
+        })
+    }
+}
+
+impl Representative for World {
+    /// [`World::canonical`], for stateright's checkers.
+    fn representative(&self) -> World {
+        self.canonical().into_owned()
     }
 }
 

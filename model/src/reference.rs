@@ -10,16 +10,14 @@
 //! A job's [`Phase`] carries the fields that exist only in that status: `available_at` for
 //! pending, the owner, claim time and lease expiry for leased, the reason for dead.
 
-use std::sync::Arc;
-
 use crate::bug::Bug;
 use crate::delay::retry_delay;
 use crate::validate;
 use crate::{DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status};
 
-/// A name or payload as stored. Shared, so that copying a store (as the model checker does
-/// for every state) copies no text.
-pub type Text = Arc<str>;
+/// A name or payload as stored. Short text is kept inline, so copying a store (as the model
+/// checker does for every state) allocates nothing and shares no counter between threads.
+pub type Text = smol_str::SmolStr;
 
 /// The settings of SPEC section 5's `config`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
