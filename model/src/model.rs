@@ -260,7 +260,9 @@ pub enum Action {
     },
     /// An idle worker's `run_once` whose transport fails unclassified (`unknown`) or whose
     /// process dies after the claim (`crash`): either way it holds nothing afterwards and the
-    /// job stays leased until its lease expires.
+    /// job stays leased until its lease expires. A process that dies later, while holding a
+    /// claim, is the same to the store (which cannot tell when a process died): its lease
+    /// stays and its memory is never used, exactly as here; so this one action covers it.
     RunOnce {
         worker: usize,
         outcome: RunOutcome,

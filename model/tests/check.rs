@@ -184,3 +184,21 @@ fn liveness_is_not_vacuous_at_the_horizon() {
     assert_eq!(finding.status, Status::Violated);
     assert_eq!(finding.path.as_ref().and_then(|p| p.last_state()).map(|w| w.now), Some(4));
 }
+
+/// Why the checker is our own: stateright 0.31's BFS records a discovery again each time a
+/// state shows it, so a later, deeper state overwrites the first (shortest) path. On these
+/// models its paths are several times longer than the shortest; ours never are longer.
+#[test]
+fn stateright_bfs_paths_are_longer_than_ours() {
+    let mut longer = 0;
+    for bug in Bug::ALL {
+        let ours = check(Bounds::small_for(bug), Some(bug), true);
+        let ours = ours.finding(bug.caught_by()).and_then(|f| f.path.as_ref()).map(|p| p.len());
+        let theirs = QueueModel::new(Bounds::small_for(bug), Some(bug)).checker().spawn_bfs().join();
+        let theirs = theirs.discovery(bug.caught_by()).map(|p| p.into_actions().len());
+        let (Some(ours), Some(theirs)) = (ours, theirs) else { panic!("{bug}: both find it") };
+        assert!(ours <= theirs, "{bug}: ours {ours}, stateright {theirs}");
+        longer += usize::from(ours < theirs);
+    }
+    assert!(longer > 0, "stateright found shortest paths for every bug: this test's premise is gone");
+}

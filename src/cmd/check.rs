@@ -105,6 +105,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     if args.json {
         println!("{}", json_report(&report));
+        if let (Some(file), Some(first)) = (&written, violations.first()) {
+            eprintln!("retryq check: counterexample to \"{}\" written to {}", first.name, file.display());
+        }
     } else {
         print_report(&model, &report, threads, !args.no_symmetry);
         for (i, finding) in violations.iter().enumerate() {
