@@ -16,7 +16,7 @@
 //!
 //! Symmetry: job ids are named in the order of their first enqueue (`job-1`, `job-2`, …),
 //! which is the only thing that tells two ids apart (claim's tie-break), so permuting ids
-//! needs no reduction. Workers are interchangeable: [`World::representative`] sorts them.
+//! needs no reduction. Workers are interchangeable: [`World::canonical`] sorts them.
 
 use std::borrow::Cow;
 use std::fmt;
