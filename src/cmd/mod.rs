@@ -12,6 +12,7 @@ pub mod get;
 pub mod history;
 pub mod redrive;
 pub mod replay;
+pub mod serve_demo;
 pub mod simulate;
 pub mod stats;
 pub mod verify;
