@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Duration;
 
 use tiny_http::{Header, Method, Request, Response};
@@ -21,12 +21,13 @@ use crate::{Config, ConfigError, IDEMPOTENCY_KEY, MAX_BODY_BYTES, Reply, Stats, 
 /// How often an idle serving thread looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 
-/// A running warehouse server.
+/// A running warehouse server. Stopping it (or dropping it) stops the serving threads from
+/// taking new requests; a request being served finishes on its own thread, so that a stop
+/// is not held up by a slow request (its count is in `requests` and `in_flight`).
 pub struct Server {
     http: Arc<tiny_http::Server>,
     warehouse: Arc<Warehouse>,
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
     addr: SocketAddr,
 }
 
@@ -52,21 +53,15 @@ impl Server {
         let addr = http.server_addr().to_ip().ok_or_else(|| listen("not an IP address".into()))?;
         let http = Arc::new(http);
         let stop = Arc::new(AtomicBool::new(false));
-        let mut server = Server { http, warehouse, stop, threads: Vec::new(), addr };
+        let server = Server { http, warehouse, stop, addr };
         for n in 0..threads {
             let (http, warehouse, stop) =
                 (server.http.clone(), server.warehouse.clone(), server.stop.clone());
-            let handle = thread::Builder::new()
+            // On an error the server is dropped, which stops the threads already started.
+            thread::Builder::new()
                 .name(format!("warehouse-{n}"))
                 .spawn(move || serve(&http, &warehouse, &stop))
-                .map_err(StartError::Thread);
-            match handle {
-                Ok(handle) => server.threads.push(handle),
-                Err(e) => {
-                    server.shut();
-                    return Err(e);
-                }
-            }
+                .map_err(StartError::Thread)?;
         }
         Ok(server)
     }
@@ -91,23 +86,16 @@ impl Server {
         &self.warehouse
     }
 
-    /// Stops taking requests, lets the ones being served finish, and returns the counts.
-    pub fn stop(mut self) -> Stats {
-        self.shut();
+    /// Stops taking requests and returns the counts at once (a request being served is
+    /// counted in `requests` and `in_flight`; it finishes on its own).
+    pub fn stop(self) -> Stats {
         self.warehouse.stats()
-    }
-
-    fn shut(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for handle in self.threads.drain(..) {
-            let _ = handle.join();
-        }
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.shut();
+        self.stop.store(true, Ordering::SeqCst);
     }
 }
 

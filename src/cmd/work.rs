@@ -69,10 +69,22 @@ struct HttpArgs {
     permanent_status: Option<String>,
     /// Per target (host and port): retries allowed per request sent, over the budget's
     /// window (Finagle's and tower's retry budget).
-    #[arg(long, value_name = "RATIO", default_value_t = 0.2, conflicts_with = "exec")]
+    #[arg(
+        long,
+        value_name = "RATIO",
+        allow_negative_numbers = true,
+        default_value_t = 0.2,
+        conflicts_with = "exec"
+    )]
     retry_budget_ratio: f64,
     /// Per target: retries a second allowed whatever the traffic.
-    #[arg(long, value_name = "N", default_value_t = 10, conflicts_with = "exec")]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 10,
+        conflicts_with = "exec"
+    )]
     retry_budget_min_per_sec: u32,
     /// The budget's window (1000 to 60000). A retry the budget refuses is not sent; it
     /// counts as retryable and waits at least a tenth of the window.
