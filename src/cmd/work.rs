@@ -200,10 +200,13 @@ fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
     if let Some(command) = &args.exec {
         return Ok(Box::new(Exec::new(command.clone()).with_stop(stop)));
     }
-    let http = Http::new(&args.url, args.http.options()?).map_err(|e| match e {
+    let options = args.http.options()?;
+    let statuses = options.statuses.to_string();
+    let http = Http::new(&args.url, options).map_err(|e| match e {
         HttpError::ContentType(_) => CliError::flag("--content-type", e),
         other => CliError::flag("--url", other),
     })?;
+    tracing::info!(urls = ?args.url, statuses, "posting each attempt to one of the URLs");
     Ok(Box::new(http))
 }
 
@@ -228,8 +231,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         other => CliError::Usage(other.to_string()),
     })?;
     let stop = Stop::new();
-    let mut transport = transport(&args, &stop)?;
     init_logging();
+    let mut transport = transport(&args, &stop)?;
     stop.on_signals()?;
     let mut queue = args.db.open_write(true)?;
     match retryq_worker::work(&mut queue, &config, &mut transport, &stop) {
