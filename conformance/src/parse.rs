@@ -40,7 +40,7 @@ fn parse_op(content: &str) -> Result<Op, String> {
     if !content.starts_with('{') {
         return Err("line: not a JSON object".into());
     }
-    let Object(entries) = serde_json::from_str(content).map_err(|e| format!("line: malformed JSON: {e}"))?;
+    let Object(entries) = serde_json::from_str(content).map_err(|e| malformed(content, &e))?;
     for (i, (key, _)) in entries.iter().enumerate() {
         if entries[..i].iter().any(|(k, _)| k == key) {
             return Err(format!("{key}: duplicate key"));
@@ -118,6 +118,22 @@ fn read_op(f: &mut Fields<'_>) -> Result<Op, String> {
         },
         _ => Op::Restart,
     })
+}
+
+/// Says what is malformed, naming the member it broke in when there is one: in
+/// `{"now":NaN}` the field is `now`, even though no JSON reader got as far as a value.
+fn malformed(content: &str, error: &serde_json::Error) -> String {
+    // serde_json counts columns from 1, in bytes; the line is one line.
+    let before = content.get(..error.column().saturating_sub(1)).unwrap_or(content);
+    let key = before.rfind("\":").and_then(|end| {
+        let start = before[..end].rfind('"')?;
+        let key = &before[start + 1..end];
+        (!key.is_empty() && !before[end + 2..].contains([',', '{', '}', '"'])).then_some(key)
+    });
+    match key {
+        Some(key) => format!("{key}: malformed JSON value: {error}"),
+        None => format!("line: malformed JSON: {error}"),
+    }
 }
 
 /// The members of one JSON object, in order, each value still as written.
@@ -363,9 +379,13 @@ mod tests {
             ("\"op\"", "line: "),
             ("nonsense", "line: "),
             (r#"{"op":"stats","now":1} {}"#, "line: "),
-            (r#"{"op":"stats","now":01}"#, "line: "),
-            (r#"{"op":"stats","now":NaN}"#, "line: "),
-            (r#"{"op":"stats","now":Infinity}"#, "line: "),
+            (r#"{"op":"stats","now":01}"#, "now: malformed"),
+            (r#"{"op":"stats","now":NaN}"#, "now: malformed"),
+            (r#"{"op":"stats","now":Infinity}"#, "now: malformed"),
+            (r#"{"op":"stats","now":-Infinity}"#, "now: malformed"),
+            (r#"{"op":"stats","now":1,"x":tru}"#, "x: malformed"),
+            (r#"{"op":"stats","now":1,}"#, "line: "),
+            (r#"{"op":"stats" "now":1}"#, "line: "),
             (r#"{"now":1}"#, "op: missing"),
             (r#"{"op":"frobnicate"}"#, "op: unknown op"),
             (r#"{"op":5}"#, "op: must be a string"),
