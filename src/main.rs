@@ -2,8 +2,9 @@
 //!
 //! Kept thin on purpose: each subcommand is a module under `cmd/` that parses its flags,
 //! calls the libraries, and prints. Logic lives in `impl/` (the queue), `model/` (the
-//! reference model), `conformance/` (the replay harness) and `control/` (retry control on
-//! the calling side, and its simulation).
+//! reference model and its checker), `conformance/` (the replay harness), `control/` (retry control on
+//! the calling side, and its simulation), `worker/` (the worker loop and its transports) and
+//! `demo/` (the receiving end of the HTTP demo).
 
 mod cmd;
 
@@ -23,7 +24,7 @@ struct Cli {
 enum Command {
     /// Add a job (creates the database if missing).
     Enqueue(cmd::enqueue::Args),
-    /// Run jobs: a worker process that runs a command per attempt.
+    /// Run jobs: a worker process that runs a command or POSTs to a URL per attempt.
     Work(cmd::work::Args),
     /// Counts by status and dead reason, now.
     Stats(cmd::stats::Args),
@@ -43,8 +44,15 @@ enum Command {
     Conform(cmd::conform::Args),
     /// The main job: check every claim the project makes, with one summary and one exit status.
     Verify(cmd::verify::Args),
+    /// Model-check SPEC.md exhaustively within bounds (or the store with a seeded bug).
+    Check(cmd::check::Args),
+    /// Serve stateright's Explorer on the model, on 127.0.0.1.
+    Explore(cmd::explore::Args),
     /// Simulate retry storms: clients retrying against a contended server, per backoff strategy.
     Simulate(cmd::simulate::Args),
+    /// The snack warehouse: a local HTTP receiver that drops duplicate orders, with injected
+    /// slowness and failures, for `retryq work --url`.
+    ServeDemo(cmd::serve_demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,7 +69,10 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Conform(args) => cmd::conform::run(args),
+        Command::Check(args) => cmd::check::run(args),
+        Command::Explore(args) => cmd::explore::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
+        Command::ServeDemo(args) => cmd::serve_demo::run(args),
     };
     match result {
         Ok(code) => code,

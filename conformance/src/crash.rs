@@ -119,14 +119,12 @@ struct Run {
     finished: usize,
     /// Every job's `get` and the `stats`, read from the reopened file.
     observed: Vec<Response>,
-    elapsed: Duration,
     _dir: tempfile::TempDir,
 }
 
 fn kill_once(program: &Path, trace: &Trace, delay: Duration) -> Result<Run, ReplayError> {
     let dir = tempfile::Builder::new().prefix("retryq-crash-").tempdir()?;
     let db = dir.path().join("crash.db");
-    let started = Instant::now();
     let mut child = Command::new(program)
         .arg("replay")
         .arg("--db")
@@ -143,7 +141,6 @@ fn kill_once(program: &Path, trace: &Trace, delay: Duration) -> Result<Run, Repl
     std::thread::sleep(delay);
     child.kill()?;
     child.wait()?;
-    let elapsed = started.elapsed();
     drop(stdin);
     let mut output = String::new();
     if let Some(mut stdout) = child.stdout.take() {
@@ -153,7 +150,7 @@ fn kill_once(program: &Path, trace: &Trace, delay: Duration) -> Result<Run, Repl
     // An empty or missing file means the child died before creating the schema: both are
     // the state before the first operation.
     let observed = if db.exists() { observe(&mut Sqlite::file(&db)?, trace)? } else { observe_model(&Store::new(), trace) };
-    Ok(Run { finished, observed, elapsed, _dir: dir })
+    Ok(Run { finished, observed, _dir: dir })
 }
 
 enum Judged {

@@ -46,6 +46,11 @@ pub enum Outcome {
 /// The notes are not state: they change no rule. A recorded attempt replaces both notes of
 /// its job with its own, `None` included, so `last_error` is always the last recorded
 /// attempt's. Each is kept to its first [`MAX_NOTE_BYTES`] bytes.
+///
+/// `retry_after_ms` is the receiver's pushback (an HTTP `Retry-After`, a gRPC
+/// `grpc-retry-pushback-ms`): the least time it asks to be left alone. It is a floor under
+/// the SPEC's retry delay and matters only for a `retryable` outcome (see
+/// [`crate::Queue::complete_with`]); `None` leaves every rule exactly as the SPEC has it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     pub outcome: Outcome,
@@ -53,6 +58,9 @@ pub struct Report {
     pub error: Option<String>,
     /// Which receiver the attempt reached, for a transport that picks among several.
     pub node: Option<String>,
+    /// The least delay before the next attempt, as the receiver asked, in milliseconds
+    /// counted from the recording of this attempt.
+    pub retry_after_ms: Option<u64>,
 }
 
 /// The most of an error text or a node name a job keeps (longer ones are cut at a character
@@ -61,14 +69,26 @@ pub const MAX_NOTE_BYTES: usize = 4096;
 
 impl From<Outcome> for Report {
     fn from(outcome: Outcome) -> Self {
-        Report { outcome, error: None, node: None }
+        Report { outcome, error: None, node: None, retry_after_ms: None }
     }
 }
 
 impl Report {
     /// A report of `outcome` with an error text.
     pub fn with_error(outcome: Outcome, error: impl Into<String>) -> Report {
-        Report { outcome, error: Some(error.into()), node: None }
+        Report { outcome, error: Some(error.into()), node: None, retry_after_ms: None }
+    }
+
+    /// This report, naming the receiver the attempt reached.
+    pub fn node(mut self, node: impl Into<String>) -> Report {
+        self.node = Some(node.into());
+        self
+    }
+
+    /// This report, with the receiver's pushback: no retry sooner than `ms` from now.
+    pub fn retry_after(mut self, ms: u64) -> Report {
+        self.retry_after_ms = Some(ms);
+        self
     }
 }
 

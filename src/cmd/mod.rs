@@ -7,12 +7,15 @@
 
 pub mod conform;
 pub mod audit;
+pub mod check;
 pub mod dead;
 pub mod enqueue;
+pub mod explore;
 pub mod get;
 pub mod history;
 pub mod redrive;
 pub mod replay;
+pub mod serve_demo;
 pub mod simulate;
 pub mod stats;
 pub mod verify;

@@ -239,7 +239,14 @@ mod tests {
     use super::*;
 
     fn job(id: &str, attempt: u64, payload: &str) -> Claimed {
-        Claimed { id: id.into(), attempt, lease_until: 0, payload: payload.into(), deadline: 0 }
+        Claimed {
+            id: id.into(),
+            attempt,
+            lease_until: 0,
+            payload: payload.into(),
+            deadline: 0,
+            last_node: None,
+        }
     }
 
     fn attempt(command: &str, timeout_ms: u64) -> Result<Report, Unclassified> {

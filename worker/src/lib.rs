@@ -7,8 +7,10 @@
 //! - [`work`]: the loop — the system clock, a uniformly random jitter per attempt, each
 //!   attempt bounded by a timeout and by the job's deadline, a sleep (never a spin) when
 //!   nothing is due, one log line per attempt;
-//! - [`Transport`]: how an attempt is sent, and [`Exec`], the transport that runs a shell
-//!   command per attempt and reads the outcome from its exit status;
+//! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
+//!   command per attempt and reads the outcome from its exit status, and [`Http`], which
+//!   POSTs the payload to one of several URLs and reads the outcome from a status table and
+//!   the receiver's pushback, with the control crate's node avoidance and retry budget;
 //! - [`Stop`]: SIGTERM and SIGINT — the first lets the current attempt finish and be
 //!   recorded, the second ends the process at once.
 //!
@@ -18,12 +20,14 @@
 
 mod clock;
 mod exec;
+pub mod http;
 mod stop;
 mod transport;
 mod work;
 
 pub use clock::{ClockError, now_ms};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec};
+pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use stop::Stop;
 pub use transport::{Transport, Unclassified};
 pub use work::{Config, ConfigError, Summary, WorkError, work};

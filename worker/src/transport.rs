@@ -21,3 +21,10 @@ pub trait Transport {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Unclassified(pub String);
+
+/// A boxed transport, so that a command line can pick one at run time.
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn attempt(&mut self, job: &Claimed, timeout: Duration) -> Result<Report, Unclassified> {
+        (**self).attempt(job, timeout)
+    }
+}

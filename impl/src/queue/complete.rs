@@ -77,6 +77,14 @@ impl Queue {
     /// [`Queue::complete`] with the transport's whole [`Report`]: the same rules for its
     /// outcome, and in the same transaction its error text and node become the job's
     /// `last_error` and `last_node`.
+    ///
+    /// The report's `retry_after_ms`, the receiver's pushback, is a floor under the retry
+    /// delay: for `retryable` the delay is `max(retry_delay(…), retry_after_ms)`, and the
+    /// SPEC's rules go on from there unchanged — the budget first (`dead(exhausted)`), then
+    /// `now + delay` ≥ `deadline` → `dead(deadline)`, else `pending` until `now + delay`. A
+    /// pushback longer than the time left thus ends the job now, as one the deadline would
+    /// end anyway; the deadline never moves. For `ok` and `permanent` it is ignored, and
+    /// without one every result is [`Queue::complete`]'s.
     pub fn complete_with(
         &mut self,
         worker: &str,
@@ -112,7 +120,7 @@ impl Queue {
             if now < claimed_at {
                 return Err(Error::ClockWentBackwards { now, claimed_at });
             }
-            let completed = settle(&lease, outcome, now, &settings, jitter)?;
+            let completed = settle(&lease, outcome, report.retry_after_ms, now, &settings, jitter)?;
             match completed {
                 Completed::Done => tx.prepare_cached(FINISH)?.execute(params![
                     id,
@@ -189,7 +197,15 @@ fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Lease>> {
 
 /// The SPEC's rule for where an attempt's outcome takes the job. The deadline is never
 /// moved: at `now + delay` ≥ `deadline` there is no time left to start another attempt.
-fn settle(lease: &Lease, outcome: Outcome, now: u64, settings: &Settings, jitter: f64) -> Result<Completed> {
+/// `floor` (a pushback) raises the delay, never lowers it.
+fn settle(
+    lease: &Lease,
+    outcome: Outcome,
+    floor: Option<u64>,
+    now: u64,
+    settings: &Settings,
+    jitter: f64,
+) -> Result<Completed> {
     Ok(match outcome {
         Outcome::Ok => Completed::Done,
         Outcome::Permanent => Completed::Dead { reason: DeadReason::Permanent },
@@ -198,7 +214,10 @@ fn settle(lease: &Lease, outcome: Outcome, now: u64, settings: &Settings, jitter
         }
         Outcome::Retryable => {
             let delay = retry_delay(lease.attempts, settings.base_ms, settings.cap_ms, jitter)?;
-            // now and delay are both below 2^53: the sum cannot overflow.
+            // A pushback past 2^53 − 1 ends the job just as one at 2^53 − 1 does (the deadline
+            // is below it); capped there, now and delay are both below 2^53 and the sum
+            // cannot overflow.
+            let delay = delay.max(floor.unwrap_or(0).min(input::MAX_INT));
             let available_at = now + delay;
             if available_at >= lease.deadline {
                 Completed::Dead { reason: DeadReason::Deadline }
@@ -309,7 +328,7 @@ mod tests {
     fn a_report_leaves_its_notes_and_the_next_recorded_attempt_replaces_them() {
         let mut q = queue();
         let n = leased(&mut q, 5, 100_000, 0);
-        let report = Report { outcome: Outcome::Retryable, error: Some("exit 75: busy".into()), node: None };
+        let report = Report::with_error(Outcome::Retryable, "exit 75: busy");
         let done = q.complete_with("w1", "a", n, &report, 10, 0.0).expect("complete");
         assert_eq!(done, Completed::Retry { available_at: 10 });
         let job = q.get("a").expect("get").expect("job");
@@ -317,7 +336,7 @@ mod tests {
         // A claim does not touch the notes; the next recorded attempt replaces them.
         let n = q.claim("w1", 10).expect("claim").expect("claimed").attempt;
         assert_eq!(q.get("a").expect("get").expect("job").last_error.as_deref(), Some("exit 75: busy"));
-        let report = Report { outcome: Outcome::Permanent, error: None, node: Some("node-2".into()) };
+        let report = Report::from(Outcome::Permanent).node("node-2");
         q.complete_with("w1", "a", n, &report, 11, 0.0).expect("complete");
         let job = q.get("a").expect("get").expect("job");
         assert_eq!(
@@ -371,6 +390,112 @@ mod tests {
             q.get("a").expect("get").expect("job").last_error.as_deref(),
             Some("exit 3: no such table")
         );
+    }
+
+    /// Completes attempt 1 of a fresh job (deadline, budget) claimed at 0 with `report` at
+    /// `now`, jitter 1 (base 100, cap 250: the SPEC's delay after attempt 1 is 100).
+    fn pushed(max_attempts: u64, deadline: u64, report: &Report, now: u64) -> Completed {
+        let mut q = queue();
+        let n = leased(&mut q, max_attempts, deadline, 0);
+        q.complete_with("w1", "a", n, report, now, 1.0).expect("complete")
+    }
+
+    #[test]
+    fn a_pushback_longer_than_the_delay_is_the_delay() {
+        let report = Report::from(Outcome::Retryable).retry_after(5_000);
+        assert_eq!(pushed(5, 100_000, &report, 10), Completed::Retry { available_at: 5_010 });
+        // Shorter than the SPEC's delay: the SPEC's delay.
+        let report = Report::from(Outcome::Retryable).retry_after(40);
+        assert_eq!(pushed(5, 100_000, &report, 10), Completed::Retry { available_at: 110 });
+    }
+
+    #[test]
+    fn a_pushback_reaching_the_deadline_ends_the_job_now() {
+        // now + floor on the deadline is dead, one less is a retry: the SPEC's rule.
+        let report = Report::from(Outcome::Retryable).retry_after(990);
+        assert_eq!(pushed(5, 1_000, &report, 10), Completed::Dead { reason: DeadReason::Deadline });
+        assert_eq!(pushed(5, 1_001, &report, 10), Completed::Retry { available_at: 1_000 });
+        // Far past every time the queue can hold: no overflow, just the deadline.
+        let report = Report::from(Outcome::Retryable).retry_after(u64::MAX);
+        assert_eq!(pushed(5, crate::MAX_INT, &report, 10), Completed::Dead { reason: DeadReason::Deadline });
+    }
+
+    #[test]
+    fn a_pushback_changes_nothing_but_the_delay() {
+        let floor = |outcome| Report::from(outcome).retry_after(50_000);
+        // The budget comes first, as without one.
+        assert_eq!(
+            pushed(1, 100_000, &floor(Outcome::Retryable), 10),
+            Completed::Dead { reason: DeadReason::Exhausted }
+        );
+        assert_eq!(pushed(5, 100_000, &floor(Outcome::Ok), 10), Completed::Done);
+        assert_eq!(
+            pushed(5, 100_000, &floor(Outcome::Permanent), 10),
+            Completed::Dead { reason: DeadReason::Permanent }
+        );
+    }
+
+    #[test]
+    fn without_a_pushback_complete_with_is_complete() {
+        // Every outcome, budget, deadline, time and jitter of a small grid: the same result
+        // and the same row as the SPEC's `complete`; with a floor of 0, too.
+        let outcomes = [Outcome::Ok, Outcome::Retryable, Outcome::Permanent];
+        for outcome in outcomes {
+            for max_attempts in [1, 2] {
+                for deadline in [100, 150, 151, 1_000] {
+                    for now in [0, 50, 99, 100, 2_000] {
+                        for jitter in [0.0, 0.5, 1.0] {
+                            let mut spec = queue();
+                            let mut with = queue();
+                            let mut zero = queue();
+                            let n = leased(&mut spec, max_attempts, deadline, 0);
+                            leased(&mut with, max_attempts, deadline, 0);
+                            leased(&mut zero, max_attempts, deadline, 0);
+                            let a = spec.complete("w1", "a", n, outcome, now, jitter).expect("complete");
+                            let b = with
+                                .complete_with("w1", "a", n, &Report::from(outcome), now, jitter)
+                                .expect("complete");
+                            let c = zero
+                                .complete_with(
+                                    "w1",
+                                    "a",
+                                    n,
+                                    &Report::from(outcome).retry_after(0),
+                                    now,
+                                    jitter,
+                                )
+                                .expect("complete");
+                            assert_eq!(
+                                (&a, &a),
+                                (&b, &c),
+                                "{outcome:?} {max_attempts} {deadline} {now} {jitter}"
+                            );
+                            let row = spec.get("a").expect("get");
+                            assert_eq!(
+                                (&row, &row),
+                                (&with.get("a").expect("get"), &zero.get("a").expect("get"))
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pushed_back_retry_passes_the_audit() {
+        let mut q = queue();
+        let n = leased(&mut q, 5, 100_000, 0);
+        let report = Report::with_error(Outcome::Retryable, "HTTP 503").retry_after(30_000);
+        assert_eq!(
+            q.complete_with("w1", "a", n, &report, 10, 0.3).expect("complete"),
+            Completed::Retry { available_at: 30_010 }
+        );
+        assert_eq!(q.claim("w1", 30_009).expect("claim"), None, "the reservation holds");
+        let n = q.claim("w1", 30_010).expect("claim").expect("claimed").attempt;
+        q.complete("w1", "a", n, Outcome::Ok, 30_020, 0.0).expect("complete");
+        let audit = q.audit().expect("audit");
+        assert!(audit.violations.is_empty(), "{:?}", audit.violations);
     }
 
     #[test]
