@@ -48,7 +48,11 @@ pub enum Comparison {
 
 /// Runs `trace` on both readings. `sqlite` should be fresh; the model starts empty.
 pub fn compare(trace: &Trace, sqlite: &mut Sqlite) -> Result<Comparison, ReplayError> {
-    let mut model = Store::new();
+    compare_with(trace, sqlite, Store::new())
+}
+
+/// [`compare`] against a given starting model.
+pub fn compare_with(trace: &Trace, sqlite: &mut Sqlite, mut model: Store) -> Result<Comparison, ReplayError> {
     let mut responses = Vec::with_capacity(trace.len());
     let mut ids: Vec<String> = Vec::new();
     let mut clock = 0;

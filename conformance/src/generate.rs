@@ -23,7 +23,7 @@ use retryq_model::{MAX_INT, Op, Outcome, RunOutcome};
 use crate::trace::{Step, Trace};
 
 /// The ids steps pick from: a small pool, so that ids are reused.
-pub const IDS: [&str; 4] = ["a", "b", "c", "d"];
+pub const IDS: [&str; 5] = ["a", "b", "c", "d", "e"];
 /// The workers steps pick from.
 pub const WORKERS: [&str; 3] = ["w1", "w2", "w3"];
 
@@ -36,8 +36,8 @@ pub enum When {
     Later(u64),
     /// Back by a little: the clock went backwards.
     Earlier(u64),
-    /// Exactly at a job's lease expiry, or one before or after (its `available_at` if the
-    /// job is pending; the previous time if it has neither).
+    /// Exactly at a lease's expiry, or one before or after: the `job`-th live lease (the
+    /// job's own `available_at` if no lease is live; the previous time if it has none).
     Expiry { job: usize, offset: i8 },
     /// At a job's deadline, or one either side.
     Deadline { job: usize, offset: i8 },
@@ -112,7 +112,22 @@ fn when() -> impl Strategy<Value = When> {
         1 => (1u64..10).prop_map(When::Earlier),
         3 => (job.clone(), offset.clone()).prop_map(|(job, offset)| When::Expiry { job, offset }),
         2 => (job.clone(), offset.clone()).prop_map(|(job, offset)| When::Deadline { job, offset }),
-        2 => (job, 0..JITTERS.len() - 1, offset)
+        3 => (job, 0..JITTERS.len() - 1, offset)
+            .prop_map(|(job, jitter, offset)| When::DelayOnDeadline { job, jitter, offset }),
+    ]
+}
+
+/// A claim's time: more often than other steps', exactly at (or next to) a lease's expiry.
+fn claim_when() -> impl Strategy<Value = When> {
+    prop_oneof![2 => when(), 1 => (0..IDS.len(), -1i8..=1).prop_map(|(job, offset)| When::Expiry { job, offset })]
+}
+
+/// A completion's time (or a run's second clock reading): more often than other steps', so
+/// that a retry's `now + delay` lands on the deadline or one either side.
+fn settle_when() -> impl Strategy<Value = When> {
+    prop_oneof![
+        2 => when(),
+        1 => (0..IDS.len(), 0..JITTERS.len() - 1, -1i8..=1)
             .prop_map(|(job, jitter, offset)| When::DelayOnDeadline { job, jitter, offset }),
     ]
 }
@@ -143,15 +158,15 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
     prop_oneof![
         1 => (proptest::option::of(small.clone()), proptest::option::of(small), proptest::option::of(prop_oneof![Just(0u64), Just(1), Just(5), Just(30), Just(100)]))
             .prop_map(|(base_ms, cap_ms, lease_ms)| Abstract::Config { base_ms, cap_ms, lease_ms }),
-        4 => (job.clone(), proptest::bool::weighted(0.1), 1u64..4, prop_oneof![Just(0u64), Just(1), 2u64..60, 60u64..600], when())
+        6 => (job.clone(), proptest::bool::weighted(0.1), 1u64..5, prop_oneof![Just(0u64), Just(1), 2u64..60, 60u64..600], when())
             .prop_map(|(job, other_payload, max_attempts, ttl, now)| Abstract::Enqueue { job, other_payload, max_attempts, ttl, now }),
-        4 => (worker.clone(), when()).prop_map(|(worker, now)| Abstract::Claim { worker, now }),
+        4 => (worker.clone(), claim_when()).prop_map(|(worker, now)| Abstract::Claim { worker, now }),
         5 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)], job.clone(),
-              prop_oneof![6 => Just(Token::Current), 2 => Just(Token::Stale), 1 => Just(Token::Ahead)], outcome(), when(), jitter())
+              prop_oneof![6 => Just(Token::Current), 2 => Just(Token::Stale), 1 => Just(Token::Ahead)], outcome(), settle_when(), jitter())
             .prop_map(|(by, job, token, outcome, now, jitter)| Abstract::Complete { by, job, token, outcome, now, jitter }),
-        6 => (worker.clone(), when(), proptest::option::weighted(0.3, when()), run_outcome(), jitter())
+        6 => (worker.clone(), claim_when(), proptest::option::weighted(0.4, settle_when()), run_outcome(), jitter())
             .prop_map(|(worker, now, after, outcome, jitter)| Abstract::RunOnce { worker, now, after, outcome, jitter }),
-        2 => (job.clone(), when(), prop_oneof![Just(0u64), 1u64..4, Just(2_147_483_647)], prop_oneof![Just(0u64), 1u64..200])
+        3 => (job.clone(), when(), prop_oneof![Just(0u64), 1u64..4, Just(2_147_483_647)], prop_oneof![Just(0u64), 1u64..200])
             .prop_map(|(job, now, add_attempts, ttl)| Abstract::Redrive { job, now, add_attempts, ttl }),
         1 => when().prop_map(|now| Abstract::Reap { now }),
         1 => job.prop_map(|job| Abstract::Get { job }),
@@ -163,9 +178,21 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
     ]
 }
 
-/// A sequence of abstract steps.
+/// A sequence of abstract steps. Most open with a `config` of short leases and small
+/// backoffs, so that leases expire and deadlines come within the few hundred milliseconds a
+/// trace spans (SPEC's default lease is 30 s); the rest keep the defaults.
 pub fn abstract_trace(max_len: usize) -> impl Strategy<Value = Vec<Abstract>> {
-    proptest::collection::vec(abstract_step(), 1..=max_len)
+    let opening = prop_oneof![
+        4 => (prop_oneof![Just(0u64), Just(1), Just(10)], prop_oneof![Just(0u64), Just(5), Just(40)], prop_oneof![Just(1u64), Just(5), Just(20), Just(60)])
+            .prop_map(|(base, cap, lease)| Some(Abstract::Config { base_ms: Some(base), cap_ms: Some(cap), lease_ms: Some(lease) })),
+        1 => Just(None),
+    ];
+    (opening, proptest::collection::vec(abstract_step(), 1..=max_len)).prop_map(|(opening, mut steps)| {
+        if let Some(config) = opening {
+            steps.insert(0, config);
+        }
+        steps
+    })
 }
 
 /// Turns abstract steps into a concrete trace by playing them on the reference model, which
@@ -190,7 +217,7 @@ pub fn materialize(steps: &[Abstract]) -> Trace {
 
 fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
     let mut at = |when: &When| {
-        *clock = resolve(when, store, *clock);
+        *clock = resolve(when, store, *clock, None);
         *clock
     };
     match step {
@@ -218,11 +245,21 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
                 Token::Stale => attempts.saturating_sub(1),
                 Token::Ahead => attempts + 1,
             };
-            Op::Complete { worker, id: id.into(), attempt, outcome: *outcome, now: at(now), jitter: jitter.map(|j| JITTERS[j]) }
+            // A completion's deadline edges are about the job it completes.
+            let now = resolve(now, store, *clock, Some((id, jitter.map(|j| JITTERS[j]))));
+            *clock = now;
+            Op::Complete { worker, id: id.into(), attempt, outcome: *outcome, now, jitter: jitter.map(|j| JITTERS[j]) }
         }
         Abstract::RunOnce { worker, now, after, outcome, jitter } => {
             let now = at(now);
-            let after = after.as_ref().map(|after| resolve(after, store, now));
+            // The second clock reading's edges are about the job this run will claim.
+            let mut probe = store.clone();
+            let claimed = match probe.step(&Op::Claim { worker: WORKERS[*worker].into(), now }) {
+                retryq_model::Response::Ok(retryq_model::Reply::Claimed { id, .. }) => Some(id),
+                _ => None,
+            };
+            let focus = claimed.as_deref().map(|id| (id, jitter.map(|j| JITTERS[j])));
+            let after = after.as_ref().map(|after| resolve(after, &probe, now, focus));
             Op::RunOnce { worker: WORKERS[*worker].into(), now, after, outcome: *outcome, jitter: jitter.map(|j| JITTERS[j]) }
         }
         Abstract::Redrive { job, now, add_attempts, ttl } => {
@@ -239,8 +276,10 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
     }
 }
 
-/// The time a [`When`] names, given the model's state and the previous time.
-fn resolve(when: &When, store: &Store, previous: u64) -> u64 {
+/// The time a [`When`] names, given the model's state and the previous time. `focus`, when
+/// given, is the job a deadline edge is about, whatever job the `When` names.
+fn resolve(when: &When, store: &Store, previous: u64, focus: Option<(&str, Option<f64>)>) -> u64 {
+    let about = |job: usize| store.job(focus.map_or(IDS[job], |(id, _)| id));
     let shift = |t: u64, offset: i8| match offset {
         -1 => t.saturating_sub(1),
         1 => t.saturating_add(1),
@@ -250,18 +289,32 @@ fn resolve(when: &When, store: &Store, previous: u64) -> u64 {
         When::Same => previous,
         When::Later(d) => previous.saturating_add(d),
         When::Earlier(d) => previous.saturating_sub(d),
-        When::Expiry { job, offset } => match store.job(IDS[job]).and_then(|j| j.phase.available_at()) {
-            Some(t) => shift(t, offset),
-            None => previous,
-        },
-        When::Deadline { job, offset } => match store.job(IDS[job]) {
+        When::Expiry { job, offset } => {
+            // The `job`-th live lease if there is one (that is what expires), else the job's
+            // reservation.
+            let leases: Vec<u64> = store
+                .jobs()
+                .iter()
+                .filter_map(|j| match j.phase {
+                    Phase::Leased { until, .. } => Some(until),
+                    _ => None,
+                })
+                .collect();
+            match leases.get(job % leases.len().max(1)) {
+                Some(&until) => shift(until, offset),
+                None => store.job(IDS[job]).and_then(|j| j.phase.available_at()).map_or(previous, |t| shift(t, offset)),
+            }
+        }
+        When::Deadline { job, offset } => match about(job) {
             Some(j) => shift(j.deadline, offset),
             None => previous,
         },
-        When::DelayOnDeadline { job, jitter, offset } => match store.job(IDS[job]) {
+        When::DelayOnDeadline { job, jitter, offset } => match about(job) {
             Some(j) => {
                 let config = store.config();
-                let delay = retryq_model::delay::retry_delay(j.attempts.max(1), config.base_ms, config.cap_ms, JITTERS[jitter]);
+                // The step's own jitter when it has one, so that the edge is exact.
+                let jitter = focus.and_then(|(_, j)| j).filter(|j| (0.0..=1.0).contains(j)).unwrap_or(JITTERS[jitter]);
+                let delay = retryq_model::delay::retry_delay(j.attempts.max(1), config.base_ms, config.cap_ms, jitter);
                 shift(j.deadline.saturating_sub(delay), offset)
             }
             None => previous,
@@ -381,8 +434,8 @@ mod tests {
                 }).collect();
                 let response = store.step(op);
                 let line = response.to_json_line();
-                if let Op::Claim { now, .. } = op {
-                    if leases.contains(now) && line.contains("claimed") {
+                if let Op::Claim { now, .. } | Op::RunOnce { now, .. } = op {
+                    if leases.contains(now) && line.contains("\"attempt\":") {
                         expiry_claims += 1;
                     }
                 }
@@ -397,6 +450,7 @@ mod tests {
                 }
             }
         }
+        println!("edges: expiry claims {expiry_claims}, deadline deaths {deadline_deaths}, stale {stale}, crashes {crashes}");
         assert!(expiry_claims > 10, "claims exactly at lease expiry: {expiry_claims}");
         assert!(deadline_deaths > 10, "retries dead by deadline: {deadline_deaths}");
         assert!(stale > 10, "stale completions: {stale}");

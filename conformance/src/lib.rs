@@ -15,6 +15,7 @@
 
 pub mod compare;
 pub mod crash;
+pub mod exhaustive;
 pub mod generate;
 pub mod parse;
 pub mod regress;

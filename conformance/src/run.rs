@@ -11,7 +11,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use quickcheck::{Arbitrary, Gen};
 use retryq_model::reference::Store;
 
-use crate::compare::{Comparison, Divergence, compare};
+use crate::compare::{Comparison, Divergence, compare_with};
 use crate::generate::{Abstract, RandomTrace, abstract_trace, materialize};
 use crate::regress::{self, Verdict};
 use crate::trace::{Step, Trace};
@@ -68,16 +68,31 @@ impl Tally {
     }
 }
 
+/// The two readings a run compares: where SQLite keeps each trace's database, and the
+/// reference model each trace starts from (a fresh [`Store`], unless a test seeds a bug into
+/// it to show that the harness notices).
+#[derive(Clone, Debug)]
+pub struct Setup {
+    pub storage: Storage,
+    pub model: Store,
+}
+
+impl Setup {
+    pub fn new(storage: Storage) -> Setup {
+        Setup { storage, model: Store::new() }
+    }
+}
+
 /// Runs one trace on a fresh database; `Some` if the readings diverge.
-pub fn check_trace(trace: &Trace, storage: Storage) -> Result<Option<Divergence>, ReplayError> {
-    Ok(match compare(trace, &mut storage.open()?)? {
+pub fn check_trace(trace: &Trace, setup: &Setup) -> Result<Option<Divergence>, ReplayError> {
+    Ok(match compare_with(trace, &mut setup.storage.open()?, setup.model.clone())? {
         Comparison::Agree(_) => None,
         Comparison::Diverge(d) => Some(d),
     })
 }
 
 /// Every saved case in `dir`, against both readings (and against its expected output).
-pub fn regressions(dir: &Path, storage: Storage) -> Result<Tally, ReplayError> {
+pub fn regressions(dir: &Path, setup: &Setup) -> Result<Tally, ReplayError> {
     let start = Instant::now();
     let mut tally = Tally::default();
     let cases = regress::discover(dir)
@@ -87,7 +102,7 @@ pub fn regressions(dir: &Path, storage: Storage) -> Result<Tally, ReplayError> {
         let trace = Trace::from_jsonl(&text);
         tally.traces += 1;
         tally.steps += trace.len() as u64;
-        let found = match check_trace(&trace, storage)? {
+        let found = match check_trace(&trace, setup)? {
             Some(divergence) => Some(divergence),
             None => match regress::check(&case)? {
                 Verdict::Pass { .. } => None,
@@ -112,9 +127,9 @@ pub fn regressions(dir: &Path, storage: Storage) -> Result<Tally, ReplayError> {
 /// Runs `traces` on `threads` threads and returns the divergence of the lowest-numbered
 /// trace that diverges, if any. Deterministic whatever the scheduling: every trace below the
 /// first divergence is checked.
-fn run_parallel(
+pub(crate) fn run_parallel(
     traces: &[Trace],
-    storage: Storage,
+    setup: &Setup,
     threads: usize,
     progress: &dyn Fn(),
 ) -> Result<Option<(usize, Divergence)>, ReplayError> {
@@ -131,7 +146,7 @@ fn run_parallel(
                     if i >= traces.len() || beyond || fatal.lock().map(|f| f.is_some()).unwrap_or(true) {
                         return;
                     }
-                    match check_trace(&traces[i], storage) {
+                    match check_trace(&traces[i], setup) {
                         Ok(None) => {}
                         Ok(Some(divergence)) => {
                             if let Ok(mut first) = first.lock() {
@@ -186,7 +201,7 @@ pub fn proptest_traces(
     cases: u32,
     seed: u64,
     max_len: usize,
-    storage: Storage,
+    setup: &Setup,
     threads: usize,
     progress: &dyn Fn(),
 ) -> Result<Tally, ReplayError> {
@@ -198,7 +213,7 @@ pub fn proptest_traces(
         trees.push(strategy.new_tree(&mut runner).map_err(|why| ReplayError::Io(std::io::Error::other(format!("generator: {why}"))))?);
     }
     let traces: Vec<Trace> = trees.iter().map(|tree| materialize(&tree.current())).collect();
-    let found = run_parallel(&traces, storage, threads, progress)?;
+    let found = run_parallel(&traces, setup, threads, progress)?;
     let checked = found.as_ref().map_or(traces.len(), |(i, _)| i + 1);
     let mut tally = Tally {
         traces: checked as u64,
@@ -206,10 +221,10 @@ pub fn proptest_traces(
         ..Tally::default()
     };
     if let Some((i, divergence)) = found {
-        let (trace, divergence) = shrink_proptest(&mut trees[i], divergence, storage)?;
+        let (trace, divergence) = shrink_proptest(&mut trees[i], divergence, setup)?;
         // Then concrete steps: what the abstract shrink kept only because removing an
         // abstract step moved the times of the steps after it.
-        let (trace, divergence) = shrink_quickcheck(trace, divergence, storage)?;
+        let (trace, divergence) = shrink_quickcheck(trace, divergence, setup)?;
         tally.mismatch = Some(Mismatch { source: "proptest".into(), trace, divergence });
     }
     tally.seconds = start.elapsed().as_secs_f64();
@@ -221,7 +236,7 @@ pub fn proptest_traces(
 fn shrink_proptest(
     tree: &mut impl ValueTree<Value = Vec<Abstract>>,
     divergence: Divergence,
-    storage: Storage,
+    setup: &Setup,
 ) -> Result<(Trace, Divergence), ReplayError> {
     let mut best = (materialize(&tree.current()), divergence);
     if !tree.simplify() {
@@ -229,7 +244,7 @@ fn shrink_proptest(
     }
     for _ in 0..4096 {
         let trace = materialize(&tree.current());
-        let moved = match check_trace(&trace, storage)? {
+        let moved = match check_trace(&trace, setup)? {
             Some(divergence) => {
                 best = (trace, divergence);
                 tree.simplify()
@@ -248,7 +263,7 @@ pub fn quickcheck_traces(
     cases: u64,
     seed: u64,
     size: usize,
-    storage: Storage,
+    setup: &Setup,
     threads: usize,
     progress: &dyn Fn(),
 ) -> Result<Tally, ReplayError> {
@@ -256,7 +271,7 @@ pub fn quickcheck_traces(
     let traces: Vec<Trace> = (0..cases)
         .map(|case| RandomTrace::arbitrary(&mut Gen::from_size_and_seed(size, seed.wrapping_add(case))).0)
         .collect();
-    let found = run_parallel(&traces, storage, threads, progress)?;
+    let found = run_parallel(&traces, setup, threads, progress)?;
     let checked = found.as_ref().map_or(traces.len(), |(i, _)| i + 1);
     let mut tally = Tally {
         traces: checked as u64,
@@ -264,7 +279,7 @@ pub fn quickcheck_traces(
         ..Tally::default()
     };
     if let Some((i, divergence)) = found {
-        let (trace, divergence) = shrink_quickcheck(traces[i].clone(), divergence, storage)?;
+        let (trace, divergence) = shrink_quickcheck(traces[i].clone(), divergence, setup)?;
         tally.mismatch = Some(Mismatch { source: "quickcheck".into(), trace, divergence });
     }
     tally.seconds = start.elapsed().as_secs_f64();
@@ -273,11 +288,11 @@ pub fn quickcheck_traces(
 
 /// Greedy shrinking, as quickcheck does it: take the first smaller trace that still
 /// diverges, until none does.
-fn shrink_quickcheck(trace: Trace, divergence: Divergence, storage: Storage) -> Result<(Trace, Divergence), ReplayError> {
+fn shrink_quickcheck(trace: Trace, divergence: Divergence, setup: &Setup) -> Result<(Trace, Divergence), ReplayError> {
     let (mut trace, mut divergence) = (trace, divergence);
     'outer: loop {
         for smaller in RandomTrace(trace.clone()).shrink() {
-            if let Some(d) = check_trace(&smaller.0, storage)? {
+            if let Some(d) = check_trace(&smaller.0, setup)? {
                 trace = smaller.0;
                 divergence = d;
                 continue 'outer;
@@ -290,13 +305,13 @@ fn shrink_quickcheck(trace: Trace, divergence: Divergence, storage: Storage) -> 
 /// Saves a mismatch as a regression case under `dir`: the trace up to the divergent step,
 /// plus the probe that showed the difference as an explicit step, and the model's output
 /// as the expected file. Returns the trace file's path.
-pub fn save_regression(mismatch: &Mismatch, dir: &Path, name: &str) -> std::io::Result<PathBuf> {
+pub fn save_regression(mismatch: &Mismatch, dir: &Path, name: &str, setup: &Setup) -> std::io::Result<PathBuf> {
     let mut steps: Vec<Step> = mismatch.trace.steps.iter().take(mismatch.divergence.step + 1).cloned().collect();
     if let crate::parse::Line::Op(probe) = crate::parse::parse_line(&mismatch.divergence.probe) {
         steps.push(Step::Op(probe));
     }
     let trace = Trace { steps };
-    let mut model = Store::new();
+    let mut model = setup.model.clone();
     let mut expected = String::new();
     for step in &trace.steps {
         let response = match crate::parse::parse_line(&step.to_line()) {
@@ -323,14 +338,14 @@ pub fn random(
     cases: u32,
     seed: u64,
     max_len: usize,
-    storage: Storage,
+    setup: &Setup,
     threads: usize,
     progress: &dyn Fn(),
 ) -> Result<Tally, ReplayError> {
     let quick = u64::from(cases / 3);
-    let mut tally = proptest_traces(cases - cases / 3, seed, max_len, storage, threads, progress)?;
+    let mut tally = proptest_traces(cases - cases / 3, seed, max_len, setup, threads, progress)?;
     if tally.mismatch.is_none() {
-        tally.absorb(quickcheck_traces(quick, seed, max_len, storage, threads, progress)?);
+        tally.absorb(quickcheck_traces(quick, seed, max_len, setup, threads, progress)?);
     }
     Ok(tally)
 }

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use retryq_conformance::run::{self, Mismatch, Storage, Tally};
+use retryq_conformance::run::{self, Mismatch, Setup, Storage, Tally};
 use retryq_conformance::trace::Trace;
+use retryq_model::model::Bounds;
 
 use super::CliError;
 
@@ -45,14 +46,15 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let storage = if args.memory { Storage::Memory } else { Storage::File };
+    let setup = Setup::new(storage);
     if let Some(path) = &args.trace {
-        return one_trace(path, storage);
+        return one_trace(path, &setup);
     }
     let dir = args.regressions.clone().unwrap_or_else(super::default_traces);
     let seed = args.seed.unwrap_or_else(clock_seed);
     println!("retryq conform: seed {seed}, {} storage", if args.memory { "in-memory" } else { "file" });
 
-    let regressions = run::regressions(&dir, storage)?;
+    let regressions = run::regressions(&dir, &setup)?;
     report("regressions", &regressions);
     if let Some(mismatch) = &regressions.mismatch {
         print_mismatch(mismatch);
@@ -61,15 +63,35 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 
     let bar = progress(u64::from(args.cases));
     let threads = args.threads.map_or_else(|| run::default_threads(storage), usize::from);
-    let random = run::random(args.cases, seed, usize::from(args.max_len), storage, threads, &|| bar.inc(1))?;
+    let random = run::random(args.cases, seed, usize::from(args.max_len), &setup, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
     report("generated", &random);
     if let Some(mismatch) = &random.mismatch {
         print_mismatch(mismatch);
         let name = format!("conform-{}-seed-{seed}", mismatch.source);
-        let saved = run::save_regression(mismatch, &dir, &name)?;
+        let saved = run::save_regression(mismatch, &dir, &name, &setup)?;
         println!("saved the minimal trace as {}", saved.display());
         return Ok(ExitCode::FAILURE);
+    }
+
+    if let Some(depth) = args.depth {
+        let bar = ProgressBar::new_spinner();
+        let coverage = retryq_conformance::exhaustive::exhaustive(
+            Bounds::default(),
+            usize::from(depth),
+            &setup,
+            threads,
+            &|| bar.inc(1),
+        )?;
+        bar.finish_and_clear();
+        report("exhaustive", &coverage.tally);
+        println!("{:<12} {} model states within {depth} actions, each reached by a replayed path", "", coverage.states);
+        if let Some(mismatch) = &coverage.tally.mismatch {
+            print_mismatch(mismatch);
+            let saved = run::save_regression(mismatch, &dir, &format!("conform-exhaustive-depth-{depth}"), &setup)?;
+            println!("saved the trace as {}", saved.display());
+            return Ok(ExitCode::FAILURE);
+        }
     }
 
     if let Some(runs) = args.crash {
@@ -97,11 +119,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn one_trace(path: &Path, storage: Storage) -> Result<ExitCode, CliError> {
+fn one_trace(path: &Path, setup: &Setup) -> Result<ExitCode, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::Other(format!("cannot read trace {}: {e}", path.display())))?;
     let trace = Trace::from_jsonl(&text);
-    match run::check_trace(&trace, storage)? {
+    match run::check_trace(&trace, setup)? {
         None => {
             println!("{}: {} steps, both readings agree on every step and every probe", path.display(), trace.len());
             Ok(ExitCode::SUCCESS)

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use retryq_conformance::regress::{self, Verdict};
+use retryq_conformance::run::{self, Setup, Storage, Tally};
+use retryq_conformance::{ReplayError, crash, exhaustive};
 use retryq_model::Bug;
 use retryq_model::checker::Status;
 use retryq_model::model::{Bounds, QueueModel};
@@ -20,6 +21,19 @@ pub struct Args {
     /// The directory of saved regression traces (NAME.jsonl beside NAME.expected.jsonl).
     #[arg(long, value_name = "DIR")]
     traces: Option<PathBuf>,
+    /// The generators' seed. Fixed by default, so that the main job is repeatable; vary it
+    /// (or run `retryq conform`, whose seed comes from the clock) to explore further.
+    #[arg(long, default_value_t = 1, value_name = "S")]
+    seed: u64,
+    /// How many generated traces to replay on both readings.
+    #[arg(long, default_value_t = 2400, value_name = "N")]
+    cases: u32,
+    /// How deep the exhaustive replay of the model's paths goes.
+    #[arg(long, default_value_t = 6, value_name = "D", value_parser = clap::value_parser!(u16).range(0..=12))]
+    depth: u16,
+    /// How many replay processes to kill at random points.
+    #[arg(long, default_value_t = 40, value_name = "N")]
+    kills: u64,
 }
 
 /// One line of the summary.
@@ -33,7 +47,14 @@ struct Row {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let traces = args.traces.unwrap_or_else(super::default_traces);
-    let rows = vec![timed(|| regressions(&traces)), timed(model_check), timed(seeded_bugs)];
+    let rows = vec![
+        timed(model_check),
+        timed(seeded_bugs),
+        timed(|| regressions(&traces)),
+        timed(|| exhaustive(args.depth)),
+        timed(|| generated(args.cases, args.seed)),
+        timed(|| crashes(args.kills, args.seed)),
+    ];
     print_summary(&rows);
     Ok(if rows.iter().all(|r| r.verdict.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -45,46 +66,76 @@ fn timed(stage: impl FnOnce() -> Row) -> Row {
     row
 }
 
-/// Every saved regression trace against a fresh temporary database file.
+/// Every saved regression trace against a fresh temporary database file: its expected
+/// output, and the reference model step by step.
 fn regressions(dir: &Path) -> Row {
-    let mut row =
-        Row { stage: "regressions", checked: String::new(), verdict: Ok(String::new()), seconds: 0.0 };
-    let cases = match regress::discover(dir) {
-        Ok(cases) if cases.is_empty() => {
-            row.verdict = Err(format!("no traces in {}", dir.display()));
-            return row;
+    conformance_row("regressions", run::regressions(dir, &Setup::new(Storage::File)), |t| format!("{} traces, {} steps", t.traces, t.steps))
+}
+
+/// Every path the model checker explores within `depth` actions, replayed in memory.
+fn exhaustive(depth: u16) -> Row {
+    let result = exhaustive::exhaustive(Bounds::default(), usize::from(depth), &Setup::new(Storage::Memory), threads(), &|| {});
+    match result {
+        Ok(coverage) => {
+            let states = coverage.states;
+            conformance_row("exhaustive", Ok(coverage.tally), |t| format!("{} paths to {states} states, depth {depth}", t.traces))
         }
-        Ok(cases) => cases,
+        Err(e) => conformance_row("exhaustive", Err(e), |_| String::new()),
+    }
+}
+
+/// Generated traces from both generators, on database files.
+fn generated(cases: u32, seed: u64) -> Row {
+    let result = run::random(cases, seed, 40, &Setup::new(Storage::File), run::default_threads(Storage::File), &|| {});
+    conformance_row("generated", result, |t| format!("{} traces, {} steps, seed {seed}", t.traces, t.steps))
+}
+
+/// `retryq replay` processes killed with SIGKILL at random points.
+fn crashes(kills: u64, seed: u64) -> Row {
+    let mut row = Row { stage: "crash", checked: String::new(), verdict: Ok(String::new()), seconds: 0.0 };
+    let program = match std::env::current_exe() {
+        Ok(program) => program,
         Err(e) => {
-            row.verdict = Err(format!("{}: {e}", dir.display()));
+            row.verdict = Err(format!("cannot find this program to run it as a child: {e}"));
             return row;
         }
     };
-    let mut steps = 0;
-    for case in &cases {
-        match regress::check(case) {
-            Ok(Verdict::Pass { steps: n }) => steps += n,
-            Ok(Verdict::Mismatch { line, expected, actual }) => {
-                row.verdict = Err(format!(
-                    "{}: output line {line}\n    expected {expected}\n    actual   {actual}",
-                    case.name
-                ));
-                break;
-            }
-            Err(e) => {
-                row.verdict = Err(format!("{}: {e}", case.name));
-                break;
-            }
+    match crash::kill_runs(&program, kills, seed, &|| {}) {
+        Ok(tally) => {
+            row.checked = format!("{} kills, {} mid-trace", tally.runs, tally.mid_trace);
+            row.verdict = match tally.problem {
+                None => Ok(format!(
+                    "before {}, after {}, claimed-only {}; never a mixture",
+                    tally.before, tally.after, tally.claimed
+                )),
+                Some(problem) => Err(problem),
+            };
         }
-    }
-    row.checked = format!("{} traces, {steps} steps", cases.len());
-    if row.verdict.is_ok() {
-        row.verdict = Ok("all match".into());
+        Err(e) => row.verdict = Err(e.to_string()),
     }
     row
 }
 
-/// The model of SPEC.md at the default bounds: every property holds, every example found.
+/// A row from a conformance tally: the first mismatch, shrunk, is the failure.
+fn conformance_row(
+    stage: &'static str,
+    result: Result<Tally, ReplayError>,
+    checked: impl Fn(&Tally) -> String,
+) -> Row {
+    let mut row = Row { stage, checked: String::new(), verdict: Ok(String::new()), seconds: 0.0 };
+    match result {
+        Ok(tally) => {
+            row.checked = checked(&tally);
+            row.verdict = match tally.mismatch {
+                None => Ok("SQLite and the model agree on every step".into()),
+                Some(m) => Err(format!("{} found a divergence:\n{}\n  trace:\n{}", m.source, m.divergence, m.trace.to_jsonl(""))),
+            };
+        }
+        Err(e) => row.verdict = Err(e.to_string()),
+    }
+    row
+}
+
 fn model_check() -> Row {
     let model = QueueModel::new(Bounds::default(), None);
     let report = model.check(threads(), true);
@@ -119,13 +170,14 @@ fn threads() -> usize {
 }
 
 fn print_summary(rows: &[Row]) {
-    println!("{:<14} {:<34} {:>8}  result", "stage", "checked", "seconds");
+    let wide = rows.iter().map(|r| r.checked.len()).max().unwrap_or(0).max("checked".len());
+    println!("{:<12} {:<wide$} {:>8}  result", "stage", "checked", "seconds");
     for row in rows {
         let (mark, text) = match &row.verdict {
             Ok(text) => ("ok", text),
             Err(text) => ("FAIL", text),
         };
-        println!("{:<14} {:<34} {:>8.2}  {mark}: {text}", row.stage, row.checked, row.seconds);
+        println!("{:<12} {:<wide$} {:>8.1}  {mark}: {text}", row.stage, row.checked, row.seconds);
     }
     let failed = rows.iter().filter(|r| r.verdict.is_err()).count();
     if failed == 0 {

@@ -1,0 +1,68 @@
+//! The conformance harness itself: the two readings agree on generated traces, and the
+//! harness notices when they do not — every bug seeded into the reference model shows up as
+//! a shrunk divergence, saved as a regression case that fails until the bug is gone.
+
+use retryq_conformance::exhaustive::exhaustive;
+use retryq_conformance::regress::{self, Verdict};
+use retryq_conformance::run::{self, Setup, Storage};
+use retryq_model::Bug;
+use retryq_model::model::Bounds;
+use retryq_model::reference::Store;
+
+#[test]
+fn generated_traces_agree_in_memory_and_on_files() {
+    for (storage, cases) in [(Storage::Memory, 300), (Storage::File, 60)] {
+        let tally = run::random(cases, 20_261_129, 40, &Setup::new(storage), 2, &|| {}).expect("run");
+        assert_eq!(tally.traces, u64::from(cases), "{storage:?}");
+        assert!(tally.mismatch.is_none(), "{storage:?}: {:?}", tally.mismatch.map(|m| m.divergence.to_string()));
+        assert!(tally.steps > u64::from(cases) * 5, "traces this short test little: {}", tally.steps);
+    }
+}
+
+#[test]
+fn every_model_path_of_depth_four_agrees() {
+    let coverage = exhaustive(Bounds::default(), 4, &Setup::new(Storage::Memory), 2, &|| {}).expect("run");
+    assert!(coverage.tally.mismatch.is_none(), "{:?}", coverage.tally.mismatch.map(|m| m.divergence.to_string()));
+    assert!(coverage.states > 500, "{}", coverage.states);
+    assert!(coverage.tally.traces > 300, "{}", coverage.tally.traces);
+}
+
+#[test]
+fn every_bug_seeded_into_the_model_is_a_divergence() {
+    for bug in Bug::ALL {
+        let setup = Setup { storage: Storage::Memory, model: Store::new().with_bug(Some(bug)) };
+        let tally = run::random(600, 7, 40, &setup, 2, &|| {}).expect("run");
+        let mismatch = tally.mismatch.unwrap_or_else(|| panic!("{} went unnoticed in {} traces", bug.name(), tally.traces));
+        // Shrunk: a handful of steps, not the forty a trace may have.
+        assert!(mismatch.trace.len() <= 12, "{}: {} steps\n{}", bug.name(), mismatch.trace.len(), mismatch.trace.to_jsonl(""));
+    }
+}
+
+#[test]
+fn a_saved_divergence_fails_as_a_regression_case() {
+    let setup = Setup { storage: Storage::Memory, model: Store::new().with_bug(Some(Bug::RetryAtDeadline)) };
+    let tally = run::random(600, 11, 40, &setup, 2, &|| {}).expect("run");
+    let mismatch = tally.mismatch.expect("the bug shows");
+    let dir = tempfile::tempdir().expect("tempdir");
+    run::save_regression(&mismatch, dir.path(), "found", &setup).expect("save");
+    let cases = regress::discover(dir.path()).expect("discover");
+    assert_eq!(cases.len(), 1);
+    // The expected file holds the (buggy) model's answers, so SQLite's differ on the line
+    // that diverged — and only the saved, shrunk steps (plus the probe that showed it) are in.
+    let verdict = regress::check(&cases[0]).expect("check");
+    assert!(matches!(verdict, Verdict::Mismatch { .. }), "{verdict:?}");
+    // Against the correct model the same case agrees step by step.
+    let correct = run::regressions(dir.path(), &Setup::new(Storage::Memory)).expect("regressions");
+    assert!(correct.mismatch.is_some(), "the expected file disagrees with the correct model too");
+    let text = std::fs::read_to_string(&cases[0].trace).expect("trace");
+    let trace = retryq_conformance::trace::Trace::from_jsonl(&text);
+    assert!(run::check_trace(&trace, &Setup::new(Storage::Memory)).expect("check").is_none());
+}
+
+#[test]
+fn the_generators_are_deterministic_for_a_seed() {
+    let setup = Setup::new(Storage::Memory);
+    let a = run::random(90, 5, 30, &setup, 2, &|| {}).expect("run");
+    let b = run::random(90, 5, 30, &setup, 1, &|| {}).expect("run");
+    assert_eq!((a.traces, a.steps), (b.traces, b.steps));
+}
