@@ -1,6 +1,7 @@
 //! The queue: one SQLite connection, and one function per SPEC operation, each exactly one
 //! transaction.
 
+mod batch;
 mod claim;
 mod complete;
 mod enqueue;
@@ -17,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::input;
 use crate::schema::{self, Found};
 
+pub use batch::Completion;
 pub use claim::Claimed;
 pub use complete::Completed;
 pub use enqueue::{Enqueued, NewJob};
