@@ -24,6 +24,11 @@ enum Command {
     Replay(cmd::replay::Args),
     /// The main job: check every claim the project makes, with one summary and one exit status.
     Verify(cmd::verify::Args),
+    /// Benchmarks: the queue against SQLite's own limit, batches, claim scaling, peers.
+    Bench(cmd::bench::Args),
+    /// One worker process of `retryq bench` (started by it, not by hand).
+    #[command(hide = true)]
+    BenchWorker(cmd::bench::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +36,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
+        Command::BenchWorker(args) => cmd::bench::run_worker(args),
     };
     match result {
         Ok(code) => code,

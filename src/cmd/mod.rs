@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes `Args` (its clap flags) and
 //! `run(Args) -> Result<ExitCode, CliError>`.
 
+pub mod bench;
 pub mod replay;
 pub mod verify;
 
@@ -9,6 +10,8 @@ pub mod verify;
 pub enum CliError {
     #[error(transparent)]
     Queue(#[from] retryq::Error),
+    #[error(transparent)]
+    Bench(#[from] retryq_bench::BenchError),
     #[error(transparent)]
     Replay(#[from] retryq_conformance::ReplayError),
     #[error("{0}")]

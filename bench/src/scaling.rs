@@ -1,0 +1,304 @@
+//! Claim cost against queue size: 1,000, 100,000 and 1,000,000 pending jobs, and 1,000
+//! pending among 100,000 done and dead, in memory (where the index walk shows) and on a
+//! durable file (where the commit's fsync does).
+//!
+//! Each timed claim is followed by an untimed put-back (a `retryable` completion with jitter
+//! 0, so the job is due again at once, behind the others), which keeps the pending count
+//! fixed. Beside the queue, the reference: SQLite's own claim statement — the queue's pick
+//! and lease, one `UPDATE … RETURNING` in its own transaction, without the reap, the checks
+//! or the Rust around it — on the same rows. Samples of the two alternate, so both see the
+//! machine in the same state.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use retryq::{Completion, MAX_ATTEMPTS, MAX_INT, NewJob, Outcome, Queue};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+use crate::BenchError;
+use crate::throughput::{PAYLOAD, remove_db};
+
+/// The queue's pick and lease as one statement (the text of `retryq`'s own claim).
+const BARE_CLAIM: &str = "
+    UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = ?2, claimed_at = ?1,
+                    available_at = ?3, updated_at = ?1
+    WHERE seq = (SELECT seq FROM jobs
+                 WHERE status IN ('pending', 'leased') AND available_at <= ?1
+                 ORDER BY available_at, seq LIMIT 1)
+    RETURNING id";
+
+const BARE_PUT_BACK: &str = "
+    UPDATE jobs SET status = 'pending', available_at = ?2, owner = NULL, claimed_at = NULL,
+                    updated_at = ?2
+    WHERE id = ?1";
+
+const BARE_INSERT: &str = "
+    INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
+                      dead_reason, redrives, enqueued_at, updated_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, 0, 0)";
+
+/// One queue size.
+#[derive(Clone, Copy, Debug)]
+pub struct Size {
+    pub pending: usize,
+    /// Done and dead jobs around the pending ones.
+    pub finished: usize,
+}
+
+/// How many claims to time.
+#[derive(Clone, Copy, Debug)]
+pub struct Sampling {
+    pub samples: usize,
+    pub claims_per_sample: usize,
+}
+
+/// Median microseconds per claim, the queue's and the bare statement's.
+#[derive(Clone, Copy, Debug)]
+pub struct Cost {
+    pub queue_us: f64,
+    pub bare_us: f64,
+}
+
+fn id(i: usize) -> String {
+    format!("order-{i:08}")
+}
+
+/// Loads `size` into a queue: every job enqueued at 0, then the first `finished` claimed and
+/// finished, alternately done and dead(permanent), a thousand per transaction.
+pub fn load_queue(queue: &mut Queue, size: Size) -> Result<(), BenchError> {
+    const CHUNK: usize = 50_000;
+    let total = size.pending + size.finished;
+    let mut start = 0;
+    while start < total {
+        let ids: Vec<String> = (start..total.min(start + CHUNK)).map(id).collect();
+        let jobs: Vec<NewJob<'_>> = ids
+            .iter()
+            .map(|id| NewJob { id, payload: PAYLOAD, max_attempts: MAX_ATTEMPTS, deadline: MAX_INT, now: 0 })
+            .collect();
+        for result in queue.enqueue_many(&jobs)? {
+            result?;
+        }
+        start += CHUNK;
+    }
+    let mut finished = 0;
+    while finished < size.finished {
+        let claimed = queue.claim_batch("loader", 0, (size.finished - finished).min(1000))?;
+        let completions: Vec<Completion<'_>> = claimed
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Completion {
+                worker: "loader",
+                id: &c.id,
+                attempt: c.attempt,
+                outcome: if (finished + i) % 2 == 0 { Outcome::Ok } else { Outcome::Permanent },
+                now: 0,
+                jitter: 0.0,
+            })
+            .collect();
+        for result in queue.complete_batch(&completions)? {
+            result?;
+        }
+        finished += claimed.len();
+    }
+    Ok(())
+}
+
+/// The same rows as [`load_queue`], written with bare inserts into a connection that holds
+/// the queue's schema.
+fn load_bare(conn: &mut Connection, size: Size) -> Result<(), BenchError> {
+    let tx = conn.transaction()?;
+    {
+        let mut insert = tx.prepare(BARE_INSERT)?;
+        for i in 0..size.pending + size.finished {
+            let (status, attempts, available_at, reason) = match i {
+                i if i >= size.finished => ("pending", 0, Some(0), None),
+                i if i % 2 == 0 => ("done", 1, None, None),
+                _ => ("dead", 1, None, Some("permanent")),
+            };
+            insert.execute(params![
+                id(i),
+                PAYLOAD,
+                status,
+                attempts,
+                MAX_ATTEMPTS,
+                available_at,
+                MAX_INT,
+                reason
+            ])?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Copies the schema (tables, indexes, triggers) of the retryq database `from` into `to`.
+fn copy_schema(from: &Connection, to: &Connection) -> Result<(), BenchError> {
+    let mut statement = from.prepare(
+        "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+         ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, rowid",
+    )?;
+    let ddl: Vec<String> = statement.query_map([], |row| row.get(0))?.collect::<rusqlite::Result<_>>()?;
+    for sql in ddl {
+        to.execute_batch(&sql)?;
+    }
+    Ok(())
+}
+
+/// Times `sampling.claims_per_sample` claims of the queue, each put back untimed.
+fn sample_queue(queue: &mut Queue, now: &mut u64, n: usize) -> Result<f64, BenchError> {
+    let mut timed = Duration::ZERO;
+    for _ in 0..n {
+        *now += 1;
+        let start = Instant::now();
+        let claimed = queue.claim("bench", *now)?;
+        timed += start.elapsed();
+        let claimed = claimed.ok_or_else(|| BenchError::Setup("no due job to claim".into()))?;
+        queue.complete("bench", &claimed.id, claimed.attempt, Outcome::Retryable, *now, 0.0)?;
+    }
+    Ok(timed.as_secs_f64() * 1e6 / n as f64)
+}
+
+/// Times the bare claim statement the same way.
+fn sample_bare(conn: &Connection, now: &mut u64, n: usize) -> Result<f64, BenchError> {
+    let mut claim = conn.prepare_cached(BARE_CLAIM)?;
+    let mut put_back = conn.prepare_cached(BARE_PUT_BACK)?;
+    let mut timed = Duration::ZERO;
+    for _ in 0..n {
+        *now += 1;
+        let start = Instant::now();
+        let claimed: Option<String> =
+            claim.query_row(params![*now, "bench", *now + 30_000], |row| row.get(0)).optional()?;
+        timed += start.elapsed();
+        let claimed = claimed.ok_or_else(|| BenchError::Setup("no due row to claim".into()))?;
+        put_back.execute(params![claimed, *now])?;
+    }
+    Ok(timed.as_secs_f64() * 1e6 / n as f64)
+}
+
+/// Runs the samplers in turn, `sampling.samples` times each after one untimed warm-up round,
+/// and returns each one's median.
+fn alternate(
+    sampling: Sampling,
+    samplers: &mut [&mut dyn FnMut() -> Result<f64, BenchError>],
+) -> Result<Vec<f64>, BenchError> {
+    for sampler in samplers.iter_mut() {
+        sampler()?;
+    }
+    let mut samples = vec![Vec::with_capacity(sampling.samples); samplers.len()];
+    for _ in 0..sampling.samples {
+        for (sampler, samples) in samplers.iter_mut().zip(&mut samples) {
+            samples.push(sampler()?);
+        }
+    }
+    Ok(samples.iter_mut().map(|s| crate::median(s)).collect())
+}
+
+/// A fresh bare database in memory holding `size` under the queue's schema: plain
+/// `:memory:`, or a private `memdb` database as the queue's own in-memory mode uses.
+fn bare_in_memory(dir: &Path, size: Size, memdb: bool) -> Result<Connection, BenchError> {
+    let schema = dir.join("schema.db");
+    drop(Queue::open(&schema)?);
+    let mut bare = if memdb {
+        let flags =
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_URI;
+        // 1,000,000 jobs with their history stay well under memdb's default limit of 1 GiB.
+        Connection::open_with_flags("file:bare?vfs=memdb", flags)?
+    } else {
+        Connection::open_in_memory()?
+    };
+    copy_schema(&Connection::open(&schema)?, &bare)?;
+    remove_db(&schema);
+    load_bare(&mut bare, size)?;
+    Ok(bare)
+}
+
+/// Claim cost in memory: the queue in memory, and the bare statement on an in-memory copy
+/// of the same rows, both under plain `:memory:` and under `memdb`.
+pub fn memory(dir: &Path, size: Size, sampling: Sampling) -> Result<MemoryCost, BenchError> {
+    let mut queue = Queue::open_in_memory()?;
+    load_queue(&mut queue, size)?;
+    let plain = bare_in_memory(dir, size, false)?;
+    let memdb = bare_in_memory(dir, size, true)?;
+    let (mut queue_now, mut plain_now, mut memdb_now) = (0, 0, 0);
+    let n = sampling.claims_per_sample;
+    let medians = alternate(
+        sampling,
+        &mut [
+            &mut || sample_queue(&mut queue, &mut queue_now, n),
+            &mut || sample_bare(&plain, &mut plain_now, n),
+            &mut || sample_bare(&memdb, &mut memdb_now, n),
+        ],
+    )?;
+    Ok(MemoryCost { queue_us: medians[0], bare_us: medians[1], bare_memdb_us: medians[2] })
+}
+
+/// Median microseconds per claim in memory.
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryCost {
+    /// The queue (its in-memory mode is `memdb`).
+    pub queue_us: f64,
+    /// The bare statement on plain `:memory:`.
+    pub bare_us: f64,
+    /// The bare statement on `memdb`.
+    pub bare_memdb_us: f64,
+}
+
+/// Claim cost on a durable file (WAL, `synchronous = FULL`): the queue, and the bare
+/// statement through a second connection to the very same file.
+pub fn file(dir: &Path, size: Size, sampling: Sampling) -> Result<Cost, BenchError> {
+    let db = dir.join(format!("scaling-{}-{}.db", size.pending, size.finished));
+    let result = (|| {
+        let mut queue = Queue::open(&db)?;
+        load_queue(&mut queue, size)?;
+        let bare = Connection::open(&db)?;
+        bare.pragma_update(None, "synchronous", "FULL")?;
+        bare.busy_timeout(Duration::from_secs(10))?;
+        // Both sides put their claims back at their own `now`; the bare side starts after
+        // every time the queue side will use, so neither's put-backs jump the other's queue.
+        let n = sampling.claims_per_sample;
+        let (mut queue_now, mut bare_now) = (0, 1 << 40);
+        let medians = alternate(
+            sampling,
+            &mut [&mut || sample_queue(&mut queue, &mut queue_now, n), &mut || {
+                sample_bare(&bare, &mut bare_now, n)
+            }],
+        )?;
+        Ok(Cost { queue_us: medians[0], bare_us: medians[1] })
+    })();
+    remove_db(&db);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bare_copy_holds_the_same_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let size = Size { pending: 30, finished: 20 };
+        let mut queue = Queue::open_in_memory().expect("queue");
+        load_queue(&mut queue, size).expect("load");
+        let stats = queue.stats(0).expect("stats");
+        assert_eq!((stats.pending, stats.done, stats.dead), (30, 10, 10));
+        let schema = dir.path().join("schema.db");
+        drop(Queue::open(&schema).expect("schema"));
+        let mut bare = Connection::open_in_memory().expect("bare");
+        copy_schema(&Connection::open(&schema).expect("open"), &bare).expect("copy");
+        load_bare(&mut bare, size).expect("load bare");
+        let count = |status: &str| -> i64 {
+            bare.query_row("SELECT count(*) FROM jobs WHERE status = ?1", [status], |r| r.get(0))
+                .expect("count")
+        };
+        assert_eq!((count("pending"), count("done"), count("dead")), (30, 10, 10));
+        // The bare statement picks what the queue's claim picks: the first pending job.
+        let mut now = 0;
+        sample_bare(&bare, &mut now, 1).expect("bare claim");
+        let claimed = queue.claim("bench", 1).expect("claim").expect("due");
+        let leased: String = bare
+            .query_row("SELECT id FROM jobs WHERE status = 'leased'", [], |r| r.get(0))
+            .or_else(|_| bare.query_row("SELECT id FROM jobs WHERE updated_at = 1", [], |r| r.get(0)))
+            .expect("bare leased");
+        assert_eq!(leased, claimed.id);
+    }
+}
