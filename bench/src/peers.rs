@@ -5,9 +5,13 @@
 //!   backoff or history, and its get (a select, then an update) is not safe across
 //!   processes, so it runs in one. When Python or the package is missing it is reported as
 //!   unavailable; the run goes on.
-//! - effectum (Rust): not built here. Its 0.7.0 sets `journal_mode = WAL` in a way that has
-//!   no effect, it is async-only (tokio), and it links its own SQLite, which cannot share a
-//!   build with this workspace's; a fair setup needs a separate build, not done yet.
+//! - effectum (Rust): not built here, for three reasons that a fair setup has to get past.
+//!   Its 0.7.0 asks for WAL with `PRAGMA journal = wal`, which SQLite ignores (the pragma is
+//!   `journal_mode`), and forces `synchronous = NORMAL` on its writer: as shipped it does
+//!   not fsync each commit, so it would be measured at a weaker durability than retryq's.
+//!   It links its own SQLite through rusqlite 0.31, which cannot share one build with this
+//!   workspace's rusqlite (two crates may not link `sqlite3`); it needs a separate crate
+//!   outside the workspace, driven as a process. And it is async-only (tokio).
 
 use std::path::Path;
 use std::process::Command;
@@ -86,8 +90,9 @@ pub fn effectum() -> Peer {
         available: false,
         jobs_per_s: None,
         ratio_to_queue: None,
-        note: "not measured in this build: async-only (tokio), links its own SQLite (a separate build), \
-               and its WAL pragma is a no-op in 0.7.0, so a fair setup needs patching it"
+        note: "not measured in this build: 0.7.0's WAL pragma is a no-op (`journal = wal`) and it forces \
+               synchronous=NORMAL, so as shipped it is less durable than retryq; it links its own SQLite \
+               (rusqlite 0.31), which needs a build outside this workspace; async-only (tokio)"
             .into(),
     }
 }
