@@ -311,14 +311,12 @@ pub fn run(config: &Config) -> Result<Report, BenchError> {
         scaling::Size { pending: 1_000_000, finished: 0 },
         scaling::Size { pending: 1_000, finished: 100_000 },
     ];
-    let mut memory = Vec::new();
-    let mut file = Vec::new();
-    for size in sizes {
-        progress(&format!("claim cost: {} pending, {} finished, in memory", size.pending, size.finished));
-        memory.push(scaling::memory(dir.path(), size, config.memory_sampling())?);
-        progress(&format!("claim cost: {} pending, {} finished, on file", size.pending, size.finished));
-        file.push(scaling::file(dir.path(), size, config.file_sampling())?);
-    }
+    progress(
+        "claim cost in memory: loading 1,000 / 100,000 / 1,000,000 pending and 1,000 among 100,000 finished",
+    );
+    let memory = scaling::memory(dir.path(), &sizes, config.memory_sampling())?;
+    progress("claim cost on a durable file: the same sizes");
+    let file = scaling::file(dir.path(), &sizes, config.file_sampling())?;
     let row = |figures: [f64; 4]| ScalingRow {
         pending_1000_us: figures[0],
         pending_100000_us: figures[1],

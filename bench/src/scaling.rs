@@ -202,24 +202,40 @@ fn bare_in_memory(dir: &Path, size: Size, memdb: bool) -> Result<Connection, Ben
     Ok(bare)
 }
 
-/// Claim cost in memory: the queue in memory, and the bare statement on an in-memory copy
-/// of the same rows, both under plain `:memory:` and under `memdb`.
-pub fn memory(dir: &Path, size: Size, sampling: Sampling) -> Result<MemoryCost, BenchError> {
-    let mut queue = Queue::open_in_memory()?;
-    load_queue(&mut queue, size)?;
-    let plain = bare_in_memory(dir, size, false)?;
-    let memdb = bare_in_memory(dir, size, true)?;
-    let (mut queue_now, mut plain_now, mut memdb_now) = (0, 0, 0);
+/// One size's databases in memory: the queue, and bare copies under `:memory:` and `memdb`.
+struct InMemory {
+    queue: Queue,
+    plain: Connection,
+    memdb: Connection,
+    now: [u64; 3],
+}
+
+/// Claim cost in memory at every size: the queue in memory, and the bare statement on
+/// in-memory copies of the same rows, under plain `:memory:` and under `memdb`. Every
+/// size's databases are built first and then sampled in turn, so that the sizes are
+/// compared over the same stretch of time.
+pub fn memory(dir: &Path, sizes: &[Size], sampling: Sampling) -> Result<Vec<MemoryCost>, BenchError> {
+    let mut sets = Vec::with_capacity(sizes.len());
+    for &size in sizes {
+        let mut queue = Queue::open_in_memory()?;
+        load_queue(&mut queue, size)?;
+        let plain = bare_in_memory(dir, size, false)?;
+        let memdb = bare_in_memory(dir, size, true)?;
+        sets.push(InMemory { queue, plain, memdb, now: [0; 3] });
+    }
     let n = sampling.claims_per_sample;
-    let medians = alternate(
-        sampling,
-        &mut [
-            &mut || sample_queue(&mut queue, &mut queue_now, n),
-            &mut || sample_bare(&plain, &mut plain_now, n),
-            &mut || sample_bare(&memdb, &mut memdb_now, n),
-        ],
-    )?;
-    Ok(MemoryCost { queue_us: medians[0], bare_us: medians[1], bare_memdb_us: medians[2] })
+    let mut samplers: Vec<Box<dyn FnMut() -> Result<f64, BenchError> + '_>> = Vec::new();
+    for set in &mut sets {
+        let InMemory { queue, plain, memdb, now } = set;
+        let [queue_now, plain_now, memdb_now] = now;
+        samplers.push(Box::new(move || sample_queue(queue, queue_now, n)));
+        samplers.push(Box::new(move || sample_bare(plain, plain_now, n)));
+        samplers.push(Box::new(move || sample_bare(memdb, memdb_now, n)));
+    }
+    let mut refs: Vec<&mut dyn FnMut() -> Result<f64, BenchError>> =
+        samplers.iter_mut().map(|s| s.as_mut() as &mut dyn FnMut() -> Result<f64, BenchError>).collect();
+    let medians = alternate(sampling, &mut refs)?;
+    Ok(medians.chunks(3).map(|m| MemoryCost { queue_us: m[0], bare_us: m[1], bare_memdb_us: m[2] }).collect())
 }
 
 /// Median microseconds per claim in memory.
@@ -233,29 +249,49 @@ pub struct MemoryCost {
     pub bare_memdb_us: f64,
 }
 
-/// Claim cost on a durable file (WAL, `synchronous = FULL`): the queue, and the bare
-/// statement through a second connection to the very same file.
-pub fn file(dir: &Path, size: Size, sampling: Sampling) -> Result<Cost, BenchError> {
-    let db = dir.join(format!("scaling-{}-{}.db", size.pending, size.finished));
+/// One size's durable file: the queue, and a second, bare connection to the same file.
+struct OnFile {
+    queue: Queue,
+    bare: Connection,
+    now: [u64; 2],
+}
+
+/// Claim cost on a durable file (WAL, `synchronous = FULL`) at every size: the queue, and
+/// the bare statement through a second connection to the very same file. As in memory,
+/// every size is loaded first and the sizes are then sampled in turn. After loading, the
+/// WAL is checkpointed and truncated so that no size inherits its load's write-back.
+pub fn file(dir: &Path, sizes: &[Size], sampling: Sampling) -> Result<Vec<Cost>, BenchError> {
+    let dbs: Vec<_> =
+        sizes.iter().map(|size| dir.join(format!("scaling-{}-{}.db", size.pending, size.finished))).collect();
     let result = (|| {
-        let mut queue = Queue::open(&db)?;
-        load_queue(&mut queue, size)?;
-        let bare = Connection::open(&db)?;
-        bare.pragma_update(None, "synchronous", "FULL")?;
-        bare.busy_timeout(Duration::from_secs(10))?;
-        // Both sides put their claims back at their own `now`; the bare side starts after
-        // every time the queue side will use, so neither's put-backs jump the other's queue.
+        let mut sets = Vec::with_capacity(sizes.len());
+        for (&size, db) in sizes.iter().zip(&dbs) {
+            let mut queue = Queue::open(db)?;
+            load_queue(&mut queue, size)?;
+            let bare = Connection::open(db)?;
+            bare.pragma_update(None, "synchronous", "FULL")?;
+            bare.busy_timeout(Duration::from_secs(10))?;
+            bare.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+            // Both sides put their claims back at their own `now`; the bare side's times are
+            // after every time the queue side uses, so neither's put-backs jump the other's.
+            sets.push(OnFile { queue, bare, now: [0, 1 << 40] });
+        }
         let n = sampling.claims_per_sample;
-        let (mut queue_now, mut bare_now) = (0, 1 << 40);
-        let medians = alternate(
-            sampling,
-            &mut [&mut || sample_queue(&mut queue, &mut queue_now, n), &mut || {
-                sample_bare(&bare, &mut bare_now, n)
-            }],
-        )?;
-        Ok(Cost { queue_us: medians[0], bare_us: medians[1] })
+        let mut samplers: Vec<Box<dyn FnMut() -> Result<f64, BenchError> + '_>> = Vec::new();
+        for set in &mut sets {
+            let OnFile { queue, bare, now } = set;
+            let [queue_now, bare_now] = now;
+            samplers.push(Box::new(move || sample_queue(queue, queue_now, n)));
+            samplers.push(Box::new(move || sample_bare(bare, bare_now, n)));
+        }
+        let mut refs: Vec<&mut dyn FnMut() -> Result<f64, BenchError>> =
+            samplers.iter_mut().map(|s| s.as_mut() as &mut dyn FnMut() -> Result<f64, BenchError>).collect();
+        let medians = alternate(sampling, &mut refs)?;
+        Ok(medians.chunks(2).map(|m| Cost { queue_us: m[0], bare_us: m[1] }).collect())
     })();
-    remove_db(&db);
+    for db in &dbs {
+        remove_db(db);
+    }
     result
 }
 
