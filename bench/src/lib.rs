@@ -131,6 +131,9 @@ pub struct ProcessRow {
     pub queue_jobs_per_s: f64,
     pub floor_jobs_per_s: f64,
     pub ratio: f64,
+    /// Every round's figures, in order: what the medians were taken over.
+    pub queue_rounds: Vec<f64>,
+    pub floor_rounds: Vec<f64>,
 }
 
 /// Batched durable throughput (`enqueue_many`, `claim_batch`, `complete_batch`).
@@ -269,6 +272,8 @@ pub fn run(config: &Config) -> Result<Report, BenchError> {
         .enumerate()
         .map(|(i, &processes)| ProcessRow {
             processes,
+            queue_rounds: queue[i].clone(),
+            floor_rounds: floor[i].clone(),
             queue_jobs_per_s: median(&mut queue[i]),
             floor_jobs_per_s: median(&mut floor[i]),
             ratio: median(&mut ratios[i]),
