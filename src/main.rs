@@ -2,7 +2,9 @@
 //!
 //! Kept thin on purpose: each subcommand is a module under `cmd/` that parses its flags,
 //! calls the libraries, and prints. Logic lives in `impl/` (the queue), `model/` (the
-//! reference model) and `conformance/` (the replay harness).
+//! reference model and its checker), `conformance/` (the replay harness), `control/` (retry control on
+//! the calling side, and its simulation), `worker/` (the worker loop and its transports) and
+//! `demo/` (the receiving end of the HTTP demo).
 
 mod cmd;
 
@@ -20,10 +22,35 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Add a job (creates the database if missing).
+    Enqueue(cmd::enqueue::Args),
+    /// Run jobs: a worker process that runs a command or POSTs to a URL per attempt.
+    Work(cmd::work::Args),
+    /// Counts by status and dead reason, now.
+    Stats(cmd::stats::Args),
+    /// One job, as SPEC's `get` shows it.
+    Get(cmd::get::Args),
+    /// The dead jobs, why, and their last error.
+    Dead(cmd::dead::Args),
+    /// Every recorded transition of one job.
+    History(cmd::history::Args),
+    /// Give dead jobs a new budget.
+    Redrive(cmd::redrive::Args),
+    /// Check SPEC section 4's invariants on every job and recorded transition.
+    Audit(cmd::audit::Args),
     /// Run a JSON Lines trace (SPEC section 5) against a SQLite database.
     Replay(cmd::replay::Args),
     /// The main job: check every claim the project makes, with one summary and one exit status.
     Verify(cmd::verify::Args),
+    /// Model-check SPEC.md exhaustively within bounds (or the store with a seeded bug).
+    Check(cmd::check::Args),
+    /// Serve stateright's Explorer on the model, on 127.0.0.1.
+    Explore(cmd::explore::Args),
+    /// Simulate retry storms: clients retrying against a contended server, per backoff strategy.
+    Simulate(cmd::simulate::Args),
+    /// The snack warehouse: a local HTTP receiver that drops duplicate orders, with injected
+    /// slowness and failures, for `retryq work --url`.
+    ServeDemo(cmd::serve_demo::Args),
     /// Benchmarks: the queue against SQLite's own limit, batches, claim scaling, peers.
     Bench(cmd::bench::Args),
     /// One worker process of `retryq bench` (started by it, not by hand).
@@ -34,8 +61,20 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Enqueue(args) => cmd::enqueue::run(args),
+        Command::Work(args) => cmd::work::run(args),
+        Command::Stats(args) => cmd::stats::run(args),
+        Command::Get(args) => cmd::get::run(args),
+        Command::Dead(args) => cmd::dead::run(args),
+        Command::History(args) => cmd::history::run(args),
+        Command::Redrive(args) => cmd::redrive::run(args),
+        Command::Audit(args) => cmd::audit::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),
+        Command::Check(args) => cmd::check::run(args),
+        Command::Explore(args) => cmd::explore::run(args),
+        Command::Simulate(args) => cmd::simulate::run(args),
+        Command::ServeDemo(args) => cmd::serve_demo::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::BenchWorker(args) => cmd::bench::run_worker(args),
     };
@@ -43,7 +82,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("retryq: error: {err:#}");
-            ExitCode::FAILURE
+            err.exit_code()
         }
     }
 }

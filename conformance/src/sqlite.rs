@@ -123,32 +123,10 @@ impl Sqlite {
             }
             Op::Reap { now } => Reply::Reaped { count: q.reap(*now)? },
             Op::Get { id } => match q.get(id)? {
-                Some(job) => Reply::Job(JobView {
-                    id: job.id,
-                    status: status_of(job.status),
-                    attempts: job.attempts,
-                    max_attempts: job.max_attempts,
-                    available_at: job.available_at,
-                    deadline: job.deadline,
-                    dead_reason: job.dead_reason.map(reason_of),
-                    redrives: job.redrives,
-                }),
+                Some(job) => Reply::Job(job_view(&job)),
                 None => return Err(Refusal::Failure(Failure::NotFound)),
             },
-            Op::Stats { now } => {
-                let s = q.stats(*now)?;
-                Reply::Stats(StatsView {
-                    pending: s.pending,
-                    leased: s.leased,
-                    done: s.done,
-                    dead: s.dead,
-                    dead_exhausted: s.dead_exhausted,
-                    dead_deadline: s.dead_deadline,
-                    dead_permanent: s.dead_permanent,
-                    leased_expired: s.leased_expired,
-                    oldest_open_age_ms: s.oldest_open_age_ms,
-                })
-            }
+            Op::Stats { now } => Reply::Stats(stats_view(&q.stats(*now)?)),
             Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
                 Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
             }
@@ -281,6 +259,42 @@ impl From<Infallible> for Refusal {
     }
 }
 
+/// What SPEC section 5's `get` shows of a stored job. The one place the library's [`Job`]
+/// becomes the SPEC's object: the replay and the `retryq get` command both print this, so
+/// their shapes cannot drift apart.
+///
+/// [`Job`]: retryq::Job
+pub fn job_view(job: &retryq::Job) -> JobView {
+    JobView {
+        id: job.id.clone(),
+        status: status_of(job.status),
+        attempts: job.attempts,
+        max_attempts: job.max_attempts,
+        available_at: job.available_at,
+        deadline: job.deadline,
+        dead_reason: job.dead_reason.map(reason_of),
+        redrives: job.redrives,
+    }
+}
+
+/// What SPEC section 5's `stats` shows of the store, from the library's [`Stats`]; shared
+/// with `retryq stats --json` like [`job_view`].
+///
+/// [`Stats`]: retryq::Stats
+pub fn stats_view(s: &retryq::Stats) -> StatsView {
+    StatsView {
+        pending: s.pending,
+        leased: s.leased,
+        done: s.done,
+        dead: s.dead,
+        dead_exhausted: s.dead_exhausted,
+        dead_deadline: s.dead_deadline,
+        dead_permanent: s.dead_permanent,
+        leased_expired: s.leased_expired,
+        oldest_open_age_ms: s.oldest_open_age_ms,
+    }
+}
+
 fn outcome_of(outcome: Outcome) -> retryq::Outcome {
     match outcome {
         Outcome::Ok => retryq::Outcome::Ok,
@@ -289,7 +303,8 @@ fn outcome_of(outcome: Outcome) -> retryq::Outcome {
     }
 }
 
-fn status_of(status: retryq::Status) -> Status {
+/// The SPEC's word for a status.
+pub fn status_of(status: retryq::Status) -> Status {
     match status {
         retryq::Status::Pending => Status::Pending,
         retryq::Status::Leased => Status::Leased,
@@ -298,7 +313,8 @@ fn status_of(status: retryq::Status) -> Status {
     }
 }
 
-fn reason_of(reason: retryq::DeadReason) -> DeadReason {
+/// The SPEC's word for a dead reason.
+pub fn reason_of(reason: retryq::DeadReason) -> DeadReason {
     match reason {
         retryq::DeadReason::Exhausted => DeadReason::Exhausted,
         retryq::DeadReason::Deadline => DeadReason::Deadline,

@@ -89,6 +89,19 @@ impl Error {
         }
     }
 
+    /// A storage failure that may pass by itself, and changed nothing: another process held
+    /// the write lock for longer than the busy timeout, or the disk (or the database's size
+    /// limit) is full. The same operation may be tried again later.
+    pub fn is_transient(&self) -> bool {
+        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked, DiskFull};
+        match self {
+            Error::Storage(e) => {
+                matches!(e.sqlite_error_code(), Some(DatabaseBusy | DatabaseLocked | DiskFull))
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
         Error::InvalidInput { field, reason: reason.into() }
     }

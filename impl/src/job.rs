@@ -40,6 +40,71 @@ pub enum Outcome {
     Permanent,
 }
 
+/// What a transport reports of one attempt: its [`Outcome`], and notes an operator reads
+/// when the job ends up `dead` (`retryq dead`).
+///
+/// The notes are not state: they change no rule. A recorded attempt replaces both notes of
+/// its job with its own, `None` included, so `last_error` is always the last recorded
+/// attempt's. Each is kept to its first [`MAX_NOTE_BYTES`] bytes.
+///
+/// `retry_after_ms` is the receiver's pushback (an HTTP `Retry-After`, a gRPC
+/// `grpc-retry-pushback-ms`): the least time it asks to be left alone. It is a floor under
+/// the SPEC's retry delay and matters only for a `retryable` outcome (see
+/// [`crate::Queue::complete_with`]); `None` leaves every rule exactly as the SPEC has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub outcome: Outcome,
+    /// What went wrong, in words: an exit status, the tail of an error stream.
+    pub error: Option<String>,
+    /// Which receiver the attempt reached, for a transport that picks among several.
+    pub node: Option<String>,
+    /// The least delay before the next attempt, as the receiver asked, in milliseconds
+    /// counted from the recording of this attempt.
+    pub retry_after_ms: Option<u64>,
+}
+
+/// The most of an error text or a node name a job keeps (longer ones are cut at a character
+/// boundary).
+pub const MAX_NOTE_BYTES: usize = 4096;
+
+impl From<Outcome> for Report {
+    fn from(outcome: Outcome) -> Self {
+        Report { outcome, error: None, node: None, retry_after_ms: None }
+    }
+}
+
+impl Report {
+    /// A report of `outcome` with an error text.
+    pub fn with_error(outcome: Outcome, error: impl Into<String>) -> Report {
+        Report { outcome, error: Some(error.into()), node: None, retry_after_ms: None }
+    }
+
+    /// This report, naming the receiver the attempt reached.
+    pub fn node(mut self, node: impl Into<String>) -> Report {
+        self.node = Some(node.into());
+        self
+    }
+
+    /// This report, with the receiver's pushback: no retry sooner than `ms` from now.
+    pub fn retry_after(mut self, ms: u64) -> Report {
+        self.retry_after_ms = Some(ms);
+        self
+    }
+}
+
+/// `text` cut to at most [`MAX_NOTE_BYTES`] bytes, at a character boundary.
+pub(crate) fn note(text: Option<&str>) -> Option<&str> {
+    let text = text?;
+    if text.len() <= MAX_NOTE_BYTES {
+        return Some(text);
+    }
+    let mut end = MAX_NOTE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(&text[..end])
+}
+
 /// A job as `get` returns it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {
@@ -61,6 +126,10 @@ pub struct Job {
     pub owner: Option<String>,
     /// When the current lease was claimed, while leased.
     pub claimed_at: Option<u64>,
+    /// The error text of the last recorded attempt (see [`Report`]).
+    pub last_error: Option<String>,
+    /// The receiver the last recorded attempt reached (see [`Report`]).
+    pub last_node: Option<String>,
 }
 
 impl Status {
@@ -160,5 +229,15 @@ mod tests {
         }
         assert_eq!(Status::parse("Pending"), None);
         assert_eq!(DeadReason::parse(""), None);
+    }
+
+    #[test]
+    fn notes_are_cut_at_a_character_boundary() {
+        assert_eq!(note(None), None);
+        assert_eq!(note(Some("exit 3")), Some("exit 3"));
+        let long = format!("a{}", "é".repeat(MAX_NOTE_BYTES));
+        let cut = note(Some(&long)).expect("some");
+        assert_eq!(cut.len(), MAX_NOTE_BYTES - 1, "the last 2-byte character does not fit");
+        assert!(long.starts_with(cut));
     }
 }

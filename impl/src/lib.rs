@@ -27,6 +27,7 @@
 //! The semantics are those of the project's `SPEC.md`; this crate is one of its two readings
 //! (the other, the model, never shares code with it).
 
+mod audit;
 mod delay;
 mod error;
 mod input;
@@ -34,10 +35,11 @@ mod job;
 mod queue;
 mod schema;
 
+pub use audit::{Audit, Check, Violation};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
-pub use job::{DeadReason, Job, Outcome, Status};
+pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status};
 pub use queue::{
     Claimed, Completed, Completion, Enqueued, HistoryEntry, NewJob, OpenOptions, Queue, Ran, Settings, Stats,
     Synchronous,

@@ -21,8 +21,11 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// turns into a refused write instead of a stored lie. They spell word lists as `=` … `OR`
 /// rather than `IN (…)`: SQLite evaluates an `IN` list of three or more constants through a
 /// temporary B-tree that it builds and drops again in every statement that writes a job.
-/// The triggers keep `history` append-only and complete: every insert and update of a job
-/// is a transition, and the trigger, not the caller, records it.
+/// The triggers keep `history` append-only and complete: every insert of a job, and every
+/// update that names one of its state columns, is a transition, and the trigger, not the
+/// caller, records it. Only `last_error` and `last_node` — notes for operators, not state —
+/// are left out, so that noting an unclassified error on a live lease is not mistaken for a
+/// transition.
 const DDL: &str = "
 CREATE TABLE jobs (
     seq          INTEGER PRIMARY KEY,   -- insertion order: claim's tie-break
@@ -41,6 +44,8 @@ CREATE TABLE jobs (
     owner        TEXT,                  -- the lease holder, while leased
     claimed_at   INTEGER,               -- when the current lease began, while leased
     updated_at   INTEGER NOT NULL,      -- the `now` of the last transition
+    last_error   TEXT,                  -- what the last recorded attempt's transport said went wrong
+    last_node    TEXT,                  -- which receiver the last recorded attempt reached, if several
     CHECK (attempts <= max_attempts),
     CHECK ((status IN ('pending', 'leased')) = (available_at IS NOT NULL)),
     CHECK ((status = 'dead') = (dead_reason IS NOT NULL)),
@@ -79,7 +84,9 @@ CREATE TRIGGER jobs_history_insert AFTER INSERT ON jobs BEGIN
     VALUES (NEW.id, NULL, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
             NEW.available_at, NEW.redrives, NEW.dead_reason, NEW.owner, NEW.updated_at);
 END;
-CREATE TRIGGER jobs_history_update AFTER UPDATE ON jobs BEGIN
+CREATE TRIGGER jobs_history_update
+AFTER UPDATE OF status, attempts, max_attempts, available_at, deadline, dead_reason, redrives,
+                owner, claimed_at, updated_at ON jobs BEGIN
     INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
                          available_at, redrives, reason, worker, at)
     VALUES (NEW.id, OLD.status, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
@@ -210,6 +217,42 @@ mod tests {
                 .expect("rows");
             assert!(!opcodes.iter().any(|op| op == "OpenEphemeral"), "{sql}: {opcodes:?}");
         }
+    }
+
+    #[test]
+    fn every_state_column_is_recorded_and_operator_notes_are_not() {
+        let mut conn = Connection::open_in_memory().expect("memory database");
+        create(&mut conn, Path::new(":memory:")).expect("create");
+        conn.execute(
+            "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
+                               redrives, enqueued_at, updated_at)
+             VALUES ('a', '', 'pending', 0, 5, 0, 10, 0, 0, 0)",
+            [],
+        )
+        .expect("insert");
+        let count = |conn: &Connection| -> i64 {
+            conn.query_row("SELECT count(*) FROM history", [], |r| r.get(0)).expect("count")
+        };
+        conn.execute("UPDATE jobs SET last_error = 'exit 3', last_node = 'n1'", []).expect("note");
+        assert_eq!(count(&conn), 1, "a note is not a transition");
+        // Every column a transition may write is recorded, even when its value stays.
+        let columns: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('jobs')")
+            .expect("columns")
+            .query_map([], |r| r.get(0))
+            .expect("rows")
+            .collect::<rusqlite::Result<_>>()
+            .expect("names");
+        let frozen = ["seq", "id", "payload", "enqueued_at"];
+        let notes = ["last_error", "last_node"];
+        let mut expected = 1;
+        for column in columns.iter().filter(|c| !frozen.contains(&c.as_str()) && !notes.contains(&c.as_str()))
+        {
+            conn.execute(&format!("UPDATE jobs SET {column} = {column}"), []).expect("update");
+            expected += 1;
+            assert_eq!(count(&conn), expected, "an update of {column} was not recorded");
+        }
+        assert_eq!(expected, 1 + 10, "the state columns changed: review jobs_history_update");
     }
 
     #[test]

@@ -9,6 +9,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use retryq_conformance::regress::{self, Verdict};
+use retryq_model::Bug;
+use retryq_model::checker::Status;
+use retryq_model::model::{Bounds, QueueModel};
 
 use super::CliError;
 
@@ -30,7 +33,7 @@ struct Row {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let traces = args.traces.unwrap_or_else(default_traces);
-    let rows = vec![timed(|| regressions(&traces))];
+    let rows = vec![timed(|| regressions(&traces)), timed(model_check), timed(seeded_bugs)];
     print_summary(&rows);
     Ok(if rows.iter().all(|r| r.verdict.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -85,6 +88,40 @@ fn regressions(dir: &Path) -> Row {
         row.verdict = Ok("all match".into());
     }
     row
+}
+
+/// The model of SPEC.md at the default bounds: every property holds, every example found.
+fn model_check() -> Row {
+    let model = QueueModel::new(Bounds::default(), None);
+    let report = model.check(threads(), true);
+    let checked = format!("{} states, {} properties", report.unique_states, report.findings.len());
+    let verdict = match report.findings.iter().find(|f| f.status.is_failure()) {
+        Some(f) => Err(format!("{}: {} (run `retryq check` for the trace)", f.name, f.status.name())),
+        None => Ok("every property holds, every example found".into()),
+    };
+    Row { stage: "model check", checked, verdict, seconds: 0.0 }
+}
+
+/// Every seeded bug, at small bounds: each must be reported by the property meant to catch it.
+fn seeded_bugs() -> Row {
+    let mut missed = Vec::new();
+    for bug in Bug::ALL {
+        let report = QueueModel::new(Bounds::small_for(bug), Some(bug)).check(threads(), true);
+        if report.finding(bug.caught_by()).map(|f| f.status) != Some(Status::Violated) {
+            missed.push(bug.name());
+        }
+    }
+    let checked = format!("{} bugs", Bug::ALL.len());
+    let verdict = if missed.is_empty() {
+        Ok("each caught by its property".into())
+    } else {
+        Err(format!("not caught: {}", missed.join(", ")))
+    };
+    Row { stage: "seeded bugs", checked, verdict, seconds: 0.0 }
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn print_summary(rows: &[Row]) {

@@ -12,7 +12,7 @@ use super::complete::{self, Completed};
 use super::{Claimed, Queue};
 use crate::error::{ErrorKind, Result};
 use crate::input;
-use crate::job::Outcome;
+use crate::job::{Outcome, Report};
 
 /// The arguments of one [`Queue::complete`], for [`Queue::complete_batch`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,7 +68,8 @@ impl Queue {
             let mut results = Vec::with_capacity(completions.len());
             for c in completions {
                 let result = complete::validate(c.worker, c.id, c.attempt, c.now, c.jitter).and_then(|()| {
-                    complete::record(tx, &settings, c.worker, c.id, c.attempt, c.outcome, c.now, c.jitter)
+                    let report = Report::from(c.outcome);
+                    complete::record(tx, &settings, c.worker, c.id, c.attempt, &report, c.now, c.jitter)
                 });
                 match result {
                     Err(e) if e.kind() == ErrorKind::Storage => return Err(e),

@@ -22,6 +22,10 @@ pub struct Claimed {
     pub payload: String,
     /// The job's deadline: an attempt should not run past it.
     pub deadline: u64,
+    /// The receiver the job's last recorded attempt reached (its `last_node` note), if any:
+    /// a transport that picks among several can send this attempt elsewhere. A job being
+    /// claimed has not succeeded, so that attempt did not succeed either.
+    pub last_node: Option<String>,
 }
 
 /// A lease on the last attempt that expired: the budget is spent.
@@ -44,7 +48,7 @@ const CLAIM: &str = "
     WHERE seq = (SELECT seq FROM jobs
                  WHERE status IN ('pending', 'leased') AND available_at <= ?1
                  ORDER BY available_at, seq LIMIT 1)
-    RETURNING id, attempts, payload, deadline";
+    RETURNING id, attempts, payload, deadline, last_node";
 
 impl Queue {
     /// Quarantines every job that is due and out of budget, then leases the claimable job
@@ -88,6 +92,7 @@ pub(super) fn lease_next(
                 lease_until,
                 payload: row.get(2)?,
                 deadline: row.get(3)?,
+                last_node: row.get(4)?,
             })
         })
         .optional()?;
@@ -125,6 +130,18 @@ mod tests {
         assert_eq!(q.claim("w2", 1006).expect("claim"), None);
         let again = q.claim("w2", 1007).expect("claim").expect("reclaimed at expiry");
         assert_eq!((again.attempt, again.lease_until), (2, 2007));
+    }
+
+    #[test]
+    fn a_claim_carries_the_node_of_the_last_recorded_attempt() {
+        let mut q = queue();
+        enqueue(&mut q, "a", 3, 10_000, 0);
+        let c = q.claim("w1", 0).expect("claim").expect("claimed");
+        assert_eq!(c.last_node, None);
+        let report = crate::Report::from(crate::Outcome::Retryable).node("http://a.example/");
+        q.complete_with("w1", "a", c.attempt, &report, 1, 0.0).expect("complete");
+        let c = q.claim("w1", 1).expect("claim").expect("claimed");
+        assert_eq!(c.last_node.as_deref(), Some("http://a.example/"));
     }
 
     #[test]

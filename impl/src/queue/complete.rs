@@ -6,7 +6,7 @@ use super::{Queue, Settings};
 use crate::delay::{retry_delay, validate_jitter};
 use crate::error::{Error, Result};
 use crate::input;
-use crate::job::{DeadReason, Outcome, Status};
+use crate::job::{self, DeadReason, Outcome, Report, Status};
 
 /// Where a completed attempt left its job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,13 +36,19 @@ const LEASE: &str = "
 
 const FINISH: &str = "
     UPDATE jobs SET status = ?2, dead_reason = ?3, available_at = NULL, owner = NULL,
-                    claimed_at = NULL, updated_at = ?4
+                    claimed_at = NULL, updated_at = ?4, last_error = ?5, last_node = ?6
     WHERE id = ?1";
 
 const RETRY: &str = "
     UPDATE jobs SET status = 'pending', available_at = ?2, owner = NULL, claimed_at = NULL,
-                    updated_at = ?3
+                    updated_at = ?3, last_error = ?4, last_node = ?5
     WHERE id = ?1";
+
+/// Notes on a live lease, fenced like a completion. Names no state column, so it is not a
+/// transition (see `schema.rs`).
+const NOTE: &str = "
+    UPDATE jobs SET last_error = ?4, last_node = ?5
+    WHERE id = ?1 AND status = 'leased' AND owner = ?2 AND attempts = ?3";
 
 impl Queue {
     /// Records the outcome of attempt `attempt` of job `id`, which `worker` must hold.
@@ -65,9 +71,68 @@ impl Queue {
         now: u64,
         jitter: f64,
     ) -> Result<Completed> {
+        self.complete_with(worker, id, attempt, &Report::from(outcome), now, jitter)
+    }
+
+    /// [`Queue::complete`] with the transport's whole [`Report`]: the same rules for its
+    /// outcome, and in the same transaction its error text and node become the job's
+    /// `last_error` and `last_node`.
+    ///
+    /// The report's `retry_after_ms`, the receiver's pushback, is a floor under the retry
+    /// delay: for `retryable` the delay is `max(retry_delay(…), retry_after_ms)`, and the
+    /// SPEC's rules go on from there unchanged — the budget first (`dead(exhausted)`), then
+    /// `now + delay` ≥ `deadline` → `dead(deadline)`, else `pending` until `now + delay`. A
+    /// pushback longer than the time left thus ends the job now, as one the deadline would
+    /// end anyway; the deadline never moves. For `ok` and `permanent` it is ignored, and
+    /// without one every result is [`Queue::complete`]'s.
+    pub fn complete_with(
+        &mut self,
+        worker: &str,
+        id: &str,
+        attempt: u64,
+        report: &Report,
+        now: u64,
+        jitter: f64,
+    ) -> Result<Completed> {
         validate(worker, id, attempt, now, jitter)?;
         let settings = self.settings;
-        self.write(|tx| record(tx, &settings, worker, id, attempt, outcome, now, jitter))
+        self.write(|tx| record(tx, &settings, worker, id, attempt, report, now, jitter))
+    }
+
+    /// Notes an error on a lease that `worker` holds on attempt `attempt` of job `id`, without
+    /// recording an outcome: for an error the transport could not classify, after which the
+    /// job waits for its lease to expire. The note becomes the job's `last_error` (and
+    /// `last_node`), so an operator sees it if the job later dies. Nothing else changes; it
+    /// is not a transition and adds no history.
+    ///
+    /// [`Error::LeaseLost`] (and no change) unless the lease is still held as named;
+    /// [`Error::NotFound`] if there is no such job.
+    pub fn record_error(
+        &mut self,
+        worker: &str,
+        id: &str,
+        attempt: u64,
+        error: &str,
+        node: Option<&str>,
+    ) -> Result<()> {
+        input::name("worker", worker)?;
+        input::name("id", id)?;
+        input::int("attempt", attempt)?;
+        if attempt == 0 {
+            return Err(Error::invalid("attempt", "must be at least 1"));
+        }
+        let error = job::note(Some(error));
+        let node = job::note(node);
+        self.write(|tx| {
+            let noted = tx.prepare_cached(NOTE)?.execute(params![id, worker, attempt, error, node])?;
+            if noted == 1 {
+                return Ok(());
+            }
+            if load(tx, id)?.is_none() {
+                return Err(Error::NotFound { id: id.to_owned() });
+            }
+            Err(Error::LeaseLost { id: id.to_owned(), worker: worker.to_owned(), attempt })
+        })
     }
 }
 
@@ -93,10 +158,12 @@ pub(super) fn record(
     worker: &str,
     id: &str,
     attempt: u64,
-    outcome: Outcome,
+    report: &Report,
     now: u64,
     jitter: f64,
 ) -> Result<Completed> {
+    let (outcome, error, node) =
+        (report.outcome, job::note(report.error.as_deref()), job::note(report.node.as_deref()));
     let lease = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
     let holds =
         lease.status == Status::Leased && lease.owner.as_deref() == Some(worker) && lease.attempts == attempt;
@@ -109,16 +176,21 @@ pub(super) fn record(
     if now < claimed_at {
         return Err(Error::ClockWentBackwards { now, claimed_at });
     }
-    let completed = settle(&lease, outcome, now, settings, jitter)?;
+    let completed = settle(&lease, outcome, report.retry_after_ms, now, settings, jitter)?;
     match completed {
-        Completed::Done => {
-            tx.prepare_cached(FINISH)?.execute(params![id, Status::Done, None::<DeadReason>, now])?
-        }
+        Completed::Done => tx.prepare_cached(FINISH)?.execute(params![
+            id,
+            Status::Done,
+            None::<DeadReason>,
+            now,
+            error,
+            node
+        ])?,
         Completed::Dead { reason } => {
-            tx.prepare_cached(FINISH)?.execute(params![id, Status::Dead, reason, now])?
+            tx.prepare_cached(FINISH)?.execute(params![id, Status::Dead, reason, now, error, node])?
         }
         Completed::Retry { available_at } => {
-            tx.prepare_cached(RETRY)?.execute(params![id, available_at, now])?
+            tx.prepare_cached(RETRY)?.execute(params![id, available_at, now, error, node])?
         }
     };
     Ok(completed)
@@ -143,7 +215,15 @@ fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Lease>> {
 
 /// The SPEC's rule for where an attempt's outcome takes the job. The deadline is never
 /// moved: at `now + delay` ≥ `deadline` there is no time left to start another attempt.
-fn settle(lease: &Lease, outcome: Outcome, now: u64, settings: &Settings, jitter: f64) -> Result<Completed> {
+/// `floor` (a pushback) raises the delay, never lowers it.
+fn settle(
+    lease: &Lease,
+    outcome: Outcome,
+    floor: Option<u64>,
+    now: u64,
+    settings: &Settings,
+    jitter: f64,
+) -> Result<Completed> {
     Ok(match outcome {
         Outcome::Ok => Completed::Done,
         Outcome::Permanent => Completed::Dead { reason: DeadReason::Permanent },
@@ -152,7 +232,10 @@ fn settle(lease: &Lease, outcome: Outcome, now: u64, settings: &Settings, jitter
         }
         Outcome::Retryable => {
             let delay = retry_delay(lease.attempts, settings.base_ms, settings.cap_ms, jitter)?;
-            // now and delay are both below 2^53: the sum cannot overflow.
+            // A pushback past 2^53 − 1 ends the job just as one at 2^53 − 1 does (the deadline
+            // is below it); capped there, now and delay are both below 2^53 and the sum
+            // cannot overflow.
+            let delay = delay.max(floor.unwrap_or(0).min(input::MAX_INT));
             let available_at = now + delay;
             if available_at >= lease.deadline {
                 Completed::Dead { reason: DeadReason::Deadline }
@@ -167,7 +250,7 @@ fn settle(lease: &Lease, outcome: Outcome, now: u64, settings: &Settings, jitter
 mod tests {
     use super::super::tests::queue;
     use super::*;
-    use crate::{NewJob, Queue};
+    use crate::{Job, NewJob, Queue};
 
     /// Enqueues `a` at 0 and claims it as `w1` at `at`.
     fn leased(q: &mut Queue, max_attempts: u64, deadline: u64, at: u64) -> u64 {
@@ -257,6 +340,180 @@ mod tests {
         assert!(matches!(err, Error::ClockWentBackwards { now: 99, claimed_at: 100 }), "{err}");
         assert_eq!(q.get("a").expect("get"), before);
         assert_eq!(q.complete("w1", "a", n, Outcome::Ok, 100, 0.0).expect("complete"), Completed::Done);
+    }
+
+    #[test]
+    fn a_report_leaves_its_notes_and_the_next_recorded_attempt_replaces_them() {
+        let mut q = queue();
+        let n = leased(&mut q, 5, 100_000, 0);
+        let report = Report::with_error(Outcome::Retryable, "exit 75: busy");
+        let done = q.complete_with("w1", "a", n, &report, 10, 0.0).expect("complete");
+        assert_eq!(done, Completed::Retry { available_at: 10 });
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!((job.last_error.as_deref(), job.last_node), (Some("exit 75: busy"), None));
+        // A claim does not touch the notes; the next recorded attempt replaces them.
+        let n = q.claim("w1", 10).expect("claim").expect("claimed").attempt;
+        assert_eq!(q.get("a").expect("get").expect("job").last_error.as_deref(), Some("exit 75: busy"));
+        let report = Report::from(Outcome::Permanent).node("node-2");
+        q.complete_with("w1", "a", n, &report, 11, 0.0).expect("complete");
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!(
+            (job.status, job.last_error, job.last_node.as_deref()),
+            (Status::Dead, None, Some("node-2"))
+        );
+    }
+
+    #[test]
+    fn a_long_error_is_cut_and_a_refused_completion_leaves_no_note() {
+        let mut q = queue();
+        let n = leased(&mut q, 5, 100_000, 0);
+        let long = "x".repeat(crate::MAX_NOTE_BYTES + 10);
+        let err = q
+            .complete_with("w2", "a", n, &Report::with_error(Outcome::Retryable, long.clone()), 5, 0.0)
+            .unwrap_err();
+        assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
+        assert_eq!(q.get("a").expect("get").expect("job").last_error, None);
+        q.complete_with("w1", "a", n, &Report::with_error(Outcome::Retryable, long), 5, 0.0)
+            .expect("complete");
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!(job.last_error.map(|e| e.len()), Some(crate::MAX_NOTE_BYTES));
+    }
+
+    #[test]
+    fn an_error_noted_on_a_live_lease_is_kept_without_a_transition() {
+        let mut q = queue();
+        let n = leased(&mut q, 1, 100_000, 0);
+        let before = q.get("a").expect("get").expect("job");
+        let steps = q.history("a").expect("history").len();
+        q.record_error("w1", "a", n, "exit 3: no such table", None).expect("note");
+        let after = q.get("a").expect("get").expect("job");
+        assert_eq!(after.last_error.as_deref(), Some("exit 3: no such table"));
+        assert_eq!(Job { last_error: None, ..after }, before, "nothing but the note changed");
+        assert_eq!(q.history("a").expect("history").len(), steps, "a note is not a transition");
+        // The note survives the reap that quarantines the job when the lease expires.
+        q.reap(1000).expect("reap");
+        let dead = q.get("a").expect("get").expect("job");
+        assert_eq!(
+            (dead.dead_reason, dead.last_error.as_deref()),
+            (Some(DeadReason::Exhausted), Some("exit 3: no such table"))
+        );
+        // Fenced like a completion.
+        let err = q.record_error("w1", "a", n, "late", None).unwrap_err();
+        assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
+        let err = q.record_error("w1", "missing", 1, "x", None).unwrap_err();
+        assert!(matches!(err, Error::NotFound { .. }), "{err}");
+        let err = q.record_error("w1", "a", 0, "x", None).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { field: "attempt", .. }), "{err}");
+        assert_eq!(
+            q.get("a").expect("get").expect("job").last_error.as_deref(),
+            Some("exit 3: no such table")
+        );
+    }
+
+    /// Completes attempt 1 of a fresh job (deadline, budget) claimed at 0 with `report` at
+    /// `now`, jitter 1 (base 100, cap 250: the SPEC's delay after attempt 1 is 100).
+    fn pushed(max_attempts: u64, deadline: u64, report: &Report, now: u64) -> Completed {
+        let mut q = queue();
+        let n = leased(&mut q, max_attempts, deadline, 0);
+        q.complete_with("w1", "a", n, report, now, 1.0).expect("complete")
+    }
+
+    #[test]
+    fn a_pushback_longer_than_the_delay_is_the_delay() {
+        let report = Report::from(Outcome::Retryable).retry_after(5_000);
+        assert_eq!(pushed(5, 100_000, &report, 10), Completed::Retry { available_at: 5_010 });
+        // Shorter than the SPEC's delay: the SPEC's delay.
+        let report = Report::from(Outcome::Retryable).retry_after(40);
+        assert_eq!(pushed(5, 100_000, &report, 10), Completed::Retry { available_at: 110 });
+    }
+
+    #[test]
+    fn a_pushback_reaching_the_deadline_ends_the_job_now() {
+        // now + floor on the deadline is dead, one less is a retry: the SPEC's rule.
+        let report = Report::from(Outcome::Retryable).retry_after(990);
+        assert_eq!(pushed(5, 1_000, &report, 10), Completed::Dead { reason: DeadReason::Deadline });
+        assert_eq!(pushed(5, 1_001, &report, 10), Completed::Retry { available_at: 1_000 });
+        // Far past every time the queue can hold: no overflow, just the deadline.
+        let report = Report::from(Outcome::Retryable).retry_after(u64::MAX);
+        assert_eq!(pushed(5, crate::MAX_INT, &report, 10), Completed::Dead { reason: DeadReason::Deadline });
+    }
+
+    #[test]
+    fn a_pushback_changes_nothing_but_the_delay() {
+        let floor = |outcome| Report::from(outcome).retry_after(50_000);
+        // The budget comes first, as without one.
+        assert_eq!(
+            pushed(1, 100_000, &floor(Outcome::Retryable), 10),
+            Completed::Dead { reason: DeadReason::Exhausted }
+        );
+        assert_eq!(pushed(5, 100_000, &floor(Outcome::Ok), 10), Completed::Done);
+        assert_eq!(
+            pushed(5, 100_000, &floor(Outcome::Permanent), 10),
+            Completed::Dead { reason: DeadReason::Permanent }
+        );
+    }
+
+    #[test]
+    fn without_a_pushback_complete_with_is_complete() {
+        // Every outcome, budget, deadline, time and jitter of a small grid: the same result
+        // and the same row as the SPEC's `complete`; with a floor of 0, too.
+        let outcomes = [Outcome::Ok, Outcome::Retryable, Outcome::Permanent];
+        for outcome in outcomes {
+            for max_attempts in [1, 2] {
+                for deadline in [100, 150, 151, 1_000] {
+                    for now in [0, 50, 99, 100, 2_000] {
+                        for jitter in [0.0, 0.5, 1.0] {
+                            let mut spec = queue();
+                            let mut with = queue();
+                            let mut zero = queue();
+                            let n = leased(&mut spec, max_attempts, deadline, 0);
+                            leased(&mut with, max_attempts, deadline, 0);
+                            leased(&mut zero, max_attempts, deadline, 0);
+                            let a = spec.complete("w1", "a", n, outcome, now, jitter).expect("complete");
+                            let b = with
+                                .complete_with("w1", "a", n, &Report::from(outcome), now, jitter)
+                                .expect("complete");
+                            let c = zero
+                                .complete_with(
+                                    "w1",
+                                    "a",
+                                    n,
+                                    &Report::from(outcome).retry_after(0),
+                                    now,
+                                    jitter,
+                                )
+                                .expect("complete");
+                            assert_eq!(
+                                (&a, &a),
+                                (&b, &c),
+                                "{outcome:?} {max_attempts} {deadline} {now} {jitter}"
+                            );
+                            let row = spec.get("a").expect("get");
+                            assert_eq!(
+                                (&row, &row),
+                                (&with.get("a").expect("get"), &zero.get("a").expect("get"))
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pushed_back_retry_passes_the_audit() {
+        let mut q = queue();
+        let n = leased(&mut q, 5, 100_000, 0);
+        let report = Report::with_error(Outcome::Retryable, "HTTP 503").retry_after(30_000);
+        assert_eq!(
+            q.complete_with("w1", "a", n, &report, 10, 0.3).expect("complete"),
+            Completed::Retry { available_at: 30_010 }
+        );
+        assert_eq!(q.claim("w1", 30_009).expect("claim"), None, "the reservation holds");
+        let n = q.claim("w1", 30_010).expect("claim").expect("claimed").attempt;
+        q.complete("w1", "a", n, Outcome::Ok, 30_020, 0.0).expect("complete");
+        let audit = q.audit().expect("audit");
+        assert!(audit.violations.is_empty(), "{:?}", audit.violations);
     }
 
     #[test]

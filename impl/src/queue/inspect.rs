@@ -45,10 +45,19 @@ pub struct HistoryEntry {
     pub at: u64,
 }
 
+const JOB_COLUMNS: &str = "id, payload, status, attempts, max_attempts, available_at, deadline, \
+                           dead_reason, redrives, enqueued_at, owner, claimed_at, last_error, last_node";
+
 const GET: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
-           redrives, enqueued_at, owner, claimed_at
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node
     FROM jobs WHERE id = ?1";
+
+/// The earliest time an open job needs a worker: a pending job's reservation or a lease's
+/// expiry. A pending job is due before its deadline (invariant 6), and a lease is reaped no
+/// earlier than its expiry, so nothing happens to any job before this time but through a
+/// caller. `min` over the `jobs_due` index reads one entry.
+const NEXT_DUE: &str = "SELECT min(available_at) FROM jobs WHERE status IN ('pending', 'leased')";
 
 const STATS: &str = "
     SELECT count(*) FILTER (WHERE status = 'pending'),
@@ -67,32 +76,52 @@ const HISTORY: &str = "
            reason, worker, at
     FROM history WHERE job = ?1 ORDER BY n";
 
+fn job_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
+    Ok(Job {
+        id: row.get(0)?,
+        payload: row.get(1)?,
+        status: row.get(2)?,
+        attempts: row.get(3)?,
+        max_attempts: row.get(4)?,
+        available_at: row.get(5)?,
+        deadline: row.get(6)?,
+        dead_reason: row.get(7)?,
+        redrives: row.get(8)?,
+        enqueued_at: row.get(9)?,
+        owner: row.get(10)?,
+        claimed_at: row.get(11)?,
+        last_error: row.get(12)?,
+        last_node: row.get(13)?,
+    })
+}
+
 impl Queue {
     /// The job with this id, if there is one.
     pub fn get(&mut self, id: &str) -> Result<Option<Job>> {
         input::name("id", id)?;
+        self.read(|tx| Ok(tx.prepare_cached(GET)?.query_row([id], job_of).optional()?))
+    }
+
+    /// The dead jobs, with `reason` only those dead for it, in the order they were first
+    /// enqueued.
+    pub fn dead_jobs(&mut self, reason: Option<DeadReason>) -> Result<Vec<Job>> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'dead' AND (?1 IS NULL OR dead_reason = ?1) \
+             ORDER BY seq"
+        );
         self.read(|tx| {
-            let job = tx
-                .prepare_cached(GET)?
-                .query_row([id], |row| {
-                    Ok(Job {
-                        id: row.get(0)?,
-                        payload: row.get(1)?,
-                        status: row.get(2)?,
-                        attempts: row.get(3)?,
-                        max_attempts: row.get(4)?,
-                        available_at: row.get(5)?,
-                        deadline: row.get(6)?,
-                        dead_reason: row.get(7)?,
-                        redrives: row.get(8)?,
-                        enqueued_at: row.get(9)?,
-                        owner: row.get(10)?,
-                        claimed_at: row.get(11)?,
-                    })
-                })
-                .optional()?;
-            Ok(job)
+            let mut statement = tx.prepare_cached(&sql)?;
+            let jobs = statement.query_map([reason], job_of)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(jobs)
         })
+    }
+
+    /// When the next open job needs a worker: the smallest `available_at` of the pending and
+    /// leased jobs (a reservation or a lease expiry), which may already have passed. `None`
+    /// when no job is pending or leased. Reads only; a worker with nothing due sleeps until
+    /// then.
+    pub fn next_due(&mut self) -> Result<Option<u64>> {
+        self.read(|tx| Ok(tx.prepare_cached(NEXT_DUE)?.query_row([], |row| row.get(0))?))
     }
 
     /// Counts by status and dead reason, expired leases, and the oldest open job's age, as of
@@ -178,6 +207,61 @@ mod tests {
         assert_eq!(q.stats(0).expect("stats").oldest_open_age_ms, Some(0));
         // Time passing in stats moves nothing.
         assert_eq!(q.stats(1_000_000).expect("stats").dead, 1);
+    }
+
+    #[test]
+    fn next_due_is_the_earliest_reservation_or_lease_expiry() {
+        let mut q = queue();
+        assert_eq!(q.next_due().expect("next"), None);
+        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 5000, now: 10 })
+            .expect("enqueue");
+        q.enqueue(&NewJob { id: "b", payload: "", max_attempts: 3, deadline: 5000, now: 20 })
+            .expect("enqueue");
+        assert_eq!(q.next_due().expect("next"), Some(10));
+        q.claim("w", 30).expect("claim").expect("a");
+        // a is leased until 1030; b is due since 20.
+        assert_eq!(q.next_due().expect("next"), Some(20));
+        let b = q.claim("w", 40).expect("claim").expect("b");
+        assert_eq!(q.next_due().expect("next"), Some(1030));
+        q.complete("w", &b.id, b.attempt, Outcome::Retryable, 50, 1.0).expect("retry");
+        assert_eq!(q.next_due().expect("next"), Some(150), "b's retry at 50 + 100");
+        q.complete("w", "a", 1, Outcome::Ok, 60, 0.0).expect("done");
+        q.complete("w", "b", 1, Outcome::Ok, 60, 0.0).unwrap_err();
+        let b = q.claim("w", 150).expect("claim").expect("b again");
+        q.complete("w", &b.id, b.attempt, Outcome::Permanent, 151, 0.0).expect("dead");
+        assert_eq!(q.next_due().expect("next"), None, "done and dead jobs need nobody");
+    }
+
+    #[test]
+    fn next_due_reads_one_index_entry() {
+        let q = queue();
+        let plan: Vec<String> = q
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {NEXT_DUE}"))
+            .expect("explain")
+            .query_map([], |row| row.get::<_, String>(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert!(plan.join("\n").contains("jobs_due"), "{plan:?}");
+    }
+
+    #[test]
+    fn dead_jobs_are_listed_by_reason_in_enqueue_order() {
+        let mut q = queue();
+        for id in ["a", "b", "c", "d"] {
+            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now: 0 }).expect("enqueue");
+        }
+        for outcome in [Outcome::Permanent, Outcome::Ok, Outcome::Permanent] {
+            let c = q.claim("w", 1).expect("claim").expect("claimed");
+            q.complete("w", &c.id, c.attempt, outcome, 1, 0.0).expect("complete");
+        }
+        q.reap(5000).expect("reap");
+        let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+        assert_eq!(ids(q.dead_jobs(None).expect("dead")), ["a", "c", "d"]);
+        assert_eq!(ids(q.dead_jobs(Some(DeadReason::Permanent)).expect("dead")), ["a", "c"]);
+        assert_eq!(ids(q.dead_jobs(Some(DeadReason::Deadline)).expect("dead")), ["d"]);
+        assert!(q.dead_jobs(Some(DeadReason::Exhausted)).expect("dead").is_empty());
     }
 
     #[test]

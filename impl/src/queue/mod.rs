@@ -190,7 +190,7 @@ impl Queue {
     }
 
     /// Runs `f` in one read transaction, so that it sees a single snapshot.
-    fn read<T>(&mut self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&mut self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
         let value = f(&tx)?;
         tx.finish()?;
@@ -232,6 +232,14 @@ fn set_wal(conn: &Connection) -> Result<()> {
 }
 
 #[cfg(test)]
+impl Queue {
+    /// The connection itself, for tests that look under (or tamper with) the store.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+#[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
@@ -240,6 +248,41 @@ pub(crate) mod tests {
         let mut q = Queue::open_in_memory().expect("memory queue");
         q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
         q
+    }
+
+    /// A full disk, simulated with `PRAGMA max_page_count` (a per-connection cap on the
+    /// file's size): the operation that does not fit is refused as a storage error, nothing
+    /// of it is stored, and everything committed before stays whole and audits clean.
+    #[test]
+    fn a_full_database_refuses_a_write_and_keeps_what_was_there() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("full.db");
+        let mut q = Queue::open(&path).expect("open");
+        let pages: u64 = q.conn.pragma_query_value(None, "page_count", |r| r.get(0)).expect("page_count");
+        q.conn.pragma_update(None, "max_page_count", pages + 40).expect("max_page_count");
+        let payload = "x".repeat(20_000);
+        let mut stored = 0;
+        let err = loop {
+            let id = format!("job-{stored}");
+            let job = crate::NewJob { id: &id, payload: &payload, max_attempts: 3, deadline: 10_000, now: 0 };
+            match q.enqueue(&job) {
+                Ok(_) => stored += 1,
+                Err(e) => break e,
+            }
+            assert!(stored < 1000, "the page cap never bit");
+        };
+        let Error::Storage(e) = &err else { panic!("{err:?}") };
+        assert_eq!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DiskFull), "{err}");
+        assert!(err.is_transient(), "a full disk may pass: the worker waits it out");
+        assert!(stored > 0, "some jobs fit before the cap");
+        assert_eq!(q.get(&format!("job-{stored}")).expect("get"), None, "the refused job is not half there");
+        assert_eq!(q.stats(0).expect("stats").pending, stored);
+        drop(q);
+        let mut q = Queue::open(&path).expect("reopen");
+        assert_eq!(q.stats(0).expect("stats").pending, stored);
+        let audit = q.audit().expect("audit");
+        assert!(audit.is_clean(), "{:#?}", audit.violations);
+        assert_eq!(audit.entries, stored, "one history entry per stored job, none for the refused one");
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! `redrive`: the operator's way out of `dead`, with a new budget.
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::Queue;
 use crate::error::{Error, Result};
 use crate::input::{self, MAX_ATTEMPTS};
-use crate::job::Status;
+use crate::job::{DeadReason, Status};
 
 const LOOKUP: &str = "SELECT status, attempts FROM jobs WHERE id = ?1";
+
+const DEAD: &str =
+    "SELECT id FROM jobs WHERE status = 'dead' AND (?1 IS NULL OR dead_reason = ?1) ORDER BY seq";
 
 const REDRIVE: &str = "
     UPDATE jobs SET status = 'pending', available_at = ?2, max_attempts = ?3, deadline = ?4,
@@ -26,26 +29,58 @@ impl Queue {
         input::int("now", now)?;
         input::attempts("add_attempts", add_attempts)?;
         input::deadline(deadline, now)?;
+        self.write(|tx| redrive(tx, id, now, add_attempts, deadline))
+    }
+
+    /// Redrives every dead job (with `reason`, only those dead for it) in one transaction,
+    /// each by the rules of [`Queue::redrive`]: all of them or, on a storage failure, none.
+    /// Returns each job's id and result, in the order the jobs were first enqueued; a job
+    /// whose new budget would pass 2^31 − 1 is refused and stays dead without stopping the
+    /// others.
+    pub fn redrive_dead(
+        &mut self,
+        reason: Option<DeadReason>,
+        now: u64,
+        add_attempts: u64,
+        deadline: u64,
+    ) -> Result<Vec<(String, Result<()>)>> {
+        input::int("now", now)?;
+        input::attempts("add_attempts", add_attempts)?;
+        input::deadline(deadline, now)?;
         self.write(|tx| {
-            let found: Option<(Status, u64)> = tx
-                .prepare_cached(LOOKUP)?
-                .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()?;
-            let (status, attempts) = found.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
-            if status != Status::Dead {
-                return Err(Error::NotDead { id: id.to_owned(), status });
+            let mut dead = tx.prepare_cached(DEAD)?;
+            let ids =
+                dead.query_map([reason], |row| row.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+            let mut results = Vec::with_capacity(ids.len());
+            for id in ids {
+                let result = redrive(tx, &id, now, add_attempts, deadline);
+                if let Err(Error::Storage(e)) = result {
+                    return Err(Error::Storage(e));
+                }
+                results.push((id, result));
             }
-            let max_attempts = attempts + add_attempts;
-            if max_attempts > MAX_ATTEMPTS {
-                return Err(Error::invalid(
-                    "add_attempts",
-                    format!("{attempts} spent + {add_attempts} added is above 2^31-1"),
-                ));
-            }
-            tx.prepare_cached(REDRIVE)?.execute(params![id, now, max_attempts, deadline])?;
-            Ok(())
+            Ok(results)
         })
     }
+}
+
+/// One job's redrive inside a write transaction; the arguments are already checked.
+fn redrive(tx: &Transaction<'_>, id: &str, now: u64, add_attempts: u64, deadline: u64) -> Result<()> {
+    let found: Option<(Status, u64)> =
+        tx.prepare_cached(LOOKUP)?.query_row([id], |row| Ok((row.get(0)?, row.get(1)?))).optional()?;
+    let (status, attempts) = found.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+    if status != Status::Dead {
+        return Err(Error::NotDead { id: id.to_owned(), status });
+    }
+    let max_attempts = attempts + add_attempts;
+    if max_attempts > MAX_ATTEMPTS {
+        return Err(Error::invalid(
+            "add_attempts",
+            format!("{attempts} spent + {add_attempts} added is above 2^31-1"),
+        ));
+    }
+    tx.prepare_cached(REDRIVE)?.execute(params![id, now, max_attempts, deadline])?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -72,6 +107,50 @@ mod tests {
         assert_eq!(c.attempt, 2);
         q.complete("w", "a", 2, Outcome::Ok, 601, 0.0).expect("complete");
         assert_eq!(q.get("a").expect("get").expect("job").status, Status::Done);
+    }
+
+    #[test]
+    fn redrive_dead_takes_every_dead_job_or_those_of_one_reason() {
+        let mut q = queue();
+        for id in ["a", "b", "c", "d"] {
+            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 500, now: 0 }).expect("enqueue");
+        }
+        for outcome in [Outcome::Permanent, Outcome::Retryable] {
+            let c = q.claim("w", 1).expect("claim").expect("claimed");
+            q.complete("w", &c.id, c.attempt, outcome, 1, 0.0).expect("complete");
+        }
+        // a permanent, b exhausted, c and d still pending.
+        let err = q.redrive_dead(None, 10, 1, 10).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { field: "deadline", .. }), "{err}");
+        let only = q.redrive_dead(Some(DeadReason::Permanent), 10, 2, 900).expect("redrive");
+        assert_eq!(only.iter().map(|(id, r)| (id.as_str(), r.is_ok())).collect::<Vec<_>>(), [("a", true)]);
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!((job.status, job.max_attempts, job.deadline, job.redrives), (Status::Pending, 3, 900, 1));
+        q.reap(500).expect("reap");
+        let all = q.redrive_dead(None, 600, 1, 900).expect("redrive");
+        assert_eq!(all.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["b", "c", "d"]);
+        assert_eq!(q.stats(600).expect("stats").pending, 4);
+        assert!(q.redrive_dead(None, 600, 1, 900).expect("redrive").is_empty(), "nothing left dead");
+    }
+
+    #[test]
+    fn redrive_dead_refuses_one_job_without_stopping_the_others() {
+        let mut q = queue();
+        for id in ["a", "b"] {
+            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 500, now: 0 }).expect("enqueue");
+        }
+        q.reap(500).expect("reap");
+        // a gets the largest budget, spends one attempt, and dies again.
+        q.redrive("a", 500, MAX_ATTEMPTS, 900).expect("redrive");
+        let c = q.claim("w", 500).expect("claim").expect("a");
+        q.complete("w", &c.id, c.attempt, Outcome::Permanent, 500, 0.0).expect("complete");
+        let results = q.redrive_dead(None, 600, MAX_ATTEMPTS, 900).expect("redrive");
+        assert!(
+            matches!(&results[0], (id, Err(Error::InvalidInput { field: "add_attempts", .. })) if id == "a")
+        );
+        assert!(matches!(&results[1], (id, Ok(())) if id == "b"));
+        assert_eq!(q.get("a").expect("get").expect("job").status, Status::Dead);
+        assert_eq!(q.get("b").expect("get").expect("job").status, Status::Pending);
     }
 
     #[test]

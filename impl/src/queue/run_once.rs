@@ -6,7 +6,7 @@ use super::complete::Completed;
 use crate::delay::validate_jitter;
 use crate::error::{Result, RunError};
 use crate::input;
-use crate::job::{DeadReason, Outcome};
+use crate::job::{DeadReason, Outcome, Report};
 
 /// What one [`Queue::run_once`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,8 +42,21 @@ impl Queue {
     pub fn run_once<E>(
         &mut self,
         worker: &str,
-        mut clock: impl FnMut() -> u64,
+        clock: impl FnMut() -> u64,
         transport: impl FnOnce(&Claimed) -> std::result::Result<Outcome, E>,
+        jitter: f64,
+    ) -> Result<Ran, RunError<E>> {
+        self.run_once_with(worker, clock, |claimed| transport(claimed).map(Report::from), jitter)
+    }
+
+    /// [`Queue::run_once`] with a transport that answers a whole [`Report`]: the outcome is
+    /// recorded by the same rules, and the report's notes with it (see
+    /// [`Queue::complete_with`]).
+    pub fn run_once_with<E>(
+        &mut self,
+        worker: &str,
+        mut clock: impl FnMut() -> u64,
+        transport: impl FnOnce(&Claimed) -> std::result::Result<Report, E>,
         jitter: f64,
     ) -> Result<Ran, RunError<E>> {
         input::name("worker", worker)?;
@@ -58,11 +71,11 @@ impl Queue {
         if after < before {
             return Err(RunError::ClockWentBackwards { id, attempt, before, after });
         }
-        let outcome = match sent {
-            Ok(outcome) => outcome,
+        let report = match sent {
+            Ok(report) => report,
             Err(error) => return Err(RunError::Unclassified { id, attempt, error }),
         };
-        Ok(match self.complete(worker, &id, attempt, outcome, after, jitter)? {
+        Ok(match self.complete_with(worker, &id, attempt, &report, after, jitter)? {
             Completed::Done => Ran::Done { id, attempt },
             Completed::Retry { available_at } => Ran::Retry { id, attempt, available_at },
             Completed::Dead { reason } => Ran::Dead { id, attempt, reason },
@@ -170,6 +183,19 @@ mod tests {
             .expect("enqueue");
         let ran = q.run_once("w", clock(&[10, 400]), ok(Outcome::Retryable), 1.0).expect("run");
         assert_eq!(ran, Ran::Retry { id: "a".into(), attempt: 1, available_at: 500 });
+    }
+
+    #[test]
+    fn a_report_is_recorded_with_its_outcome() {
+        let mut q = queue();
+        q.enqueue(&NewJob { id: "a", payload: "p", max_attempts: 3, deadline: 10_000, now: 0 })
+            .expect("enqueue");
+        let transport = |c: &Claimed| {
+            Ok::<_, Infallible>(Report::with_error(Outcome::Permanent, format!("exit 65: bad {}", c.payload)))
+        };
+        let ran = q.run_once_with("w", clock(&[1, 2]), transport, 0.0).expect("run");
+        assert_eq!(ran, Ran::Dead { id: "a".into(), attempt: 1, reason: DeadReason::Permanent });
+        assert_eq!(q.get("a").expect("get").expect("job").last_error.as_deref(), Some("exit 65: bad p"));
     }
 
     #[test]

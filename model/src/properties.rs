@@ -1,0 +1,213 @@
+//! The properties: SPEC section 4, each invariant its own named property, plus the examples
+//! that show none of them holds vacuously.
+//!
+//! Each property is a predicate on one [`World`]. Invariants about transitions (attempts move
+//! only with a claim, deadlines only with a redrive, claims only in time, stale completions
+//! change nothing) read the world's ghost fields and the events of the step into the state
+//! (see [`crate::model`]), which the model fills in from what each operation answered, never
+//! from the store's own fields.
+//!
+//! # Liveness (SPEC 4.7), made sound for a bounded model
+//!
+//! "With time advancing and a worker claiming, every job ends done or dead." Stateright's
+//! `eventually` judges a path only where it ends in a state with no successors; a path that
+//! reaches an already-visited state (a cycle, or just a join of two paths) or the depth limit
+//! is not judged at all, so counterexamples are silently missed — and in this model every
+//! state has successors (restart, reap) and most are joins. It is not used.
+//!
+//! Instead, the bounds make liveness a boundary invariant. Every deadline the model sets
+//! (enqueue or redrive) leaves a whole lease before the horizon, and a claim only starts before
+//! the deadline, so at the horizon every lease has expired and every deadline has passed. The
+//! SPEC then leaves nothing open: one reap (claim's first step) must move every pending or
+//! leased job to `dead`. So [`EVERY_JOB_ENDS`](names::EVERY_JOB_ENDS) is checked on every
+//! reachable state whose clock is at the horizon: run `reap(horizon)` on a copy of its store and
+//! require every job `done` or `dead`. Ticks change nothing but the clock and are always
+//! possible before the horizon, so every reachable state has such a successor: a store that
+//! can keep a job open forever (the `ignore-expired-lease` bug) is caught on a finite path,
+//! found by the same breadth-first search as every invariant, with nothing depending on how
+//! paths end.
+
+use crate::checker::Property;
+use crate::model::{Events, QueueModel, Report, World, job_index};
+use crate::reference::Phase;
+use crate::{DeadReason, Op, Outcome};
+
+/// How a property is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Must hold in every reachable state; a state where it fails is a counterexample.
+    Always,
+    /// Must hold somewhere: a state where it holds is an example; none is a vacuity warning.
+    Sometimes,
+    /// SPEC 4.7, checked as an invariant on the states at the horizon (see the module doc).
+    Liveness,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Always => "always",
+            Kind::Sometimes => "sometimes",
+            Kind::Liveness => "liveness",
+        }
+    }
+}
+
+/// A property of the queue model.
+pub type Check = Property<QueueModel>;
+
+/// The property names, as reports print them.
+pub mod names {
+    pub const ATTEMPTS_COUNT_CLAIMS: &str = "4.1 attempts count claims, never fall, never pass max_attempts";
+    pub const DEADLINE_ONLY_BY_REDRIVE: &str = "4.2 a deadline changes only in a redrive";
+    pub const NO_SILENT_DROP: &str = "4.3 no silent drop: every job stays, ends only by the rules";
+    pub const CLAIMS_IN_TIME: &str = "4.4 claims only before the deadline and within budget";
+    pub const ONE_LIVE_HOLDER: &str = "4.5 one unexpired lease holder; stale completions change nothing";
+    pub const PENDING_BEFORE_DEADLINE: &str = "4.6 a pending job is due before its deadline";
+    pub const SENDS_WITHIN_ATTEMPTS: &str = "sends never exceed attempts";
+    pub const REFUSALS_CHANGE_NOTHING: &str = "a refused operation changes nothing";
+    pub const EVERY_JOB_ENDS: &str = "4.7 every job ends done or dead";
+    pub const EXACT_DEADLINE_DEATH: &str = "a retry landing exactly on the deadline dies by deadline";
+    pub const CRASH_ON_LAST_ATTEMPT: &str = "a crash on the last attempt ends dead(exhausted)";
+    pub const STALE_REJECTED: &str = "a stale completion is rejected after a reclaim";
+    pub const LATE_ACCEPTED: &str = "a late completion after lease expiry is accepted";
+    pub const REDRIVEN_DONE: &str = "a redriven job ends done";
+}
+
+/// Every property, in report order.
+pub fn all() -> Vec<Check> {
+    use Kind::*;
+    use names::*;
+    vec![
+        Check { name: ATTEMPTS_COUNT_CLAIMS, kind: Always, holds: attempts_count_claims },
+        Check { name: DEADLINE_ONLY_BY_REDRIVE, kind: Always, holds: deadline_only_by_redrive },
+        Check { name: NO_SILENT_DROP, kind: Always, holds: no_silent_drop },
+        Check { name: CLAIMS_IN_TIME, kind: Always, holds: claims_in_time },
+        Check { name: ONE_LIVE_HOLDER, kind: Always, holds: one_live_holder },
+        Check { name: PENDING_BEFORE_DEADLINE, kind: Always, holds: pending_before_deadline },
+        Check { name: SENDS_WITHIN_ATTEMPTS, kind: Always, holds: sends_within_attempts },
+        Check { name: REFUSALS_CHANGE_NOTHING, kind: Always, holds: refusals_change_nothing },
+        Check { name: EVERY_JOB_ENDS, kind: Liveness, holds: every_job_ends },
+        Check { name: EXACT_DEADLINE_DEATH, kind: Sometimes, holds: exact_deadline_death },
+        Check { name: CRASH_ON_LAST_ATTEMPT, kind: Sometimes, holds: crash_on_last_attempt },
+        Check { name: STALE_REJECTED, kind: Sometimes, holds: stale_rejected },
+        Check { name: LATE_ACCEPTED, kind: Sometimes, holds: late_accepted },
+        Check { name: REDRIVEN_DONE, kind: Sometimes, holds: redriven_done },
+    ]
+}
+
+/// The property called `name`.
+pub fn by_name(name: &str) -> Option<Check> {
+    all().into_iter().find(|p| p.name == name)
+}
+
+/// Each stored job with its ghost fields (a job the store lost has none to pair with).
+fn jobs_with_ghosts(world: &World) -> impl Iterator<Item = (&crate::Job, &crate::model::Ghost)> {
+    world
+        .store
+        .jobs()
+        .iter()
+        .filter_map(|job| job_index(&job.id).and_then(|i| world.ghosts.get(i)).map(|ghost| (job, ghost)))
+}
+
+/// SPEC 4.1: `attempts` equals the number of claims of that job the store answered. The
+/// claim count only ever grows, so this also says attempts never decrease and never move
+/// without a claim of that very job; and never exceed `max_attempts`.
+fn attempts_count_claims(_: &QueueModel, world: &World) -> bool {
+    jobs_with_ghosts(world)
+        .all(|(job, ghost)| job.attempts == ghost.claims && job.attempts <= job.max_attempts)
+}
+
+/// SPEC 4.2: the deadline is the one its caller last set, at the enqueue or at a redrive the
+/// store accepted (and counted).
+fn deadline_only_by_redrive(_: &QueueModel, world: &World) -> bool {
+    jobs_with_ghosts(world)
+        .all(|(job, ghost)| job.deadline == ghost.deadline && job.redrives == ghost.redrives)
+}
+
+/// SPEC 4.3: every enqueued id is in the store exactly once (one status, and a dead job's
+/// reason, are what [`Phase`] can express); a job is `done` only after its holder reported
+/// `ok`, dead(permanent) only after `permanent`, dead(exhausted) only out of budget.
+fn no_silent_drop(_: &QueueModel, world: &World) -> bool {
+    let jobs = world.store.jobs();
+    let mut seen = vec![false; world.ghosts.len()];
+    for job in jobs {
+        match job_index(&job.id) {
+            Some(i) if i < seen.len() && !seen[i] => seen[i] = true,
+            _ => return false,
+        }
+    }
+    seen.iter().all(|&s| s)
+        && jobs_with_ghosts(world).all(|(job, ghost)| match job.phase {
+            Phase::Done => ghost.report == Report::Completed(Outcome::Ok),
+            Phase::Dead(DeadReason::Permanent) => ghost.report == Report::Completed(Outcome::Permanent),
+            Phase::Dead(DeadReason::Exhausted) => job.attempts >= job.max_attempts,
+            _ => true,
+        })
+}
+
+/// SPEC 4.4: the step into this world claimed nothing at or after the caller's deadline, nor
+/// with `attempts` ≥ `max_attempts`.
+fn claims_in_time(_: &QueueModel, world: &World) -> bool {
+    !world.events.contains(Events::LATE_CLAIM)
+}
+
+/// SPEC 4.5: at most one worker holds an unexpired lease on a job, and the step into this
+/// world was not a stale completion that changed the store.
+fn one_live_holder(_: &QueueModel, world: &World) -> bool {
+    let live = |job: usize| {
+        world.workers.iter().flatten().filter(|held| held.job == job && held.lease_until > world.now).count()
+    };
+    (0..world.ghosts.len()).all(|job| live(job) <= 1) && !world.events.contains(Events::STALE_CHANGED)
+}
+
+/// SPEC 4.6: a pending job has `available_at` < `deadline`.
+fn pending_before_deadline(_: &QueueModel, world: &World) -> bool {
+    world.store.jobs().iter().all(|job| match job.phase {
+        Phase::Pending { available_at } => available_at < job.deadline,
+        _ => true,
+    })
+}
+
+/// A payload goes out only under a claim: never more sends than attempts.
+fn sends_within_attempts(_: &QueueModel, world: &World) -> bool {
+    jobs_with_ghosts(world).all(|(job, ghost)| ghost.sends <= job.attempts)
+}
+
+/// SPEC section 3: every operation either fully applies or changes nothing.
+fn refusals_change_nothing(_: &QueueModel, world: &World) -> bool {
+    !world.events.contains(Events::REFUSAL_CHANGED)
+}
+
+/// SPEC 4.7 as a boundary invariant (see the module doc): at the horizon, one reap leaves no
+/// job pending or leased.
+fn every_job_ends(model: &QueueModel, world: &World) -> bool {
+    if world.now < model.bounds.horizon {
+        return true;
+    }
+    let mut store = world.store.clone();
+    store.step(&Op::Reap { now: world.now });
+    store.jobs().iter().all(|job| matches!(job.phase, Phase::Done | Phase::Dead(_)))
+}
+
+fn exact_deadline_death(_: &QueueModel, world: &World) -> bool {
+    world.events.contains(Events::EXACT_DEADLINE_DEATH)
+}
+
+fn crash_on_last_attempt(_: &QueueModel, world: &World) -> bool {
+    jobs_with_ghosts(world).any(|(job, ghost)| {
+        job.phase == Phase::Dead(DeadReason::Exhausted) && ghost.report == Report::Crashed
+    })
+}
+
+fn stale_rejected(_: &QueueModel, world: &World) -> bool {
+    world.events.contains(Events::STALE_REJECTED)
+}
+
+fn late_accepted(_: &QueueModel, world: &World) -> bool {
+    world.events.contains(Events::LATE_ACCEPTED)
+}
+
+fn redriven_done(_: &QueueModel, world: &World) -> bool {
+    world.store.jobs().iter().any(|job| job.phase == Phase::Done && job.redrives >= 1)
+}

@@ -1,0 +1,509 @@
+//! The reference store: SPEC sections 1–3 and 5 as a plain state machine.
+//!
+//! [`Store::step`] takes one [`Op`] and returns its [`Response`], exactly as a replay line
+//! would: argument checks first (so a bad argument is `invalid_input` even for a missing job),
+//! then the operation, which either fully applies or changes nothing. There is no I/O, no clock
+//! and no randomness: the same operations always give the same responses, which is what lets
+//! the conformance harness use this store as its oracle and the model checker explore it.
+//!
+//! Jobs are kept in a `Vec` in the order of their first enqueue, which is claim's tie-break.
+//! A job's [`Phase`] carries the fields that exist only in that status: `available_at` for
+//! pending, the owner, claim time and lease expiry for leased, the reason for dead.
+
+use crate::bug::Bug;
+use crate::delay::retry_delay;
+use crate::validate;
+use crate::{DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status};
+
+/// A name or payload as stored. Short text is kept inline, so copying a store (as the model
+/// checker does for every state) allocates nothing and shares no counter between threads.
+pub type Text = smol_str::SmolStr;
+
+/// The settings of SPEC section 5's `config`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    pub base_ms: u64,
+    pub cap_ms: u64,
+    pub lease_ms: u64,
+}
+
+impl Default for Config {
+    /// SPEC section 5's defaults: base 100, cap 1000, lease 30000.
+    fn default() -> Self {
+        Config { base_ms: 100, cap_ms: 1000, lease_ms: 30_000 }
+    }
+}
+
+/// Where a job is in its life (SPEC section 1), with the fields that exist only there.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// Waiting until `available_at`.
+    Pending {
+        available_at: u64,
+    },
+    /// Claimed by `owner` at `claimed_at`, until `until` (the job's `available_at`).
+    Leased {
+        owner: Text,
+        claimed_at: u64,
+        until: u64,
+    },
+    Done,
+    Dead(DeadReason),
+}
+
+impl Phase {
+    pub fn status(&self) -> Status {
+        match self {
+            Phase::Pending { .. } => Status::Pending,
+            Phase::Leased { .. } => Status::Leased,
+            Phase::Done => Status::Done,
+            Phase::Dead(_) => Status::Dead,
+        }
+    }
+
+    /// `available_at`: null when done or dead.
+    pub fn available_at(&self) -> Option<u64> {
+        match *self {
+            Phase::Pending { available_at } => Some(available_at),
+            Phase::Leased { until, .. } => Some(until),
+            Phase::Done | Phase::Dead(_) => None,
+        }
+    }
+
+    /// Leased with a lease that has expired at `now` (`available_at` ≤ `now`).
+    fn expired_lease(&self, now: u64) -> bool {
+        matches!(*self, Phase::Leased { until, .. } if until <= now)
+    }
+}
+
+/// One stored job.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Job {
+    pub id: Text,
+    pub payload: Text,
+    pub phase: Phase,
+    pub attempts: u64,
+    pub max_attempts: u64,
+    pub deadline: u64,
+    pub redrives: u64,
+    pub enqueued_at: u64,
+}
+
+impl Job {
+    /// What `get` shows.
+    pub fn view(&self) -> JobView {
+        JobView {
+            id: self.id.to_string(),
+            status: self.phase.status(),
+            attempts: self.attempts,
+            max_attempts: self.max_attempts,
+            available_at: self.phase.available_at(),
+            deadline: self.deadline,
+            dead_reason: match self.phase {
+                Phase::Dead(reason) => Some(reason),
+                _ => None,
+            },
+            redrives: self.redrives,
+        }
+    }
+}
+
+/// The store: settings and jobs in insertion order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Store {
+    config: Config,
+    jobs: Vec<Job>,
+    bug: Option<Bug>,
+}
+
+impl Store {
+    /// An empty store with SPEC's default settings.
+    pub fn new() -> Store {
+        Store::default()
+    }
+
+    /// The same store, making one seeded bug from now on.
+    pub fn with_bug(self, bug: Option<Bug>) -> Store {
+        Store { bug, ..self }
+    }
+
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    /// The jobs, in the order of their first enqueue.
+    pub fn jobs(&self) -> &[Job] {
+        &self.jobs
+    }
+
+    pub fn job(&self, id: &str) -> Option<&Job> {
+        self.jobs.iter().find(|job| &*job.id == id)
+    }
+
+    /// The same store with each lease's owner renamed by `rename` (kept where it gives
+    /// `None`): how the model checker renumbers interchangeable workers.
+    pub fn rename_owners(&self, rename: impl Fn(&str) -> Option<Text>) -> Store {
+        let mut store = self.clone();
+        for job in &mut store.jobs {
+            if let Phase::Leased { owner, .. } = &mut job.phase
+                && let Some(renamed) = rename(owner)
+            {
+                *owner = renamed;
+            }
+        }
+        store
+    }
+
+    fn position(&self, id: &str) -> Option<usize> {
+        self.jobs.iter().position(|job| &*job.id == id)
+    }
+
+    fn bug(&self, bug: Bug) -> bool {
+        self.bug == Some(bug)
+    }
+
+    /// Runs one operation of SPEC section 5.
+    pub fn step(&mut self, op: &Op) -> Response {
+        let result = match op {
+            Op::Config { base_ms, cap_ms, lease_ms } => self.configure(*base_ms, *cap_ms, *lease_ms),
+            Op::Enqueue { id, payload, max_attempts, deadline, now } => {
+                self.enqueue(id, payload, *max_attempts, *deadline, *now)
+            }
+            Op::Claim { worker, now } => self.claim(worker, *now),
+            Op::Complete { worker, id, attempt, outcome, now, jitter } => {
+                self.complete(worker, id, *attempt, *outcome, *now, *jitter)
+            }
+            Op::RunOnce { worker, now, after, outcome, jitter } => {
+                self.run_once(worker, *now, *after, *outcome, *jitter)
+            }
+            Op::Redrive { id, now, add_attempts, deadline } => {
+                self.redrive(id, *now, *add_attempts, *deadline)
+            }
+            Op::Reap { now } => validate::int("now", *now).map(|now| Reply::Reaped { count: self.reap(now) }),
+            Op::Get { id } => self.get(id),
+            Op::Stats { now } => validate::int("now", *now).map(|now| Reply::Stats(self.stats(now))),
+            Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
+                delay_op(*attempt, *base_ms, *cap_ms, *jitter)
+            }
+            // Closing and reopening the database: everything, settings included, survives.
+            Op::Restart => Ok(Reply::Restart),
+        };
+        match result {
+            Ok(reply) => Response::Ok(reply),
+            Err(failure) => Response::Err(failure),
+        }
+    }
+
+    /// `config`: each omitted setting keeps its value.
+    fn configure(
+        &mut self,
+        base_ms: Option<u64>,
+        cap_ms: Option<u64>,
+        lease_ms: Option<u64>,
+    ) -> Result<Reply, Failure> {
+        let base_ms = base_ms.map(|v| validate::int("base_ms", v)).transpose()?;
+        let cap_ms = cap_ms.map(|v| validate::int("cap_ms", v)).transpose()?;
+        let lease_ms = lease_ms.map(validate::lease_ms).transpose()?;
+        let c = &mut self.config;
+        *c = Config {
+            base_ms: base_ms.unwrap_or(c.base_ms),
+            cap_ms: cap_ms.unwrap_or(c.cap_ms),
+            lease_ms: lease_ms.unwrap_or(c.lease_ms),
+        };
+        Ok(Reply::Config)
+    }
+
+    /// `enqueue`: a new id is stored pending; an existing id changes nothing.
+    fn enqueue(
+        &mut self,
+        id: &str,
+        payload: &str,
+        max_attempts: u64,
+        deadline: u64,
+        now: u64,
+    ) -> Result<Reply, Failure> {
+        validate::name("id", id)?;
+        validate::payload(payload)?;
+        validate::budget("max_attempts", max_attempts)?;
+        validate::int("now", now)?;
+        validate::deadline(deadline, now)?;
+        if let Some(i) = self.position(id) {
+            if *self.jobs[i].payload != *payload {
+                return Err(Failure::Conflict);
+            }
+            if self.bug(Bug::ReenqueueResetsBudget) {
+                self.jobs[i].attempts = 0;
+            }
+            return Ok(Reply::Existing);
+        }
+        self.jobs.push(Job {
+            id: id.into(),
+            payload: payload.into(),
+            phase: Phase::Pending { available_at: now },
+            attempts: 0,
+            max_attempts,
+            deadline,
+            redrives: 0,
+            enqueued_at: now,
+        });
+        Ok(Reply::Enqueued)
+    }
+
+    /// `claim`: reap, pick, claim — one transaction.
+    fn claim(&mut self, worker: &str, now: u64) -> Result<Reply, Failure> {
+        validate::name("worker", worker)?;
+        validate::int("now", now)?;
+        self.reap(now);
+        let Some(i) = self.pick(now) else {
+            return Ok(Reply::None);
+        };
+        let lease_ms = self.config.lease_ms;
+        let job = &mut self.jobs[i];
+        job.attempts += 1;
+        // A 64-bit sum: both terms are at most 2^53 − 1, so it cannot overflow.
+        let until = now + lease_ms;
+        job.phase = Phase::Leased { owner: worker.into(), claimed_at: now, until };
+        Ok(Reply::Claimed { id: job.id.to_string(), attempt: job.attempts, lease_until: until })
+    }
+
+    /// Claim step 2: the claimable job with the smallest `available_at`, ties to the first
+    /// enqueued (the lowest position, as `min_by_key` keeps the first of equal keys).
+    fn pick(&self, now: u64) -> Option<usize> {
+        let steal = self.bug(Bug::StealLiveLease);
+        let claimable = |job: &Job| match job.phase {
+            Phase::Pending { available_at } => available_at <= now,
+            Phase::Leased { .. } if self.bug(Bug::IgnoreExpiredLease) => false,
+            Phase::Leased { until, .. } => until <= now || steal,
+            Phase::Done | Phase::Dead(_) => false,
+        };
+        self.jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, job)| claimable(job))
+            .min_by_key(|(_, job)| job.phase.available_at())
+            .map(|(i, _)| i)
+    }
+
+    /// Claim step 1, and `reap`: every job that is due and out of budget becomes dead.
+    /// Returns how many. A lease that has not expired is never reaped: an attempt started in
+    /// time may finish.
+    fn reap(&mut self, now: u64) -> u64 {
+        let ignore_expired = self.bug(Bug::IgnoreExpiredLease);
+        let retry_past_max = self.bug(Bug::RetryPastMaxAttempts);
+        let mut count = 0;
+        if self.bug(Bug::DropExpiredLease) {
+            let before = self.jobs.len();
+            self.jobs.retain(|job| !job.phase.expired_lease(now));
+            count += (before - self.jobs.len()) as u64;
+        }
+        for job in &mut self.jobs {
+            let expired = job.phase.expired_lease(now) && !ignore_expired;
+            if expired && job.attempts >= job.max_attempts {
+                if retry_past_max {
+                    job.phase = Phase::Pending { available_at: now };
+                } else {
+                    job.phase = Phase::Dead(DeadReason::Exhausted);
+                    count += 1;
+                    continue;
+                }
+            }
+            let due = expired || matches!(job.phase, Phase::Pending { .. });
+            if due && job.deadline <= now {
+                job.phase = Phase::Dead(DeadReason::Deadline);
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// `complete`: the fencing checks, then the outcome.
+    fn complete(
+        &mut self,
+        worker: &str,
+        id: &str,
+        attempt: u64,
+        outcome: Outcome,
+        now: u64,
+        jitter: Option<f64>,
+    ) -> Result<Reply, Failure> {
+        validate::name("worker", worker)?;
+        validate::name("id", id)?;
+        validate::attempt(attempt)?;
+        validate::int("now", now)?;
+        let jitter = validate::jitter(jitter, outcome == Outcome::Retryable)?;
+        let i = self.position(id).ok_or(Failure::NotFound)?;
+        let job = &self.jobs[i];
+        let Phase::Leased { ref owner, claimed_at, .. } = job.phase else {
+            return Err(Failure::LeaseLost);
+        };
+        let fenced = self.bug(Bug::AcceptStaleCompletion) || (**owner == *worker && job.attempts == attempt);
+        if !fenced {
+            return Err(Failure::LeaseLost);
+        }
+        if now < claimed_at {
+            return Err(Failure::ClockWentBackwards);
+        }
+        Ok(self.apply_outcome(i, outcome, now, jitter))
+    }
+
+    /// The outcome of a completion that passed its checks. A lease that expired but was
+    /// neither claimed again nor reaped still counts, even past the deadline or the budget.
+    fn apply_outcome(&mut self, i: usize, outcome: Outcome, now: u64, jitter: f64) -> Reply {
+        let Config { base_ms, cap_ms, .. } = self.config;
+        let retry_at_deadline = self.bug(Bug::RetryAtDeadline);
+        let extend_deadline = self.bug(Bug::ExtendDeadlineOnRetry);
+        let job = &mut self.jobs[i];
+        let reply = match outcome {
+            Outcome::Ok => {
+                job.phase = Phase::Done;
+                Reply::Done
+            }
+            Outcome::Permanent => {
+                job.phase = Phase::Dead(DeadReason::Permanent);
+                Reply::Dead { reason: DeadReason::Permanent }
+            }
+            Outcome::Retryable if job.attempts >= job.max_attempts => {
+                job.phase = Phase::Dead(DeadReason::Exhausted);
+                Reply::Dead { reason: DeadReason::Exhausted }
+            }
+            Outcome::Retryable => {
+                let delay = retry_delay(job.attempts, base_ms, cap_ms, jitter);
+                let available_at = now + delay;
+                // At `deadline` itself there is no time left to start an attempt.
+                let too_late = if retry_at_deadline {
+                    available_at > job.deadline
+                } else {
+                    available_at >= job.deadline
+                };
+                if too_late {
+                    job.phase = Phase::Dead(DeadReason::Deadline);
+                    Reply::Dead { reason: DeadReason::Deadline }
+                } else {
+                    job.phase = Phase::Pending { available_at };
+                    if extend_deadline {
+                        job.deadline += delay;
+                    }
+                    Reply::Retry { available_at }
+                }
+            }
+        };
+        if self.bug(Bug::CountAttemptOnEveryJob) && matches!(reply, Reply::Retry { .. }) {
+            for (j, other) in self.jobs.iter_mut().enumerate() {
+                if j != i {
+                    other.attempts += 1;
+                }
+            }
+        }
+        reply
+    }
+
+    /// `run_once` with a clock that reads `now` then `after`, and a transport that answers
+    /// `outcome`.
+    fn run_once(
+        &mut self,
+        worker: &str,
+        now: u64,
+        after: Option<u64>,
+        outcome: RunOutcome,
+        jitter: Option<f64>,
+    ) -> Result<Reply, Failure> {
+        validate::name("worker", worker)?;
+        validate::int("now", now)?;
+        let after = validate::int("after", after.unwrap_or(now))?;
+        let jitter = validate::jitter(jitter, outcome == RunOutcome::Retryable)?;
+        let Reply::Claimed { id, attempt, .. } = self.claim(worker, now)? else {
+            return Ok(Reply::None);
+        };
+        // A dead process never read the clock again: `after` does not matter.
+        if outcome == RunOutcome::Crash {
+            if self.bug(Bug::RollbackAttemptOnCrash)
+                && let Some(i) = self.position(&id)
+            {
+                self.jobs[i].attempts -= 1;
+            }
+            return Ok(Reply::Crashed { id, attempt });
+        }
+        if after < now {
+            return Err(Failure::RanClockWentBackwards { id, attempt });
+        }
+        let classified = match outcome.classified() {
+            Some(classified) => classified,
+            None if self.bug(Bug::UnknownErrorAsSuccess) => Outcome::Ok,
+            None => return Err(Failure::UnknownError { id, attempt }),
+        };
+        // The claim just made is ours, so the completion passes its checks.
+        match self.complete(worker, &id, attempt, classified, after, Some(jitter))? {
+            Reply::Done => Ok(Reply::RanDone { id, attempt }),
+            Reply::Retry { available_at } => Ok(Reply::RanRetry { id, attempt, available_at }),
+            Reply::Dead { reason } => Ok(Reply::RanDead { id, attempt, reason }),
+            other => Ok(other),
+        }
+    }
+
+    /// `redrive`: the operator's way out of `dead`.
+    fn redrive(&mut self, id: &str, now: u64, add_attempts: u64, deadline: u64) -> Result<Reply, Failure> {
+        validate::name("id", id)?;
+        validate::int("now", now)?;
+        validate::budget("add_attempts", add_attempts)?;
+        validate::deadline(deadline, now)?;
+        let i = self.position(id).ok_or(Failure::NotFound)?;
+        let job = &mut self.jobs[i];
+        if !matches!(job.phase, Phase::Dead(_)) {
+            return Err(Failure::NotDead);
+        }
+        let max_attempts = job.attempts + add_attempts;
+        validate::budget("add_attempts", max_attempts).map_err(|_| Failure::InvalidInput {
+            detail: "add_attempts: attempts + add_attempts is above 2^31-1".into(),
+        })?;
+        job.phase = Phase::Pending { available_at: now };
+        job.max_attempts = max_attempts;
+        job.deadline = deadline;
+        job.redrives += 1;
+        Ok(Reply::Redriven)
+    }
+
+    fn get(&self, id: &str) -> Result<Reply, Failure> {
+        validate::name("id", id)?;
+        self.job(id).map(|job| Reply::Job(job.view())).ok_or(Failure::NotFound)
+    }
+
+    /// `stats`: counts by status and reason, expired leases, and the oldest open job's age.
+    pub fn stats(&self, now: u64) -> StatsView {
+        let mut s = StatsView::default();
+        let mut oldest: Option<u64> = None;
+        for job in &self.jobs {
+            match job.phase {
+                Phase::Pending { .. } => s.pending += 1,
+                Phase::Leased { until, .. } => {
+                    s.leased += 1;
+                    if until <= now {
+                        s.leased_expired += 1;
+                    }
+                }
+                Phase::Done => s.done += 1,
+                Phase::Dead(reason) => {
+                    s.dead += 1;
+                    match reason {
+                        DeadReason::Exhausted => s.dead_exhausted += 1,
+                        DeadReason::Deadline => s.dead_deadline += 1,
+                        DeadReason::Permanent => s.dead_permanent += 1,
+                    }
+                }
+            }
+            if matches!(job.phase, Phase::Pending { .. } | Phase::Leased { .. }) {
+                oldest = Some(oldest.map_or(job.enqueued_at, |o| o.min(job.enqueued_at)));
+            }
+        }
+        s.oldest_open_age_ms = oldest.map(|enqueued_at| now.saturating_sub(enqueued_at));
+        s
+    }
+}
+
+/// `retry_delay` as an operation: its arguments checked, then SPEC section 2.
+fn delay_op(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> Result<Reply, Failure> {
+    validate::attempt(attempt)?;
+    validate::int("base_ms", base_ms)?;
+    validate::int("cap_ms", cap_ms)?;
+    validate::ratio(jitter)?;
+    Ok(Reply::Delay { delay_ms: retry_delay(attempt, base_ms, cap_ms, jitter) })
+}

@@ -1,0 +1,87 @@
+//! Paths of the model as SPEC section 5 traces, so that `retryq replay` can run a
+//! counterexample against SQLite.
+//!
+//! Every action that touches the store already is one operation with an explicit `now`, so a
+//! path maps line for line: a tick is a comment (the next line's `now` says the time), a crash
+//! or an unclassified transport error is a `run_once` with outcome `crash` or `unknown`, a
+//! completion (by the holder or by a stale worker) is a `complete` carrying the token the
+//! worker was given. The trace starts with the model's `config` and ends with a `get` of every
+//! job, so that its final state shows; a liveness counterexample first runs the `reap` at the
+//! horizon that should have ended every job. After each operation a comment gives the model's
+//! response, so a replay's output can be compared with it line by line.
+
+use crate::checker::Path;
+use crate::model::{Action, QueueModel, World, job_name};
+use crate::{Op, Response};
+
+/// One line of a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Line {
+    /// A `#` line, skipped by replay.
+    Comment(String),
+    /// An operation, and what the model answered.
+    Op { op: Op, model: Response },
+}
+
+/// The trace of `path`: its operations, then the probes that show its final state
+/// (`reap_at_end`: the liveness probe first).
+pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let config = model.config_op();
+    let mut fresh = crate::Store::new();
+    let response = fresh.step(&config);
+    lines.push(Line::Op { op: config, model: response });
+    for (world, action) in path.states.iter().zip(&path.actions) {
+        match model.step(world, action) {
+            Some((_, Some((op, response)))) => lines.push(Line::Op { op, model: response }),
+            Some((next, None)) => lines.push(Line::Comment(format!("time passes: now = {}", next.now))),
+            None => lines.push(Line::Comment(format!("{action:?} is not possible here"))),
+        }
+    }
+    if let Some(last) = path.last_state() {
+        let mut store = last.store.clone();
+        let mut probe = |op: Op| {
+            let response = store.step(&op);
+            lines.push(Line::Op { op, model: response });
+        };
+        if reap_at_end {
+            probe(Op::Reap { now: last.now });
+        }
+        for i in 0..last.ghosts.len() {
+            probe(Op::Get { id: job_name(i) });
+        }
+    }
+    lines
+}
+
+/// The trace as text: one JSON object per operation, each followed by the model's response
+/// as a comment.
+pub fn render(lines: &[Line]) -> String {
+    let mut out = String::new();
+    for line in lines {
+        match line {
+            Line::Comment(text) => {
+                out.push_str("# ");
+                out.push_str(text);
+            }
+            Line::Op { op, model } => {
+                out.push_str(&op.to_json_line());
+                out.push_str("\n#   model: ");
+                out.push_str(&model.to_json_line());
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The operations of a trace alone, one JSON object per line.
+pub fn ops(lines: &[Line]) -> Vec<Op> {
+    lines
+        .iter()
+        .filter_map(|line| match line {
+            Line::Op { op, .. } => Some(op.clone()),
+            Line::Comment(_) => None,
+        })
+        .collect()
+}

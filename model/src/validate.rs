@@ -1,0 +1,117 @@
+//! The argument checks of SPEC sections 3 and 5 that survive parsing.
+//!
+//! A parsed [`crate::Op`] carries any `u64` and any `f64`, so the executor decides ranges: every
+//! integer at most 2^53 − 1, names of 1–256 bytes, payloads of at most 1 MiB, budgets in
+//! 1 … 2^31 − 1, deadlines after `now`, a jitter in [0, 1]. Each failure is `invalid_input`
+//! with a detail naming the field; the wording is not part of the contract.
+
+use crate::{Failure, MAX_INT};
+
+/// The largest `max_attempts` and `add_attempts`: 2^31 − 1.
+pub const MAX_ATTEMPTS: u64 = (1 << 31) - 1;
+/// The longest `id` or `worker`, in bytes of UTF-8.
+pub const MAX_NAME_BYTES: usize = 256;
+/// The longest `payload`, in bytes of UTF-8: 1 MiB.
+pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
+
+fn invalid(field: &str, why: impl std::fmt::Display) -> Failure {
+    Failure::InvalidInput { detail: format!("{field}: {why}") }
+}
+
+/// Any integer field: 0 … 2^53 − 1.
+pub fn int(field: &str, value: u64) -> Result<u64, Failure> {
+    if value > MAX_INT { Err(invalid(field, format!("{value} is above 2^53-1"))) } else { Ok(value) }
+}
+
+/// An `id` or a `worker`: 1–256 bytes.
+pub fn name(field: &str, value: &str) -> Result<(), Failure> {
+    match value.len() {
+        0 => Err(invalid(field, "must not be empty")),
+        n if n > MAX_NAME_BYTES => Err(invalid(field, format!("is {n} bytes, above {MAX_NAME_BYTES}"))),
+        _ => Ok(()),
+    }
+}
+
+/// A `payload`: at most 1 MiB.
+pub fn payload(value: &str) -> Result<(), Failure> {
+    match value.len() {
+        n if n > MAX_PAYLOAD_BYTES => Err(invalid("payload", format!("is {n} bytes, above 1 MiB"))),
+        _ => Ok(()),
+    }
+}
+
+/// `max_attempts` or `add_attempts`: 1 … 2^31 − 1.
+pub fn budget(field: &str, value: u64) -> Result<u64, Failure> {
+    if (1..=MAX_ATTEMPTS).contains(&value) {
+        Ok(value)
+    } else {
+        Err(invalid(field, format!("{value} is outside 1 … 2^31-1")))
+    }
+}
+
+/// A new `deadline`: in range and strictly after `now`.
+pub fn deadline(value: u64, now: u64) -> Result<u64, Failure> {
+    int("deadline", value)?;
+    if value > now { Ok(value) } else { Err(invalid("deadline", format!("{value} is not after now {now}"))) }
+}
+
+/// An `attempt`: 1 … 2^53 − 1.
+pub fn attempt(value: u64) -> Result<u64, Failure> {
+    int("attempt", value)?;
+    if value >= 1 { Ok(value) } else { Err(invalid("attempt", "must be at least 1")) }
+}
+
+/// `lease_ms`: 1 … 2^53 − 1.
+pub fn lease_ms(value: u64) -> Result<u64, Failure> {
+    int("lease_ms", value)?;
+    if value >= 1 { Ok(value) } else { Err(invalid("lease_ms", "must be at least 1")) }
+}
+
+/// A `jitter` ratio in [0, 1] (NaN is outside).
+pub fn ratio(value: f64) -> Result<f64, Failure> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(invalid("jitter", format!("{value} is outside [0, 1]")))
+    }
+}
+
+/// The `jitter` of `complete` and `run_once`: checked whenever present, required only when the
+/// outcome is `retryable`. An absent jitter is never used, so any ratio stands in for it.
+pub fn jitter(value: Option<f64>, retryable: bool) -> Result<f64, Failure> {
+    match value {
+        Some(j) => ratio(j),
+        None if retryable => Err(invalid("jitter", "is required for outcome retryable")),
+        None => Ok(0.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert!(int("now", MAX_INT).is_ok());
+        assert!(int("now", MAX_INT + 1).is_err());
+        assert!(name("id", "").is_err());
+        assert!(name("id", &"x".repeat(256)).is_ok());
+        assert!(name("id", &"x".repeat(257)).is_err());
+        assert!(name("id", &"é".repeat(129)).is_err(), "bytes, not characters");
+        assert!(payload(&"x".repeat(1 << 20)).is_ok());
+        assert!(payload(&"x".repeat((1 << 20) + 1)).is_err());
+        assert!(budget("max_attempts", 0).is_err());
+        assert!(budget("max_attempts", MAX_ATTEMPTS).is_ok());
+        assert!(budget("max_attempts", MAX_ATTEMPTS + 1).is_err());
+        assert!(deadline(5, 5).is_err());
+        assert!(deadline(6, 5).is_ok());
+        assert!(attempt(0).is_err());
+        assert!(lease_ms(0).is_err());
+        assert!(ratio(f64::NAN).is_err());
+        assert!(ratio(-0.0).is_ok());
+        assert!(ratio(1.0000001).is_err());
+        assert!(jitter(None, true).is_err());
+        assert!(jitter(None, false).is_ok());
+        assert!(jitter(Some(2.0), false).is_err(), "checked whenever present");
+    }
+}

@@ -1,0 +1,204 @@
+//! The model checked: pinned state counts, every example found, every seeded bug caught with
+//! a shortest counterexample whose trace shows the bug.
+
+use std::collections::HashSet;
+
+use retryq_model::checker::{Report, Status};
+use retryq_model::model::{Action, Bounds, QueueModel, World};
+use retryq_model::properties::{self, Kind};
+use retryq_model::trace::{self, Line};
+use retryq_model::{Bug, Store};
+use stateright::{Checker, Model};
+
+fn check(bounds: Bounds, bug: Option<Bug>, symmetry: bool) -> Report<World, Action> {
+    QueueModel::new(bounds, bug).check(2, symmetry)
+}
+
+fn sized(jobs: usize, workers: usize, horizon: u64) -> Bounds {
+    Bounds { jobs, workers, horizon, ..Bounds::default() }
+}
+
+/// Regression anchors: a change to the model that changes its state space shows here.
+#[test]
+fn pinned_state_counts() {
+    for (bounds, symmetry, unique) in [
+        (sized(1, 1, 4), true, 403),
+        (sized(1, 2, 5), true, 1478),
+        (sized(1, 2, 5), false, 2117),
+        (sized(2, 2, 4), true, 27_361),
+        (sized(2, 2, 4), false, 45_513),
+    ] {
+        let report = check(bounds.clone(), None, symmetry);
+        assert_eq!(report.unique_states, unique, "{bounds} symmetry {symmetry}");
+        assert!(report.findings.iter().all(|f| f.status != Status::Violated), "{bounds}");
+        assert_eq!(report.outside_boundary, 0, "the claim bound never cuts the SPEC's store");
+    }
+}
+
+#[test]
+fn the_spec_store_keeps_every_property_and_shows_every_example() {
+    let report = check(Bounds::small(), None, true);
+    for finding in &report.findings {
+        let expected = if finding.kind == Kind::Sometimes { Status::Found } else { Status::Holds };
+        assert_eq!(finding.status, expected, "{}", finding.name);
+    }
+    // Each example replays and is one.
+    let model = QueueModel::new(Bounds::small(), None);
+    for finding in report.findings.iter().filter(|f| f.kind == Kind::Sometimes) {
+        let path = finding.path.as_ref().expect("an example has a path");
+        let last = path.last_state().expect("a path has states");
+        let property = properties::by_name(finding.name).expect("known property");
+        assert!((property.holds)(&model, last), "{}", finding.name);
+    }
+}
+
+/// The checker's counts agree with stateright's own checkers on the same model: its BFS
+/// without symmetry, its DFS with the same representative.
+#[test]
+fn counts_agree_with_stateright() {
+    let ours = check(Bounds::small(), None, false);
+    let theirs = QueueModel::new(Bounds::small(), None).checker().spawn_bfs().join();
+    assert_eq!(ours.unique_states, theirs.unique_state_count());
+    let ours = check(Bounds::small(), None, true);
+    let theirs = QueueModel::new(Bounds::small(), None).checker().symmetry().spawn_dfs().join();
+    assert_eq!(ours.unique_states, theirs.unique_state_count());
+}
+
+/// Symmetry reduction is sound here: the same verdicts and the same shortest lengths.
+#[test]
+fn symmetry_changes_no_verdict_and_no_length() {
+    for bug in [None, Some(Bug::AcceptStaleCompletion), Some(Bug::StealLiveLease)] {
+        let reduced = check(Bounds::small(), bug, true);
+        let full = check(Bounds::small(), bug, false);
+        assert!(reduced.unique_states < full.unique_states);
+        for (r, f) in reduced.findings.iter().zip(&full.findings) {
+            assert_eq!(r.status, f.status, "{bug:?} {}", r.name);
+            assert_eq!(
+                r.path.as_ref().map(|p| p.len()),
+                f.path.as_ref().map(|p| p.len()),
+                "{bug:?} {}",
+                r.name
+            );
+        }
+    }
+}
+
+#[test]
+fn every_seeded_bug_is_caught_by_its_property() {
+    for bug in Bug::ALL {
+        let report = check(Bounds::small_for(bug), Some(bug), true);
+        let finding = report.finding(bug.caught_by()).expect("known property");
+        assert_eq!(finding.status, Status::Violated, "{bug}");
+        assert!(finding.path.is_some(), "{bug}: a counterexample");
+    }
+}
+
+/// The depth of the first state failing `property`, by a plain breadth-first search over
+/// whole states: no symmetry, no pruning, nothing shared with the checker but the model.
+fn shortest_by_plain_bfs(model: &QueueModel, property: &str) -> Option<usize> {
+    let property = properties::by_name(property)?;
+    let mut seen: HashSet<World> = HashSet::new();
+    let mut level: Vec<World> = model.init_states();
+    seen.extend(level.iter().cloned());
+    for depth in 0.. {
+        if level.is_empty() {
+            return None;
+        }
+        if level.iter().any(|w| !(property.holds)(model, w)) {
+            return Some(depth);
+        }
+        let mut next = Vec::new();
+        for world in &level {
+            for (_, successor) in model.next_steps(world) {
+                if model.within_boundary(&successor) && seen.insert(successor.clone()) {
+                    next.push(successor);
+                }
+            }
+        }
+        level = next;
+    }
+    None
+}
+
+#[test]
+fn counterexamples_are_shortest_and_replay() {
+    for bug in Bug::ALL {
+        let model = QueueModel::new(Bounds::small_for(bug), Some(bug));
+        let report = model.check(2, true);
+        let finding = report.finding(bug.caught_by()).expect("known property");
+        let path = finding.path.as_ref().expect("a counterexample");
+        assert_eq!(Some(path.len()), shortest_by_plain_bfs(&model, finding.name), "{bug}");
+        // The actions replay from the initial state to a state that fails the property.
+        let mut world = model.initial();
+        for action in &path.actions {
+            world = model.next_state(&world, action.clone()).expect("the action applies");
+        }
+        let property = properties::by_name(finding.name).expect("known property");
+        assert!(!(property.holds)(&model, &world), "{bug}");
+    }
+}
+
+#[test]
+fn the_path_does_not_depend_on_the_number_of_threads() {
+    let model =
+        QueueModel::new(Bounds::small_for(Bug::AcceptStaleCompletion), Some(Bug::AcceptStaleCompletion));
+    let one = model.check(1, true);
+    let four = model.check(4, true);
+    for (a, b) in one.findings.iter().zip(&four.findings) {
+        assert_eq!(a.path.as_ref().map(|p| &p.actions), b.path.as_ref().map(|p| &p.actions), "{}", a.name);
+    }
+}
+
+/// A counterexample's trace, replayed on the store with the bug, gives the responses the
+/// model printed; on the SPEC's store some response differs: the trace shows the bug.
+#[test]
+fn counterexample_traces_show_the_bug() {
+    for bug in Bug::ALL {
+        let model = QueueModel::new(Bounds::small_for(bug), Some(bug));
+        let report = model.check(2, true);
+        let finding = report.finding(bug.caught_by()).expect("known property");
+        let path = finding.path.as_ref().expect("a counterexample");
+        let lines = trace::trace(&model, path, finding.kind == Kind::Liveness);
+        let mut buggy = Store::new().with_bug(Some(bug));
+        let mut spec = Store::new();
+        let mut differs = false;
+        for line in &lines {
+            if let Line::Op { op, model: expected } = line {
+                assert_eq!(&buggy.step(op), expected, "{bug}: {}", op.to_json_line());
+                differs |= spec.step(op) != *expected;
+            }
+        }
+        assert!(differs, "{bug}: the SPEC's store answers this trace just like the buggy one");
+        assert!(trace::render(&lines).lines().all(|l| l.starts_with('#') || l.starts_with("{\"op\":")));
+    }
+}
+
+#[test]
+fn liveness_is_not_vacuous_at_the_horizon() {
+    // The SPEC's store at the horizon: every job over after one reap, in every state.
+    let report = check(sized(1, 1, 4), None, true);
+    assert_eq!(report.finding(properties::names::EVERY_JOB_ENDS).map(|f| f.status), Some(Status::Holds));
+    // A store that never reaps an expired lease fails it on a finite path.
+    let report = check(sized(1, 1, 4), Some(Bug::IgnoreExpiredLease), true);
+    let finding = report.finding(properties::names::EVERY_JOB_ENDS).expect("known property");
+    assert_eq!(finding.status, Status::Violated);
+    assert_eq!(finding.path.as_ref().and_then(|p| p.last_state()).map(|w| w.now), Some(4));
+}
+
+/// Why the checker is our own: stateright 0.31's BFS records a discovery again each time a
+/// state shows it, so a later, deeper state overwrites the first (shortest) path. On these
+/// models its paths are several times longer than the shortest; ours never are longer.
+#[test]
+fn stateright_bfs_paths_are_longer_than_ours() {
+    let mut longer = 0;
+    for bug in Bug::ALL {
+        let ours = check(Bounds::small_for(bug), Some(bug), true);
+        let ours = ours.finding(bug.caught_by()).and_then(|f| f.path.as_ref()).map(|p| p.len());
+        let theirs = QueueModel::new(Bounds::small_for(bug), Some(bug)).checker().spawn_bfs().join();
+        let theirs = theirs.discovery(bug.caught_by()).map(|p| p.into_actions().len());
+        let (Some(ours), Some(theirs)) = (ours, theirs) else { panic!("{bug}: both find it") };
+        assert!(ours <= theirs, "{bug}: ours {ours}, stateright {theirs}");
+        longer += usize::from(ours < theirs);
+    }
+    assert!(longer > 0, "stateright found shortest paths for every bug: this test's premise is gone");
+}

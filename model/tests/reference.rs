@@ -1,0 +1,326 @@
+//! The reference store, one SPEC rule per test.
+
+use retryq_model::{
+    DeadReason, Failure, MAX_INT, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status, Store,
+};
+
+fn enqueue(id: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
+    Op::Enqueue { id: id.into(), payload: "p".into(), max_attempts, deadline, now }
+}
+
+fn claim(worker: &str, now: u64) -> Op {
+    Op::Claim { worker: worker.into(), now }
+}
+
+fn complete(worker: &str, id: &str, attempt: u64, outcome: Outcome, now: u64, jitter: Option<f64>) -> Op {
+    Op::Complete { worker: worker.into(), id: id.into(), attempt, outcome, now, jitter }
+}
+
+fn run_once(worker: &str, now: u64, after: Option<u64>, outcome: RunOutcome, jitter: Option<f64>) -> Op {
+    Op::RunOnce { worker: worker.into(), now, after, outcome, jitter }
+}
+
+fn config(base_ms: u64, cap_ms: u64, lease_ms: u64) -> Op {
+    Op::Config { base_ms: Some(base_ms), cap_ms: Some(cap_ms), lease_ms: Some(lease_ms) }
+}
+
+fn ok(reply: Reply) -> Response {
+    Response::Ok(reply)
+}
+
+fn err(failure: Failure) -> Response {
+    Response::Err(failure)
+}
+
+fn is_invalid(response: &Response) -> bool {
+    matches!(response, Response::Err(Failure::InvalidInput { .. }))
+}
+
+fn claimed(id: &str, attempt: u64, lease_until: u64) -> Response {
+    ok(Reply::Claimed { id: id.into(), attempt, lease_until })
+}
+
+fn status(store: &Store, id: &str) -> Status {
+    store.job(id).map(|j| j.phase.status()).unwrap_or_else(|| panic!("no job {id}"))
+}
+
+#[test]
+fn the_spec_worked_trace() {
+    let mut store = Store::new();
+    let ops = [
+        config(100, 250, 1000),
+        Op::Enqueue { id: "order-7".into(), payload: String::new(), max_attempts: 5, deadline: 700, now: 0 },
+        run_once("w1", 0, None, RunOutcome::Retryable, Some(0.5)),
+        run_once("w1", 50, None, RunOutcome::Retryable, Some(0.5)),
+        run_once("w1", 150, None, RunOutcome::Retryable, Some(0.5)),
+        run_once("w1", 275, None, RunOutcome::Crash, None),
+        claim("w2", 1274),
+        claim("w2", 1275),
+        Op::Get { id: "order-7".into() },
+    ];
+    let expected = include_str!("../../tests/traces/spec_worked_trace.expected.jsonl");
+    let actual: Vec<String> = ops.iter().map(|op| store.step(op).to_json_line()).collect();
+    assert_eq!(actual, expected.lines().collect::<Vec<_>>());
+}
+
+#[test]
+fn argument_checks_come_before_any_lookup() {
+    let mut store = Store::new();
+    for op in [
+        complete("w", "missing", 0, Outcome::Ok, 0, None),
+        complete("w", "missing", 1, Outcome::Retryable, 0, None),
+        complete("w", "missing", 1, Outcome::Ok, 0, Some(1.5)),
+        complete("", "missing", 1, Outcome::Ok, 0, None),
+        Op::Redrive { id: "missing".into(), now: 5, add_attempts: 1, deadline: 5 },
+        Op::Redrive { id: "missing".into(), now: 0, add_attempts: 0, deadline: 5 },
+        Op::Get { id: "x".repeat(257) },
+        run_once("w", 0, Some(MAX_INT + 1), RunOutcome::Ok, None),
+    ] {
+        assert!(is_invalid(&store.step(&op)), "{op:?}");
+    }
+    assert_eq!(store.step(&complete("w", "missing", 1, Outcome::Ok, 0, None)), err(Failure::NotFound));
+}
+
+#[test]
+fn enqueue_validates_everything_and_stores_nothing_when_invalid() {
+    let mut store = Store::new();
+    for op in [
+        enqueue("", 1, 10, 0),
+        enqueue(&"x".repeat(257), 1, 10, 0),
+        Op::Enqueue {
+            id: "a".into(),
+            payload: "x".repeat((1 << 20) + 1),
+            max_attempts: 1,
+            deadline: 10,
+            now: 0,
+        },
+        enqueue("a", 0, 10, 0),
+        enqueue("a", 1 << 31, 10, 0),
+        enqueue("a", 1, 10, 10),
+        enqueue("a", 1, MAX_INT + 1, 0),
+        enqueue("a", 1, 10, MAX_INT + 1),
+    ] {
+        assert!(is_invalid(&store.step(&op)), "{op:?}");
+    }
+    assert!(store.jobs().is_empty());
+    assert_eq!(store.step(&enqueue("a", (1 << 31) - 1, MAX_INT, MAX_INT - 1)), ok(Reply::Enqueued));
+}
+
+#[test]
+fn an_existing_id_changes_nothing_whatever_its_status() {
+    let mut store = Store::new();
+    store.step(&enqueue("a", 3, 100, 0));
+    store.step(&claim("w", 0));
+    let before = store.clone();
+    assert_eq!(store.step(&enqueue("a", 9, 500, 10)), ok(Reply::Existing));
+    let other =
+        Op::Enqueue { id: "a".into(), payload: "other".into(), max_attempts: 3, deadline: 100, now: 0 };
+    assert_eq!(store.step(&other), err(Failure::Conflict));
+    assert_eq!(store, before);
+}
+
+#[test]
+fn claim_picks_the_smallest_available_at_then_the_first_enqueued() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 1000));
+    store.step(&enqueue("b", 3, 10_000, 5));
+    store.step(&enqueue("a", 3, 10_000, 5));
+    store.step(&enqueue("c", 3, 10_000, 3));
+    assert_eq!(store.step(&claim("w", 10)), claimed("c", 1, 1010), "smallest available_at");
+    assert_eq!(store.step(&claim("w", 10)), claimed("b", 1, 1010), "tie: the first enqueued");
+    assert_eq!(store.step(&claim("w", 10)), claimed("a", 1, 1010));
+    assert_eq!(store.step(&claim("w", 10)), ok(Reply::None));
+}
+
+#[test]
+fn a_redriven_job_keeps_its_first_enqueue_for_the_tie_break() {
+    let mut store = Store::new();
+    store.step(&enqueue("a", 1, 10_000, 0));
+    store.step(&enqueue("b", 1, 10_000, 0));
+    store.step(&claim("w", 0));
+    store.step(&complete("w", "a", 1, Outcome::Permanent, 0, None));
+    store.step(&Op::Redrive { id: "a".into(), now: 0, add_attempts: 1, deadline: 10_000 });
+    assert_eq!(store.step(&claim("w", 0)), claimed("a", 2, 30_000));
+}
+
+#[test]
+fn an_unexpired_lease_is_never_reaped_nor_claimed() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 50));
+    store.step(&enqueue("a", 1, 20, 0));
+    assert_eq!(store.step(&claim("w1", 10)), claimed("a", 1, 60));
+    assert_eq!(
+        store.step(&Op::Reap { now: 59 }),
+        ok(Reply::Reaped { count: 0 }),
+        "past the deadline, lease live"
+    );
+    assert_eq!(store.step(&claim("w2", 59)), ok(Reply::None));
+    assert_eq!(store.step(&Op::Reap { now: 60 }), ok(Reply::Reaped { count: 1 }));
+    assert_eq!(
+        store.job("a").map(|j| j.phase.clone()),
+        Some(retryq_model::Phase::Dead(DeadReason::Exhausted))
+    );
+}
+
+#[test]
+fn an_expired_lease_out_of_budget_dies_exhausted_before_deadline() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    store.step(&enqueue("a", 1, 5, 0));
+    store.step(&run_once("w", 0, None, RunOutcome::Crash, None));
+    store.step(&Op::Reap { now: 10 });
+    let view = store.job("a").map(|j| j.view());
+    assert_eq!(view.and_then(|v| v.dead_reason), Some(DeadReason::Exhausted));
+}
+
+#[test]
+fn an_expired_lease_with_budget_is_reclaimed_and_the_stale_holder_fenced() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    store.step(&enqueue("a", 2, 100, 0));
+    store.step(&claim("w1", 0));
+    assert_eq!(store.step(&claim("w2", 10)), claimed("a", 2, 20));
+    let before = store.clone();
+    assert_eq!(store.step(&complete("w1", "a", 1, Outcome::Ok, 11, None)), err(Failure::LeaseLost));
+    assert_eq!(store.step(&complete("w1", "a", 2, Outcome::Ok, 11, None)), err(Failure::LeaseLost), "owner");
+    assert_eq!(store.step(&complete("w2", "a", 1, Outcome::Ok, 11, None)), err(Failure::LeaseLost), "token");
+    assert_eq!(store.step(&complete("w2", "a", 2, Outcome::Ok, 9, None)), err(Failure::ClockWentBackwards));
+    assert_eq!(store, before);
+    assert_eq!(store.step(&complete("w2", "a", 2, Outcome::Ok, 11, None)), ok(Reply::Done));
+}
+
+#[test]
+fn a_late_completion_still_counts_past_deadline_and_budget() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    store.step(&enqueue("a", 1, 5, 0));
+    store.step(&claim("w", 0));
+    assert_eq!(store.step(&complete("w", "a", 1, Outcome::Ok, 50, None)), ok(Reply::Done));
+}
+
+#[test]
+fn retry_dies_when_now_plus_delay_reaches_the_deadline() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 1000));
+    store.step(&enqueue("a", 5, 150, 0));
+    store.step(&enqueue("b", 5, 151, 0));
+    store.step(&claim("w", 100));
+    store.step(&claim("w", 100));
+    let at_deadline = complete("w", "a", 1, Outcome::Retryable, 100, Some(0.5));
+    assert_eq!(store.step(&at_deadline), ok(Reply::Dead { reason: DeadReason::Deadline }), "100 + 50 = 150");
+    let before = complete("w", "b", 1, Outcome::Retryable, 100, Some(0.5));
+    assert_eq!(store.step(&before), ok(Reply::Retry { available_at: 150 }));
+    assert_eq!(store.job("b").map(|j| j.deadline), Some(151), "the deadline never moves");
+}
+
+#[test]
+fn retry_out_of_budget_dies_exhausted() {
+    let mut store = Store::new();
+    store.step(&enqueue("a", 1, 100_000, 0));
+    store.step(&claim("w", 0));
+    let r = store.step(&complete("w", "a", 1, Outcome::Retryable, 0, Some(0.0)));
+    assert_eq!(r, ok(Reply::Dead { reason: DeadReason::Exhausted }));
+}
+
+#[test]
+fn run_once_crash_ignores_after_and_other_outcomes_check_the_clock_first() {
+    let mut store = Store::new();
+    store.step(&enqueue("a", 5, 100_000, 0));
+    store.step(&enqueue("b", 5, 100_000, 0));
+    store.step(&enqueue("c", 5, 100_000, 0));
+    let crashed = store.step(&run_once("w", 10, Some(3), RunOutcome::Crash, None));
+    assert_eq!(crashed, ok(Reply::Crashed { id: "a".into(), attempt: 1 }));
+    let backwards = store.step(&run_once("w", 10, Some(3), RunOutcome::Unknown, None));
+    assert_eq!(backwards, err(Failure::RanClockWentBackwards { id: "b".into(), attempt: 1 }));
+    let unknown = store.step(&run_once("w", 10, None, RunOutcome::Unknown, None));
+    assert_eq!(unknown, err(Failure::UnknownError { id: "c".into(), attempt: 1 }));
+    for id in ["a", "b", "c"] {
+        assert_eq!(status(&store, id), Status::Leased, "{id} stays leased, its attempt spent");
+    }
+    assert_eq!(store.step(&run_once("w", 10, None, RunOutcome::Ok, None)), ok(Reply::None));
+}
+
+#[test]
+fn run_once_reports_the_job_it_ran() {
+    let mut store = Store::new();
+    store.step(&enqueue("a", 5, 100_000, 0));
+    assert!(is_invalid(&store.step(&run_once("w", 0, None, RunOutcome::Retryable, None))), "jitter required");
+    assert_eq!(store.job("a").map(|j| j.attempts), Some(0), "a refused run_once claims nothing");
+    let r = store.step(&run_once("w", 0, Some(7), RunOutcome::Retryable, Some(1.0)));
+    assert_eq!(r, ok(Reply::RanRetry { id: "a".into(), attempt: 1, available_at: 107 }));
+    let r = store.step(&run_once("w", 107, None, RunOutcome::Permanent, Some(0.25)));
+    assert_eq!(r, ok(Reply::RanDead { id: "a".into(), attempt: 2, reason: DeadReason::Permanent }));
+}
+
+#[test]
+fn redrive_rules() {
+    let mut store = Store::new();
+    store.step(&enqueue("a", 1, 100, 0));
+    assert_eq!(
+        store.step(&Op::Redrive { id: "a".into(), now: 0, add_attempts: 1, deadline: 5 }),
+        err(Failure::NotDead)
+    );
+    store.step(&claim("w", 0));
+    store.step(&complete("w", "a", 1, Outcome::Permanent, 0, None));
+    let too_many = Op::Redrive { id: "a".into(), now: 0, add_attempts: (1 << 31) - 1, deadline: 5 };
+    assert!(is_invalid(&store.step(&too_many)), "attempts + add_attempts > 2^31-1");
+    assert_eq!(
+        store.step(&Op::Redrive { id: "a".into(), now: 7, add_attempts: 2, deadline: 9 }),
+        ok(Reply::Redriven)
+    );
+    let view = store.job("a").map(|j| j.view());
+    assert_eq!(
+        view.as_ref().map(|v| (v.attempts, v.max_attempts, v.deadline, v.redrives)),
+        Some((1, 3, 9, 1))
+    );
+    assert_eq!(view.and_then(|v| v.available_at), Some(7));
+}
+
+#[test]
+fn stats_counts_and_the_oldest_open_age() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    assert_eq!(store.step(&Op::Stats { now: 0 }), ok(Reply::Stats(StatsView::default())));
+    store.step(&enqueue("a", 1, 100, 5));
+    store.step(&enqueue("b", 1, 100, 8));
+    store.step(&claim("w", 8));
+    let expected = StatsView { pending: 1, leased: 1, oldest_open_age_ms: Some(0), ..Default::default() };
+    assert_eq!(store.step(&Op::Stats { now: 4 }), ok(Reply::Stats(expected)), "0 at least");
+    store.step(&Op::Reap { now: 18 });
+    let expected = StatsView {
+        pending: 1,
+        dead: 1,
+        dead_exhausted: 1,
+        oldest_open_age_ms: Some(10),
+        ..Default::default()
+    };
+    assert_eq!(store.step(&Op::Stats { now: 18 }), ok(Reply::Stats(expected)));
+}
+
+#[test]
+fn a_lease_may_end_past_2_to_the_53() {
+    let mut store = Store::new();
+    store.step(&Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(MAX_INT) });
+    store.step(&enqueue("a", 1, MAX_INT, 0));
+    assert_eq!(store.step(&claim("w", MAX_INT - 1)), claimed("a", 1, 2 * MAX_INT - 1));
+}
+
+#[test]
+fn config_keeps_omitted_settings_and_refuses_a_zero_lease() {
+    let mut store = Store::new();
+    assert!(is_invalid(&store.step(&Op::Config { base_ms: Some(7), cap_ms: None, lease_ms: Some(0) })));
+    assert_eq!(store.config(), retryq_model::Config::default(), "a refused config changes nothing");
+    store.step(&Op::Config { base_ms: Some(7), cap_ms: None, lease_ms: None });
+    assert_eq!(store.config(), retryq_model::Config { base_ms: 7, cap_ms: 1000, lease_ms: 30_000 });
+    assert_eq!(store.step(&Op::Restart), ok(Reply::Restart));
+    assert_eq!(store.config().base_ms, 7, "settings survive a restart");
+}
+
+#[test]
+fn retry_delay_as_an_operation() {
+    let mut store = Store::new();
+    let op = Op::RetryDelay { attempt: 3, base_ms: 100, cap_ms: 250, jitter: 0.5 };
+    assert_eq!(store.step(&op), ok(Reply::Delay { delay_ms: 125 }));
+    assert!(is_invalid(&store.step(&Op::RetryDelay { attempt: 0, base_ms: 1, cap_ms: 1, jitter: 0.5 })));
+    assert!(is_invalid(&store.step(&Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: 1, jitter: f64::NAN })));
+}

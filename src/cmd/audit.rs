@@ -1,0 +1,28 @@
+//! `retryq audit`: checks SPEC section 4's invariants 1 to 6 on every job and every recorded
+//! transition (see `retryq::Audit`), prints each violation, exits 1 on any.
+
+use std::process::ExitCode;
+
+use super::{CliError, Db};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    db: Db,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let mut queue = args.db.open_read()?;
+    let audit = queue.audit().map_err(|e| args.db.explain(e))?;
+    for violation in &audit.violations {
+        println!("{violation}");
+    }
+    let summary = format!("{} jobs, {} history entries", audit.jobs, audit.entries);
+    if audit.is_clean() {
+        println!("audit: clean ({summary})");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("audit: {} violations ({summary})", audit.violations.len());
+        Ok(ExitCode::FAILURE)
+    }
+}

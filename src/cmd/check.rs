@@ -1,0 +1,247 @@
+//! `retryq check`: the model of SPEC.md checked exhaustively within bounds.
+//!
+//! Prints each property with its kind and status, the size of the search and its speed; a
+//! violated property's shortest counterexample is printed as a replayable trace and written
+//! to a file. Exit status 1 on any violation, and (checking the SPEC's store, not a seeded bug)
+//! on any `sometimes` property without an example.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use retryq_model::Bug;
+use retryq_model::checker::{Finding, Report, Status};
+use retryq_model::model::{Action, Bounds, QueueModel, World};
+use retryq_model::properties::Kind;
+use retryq_model::trace;
+use serde::Serialize;
+
+use super::CliError;
+
+/// The bounds of the model, shared by `check` and `explore`.
+#[derive(clap::Args)]
+pub struct BoundsArgs {
+    /// Check the store with this seeded bug (see --list-bugs).
+    #[arg(long, value_name = "NAME", value_parser = parse_bug)]
+    pub bug: Option<Bug>,
+    /// How many job ids [default: 2; --deep: 2].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub jobs: Option<u64>,
+    /// How many workers [default: 2; --deep: 3].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
+    pub workers: Option<u64>,
+    /// The clock runs from 0 to N milliseconds [default: 6; --deep: 8].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub horizon: Option<u64>,
+    /// The larger preset: three workers and a longer clock.
+    #[arg(long)]
+    pub deep: bool,
+}
+
+impl BoundsArgs {
+    pub fn bounds(&self) -> Bounds {
+        let mut bounds = if self.deep { Bounds::deep() } else { Bounds::default() };
+        if let Some(jobs) = self.jobs {
+            bounds.jobs = jobs as usize;
+        }
+        if let Some(workers) = self.workers {
+            bounds.workers = workers as usize;
+        }
+        if let Some(horizon) = self.horizon {
+            bounds.horizon = horizon;
+        }
+        bounds
+    }
+}
+
+fn parse_bug(name: &str) -> Result<Bug, String> {
+    Bug::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
+        format!("no seeded bug named {name:?}; the bugs are: {}", names.join(", "))
+    })
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    bounds: BoundsArgs,
+    /// List the seeded bugs and the property that catches each, then exit.
+    #[arg(long)]
+    list_bugs: bool,
+    /// Worker threads [default: the number of cores].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: Option<u64>,
+    /// Print one JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
+    /// Where to write the first counterexample's trace.
+    #[arg(long, value_name = "FILE", default_value = "retryq-counterexample.jsonl")]
+    out: PathBuf,
+    /// Explore without symmetry reduction over workers (for comparison).
+    #[arg(long)]
+    no_symmetry: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    if args.list_bugs {
+        for bug in Bug::ALL {
+            println!("{:<28} {}", bug.name(), bug.describe());
+            println!("{:<28}   caught by: {}", "", bug.caught_by());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let bug = args.bounds.bug;
+    let model = QueueModel::new(args.bounds.bounds(), bug);
+    let threads = match args.threads {
+        Some(n) => n as usize,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let report = model.check(threads, !args.no_symmetry);
+    let violations: Vec<&Finding<World, Action>> =
+        report.findings.iter().filter(|f| f.status == Status::Violated).collect();
+    let written = match violations.first() {
+        Some(first) => Some(write_counterexample(&model, first, &args.out)?),
+        None => None,
+    };
+    if args.json {
+        println!("{}", json_report(&report));
+        if let (Some(file), Some(first)) = (&written, violations.first()) {
+            eprintln!("retryq check: counterexample to \"{}\" written to {}", first.name, file.display());
+        }
+    } else {
+        print_report(&model, &report, threads, !args.no_symmetry);
+        for (i, finding) in violations.iter().enumerate() {
+            let file = if i == 0 { written.as_deref() } else { None };
+            print_counterexample(&model, finding, file);
+        }
+    }
+    Ok(if failed(&report, bug.is_some()) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Any violation; or, for the SPEC's store, an example not found.
+pub fn failed(report: &Report<World, Action>, seeded_bug: bool) -> bool {
+    report
+        .findings
+        .iter()
+        .any(|f| f.status == Status::Violated || (f.status == Status::NotFound && !seeded_bug))
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    unique_states: usize,
+    states: usize,
+    max_depth: usize,
+    seconds: f64,
+    properties: Vec<JsonProperty<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonProperty<'a> {
+    name: &'a str,
+    kind: &'a str,
+    status: &'a str,
+}
+
+fn json_report(report: &Report<World, Action>) -> String {
+    let json = JsonReport {
+        unique_states: report.unique_states,
+        states: report.states,
+        max_depth: report.max_depth,
+        seconds: report.seconds,
+        properties: report
+            .findings
+            .iter()
+            .map(|f| JsonProperty { name: f.name, kind: f.kind.name(), status: f.status.name() })
+            .collect(),
+    };
+    // Strings and finite numbers only: serialization cannot fail.
+    serde_json::to_string(&json).unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))
+}
+
+fn store_line(model: &QueueModel) -> String {
+    match model.bug {
+        Some(bug) => format!("the store with seeded bug {bug}: {}", bug.describe()),
+        None => "the SPEC's store".into(),
+    }
+}
+
+fn print_report(model: &QueueModel, report: &Report<World, Action>, threads: usize, symmetry: bool) {
+    println!("retryq check: {}", store_line(model));
+    println!("bounds: {}", model.bounds);
+    println!(
+        "search: breadth-first, shortest counterexamples, {threads} thread(s), {}",
+        if symmetry { "symmetry reduction over workers" } else { "no symmetry reduction" }
+    );
+    println!();
+    let width = report.findings.iter().map(|f| f.name.len()).max().unwrap_or(0);
+    println!("{:<width$}  {:<9}  status", "property", "kind");
+    for f in &report.findings {
+        let steps = match (&f.path, f.status) {
+            (Some(path), Status::Violated) => format!("  (counterexample: {} steps)", path.len()),
+            (Some(path), Status::Found) => format!("  (example: {} steps)", path.len()),
+            _ => String::new(),
+        };
+        println!("{:<width$}  {:<9}  {}{steps}", f.name, f.kind.name(), f.status.name());
+    }
+    println!();
+    println!(
+        "states generated {}, unique {}, max depth {}, {:.2} s, {:.0} states/s",
+        report.states,
+        report.unique_states,
+        report.max_depth,
+        report.seconds,
+        report.states_per_second()
+    );
+    if report.outside_boundary > 0 {
+        println!(
+            "{} successors were past the claim bound and not explored (only a store breaking 4.1 gets there)",
+            report.outside_boundary
+        );
+    }
+    let violated = report.findings.iter().filter(|f| f.status == Status::Violated).count();
+    let missing = report.findings.iter().filter(|f| f.status == Status::NotFound).count();
+    match (violated, missing, model.bug) {
+        (0, 0, _) => println!("check: every property holds and every example was found"),
+        (0, _, Some(bug)) => println!("check: seeded bug {bug} was NOT caught"),
+        (0, n, None) => println!("check: FAILED: {n} sometimes-propert(ies) without an example"),
+        (n, _, _) => println!("check: FAILED: {n} propert(ies) violated"),
+    }
+}
+
+/// The counterexample's trace: a header, then the replayable lines.
+fn counterexample_text(model: &QueueModel, finding: &Finding<World, Action>) -> String {
+    let Some(path) = &finding.path else {
+        return String::new();
+    };
+    let lines = trace::trace(model, path, finding.kind == Kind::Liveness);
+    let mut text = format!(
+        "# retryq check: a shortest counterexample ({} steps) to \"{}\"\n# {}\n# bounds: {}\n\
+         # Replay it with `retryq replay FILE`; each `#   model:` line is what the model answered.\n",
+        path.len(),
+        finding.name,
+        store_line(model),
+        model.bounds
+    );
+    text.push_str(&trace::render(&lines));
+    text
+}
+
+fn write_counterexample(
+    model: &QueueModel,
+    finding: &Finding<World, Action>,
+    file: &Path,
+) -> Result<PathBuf, CliError> {
+    fs::write(file, counterexample_text(model, finding)).map_err(|e| {
+        CliError::Other(format!("cannot write the counterexample to {}: {e}", file.display()))
+    })?;
+    Ok(file.to_path_buf())
+}
+
+fn print_counterexample(model: &QueueModel, finding: &Finding<World, Action>, file: Option<&Path>) {
+    println!();
+    match file {
+        Some(file) => println!("counterexample to \"{}\", written to {}:", finding.name, file.display()),
+        None => println!("counterexample to \"{}\":", finding.name),
+    }
+    print!("{}", counterexample_text(model, finding));
+}

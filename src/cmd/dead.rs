@@ -1,0 +1,75 @@
+//! `retryq dead [--reason R] [--json]`: the dead jobs, why, and what their last recorded
+//! attempt said went wrong.
+
+use std::process::ExitCode;
+
+use retryq::{DeadReason, Job};
+use retryq_conformance::sqlite::job_view;
+use retryq_model::JobView;
+use serde::Serialize;
+
+use super::{CliError, Db, print_json};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    db: Db,
+    /// Only the jobs dead for this reason.
+    #[arg(long, value_name = "R", value_parser = reason)]
+    reason: Option<DeadReason>,
+    /// One JSON object per job: SPEC's `get` fields plus `last_error` and `last_node`.
+    #[arg(long)]
+    json: bool,
+}
+
+/// SPEC's `get` fields, then the notes.
+#[derive(Serialize)]
+struct DeadJob<'a> {
+    #[serde(flatten)]
+    job: JobView,
+    last_error: Option<&'a str>,
+    last_node: Option<&'a str>,
+}
+
+/// `exhausted`, `deadline` or `permanent`.
+pub fn reason(word: &str) -> Result<DeadReason, String> {
+    match word {
+        "exhausted" => Ok(DeadReason::Exhausted),
+        "deadline" => Ok(DeadReason::Deadline),
+        "permanent" => Ok(DeadReason::Permanent),
+        _ => Err("must be exhausted, deadline or permanent".into()),
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let mut queue = args.db.open_read()?;
+    let jobs = queue.dead_jobs(args.reason).map_err(|e| args.db.explain(e))?;
+    if args.json {
+        for job in &jobs {
+            let line = DeadJob {
+                job: job_view(job),
+                last_error: job.last_error.as_deref(),
+                last_node: job.last_node.as_deref(),
+            };
+            print_json(&line)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if jobs.is_empty() {
+        eprintln!("no dead jobs");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{:<24} {:<9} {:>8} {:>8}  last error", "id", "reason", "attempts", "redrives");
+    for job in &jobs {
+        println!("{}", line(job));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn line(job: &Job) -> String {
+    let reason = job.dead_reason.map_or("?", DeadReason::as_str);
+    // One line per job: the error's lines are joined.
+    let error = job.last_error.as_deref().unwrap_or("-").split_whitespace().collect::<Vec<_>>().join(" ");
+    let attempts = format!("{}/{}", job.attempts, job.max_attempts);
+    format!("{:<24} {reason:<9} {attempts:>8} {:>8}  {error}", job.id, job.redrives)
+}

@@ -1,0 +1,91 @@
+//! `retryq redrive (--id ID | --all-dead [--reason R]) --add-attempts N
+//! (--deadline UNIX_MS | --ttl MS)`: the operator's way out of `dead`, with a new budget.
+//!
+//! Prints one JSON line per job: `{"ok":"redriven","id":…}` or the refusal
+//! (`{"error":"not_found"|"not_dead"|"invalid_input","id":…}`); exit 1 if any was refused.
+//! `--all-dead` redrives every matching job in one transaction.
+
+use std::process::ExitCode;
+
+use retryq::{DeadReason, Error, ErrorKind, MAX_ATTEMPTS};
+use serde::Serialize;
+
+use super::{CliError, Db, Deadline, print_json};
+
+#[derive(clap::Args, Debug)]
+#[group(id = "which", required = true, multiple = false, args = ["id", "all_dead"])]
+pub struct Args {
+    #[command(flatten)]
+    db: Db,
+    /// The dead job to redrive.
+    #[arg(long, value_name = "ID", value_parser = super::name)]
+    id: Option<String>,
+    /// Every dead job (with --reason, only those dead for it).
+    #[arg(long)]
+    all_dead: bool,
+    /// With --all-dead: only jobs dead for this reason (exhausted, deadline, permanent).
+    #[arg(long, value_name = "R", conflicts_with = "id", value_parser = super::dead::reason)]
+    reason: Option<DeadReason>,
+    /// How many attempts to grant beyond those spent (1 to 2^31-1).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS))]
+    add_attempts: u64,
+    #[command(flatten)]
+    deadline: Deadline,
+}
+
+/// One job's line, keys in this order.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Line<'a> {
+    Ok {
+        ok: &'static str,
+        id: &'a str,
+    },
+    Refused {
+        error: &'static str,
+        id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let now = super::now()?;
+    let deadline = args.deadline.at(now)?;
+    let mut queue = args.db.open_write(false)?;
+    let results = match &args.id {
+        Some(id) => match queue.redrive(id, now, args.add_attempts, deadline) {
+            Err(e) if e.kind() == ErrorKind::Storage => return Err(args.db.explain(e)),
+            result => vec![(id.clone(), result)],
+        },
+        None => queue
+            .redrive_dead(args.reason, now, args.add_attempts, deadline)
+            .map_err(|e| args.db.explain(e))?,
+    };
+    let mut refused = 0;
+    for (id, result) in &results {
+        let line = match result {
+            Ok(()) => Line::Ok { ok: "redriven", id },
+            Err(Error::NotDead { status, .. }) => {
+                Line::Refused { error: "not_dead", id, status: Some(status.as_str()), detail: None }
+            }
+            Err(Error::InvalidInput { field, reason }) => Line::Refused {
+                error: "invalid_input",
+                id,
+                status: None,
+                detail: Some(format!("{field}: {reason}")),
+            },
+            Err(e) => Line::Refused { error: e.kind().code(), id, status: None, detail: None },
+        };
+        if result.is_err() {
+            refused += 1;
+        }
+        print_json(&line)?;
+    }
+    if args.id.is_none() {
+        eprintln!("redriven {} of {} dead jobs", results.len() - refused, results.len());
+    }
+    Ok(if refused == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

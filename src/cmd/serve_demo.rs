@@ -1,0 +1,112 @@
+//! `retryq serve-demo [--port P] [--slow-ms N] [--slow-rate R] [--fail-rate R] [--fail-status S]
+//! [--retry-after S] [--pushback-ms N] [--seed S] [--threads N] [--stats-every MS]`: the
+//! snack warehouse (`retryq_demo::Server`) on 127.0.0.1 until SIGINT or SIGTERM.
+//!
+//! Standard output is JSON Lines: `{"listening":"http://127.0.0.1:PORT/orders"}` once
+//! listening, `{"stats":{…}}` every `--stats-every` ms, and `{"summary":{…}}` when stopped
+//! by a signal (then exit 0). A one-line summary in words goes to standard error.
+
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use retryq_demo::{Config, Server, StartError, Stats};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use super::{CliError, print_json};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The port on 127.0.0.1; 0 picks a free one (printed).
+    #[arg(long, value_name = "P", default_value_t = 0)]
+    port: u16,
+    /// How long a slow order request takes before it is decided and answered (the order is
+    /// accepted even if the sender gave up meanwhile).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    slow_ms: u64,
+    /// The share of order requests that are slow, 0 to 1.
+    #[arg(long, value_name = "R", allow_negative_numbers = true, default_value_t = 1.0)]
+    slow_rate: f64,
+    /// The share of order requests that fail on purpose, 0 to 1.
+    #[arg(long, value_name = "R", allow_negative_numbers = true, default_value_t = 0.0)]
+    fail_rate: f64,
+    /// The status a failure is answered with (400 to 599).
+    #[arg(long, value_name = "S", allow_negative_numbers = true, default_value_t = 503)]
+    fail_status: u16,
+    /// Send `Retry-After: S` (seconds) with each failure.
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    retry_after: Option<u64>,
+    /// Send `Retry-Pushback-Ms: N` with each failure: a delay, or negative for "do not retry".
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pushback_ms: Option<i64>,
+    /// The seed of the failure draws.
+    #[arg(long, value_name = "S", allow_negative_numbers = true, default_value_t = 0)]
+    seed: u64,
+    /// How many requests are served at once (1 to 1024).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = 16)]
+    threads: usize,
+    /// Print the counts every MS milliseconds (0: only at the end).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    stats_every: u64,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let config = Config {
+        slow: Duration::from_millis(args.slow_ms),
+        slow_rate: args.slow_rate,
+        fail_rate: args.fail_rate,
+        fail_status: args.fail_status,
+        retry_after_s: args.retry_after,
+        pushback_ms: args.pushback_ms,
+        seed: args.seed,
+        threads: args.threads,
+    };
+    config.validate().map_err(|e| CliError::flag(&format!("--{}", e.field.replace('_', "-")), e.reason))?;
+    // Listen for signals before anything is printed, so that a signal sent as soon as the
+    // address is read is not lost.
+    let mut signals = Signals::new([SIGTERM, SIGINT])?;
+    let server = Server::start(config, args.port).map_err(|e| match e {
+        StartError::Listen { .. } => CliError::flag("--port", e),
+        other => CliError::Other(other.to_string()),
+    })?;
+    print_json(&Line::Listening(server.url()))?;
+    let (tx, rx) = mpsc::channel();
+    thread::Builder::new().name("retryq-signals".into()).spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            let _ = tx.send(signal);
+        }
+    })?;
+    let every = (args.stats_every > 0).then(|| Duration::from_millis(args.stats_every));
+    loop {
+        let signalled = match every {
+            Some(every) => rx.recv_timeout(every),
+            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        match signalled {
+            Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => print_json(&Line::Stats(server.stats()))?,
+        }
+    }
+    let stats = server.stop();
+    print_json(&Line::Summary(stats))?;
+    eprintln!("retryq serve-demo: {}", words(&stats));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A line of standard output: an object with one field, its fields in `Stats`' order.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Line {
+    Listening(String),
+    Stats(Stats),
+    Summary(Stats),
+}
+
+fn words(s: &Stats) -> String {
+    format!(
+        "{} requests received, {} distinct orders accepted, {} duplicates dropped, {} failed on purpose, {} rejected",
+        s.requests, s.orders, s.duplicates, s.failed, s.rejected
+    )
+}

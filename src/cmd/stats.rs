@@ -1,0 +1,107 @@
+//! `retryq stats [--json | --prometheus]`: counts by status and dead reason, expired leases,
+//! and the oldest open job's age, at the current time.
+//!
+//! `--json` prints SPEC section 5's `stats` result (`{"ok":"stats",…}`); `--prometheus` the
+//! text exposition format, for a node exporter's textfile collector or a scrape wrapper.
+
+use std::process::ExitCode;
+
+use retryq::Stats;
+use retryq_conformance::sqlite::stats_view;
+use retryq_model::{Reply, Response};
+
+use super::{CliError, Db, print_json};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    db: Db,
+    /// Print SPEC section 5's stats object, one JSON line.
+    #[arg(long, conflicts_with = "prometheus")]
+    json: bool,
+    /// Print Prometheus text exposition format.
+    #[arg(long)]
+    prometheus: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let mut queue = args.db.open_read()?;
+    let now = super::now()?;
+    let stats = queue.stats(now).map_err(|e| args.db.explain(e))?;
+    if args.json {
+        print_json(&Response::Ok(Reply::Stats(stats_view(&stats))))?;
+    } else if args.prometheus {
+        print!("{}", prometheus(&stats));
+    } else {
+        print!("{}", human(&stats));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human(s: &Stats) -> String {
+    let oldest = s.oldest_open_age_ms.map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"));
+    format!(
+        "pending         {}\nleased          {} ({} expired)\ndone            {}\n\
+         dead            {} (exhausted {}, deadline {}, permanent {})\noldest open age {oldest}\n",
+        s.pending,
+        s.leased,
+        s.leased_expired,
+        s.done,
+        s.dead,
+        s.dead_exhausted,
+        s.dead_deadline,
+        s.dead_permanent
+    )
+}
+
+/// The exposition format. The oldest open age has no sample when no job is open (the SPEC's
+/// `null`): an absent series, not a misleading 0.
+fn prometheus(s: &Stats) -> String {
+    let mut out = String::new();
+    out.push_str("# HELP retryq_jobs Jobs in the store by status.\n# TYPE retryq_jobs gauge\n");
+    for (status, n) in [("pending", s.pending), ("leased", s.leased), ("done", s.done), ("dead", s.dead)] {
+        out.push_str(&format!("retryq_jobs{{status=\"{status}\"}} {n}\n"));
+    }
+    out.push_str("# HELP retryq_dead_jobs Dead jobs by reason.\n# TYPE retryq_dead_jobs gauge\n");
+    for (reason, n) in
+        [("exhausted", s.dead_exhausted), ("deadline", s.dead_deadline), ("permanent", s.dead_permanent)]
+    {
+        out.push_str(&format!("retryq_dead_jobs{{reason=\"{reason}\"}} {n}\n"));
+    }
+    out.push_str(
+        "# HELP retryq_leased_expired_jobs Leased jobs whose lease has expired (their worker may have died).\n\
+         # TYPE retryq_leased_expired_jobs gauge\n",
+    );
+    out.push_str(&format!("retryq_leased_expired_jobs {}\n", s.leased_expired));
+    out.push_str(
+        "# HELP retryq_oldest_open_age_seconds Age of the oldest pending or leased job.\n\
+         # TYPE retryq_oldest_open_age_seconds gauge\n",
+    );
+    if let Some(ms) = s.oldest_open_age_ms {
+        out.push_str(&format!("retryq_oldest_open_age_seconds {}.{:03}\n", ms / 1000, ms % 1000));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_has_a_sample_per_status_and_reason() {
+        let s = Stats {
+            pending: 3,
+            dead: 2,
+            dead_deadline: 2,
+            oldest_open_age_ms: Some(1500),
+            ..Stats::default()
+        };
+        let text = prometheus(&s);
+        assert!(text.contains("retryq_jobs{status=\"pending\"} 3\n"), "{text}");
+        assert!(text.contains("retryq_dead_jobs{reason=\"deadline\"} 2\n"), "{text}");
+        assert!(text.contains("retryq_oldest_open_age_seconds 1.500\n"), "{text}");
+        let none = prometheus(&Stats::default());
+        assert!(!none.contains("retryq_oldest_open_age_seconds 0"), "{none}");
+        assert!(none.contains("# TYPE retryq_oldest_open_age_seconds gauge"), "{none}");
+    }
+}

@@ -1,0 +1,261 @@
+//! `retryq work --worker NAME (--exec 'CMD' | --url URL…) [--lease-ms] [--base-ms] [--cap-ms]
+//! [--timeout-ms] [--until-idle]` and, with `--url`, the HTTP transport's flags: a worker
+//! process (the loop is `retryq_worker::work`, the transports `Exec` and `Http`).
+//!
+//! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
+//! one line per attempt. Exit 0 after SIGTERM or SIGINT (the attempt under way finished
+//! and was recorded) or, with `--until-idle`, once no job is pending or leased; 128 + N on
+//! a second signal N; 1 if the store failed; 2 for a wrong flag.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use retryq::{MAX_INT, Settings};
+use retryq_control::{FaultTable, TpsBudget};
+use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
+use retryq_worker::{Config, ConfigError, Exec, Http, Stop, Transport, WorkError};
+use tracing_subscriber::EnvFilter;
+
+use super::{CliError, Db};
+
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("transport").required(true).args(["exec", "url"])))]
+pub struct Args {
+    #[command(flatten)]
+    db: Db,
+    /// The name this worker holds its leases under (1 to 256 bytes).
+    #[arg(long, value_name = "NAME", value_parser = super::name)]
+    worker: String,
+    /// The command run per attempt, with `sh -c`: payload on stdin, RETRYQ_JOB_ID and
+    /// RETRYQ_ATTEMPT in the environment; exit 0 ok, 75 retryable, 65 permanent.
+    #[arg(long, value_name = "CMD")]
+    exec: Option<String>,
+    /// POST each attempt's payload to this URL (http or https), with Idempotency-Key and
+    /// Retry-Attempt headers. Repeat for several receivers: a retry avoids the one that
+    /// failed.
+    #[arg(long, value_name = "URL")]
+    url: Vec<String>,
+    #[command(flatten)]
+    http: HttpArgs,
+    /// How long a claim holds a job; must be longer than --timeout-ms.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    lease_ms: u64,
+    /// The first retry's backoff window.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=MAX_INT))]
+    base_ms: u64,
+    /// The largest backoff window.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_INT))]
+    cap_ms: u64,
+    /// The longest one attempt may run (also never past the job's deadline); then its
+    /// process group is killed and the attempt counts as retryable.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    timeout_ms: u64,
+    /// Exit once no job is pending or leased.
+    #[arg(long)]
+    until_idle: bool,
+}
+
+/// The HTTP transport's flags (docs/retry-control.md, "The worker's HTTP transport").
+#[derive(clap::Args, Debug)]
+struct HttpArgs {
+    /// Statuses retried, as codes and ranges: `408,429,500-504`. Default
+    /// 408,429,500,502,503,504. Connection errors and timeouts are always retried.
+    #[arg(long, value_name = "LIST", conflicts_with = "exec")]
+    retry_status: Option<String>,
+    /// Statuses that quarantine the job at once. Default: every 4xx not retried. 2xx is
+    /// always ok; a status in neither list is unclassified (the job waits for its lease).
+    #[arg(long, value_name = "LIST", conflicts_with = "exec")]
+    permanent_status: Option<String>,
+    /// Per target (host and port): retries allowed per request sent, over the budget's
+    /// window (Finagle's and tower's retry budget).
+    #[arg(
+        long,
+        value_name = "RATIO",
+        allow_negative_numbers = true,
+        default_value_t = 0.2,
+        conflicts_with = "exec"
+    )]
+    retry_budget_ratio: f64,
+    /// Per target: retries a second allowed whatever the traffic.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 10,
+        conflicts_with = "exec"
+    )]
+    retry_budget_min_per_sec: u32,
+    /// The budget's window (1000 to 60000). A retry the budget refuses is not sent; it
+    /// counts as retryable and waits at least a tenth of the window.
+    #[arg(
+        long,
+        value_name = "MS",
+        allow_negative_numbers = true,
+        default_value_t = 10_000,
+        conflicts_with = "exec"
+    )]
+    retry_budget_ttl_ms: u64,
+    /// Latency bands of the URL selector, ascending: a URL whose answer took at least a band
+    /// is left out for that band's duration. Default RocketMQ's 50,100,550,1000,2000,3000,15000.
+    #[arg(long, value_name = "LIST", conflicts_with = "exec")]
+    fault_latency_ms: Option<String>,
+    /// How long a URL is left out, per band; a failure counts as the top band. Default
+    /// RocketMQ's 0,0,30000,60000,120000,180000,600000.
+    #[arg(long, value_name = "LIST", conflicts_with = "exec")]
+    fault_unavailable_ms: Option<String>,
+    /// The Content-Type of each POST.
+    #[arg(long, value_name = "TYPE", default_value = "text/plain; charset=utf-8", conflicts_with = "exec")]
+    content_type: String,
+}
+
+impl HttpArgs {
+    fn options(&self) -> Result<HttpOptions, CliError> {
+        let list = |flag: &str, text: &Option<String>| -> Result<Option<Vec<u16>>, CliError> {
+            text.as_deref().map(StatusTable::parse_list).transpose().map_err(|e| CliError::flag(flag, e))
+        };
+        let retryable = list("--retry-status", &self.retry_status)?;
+        let permanent = list("--permanent-status", &self.permanent_status)?;
+        let statuses = StatusTable::new(
+            retryable.unwrap_or_else(|| retryq_worker::http::DEFAULT_RETRYABLE.to_vec()),
+            permanent,
+        )
+        .map_err(|e| {
+            let flag = if e.list == "permanent" { "--permanent-status" } else { "--retry-status" };
+            CliError::flag(flag, e)
+        })?;
+        let budget =
+            TpsBudget::new(self.retry_budget_ttl_ms, self.retry_budget_min_per_sec, self.retry_budget_ratio)
+                .map_err(|e| {
+                    let flag = match e.field {
+                        "ttl_ms" => "--retry-budget-ttl-ms",
+                        "retry_ratio" => "--retry-budget-ratio",
+                        _ => "--retry-budget-min-per-sec",
+                    };
+                    CliError::flag(flag, e.reason)
+                })?;
+        let rocketmq = FaultTable::rocketmq();
+        let faults = match (&self.fault_latency_ms, &self.fault_unavailable_ms) {
+            (None, None) => rocketmq,
+            (latency, unavailable) => {
+                let latency = numbers(
+                    "--fault-latency-ms",
+                    latency.as_deref(),
+                    &retryq_control::nodes::ROCKETMQ_LATENCY_MAX_MS,
+                )?;
+                let unavailable = numbers(
+                    "--fault-unavailable-ms",
+                    unavailable.as_deref(),
+                    &retryq_control::nodes::ROCKETMQ_NOT_AVAILABLE_MS,
+                )?;
+                if latency.len() != unavailable.len() {
+                    let flag = if self.fault_unavailable_ms.is_some() {
+                        "--fault-unavailable-ms"
+                    } else {
+                        "--fault-latency-ms"
+                    };
+                    return Err(CliError::flag(
+                        flag,
+                        format!(
+                            "{} durations for {} latency bands: --fault-latency-ms and --fault-unavailable-ms \
+                             need one entry each per band (the default tables have 7)",
+                            unavailable.len(),
+                            latency.len()
+                        ),
+                    ));
+                }
+                FaultTable::new(latency, unavailable).map_err(|e| {
+                    let flag = if e.field == "latency_max_ms" {
+                        "--fault-latency-ms"
+                    } else {
+                        "--fault-unavailable-ms"
+                    };
+                    CliError::flag(flag, e.reason)
+                })?
+            }
+        };
+        Ok(HttpOptions {
+            statuses,
+            faults,
+            budget,
+            budget_wait: Duration::from_millis(self.retry_budget_ttl_ms / 10),
+            content_type: self.content_type.clone(),
+        })
+    }
+}
+
+/// A comma-separated list of milliseconds, or `default` when not given.
+fn numbers(flag: &str, text: Option<&str>, default: &[u64]) -> Result<Vec<u64>, CliError> {
+    let Some(text) = text else { return Ok(default.to_vec()) };
+    text.split(',')
+        .map(|item| match item.trim().parse::<u64>() {
+            Ok(ms) if ms <= MAX_INT => Ok(ms),
+            _ => Err(CliError::flag(flag, format!("{:?} is not a number of milliseconds", item.trim()))),
+        })
+        .collect()
+}
+
+/// The transport the flags name.
+fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
+    if let Some(command) = &args.exec {
+        return Ok(Box::new(Exec::new(command.clone()).with_stop(stop)));
+    }
+    let options = args.http.options()?;
+    let statuses = options.statuses.to_string();
+    let http = Http::new(&args.url, options).map_err(|e| match e {
+        HttpError::ContentType(_) => CliError::flag("--content-type", e),
+        other => CliError::flag("--url", other),
+    })?;
+    tracing::info!(urls = ?args.url, statuses, "posting each attempt to one of the URLs");
+    Ok(Box::new(http))
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    if args.exec.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return Err(CliError::flag("--exec", "must not be empty"));
+    }
+    let config = Config {
+        settings: Settings { lease_ms: args.lease_ms, base_ms: args.base_ms, cap_ms: args.cap_ms },
+        timeout: Duration::from_millis(args.timeout_ms),
+        until_idle: args.until_idle,
+        ..Config::new(args.worker.clone())
+    };
+    config.validate().map_err(|e| match e {
+        ConfigError::LeaseNotLonger { lease_ms, timeout_ms } => CliError::flag(
+            "--lease-ms",
+            format!(
+                "{lease_ms} ms must be longer than --timeout-ms ({timeout_ms} ms): an attempt could outlive \
+                 its lease, and another worker would claim the job while the command still runs"
+            ),
+        ),
+        other => CliError::Usage(other.to_string()),
+    })?;
+    let stop = Stop::new();
+    init_logging();
+    let mut transport = transport(&args, &stop)?;
+    stop.on_signals()?;
+    let mut queue = args.db.open_write(true)?;
+    match retryq_worker::work(&mut queue, &config, &mut transport, &stop) {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(WorkError::Queue(e)) => Err(args.db.explain(e)),
+        Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
+        Err(e) => Err(CliError::Other(e.to_string())),
+    }
+}
+
+/// Logs to standard error, filtered by `RUST_LOG` (default `info`).
+fn init_logging() {
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
+            eprintln!("retryq: RUST_LOG={spec:?} is not a filter ({e}); logging at info");
+            EnvFilter::new("info")
+        }),
+        Err(_) => EnvFilter::new("info"),
+    };
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    // Only fails if a subscriber is already set, which then keeps logging.
+    let _ = subscriber.try_init();
+}

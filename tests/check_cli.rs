@@ -1,0 +1,124 @@
+//! `retryq check` and `retryq explore` as a user runs them.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn retryq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retryq")).args(args).output().expect("retryq runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn json_report_has_every_property_with_its_kind_and_status() {
+    let output = retryq(&["check", "--jobs", "1", "--horizon", "5", "--json"]);
+    assert!(output.status.success(), "{}", stdout(&output));
+    let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
+    for key in ["unique_states", "states", "max_depth"] {
+        assert!(report[key].as_u64().is_some_and(|n| n > 0), "{key}");
+    }
+    assert!(report["seconds"].as_f64().is_some());
+    assert_eq!(report["unique_states"], 1478);
+    let properties = report["properties"].as_array().expect("properties");
+    assert_eq!(properties.len(), 14);
+    let kinds = |kind: &str| properties.iter().filter(|p| p["kind"] == kind).count();
+    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (8, 1, 5));
+    for p in properties {
+        let expected = if p["kind"] == "sometimes" { "found" } else { "holds" };
+        assert_eq!(p["status"], expected, "{p}");
+    }
+}
+
+#[test]
+fn a_missing_example_fails_the_check() {
+    // Up to 4 ms no job can be claimed again after its lease expires: no stale completion.
+    let output = retryq(&["check", "--horizon", "4", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains(r#""status":"not_found""#));
+}
+
+#[test]
+fn a_seeded_bug_gives_a_counterexample_that_replays_on_sqlite() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let file = dir.path().join("ce.jsonl");
+    let file_arg = file.to_str().expect("utf-8 path");
+    let output = retryq(&[
+        "check",
+        "--bug",
+        "rollback-attempt-on-crash",
+        "--jobs",
+        "1",
+        "--horizon",
+        "5",
+        "--out",
+        file_arg,
+    ]);
+    assert_eq!(output.status.code(), Some(1), "a violation fails the check");
+    let report = stdout(&output);
+    assert!(report.contains("violated  (counterexample: 2 steps)"), "{report}");
+    let trace = std::fs::read_to_string(&file).expect("counterexample written");
+    let ops: Vec<&str> = trace.lines().filter(|l| l.starts_with('{')).collect();
+    let model: Vec<&str> = trace.lines().filter_map(|l| l.strip_prefix("#   model: ")).collect();
+    assert_eq!(ops.len(), 4, "config, enqueue, the crash, get:\n{trace}");
+    let replayed = retryq(&["replay", file_arg]);
+    assert!(replayed.status.success());
+    let sqlite: Vec<String> = stdout(&replayed).lines().map(String::from).collect();
+    assert_eq!(sqlite.len(), ops.len(), "one output line per operation");
+    assert_eq!(sqlite[..3], model[..3], "the same up to the crash");
+    assert!(sqlite[3].contains(r#""attempts":1"#), "SQLite keeps the spent attempt: {}", sqlite[3]);
+    assert!(model[3].contains(r#""attempts":0"#), "the buggy model gave it back: {}", model[3]);
+}
+
+#[test]
+fn list_bugs_names_every_bug_and_unknown_names_are_refused() {
+    let output = retryq(&["check", "--list-bugs"]);
+    assert!(output.status.success());
+    let listed = stdout(&output);
+    for bug in retryq_model::Bug::ALL {
+        assert!(listed.contains(bug.name()), "{bug}");
+    }
+    let output = retryq(&["check", "--bug", "no-such-bug"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("rollback-attempt-on-crash"));
+}
+
+/// Kills the child when dropped, so a failing test leaves no server behind.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn explore_serves_the_explorer_on_loopback() {
+    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let child = Command::new(env!("CARGO_BIN_EXE_retryq"))
+        .args(["explore", "--port", &port.to_string(), "--jobs", "1", "--horizon", "3"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("retryq explore starts");
+    let _server = Running(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let response = loop {
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+            stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+            stream
+                .write_all(b"GET /.status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                .expect("request");
+            let mut response = String::new();
+            let _ = stream.read_to_string(&mut response);
+            break response;
+        }
+        assert!(Instant::now() < deadline, "explore never listened on {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("QueueModel"), "{response}");
+}

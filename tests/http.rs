@@ -1,0 +1,461 @@
+//! `retryq work --url` against `retryq serve-demo`, both as processes on 127.0.0.1: duplicates
+//! dropped, pushback stored, permanent statuses, node avoidance across URLs, timeouts within
+//! the deadline, and the flags of both commands.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use retryq::{DeadReason, Job, NewJob, OpenOptions, Queue, Status};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_retryq");
+const PROXIES: [&str; 6] =
+    ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"];
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis() as u64
+}
+
+/// A `retryq serve-demo` process.
+struct Demo {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    url: String,
+    base: String,
+}
+
+impl Demo {
+    fn start(flags: &[&str]) -> Demo {
+        let mut child = Command::new(BIN)
+            .args(["serve-demo", "--port", "0"])
+            .args(flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn serve-demo");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("first line");
+        let first: Value = serde_json::from_str(&line).expect("a JSON line");
+        let url = first["listening"].as_str().expect("listening").to_owned();
+        let base = url.trim_end_matches("/orders").to_owned();
+        Demo { child, stdout, url, base }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let mut response = ureq::get(format!("{}{path}", self.base)).call().expect("get");
+        serde_json::from_str(&response.body_mut().read_to_string().expect("body")).expect("json")
+    }
+
+    fn stats(&self) -> Value {
+        self.get("/stats")
+    }
+
+    /// Waits (at most 5 s) until no request is being served, then the counts.
+    fn settled(&self) -> Value {
+        let start = Instant::now();
+        loop {
+            let stats = self.stats();
+            if stats["in_flight"] == 0 || start.elapsed() > Duration::from_secs(5) {
+                return stats;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn inbox_keys(&self) -> Vec<String> {
+        let inbox = self.get("/inbox");
+        let orders = inbox["orders"].as_array().expect("orders");
+        orders.iter().map(|o| o["key"].as_str().expect("key").to_owned()).collect()
+    }
+
+    /// Sends `signal`; the exit status, the `summary` line and standard error.
+    fn stop(mut self, signal: &str) -> (ExitStatus, Value, String) {
+        kill(self.child.id(), signal);
+        let status = wait(&mut self.child, Duration::from_secs(5));
+        let mut summary = Value::Null;
+        for line in (&mut self.stdout).lines() {
+            let line: Value = serde_json::from_str(&line.expect("line")).expect("a JSON line");
+            if line.get("summary").is_some() {
+                summary = line["summary"].clone();
+            }
+        }
+        let mut err = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
+        }
+        (status, summary, err)
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn kill(pid: u32, signal: &str) {
+    let status = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().expect("kill");
+    assert!(status.success());
+}
+
+/// Waits for `child`, killing it if it is still running after `within`.
+fn wait(child: &mut Child, within: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if start.elapsed() > within {
+            let _ = child.kill();
+            panic!("pid {} did not exit within {within:?}", child.id());
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A database in a temporary directory.
+struct Store {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+}
+
+impl Store {
+    fn new() -> Store {
+        let dir = tempfile::Builder::new().prefix("retryq-http-").tempdir().expect("tempdir");
+        let db = dir.path().join("q.db");
+        Store { _dir: dir, db }
+    }
+
+    fn enqueue(&self, id: &str, payload: &str, max_attempts: u64, ttl_ms: u64) -> u64 {
+        let mut q = Queue::open(&self.db).expect("open");
+        let now = now_ms();
+        q.enqueue(&NewJob { id, payload, max_attempts, deadline: now + ttl_ms, now }).expect("enqueue");
+        now + ttl_ms
+    }
+
+    fn queue(&self) -> Queue {
+        let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
+        Queue::open_with(&self.db, &options).expect("open")
+    }
+
+    fn job(&self, id: &str) -> Job {
+        self.queue().get(id).expect("get").expect("job")
+    }
+
+    fn worker(&self, urls: &[&str], flags: &[&str]) -> Child {
+        let mut command = Command::new(BIN);
+        command.args(["work", "--worker", "w1"]).arg("--db").arg(&self.db);
+        for url in urls {
+            command.args(["--url", url]);
+        }
+        for proxy in PROXIES {
+            command.env_remove(proxy);
+        }
+        command
+            .args(flags)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn worker")
+    }
+
+    /// Runs a worker `--until-idle`; its log. It must exit 0 within `within`.
+    fn work_until_idle(&self, urls: &[&str], flags: &[&str], within: Duration) -> String {
+        let mut child = self.worker(urls, &[&["--until-idle"], flags].concat());
+        let status = wait(&mut child, within);
+        let out = child.wait_with_output().expect("output");
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(status.code(), Some(0), "{log}");
+        log
+    }
+
+    fn audit_is_clean(&self) {
+        let audit = self.queue().audit().expect("audit");
+        assert!(audit.is_clean(), "{:?}", audit.violations);
+    }
+}
+
+/// A URL nothing listens on.
+fn dead_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    format!("http://{}/orders", listener.local_addr().expect("addr"))
+}
+
+/// Short backoff (10 ms doubling to 50), a 5 s lease and a 2 s timeout.
+const FAST: [&str; 8] = ["--base-ms", "10", "--cap-ms", "50", "--lease-ms", "5000", "--timeout-ms", "2000"];
+
+#[test]
+fn a_flaky_slow_warehouse_gets_every_order_once() {
+    // 30 % of requests fail with 503; a quarter take 500 ms, past the worker's 200 ms
+    // timeout, and are decided all the same (accepted, unless they fail): the sender retries,
+    // the inbox drops the repeat.
+    let demo = Demo::start(&["--fail-rate", "0.3", "--slow-ms", "500", "--slow-rate", "0.25", "--seed", "7"]);
+    let store = Store::new();
+    let ids: Vec<String> = (0..30).map(|i| format!("order-{i:02}")).collect();
+    for id in &ids {
+        store.enqueue(id, &format!("{{\"snack\":\"{id}\"}}"), 8, 60_000);
+    }
+    let start = Instant::now();
+    let log = store.work_until_idle(
+        &[&demo.url],
+        &["--base-ms", "10", "--cap-ms", "50", "--lease-ms", "5000", "--timeout-ms", "200"],
+        Duration::from_secs(20),
+    );
+    let took = start.elapsed();
+    let stats = demo.settled();
+    let jobs: Vec<Job> = ids.iter().map(|id| store.job(id)).collect();
+    let attempts: u64 = jobs.iter().map(|j| j.attempts).sum();
+    let done: Vec<&str> = jobs.iter().filter(|j| j.status == Status::Done).map(|j| j.id.as_str()).collect();
+    assert!(jobs.iter().all(|j| matches!(j.status, Status::Done | Status::Dead)), "{jobs:?}");
+    assert!(jobs.iter().all(|j| j.last_node.as_deref() == Some(demo.url.as_str())), "{jobs:?}");
+    // Each claim was one request; the inbox holds each order once, and every done job's.
+    let n = |field: &str| stats[field].as_u64().expect(field);
+    assert_eq!(n("requests"), attempts, "one POST per attempt: {stats}\n{log}");
+    assert_eq!(n("requests"), n("orders") + n("duplicates") + n("failed") + n("in_flight"), "{stats}");
+    assert!(n("requests") > n("orders") && n("failed") > 0 && n("duplicates") > 0, "{stats}");
+    let keys = demo.inbox_keys();
+    let mut distinct = keys.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), keys.len(), "an order twice in the inbox: {keys:?}");
+    assert!(done.iter().all(|id| keys.iter().any(|k| k == id)), "a done job's order is missing");
+    assert!(keys.iter().all(|k| ids.contains(k)));
+    eprintln!(
+        "flaky warehouse: {} jobs ({} done) in {took:?}: {attempts} attempts; warehouse {stats}",
+        ids.len(),
+        done.len()
+    );
+    for dead in jobs.iter().filter(|j| j.status == Status::Dead) {
+        eprintln!(
+            "  dead: {} {:?} after {} attempts: {:?}",
+            dead.id, dead.dead_reason, dead.attempts, dead.last_error
+        );
+    }
+    store.audit_is_clean();
+    let (status, summary, err) = demo.stop("TERM");
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(summary["requests"], stats["requests"]);
+    assert!(err.contains("requests received") && err.contains("distinct orders accepted"), "{err}");
+}
+
+#[test]
+fn retry_after_shifts_the_stored_reservation() {
+    let demo = Demo::start(&["--fail-rate", "1", "--retry-after", "30"]);
+    let store = Store::new();
+    store.enqueue("a", "crisps", 3, 120_000);
+    let before = now_ms();
+    let mut worker = store.worker(&[&demo.url], &FAST);
+    let start = Instant::now();
+    while store.job("a").attempts == 0 || store.job("a").status != Status::Pending {
+        assert!(start.elapsed() < Duration::from_secs(5), "no attempt recorded");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let after = now_ms();
+    kill(worker.id(), "TERM");
+    assert_eq!(wait(&mut worker, Duration::from_secs(5)).code(), Some(0));
+    let job = store.job("a");
+    // Without the pushback the backoff would be at most 10 ms.
+    let at = job.available_at.expect("reserved");
+    assert!(at >= before + 30_000 && at <= after + 30_000, "{before} {at} {after}");
+    let error = job.last_error.expect("error");
+    assert!(error.contains("HTTP 503") && error.contains("Retry-After: 30"), "{error}");
+    assert_eq!(job.last_node.as_deref(), Some(demo.url.as_str()));
+    assert_eq!(demo.stats()["requests"], 1, "no retry before the reservation");
+}
+
+#[test]
+fn retry_after_past_the_deadline_ends_the_job_now() {
+    let demo = Demo::start(&["--fail-rate", "1", "--retry-after", "120"]);
+    let store = Store::new();
+    store.enqueue("a", "crisps", 5, 10_000);
+    let start = Instant::now();
+    store.work_until_idle(&[&demo.url], &FAST, Duration::from_secs(5));
+    assert!(start.elapsed() < Duration::from_secs(5));
+    let job = store.job("a");
+    assert_eq!((job.status, job.dead_reason, job.attempts), (Status::Dead, Some(DeadReason::Deadline), 1));
+    assert!(job.last_error.expect("error").contains("no retry sooner than 120000 ms"));
+}
+
+#[test]
+fn a_dont_retry_pushback_is_permanent_with_the_reason() {
+    let demo = Demo::start(&["--fail-rate", "1", "--pushback-ms", "-1", "--stats-every", "50"]);
+    let store = Store::new();
+    store.enqueue("a", "crisps", 5, 60_000);
+    store.work_until_idle(&[&demo.url], &FAST, Duration::from_secs(5));
+    let job = store.job("a");
+    assert_eq!((job.status, job.dead_reason, job.attempts), (Status::Dead, Some(DeadReason::Permanent), 1));
+    let error = job.last_error.expect("error");
+    assert!(error.contains("Retry-Pushback-Ms: -1: the receiver asked not to be retried"), "{error}");
+    // `retryq dead` shows it to the operator.
+    let out = Command::new(BIN).args(["dead", "--json"]).arg("--db").arg(&store.db).output().expect("dead");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("asked not to be retried"));
+    thread::sleep(Duration::from_millis(120));
+    let (status, summary, _) = demo.stop("INT");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!((summary["requests"].as_u64(), summary["failed"].as_u64()), (Some(1), Some(1)));
+}
+
+#[test]
+fn a_400_is_permanent() {
+    // The warehouse refuses an empty order with 400; the other job goes through.
+    let demo = Demo::start(&[]);
+    let store = Store::new();
+    store.enqueue("empty", "", 5, 60_000);
+    store.enqueue("crisps", "crisps", 5, 60_000);
+    store.work_until_idle(&[&demo.url], &FAST, Duration::from_secs(5));
+    let empty = store.job("empty");
+    assert_eq!(
+        (empty.status, empty.dead_reason, empty.attempts),
+        (Status::Dead, Some(DeadReason::Permanent), 1)
+    );
+    let error = empty.last_error.expect("error");
+    assert!(error.starts_with("HTTP 400 Bad Request from ") && error.contains("empty order"), "{error}");
+    assert_eq!(store.job("crisps").status, Status::Done);
+    // Configured: a 409 from the warehouse, made permanent by the table.
+    let demo = Demo::start(&["--fail-rate", "1", "--fail-status", "409"]);
+    store.enqueue("b", "nuts", 5, 60_000);
+    store.work_until_idle(
+        &[&demo.url],
+        &[&FAST[..], &["--retry-status", "503"]].concat(),
+        Duration::from_secs(5),
+    );
+    let b = store.job("b");
+    assert_eq!((b.status, b.dead_reason), (Status::Dead, Some(DeadReason::Permanent)));
+}
+
+#[test]
+fn a_dead_url_gets_one_attempt_and_the_rest_go_to_the_live_one() {
+    let demo = Demo::start(&[]);
+    let dead = dead_url();
+    let store = Store::new();
+    let ids = ["a", "b", "c", "d", "e"];
+    for id in ids {
+        store.enqueue(id, "crisps", 3, 60_000);
+    }
+    store.work_until_idle(&[&dead, &demo.url], &FAST, Duration::from_secs(5));
+    let jobs: Vec<Job> = ids.iter().map(|id| store.job(id)).collect();
+    assert!(
+        jobs.iter().all(|j| j.status == Status::Done && j.last_node.as_deref() == Some(demo.url.as_str()))
+    );
+    let attempts: u64 = jobs.iter().map(|j| j.attempts).sum();
+    // One attempt (the first, round robin starting there) reached the dead URL; after that
+    // it was left out (RocketMQ's table: 600 s after a failure).
+    assert_eq!(attempts, 6, "{jobs:?}");
+    assert_eq!(demo.stats()["requests"], 5);
+}
+
+#[test]
+fn a_retry_avoids_the_url_its_last_attempt_reached_even_in_another_worker() {
+    let demo = Demo::start(&[]);
+    let dead = dead_url();
+    let store = Store::new();
+    // A worker that knows only the dead URL spends the job's one attempt there.
+    store.enqueue("a", "crisps", 1, 60_000);
+    store.work_until_idle(&[&dead], &FAST, Duration::from_secs(5));
+    let job = store.job("a");
+    assert_eq!((job.status, job.dead_reason), (Status::Dead, Some(DeadReason::Exhausted)));
+    assert_eq!(job.last_node.as_deref(), Some(dead.as_str()));
+    assert!(job.last_error.expect("error").starts_with(&format!("could not reach {dead}")));
+    // An operator redrives it; a fresh worker, whose round robin starts at the dead URL,
+    // sends the retry to the other one because the job's last attempt reached the first.
+    let db = store.db.to_str().expect("path");
+    let (code, err) = run(&["redrive", "--db", db, "--id", "a", "--add-attempts", "2", "--ttl", "60000"]);
+    assert_eq!(code, Some(0), "{err}");
+    store.work_until_idle(&[&dead, &demo.url], &FAST, Duration::from_secs(5));
+    let job = store.job("a");
+    assert_eq!((job.status, job.attempts), (Status::Done, 2));
+    assert_eq!(job.last_node.as_deref(), Some(demo.url.as_str()));
+    assert_eq!(demo.stats()["requests"], 1);
+    store.audit_is_clean();
+}
+
+#[test]
+fn timeouts_are_retried_and_never_run_past_the_deadline() {
+    let demo = Demo::start(&["--slow-ms", "5000"]);
+    let store = Store::new();
+    let deadline = store.enqueue("a", "crisps", 5, 1_500);
+    let start = Instant::now();
+    store.work_until_idle(
+        &[&demo.url],
+        &["--timeout-ms", "1000", "--base-ms", "10", "--cap-ms", "10", "--lease-ms", "5000"],
+        Duration::from_secs(8),
+    );
+    let took = start.elapsed();
+    let job = store.job("a");
+    // Attempt 1 timed out after 1000 ms and was retried; attempt 2 was given only what was
+    // left before the deadline, then the job died of it.
+    assert_eq!((job.status, job.dead_reason, job.attempts), (Status::Dead, Some(DeadReason::Deadline), 2));
+    let error = job.last_error.expect("error");
+    assert!(error.starts_with("timed out after") && !error.contains("(limit 1000 ms)"), "{error}");
+    let history = store.queue().history("a").expect("history");
+    let end = history.last().expect("entries");
+    assert_eq!(end.to, Status::Dead);
+    assert!(
+        end.at >= deadline && end.at < deadline + 500,
+        "recorded at {} for a deadline of {deadline}",
+        end.at
+    );
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert!(
+        history.iter().filter(|h| h.to == Status::Pending && h.from.is_some()).count() == 1,
+        "{history:?}"
+    );
+}
+
+/// A command's exit status and standard error.
+fn run(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN).args(args).stdin(Stdio::null()).output().expect("run");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn bad_flags_are_refused_by_name() {
+    let store = Store::new();
+    let db = store.db.to_str().expect("path");
+    let work =
+        |flags: &[&str]| run(&[&["work", "--worker", "w", "--db", db, "--until-idle"], flags].concat());
+    for (flags, named) in [
+        (&["--url", "ftp://example.com/"][..], "--url"),
+        (&["--url", "example.com"], "--url"),
+        (&["--url", "http://127.0.0.1:9/", "--retry-status", "200"], "--retry-status"),
+        (&["--url", "http://127.0.0.1:9/", "--retry-status", "5xx"], "--retry-status"),
+        (&["--url", "http://127.0.0.1:9/", "--permanent-status", "503"], "--permanent-status"),
+        (&["--url", "http://127.0.0.1:9/", "--retry-budget-ratio", "-1"], "--retry-budget-ratio"),
+        (&["--url", "http://127.0.0.1:9/", "--retry-budget-ttl-ms", "500"], "--retry-budget-ttl-ms"),
+        (&["--url", "http://127.0.0.1:9/", "--fault-latency-ms", "100,50"], "--fault-latency-ms"),
+        (&["--url", "http://127.0.0.1:9/", "--fault-unavailable-ms", "1,2"], "--fault-unavailable-ms"),
+        (&["--url", "http://127.0.0.1:9/", "--content-type", "a\u{1}b"], "--content-type"),
+        (&["--url", "http://127.0.0.1:9/", "--exec", "true"], "--exec"),
+        (&["--exec", "true", "--retry-status", "503"], "--retry-status"),
+        (&[], "--exec"),
+    ] {
+        let (code, err) = work(flags);
+        assert_eq!(code, Some(2), "{flags:?}: {err}");
+        assert!(err.contains(named), "{flags:?} should name {named}: {err}");
+    }
+    assert!(!store.db.exists(), "a refused worker created the database");
+    let busy = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = busy.local_addr().expect("addr").port().to_string();
+    for (flags, named) in [
+        (&["--fail-rate", "1.5"][..], "--fail-rate"),
+        (&["--fail-rate", "NaN"], "--fail-rate"),
+        (&["--slow-rate", "-0.5"], "--slow-rate"),
+        (&["--fail-status", "200"], "--fail-status"),
+        (&["--threads", "0"], "--threads"),
+        (&["--slow-ms", "-1"], "--slow-ms"),
+        (&["--port", &port], "--port"),
+    ] {
+        let (code, err) = run(&[&["serve-demo"], flags].concat());
+        assert_eq!(code, Some(2), "{flags:?}: {err}");
+        assert!(err.contains(named), "{flags:?} should name {named}: {err}");
+    }
+}

@@ -1,0 +1,360 @@
+//! The exec transport: one shell command per attempt, the outcome read from its exit status.
+//!
+//! The protocol (docs/operating.md has it for operators):
+//!
+//! - the command is run as `sh -c COMMAND`, in a process group of its own;
+//! - its standard input is the job's payload, then end of file; standard output is the
+//!   worker's; standard error is kept (its last [`TAIL_BYTES`]) for the job's `last_error`;
+//! - its environment is the worker's plus `RETRYQ_JOB_ID` and `RETRYQ_ATTEMPT`;
+//! - exit 0 is `ok`; [`EXIT_RETRYABLE`] (75, `EX_TEMPFAIL`) is `retryable`;
+//!   [`EXIT_PERMANENT`] (65, `EX_DATAERR`) is `permanent`;
+//! - past its timeout the whole process group is killed (SIGKILL) and the attempt is
+//!   `retryable`: the receiver may simply have been slow;
+//! - any other exit status, or death by a signal, is unclassified: the job waits for its
+//!   lease to expire.
+//!
+//! When the command ends, whatever it left running in its process group is killed too: an
+//! attempt is over when its command is, and nothing of it may run on into the next attempt.
+//! On Linux the command also gets SIGKILL if the worker dies first, so a worker killed with
+//! SIGKILL does not leave its command running past the lease.
+
+use std::io::{self, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use retryq::{Claimed, Outcome, Report};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
+
+use crate::stop::Stop;
+use crate::transport::{Transport, Unclassified};
+
+/// The exit status that asks for a retry: `EX_TEMPFAIL` of sysexits.h.
+pub const EXIT_RETRYABLE: i32 = 75;
+/// The exit status that quarantines the job: `EX_DATAERR` of sysexits.h.
+pub const EXIT_PERMANENT: i32 = 65;
+/// How much of the end of the command's standard error is kept.
+pub const TAIL_BYTES: usize = 2048;
+/// How long to wait for the standard error stream to close once the command is gone.
+const STDERR_GRACE: Duration = Duration::from_secs(1);
+
+/// Runs a shell command per attempt.
+pub struct Exec {
+    command: String,
+    shell: String,
+    stop: Option<Stop>,
+}
+
+impl Exec {
+    /// A transport that runs `command` with `sh -c`.
+    pub fn new(command: impl Into<String>) -> Exec {
+        Exec { command: command.into(), shell: "sh".into(), stop: None }
+    }
+
+    /// Lets `stop` kill the running command if the process is told to exit at once.
+    pub fn with_stop(mut self, stop: &Stop) -> Exec {
+        self.stop = Some(stop.clone());
+        self
+    }
+
+    fn spawn(&self, job: &Claimed) -> io::Result<Child> {
+        let mut command = Command::new(&self.shell);
+        command
+            .arg("-c")
+            .arg(&self.command)
+            .env("RETRYQ_JOB_ID", &job.id)
+            .env("RETRYQ_ATTEMPT", job.attempt.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        #[cfg(target_os = "linux")]
+        {
+            let parent = rustix::process::getpid();
+            // SAFETY: runs in the child between fork and exec, and only makes two system
+            // calls (prctl, getppid), both async-signal-safe; it allocates nothing.
+            unsafe {
+                command.pre_exec(move || {
+                    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+                    // The worker may have died before the prctl: then nobody will kill us.
+                    if rustix::process::getppid() != Some(parent) {
+                        return Err(io::Error::other("the worker exited before the command started"));
+                    }
+                    Ok(())
+                });
+            }
+        }
+        command.spawn()
+    }
+}
+
+impl Transport for Exec {
+    fn attempt(&mut self, job: &Claimed, timeout: Duration) -> Result<Report, Unclassified> {
+        if timeout.is_zero() {
+            let note = "not started: no time left before the deadline";
+            return Ok(Report::with_error(Outcome::Retryable, note));
+        }
+        let mut child = self.spawn(job).map_err(|e| Unclassified(format!("could not start sh -c: {e}")))?;
+        let group = Pid::from_child(&child);
+        if let Some(stop) = &self.stop {
+            stop.running(group);
+        }
+        let ran = run(&mut child, group, job, timeout);
+        if let Some(stop) = &self.stop {
+            stop.idle();
+        }
+        let (status, timed_out, elapsed, tail) = ran?;
+        classify(status, timed_out, elapsed, timeout, &tail)
+    }
+}
+
+/// Feeds the payload, waits for the command (killing its group at the timeout), and
+/// collects the tail of its standard error.
+fn run(
+    child: &mut Child,
+    group: Pid,
+    job: &Claimed,
+    timeout: Duration,
+) -> Result<(ExitStatus, bool, Duration, String), Unclassified> {
+    let start = Instant::now();
+    if let Some(mut stdin) = child.stdin.take() {
+        let payload = job.payload.clone();
+        // A command that does not read its input must not block the worker: the payload is
+        // written from a thread, which ends when the pipe closes with the command.
+        let _ = thread::Builder::new().name("retryq-exec-stdin".into()).spawn(move || {
+            let _ = stdin.write_all(payload.as_bytes());
+        });
+    }
+    let (tail_tx, tail_rx) = mpsc::channel();
+    if let Some(stderr) = child.stderr.take() {
+        let _ = thread::Builder::new().name("retryq-exec-stderr".into()).spawn(move || {
+            let _ = tail_tx.send(tail(stderr));
+        });
+    }
+    // Wait for the exit without reaping (WNOWAIT): while the command is an unreaped zombie
+    // its process id, and so its group's id, cannot be reused, so killing the group after it
+    // exited cannot reach a stranger.
+    let (exit_tx, exit_rx) = mpsc::channel();
+    let _ = thread::Builder::new().name("retryq-exec-wait".into()).spawn(move || {
+        let _ = exit_tx.send(wait_no_reap(group));
+    });
+    let mut timed_out = false;
+    let exited = match exit_rx.recv_timeout(timeout) {
+        Ok(exited) => exited,
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            timed_out = true;
+            let _ = kill_process_group(group, Signal::KILL);
+            exit_rx.recv().unwrap_or_else(|_| Err(io::Error::other("the waiting thread is gone")))
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(io::Error::other("the waiting thread is gone")),
+    };
+    if let Err(e) = exited {
+        // Cannot wait without reaping: kill and reap, and say so.
+        let _ = kill_process_group(group, Signal::KILL);
+        let _ = child.wait();
+        return Err(Unclassified(format!("could not wait for the command: {e}")));
+    }
+    let elapsed = start.elapsed();
+    // Whatever the command left behind in its group goes with it.
+    let _ = kill_process_group(group, Signal::KILL);
+    let status = child.wait().map_err(|e| Unclassified(format!("could not reap the command: {e}")))?;
+    let tail = tail_rx.recv_timeout(STDERR_GRACE).unwrap_or_default();
+    Ok((status, timed_out, elapsed, tail))
+}
+
+fn wait_no_reap(pid: Pid) -> io::Result<()> {
+    loop {
+        match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The last [`TAIL_BYTES`] of a stream, as text.
+fn tail(mut stream: impl Read) -> String {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                kept.extend_from_slice(&buffer[..n]);
+                if kept.len() > 2 * TAIL_BYTES {
+                    kept.drain(..kept.len() - TAIL_BYTES);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    if kept.len() > TAIL_BYTES {
+        kept.drain(..kept.len() - TAIL_BYTES);
+    }
+    let text = String::from_utf8_lossy(&kept);
+    // A cut through a character shows as a replacement character at the start: drop it.
+    text.trim_start_matches('\u{FFFD}').trim().to_owned()
+}
+
+/// The exit status in the protocol's words.
+fn classify(
+    status: ExitStatus,
+    timed_out: bool,
+    elapsed: Duration,
+    timeout: Duration,
+    tail: &str,
+) -> Result<Report, Unclassified> {
+    let with_tail = |what: String| if tail.is_empty() { what } else { format!("{what}: {tail}") };
+    if timed_out {
+        let what = format!("timed out after {} ms; process group killed", timeout.as_millis());
+        return Ok(Report::with_error(Outcome::Retryable, with_tail(what)));
+    }
+    let ms = elapsed.as_millis();
+    match (status.code(), status.signal()) {
+        (Some(0), _) => Ok(Report::from(Outcome::Ok)),
+        (Some(EXIT_RETRYABLE), _) => Ok(Report::with_error(
+            Outcome::Retryable,
+            with_tail(format!("exit {EXIT_RETRYABLE} (retryable) after {ms} ms")),
+        )),
+        (Some(EXIT_PERMANENT), _) => Ok(Report::with_error(
+            Outcome::Permanent,
+            with_tail(format!("exit {EXIT_PERMANENT} (permanent) after {ms} ms")),
+        )),
+        (Some(code), _) => Err(Unclassified(with_tail(format!("exit {code} (unclassified) after {ms} ms")))),
+        (None, Some(signal)) => {
+            Err(Unclassified(with_tail(format!("killed by signal {signal} after {ms} ms"))))
+        }
+        (None, None) => Err(Unclassified(with_tail(format!("ended with {status} after {ms} ms")))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::Path;
+
+    use super::*;
+
+    fn job(id: &str, attempt: u64, payload: &str) -> Claimed {
+        Claimed {
+            id: id.into(),
+            attempt,
+            lease_until: 0,
+            payload: payload.into(),
+            deadline: 0,
+            last_node: None,
+        }
+    }
+
+    fn attempt(command: &str, timeout_ms: u64) -> Result<Report, Unclassified> {
+        Exec::new(command).attempt(&job("order-7", 3, "the payload"), Duration::from_millis(timeout_ms))
+    }
+
+    #[test]
+    fn exit_statuses_map_to_outcomes() {
+        assert_eq!(attempt("exit 0", 5000), Ok(Report::from(Outcome::Ok)));
+        let r = attempt("echo 'busy, try later' >&2; exit 75", 5000).expect("retryable");
+        assert_eq!(r.outcome, Outcome::Retryable);
+        let error = r.error.expect("an error text");
+        assert!(error.starts_with("exit 75 (retryable)") && error.ends_with(": busy, try later"), "{error}");
+        let r = attempt("exit 65", 5000).expect("permanent");
+        assert_eq!(r.outcome, Outcome::Permanent);
+        assert!(r.error.expect("an error text").starts_with("exit 65 (permanent)"));
+        let Unclassified(text) = attempt("echo oops >&2; exit 3", 5000).unwrap_err();
+        assert!(text.starts_with("exit 3 (unclassified)") && text.ends_with(": oops"), "{text}");
+        let Unclassified(text) = attempt("kill -TERM $$", 5000).unwrap_err();
+        assert!(text.starts_with("killed by signal 15"), "{text}");
+        let Unclassified(text) = attempt("no-such-command-anywhere", 5000).unwrap_err();
+        assert!(text.starts_with("exit 127"), "{text}");
+    }
+
+    #[test]
+    fn the_payload_is_on_stdin_and_the_job_in_the_environment() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("out");
+        let command = format!(
+            "printf '%s %s ' \"$RETRYQ_JOB_ID\" \"$RETRYQ_ATTEMPT\" > {out}; cat >> {out}",
+            out = out.display()
+        );
+        assert_eq!(attempt(&command, 5000), Ok(Report::from(Outcome::Ok)));
+        assert_eq!(fs::read_to_string(&out).expect("output"), "order-7 3 the payload");
+    }
+
+    #[test]
+    fn a_command_that_ignores_a_large_payload_does_not_block() {
+        let payload = "x".repeat(retryq::MAX_PAYLOAD_BYTES);
+        let r = Exec::new("exit 0").attempt(&job("a", 1, &payload), Duration::from_secs(5));
+        assert_eq!(r, Ok(Report::from(Outcome::Ok)));
+    }
+
+    /// Whether process `pid` still runs two seconds on (SIGKILL is delivered asynchronously).
+    /// A zombie is dead for this purpose.
+    fn alive(pid: &str) -> bool {
+        let running = || match fs::read_to_string(Path::new("/proc").join(pid).join("stat")) {
+            Ok(stat) => !stat.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+            Err(_) => false,
+        };
+        let start = Instant::now();
+        while running() {
+            if start.elapsed() > Duration::from_secs(2) {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    #[test]
+    fn a_timeout_kills_the_whole_process_group_and_is_retryable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pids = dir.path().join("pids");
+        // A child in the background and one in the foreground, both outliving the timeout.
+        let command = format!(
+            "sleep 30 & echo $! > {p}; echo $$ >> {p}; echo working >&2; sleep 30",
+            p = pids.display()
+        );
+        let start = Instant::now();
+        let r = attempt(&command, 300).expect("retryable");
+        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert_eq!(r.outcome, Outcome::Retryable);
+        let error = r.error.expect("an error text");
+        assert!(error.starts_with("timed out after 300 ms") && error.ends_with(": working"), "{error}");
+        let pids = fs::read_to_string(&pids).expect("pids");
+        let pids: Vec<&str> = pids.split_whitespace().collect();
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        for pid in pids {
+            assert!(!alive(pid), "process {pid} outlived the timeout");
+        }
+    }
+
+    #[test]
+    fn what_a_command_leaves_behind_is_killed_with_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pid = dir.path().join("pid");
+        let command = format!("sleep 30 > /dev/null 2>&1 & echo $! > {}; exit 0", pid.display());
+        assert_eq!(attempt(&command, 5000), Ok(Report::from(Outcome::Ok)));
+        let pid = fs::read_to_string(&pid).expect("pid");
+        assert!(!alive(pid.trim()), "the background sleep outlived its attempt");
+    }
+
+    #[test]
+    fn no_time_left_starts_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = dir.path().join("ran");
+        let r = attempt(&format!("touch {}", marker.display()), 0).expect("retryable");
+        assert_eq!(r.outcome, Outcome::Retryable);
+        assert!(!marker.exists(), "the command ran with no time left");
+    }
+
+    #[test]
+    fn only_the_tail_of_stderr_is_kept() {
+        let r = attempt("head -c 100000 /dev/zero | tr '\\0' a >&2; echo END >&2; exit 75", 5000)
+            .expect("retryable");
+        let error = r.error.expect("an error text");
+        assert!(error.ends_with("aaaaEND"), "{}", &error[error.len() - 20..]);
+        assert!(error.len() <= TAIL_BYTES + 100, "{}", error.len());
+    }
+}

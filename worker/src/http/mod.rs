@@ -1,0 +1,393 @@
+//! The HTTP transport: one POST per attempt, to one of several URLs, classified by a status
+//! table, with the receiver's pushback carried into the job's stored state.
+//!
+//! The protocol (docs/retry-control.md has it for operators and receivers):
+//!
+//! - each attempt is exactly one `POST` of the job's payload — the queue is the retry loop,
+//!   and a second loop inside an attempt would multiply the calls (n·r^(m−1), see
+//!   [`retryq_control::amplification`]);
+//! - headers: [`IDEMPOTENCY_KEY`] is the job's id (percent-encoded where a header could not
+//!   carry it, see [`idempotency_key`]) so that the receiver can drop duplicates;
+//!   [`RETRY_ATTEMPT`] is the attempt number (1, 2, …), the one the queue fences completions
+//!   with; `Content-Type` as configured;
+//! - the status is classified by a [`StatusTable`]; a connection error or a timeout is
+//!   `retryable`; an unreadable response (not HTTP, a TLS failure) is unclassified;
+//! - pushback: `Retry-After` (seconds or an HTTP date) and [`RETRY_PUSHBACK_MS`] (gRPC's
+//!   `grpc-retry-pushback-ms`, in milliseconds: negative or not a number means "do not
+//!   retry") on a non-2xx answer. "Do not retry" makes the attempt `permanent`, with the
+//!   reason in `last_error`; a delay becomes the report's `retry_after_ms`, a floor under
+//!   the queue's stored retry delay (`available_at`), so a delay past the deadline ends the
+//!   job `dead(deadline)` at once;
+//! - the URL is picked by the control crate's [`NodeSelector`] (RocketMQ's latency fault
+//!   tolerance), away from the URL the job's last attempt reached (`Claimed::last_node`)
+//!   when there is another, and recorded as the job's `last_node`;
+//! - every target (host and port) has a retry budget ([`TpsBudget`]): a job's first attempt
+//!   deposits, each later attempt withdraws; a refused retry is not sent and counts as
+//!   `retryable` with the budget's wait as its floor.
+
+mod status;
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::time::{Duration, Instant, SystemTime};
+
+use retryq::{Claimed, Outcome, Report};
+use retryq_control::{Budget, FaultTable, NodeSelector, Observed, PerTarget, Pushback, TpsBudget};
+use tracing::debug;
+use ureq::http::Uri;
+use ureq::http::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+
+pub use status::{Class, DEFAULT_RETRYABLE, StatusError, StatusTable};
+
+use crate::transport::{Transport, Unclassified};
+
+/// The header that names the job: receivers drop duplicates by it.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+/// The header that numbers the attempt: 1, 2, …; never repeated for a job.
+pub const RETRY_ATTEMPT: &str = "Retry-Attempt";
+/// The receiver's pushback in milliseconds, as gRPC's `grpc-retry-pushback-ms`: a
+/// non-negative integer is the least delay before the next attempt; anything else (`-1`,
+/// `never`) means do not retry.
+pub const RETRY_PUSHBACK_MS: &str = "Retry-Pushback-Ms";
+/// How much of an error response's body is kept for `last_error`.
+pub const BODY_BYTES: u64 = 512;
+
+/// How the transport classifies, picks and budgets.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    pub statuses: StatusTable,
+    /// Latency bands and how long a slow or failed URL is left out.
+    pub faults: FaultTable,
+    /// The retry budget each target (host and port) starts with.
+    pub budget: TpsBudget,
+    /// The least wait of a retry the budget refused.
+    pub budget_wait: Duration,
+    pub content_type: String,
+}
+
+impl Default for HttpOptions {
+    /// The default status table, RocketMQ's fault table, Finagle's budget (10 s, 10 retries a
+    /// second, 20 % of requests) with a 1 s wait, and `text/plain; charset=utf-8`.
+    fn default() -> Self {
+        HttpOptions {
+            statuses: StatusTable::default(),
+            faults: FaultTable::rocketmq(),
+            budget: TpsBudget::default(),
+            budget_wait: Duration::from_secs(1),
+            content_type: "text/plain; charset=utf-8".into(),
+        }
+    }
+}
+
+/// A transport that cannot be built from what it was given.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("at least one URL is needed")]
+    NoUrl,
+    #[error("{url:?}: {reason}")]
+    Url { url: String, reason: String },
+    #[error("{0:?} is not a valid header value")]
+    ContentType(String),
+}
+
+/// One URL and the target its budget is kept under.
+#[derive(Clone, Debug)]
+struct Target {
+    url: String,
+    /// `host:port`, the port written out.
+    host: String,
+}
+
+/// POSTs each attempt to one of its URLs.
+pub struct Http {
+    agent: ureq::Agent,
+    targets: Vec<Target>,
+    nodes: NodeSelector,
+    budgets: PerTarget<TpsBudget>,
+    statuses: StatusTable,
+    budget_wait: Duration,
+    content_type: HeaderValue,
+    /// The origin of the selector's and the budgets' clock: monotonic, since neither is
+    /// stored, so a step of the wall clock does not release or isolate a node.
+    epoch: Instant,
+}
+
+impl Http {
+    /// A transport over `urls` (http or https, at least one).
+    pub fn new(urls: &[String], options: HttpOptions) -> Result<Http, HttpError> {
+        if urls.is_empty() {
+            return Err(HttpError::NoUrl);
+        }
+        let targets = urls.iter().map(|url| target(url)).collect::<Result<Vec<_>, _>>()?;
+        let content_type = HeaderValue::from_str(&options.content_type)
+            .map_err(|_| HttpError::ContentType(options.content_type.clone()))?;
+        let nodes = NodeSelector::new(targets.len(), options.faults)
+            .map_err(|e| HttpError::Url { url: urls.join(" "), reason: e.to_string() })?;
+        let agent = ureq::Agent::config_builder()
+            // Statuses are classified here, not turned into errors.
+            .http_status_as_error(false)
+            // A POST is never replayed at an address nobody configured: a 3xx is an answer.
+            .max_redirects(0)
+            .user_agent(concat!("retryq/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .new_agent();
+        Ok(Http {
+            agent,
+            targets,
+            nodes,
+            budgets: PerTarget::new(options.budget),
+            statuses: options.statuses,
+            budget_wait: options.budget_wait,
+            content_type,
+            epoch: Instant::now(),
+        })
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Sends one POST and reads what came back.
+    fn post(&self, target: &Target, job: &Claimed, timeout: Duration) -> Answer {
+        let started = Instant::now();
+        let sent = self
+            .agent
+            .post(&target.url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .header(IDEMPOTENCY_KEY, idempotency_key(&job.id).as_ref())
+            .header(RETRY_ATTEMPT, job.attempt.to_string())
+            .header(CONTENT_TYPE, self.content_type.clone())
+            .send(job.payload.as_str());
+        let ms = started.elapsed().as_millis();
+        let url = &target.url;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(ureq::Error::Timeout(_)) => {
+                let why = format!("timed out after {ms} ms (limit {} ms) at {url}", timeout.as_millis());
+                return Answer::failed(Ok(Report::with_error(Outcome::Retryable, why)));
+            }
+            Err(e @ (ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound)) => {
+                let why = format!("could not reach {url} after {ms} ms: {e}");
+                return Answer::failed(Ok(Report::with_error(Outcome::Retryable, why)));
+            }
+            Err(e) => {
+                let why = format!("no readable answer from {url} after {ms} ms (unclassified): {e}");
+                return Answer::failed(Err(Unclassified(why)));
+            }
+        };
+        let status = response.status();
+        let class = self.statuses.classify(status.as_u16());
+        let head = format!(
+            "HTTP {}{} from {url} after {ms} ms",
+            status.as_u16(),
+            status.canonical_reason().map(|r| format!(" {r}")).unwrap_or_default()
+        );
+        if class == Class::Ok {
+            return Answer {
+                observed: Observed::Latency(ms_u64(ms)),
+                health: Some(true),
+                result: Ok(Report::from(Outcome::Ok)),
+            };
+        }
+        let pushback = pushback(response.headers(), SystemTime::now());
+        let body = snippet(response.body_mut().as_reader());
+        let with_body = |text: String| if body.is_empty() { text } else { format!("{text}: {body}") };
+        // The node's health is the status's: a 503 is an overloaded node whatever it asks.
+        let observed =
+            if class == Class::Retryable { Observed::Failed } else { Observed::Latency(ms_u64(ms)) };
+        if let Pushback::DontRetry = pushback.pushback {
+            let why = format!("{head}; {}: the receiver asked not to be retried", pushback.said);
+            return Answer {
+                observed,
+                health: Some(false),
+                result: Ok(Report::with_error(Outcome::Permanent, with_body(why))),
+            };
+        }
+        match class {
+            Class::Retryable => {
+                let mut report =
+                    Report::with_error(Outcome::Retryable, with_body(format!("{head}{}", pushback.note())));
+                report.retry_after_ms = pushback.floor_ms();
+                Answer { observed, health: Some(false), result: Ok(report) }
+            }
+            Class::Permanent => Answer {
+                observed,
+                health: None,
+                result: Ok(Report::with_error(Outcome::Permanent, with_body(head))),
+            },
+            Class::Ok | Class::Unclassified => {
+                let why =
+                    format!("{head} (unclassified: neither ok, retryable nor permanent in the status table)");
+                Answer { observed, health: None, result: Err(Unclassified(with_body(why))) }
+            }
+        }
+    }
+}
+
+impl Transport for Http {
+    fn attempt(&mut self, job: &Claimed, timeout: Duration) -> Result<Report, Unclassified> {
+        if timeout.is_zero() {
+            return Ok(Report::with_error(Outcome::Retryable, "not sent: no time left before the deadline"));
+        }
+        let now = self.now();
+        let avoid = job.last_node.as_deref().and_then(|last| self.targets.iter().position(|t| t.url == last));
+        let node = self.nodes.pick(now, avoid);
+        let Some(target) = self.targets.get(node).cloned() else {
+            return Err(Unclassified(format!("no URL number {node} among {}", self.targets.len())));
+        };
+        let budget = self.budgets.get(&target.host);
+        if job.attempt <= 1 {
+            budget.deposit(now);
+        } else if !budget.withdraw(now) {
+            let wait = self.budget_wait.as_millis();
+            let why = format!(
+                "not sent: the retry budget for {} is spent (retries are held to a share of recent \
+                 requests); no retry sooner than {wait} ms",
+                target.host
+            );
+            return Ok(Report::with_error(Outcome::Retryable, why).retry_after(ms_u64(wait)));
+        }
+        debug!(job = %job.id, attempt = job.attempt, url = %target.url, "posting");
+        let answer = self.post(&target, job, timeout);
+        let after = self.now();
+        if let Err(e) = self.nodes.record(node, after, answer.observed) {
+            debug!(error = %e, "node not recorded");
+        }
+        if let Some(success) = answer.health {
+            self.budgets.get(&target.host).record(after, success);
+        }
+        answer.result.map(|report| report.node(target.url))
+    }
+}
+
+/// What one POST came to, for the job, the selector and the budget.
+struct Answer {
+    observed: Observed,
+    /// A success, a failure worth retrying, or (None) nothing about the target's health.
+    health: Option<bool>,
+    result: Result<Report, Unclassified>,
+}
+
+impl Answer {
+    /// No answer from the node: it counts as failed.
+    fn failed(result: Result<Report, Unclassified>) -> Answer {
+        Answer { observed: Observed::Failed, health: Some(false), result }
+    }
+}
+
+fn ms_u64(ms: u128) -> u64 {
+    u64::try_from(ms).unwrap_or(u64::MAX)
+}
+
+fn target(url: &str) -> Result<Target, HttpError> {
+    let bad = |reason: &str| HttpError::Url { url: url.to_owned(), reason: reason.to_owned() };
+    let uri: Uri = url
+        .parse()
+        .map_err(|e: ureq::http::uri::InvalidUri| bad(&format!("not an http:// or https:// URL ({e})")))?;
+    let default_port = match uri.scheme_str() {
+        Some("http") => 80,
+        Some("https") => 443,
+        Some(_) => return Err(bad("the scheme must be http or https")),
+        None => return Err(bad("needs a scheme: http:// or https://")),
+    };
+    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| bad("needs a host"))?;
+    let port = uri.port_u16().unwrap_or(default_port);
+    Ok(Target { url: url.to_owned(), host: format!("{}:{port}", host.to_ascii_lowercase()) })
+}
+
+/// The job's id as an `Idempotency-Key` value: unchanged when it is visible ASCII without
+/// `%`; otherwise every byte outside visible ASCII, and every `%`, is written `%XX` (RFC 3986
+/// percent-encoding of the UTF-8 bytes), so that any id is a valid header value and each id
+/// has exactly one key.
+pub fn idempotency_key(id: &str) -> Cow<'_, str> {
+    let plain = |b: u8| (0x21..=0x7e).contains(&b) && b != b'%';
+    if id.bytes().all(plain) {
+        return Cow::Borrowed(id);
+    }
+    let mut key = String::with_capacity(id.len() * 3);
+    for b in id.bytes() {
+        if plain(b) {
+            key.push(char::from(b));
+        } else {
+            let _ = write!(key, "%{b:02X}");
+        }
+    }
+    Cow::Owned(key)
+}
+
+/// What a response said about retrying it.
+#[derive(Debug, PartialEq, Eq)]
+struct Said {
+    pushback: Pushback,
+    /// `Retry-After`, in milliseconds from now, if given and readable.
+    retry_after_ms: Option<u64>,
+    /// The headers as received, for the error text.
+    said: String,
+}
+
+impl Said {
+    /// The least delay asked for: the larger of the two headers.
+    fn floor_ms(&self) -> Option<u64> {
+        let pushed = match self.pushback {
+            Pushback::RetryAfter(ms) => Some(ms),
+            Pushback::None | Pushback::DontRetry => None,
+        };
+        pushed.max(self.retry_after_ms)
+    }
+
+    fn note(&self) -> String {
+        match self.floor_ms() {
+            Some(ms) => format!("; {} (no retry sooner than {ms} ms)", self.said),
+            None if !self.said.is_empty() => format!("; {}", self.said),
+            None => String::new(),
+        }
+    }
+}
+
+/// Reads `Retry-After` and [`RETRY_PUSHBACK_MS`] (the first of each).
+fn pushback(headers: &HeaderMap, now: SystemTime) -> Said {
+    let text = |v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
+    let mut said = Vec::new();
+    let mut retry_after_ms = None;
+    if let Some(value) = headers.get(RETRY_AFTER).map(text) {
+        retry_after_ms = retry_after(&value, now);
+        said.push(match retry_after_ms {
+            Some(_) => format!("Retry-After: {value}"),
+            None => format!("Retry-After: {value} (ignored: neither seconds nor an HTTP date)"),
+        });
+    }
+    let pushback = match headers.get(RETRY_PUSHBACK_MS).map(text) {
+        Some(value) => {
+            said.push(format!("{RETRY_PUSHBACK_MS}: {value}"));
+            Pushback::from_grpc_header(&value)
+        }
+        None => Pushback::None,
+    };
+    Said { pushback, retry_after_ms, said: said.join("; ") }
+}
+
+/// A `Retry-After` value in milliseconds from `now`: delay-seconds, or an HTTP date (one in
+/// the past is 0). `None` if it is neither.
+pub fn retry_after(value: &str, now: SystemTime) -> Option<u64> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // Too many digits for a u64 is a delay past any deadline.
+        return Some(value.parse::<u64>().map_or(u64::MAX, |s| s.saturating_mul(1000)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).map_or(0, |d| ms_u64(d.as_millis())))
+}
+
+/// The first [`BODY_BYTES`] of a body, as trimmed text on one line.
+fn snippet(body: impl Read) -> String {
+    let mut bytes = Vec::new();
+    let _ = body.take(BODY_BYTES).read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests;

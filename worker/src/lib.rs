@@ -1,0 +1,33 @@
+//! The retryq worker: a process that runs a queue's unit of work forever, safely, next to
+//! others on the same database file.
+//!
+//! The queue ([`retryq::Queue::run_once`]) is one claim, one send, one record, with no
+//! sleeping and no clock of its own. This crate adds what a process needs around it:
+//!
+//! - [`work`]: the loop — the system clock, a uniformly random jitter per attempt, each
+//!   attempt bounded by a timeout and by the job's deadline, a sleep (never a spin) when
+//!   nothing is due, one log line per attempt;
+//! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
+//!   command per attempt and reads the outcome from its exit status, and [`Http`], which
+//!   POSTs the payload to one of several URLs and reads the outcome from a status table and
+//!   the receiver's pushback, with the control crate's node avoidance and retry budget;
+//! - [`Stop`]: SIGTERM and SIGINT — the first lets the current attempt finish and be
+//!   recorded, the second ends the process at once.
+//!
+//! What the loop does with an error it cannot classify is the SPEC's rule for `unknown`:
+//! nothing. The job keeps its lease until it expires, and another claim (this worker's or
+//! another's) spends a new attempt on it; the error text is noted for the operator.
+
+mod clock;
+mod exec;
+pub mod http;
+mod stop;
+mod transport;
+mod work;
+
+pub use clock::{ClockError, now_ms};
+pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec};
+pub use http::{Http, HttpError, HttpOptions, StatusTable};
+pub use stop::Stop;
+pub use transport::{Transport, Unclassified};
+pub use work::{Config, ConfigError, Summary, WorkError, work};

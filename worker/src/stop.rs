@@ -1,0 +1,141 @@
+//! Stopping: SIGTERM and SIGINT, as a deployment sends them.
+//!
+//! The first signal asks the loop to stop: the attempt under way finishes (its command is in
+//! a process group of its own, so a terminal's Ctrl-C does not reach it), its outcome is
+//! recorded, and the loop returns. A second signal means "now": the running command's
+//! process group is killed and the process exits with 128 + the signal's number, leaving
+//! the job leased — the same as a crash, which the queue is built to survive.
+
+use std::io;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// A stop request shared by the loop, the transport and the signal handler.
+#[derive(Clone, Default)]
+pub struct Stop {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// The signal that asked for the stop (0 for a request from code), once asked.
+    requested: Mutex<Option<i32>>,
+    wake: Condvar,
+    /// The process group of the command running now, 0 for none.
+    running: AtomicI32,
+}
+
+impl Stop {
+    /// A stop nobody has requested yet. Nothing listens for signals until
+    /// [`Stop::on_signals`].
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+
+    /// Listens for SIGTERM and SIGINT on a thread of its own: the first requests the stop,
+    /// the second kills the running command's process group and exits the process.
+    pub fn on_signals(&self) -> io::Result<()> {
+        let mut signals = Signals::new([SIGTERM, SIGINT])?;
+        let stop = self.clone();
+        thread::Builder::new().name("retryq-signals".into()).spawn(move || {
+            for signal in signals.forever() {
+                if stop.request_by(signal) {
+                    continue;
+                }
+                tracing::warn!(signal, "second signal: exiting now, the running attempt stays leased");
+                stop.kill_running();
+                std::process::exit(128 + signal);
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Requests the stop, as a first signal would.
+    pub fn request(&self) {
+        self.request_by(0);
+    }
+
+    /// Records the request; false if one was already there.
+    fn request_by(&self, signal: i32) -> bool {
+        let mut requested = self.inner.requested.lock().unwrap_or_else(PoisonError::into_inner);
+        if requested.is_some() {
+            return false;
+        }
+        *requested = Some(signal);
+        if signal != 0 {
+            tracing::info!(signal, "stopping: the attempt under way finishes and is recorded first");
+        }
+        self.inner.wake.notify_all();
+        true
+    }
+
+    /// Whether a stop was requested.
+    pub fn requested(&self) -> bool {
+        self.inner.requested.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
+    /// Sleeps for `duration`, or less if a stop is requested meanwhile. True if it was.
+    pub fn sleep(&self, duration: Duration) -> bool {
+        let until = Instant::now() + duration;
+        let mut requested = self.inner.requested.lock().unwrap_or_else(PoisonError::into_inner);
+        while requested.is_none() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            requested =
+                self.inner.wake.wait_timeout(requested, left).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        true
+    }
+
+    /// The transport's command now runs as process group `group`.
+    pub(crate) fn running(&self, group: Pid) {
+        self.inner.running.store(group.as_raw_nonzero().get(), Ordering::SeqCst);
+    }
+
+    /// The command ended.
+    pub(crate) fn idle(&self) {
+        self.inner.running.store(0, Ordering::SeqCst);
+    }
+
+    fn kill_running(&self) {
+        let group = self.inner.running.swap(0, Ordering::SeqCst);
+        if let Some(group) = Pid::from_raw(group) {
+            // It may have ended meanwhile: nothing to do then.
+            let _ = kill_process_group(group, Signal::KILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_wakes_a_sleep_and_only_the_first_counts() {
+        let stop = Stop::new();
+        assert!(!stop.requested());
+        let start = Instant::now();
+        assert!(!stop.sleep(Duration::from_millis(20)), "nobody asked");
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        let asker = stop.clone();
+        let handle = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            asker.request_by(15)
+        });
+        let start = Instant::now();
+        assert!(stop.sleep(Duration::from_secs(30)), "woken by the request");
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(handle.join().expect("asker"), "the first request counts");
+        assert!(!stop.request_by(2), "a second one is a second signal");
+        assert!(stop.requested());
+        assert!(stop.sleep(Duration::from_secs(30)), "a requested stop does not sleep");
+    }
+}
