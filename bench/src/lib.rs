@@ -15,6 +15,7 @@
 //! other. [`run`] does it all; [`render`] prints the table; the report serialises to JSON.
 
 pub mod batch;
+pub mod checker;
 pub mod floor;
 pub mod peers;
 pub mod scaling;
@@ -58,6 +59,9 @@ pub struct Config {
     pub launcher: Launcher,
     /// The Python interpreter for persist-queue.
     pub python: String,
+    /// The `retryq` binary, for `retryq check` (model checking's speed); `None` leaves those
+    /// figures null.
+    pub checker: Option<PathBuf>,
     /// Progress lines go here (stderr in the command).
     pub progress: fn(&str),
 }
@@ -173,8 +177,9 @@ pub struct ScalingRow {
     pub pending_1000_among_100000_finished_us: f64,
 }
 
-/// Model checking: unique states per second and peak memory at two bounds. Not part of this
-/// build: every figure is null and `note` says so.
+/// Model checking: unique states per second and peak memory at the default and the deep
+/// bound (`retryq check`, as a child process). A run that could not be made is null, and
+/// `note` says why.
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelChecking {
     pub available: bool,
@@ -183,12 +188,7 @@ pub struct ModelChecking {
     pub deep_bound: CheckerRun,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CheckerRun {
-    pub unique_states: Option<u64>,
-    pub unique_states_per_s: Option<f64>,
-    pub peak_memory_bytes: Option<u64>,
-}
+pub use checker::CheckerRun;
 
 /// Conformance: traces per second, in memory and on file. Not part of this build: every
 /// figure is null and `note` says so.
@@ -344,6 +344,8 @@ pub fn run(config: &Config) -> Result<Report, BenchError> {
         bare_file: pick_file(|c| c.bare_us),
     };
 
+    let model_checking = model_checking(config, &progress);
+
     let machine = Machine {
         nproc: std::thread::available_parallelism().map_or(0, |n| n.get()),
         cpu: cpu_model(),
@@ -357,12 +359,7 @@ pub fn run(config: &Config) -> Result<Report, BenchError> {
         throughput,
         batch,
         claim_scaling,
-        model_checking: ModelChecking {
-            available: false,
-            note: NOT_AVAILABLE.into(),
-            default_bound: CheckerRun::default(),
-            deep_bound: CheckerRun::default(),
-        },
+        model_checking,
         conformance: Conformance {
             available: false,
             note: NOT_AVAILABLE.into(),
@@ -371,6 +368,40 @@ pub fn run(config: &Config) -> Result<Report, BenchError> {
         },
         peers: vec![persist_queue, peers::effectum()],
     })
+}
+
+/// Model checking at the default bound, and at the deep bound unless `--quick`.
+fn model_checking(config: &Config, progress: &dyn Fn(&str)) -> ModelChecking {
+    let Some(program) = &config.checker else {
+        return ModelChecking {
+            available: false,
+            note: NOT_AVAILABLE.into(),
+            default_bound: CheckerRun::default(),
+            deep_bound: CheckerRun::default(),
+        };
+    };
+    progress("model checking: retryq check --json");
+    let default_bound = checker::run(program, false);
+    let deep_bound = if config.quick {
+        Err("the deep bound is skipped in --quick".to_owned())
+    } else {
+        progress("model checking: retryq check --deep --json");
+        checker::run(program, true)
+    };
+    let mut notes = vec![
+        "`retryq check --json` as a child process; peak memory is its VmHWM, read every 20 ms".to_owned(),
+    ];
+    for (bound, run) in [("default", &default_bound), ("deep", &deep_bound)] {
+        if let Err(why) = run {
+            notes.push(format!("{bound} bound not measured: {why}"));
+        }
+    }
+    ModelChecking {
+        available: default_bound.is_ok(),
+        note: notes.join("; "),
+        default_bound: default_bound.unwrap_or_default(),
+        deep_bound: deep_bound.unwrap_or_default(),
+    }
 }
 
 /// The report as one table.
@@ -469,12 +500,25 @@ pub fn render(report: &Report) -> String {
             ratio
         );
     }
-    let _ = writeln!(out, "{:<44} {:>14}", "model checking: unique states/s, peak memory", NOT_AVAILABLE);
+    let mc = &report.model_checking;
+    for (bound, run) in [("default", &mc.default_bound), ("deep", &mc.deep_bound)] {
+        let text = match (run.unique_states, run.unique_states_per_s, run.peak_memory_bytes) {
+            (Some(states), Some(rate), peak) => format!(
+                "{states} unique states, {:.2} M unique/s ({:.1} M generated/s), peak {}",
+                rate / 1e6,
+                run.states.zip(run.seconds).map_or(0.0, |(n, s)| n as f64 / s / 1e6),
+                peak.map_or("?".to_owned(), |b| format!("{:.0} MiB", b as f64 / (1024.0 * 1024.0)))
+            ),
+            _ => "not measured (see the note)".to_owned(),
+        };
+        let _ = writeln!(out, "{:<44} {}", format!("model checking, {bound} bound"), text);
+    }
     let _ = writeln!(out, "{:<44} {:>14}", "conformance: traces/s in memory, on file", NOT_AVAILABLE);
     let _ = writeln!(out);
     for peer in &report.peers {
         let _ = writeln!(out, "{}: {}", peer.name, peer.note);
     }
+    let _ = writeln!(out, "model checking: {}", mc.note);
     out
 }
 

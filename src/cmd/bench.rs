@@ -31,7 +31,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let config = Config {
         quick: args.quick,
         dir: args.dir,
-        launcher: Launcher { program, args: vec!["bench-worker".into()] },
+        launcher: Launcher { program: program.clone(), args: vec!["bench-worker".into()] },
+        checker: Some(program),
         python: args.python,
         progress: |line| eprintln!("bench: {line}"),
     };
