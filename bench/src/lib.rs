@@ -8,8 +8,10 @@
 //! - **Claim scaling**: the cost of one claim at 1,000, 100,000 and 1,000,000 pending jobs,
 //!   in memory and on a durable file, beside SQLite's own claim statement on the same rows.
 //! - **Peers**: persist-queue (Python) on the same disk; effectum is reported as not built.
-//! - **Model checking** and **conformance**: places in the report for parts of the project
-//!   that this build does not have; they say so instead of showing a number.
+//! - **Model checking**: `retryq check` at the default and the deep bound, as child
+//!   processes: unique states per second and peak memory.
+//! - **Conformance**: a place in the report for a part of the project that this build does
+//!   not have; it says so instead of showing a number.
 //!
 //! Every figure is a median of several runs; every ratio pairs runs taken next to each
 //! other. [`run`] does it all; [`render`] prints the table; the report serialises to JSON.
