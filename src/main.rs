@@ -53,6 +53,11 @@ enum Command {
     /// The snack warehouse: a local HTTP receiver that drops duplicate orders, with injected
     /// slowness and failures, for `retryq work --url`.
     ServeDemo(cmd::serve_demo::Args),
+    /// Benchmarks: the queue against SQLite's own limit, batches, claim scaling, peers.
+    Bench(cmd::bench::Args),
+    /// One worker process of `retryq bench` (started by it, not by hand).
+    #[command(hide = true)]
+    BenchWorker(cmd::bench::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +78,8 @@ fn main() -> ExitCode {
         Command::Explore(args) => cmd::explore::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::ServeDemo(args) => cmd::serve_demo::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
+        Command::BenchWorker(args) => cmd::bench::run_worker(args),
     };
     match result {
         Ok(code) => code,

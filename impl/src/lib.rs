@@ -41,6 +41,7 @@ pub use error::{Error, ErrorKind, Result, RunError};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status};
 pub use queue::{
-    Claimed, Completed, Enqueued, HistoryEntry, NewJob, OpenOptions, Queue, Ran, Settings, Stats, Synchronous,
+    Claimed, Completed, Completion, Enqueued, HistoryEntry, NewJob, OpenOptions, Queue, Ran, Settings, Stats,
+    Synchronous,
 };
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};

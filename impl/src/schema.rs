@@ -18,22 +18,27 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// The tables, indexes and triggers of schema version 1.
 ///
 /// The CHECK constraints restate SPEC invariants the queue code already keeps, so that a bug
-/// turns into a refused write instead of a stored lie. The triggers keep `history`
-/// append-only and complete: every insert of a job, and every update that names one of its
-/// state columns, is a transition, and the trigger, not the caller, records it. Only
-/// `last_error` and `last_node` — notes for operators, not state — are left out, so that
-/// noting an unclassified error on a live lease is not mistaken for a transition.
+/// turns into a refused write instead of a stored lie. They spell word lists as `=` … `OR`
+/// rather than `IN (…)`: SQLite evaluates an `IN` list of three or more constants through a
+/// temporary B-tree that it builds and drops again in every statement that writes a job.
+/// The triggers keep `history` append-only and complete: every insert of a job, and every
+/// update that names one of its state columns, is a transition, and the trigger, not the
+/// caller, records it. Only `last_error` and `last_node` — notes for operators, not state —
+/// are left out, so that noting an unclassified error on a live lease is not mistaken for a
+/// transition.
 const DDL: &str = "
 CREATE TABLE jobs (
     seq          INTEGER PRIMARY KEY,   -- insertion order: claim's tie-break
     id           TEXT    NOT NULL UNIQUE,
     payload      TEXT    NOT NULL,
-    status       TEXT    NOT NULL CHECK (status IN ('pending', 'leased', 'done', 'dead')),
+    status       TEXT    NOT NULL
+                 CHECK (status = 'pending' OR status = 'leased' OR status = 'done' OR status = 'dead'),
     attempts     INTEGER NOT NULL CHECK (attempts >= 0),
     max_attempts INTEGER NOT NULL CHECK (max_attempts BETWEEN 1 AND 2147483647),
     available_at INTEGER,               -- reservation (pending) or lease expiry (leased)
     deadline     INTEGER NOT NULL,
-    dead_reason  TEXT    CHECK (dead_reason IN ('exhausted', 'deadline', 'permanent')),
+    dead_reason  TEXT    CHECK (dead_reason = 'exhausted' OR dead_reason = 'deadline'
+                                OR dead_reason = 'permanent'),
     redrives     INTEGER NOT NULL CHECK (redrives >= 0),
     enqueued_at  INTEGER NOT NULL,
     owner        TEXT,                  -- the lease holder, while leased
@@ -190,6 +195,28 @@ mod tests {
         assert!(conn.execute("UPDATE history SET at = 5", []).is_err());
         assert!(conn.execute("DELETE FROM jobs", []).is_err());
         assert!(conn.execute("UPDATE jobs SET payload = 'x'", []).is_err());
+    }
+
+    #[test]
+    fn writing_a_job_builds_no_temporary_btree() {
+        let mut conn = Connection::open_in_memory().expect("memory database");
+        create(&mut conn, Path::new(":memory:")).expect("create");
+        for sql in [
+            "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
+                               redrives, enqueued_at, updated_at)
+             VALUES ('a', '', 'pending', 0, 1, 0, 10, 0, 0, 0)",
+            "UPDATE jobs SET status = 'dead', dead_reason = 'permanent', available_at = NULL
+             WHERE seq = 1",
+        ] {
+            let opcodes: Vec<String> = conn
+                .prepare(&format!("EXPLAIN {sql}"))
+                .expect("explain")
+                .query_map([], |row| row.get(1))
+                .expect("opcodes")
+                .collect::<Result<_, _>>()
+                .expect("rows");
+            assert!(!opcodes.iter().any(|op| op == "OpenEphemeral"), "{sql}: {opcodes:?}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod conform;
 pub mod audit;
+pub mod bench;
 pub mod check;
 pub mod dead;
 pub mod enqueue;
@@ -45,6 +46,8 @@ pub enum CliError {
     Database(String),
     #[error(transparent)]
     Queue(#[from] retryq::Error),
+    #[error(transparent)]
+    Bench(#[from] retryq_bench::BenchError),
     #[error(transparent)]
     Replay(#[from] retryq_conformance::ReplayError),
     #[error("{0}")]

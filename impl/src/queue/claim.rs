@@ -61,22 +61,7 @@ impl Queue {
         let lease_ms = self.settings.lease_ms;
         self.write(|tx| {
             reap(tx, now)?;
-            // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
-            let lease_until = now + lease_ms;
-            let claimed = tx
-                .prepare_cached(CLAIM)?
-                .query_row(params![now, worker, lease_until], |row| {
-                    Ok(Claimed {
-                        id: row.get(0)?,
-                        attempt: row.get(1)?,
-                        lease_until,
-                        payload: row.get(2)?,
-                        deadline: row.get(3)?,
-                        last_node: row.get(4)?,
-                    })
-                })
-                .optional()?;
-            Ok(claimed)
+            lease_next(tx, worker, now, lease_ms)
         })
     }
 
@@ -89,7 +74,33 @@ impl Queue {
     }
 }
 
-fn reap(tx: &Transaction<'_>, now: u64) -> Result<u64> {
+/// Claim's steps 2 and 3 (pick and lease) inside the caller's transaction, once reaped.
+pub(super) fn lease_next(
+    tx: &Transaction<'_>,
+    worker: &str,
+    now: u64,
+    lease_ms: u64,
+) -> Result<Option<Claimed>> {
+    // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
+    let lease_until = now + lease_ms;
+    let claimed = tx
+        .prepare_cached(CLAIM)?
+        .query_row(params![now, worker, lease_until], |row| {
+            Ok(Claimed {
+                id: row.get(0)?,
+                attempt: row.get(1)?,
+                lease_until,
+                payload: row.get(2)?,
+                deadline: row.get(3)?,
+                last_node: row.get(4)?,
+            })
+        })
+        .optional()?;
+    Ok(claimed)
+}
+
+/// Claim's step 1 inside the caller's transaction.
+pub(super) fn reap(tx: &Transaction<'_>, now: u64) -> Result<u64> {
     // Exhaustion first: an expired lease on the last attempt is `exhausted` even when its
     // deadline has also passed.
     let exhausted = tx.prepare_cached(REAP_EXHAUSTED)?.execute([now])?;

@@ -94,51 +94,9 @@ impl Queue {
         now: u64,
         jitter: f64,
     ) -> Result<Completed> {
-        let outcome = report.outcome;
-        let error = job::note(report.error.as_deref());
-        let node = job::note(report.node.as_deref());
-        input::name("worker", worker)?;
-        input::name("id", id)?;
-        input::int("attempt", attempt)?;
-        if attempt == 0 {
-            return Err(Error::invalid("attempt", "must be at least 1"));
-        }
-        input::int("now", now)?;
-        validate_jitter(jitter)?;
+        validate(worker, id, attempt, now, jitter)?;
         let settings = self.settings;
-        self.write(|tx| {
-            let lease = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
-            let holds = lease.status == Status::Leased
-                && lease.owner.as_deref() == Some(worker)
-                && lease.attempts == attempt;
-            if !holds {
-                return Err(Error::LeaseLost { id: id.to_owned(), worker: worker.to_owned(), attempt });
-            }
-            let claimed_at = lease
-                .claimed_at
-                .ok_or_else(|| Error::Corrupt(format!("job {id:?} is leased without a claim time")))?;
-            if now < claimed_at {
-                return Err(Error::ClockWentBackwards { now, claimed_at });
-            }
-            let completed = settle(&lease, outcome, report.retry_after_ms, now, &settings, jitter)?;
-            match completed {
-                Completed::Done => tx.prepare_cached(FINISH)?.execute(params![
-                    id,
-                    Status::Done,
-                    None::<DeadReason>,
-                    now,
-                    error,
-                    node
-                ])?,
-                Completed::Dead { reason } => {
-                    tx.prepare_cached(FINISH)?.execute(params![id, Status::Dead, reason, now, error, node])?
-                }
-                Completed::Retry { available_at } => {
-                    tx.prepare_cached(RETRY)?.execute(params![id, available_at, now, error, node])?
-                }
-            };
-            Ok(completed)
-        })
+        self.write(|tx| record(tx, &settings, worker, id, attempt, report, now, jitter))
     }
 
     /// Notes an error on a lease that `worker` holds on attempt `attempt` of job `id`, without
@@ -176,6 +134,66 @@ impl Queue {
             Err(Error::LeaseLost { id: id.to_owned(), worker: worker.to_owned(), attempt })
         })
     }
+}
+
+/// `complete`'s checks of its own arguments, which come before any lookup.
+pub(super) fn validate(worker: &str, id: &str, attempt: u64, now: u64, jitter: f64) -> Result<()> {
+    input::name("worker", worker)?;
+    input::name("id", id)?;
+    input::int("attempt", attempt)?;
+    if attempt == 0 {
+        return Err(Error::invalid("attempt", "must be at least 1"));
+    }
+    input::int("now", now)?;
+    validate_jitter(jitter)?;
+    Ok(())
+}
+
+/// `complete`'s lookup, fence and write inside the caller's transaction, once validated.
+/// A refusal comes before any write.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn record(
+    tx: &Transaction<'_>,
+    settings: &Settings,
+    worker: &str,
+    id: &str,
+    attempt: u64,
+    report: &Report,
+    now: u64,
+    jitter: f64,
+) -> Result<Completed> {
+    let (outcome, error, node) =
+        (report.outcome, job::note(report.error.as_deref()), job::note(report.node.as_deref()));
+    let lease = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+    let holds =
+        lease.status == Status::Leased && lease.owner.as_deref() == Some(worker) && lease.attempts == attempt;
+    if !holds {
+        return Err(Error::LeaseLost { id: id.to_owned(), worker: worker.to_owned(), attempt });
+    }
+    let claimed_at = lease
+        .claimed_at
+        .ok_or_else(|| Error::Corrupt(format!("job {id:?} is leased without a claim time")))?;
+    if now < claimed_at {
+        return Err(Error::ClockWentBackwards { now, claimed_at });
+    }
+    let completed = settle(&lease, outcome, report.retry_after_ms, now, settings, jitter)?;
+    match completed {
+        Completed::Done => tx.prepare_cached(FINISH)?.execute(params![
+            id,
+            Status::Done,
+            None::<DeadReason>,
+            now,
+            error,
+            node
+        ])?,
+        Completed::Dead { reason } => {
+            tx.prepare_cached(FINISH)?.execute(params![id, Status::Dead, reason, now, error, node])?
+        }
+        Completed::Retry { available_at } => {
+            tx.prepare_cached(RETRY)?.execute(params![id, available_at, now, error, node])?
+        }
+    };
+    Ok(completed)
 }
 
 fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Lease>> {

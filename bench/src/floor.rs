@@ -1,0 +1,95 @@
+//! The floor: what SQLite itself does for the same three writes per job, with the same
+//! durability and no queue logic — no budget, no reaping, no fencing, no history, no checks.
+//!
+//! A job is inserted, leased by the same kind of pick (the smallest `available_at` among the
+//! pending), and marked done, each statement in its own transaction (autocommit), on a WAL
+//! file with `synchronous = FULL`. The queue is judged by how close it comes to this.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, Statement, params};
+
+use crate::BenchError;
+
+const DDL: &str = "
+CREATE TABLE IF NOT EXISTS jobs (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT    NOT NULL UNIQUE,
+    payload      TEXT    NOT NULL,
+    status       TEXT    NOT NULL,
+    attempts     INTEGER NOT NULL,
+    available_at INTEGER,
+    owner        TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_due ON jobs (available_at) WHERE status = 'pending';
+";
+
+const INSERT: &str = "
+    INSERT INTO jobs (id, payload, status, attempts, available_at) VALUES (?1, ?2, 'pending', 0, ?3)";
+
+const CLAIM: &str = "
+    UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = ?2, available_at = ?3
+    WHERE seq = (SELECT seq FROM jobs WHERE status = 'pending' AND available_at <= ?1
+                 ORDER BY available_at, seq LIMIT 1)
+    RETURNING id";
+
+const DONE: &str = "UPDATE jobs SET status = 'done', available_at = NULL, owner = NULL WHERE id = ?1";
+
+/// Opens (creating if needed) a floor database: WAL, `synchronous = FULL`, the same busy
+/// timeout as the queue.
+pub fn open(path: &Path) -> Result<Connection, BenchError> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(BenchError::Setup(format!("floor database stayed in journal_mode {mode}")));
+    }
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch(DDL)?;
+    Ok(conn)
+}
+
+/// The three prepared statements of one floor worker.
+pub struct Floor<'c> {
+    insert: Statement<'c>,
+    claim: Statement<'c>,
+    done: Statement<'c>,
+}
+
+impl<'c> Floor<'c> {
+    pub fn new(conn: &'c Connection) -> Result<Floor<'c>, BenchError> {
+        Ok(Floor { insert: conn.prepare(INSERT)?, claim: conn.prepare(CLAIM)?, done: conn.prepare(DONE)? })
+    }
+
+    /// One job through: insert, lease, done — three commits. `false` if the pick found
+    /// nothing (another process took the last due job).
+    pub fn cycle(&mut self, id: &str, payload: &str, worker: &str, now: u64) -> Result<bool, BenchError> {
+        self.insert.execute(params![id, payload, now])?;
+        let leased: Option<String> =
+            self.claim.query_row(params![now, worker, now + 30_000], |row| row.get(0)).optional()?;
+        let Some(leased) = leased else { return Ok(false) };
+        self.done.execute([leased])?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cycle_takes_a_job_to_done_durably() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conn = open(&dir.path().join("floor.db")).expect("open");
+        let sync: i64 = conn.pragma_query_value(None, "synchronous", |r| r.get(0)).expect("pragma");
+        assert_eq!(sync, 2, "synchronous = FULL");
+        let mut floor = Floor::new(&conn).expect("prepare");
+        assert!(floor.cycle("a", "p", "w", 5).expect("cycle"));
+        assert!(floor.cycle("b", "p", "w", 6).expect("cycle"));
+        let done: i64 = conn
+            .query_row("SELECT count(*) FROM jobs WHERE status = 'done' AND attempts = 1", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(done, 2);
+    }
+}

@@ -1,0 +1,58 @@
+//! `retryq bench [--json] [--quick]`: the queue against SQLite's own limit, in one table (or
+//! one JSON object). The measuring lives in the `retryq-bench` library; this module parses
+//! flags, starts the run and prints.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use retryq_bench::{Config, Launcher};
+
+use super::CliError;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// A smaller run (seconds rather than minutes) that still fills every field.
+    #[arg(long)]
+    quick: bool,
+    /// Put the database files in a temporary directory under DIR: the disk measured is
+    /// DIR's. Default: the system's temporary directory.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The Python interpreter that runs the persist-queue peer.
+    #[arg(long, value_name = "PROGRAM", default_value = "python3")]
+    python: String,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let program = std::env::current_exe()?;
+    let config = Config {
+        quick: args.quick,
+        dir: args.dir,
+        launcher: Launcher { program: program.clone(), args: vec!["bench-worker".into()] },
+        checker: Some(program),
+        python: args.python,
+        progress: |line| eprintln!("bench: {line}"),
+    };
+    let report = retryq_bench::run(&config)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| CliError::Other(e.to_string()))?);
+    } else {
+        print!("{}", retryq_bench::render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `retryq bench-worker SPEC` (hidden): one worker process of the throughput benchmark.
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    /// The worker's instructions, as JSON.
+    spec: String,
+}
+
+pub fn run_worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
+    retryq_bench::worker_main(&args.spec)?;
+    Ok(ExitCode::SUCCESS)
+}

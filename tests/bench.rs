@@ -1,0 +1,40 @@
+//! `retryq bench`'s worker processes through the real binary: the throughput benchmark's
+//! ready/go protocol with one and two processes on a shared file, for the queue and for the
+//! floor, and a worker refusing a spec it cannot read. (The full `retryq bench` runs for
+//! minutes and times things; it is not a test. Speed is measured, never asserted.)
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use retryq_bench::Launcher;
+use retryq_bench::throughput::{Side, measure};
+
+const RETRYQ: &str = env!("CARGO_BIN_EXE_retryq");
+
+fn launcher() -> Launcher {
+    Launcher { program: PathBuf::from(RETRYQ), args: vec!["bench-worker".into()] }
+}
+
+#[test]
+fn workers_take_jobs_through_for_the_queue_and_the_floor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for side in [Side::Queue, Side::Floor] {
+        for processes in [1, 2] {
+            let rate = measure(&launcher(), dir.path(), side, processes, Duration::from_millis(300), 0)
+                .unwrap_or_else(|e| panic!("{side:?} with {processes} processes: {e}"));
+            assert!(rate > 0.0, "{side:?} with {processes} processes took no job through");
+        }
+    }
+    // Each measurement removes its database when done.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).expect("read_dir").collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_worker_refuses_a_spec_it_cannot_read() {
+    let out = Command::new(RETRYQ).args(["bench-worker", "{\"side\":\"sideways\"}"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("json"), "{stderr}");
+}
