@@ -15,8 +15,18 @@ fn conform(args: &[&str]) -> (i32, String) {
 #[test]
 fn a_small_fixed_seed_run_agrees_everywhere() {
     let traces = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/traces");
-    let (code, text) =
-        conform(&["--cases", "120", "--seed", "42", "--depth", "3", "--crash", "12", "--regressions", traces]);
+    let (code, text) = conform(&[
+        "--cases",
+        "120",
+        "--seed",
+        "42",
+        "--depth",
+        "3",
+        "--crash",
+        "12",
+        "--regressions",
+        traces,
+    ]);
     assert_eq!(code, 0, "{text}");
     for line in ["regressions ", "generated ", "exhaustive ", "crash ", "conform: no mismatch"] {
         assert!(text.contains(line), "no {line:?} in\n{text}");

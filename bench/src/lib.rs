@@ -192,14 +192,18 @@ pub struct ModelChecking {
 
 pub use checker::CheckerRun;
 
-/// Conformance: traces per second, in memory and on file. Not part of this build: every
-/// figure is null and `note` says so.
+/// Conformance: generated traces replayed on both readings (SQLite and the reference
+/// model, compared after every step), per second, in memory and on database files.
 #[derive(Clone, Debug, Serialize)]
 pub struct Conformance {
     pub available: bool,
     pub note: String,
     pub traces_per_s_memory: Option<f64>,
     pub traces_per_s_file: Option<f64>,
+    /// How many traces each figure is over, and on how many threads.
+    pub traces: u32,
+    pub threads_memory: usize,
+    pub threads_file: usize,
 }
 
 /// What this build says where it has no model checker or conformance harness to time.
@@ -362,14 +366,41 @@ pub fn run(config: &Config) -> Result<Report, BenchError> {
         batch,
         claim_scaling,
         model_checking,
-        conformance: Conformance {
-            available: false,
-            note: NOT_AVAILABLE.into(),
-            traces_per_s_memory: None,
-            traces_per_s_file: None,
-        },
+        conformance: conformance(config, &progress),
         peers: vec![persist_queue, peers::effectum()],
     })
+}
+
+/// `retryq conform`'s generated traces, timed: the default 2,400 (300 with `--quick`), with a
+/// fixed seed, in memory and on files, on the threads `retryq conform` would use.
+fn conformance(config: &Config, progress: &dyn Fn(&str)) -> Conformance {
+    use retryq_conformance::run::{self, Setup, Storage};
+    let traces: u32 = if config.quick { 300 } else { 2400 };
+    let rate = |storage: Storage| -> Result<f64, String> {
+        progress(&format!("conformance: {traces} traces, {storage:?}"));
+        let tally = run::random(traces, 1, 40, &Setup::new(storage), run::default_threads(storage), &|| {})
+            .map_err(|e| e.to_string())?;
+        match tally.mismatch {
+            Some(m) => Err(format!("a mismatch ({}), so no rate: run retryq conform", m.source)),
+            None => Ok(tally.traces_per_second()),
+        }
+    };
+    let (memory, file) = (rate(Storage::Memory), rate(Storage::File));
+    let note = match (&memory, &file) {
+        (Ok(_), Ok(_)) => {
+            format!("{traces} generated traces, seed 1, both readings compared after every step")
+        }
+        (Err(e), _) | (_, Err(e)) => e.clone(),
+    };
+    Conformance {
+        available: memory.is_ok() && file.is_ok(),
+        note,
+        traces_per_s_memory: memory.ok(),
+        traces_per_s_file: file.ok(),
+        traces,
+        threads_memory: run::default_threads(Storage::Memory),
+        threads_file: run::default_threads(Storage::File),
+    }
 }
 
 /// Model checking at the default bound, and at the deep bound unless `--quick`.
@@ -515,7 +546,15 @@ pub fn render(report: &Report) -> String {
         };
         let _ = writeln!(out, "{:<44} {}", format!("model checking, {bound} bound"), text);
     }
-    let _ = writeln!(out, "{:<44} {:>14}", "conformance: traces/s in memory, on file", NOT_AVAILABLE);
+    let cf = &report.conformance;
+    let conformance = match (cf.traces_per_s_memory, cf.traces_per_s_file) {
+        (Some(memory), Some(file)) => format!(
+            "{memory:.0} in memory ({} threads), {file:.0} on files ({} threads), over {} traces",
+            cf.threads_memory, cf.threads_file, cf.traces
+        ),
+        _ => format!("not measured: {}", cf.note),
+    };
+    let _ = writeln!(out, "{:<44} {}", "conformance: traces/s", conformance);
     let _ = writeln!(out);
     for peer in &report.peers {
         let _ = writeln!(out, "{}: {}", peer.name, peer.note);

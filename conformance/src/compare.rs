@@ -113,10 +113,12 @@ fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
         Op::RunOnce { now, after, .. } => (None, Some(after.unwrap_or(*now).max(*now))),
         Op::Config { .. } | Op::RetryDelay { .. } | Op::Restart => (None, None),
     };
-    if let Some(id) = id {
-        if !id.is_empty() && id.len() <= retryq::MAX_ID_BYTES && !ids.contains(id) {
-            ids.push(id.clone());
-        }
+    if let Some(id) = id
+        && !id.is_empty()
+        && id.len() <= retryq::MAX_ID_BYTES
+        && !ids.contains(id)
+    {
+        ids.push(id.clone());
     }
     if let Some(now) = now {
         *clock = now.min(retryq_model::MAX_INT);

@@ -41,9 +41,17 @@ pub struct CrashTally {
 }
 
 /// Kills `runs` children of `program` (the `retryq` binary) at random points.
-pub fn kill_runs(program: &Path, runs: u64, seed: u64, progress: &dyn Fn()) -> Result<CrashTally, ReplayError> {
+pub fn kill_runs(
+    program: &Path,
+    runs: u64,
+    seed: u64,
+    progress: &dyn Fn(),
+) -> Result<CrashTally, ReplayError> {
     let start = Instant::now();
-    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes().repeat(4));
+    let mut rng = TestRng::from_seed(
+        RngAlgorithm::ChaCha,
+        &seed.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes().repeat(4),
+    );
     let mut runner = TestRunner::new_with_rng(Config::default(), rng.clone());
     let strategy = abstract_trace(48);
     let mut tally = CrashTally::default();
@@ -109,7 +117,11 @@ fn run_through(program: &Path, trace: &Trace) -> Result<Duration, ReplayError> {
             child.wait_with_output()
         })?;
     if !output.status.success() {
-        return Err(ReplayError::Io(std::io::Error::other(format!("{} replay failed: {}", program.display(), output.status))));
+        return Err(ReplayError::Io(std::io::Error::other(format!(
+            "{} replay failed: {}",
+            program.display(),
+            output.status
+        ))));
     }
     Ok(started.elapsed())
 }
@@ -149,7 +161,11 @@ fn kill_once(program: &Path, trace: &Trace, delay: Duration) -> Result<Run, Repl
     let finished = output.lines().filter(|line| line.ends_with('}')).count();
     // An empty or missing file means the child died before creating the schema: both are
     // the state before the first operation.
-    let observed = if db.exists() { observe(&mut Sqlite::file(&db)?, trace)? } else { observe_model(&Store::new(), trace) };
+    let observed = if db.exists() {
+        observe(&mut Sqlite::file(&db)?, trace)?
+    } else {
+        observe_model(&Store::new(), trace)
+    };
     Ok(Run { finished, observed, _dir: dir })
 }
 
@@ -168,8 +184,12 @@ fn probes(trace: &Trace) -> Vec<Op> {
         .steps
         .iter()
         .filter_map(|step| match parse_line(&step.to_line()) {
-            Line::Op(Op::Claim { now, .. } | Op::Reap { now } | Op::Stats { now } | Op::RunOnce { now, .. }) => Some(now),
-            Line::Op(Op::Enqueue { now, .. } | Op::Complete { now, .. } | Op::Redrive { now, .. }) => Some(now),
+            Line::Op(
+                Op::Claim { now, .. } | Op::Reap { now } | Op::Stats { now } | Op::RunOnce { now, .. },
+            ) => Some(now),
+            Line::Op(Op::Enqueue { now, .. } | Op::Complete { now, .. } | Op::Redrive { now, .. }) => {
+                Some(now)
+            }
             _ => None,
         })
         .max()
@@ -225,7 +245,9 @@ fn judge(trace: &Trace, run: &Run) -> Result<Judged, String> {
 }
 
 fn mismatch(run: &Run, before: &[Response], after: Option<&[Response]>) -> String {
-    let lines = |responses: &[Response]| responses.iter().map(|r| format!("    {}", r.to_json_line())).collect::<Vec<_>>().join("\n");
+    let lines = |responses: &[Response]| {
+        responses.iter().map(|r| format!("    {}", r.to_json_line())).collect::<Vec<_>>().join("\n")
+    };
     let mut text = format!(
         "killed after {} answered lines, the reopened file matches neither the state before nor after the running operation\n  found:\n{}\n  before:\n{}",
         run.finished,

@@ -14,9 +14,9 @@ use retryq_model::Op;
 use retryq_model::model::{Bounds, QueueModel, World};
 use stateright::Model;
 
+use crate::ReplayError;
 use crate::run::{Mismatch, Setup, Tally, run_parallel};
 use crate::trace::{Step, Trace};
-use crate::ReplayError;
 
 /// What the search covered, besides the tally of traces run.
 #[derive(Clone, Debug, Default)]
@@ -82,7 +82,8 @@ fn frontier_traces(model: &QueueModel, depth: usize) -> (u64, Vec<Trace>) {
                 }
             }
             if !grew {
-                let steps = std::iter::once(config.clone()).chain(ops.iter().cloned()).map(Step::Op).collect();
+                let steps =
+                    std::iter::once(config.clone()).chain(ops.iter().cloned()).map(Step::Op).collect();
                 traces.push(Trace { steps });
             }
         }

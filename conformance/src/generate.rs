@@ -69,16 +69,58 @@ pub enum Completer {
 /// One abstract step.
 #[derive(Clone, Debug)]
 pub enum Abstract {
-    Config { base_ms: Option<u64>, cap_ms: Option<u64>, lease_ms: Option<u64> },
-    Enqueue { job: usize, other_payload: bool, max_attempts: u64, ttl: u64, now: When },
-    Claim { worker: usize, now: When },
-    Complete { by: Completer, job: usize, token: Token, outcome: Outcome, now: When, jitter: Option<usize> },
-    RunOnce { worker: usize, now: When, after: Option<When>, outcome: RunOutcome, jitter: Option<usize> },
-    Redrive { job: usize, now: When, add_attempts: u64, ttl: u64 },
-    Reap { now: When },
-    Get { job: usize },
-    Stats { now: When },
-    RetryDelay { attempt: u64, base_ms: u64, cap_ms: u64, jitter: usize },
+    Config {
+        base_ms: Option<u64>,
+        cap_ms: Option<u64>,
+        lease_ms: Option<u64>,
+    },
+    Enqueue {
+        job: usize,
+        other_payload: bool,
+        max_attempts: u64,
+        ttl: u64,
+        now: When,
+    },
+    Claim {
+        worker: usize,
+        now: When,
+    },
+    Complete {
+        by: Completer,
+        job: usize,
+        token: Token,
+        outcome: Outcome,
+        now: When,
+        jitter: Option<usize>,
+    },
+    RunOnce {
+        worker: usize,
+        now: When,
+        after: Option<When>,
+        outcome: RunOutcome,
+        jitter: Option<usize>,
+    },
+    Redrive {
+        job: usize,
+        now: When,
+        add_attempts: u64,
+        ttl: u64,
+    },
+    Reap {
+        now: When,
+    },
+    Get {
+        job: usize,
+    },
+    Stats {
+        now: When,
+    },
+    RetryDelay {
+        attempt: u64,
+        base_ms: u64,
+        cap_ms: u64,
+        jitter: usize,
+    },
     Restart,
     /// A line the replay format must refuse.
     Invalid(usize),
@@ -228,7 +270,13 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
             let now = at(now);
             let id = IDS[*job];
             let payload = if *other_payload { format!("other {id}") } else { format!("order {id}") };
-            Op::Enqueue { id: id.into(), payload, max_attempts: *max_attempts, deadline: now.saturating_add(*ttl), now }
+            Op::Enqueue {
+                id: id.into(),
+                payload,
+                max_attempts: *max_attempts,
+                deadline: now.saturating_add(*ttl),
+                now,
+            }
         }
         Abstract::Claim { worker, now } => Op::Claim { worker: WORKERS[*worker].into(), now: at(now) },
         Abstract::Complete { by, job, token, outcome, now, jitter } => {
@@ -248,7 +296,14 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
             // A completion's deadline edges are about the job it completes.
             let now = resolve(now, store, *clock, Some((id, jitter.map(|j| JITTERS[j]))));
             *clock = now;
-            Op::Complete { worker, id: id.into(), attempt, outcome: *outcome, now, jitter: jitter.map(|j| JITTERS[j]) }
+            Op::Complete {
+                worker,
+                id: id.into(),
+                attempt,
+                outcome: *outcome,
+                now,
+                jitter: jitter.map(|j| JITTERS[j]),
+            }
         }
         Abstract::RunOnce { worker, now, after, outcome, jitter } => {
             let now = at(now);
@@ -260,11 +315,22 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
             };
             let focus = claimed.as_deref().map(|id| (id, jitter.map(|j| JITTERS[j])));
             let after = after.as_ref().map(|after| resolve(after, &probe, now, focus));
-            Op::RunOnce { worker: WORKERS[*worker].into(), now, after, outcome: *outcome, jitter: jitter.map(|j| JITTERS[j]) }
+            Op::RunOnce {
+                worker: WORKERS[*worker].into(),
+                now,
+                after,
+                outcome: *outcome,
+                jitter: jitter.map(|j| JITTERS[j]),
+            }
         }
         Abstract::Redrive { job, now, add_attempts, ttl } => {
             let now = at(now);
-            Op::Redrive { id: IDS[*job].into(), now, add_attempts: *add_attempts, deadline: now.saturating_add(*ttl) }
+            Op::Redrive {
+                id: IDS[*job].into(),
+                now,
+                add_attempts: *add_attempts,
+                deadline: now.saturating_add(*ttl),
+            }
         }
         Abstract::Reap { now } => Op::Reap { now: at(now) },
         Abstract::Get { job } => Op::Get { id: IDS[*job].into() },
@@ -302,7 +368,10 @@ fn resolve(when: &When, store: &Store, previous: u64, focus: Option<(&str, Optio
                 .collect();
             match leases.get(job % leases.len().max(1)) {
                 Some(&until) => shift(until, offset),
-                None => store.job(IDS[job]).and_then(|j| j.phase.available_at()).map_or(previous, |t| shift(t, offset)),
+                None => store
+                    .job(IDS[job])
+                    .and_then(|j| j.phase.available_at())
+                    .map_or(previous, |t| shift(t, offset)),
             }
         }
         When::Deadline { job, offset } => match about(job) {
@@ -313,8 +382,14 @@ fn resolve(when: &When, store: &Store, previous: u64, focus: Option<(&str, Optio
             Some(j) => {
                 let config = store.config();
                 // The step's own jitter when it has one, so that the edge is exact.
-                let jitter = focus.and_then(|(_, j)| j).filter(|j| (0.0..=1.0).contains(j)).unwrap_or(JITTERS[jitter]);
-                let delay = retryq_model::delay::retry_delay(j.attempts.max(1), config.base_ms, config.cap_ms, jitter);
+                let jitter =
+                    focus.and_then(|(_, j)| j).filter(|j| (0.0..=1.0).contains(j)).unwrap_or(JITTERS[jitter]);
+                let delay = retryq_model::delay::retry_delay(
+                    j.attempts.max(1),
+                    config.base_ms,
+                    config.cap_ms,
+                    jitter,
+                );
                 shift(j.deadline.saturating_sub(delay), offset)
             }
             None => previous,
@@ -340,8 +415,9 @@ impl Arbitrary for RandomTrace {
         let steps = self.0.steps.clone();
         let len = steps.len();
         let runs = std::iter::successors(Some(len / 2), |&n| (n > 1).then_some(n / 2)).filter(|&n| n > 0);
-        let cuts: Vec<(usize, usize)> =
-            runs.flat_map(|n| (0..len.saturating_sub(n - 1)).step_by(n).map(move |start| (start, n))).collect();
+        let cuts: Vec<(usize, usize)> = runs
+            .flat_map(|n| (0..len.saturating_sub(n - 1)).step_by(n).map(move |start| (start, n)))
+            .collect();
         Box::new(cuts.into_iter().map(move |(start, n)| {
             let mut smaller = steps.clone();
             smaller.drain(start..start + n);
@@ -394,13 +470,24 @@ fn random_step(g: &mut Gen) -> Step {
             after: if bool::arbitrary(g) { None } else { Some(time(g)) },
             outcome: pick(
                 g,
-                &[RunOutcome::Ok, RunOutcome::Retryable, RunOutcome::Permanent, RunOutcome::Unknown, RunOutcome::Crash],
+                &[
+                    RunOutcome::Ok,
+                    RunOutcome::Retryable,
+                    RunOutcome::Permanent,
+                    RunOutcome::Unknown,
+                    RunOutcome::Crash,
+                ],
             ),
             jitter,
         },
         12 => {
             let now = time(g);
-            Op::Redrive { id, now, add_attempts: u64::from(u8::arbitrary(g) % 3), deadline: now + u64::from(u8::arbitrary(g) % 40) }
+            Op::Redrive {
+                id,
+                now,
+                add_attempts: u64::from(u8::arbitrary(g) % 3),
+                deadline: now + u64::from(u8::arbitrary(g) % 40),
+            }
         }
         13 => Op::Reap { now: time(g) },
         14 => Op::Restart,
@@ -428,18 +515,25 @@ mod tests {
             let mut store = Store::new();
             for step in &trace.steps {
                 let Step::Op(op) = step else { continue };
-                let leases: Vec<u64> = store.jobs().iter().filter_map(|j| match j.phase {
-                    Phase::Leased { until, .. } => Some(until),
-                    _ => None,
-                }).collect();
+                let leases: Vec<u64> = store
+                    .jobs()
+                    .iter()
+                    .filter_map(|j| match j.phase {
+                        Phase::Leased { until, .. } => Some(until),
+                        _ => None,
+                    })
+                    .collect();
                 let response = store.step(op);
                 let line = response.to_json_line();
-                if let Op::Claim { now, .. } | Op::RunOnce { now, .. } = op {
-                    if leases.contains(now) && line.contains("\"attempt\":") {
-                        expiry_claims += 1;
-                    }
+                if let Op::Claim { now, .. } | Op::RunOnce { now, .. } = op
+                    && leases.contains(now)
+                    && line.contains("\"attempt\":")
+                {
+                    expiry_claims += 1;
                 }
-                if line.contains("\"reason\":\"deadline\"") && matches!(op, Op::Complete { .. } | Op::RunOnce { .. }) {
+                if line.contains("\"reason\":\"deadline\"")
+                    && matches!(op, Op::Complete { .. } | Op::RunOnce { .. })
+                {
                     deadline_deaths += 1;
                 }
                 if line.contains("lease_lost") {
@@ -450,7 +544,9 @@ mod tests {
                 }
             }
         }
-        println!("edges: expiry claims {expiry_claims}, deadline deaths {deadline_deaths}, stale {stale}, crashes {crashes}");
+        println!(
+            "edges: expiry claims {expiry_claims}, deadline deaths {deadline_deaths}, stale {stale}, crashes {crashes}"
+        );
         assert!(expiry_claims > 10, "claims exactly at lease expiry: {expiry_claims}");
         assert!(deadline_deaths > 10, "retries dead by deadline: {deadline_deaths}");
         assert!(stale > 10, "stale completions: {stale}");

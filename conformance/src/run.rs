@@ -116,7 +116,8 @@ pub fn regressions(dir: &Path, setup: &Setup) -> Result<Tally, ReplayError> {
             },
         };
         if let Some(divergence) = found {
-            tally.mismatch = Some(Mismatch { source: format!("regression {}", case.name), trace, divergence });
+            tally.mismatch =
+                Some(Mismatch { source: format!("regression {}", case.name), trace, divergence });
             break;
         }
     }
@@ -142,17 +143,18 @@ pub(crate) fn run_parallel(
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let beyond = first.lock().map(|f| f.as_ref().is_some_and(|(at, _)| *at < i)).unwrap_or(true);
+                    let beyond =
+                        first.lock().map(|f| f.as_ref().is_some_and(|(at, _)| *at < i)).unwrap_or(true);
                     if i >= traces.len() || beyond || fatal.lock().map(|f| f.is_some()).unwrap_or(true) {
                         return;
                     }
                     match check_trace(&traces[i], setup) {
                         Ok(None) => {}
                         Ok(Some(divergence)) => {
-                            if let Ok(mut first) = first.lock() {
-                                if first.as_ref().is_none_or(|(at, _)| i < *at) {
-                                    *first = Some((i, divergence));
-                                }
+                            if let Ok(mut first) = first.lock()
+                                && first.as_ref().is_none_or(|(at, _)| i < *at)
+                            {
+                                *first = Some((i, divergence));
                             }
                         }
                         Err(e) => {
@@ -173,7 +175,9 @@ pub(crate) fn run_parallel(
                 progress();
             }
             reported = now;
-            if first.lock().map(|f| f.is_some()).unwrap_or(true) || fatal.lock().map(|f| f.is_some()).unwrap_or(true) {
+            if first.lock().map(|f| f.is_some()).unwrap_or(true)
+                || fatal.lock().map(|f| f.is_some()).unwrap_or(true)
+            {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -206,11 +210,18 @@ pub fn proptest_traces(
     progress: &dyn Fn(),
 ) -> Result<Tally, ReplayError> {
     let start = Instant::now();
-    let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(seed)));
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(seed)),
+    );
     let strategy = abstract_trace(max_len);
     let mut trees = Vec::with_capacity(cases as usize);
     for _ in 0..cases {
-        trees.push(strategy.new_tree(&mut runner).map_err(|why| ReplayError::Io(std::io::Error::other(format!("generator: {why}"))))?);
+        trees.push(
+            strategy
+                .new_tree(&mut runner)
+                .map_err(|why| ReplayError::Io(std::io::Error::other(format!("generator: {why}"))))?,
+        );
     }
     let traces: Vec<Trace> = trees.iter().map(|tree| materialize(&tree.current())).collect();
     let found = run_parallel(&traces, setup, threads, progress)?;
@@ -288,7 +299,11 @@ pub fn quickcheck_traces(
 
 /// Greedy shrinking, as quickcheck does it: take the first smaller trace that still
 /// diverges, until none does.
-fn shrink_quickcheck(trace: Trace, divergence: Divergence, setup: &Setup) -> Result<(Trace, Divergence), ReplayError> {
+fn shrink_quickcheck(
+    trace: Trace,
+    divergence: Divergence,
+    setup: &Setup,
+) -> Result<(Trace, Divergence), ReplayError> {
     let (mut trace, mut divergence) = (trace, divergence);
     'outer: loop {
         for smaller in RandomTrace(trace.clone()).shrink() {
@@ -305,8 +320,14 @@ fn shrink_quickcheck(trace: Trace, divergence: Divergence, setup: &Setup) -> Res
 /// Saves a mismatch as a regression case under `dir`: the trace up to the divergent step,
 /// plus the probe that showed the difference as an explicit step, and the model's output
 /// as the expected file. Returns the trace file's path.
-pub fn save_regression(mismatch: &Mismatch, dir: &Path, name: &str, setup: &Setup) -> std::io::Result<PathBuf> {
-    let mut steps: Vec<Step> = mismatch.trace.steps.iter().take(mismatch.divergence.step + 1).cloned().collect();
+pub fn save_regression(
+    mismatch: &Mismatch,
+    dir: &Path,
+    name: &str,
+    setup: &Setup,
+) -> std::io::Result<PathBuf> {
+    let mut steps: Vec<Step> =
+        mismatch.trace.steps.iter().take(mismatch.divergence.step + 1).cloned().collect();
     if let crate::parse::Line::Op(probe) = crate::parse::parse_line(&mismatch.divergence.probe) {
         steps.push(Step::Op(probe));
     }

@@ -14,7 +14,11 @@ fn generated_traces_agree_in_memory_and_on_files() {
     for (storage, cases) in [(Storage::Memory, 300), (Storage::File, 60)] {
         let tally = run::random(cases, 20_261_129, 40, &Setup::new(storage), 2, &|| {}).expect("run");
         assert_eq!(tally.traces, u64::from(cases), "{storage:?}");
-        assert!(tally.mismatch.is_none(), "{storage:?}: {:?}", tally.mismatch.map(|m| m.divergence.to_string()));
+        assert!(
+            tally.mismatch.is_none(),
+            "{storage:?}: {:?}",
+            tally.mismatch.map(|m| m.divergence.to_string())
+        );
         assert!(tally.steps > u64::from(cases) * 5, "traces this short test little: {}", tally.steps);
     }
 }
@@ -22,7 +26,11 @@ fn generated_traces_agree_in_memory_and_on_files() {
 #[test]
 fn every_model_path_of_depth_four_agrees() {
     let coverage = exhaustive(Bounds::default(), 4, &Setup::new(Storage::Memory), 2, &|| {}).expect("run");
-    assert!(coverage.tally.mismatch.is_none(), "{:?}", coverage.tally.mismatch.map(|m| m.divergence.to_string()));
+    assert!(
+        coverage.tally.mismatch.is_none(),
+        "{:?}",
+        coverage.tally.mismatch.map(|m| m.divergence.to_string())
+    );
     assert!(coverage.states > 500, "{}", coverage.states);
     assert!(coverage.tally.traces > 300, "{}", coverage.tally.traces);
 }
@@ -32,9 +40,17 @@ fn every_bug_seeded_into_the_model_is_a_divergence() {
     for bug in Bug::ALL {
         let setup = Setup { storage: Storage::Memory, model: Store::new().with_bug(Some(bug)) };
         let tally = run::random(600, 7, 40, &setup, 2, &|| {}).expect("run");
-        let mismatch = tally.mismatch.unwrap_or_else(|| panic!("{} went unnoticed in {} traces", bug.name(), tally.traces));
+        let mismatch = tally
+            .mismatch
+            .unwrap_or_else(|| panic!("{} went unnoticed in {} traces", bug.name(), tally.traces));
         // Shrunk: a handful of steps, not the forty a trace may have.
-        assert!(mismatch.trace.len() <= 12, "{}: {} steps\n{}", bug.name(), mismatch.trace.len(), mismatch.trace.to_jsonl(""));
+        assert!(
+            mismatch.trace.len() <= 12,
+            "{}: {} steps\n{}",
+            bug.name(),
+            mismatch.trace.len(),
+            mismatch.trace.to_jsonl("")
+        );
     }
 }
 

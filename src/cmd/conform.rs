@@ -85,10 +85,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         )?;
         bar.finish_and_clear();
         report("exhaustive", &coverage.tally);
-        println!("{:<12} {} model states within {depth} actions, each reached by a replayed path", "", coverage.states);
+        println!(
+            "{:<12} {} model states within {depth} actions, each reached by a replayed path",
+            "", coverage.states
+        );
         if let Some(mismatch) = &coverage.tally.mismatch {
             print_mismatch(mismatch);
-            let saved = run::save_regression(mismatch, &dir, &format!("conform-exhaustive-depth-{depth}"), &setup)?;
+            let saved =
+                run::save_regression(mismatch, &dir, &format!("conform-exhaustive-depth-{depth}"), &setup)?;
             println!("saved the trace as {}", saved.display());
             return Ok(ExitCode::FAILURE);
         }
@@ -125,7 +129,11 @@ fn one_trace(path: &Path, setup: &Setup) -> Result<ExitCode, CliError> {
     let trace = Trace::from_jsonl(&text);
     match run::check_trace(&trace, setup)? {
         None => {
-            println!("{}: {} steps, both readings agree on every step and every probe", path.display(), trace.len());
+            println!(
+                "{}: {} steps, both readings agree on every step and every probe",
+                path.display(),
+                trace.len()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Some(divergence) => {

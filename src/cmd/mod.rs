@@ -5,10 +5,10 @@
 //! conflict, a missing job, an unusable database, audit violations); 2 a flag is wrong (the
 //! message names it). `retryq work` adds 128 + N for a second signal N.
 
-pub mod conform;
 pub mod audit;
 pub mod bench;
 pub mod check;
+pub mod conform;
 pub mod dead;
 pub mod enqueue;
 pub mod explore;

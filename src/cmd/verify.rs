@@ -69,16 +69,26 @@ fn timed(stage: impl FnOnce() -> Row) -> Row {
 /// Every saved regression trace against a fresh temporary database file: its expected
 /// output, and the reference model step by step.
 fn regressions(dir: &Path) -> Row {
-    conformance_row("regressions", run::regressions(dir, &Setup::new(Storage::File)), |t| format!("{} traces, {} steps", t.traces, t.steps))
+    conformance_row("regressions", run::regressions(dir, &Setup::new(Storage::File)), |t| {
+        format!("{} traces, {} steps", t.traces, t.steps)
+    })
 }
 
 /// Every path the model checker explores within `depth` actions, replayed in memory.
 fn exhaustive(depth: u16) -> Row {
-    let result = exhaustive::exhaustive(Bounds::default(), usize::from(depth), &Setup::new(Storage::Memory), threads(), &|| {});
+    let result = exhaustive::exhaustive(
+        Bounds::default(),
+        usize::from(depth),
+        &Setup::new(Storage::Memory),
+        threads(),
+        &|| {},
+    );
     match result {
         Ok(coverage) => {
             let states = coverage.states;
-            conformance_row("exhaustive", Ok(coverage.tally), |t| format!("{} paths to {states} states, depth {depth}", t.traces))
+            conformance_row("exhaustive", Ok(coverage.tally), |t| {
+                format!("{} paths to {states} states, depth {depth}", t.traces)
+            })
         }
         Err(e) => conformance_row("exhaustive", Err(e), |_| String::new()),
     }
@@ -86,7 +96,8 @@ fn exhaustive(depth: u16) -> Row {
 
 /// Generated traces from both generators, on database files.
 fn generated(cases: u32, seed: u64) -> Row {
-    let result = run::random(cases, seed, 40, &Setup::new(Storage::File), run::default_threads(Storage::File), &|| {});
+    let result =
+        run::random(cases, seed, 40, &Setup::new(Storage::File), run::default_threads(Storage::File), &|| {});
     conformance_row("generated", result, |t| format!("{} traces, {} steps, seed {seed}", t.traces, t.steps))
 }
 
@@ -128,7 +139,12 @@ fn conformance_row(
             row.checked = checked(&tally);
             row.verdict = match tally.mismatch {
                 None => Ok("SQLite and the model agree on every step".into()),
-                Some(m) => Err(format!("{} found a divergence:\n{}\n  trace:\n{}", m.source, m.divergence, m.trace.to_jsonl(""))),
+                Some(m) => Err(format!(
+                    "{} found a divergence:\n{}\n  trace:\n{}",
+                    m.source,
+                    m.divergence,
+                    m.trace.to_jsonl("")
+                )),
             };
         }
         Err(e) => row.verdict = Err(e.to_string()),
