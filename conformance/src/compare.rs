@@ -58,9 +58,15 @@ pub fn compare_with(trace: &Trace, sqlite: &mut Sqlite, mut model: Store) -> Res
     let mut clock = 0;
     for (i, step) in trace.steps.iter().enumerate() {
         let line = step.to_line();
-        // Both sides read the line as the replay would: what the parser refuses is refused
-        // by both, what it accepts is run by both.
-        let (ours, theirs) = match parse_line(&line) {
+        // An operation goes to both sides as it is — even with values no JSON line could
+        // carry past the parser (an integer above 2^53 − 1), which each reading must refuse
+        // on its own. A raw line is read as the replay would: what the parser refuses is
+        // refused by both, what it accepts is run by both.
+        let parsed = match step {
+            Step::Op(op) => Line::Op(op.clone()),
+            Step::Invalid(raw) => parse_line(raw),
+        };
+        let (ours, theirs) = match parsed {
             Line::Op(op) => {
                 note(&op, &mut ids, &mut clock);
                 let theirs = model.step(&op);

@@ -37,13 +37,7 @@ pub fn exhaustive(
 ) -> Result<Coverage, ReplayError> {
     let start = Instant::now();
     let (states, traces) = frontier_traces(&QueueModel::new(bounds, None), depth);
-    let found = run_parallel(&traces, setup, threads, progress)?;
-    let checked = found.as_ref().map_or(traces.len(), |(i, _)| i + 1);
-    let mut tally = Tally {
-        traces: checked as u64,
-        steps: traces[..checked].iter().map(|t| t.len() as u64).sum(),
-        ..Tally::default()
-    };
+    let (mut tally, found) = run_parallel(&traces, setup, threads, progress)?;
     if let Some((i, divergence)) = found {
         tally.mismatch = Some(Mismatch { source: "exhaustive".into(), trace: traces[i].clone(), divergence });
     }

@@ -126,14 +126,14 @@ pub fn regressions(dir: &Path, setup: &Setup) -> Result<Tally, ReplayError> {
 }
 
 /// Runs `traces` on `threads` threads and returns the divergence of the lowest-numbered
-/// trace that diverges, if any. Deterministic whatever the scheduling: every trace below the
-/// first divergence is checked.
+/// trace that diverges, if any, with the tally of the traces up to it. Deterministic
+/// whatever the scheduling: every trace below the first divergence is checked.
 pub(crate) fn run_parallel(
     traces: &[Trace],
     setup: &Setup,
     threads: usize,
     progress: &dyn Fn(),
-) -> Result<Option<(usize, Divergence)>, ReplayError> {
+) -> Result<(Tally, Option<(usize, Divergence)>), ReplayError> {
     let next = AtomicUsize::new(0);
     let first: Mutex<Option<(usize, Divergence)>> = Mutex::new(None);
     let fatal: Mutex<Option<ReplayError>> = Mutex::new(None);
@@ -186,7 +186,14 @@ pub(crate) fn run_parallel(
     if let Some(e) = fatal.into_inner().ok().flatten() {
         return Err(e);
     }
-    Ok(first.into_inner().ok().flatten())
+    let found = first.into_inner().ok().flatten();
+    let checked = found.as_ref().map_or(traces.len(), |(i, _)| i + 1);
+    let tally = Tally {
+        traces: checked as u64,
+        steps: traces[..checked].iter().map(|t| t.len() as u64).sum(),
+        ..Tally::default()
+    };
+    Ok((tally, found))
 }
 
 /// How many traces to run at once: a file database spends its time waiting on fsync, so
@@ -224,13 +231,7 @@ pub fn proptest_traces(
         );
     }
     let traces: Vec<Trace> = trees.iter().map(|tree| materialize(&tree.current())).collect();
-    let found = run_parallel(&traces, setup, threads, progress)?;
-    let checked = found.as_ref().map_or(traces.len(), |(i, _)| i + 1);
-    let mut tally = Tally {
-        traces: checked as u64,
-        steps: traces[..checked].iter().map(|t| t.len() as u64).sum(),
-        ..Tally::default()
-    };
+    let (mut tally, found) = run_parallel(&traces, setup, threads, progress)?;
     if let Some((i, divergence)) = found {
         let (trace, divergence) = shrink_proptest(&mut trees[i], divergence, setup)?;
         // Then concrete steps: what the abstract shrink kept only because removing an
@@ -282,13 +283,7 @@ pub fn quickcheck_traces(
     let traces: Vec<Trace> = (0..cases)
         .map(|case| RandomTrace::arbitrary(&mut Gen::from_size_and_seed(size, seed.wrapping_add(case))).0)
         .collect();
-    let found = run_parallel(&traces, setup, threads, progress)?;
-    let checked = found.as_ref().map_or(traces.len(), |(i, _)| i + 1);
-    let mut tally = Tally {
-        traces: checked as u64,
-        steps: traces[..checked].iter().map(|t| t.len() as u64).sum(),
-        ..Tally::default()
-    };
+    let (mut tally, found) = run_parallel(&traces, setup, threads, progress)?;
     if let Some((i, divergence)) = found {
         let (trace, divergence) = shrink_quickcheck(traces[i].clone(), divergence, setup)?;
         tally.mismatch = Some(Mismatch { source: "quickcheck".into(), trace, divergence });

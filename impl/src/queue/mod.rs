@@ -131,12 +131,9 @@ impl Queue {
     /// as at 1,000. Under `memdb` the pages live in one buffer behind an ordinary bounded
     /// cache, and a claim costs the same at any size (see `docs/benchmarks.md`).
     pub fn open_in_memory() -> Result<Queue> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        // No leading '/': the database is private to this connection.
-        let conn = Connection::open_with_flags("file:retryq?vfs=memdb", flags)?;
+        // rusqlite's default flags read URIs; no leading '/': the database is private to this
+        // connection.
+        let conn = Connection::open("file:retryq?vfs=memdb")?;
         lift_memdb_size_limit(&conn)?;
         Queue::prepare(conn, PathBuf::from(":memory:"), &OpenOptions::default(), false)
     }
