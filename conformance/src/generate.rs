@@ -342,6 +342,18 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
     }
 }
 
+/// When each lease in the model expires, in the jobs' order.
+fn live_leases(store: &Store) -> Vec<u64> {
+    store
+        .jobs()
+        .iter()
+        .filter_map(|j| match j.phase {
+            Phase::Leased { until, .. } => Some(until),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The time a [`When`] names, given the model's state and the previous time. `focus`, when
 /// given, is the job a deadline edge is about, whatever job the `When` names.
 fn resolve(when: &When, store: &Store, previous: u64, focus: Option<(&str, Option<f64>)>) -> u64 {
@@ -358,14 +370,7 @@ fn resolve(when: &When, store: &Store, previous: u64, focus: Option<(&str, Optio
         When::Expiry { job, offset } => {
             // The `job`-th live lease if there is one (that is what expires), else the job's
             // reservation.
-            let leases: Vec<u64> = store
-                .jobs()
-                .iter()
-                .filter_map(|j| match j.phase {
-                    Phase::Leased { until, .. } => Some(until),
-                    _ => None,
-                })
-                .collect();
+            let leases = live_leases(store);
             match leases.get(job % leases.len().max(1)) {
                 Some(&until) => shift(until, offset),
                 None => store
@@ -515,14 +520,7 @@ mod tests {
             let mut store = Store::new();
             for step in &trace.steps {
                 let Step::Op(op) = step else { continue };
-                let leases: Vec<u64> = store
-                    .jobs()
-                    .iter()
-                    .filter_map(|j| match j.phase {
-                        Phase::Leased { until, .. } => Some(until),
-                        _ => None,
-                    })
-                    .collect();
+                let leases = live_leases(&store);
                 let response = store.step(op);
                 let line = response.to_json_line();
                 if let Op::Claim { now, .. } | Op::RunOnce { now, .. } = op
