@@ -115,12 +115,7 @@ impl Queue {
         error: &str,
         node: Option<&str>,
     ) -> Result<()> {
-        input::name("worker", worker)?;
-        input::name("id", id)?;
-        input::int("attempt", attempt)?;
-        if attempt == 0 {
-            return Err(Error::invalid("attempt", "must be at least 1"));
-        }
+        validate_lease(worker, id, attempt)?;
         let error = job::note(Some(error));
         let node = job::note(node);
         self.write(|tx| {
@@ -138,14 +133,21 @@ impl Queue {
 
 /// `complete`'s checks of its own arguments, which come before any lookup.
 pub(super) fn validate(worker: &str, id: &str, attempt: u64, now: u64, jitter: f64) -> Result<()> {
+    validate_lease(worker, id, attempt)?;
+    input::int("now", now)?;
+    validate_jitter(jitter)?;
+    Ok(())
+}
+
+/// The checks of a lease's name (`worker`, `id`, `attempt`) that every call acting on a
+/// held lease makes first, so that each refuses the same input with the same message.
+fn validate_lease(worker: &str, id: &str, attempt: u64) -> Result<()> {
     input::name("worker", worker)?;
     input::name("id", id)?;
     input::int("attempt", attempt)?;
     if attempt == 0 {
         return Err(Error::invalid("attempt", "must be at least 1"));
     }
-    input::int("now", now)?;
-    validate_jitter(jitter)?;
     Ok(())
 }
 
