@@ -48,12 +48,13 @@ pub fn exhaustive(
 /// The breadth-first search: the number of distinct states within `depth` actions, and the
 /// trace of the path to each frontier state.
 fn frontier_traces(model: &QueueModel, depth: usize) -> (u64, Vec<Trace>) {
-    let config = model.config_op();
     let mut seen: HashSet<World> = HashSet::new();
     let mut level: Vec<(World, Vec<Op>)> = Vec::new();
     for world in model.init_states() {
         if seen.insert(world.canonical().into_owned()) {
-            level.push((world, Vec::new()));
+            // Each path starts with its initial world's settings.
+            let config = QueueModel::config_op(world.config);
+            level.push((world, vec![config]));
         }
     }
     let mut traces = Vec::new();
@@ -76,8 +77,7 @@ fn frontier_traces(model: &QueueModel, depth: usize) -> (u64, Vec<Trace>) {
                 }
             }
             if !grew {
-                let steps =
-                    std::iter::once(config.clone()).chain(ops.iter().cloned()).map(Step::Op).collect();
+                let steps = ops.iter().cloned().map(Step::Op).collect();
                 traces.push(Trace { steps });
             }
         }

@@ -371,6 +371,15 @@ mod tests {
         }
     }
 
+    /// SPEC 5.2 and 6.2: a jitter literal is the nearest binary64 value. This needs
+    /// serde_json's `float_roundtrip` feature: without it this literal lands one ulp away.
+    #[test]
+    fn jitter_literals_round_to_the_nearest_binary64() {
+        let line = r#"{"op":"retry_delay","attempt":1,"base_ms":1,"cap_ms":1,"jitter":0.818108110530233188}"#;
+        let Line::Op(Op::RetryDelay { jitter, .. }) = parse_line(line) else { panic!("parses") };
+        assert_eq!(jitter.to_bits(), 0x3fea_2df1_0f6a_3b05, "0x1.a2df10f6a3b05p-1, not a neighbour");
+    }
+
     #[test]
     fn malformed_lines_and_objects_are_refused() {
         for (line, field) in [

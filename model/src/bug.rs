@@ -36,11 +36,53 @@ pub enum Bug {
     CountAttemptOnEveryJob,
     /// `claim` takes a leased job whether or not its lease has expired.
     StealLiveLease,
+    /// Claim's tie-break goes to the job enqueued last (`ORDER BY available_at, seq DESC`).
+    ClaimTieToNewest,
+    /// Claim takes the first enqueued claimable job, whatever its `available_at` (an
+    /// `ORDER BY seq` without `available_at`).
+    ClaimFirstEnqueued,
+    /// Claim only ever looks at the first job enqueued: every other job waits until reaped.
+    ClaimOnlyFirstJob,
+    /// The delay rounds to nearest where SPEC section 2 floors.
+    RoundDelay,
+    /// The delay floors the exact product of window and jitter instead of the binary64 one
+    /// (window 3, jitter 0.6666666666666666: 1 instead of 2).
+    ExactProductDelay,
+    /// The cap applies after jitter: `min(cap, floor(base * 2^(attempt-1) * jitter))`.
+    JitterBeforeCap,
+    /// A claim's lease is one millisecond short of `lease_ms`.
+    ShortLease,
+    /// `complete` skips its clock check: a completion dated before its claim is applied.
+    CompleteSkipsClockCheck,
+    /// The fence checks the attempt token but not the owner: another worker presenting the
+    /// current token completes the job.
+    FenceIgnoresOwner,
+    /// A restart forgets the settings of `config` and goes back to the defaults.
+    RestartForgetsConfig,
+    /// A restart releases every lease: leased jobs come back pending at their lease expiry,
+    /// as if leases were kept in memory.
+    RestartReleasesLeases,
+    /// `redrive` accepts a job that is not dead.
+    RedriveLiveJob,
+    /// `complete` looks its job up before checking its own arguments, so a bad argument for a
+    /// missing job answers `not_found`.
+    LookupBeforeValidation,
+    /// A reap moves a job past its deadline to dead even while its lease is live.
+    ReapLiveLease,
+    /// A reap of an expired lease out of budget and past its deadline says `deadline` where
+    /// the SPEC says `exhausted`.
+    ReapDeadlineFirst,
+    /// `run_once` records the outcome although the clock read after sending went backwards.
+    RunOnceIgnoresBackwardsClock,
+    /// `stats` counts a lease as expired only once `available_at` < `now` (`<` for `<=`).
+    StatsStrictExpiry,
+    /// `enqueue` accepts a deadline equal to `now` (`>=` for `>`).
+    DeadlineAtNowAccepted,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 11] = [
+    pub const ALL: [Bug; 29] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -52,6 +94,24 @@ impl Bug {
         Bug::UnknownErrorAsSuccess,
         Bug::CountAttemptOnEveryJob,
         Bug::StealLiveLease,
+        Bug::ClaimTieToNewest,
+        Bug::ClaimFirstEnqueued,
+        Bug::ClaimOnlyFirstJob,
+        Bug::RoundDelay,
+        Bug::ExactProductDelay,
+        Bug::JitterBeforeCap,
+        Bug::ShortLease,
+        Bug::CompleteSkipsClockCheck,
+        Bug::FenceIgnoresOwner,
+        Bug::RestartForgetsConfig,
+        Bug::RestartReleasesLeases,
+        Bug::RedriveLiveJob,
+        Bug::LookupBeforeValidation,
+        Bug::ReapLiveLease,
+        Bug::ReapDeadlineFirst,
+        Bug::RunOnceIgnoresBackwardsClock,
+        Bug::StatsStrictExpiry,
+        Bug::DeadlineAtNowAccepted,
     ];
 
     /// The name `--bug` takes.
@@ -68,6 +128,24 @@ impl Bug {
             Bug::UnknownErrorAsSuccess => "unknown-error-as-success",
             Bug::CountAttemptOnEveryJob => "count-attempt-on-every-job",
             Bug::StealLiveLease => "steal-live-lease",
+            Bug::ClaimTieToNewest => "claim-tie-to-newest",
+            Bug::ClaimFirstEnqueued => "claim-first-enqueued",
+            Bug::ClaimOnlyFirstJob => "claim-only-first-job",
+            Bug::RoundDelay => "round-delay",
+            Bug::ExactProductDelay => "exact-product-delay",
+            Bug::JitterBeforeCap => "jitter-before-cap",
+            Bug::ShortLease => "short-lease",
+            Bug::CompleteSkipsClockCheck => "complete-skips-clock-check",
+            Bug::FenceIgnoresOwner => "fence-ignores-owner",
+            Bug::RestartForgetsConfig => "restart-forgets-config",
+            Bug::RestartReleasesLeases => "restart-releases-leases",
+            Bug::RedriveLiveJob => "redrive-live-job",
+            Bug::LookupBeforeValidation => "lookup-before-validation",
+            Bug::ReapLiveLease => "reap-live-lease",
+            Bug::ReapDeadlineFirst => "reap-deadline-first",
+            Bug::RunOnceIgnoresBackwardsClock => "run-once-ignores-backwards-clock",
+            Bug::StatsStrictExpiry => "stats-strict-expiry",
+            Bug::DeadlineAtNowAccepted => "deadline-at-now-accepted",
         }
     }
 
@@ -85,6 +163,24 @@ impl Bug {
             Bug::UnknownErrorAsSuccess => "an unclassified transport error is recorded as done",
             Bug::CountAttemptOnEveryJob => "a retry increments attempts of every job",
             Bug::StealLiveLease => "claim takes leased jobs whose lease has not expired",
+            Bug::ClaimTieToNewest => "claim's tie-break goes to the newest job, not the first enqueued",
+            Bug::ClaimFirstEnqueued => "claim takes the first enqueued claimable job, ignoring available_at",
+            Bug::ClaimOnlyFirstJob => "claim only ever looks at the first job: the others starve",
+            Bug::RoundDelay => "the delay rounds to nearest instead of flooring",
+            Bug::ExactProductDelay => "the delay floors the exact product, not the binary64 one",
+            Bug::JitterBeforeCap => "the cap applies after jitter instead of before",
+            Bug::ShortLease => "a claim's lease is one millisecond short",
+            Bug::CompleteSkipsClockCheck => "complete applies a completion dated before its claim",
+            Bug::FenceIgnoresOwner => "the fence checks the attempt but not the owner",
+            Bug::RestartForgetsConfig => "a restart forgets config and goes back to the defaults",
+            Bug::RestartReleasesLeases => "a restart turns every lease back into a pending job",
+            Bug::RedriveLiveJob => "redrive accepts a job that is not dead",
+            Bug::LookupBeforeValidation => "complete answers not_found before checking its arguments",
+            Bug::ReapLiveLease => "a reap kills a live lease past its deadline",
+            Bug::ReapDeadlineFirst => "a reap says deadline where an exhausted lease is exhausted",
+            Bug::RunOnceIgnoresBackwardsClock => "run_once records the outcome though the clock went back",
+            Bug::StatsStrictExpiry => "stats counts a lease expired only after available_at (< for <=)",
+            Bug::DeadlineAtNowAccepted => "enqueue accepts deadline == now (>= for >)",
         }
     }
 
@@ -103,6 +199,24 @@ impl Bug {
             Bug::UnknownErrorAsSuccess => NO_SILENT_DROP,
             Bug::CountAttemptOnEveryJob => ATTEMPTS_COUNT_CLAIMS,
             Bug::StealLiveLease => ONE_LIVE_HOLDER,
+            Bug::ClaimTieToNewest => PROGRESS,
+            Bug::ClaimFirstEnqueued => PROGRESS,
+            Bug::ClaimOnlyFirstJob => PROGRESS,
+            Bug::RoundDelay => DELAY_RULE,
+            Bug::ExactProductDelay => DELAY_RULE,
+            Bug::JitterBeforeCap => DELAY_RULE,
+            Bug::ShortLease => CLAIM_RULE,
+            Bug::CompleteSkipsClockCheck => COMPLETE_RULE,
+            Bug::FenceIgnoresOwner => ONE_LIVE_HOLDER,
+            Bug::RestartForgetsConfig => RESTART_KEEPS_ALL,
+            Bug::RestartReleasesLeases => RESTART_KEEPS_ALL,
+            Bug::RedriveLiveJob => REDRIVE_RULE,
+            Bug::LookupBeforeValidation => ARGUMENTS_FIRST,
+            Bug::ReapLiveLease => REAP_RULE,
+            Bug::ReapDeadlineFirst => REAP_RULE,
+            Bug::RunOnceIgnoresBackwardsClock => RUN_ONCE_RULE,
+            Bug::StatsStrictExpiry => READS_RULE,
+            Bug::DeadlineAtNowAccepted => ARGUMENTS_FIRST,
         }
     }
 

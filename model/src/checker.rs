@@ -10,7 +10,14 @@
 //! Within a level the lowest-numbered state wins, and numbering follows the (sequential) merge
 //! order, so the reported path does not depend on the number of threads.
 //!
-//! A state that fails an `always` or liveness property is a counterexample and is not
+//! Properties are judged on every *step*, not only on every new state: each successor the
+//! search generates is judged as it is generated, repeats included, before it is recognised as
+//! seen. So a property of a transition (what the step into a state did, which a model may keep
+//! in fields its `Hash` leaves out) is judged on every transition the model has, while states
+//! that differ only in what the step into them did are one state to the search. A
+//! counterexample or example found on a step is the path to the step's parent plus the step.
+//!
+//! A successor that fails an `always` or liveness property is a counterexample and is not
 //! expanded: every reported violation is the first thing to go wrong on its path, and a
 //! seeded bug's state space stays the size of the SPEC's. With no violation (the SPEC's store),
 //! the search is exhaustive.
@@ -43,12 +50,28 @@ pub struct Property<M: Model> {
 }
 
 /// How to check.
-pub struct Options<S: Clone> {
+pub struct Options<'a, S: Clone> {
     /// Worker threads (at least one is used).
     pub threads: usize,
     /// The representative of a state's symmetry class (borrowed when the state is its own),
     /// if states are to be reduced by symmetry.
     pub symmetry: Option<fn(&S) -> Cow<'_, S>>,
+    /// Called after each level of the search, for a progress line.
+    pub progress: &'a (dyn Fn(&Progress) + Sync),
+    /// Stop after the level where this property is decided, leaving the others that are not
+    /// yet decided [`Status::Unchecked`]: how a seeded bug is shown quickly.
+    pub until: Option<&'static str>,
+}
+
+/// How far a check has got: after each level.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// The level just finished: every state at this distance has been judged.
+    pub depth: usize,
+    pub unique_states: usize,
+    /// Every successor generated so far, repeats included.
+    pub states: usize,
+    pub seconds: f64,
 }
 
 /// What became of one property.
@@ -62,6 +85,8 @@ pub enum Status {
     Found,
     /// No reachable state is an example.
     NotFound,
+    /// Not decided when the search stopped early ([`Options::until`]).
+    Unchecked,
 }
 
 impl Status {
@@ -71,6 +96,7 @@ impl Status {
             Status::Violated => "violated",
             Status::Found => "found",
             Status::NotFound => "not_found",
+            Status::Unchecked => "unchecked",
         }
     }
 
@@ -179,10 +205,19 @@ struct Node {
 
 const ROOT: u32 = u32::MAX;
 
+/// Where a property was decided: on an initial state, or on the step `action` (its index in
+/// `Model::actions`) from the node `parent`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Hit {
+    Initial(u32),
+    Step { parent: u32, action: u32 },
+}
+
 /// What one thread made of its share of a level.
 struct Share<S> {
-    /// Per property: the first state in this share (by node id) that decided it.
-    hits: Vec<Option<u32>>,
+    /// Per property: the first step in this share (by parent node id, then action) that
+    /// decided it.
+    hits: Vec<Option<Hit>>,
     /// Successors not seen at an earlier level: parent, action index, fingerprint, state.
     successors: Vec<(u32, u32, u64, S)>,
     generated: usize,
@@ -193,7 +228,7 @@ struct Share<S> {
 pub fn check<M>(
     model: &M,
     properties: &[Property<M>],
-    options: &Options<M::State>,
+    options: &Options<'_, M::State>,
 ) -> Report<M::State, M::Action>
 where
     M: Model + Sync,
@@ -210,19 +245,28 @@ where
     let mut frontier: Vec<(u32, M::State)> = Vec::new();
     let mut states = 0;
     let mut outside_boundary = 0;
+    let mut decided: Vec<Option<Hit>> = vec![None; properties.len()];
     for (i, state) in model.init_states().into_iter().enumerate() {
         if !model.within_boundary(&state) {
             outside_boundary += 1;
             continue;
         }
         states += 1;
-        if seen.insert(id_of(&state)) {
-            frontier.push((nodes.len() as u32, state));
-            nodes.push(Node { parent: ROOT, action: i as u32 });
+        let id = nodes.len() as u32;
+        let mut hits = vec![None; properties.len()];
+        let broken = judge(model, properties, &state, &decided, &mut hits, Hit::Initial(id));
+        for (slot, hit) in decided.iter_mut().zip(hits) {
+            if slot.is_none() {
+                *slot = hit;
+            }
+        }
+        nodes.push(Node { parent: ROOT, action: i as u32 });
+        if !broken && seen.insert(id_of(&state)) {
+            frontier.push((id, state));
         }
     }
-    let mut decided: Vec<Option<u32>> = vec![None; properties.len()];
     let mut depth = 0;
+    let mut stopped_early = false;
     let threads = options.threads.max(1);
     loop {
         let shares = expand_level(model, properties, &frontier, &decided, &seen, threads, &id_of);
@@ -244,7 +288,20 @@ where
                 }
             }
         }
+        (options.progress)(&Progress {
+            depth,
+            unique_states: seen.len(),
+            states,
+            seconds: start.elapsed().as_secs_f64(),
+        });
+        let stop = options.until.is_some_and(|name| {
+            properties.iter().zip(&decided).any(|(p, hit)| p.name == name && hit.is_some())
+        });
         if next.is_empty() || decided.iter().all(Option::is_some) {
+            break;
+        }
+        if stop {
+            stopped_early = true;
             break;
         }
         frontier = next;
@@ -256,11 +313,17 @@ where
         .map(|(p, hit)| {
             let status = match (p.kind, hit) {
                 (Kind::Sometimes, Some(_)) => Status::Found,
+                (_, None) if stopped_early => Status::Unchecked,
                 (Kind::Sometimes, None) => Status::NotFound,
                 (_, Some(_)) => Status::Violated,
                 (_, None) => Status::Holds,
             };
-            Finding { name: p.name, kind: p.kind, status, path: hit.and_then(|id| replay(model, &nodes, id)) }
+            Finding {
+                name: p.name,
+                kind: p.kind,
+                status,
+                path: hit.and_then(|hit| replay(model, &nodes, hit)),
+            }
         })
         .collect();
     Report {
@@ -279,7 +342,7 @@ fn expand_level<M>(
     model: &M,
     properties: &[Property<M>],
     frontier: &[(u32, M::State)],
-    decided: &[Option<u32>],
+    decided: &[Option<Hit>],
     seen: &Seen,
     threads: usize,
     id_of: &(impl Fn(&M::State) -> u64 + Sync),
@@ -315,7 +378,7 @@ fn expand_chunk<M>(
     model: &M,
     properties: &[Property<M>],
     chunk: &[(u32, M::State)],
-    decided: &[Option<u32>],
+    decided: &[Option<Hit>],
     seen: &Seen,
     id_of: &impl Fn(&M::State) -> u64,
 ) -> Share<M::State>
@@ -328,24 +391,6 @@ where
     let mut local = Seen::default();
     let mut actions = Vec::new();
     for (id, state) in chunk {
-        let mut broken = false;
-        for (i, p) in properties.iter().enumerate() {
-            let judged = decided[i].is_some() || share.hits[i].is_some();
-            if judged && (p.kind == Kind::Sometimes || broken) {
-                continue;
-            }
-            let holds = (p.holds)(model, state);
-            broken |= p.kind != Kind::Sometimes && !holds;
-            let decides = if p.kind == Kind::Sometimes { holds } else { !holds };
-            if decides && !judged {
-                share.hits[i] = Some(*id);
-            }
-        }
-        if broken {
-            // A counterexample ends here: what follows the first thing to go wrong is not
-            // checked (and, with a seeded bug, would only multiply states).
-            continue;
-        }
         model.actions(state, &mut actions);
         for (a, action) in actions.drain(..).enumerate() {
             let Some(next) = model.next_state(state, action) else { continue };
@@ -354,6 +399,12 @@ where
                 continue;
             }
             share.generated += 1;
+            let step = Hit::Step { parent: *id, action: a as u32 };
+            if judge(model, properties, &next, decided, &mut share.hits, step) {
+                // A counterexample ends here: what follows the first thing to go wrong is not
+                // checked (and, with a seeded bug, would only multiply states).
+                continue;
+            }
             let fp = id_of(&next);
             if !seen.contains(&fp) && local.insert(fp) {
                 share.successors.push((*id, a as u32, fp, next));
@@ -363,15 +414,46 @@ where
     share
 }
 
-/// The path to node `id`, rebuilt by replaying its actions from the initial state.
-fn replay<M>(model: &M, nodes: &[Node], id: u32) -> Option<Path<M::State, M::Action>>
+/// Judges `state`, reached by `hit`, on every property not yet decided (and every `always`
+/// one, to know whether to expand it); records `hit` for each property it decides first.
+/// Returns whether it fails an `always` or liveness property.
+fn judge<M: Model>(
+    model: &M,
+    properties: &[Property<M>],
+    state: &M::State,
+    decided: &[Option<Hit>],
+    hits: &mut [Option<Hit>],
+    hit: Hit,
+) -> bool {
+    let mut broken = false;
+    for (i, p) in properties.iter().enumerate() {
+        let judged = decided[i].is_some() || hits[i].is_some();
+        if judged && (p.kind == Kind::Sometimes || broken) {
+            continue;
+        }
+        let holds = (p.holds)(model, state);
+        broken |= p.kind != Kind::Sometimes && !holds;
+        let decides = if p.kind == Kind::Sometimes { holds } else { !holds };
+        if decides && !judged {
+            hits[i] = Some(hit);
+        }
+    }
+    broken
+}
+
+/// The path to a hit: to its node, rebuilt by replaying actions from the initial state, then
+/// the hit's own step.
+fn replay<M>(model: &M, nodes: &[Node], hit: Hit) -> Option<Path<M::State, M::Action>>
 where
     M: Model,
     M::State: Clone,
     M::Action: Clone,
 {
-    let mut indices = Vec::new();
-    let mut at = id;
+    let (mut at, last) = match hit {
+        Hit::Initial(id) => (id, None),
+        Hit::Step { parent, action } => (parent, Some(action as usize)),
+    };
+    let mut indices: Vec<usize> = last.into_iter().collect();
     loop {
         let node = nodes.get(at as usize)?;
         indices.push(node.action as usize);

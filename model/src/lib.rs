@@ -8,18 +8,23 @@
 //!   model checker and a line read by `retryq replay` are one and the same thing;
 //! - the reference store ([`reference`]): a pure step function over those operations, the
 //!   conformance harness's oracle;
-//! - the model ([`model`]): the store, a clock and a few workers in a bounded world that
-//!   [`checker`] explores exhaustively against SPEC section 4's invariants ([`properties`]),
-//!   with seeded bugs ([`bug`]) to show each property can fail.
+//! - the model ([`model`]): the store, a clock and a few workers in a bounded, hostile world
+//!   ([`invalid`] holds its bad arguments) that [`checker`] explores exhaustively against SPEC
+//!   section 4's invariants and the transition rules of sections 2 and 3 ([`properties`]),
+//!   with seeded bugs ([`bug`]) to show each property can fail;
+//! - the transition rules ([`rules`]): the contract read a second time, never calling the
+//!   store, judging every step the checker takes.
 
 pub mod bug;
 pub mod checker;
 pub mod delay;
+pub mod invalid;
 pub mod model;
 pub mod op;
 pub mod properties;
 pub mod reference;
 pub mod response;
+pub mod rules;
 pub mod trace;
 pub mod validate;
 

@@ -12,7 +12,18 @@
 //! budgets and deadlines. Deadlines are chosen so that `now + delay` can land exactly on one
 //! (base 1, cap 2, jitter {0, 0.5, 1} give delays 0, 1 and 2), and every deadline leaves a
 //! whole lease before the horizon, so that at the horizon every job must be over
-//! ([`crate::properties`] explains why that makes liveness checkable).
+//! ([`crate::properties`] explains why that makes liveness checkable). Each setting of
+//! [`Bounds::configs`] is an initial world of its own: the doubling one, and a cap below the
+//! base where binary64 and exact arithmetic floor differently (SPEC 2.3).
+//!
+//! The world is hostile ([`Bounds::hostile`]): besides the friendly actions it sends bad
+//! arguments of every class ([`crate::invalid`]), completions dated before their claim,
+//! `run_once`s whose second clock reading goes back, the current token presented by the wrong
+//! worker, holders that crash while their lease stays live, restarts, and reads.
+//!
+//! Every step is judged twice: by the properties on the world it leads to, and by the
+//! transition rules of [`crate::rules`] — the contract read a second time, independently of the
+//! store — whose verdict the world carries for one step ([`World::broken`]).
 //!
 //! Symmetry: job ids are named in the order of their first enqueue (`job-1`, `job-2`, …),
 //! which is the only thing that tells two ids apart (claim's tie-break), so permuting ids
@@ -25,10 +36,15 @@ use stateright::{Model, Property, Representative};
 
 use crate::bug::Bug;
 use crate::checker::{self, Options};
-use crate::delay::retry_delay;
+use crate::invalid::Invalid;
 use crate::properties::{self, Kind};
-use crate::reference::{Phase, Store};
+use crate::reference::{Config, Phase, Store};
+use crate::rules::{self, Broken};
 use crate::{DeadReason, Failure, Op, Outcome, Reply, Response, RunOutcome};
+
+/// The jitter on which one binary64 multiply and exact arithmetic part at a window of 3
+/// (SPEC 2.3): 3 × 0.6666666666666666 is 2 in binary64, 1.99… exactly.
+pub const TWO_THIRDS: f64 = 0.6666666666666666;
 
 /// The bounds of the world the checker explores.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,9 +55,8 @@ pub struct Bounds {
     pub workers: usize,
     /// The clock runs from 0 to `horizon` milliseconds.
     pub horizon: u64,
-    pub lease_ms: u64,
-    pub base_ms: u64,
-    pub cap_ms: u64,
+    /// The settings of each initial world: the checker explores every one.
+    pub configs: Vec<Config>,
     /// The jitters a `retryable` completion may carry.
     pub jitters: Vec<f64>,
     /// The budgets an enqueue may ask for.
@@ -54,40 +69,54 @@ pub struct Bounds {
     pub add_attempts: u64,
     /// A redrive's deadline, as milliseconds after `now`.
     pub redrive_deadline: u64,
+    /// Whether the world is hostile: bad arguments of every class, clocks that go back,
+    /// completions by the wrong worker, holders that crash, reads.
+    pub hostile: bool,
 }
 
+/// The doubling settings: base 1, cap 2 give windows 1 and 2, so jitters 0, 0.5, 1 give delays
+/// 0, 1, 2 and `now + delay` lands exactly on a deadline in many ways.
+pub const DOUBLING: Config = Config { base_ms: 1, cap_ms: 2, lease_ms: 2 };
+/// A cap below the base: every window is the cap, 3, where jitter 0.6666666666666666 floors
+/// differently in binary64 (2) and in exact arithmetic (1).
+pub const CAP_BELOW_BASE: Config = Config { base_ms: 4, cap_ms: 3, lease_ms: 2 };
+
 impl Default for Bounds {
-    /// The default check: two jobs, two workers, a clock up to 6.
+    /// The default check: two jobs, two workers, a clock up to 5, both settings, hostile.
     fn default() -> Self {
         Bounds {
             jobs: 2,
             workers: 2,
-            horizon: 6,
-            lease_ms: 2,
-            base_ms: 1,
-            cap_ms: 2,
-            jitters: vec![0.0, 0.5, 1.0],
+            horizon: 5,
+            configs: vec![DOUBLING, CAP_BELOW_BASE],
+            jitters: vec![0.0, 0.5, 1.0, TWO_THIRDS],
             max_attempts: vec![1, 2],
             deadlines: vec![2, 3],
-            redrives: 1,
+            redrives: 2,
             add_attempts: 1,
-            redrive_deadline: 2,
+            redrive_deadline: 1,
+            hostile: true,
         }
     }
 }
 
 impl Bounds {
-    /// Small bounds where every property is decided (every example found): one job, two
-    /// workers, a clock up to 5. For tests and `retryq verify`.
+    /// Small bounds where every property about one job is decided: one job, two workers, a
+    /// clock up to 5. For tests and `retryq verify`. (The examples about two jobs — a tie
+    /// broken, a later job due earlier — need [`Bounds::default`].)
     pub fn small() -> Self {
-        Bounds { jobs: 1, horizon: 5, ..Bounds::default() }
+        Bounds { jobs: 1, ..Bounds::default() }
     }
 
-    /// Small bounds that show `bug`: [`Bounds::small`], except that a bug spilling over to
-    /// *another* job needs two jobs (and then one worker and a clock up to 4 suffice).
+    /// Small bounds that show `bug`: [`Bounds::small`], except that a bug about *another*
+    /// job (spilling over to it, or passing it over) needs two jobs, and then one worker and a
+    /// clock up to 4 suffice.
     pub fn small_for(bug: Bug) -> Self {
         match bug {
-            Bug::CountAttemptOnEveryJob => Bounds { jobs: 2, workers: 1, horizon: 4, ..Bounds::default() },
+            Bug::CountAttemptOnEveryJob
+            | Bug::ClaimTieToNewest
+            | Bug::ClaimFirstEnqueued
+            | Bug::ClaimOnlyFirstJob => Bounds { jobs: 2, workers: 1, horizon: 4, ..Bounds::default() },
             _ => Bounds::small(),
         }
     }
@@ -104,30 +133,39 @@ impl Bounds {
         self.max_attempts.iter().copied().max().unwrap_or(0) + self.redrives * self.add_attempts
     }
 
+    /// The longest lease of any setting.
+    fn longest_lease(&self) -> u64 {
+        self.configs.iter().map(|c| c.lease_ms).max().unwrap_or(0)
+    }
+
     /// A deadline `after` milliseconds from `now` leaves a whole lease before the horizon.
     fn room_for(&self, now: u64, after: u64) -> bool {
-        now + after + self.lease_ms <= self.horizon
+        now + after + self.longest_lease() <= self.horizon
     }
 }
 
 impl fmt::Display for Bounds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let configs: Vec<String> = self
+            .configs
+            .iter()
+            .map(|c| format!("base {} cap {} lease {}", c.base_ms, c.cap_ms, c.lease_ms))
+            .collect();
         write!(
             f,
-            "jobs {}, workers {}, horizon {} ms, lease {} ms, base {} ms, cap {} ms, jitter {:?}, \
-             max_attempts {:?}, deadlines now+{:?}, redrives {} (+{} attempts, deadline now+{})",
+            "jobs {}, workers {}, horizon {} ms, settings [{}], jitter {:?}, max_attempts {:?}, \
+             deadlines now+{:?}, redrives {} (+{} attempts, deadline now+{}), {}",
             self.jobs,
             self.workers,
             self.horizon,
-            self.lease_ms,
-            self.base_ms,
-            self.cap_ms,
+            configs.join("; "),
             self.jitters,
             self.max_attempts,
             self.deadlines,
             self.redrives,
             self.add_attempts,
-            self.redrive_deadline
+            self.redrive_deadline,
+            if self.hostile { "hostile" } else { "friendly" }
         )
     }
 }
@@ -172,7 +210,7 @@ pub enum Report {
     Nothing,
     /// Its process died after the claim.
     Crashed,
-    /// Its transport failed in a way it did not classify.
+    /// Its transport failed in a way it did not classify, or its clock went back.
     Unknown,
     /// It completed with this outcome (whatever the store answered).
     Completed(Outcome),
@@ -181,7 +219,8 @@ pub enum Report {
 /// Ghost fields of one job: what the world knows of it without asking the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Ghost {
-    /// Claims of this job the store answered: `claimed`, `crashed`, `unknown_error`.
+    /// Claims of this job the store answered: `claimed`, `crashed`, `unknown_error`,
+    /// `clock_went_backwards` from `run_once`.
     pub claims: u64,
     /// Times its payload went out through a transport (a crashed process may have sent).
     pub sends: u64,
@@ -191,17 +230,23 @@ pub struct Ghost {
     pub redrives: u64,
     /// What the holder of the latest claim reported.
     pub report: Report,
+    /// The end of the latest claim's lease while it is live and not yet completed, whoever
+    /// holds it — a crashed holder included: the store cannot tell a dead process from a slow
+    /// one, so its lease must be respected all the same (SPEC 4.5). 0 once expired or
+    /// completed (cleared as the clock passes it, so it adds no states of its own).
+    pub lease_until: u64,
 }
 
 /// Things the last step did, for the properties about transitions. Cleared at every step, so
 /// they cost states only where they happen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Events(u8);
+pub struct Events(u32);
 
 impl Events {
     /// A claim at or after the caller's deadline, or with no budget left.
     pub const LATE_CLAIM: Events = Events(1);
-    /// A completion with a stale fencing token changed the store.
+    /// A completion by anyone but the holder of the latest claim (an old token, or the
+    /// current token presented by another worker) changed the store.
     pub const STALE_CHANGED: Events = Events(1 << 1);
     /// An operation refused with an error changed the store.
     pub const REFUSAL_CHANGED: Events = Events(1 << 2);
@@ -211,6 +256,30 @@ impl Events {
     pub const STALE_REJECTED: Events = Events(1 << 4);
     /// The holder completed after its lease had expired, and the store accepted it.
     pub const LATE_ACCEPTED: Events = Events(1 << 5);
+    /// A claim took a job whose latest lease was still live.
+    pub const LEASE_STOLEN: Events = Events(1 << 6);
+    /// A completion dated before its claim was refused `clock_went_backwards`.
+    pub const CLOCK_BACK_REFUSED: Events = Events(1 << 7);
+    /// `run_once` whose second clock reading went back reported `clock_went_backwards`.
+    pub const RUN_ONCE_CLOCK_BACK: Events = Events(1 << 8);
+    /// Another worker presenting the holder's current token was refused `lease_lost`.
+    pub const WRONG_OWNER_REFUSED: Events = Events(1 << 9);
+    /// A job dead by its deadline was redriven.
+    pub const REDRIVE_AFTER_DEADLINE: Events = Events(1 << 10);
+    /// A retry was scheduled where binary64 and exact arithmetic floor differently.
+    pub const BINARY64_EDGE: Events = Events(1 << 11);
+    /// A retry with a delay was scheduled under a cap below the base.
+    pub const CAP_BELOW_BASE_RETRY: Events = Events(1 << 12);
+    /// A restart while a lease was live.
+    pub const RESTART_WITH_LEASE: Events = Events(1 << 13);
+    /// A bad argument naming a job that does not exist was refused `invalid_input`.
+    pub const INVALID_BEFORE_LOOKUP: Events = Events(1 << 14);
+    /// A claim chose between jobs due at the same time.
+    pub const TIE_BROKEN: Events = Events(1 << 15);
+    /// A claim took a job enqueued after another claimable one, because it was due earlier.
+    pub const EARLIER_DUE_FIRST: Events = Events(1 << 16);
+    /// A job whose holder crashed was claimed again once its lease expired.
+    pub const CRASHED_RECLAIMED: Events = Events(1 << 17);
 
     pub fn contains(self, event: Events) -> bool {
         self.0 & event.0 != 0
@@ -221,17 +290,44 @@ impl Events {
     }
 }
 
-/// One state of the world.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// One state of the world. Two worlds that differ only in what the step into them did
+/// (`events`, `broken`) are the same state: equal, with the same hash. The checker judges
+/// those fields on every step it takes, before it asks whether the state is new.
+#[derive(Clone, Debug)]
 pub struct World {
     pub now: u64,
     pub store: Store,
+    /// The settings this world configured, as the world (not the store) knows them.
+    pub config: Config,
     /// What each worker holds, by worker index.
     pub workers: Vec<Option<Held>>,
     /// One per job enqueued, by job index.
     pub ghosts: Vec<Ghost>,
     /// What the step into this state did.
     pub events: Events,
+    /// The transition rules ([`crate::rules`]) the step into this state broke.
+    pub broken: Broken,
+}
+
+impl World {
+    /// The fields that make the state: everything but what the last step did.
+    fn state(&self) -> (u64, &Store, &Config, &[Option<Held>], &[Ghost]) {
+        (self.now, &self.store, &self.config, &self.workers, &self.ghosts)
+    }
+}
+
+impl PartialEq for World {
+    fn eq(&self, other: &World) -> bool {
+        self.state() == other.state()
+    }
+}
+
+impl Eq for World {}
+
+impl std::hash::Hash for World {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.state().hash(state);
+    }
 }
 
 /// One step of the world.
@@ -258,14 +354,30 @@ pub enum Action {
         outcome: Outcome,
         jitter: Option<f64>,
     },
+    /// A worker presents the claim `holder` holds — the current token, the wrong owner.
+    CompleteAsOther {
+        worker: usize,
+        holder: usize,
+    },
+    /// The holder completes `ok` with a clock one millisecond before its claim.
+    CompleteEarly {
+        worker: usize,
+    },
+    /// A worker holding a claim dies: it forgets the claim, the store keeps the lease.
+    Crash {
+        worker: usize,
+    },
     /// An idle worker's `run_once` whose transport fails unclassified (`unknown`) or whose
     /// process dies after the claim (`crash`): either way it holds nothing afterwards and the
-    /// job stays leased until its lease expires. A process that dies later, while holding a
-    /// claim, is the same to the store (which cannot tell when a process died): its lease
-    /// stays and its memory is never used, exactly as here; so this one action covers it.
+    /// job stays leased until its lease expires.
     RunOnce {
         worker: usize,
         outcome: RunOutcome,
+    },
+    /// An idle worker's `run_once` whose second clock reading is one millisecond before the
+    /// first (transport `ok`): `clock_went_backwards`, the claim stands.
+    RunOnceClockBack {
+        worker: usize,
     },
     /// The clock advances one millisecond.
     Tick,
@@ -276,6 +388,16 @@ pub enum Action {
     },
     /// The database is closed and opened again.
     Restart,
+    /// An operation with a bad argument of this class.
+    Invalid {
+        class: Invalid,
+    },
+    /// `stats` at the current time.
+    Stats,
+    /// `get` of job `job`.
+    Get {
+        job: usize,
+    },
 }
 
 /// The bounded world, checking the store with `bug` (none by default).
@@ -290,12 +412,12 @@ impl QueueModel {
         QueueModel { bounds, bug }
     }
 
-    /// The `config` line every trace starts with.
-    pub fn config_op(&self) -> Op {
+    /// The `config` line that sets `config`: every trace starts with its world's.
+    pub fn config_op(config: Config) -> Op {
         Op::Config {
-            base_ms: Some(self.bounds.base_ms),
-            cap_ms: Some(self.bounds.cap_ms),
-            lease_ms: Some(self.bounds.lease_ms),
+            base_ms: Some(config.base_ms),
+            cap_ms: Some(config.cap_ms),
+            lease_ms: Some(config.lease_ms),
         }
     }
 
@@ -303,6 +425,16 @@ impl QueueModel {
     /// needs a held claim).
     pub fn op(&self, world: &World, action: &Action) -> Option<Op> {
         let now = world.now;
+        let held = |worker: usize| world.workers.get(worker).copied().flatten();
+        let complete =
+            |worker: usize, held: Held, outcome: Outcome, now: u64, jitter: Option<f64>| Op::Complete {
+                worker: worker_name(worker),
+                id: job_name(held.job),
+                attempt: held.attempt,
+                outcome,
+                now,
+                jitter,
+            };
         Some(match *action {
             Action::Enqueue { max_attempts, deadline_in } => Op::Enqueue {
                 id: job_name(world.ghosts.len()),
@@ -320,20 +452,27 @@ impl QueueModel {
             },
             Action::Claim { worker } => Op::Claim { worker: worker_name(worker), now },
             Action::Complete { worker, outcome, jitter } => {
-                let held = world.workers.get(worker).copied().flatten()?;
-                Op::Complete {
-                    worker: worker_name(worker),
-                    id: job_name(held.job),
-                    attempt: held.attempt,
-                    outcome,
-                    now,
-                    jitter,
-                }
+                complete(worker, held(worker)?, outcome, now, jitter)
             }
+            Action::CompleteAsOther { worker, holder } => {
+                complete(worker, held(holder)?, Outcome::Ok, now, None)
+            }
+            Action::CompleteEarly { worker } => {
+                let held = held(worker)?;
+                let claimed_at = held.lease_until.checked_sub(world.config.lease_ms)?;
+                complete(worker, held, Outcome::Ok, claimed_at.checked_sub(1)?, None)
+            }
+            Action::Crash { .. } | Action::Tick => return None,
             Action::RunOnce { worker, outcome } => {
                 Op::RunOnce { worker: worker_name(worker), now, after: None, outcome, jitter: None }
             }
-            Action::Tick => return None,
+            Action::RunOnceClockBack { worker } => Op::RunOnce {
+                worker: worker_name(worker),
+                now,
+                after: Some(now.checked_sub(1)?),
+                outcome: RunOutcome::Ok,
+                jitter: None,
+            },
             Action::Reap => Op::Reap { now },
             Action::Redrive { job } => Op::Redrive {
                 id: job_name(job),
@@ -342,6 +481,9 @@ impl QueueModel {
                 deadline: now + self.bounds.redrive_deadline,
             },
             Action::Restart => Op::Restart,
+            Action::Invalid { class } => class.op(now, world.ghosts.len()),
+            Action::Stats => Op::Stats { now },
+            Action::Get { job } => Op::Get { id: job_name(job) },
         })
     }
 
@@ -349,16 +491,27 @@ impl QueueModel {
     pub fn step(&self, world: &World, action: &Action) -> Option<(World, Option<(Op, Response)>)> {
         let mut next = world.clone();
         next.events = Events::default();
-        if *action == Action::Tick {
-            if world.now >= self.bounds.horizon {
-                return None;
+        next.broken = Broken::NONE;
+        match *action {
+            Action::Tick => {
+                if world.now >= self.bounds.horizon {
+                    return None;
+                }
+                next.now += 1;
+                next.forget_expired_leases();
+                return Some((next, None));
             }
-            next.now += 1;
-            return Some((next, None));
+            Action::Crash { worker } => {
+                next.workers.get_mut(worker)?.take()?;
+                return Some((next, None));
+            }
+            _ => {}
         }
         let op = self.op(world, action)?;
         let response = next.store.step(&op);
+        next.broken = rules::judge(&world.store, &op, &response, &next.store, &job_index);
         self.observe(world, action, &op, &response, &mut next);
+        next.forget_expired_leases();
         Some((next, Some((op, response))))
     }
 
@@ -370,6 +523,11 @@ impl QueueModel {
         if refused && next.store != before.store {
             next.events.insert(Events::REFUSAL_CHANGED);
         }
+        if *action == Action::Restart
+            && before.store.jobs().iter().any(|j| matches!(j.phase, Phase::Leased { .. }))
+        {
+            next.events.insert(Events::RESTART_WITH_LEASE);
+        }
         match (action, op, response) {
             (Action::Enqueue { .. }, &Op::Enqueue { deadline, .. }, Response::Ok(Reply::Enqueued)) => {
                 next.ghosts.push(Ghost {
@@ -378,30 +536,43 @@ impl QueueModel {
                     deadline,
                     redrives: 0,
                     report: Report::Nothing,
+                    lease_until: 0,
                 });
             }
-            (&Action::Redrive { job }, &Op::Redrive { deadline, .. }, Response::Ok(Reply::Redriven)) => {
+            (
+                &Action::Redrive { job },
+                &Op::Redrive { deadline, ref id, .. },
+                Response::Ok(Reply::Redriven),
+            ) => {
+                if before.store.job(id).is_some_and(|j| j.phase == Phase::Dead(DeadReason::Deadline)) {
+                    next.events.insert(Events::REDRIVE_AFTER_DEADLINE);
+                }
                 if let Some(ghost) = next.ghosts.get_mut(job) {
                     ghost.deadline = deadline;
                     ghost.redrives += 1;
                 }
             }
             (&Action::Claim { worker }, _, Response::Ok(Reply::Claimed { id, attempt, lease_until })) => {
-                if let Some(job) = self.claimed(before, id, next) {
+                if let Some(job) = self.claimed(before, id, *lease_until, next) {
                     next.workers[worker] = Some(Held { job, attempt: *attempt, lease_until: *lease_until });
                 }
             }
-            (Action::RunOnce { .. }, _, response) => {
+            (Action::RunOnce { .. } | Action::RunOnceClockBack { .. }, _, response) => {
                 let claimed = match response {
                     Response::Ok(Reply::Crashed { id, .. }) => Some((id, Report::Crashed)),
-                    Response::Err(Failure::UnknownError { id, .. }) => Some((id, Report::Unknown)),
+                    Response::Err(
+                        Failure::UnknownError { id, .. } | Failure::RanClockWentBackwards { id, .. },
+                    ) => Some((id, Report::Unknown)),
                     // With a bug the store may answer otherwise; the worker still reported
                     // what its transport said.
                     Response::Ok(Reply::RanDone { id, .. }) => Some((id, Report::Unknown)),
                     _ => None,
                 };
+                if matches!(response, Response::Err(Failure::RanClockWentBackwards { .. })) {
+                    next.events.insert(Events::RUN_ONCE_CLOCK_BACK);
+                }
                 if let Some((id, report)) = claimed
-                    && let Some(job) = self.claimed(before, id, next)
+                    && let Some(job) = self.claimed(before, id, before.now + before.config.lease_ms, next)
                 {
                     next.ghosts[job].report = report;
                 }
@@ -412,22 +583,68 @@ impl QueueModel {
                     self.completed(before, held, outcome, jitter, response, next);
                 }
             }
+            (&Action::CompleteAsOther { holder, .. }, _, response) => {
+                if let Some(held) = before.workers[holder] {
+                    let current = before.ghosts.get(held.job).is_some_and(|g| g.claims == held.attempt);
+                    if next.store != before.store {
+                        next.events.insert(Events::STALE_CHANGED);
+                    }
+                    if current && *response == Response::Err(Failure::LeaseLost) {
+                        next.events.insert(Events::WRONG_OWNER_REFUSED);
+                    }
+                }
+            }
+            (Action::CompleteEarly { .. }, _, Response::Err(Failure::ClockWentBackwards)) => {
+                next.events.insert(Events::CLOCK_BACK_REFUSED);
+            }
+            (Action::Invalid { .. }, _, Response::Err(Failure::InvalidInput { .. })) => {
+                let names_missing = op_id(op).is_some_and(|id| before.store.job(id).is_none());
+                if names_missing {
+                    next.events.insert(Events::INVALID_BEFORE_LOOKUP);
+                }
+            }
             _ => {}
         }
     }
 
-    /// Bookkeeping for a claim of job `id` the store answered: returns the job's index.
-    fn claimed(&self, before: &World, id: &str, next: &mut World) -> Option<usize> {
+    /// Bookkeeping for a claim of job `id` the store answered, with a lease until
+    /// `lease_until`: returns the job's index.
+    fn claimed(&self, before: &World, id: &str, lease_until: u64, next: &mut World) -> Option<usize> {
         let job = job_index(id)?;
+        let now = before.now;
+        self.claim_events(before, job, next);
         let ghost = next.ghosts.get_mut(job)?;
         let budget = before.store.job(id).map_or(0, |j| j.max_attempts);
-        if before.now >= ghost.deadline || ghost.claims >= budget {
+        if now >= ghost.deadline || ghost.claims >= budget {
             next.events.insert(Events::LATE_CLAIM);
+        }
+        if ghost.lease_until > now {
+            next.events.insert(Events::LEASE_STOLEN);
+        }
+        if ghost.report == Report::Crashed {
+            next.events.insert(Events::CRASHED_RECLAIMED);
         }
         ghost.claims += 1;
         ghost.sends += 1;
         ghost.report = Report::Nothing;
+        ghost.lease_until = lease_until;
         Some(job)
+    }
+
+    /// The `sometimes` events of a claim that took job `job`: a tie broken, a later job due
+    /// earlier taken first. Judged on the jobs claimable at the claim (after its reap), as the
+    /// store held them before.
+    fn claim_events(&self, before: &World, job: usize, next: &mut World) {
+        let due = rules::claimable(before.store.jobs(), before.now);
+        let Some(&(taken_at, _)) = due.iter().find(|(_, id)| job_index(id) == Some(job)) else {
+            return;
+        };
+        if due.iter().any(|(at, id)| *at == taken_at && job_index(id) != Some(job)) {
+            next.events.insert(Events::TIE_BROKEN);
+        }
+        if due.iter().any(|(_, id)| job_index(id).is_some_and(|other| other < job)) {
+            next.events.insert(Events::EARLIER_DUE_FIRST);
+        }
     }
 
     /// Bookkeeping for a completion by a worker that held `held`.
@@ -441,6 +658,7 @@ impl QueueModel {
         next: &mut World,
     ) {
         let now = before.now;
+        let config = before.config;
         let Some(ghost) = next.ghosts.get_mut(held.job) else {
             return;
         };
@@ -456,11 +674,14 @@ impl QueueModel {
             return;
         }
         ghost.report = Report::Completed(outcome);
-        if matches!(response, Response::Ok(_)) && held.lease_until <= now {
-            next.events.insert(Events::LATE_ACCEPTED);
+        if matches!(response, Response::Ok(_)) {
+            ghost.lease_until = 0;
+            if held.lease_until <= now {
+                next.events.insert(Events::LATE_ACCEPTED);
+            }
         }
-        let config = before.store.config();
-        let delay = retry_delay(held.attempt, config.base_ms, config.cap_ms, jitter.unwrap_or(0.0));
+        let jitter = jitter.unwrap_or(0.0);
+        let delay = rules::delay(held.attempt, config.base_ms, config.cap_ms, jitter);
         if *response == Response::Ok(Reply::Dead { reason: DeadReason::Deadline })
             && outcome == Outcome::Retryable
             && delay > 0
@@ -468,26 +689,71 @@ impl QueueModel {
         {
             next.events.insert(Events::EXACT_DEADLINE_DEATH);
         }
+        if let Response::Ok(Reply::Retry { .. }) = response {
+            if delay != rules::exact_delay(held.attempt, config.base_ms, config.cap_ms, jitter) {
+                next.events.insert(Events::BINARY64_EDGE);
+            }
+            if config.cap_ms < config.base_ms && delay > 0 {
+                next.events.insert(Events::CAP_BELOW_BASE_RETRY);
+            }
+        }
     }
 
     /// Checks every property of [`properties::all`] on every reachable world, with `threads`
     /// threads, reducing by worker symmetry if `symmetry`.
     pub fn check(&self, threads: usize, symmetry: bool) -> checker::Report<World, Action> {
-        let symmetry = if symmetry { Some(World::canonical as fn(&World) -> Cow<'_, World>) } else { None };
-        checker::check(self, &properties::all(), &Options { threads, symmetry })
+        self.check_with(threads, symmetry, &|_| {}, None)
     }
 
-    /// The world before anything happened: an empty store configured by [`Self::config_op`].
-    pub fn initial(&self) -> World {
-        let mut store = Store::new().with_bug(self.bug);
-        store.step(&self.config_op());
-        World {
-            now: 0,
-            store,
-            workers: vec![None; self.bounds.workers],
-            ghosts: Vec::new(),
-            events: Events::default(),
+    /// Shows this model's seeded bug: searches until the property that names it
+    /// ([`Bug::caught_by`]) is decided, leaving the rest unchecked. Without a bug, [`Self::check`].
+    pub fn show_bug(&self, threads: usize) -> checker::Report<World, Action> {
+        self.check_with(threads, true, &|_| {}, self.bug.map(Bug::caught_by))
+    }
+
+    /// [`Self::check`], calling `progress` after each level of the search, and stopping after
+    /// the level where `until` is decided, if given.
+    pub fn check_with(
+        &self,
+        threads: usize,
+        symmetry: bool,
+        progress: &(dyn Fn(&checker::Progress) + Sync),
+        until: Option<&'static str>,
+    ) -> checker::Report<World, Action> {
+        let symmetry = if symmetry { Some(World::canonical as fn(&World) -> Cow<'_, World>) } else { None };
+        checker::check(self, &properties::all(), &Options { threads, symmetry, progress, until })
+    }
+
+    /// The worlds before anything happened: an empty store configured with each of the
+    /// bounds' settings.
+    pub fn initial_worlds(&self) -> Vec<World> {
+        self.bounds
+            .configs
+            .iter()
+            .map(|&config| {
+                let mut store = Store::new().with_bug(self.bug);
+                store.step(&QueueModel::config_op(config));
+                World {
+                    now: 0,
+                    store,
+                    config,
+                    workers: vec![None; self.bounds.workers],
+                    ghosts: Vec::new(),
+                    events: Events::default(),
+                    broken: Broken::NONE,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The id an operation names, if it names one.
+fn op_id(op: &Op) -> Option<&str> {
+    match op {
+        Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Redrive { id, .. } | Op::Get { id } => {
+            Some(id)
         }
+        _ => None,
     }
 }
 
@@ -496,7 +762,7 @@ impl Model for QueueModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<World> {
-        vec![self.initial()]
+        self.initial_worlds()
     }
 
     fn actions(&self, world: &World, actions: &mut Vec<Action>) {
@@ -524,10 +790,20 @@ impl Model for QueueModel {
                         jitter: Some(jitter),
                     });
                 }
+                if b.hostile {
+                    actions.push(Action::CompleteEarly { worker });
+                    actions.push(Action::Crash { worker });
+                    for other in (0..world.workers.len()).filter(|&w| w != worker) {
+                        actions.push(Action::CompleteAsOther { worker: other, holder: worker });
+                    }
+                }
             } else {
                 actions.push(Action::Claim { worker });
                 actions.push(Action::RunOnce { worker, outcome: RunOutcome::Unknown });
                 actions.push(Action::RunOnce { worker, outcome: RunOutcome::Crash });
+                if b.hostile {
+                    actions.push(Action::RunOnceClockBack { worker });
+                }
             }
         }
         if now < b.horizon {
@@ -540,6 +816,14 @@ impl Model for QueueModel {
             }
         }
         actions.push(Action::Restart);
+        if b.hostile {
+            // A redrive adding 2^31 − 1 attempts is only bad once the job has been claimed.
+            let claimed = world.ghosts.first().is_some_and(|g| g.claims >= 1);
+            let classes = Invalid::ALL.into_iter().filter(|&c| c != Invalid::RedriveOverflow || claimed);
+            actions.extend(classes.map(|class| Action::Invalid { class }));
+            actions.push(Action::Stats);
+            actions.extend((0..world.ghosts.len()).map(|job| Action::Get { job }));
+        }
     }
 
     fn next_state(&self, world: &World, action: Action) -> Option<World> {
@@ -567,6 +851,16 @@ impl Model for QueueModel {
 }
 
 impl World {
+    /// Clears the ghost leases the clock has passed: an expired lease is the store's to
+    /// reclaim, and keeping its end would only split states that behave the same.
+    fn forget_expired_leases(&mut self) {
+        for ghost in &mut self.ghosts {
+            if ghost.lease_until <= self.now {
+                ghost.lease_until = 0;
+            }
+        }
+    }
+
     /// The same world with workers renumbered in a canonical order: sorted by what they hold
     /// and which jobs the store says they own. Workers are interchangeable (nothing in the
     /// SPEC looks at a worker's name except to compare it with a lease's owner), so every
@@ -598,8 +892,10 @@ impl World {
                 worker_index(owner).and_then(|old| renamed_to.get(old)).map(|&new| worker_name(new).into())
             }),
             workers: order.iter().map(|&old| self.workers[old]).collect(),
+            config: self.config,
             ghosts: self.ghosts.clone(),
             events: self.events,
+            broken: self.broken,
         })
     }
 }

@@ -109,8 +109,9 @@ impl Op {
     pub fn to_json_line(&self) -> String {
         // Serializing these plain enums cannot fail: every key is a string and every f64 a
         // finite or non-finite number serde_json writes as a number or `null`.
-        serde_json::to_string(self)
-            .unwrap_or_else(|e| format!("{{\"op\":\"unserializable\",\"why\":{:?}}}", e.to_string()))
+        let json = serde_json::to_string(self)
+            .unwrap_or_else(|e| format!("{{\"op\":\"unserializable\",\"why\":{:?}}}", e.to_string()));
+        crate::response::one_line(json)
     }
 }
 

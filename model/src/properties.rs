@@ -1,11 +1,31 @@
-//! The properties: SPEC section 4, each invariant its own named property, plus the examples
-//! that show none of them holds vacuously.
+//! The properties: SPEC section 4, each invariant its own named property; the transition
+//! rules of sections 2 and 3, each its own property; and the examples that show none of them
+//! holds vacuously.
 //!
 //! Each property is a predicate on one [`World`]. Invariants about transitions (attempts move
-//! only with a claim, deadlines only with a redrive, claims only in time, stale completions
-//! change nothing) read the world's ghost fields and the events of the step into the state
-//! (see [`crate::model`]), which the model fills in from what each operation answered, never
-//! from the store's own fields.
+//! only with a claim, deadlines only with a redrive, claims only in time, completions by
+//! anyone but the holder change nothing) read the world's ghost fields and the events of the
+//! step into the state (see [`crate::model`]), which the model fills in from what each
+//! operation answered, never from the store's own fields. The rule properties read
+//! [`World::broken`]: the verdict of [`crate::rules`], the contract's second reading, on the
+//! step into the state.
+//!
+//! # Progress (SPEC 4.8)
+//!
+//! Termination alone (4.7, below) holds for a store that never claims a job at all and lets
+//! the reap end it by its deadline. Progress is what rules that out, and it is a property of
+//! each claim, so it is checked like a safety property, on every step: a claim takes the
+//! claimable job with the smallest `available_at`, ties to the first enqueue, and answers
+//! `none` only when, after its reap, no job is claimable ([`PROGRESS`](names::PROGRESS), judged
+//! by [`crate::rules`] with the first-enqueue order the world knows, not the store's).
+//!
+//! Why that is enough for "a due job with budget and time left is claimed": every claim takes
+//! a job and spends one of its attempts, and the attempts a store can grant are finite (each
+//! job's budget, plus what each redrive adds). While a job J is due and has budget and time, a
+//! claim that does not take J takes a job due no later than J (or as early and enqueued
+//! first), spending its budget. So only finitely many claims can pass J over; the next claim
+//! after them takes J, unless J's deadline comes first, and then J ends dead(deadline) (4.7).
+//! No job waits behind later-due jobs, and none waits forever.
 //!
 //! # Liveness (SPEC 4.7), made sound for a bounded model
 //!
@@ -30,6 +50,7 @@
 use crate::checker::Property;
 use crate::model::{Events, QueueModel, Report, World, job_index};
 use crate::reference::Phase;
+use crate::rules::Broken;
 use crate::{DeadReason, Op, Outcome};
 
 /// How a property is judged.
@@ -62,16 +83,41 @@ pub mod names {
     pub const DEADLINE_ONLY_BY_REDRIVE: &str = "4.2 a deadline changes only in a redrive";
     pub const NO_SILENT_DROP: &str = "4.3 no silent drop: every job stays, ends only by the rules";
     pub const CLAIMS_IN_TIME: &str = "4.4 claims only before the deadline and within budget";
-    pub const ONE_LIVE_HOLDER: &str = "4.5 one unexpired lease holder; stale completions change nothing";
+    pub const ONE_LIVE_HOLDER: &str =
+        "4.5 one unexpired lease holder; no one else's completion changes anything";
     pub const PENDING_BEFORE_DEADLINE: &str = "4.6 a pending job is due before its deadline";
+    pub const PROGRESS: &str = "4.8 progress: a claim passes no claimable job over";
+    pub const REFUSALS_CHANGE_NOTHING: &str = "4.9 a refused operation changes nothing";
+    pub const RESTART_KEEPS_ALL: &str = "4.10 a restart changes nothing";
     pub const SENDS_WITHIN_ATTEMPTS: &str = "sends never exceed attempts";
-    pub const REFUSALS_CHANGE_NOTHING: &str = "a refused operation changes nothing";
+    pub const DELAY_RULE: &str = "2 a retry waits exactly the formula's delay, in binary64";
+    pub const ARGUMENTS_FIRST: &str = "3.1 bad arguments are invalid_input, before any lookup";
+    pub const ENQUEUE_RULE: &str = "3.2 enqueue follows its rule";
+    pub const CLAIM_RULE: &str = "3.3 claim reaps, then leases for exactly lease_ms";
+    pub const COMPLETE_RULE: &str = "3.4 complete fences, checks the clock, then applies the outcome";
+    pub const RUN_ONCE_RULE: &str = "3.5 run_once is a claim, a clock check, then complete";
+    pub const REDRIVE_RULE: &str = "3.6 redrive follows its rule";
+    pub const REAP_RULE: &str = "3.7 reap ends exactly the due jobs out of budget or time";
+    pub const READS_RULE: &str = "3.8 stats and 3.9 get answer what is stored";
+    pub const CONFIG_RULE: &str = "3.11 config follows its rule";
     pub const EVERY_JOB_ENDS: &str = "4.7 every job ends done or dead";
     pub const EXACT_DEADLINE_DEATH: &str = "a retry landing exactly on the deadline dies by deadline";
     pub const CRASH_ON_LAST_ATTEMPT: &str = "a crash on the last attempt ends dead(exhausted)";
     pub const STALE_REJECTED: &str = "a stale completion is rejected after a reclaim";
     pub const LATE_ACCEPTED: &str = "a late completion after lease expiry is accepted";
     pub const REDRIVEN_DONE: &str = "a redriven job ends done";
+    pub const REDRIVE_AFTER_DEADLINE: &str = "a job dead by its deadline is redriven";
+    pub const TWO_REDRIVES: &str = "a job is redriven twice";
+    pub const CLOCK_BACK_REFUSED: &str = "a completion dated before its claim is refused";
+    pub const RUN_ONCE_CLOCK_BACK: &str = "run_once reports a clock that went back";
+    pub const WRONG_OWNER_REFUSED: &str = "the current token from the wrong worker is refused";
+    pub const CRASHED_RECLAIMED: &str = "a crashed holder's job is claimed again after its lease";
+    pub const RESTART_WITH_LEASE: &str = "a restart with a lease held";
+    pub const INVALID_BEFORE_LOOKUP: &str = "a bad argument for a missing job is invalid_input";
+    pub const BINARY64_EDGE: &str = "a retry where binary64 floors above exact arithmetic";
+    pub const CAP_BELOW_BASE_RETRY: &str = "a retry under a cap below the base";
+    pub const TIE_BROKEN: &str = "a claim breaks a tie by first enqueue";
+    pub const EARLIER_DUE_FIRST: &str = "a claim takes a later-enqueued job due earlier";
 }
 
 /// Every property, in report order.
@@ -85,14 +131,94 @@ pub fn all() -> Vec<Check> {
         Check { name: CLAIMS_IN_TIME, kind: Always, holds: claims_in_time },
         Check { name: ONE_LIVE_HOLDER, kind: Always, holds: one_live_holder },
         Check { name: PENDING_BEFORE_DEADLINE, kind: Always, holds: pending_before_deadline },
-        Check { name: SENDS_WITHIN_ATTEMPTS, kind: Always, holds: sends_within_attempts },
+        Check { name: PROGRESS, kind: Always, holds: |_, w| !w.broken.contains(Broken::PROGRESS) },
         Check { name: REFUSALS_CHANGE_NOTHING, kind: Always, holds: refusals_change_nothing },
+        Check { name: RESTART_KEEPS_ALL, kind: Always, holds: |_, w| !w.broken.contains(Broken::RESTART) },
+        Check { name: SENDS_WITHIN_ATTEMPTS, kind: Always, holds: sends_within_attempts },
+        Check { name: DELAY_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::DELAY) },
+        Check { name: ARGUMENTS_FIRST, kind: Always, holds: |_, w| !w.broken.contains(Broken::ARGUMENTS) },
+        Check { name: ENQUEUE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::ENQUEUE) },
+        Check { name: CLAIM_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CLAIM) },
+        Check { name: COMPLETE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::COMPLETE) },
+        Check { name: RUN_ONCE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::RUN_ONCE) },
+        Check { name: REDRIVE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::REDRIVE) },
+        Check { name: REAP_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::REAP) },
+        Check { name: READS_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::READS) },
+        Check { name: CONFIG_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CONFIG) },
         Check { name: EVERY_JOB_ENDS, kind: Liveness, holds: every_job_ends },
-        Check { name: EXACT_DEADLINE_DEATH, kind: Sometimes, holds: exact_deadline_death },
+        Check {
+            name: EXACT_DEADLINE_DEATH,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::EXACT_DEADLINE_DEATH),
+        },
         Check { name: CRASH_ON_LAST_ATTEMPT, kind: Sometimes, holds: crash_on_last_attempt },
-        Check { name: STALE_REJECTED, kind: Sometimes, holds: stale_rejected },
-        Check { name: LATE_ACCEPTED, kind: Sometimes, holds: late_accepted },
+        Check {
+            name: STALE_REJECTED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::STALE_REJECTED),
+        },
+        Check {
+            name: LATE_ACCEPTED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::LATE_ACCEPTED),
+        },
         Check { name: REDRIVEN_DONE, kind: Sometimes, holds: redriven_done },
+        Check {
+            name: REDRIVE_AFTER_DEADLINE,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::REDRIVE_AFTER_DEADLINE),
+        },
+        Check {
+            name: TWO_REDRIVES,
+            kind: Sometimes,
+            holds: |_, w| w.store.jobs().iter().any(|j| j.redrives >= 2),
+        },
+        Check {
+            name: CLOCK_BACK_REFUSED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::CLOCK_BACK_REFUSED),
+        },
+        Check {
+            name: RUN_ONCE_CLOCK_BACK,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::RUN_ONCE_CLOCK_BACK),
+        },
+        Check {
+            name: WRONG_OWNER_REFUSED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::WRONG_OWNER_REFUSED),
+        },
+        Check {
+            name: CRASHED_RECLAIMED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::CRASHED_RECLAIMED),
+        },
+        Check {
+            name: RESTART_WITH_LEASE,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::RESTART_WITH_LEASE),
+        },
+        Check {
+            name: INVALID_BEFORE_LOOKUP,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::INVALID_BEFORE_LOOKUP),
+        },
+        Check {
+            name: BINARY64_EDGE,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::BINARY64_EDGE),
+        },
+        Check {
+            name: CAP_BELOW_BASE_RETRY,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::CAP_BELOW_BASE_RETRY),
+        },
+        Check { name: TIE_BROKEN, kind: Sometimes, holds: |_, w| w.events.contains(Events::TIE_BROKEN) },
+        Check {
+            name: EARLIER_DUE_FIRST,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::EARLIER_DUE_FIRST),
+        },
     ]
 }
 
@@ -127,8 +253,15 @@ fn deadline_only_by_redrive(_: &QueueModel, world: &World) -> bool {
 
 /// SPEC 4.3: every enqueued id is in the store exactly once (one status, and a dead job's
 /// reason, are what [`Phase`] can express); a job is `done` only after its holder reported
-/// `ok`, dead(permanent) only after `permanent`, dead(exhausted) only out of budget.
+/// `ok`, dead(permanent) only after `permanent`, dead(exhausted) only out of budget; and the
+/// step into this world moved no job between statuses by anything but the SPEC's mechanisms
+/// ([`Broken::LIFECYCLE`]: dead(deadline) only when due at the deadline or when `now + delay`
+/// reaches it, out of `dead` only by a redrive, out of an expired lease only by a reclaim, a
+/// completion or a reap).
 fn no_silent_drop(_: &QueueModel, world: &World) -> bool {
+    if world.broken.contains(Broken::LIFECYCLE) {
+        return false;
+    }
     let jobs = world.store.jobs();
     let mut seen = vec![false; world.ghosts.len()];
     for job in jobs {
@@ -152,9 +285,14 @@ fn claims_in_time(_: &QueueModel, world: &World) -> bool {
     !world.events.contains(Events::LATE_CLAIM)
 }
 
-/// SPEC 4.5: at most one worker holds an unexpired lease on a job, and the step into this
-/// world was not a stale completion that changed the store.
+/// SPEC 4.5: at most one worker holds an unexpired lease on a job; the step into this world
+/// claimed no job whose latest lease was live (its holder crashed or not); and it was not a
+/// completion by anyone but the holder (a stale token, or the current token from another
+/// worker) that changed the store.
 fn one_live_holder(_: &QueueModel, world: &World) -> bool {
+    if world.events.contains(Events::LEASE_STOLEN) {
+        return false;
+    }
     let live = |job: usize| {
         world.workers.iter().flatten().filter(|held| held.job == job && held.lease_until > world.now).count()
     };
@@ -190,22 +328,10 @@ fn every_job_ends(model: &QueueModel, world: &World) -> bool {
     store.jobs().iter().all(|job| matches!(job.phase, Phase::Done | Phase::Dead(_)))
 }
 
-fn exact_deadline_death(_: &QueueModel, world: &World) -> bool {
-    world.events.contains(Events::EXACT_DEADLINE_DEATH)
-}
-
 fn crash_on_last_attempt(_: &QueueModel, world: &World) -> bool {
     jobs_with_ghosts(world).any(|(job, ghost)| {
         job.phase == Phase::Dead(DeadReason::Exhausted) && ghost.report == Report::Crashed
     })
-}
-
-fn stale_rejected(_: &QueueModel, world: &World) -> bool {
-    world.events.contains(Events::STALE_REJECTED)
-}
-
-fn late_accepted(_: &QueueModel, world: &World) -> bool {
-    world.events.contains(Events::LATE_ACCEPTED)
 }
 
 fn redriven_done(_: &QueueModel, world: &World) -> bool {

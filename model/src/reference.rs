@@ -185,8 +185,7 @@ impl Store {
             Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
                 delay_op(*attempt, *base_ms, *cap_ms, *jitter)
             }
-            // Closing and reopening the database: everything, settings included, survives.
-            Op::Restart => Ok(Reply::Restart),
+            Op::Restart => Ok(self.restart()),
         };
         match result {
             Ok(reply) => Response::Ok(reply),
@@ -226,13 +225,17 @@ impl Store {
         validate::payload(payload)?;
         validate::budget("max_attempts", max_attempts)?;
         validate::int("now", now)?;
-        validate::deadline(deadline, now)?;
+        if self.bug(Bug::DeadlineAtNowAccepted) {
+            seeded::deadline_at_now(deadline, now)?;
+        } else {
+            validate::deadline(deadline, now)?;
+        }
         if let Some(i) = self.position(id) {
             if *self.jobs[i].payload != *payload {
                 return Err(Failure::Conflict);
             }
             if self.bug(Bug::ReenqueueResetsBudget) {
-                self.jobs[i].attempts = 0;
+                seeded::reset_attempts(&mut self.jobs[i]);
             }
             return Ok(Reply::Existing);
         }
@@ -258,10 +261,12 @@ impl Store {
             return Ok(Reply::None);
         };
         let lease_ms = self.config.lease_ms;
+        let bug = self.bug;
         let job = &mut self.jobs[i];
         job.attempts += 1;
         // A 64-bit sum: both terms are at most 2^53 − 1, so it cannot overflow.
-        let until = now + lease_ms;
+        let until =
+            if bug == Some(Bug::ShortLease) { seeded::short_lease(now, lease_ms) } else { now + lease_ms };
         job.phase = Phase::Leased { owner: worker.into(), claimed_at: now, until };
         Ok(Reply::Claimed { id: job.id.to_string(), attempt: job.attempts, lease_until: until })
     }
@@ -269,43 +274,40 @@ impl Store {
     /// Claim step 2: the claimable job with the smallest `available_at`, ties to the first
     /// enqueued (the lowest position, as `min_by_key` keeps the first of equal keys).
     fn pick(&self, now: u64) -> Option<usize> {
-        let steal = self.bug(Bug::StealLiveLease);
         let claimable = |job: &Job| match job.phase {
             Phase::Pending { available_at } => available_at <= now,
-            Phase::Leased { .. } if self.bug(Bug::IgnoreExpiredLease) => false,
-            Phase::Leased { until, .. } => until <= now || steal,
+            Phase::Leased { until, .. } => match self.bug {
+                Some(Bug::IgnoreExpiredLease) => false,
+                Some(Bug::StealLiveLease) => true,
+                _ => until <= now,
+            },
             Phase::Done | Phase::Dead(_) => false,
         };
-        self.jobs
-            .iter()
-            .enumerate()
-            .filter(|(_, job)| claimable(job))
-            .min_by_key(|(_, job)| job.phase.available_at())
-            .map(|(i, _)| i)
+        let candidates = self.jobs.iter().enumerate().filter(|(_, job)| claimable(job));
+        match self.bug {
+            Some(Bug::ClaimTieToNewest) => seeded::tie_to_newest(candidates),
+            Some(Bug::ClaimFirstEnqueued) => candidates.map(|(i, _)| i).next(),
+            Some(Bug::ClaimOnlyFirstJob) => seeded::only_first(candidates),
+            _ => candidates.min_by_key(|(_, job)| job.phase.available_at()).map(|(i, _)| i),
+        }
     }
 
     /// Claim step 1, and `reap`: every job that is due and out of budget becomes dead.
     /// Returns how many. A lease that has not expired is never reaped: an attempt started in
     /// time may finish.
     fn reap(&mut self, now: u64) -> u64 {
-        let ignore_expired = self.bug(Bug::IgnoreExpiredLease);
-        let retry_past_max = self.bug(Bug::RetryPastMaxAttempts);
-        let mut count = 0;
-        if self.bug(Bug::DropExpiredLease) {
-            let before = self.jobs.len();
-            self.jobs.retain(|job| !job.phase.expired_lease(now));
-            count += (before - self.jobs.len()) as u64;
+        if let Some(bug) = self.bug
+            && bug.bends_reap()
+        {
+            return seeded::reap(bug, &mut self.jobs, now);
         }
+        let mut count = 0;
         for job in &mut self.jobs {
-            let expired = job.phase.expired_lease(now) && !ignore_expired;
+            let expired = job.phase.expired_lease(now);
             if expired && job.attempts >= job.max_attempts {
-                if retry_past_max {
-                    job.phase = Phase::Pending { available_at: now };
-                } else {
-                    job.phase = Phase::Dead(DeadReason::Exhausted);
-                    count += 1;
-                    continue;
-                }
+                job.phase = Phase::Dead(DeadReason::Exhausted);
+                count += 1;
+                continue;
             }
             let due = expired || matches!(job.phase, Phase::Pending { .. });
             if due && job.deadline <= now {
@@ -326,6 +328,9 @@ impl Store {
         now: u64,
         jitter: Option<f64>,
     ) -> Result<Reply, Failure> {
+        if self.bug(Bug::LookupBeforeValidation) {
+            self.position(id).ok_or(Failure::NotFound)?;
+        }
         validate::name("worker", worker)?;
         validate::name("id", id)?;
         validate::attempt(attempt)?;
@@ -336,11 +341,12 @@ impl Store {
         let Phase::Leased { ref owner, claimed_at, .. } = job.phase else {
             return Err(Failure::LeaseLost);
         };
-        let fenced = self.bug(Bug::AcceptStaleCompletion) || (**owner == *worker && job.attempts == attempt);
+        let owned = **owner == *worker || self.bug(Bug::FenceIgnoresOwner);
+        let fenced = self.bug(Bug::AcceptStaleCompletion) || (owned && job.attempts == attempt);
         if !fenced {
             return Err(Failure::LeaseLost);
         }
-        if now < claimed_at {
+        if now < claimed_at && !self.bug(Bug::CompleteSkipsClockCheck) {
             return Err(Failure::ClockWentBackwards);
         }
         Ok(self.apply_outcome(i, outcome, now, jitter))
@@ -350,8 +356,7 @@ impl Store {
     /// neither claimed again nor reaped still counts, even past the deadline or the budget.
     fn apply_outcome(&mut self, i: usize, outcome: Outcome, now: u64, jitter: f64) -> Reply {
         let Config { base_ms, cap_ms, .. } = self.config;
-        let retry_at_deadline = self.bug(Bug::RetryAtDeadline);
-        let extend_deadline = self.bug(Bug::ExtendDeadlineOnRetry);
+        let bug = self.bug;
         let job = &mut self.jobs[i];
         let reply = match outcome {
             Outcome::Ok => {
@@ -367,32 +372,32 @@ impl Store {
                 Reply::Dead { reason: DeadReason::Exhausted }
             }
             Outcome::Retryable => {
-                let delay = retry_delay(job.attempts, base_ms, cap_ms, jitter);
+                let delay = match bug {
+                    Some(seeded) if seeded.bends_delay() => {
+                        seeded::delay(seeded, job.attempts, base_ms, cap_ms, jitter)
+                    }
+                    _ => retry_delay(job.attempts, base_ms, cap_ms, jitter),
+                };
                 let available_at = now + delay;
                 // At `deadline` itself there is no time left to start an attempt.
-                let too_late = if retry_at_deadline {
-                    available_at > job.deadline
-                } else {
-                    available_at >= job.deadline
+                let too_late = match bug {
+                    Some(Bug::RetryAtDeadline) => seeded::past_deadline(available_at, job.deadline),
+                    _ => available_at >= job.deadline,
                 };
                 if too_late {
                     job.phase = Phase::Dead(DeadReason::Deadline);
                     Reply::Dead { reason: DeadReason::Deadline }
                 } else {
                     job.phase = Phase::Pending { available_at };
-                    if extend_deadline {
-                        job.deadline += delay;
+                    if bug == Some(Bug::ExtendDeadlineOnRetry) {
+                        seeded::extend_deadline(job, delay);
                     }
                     Reply::Retry { available_at }
                 }
             }
         };
         if self.bug(Bug::CountAttemptOnEveryJob) && matches!(reply, Reply::Retry { .. }) {
-            for (j, other) in self.jobs.iter_mut().enumerate() {
-                if j != i {
-                    other.attempts += 1;
-                }
-            }
+            seeded::count_on_others(&mut self.jobs, i);
         }
         reply
     }
@@ -419,11 +424,11 @@ impl Store {
             if self.bug(Bug::RollbackAttemptOnCrash)
                 && let Some(i) = self.position(&id)
             {
-                self.jobs[i].attempts -= 1;
+                seeded::give_back(&mut self.jobs[i]);
             }
             return Ok(Reply::Crashed { id, attempt });
         }
-        if after < now {
+        if after < now && !self.bug(Bug::RunOnceIgnoresBackwardsClock) {
             return Err(Failure::RanClockWentBackwards { id, attempt });
         }
         let classified = match outcome.classified() {
@@ -447,8 +452,9 @@ impl Store {
         validate::budget("add_attempts", add_attempts)?;
         validate::deadline(deadline, now)?;
         let i = self.position(id).ok_or(Failure::NotFound)?;
+        let bug = self.bug;
         let job = &mut self.jobs[i];
-        if !matches!(job.phase, Phase::Dead(_)) {
+        if !matches!(job.phase, Phase::Dead(_)) && bug != Some(Bug::RedriveLiveJob) {
             return Err(Failure::NotDead);
         }
         let max_attempts = job.attempts + add_attempts;
@@ -460,6 +466,20 @@ impl Store {
         job.deadline = deadline;
         job.redrives += 1;
         Ok(Reply::Redriven)
+    }
+
+    /// `restart`: the database closed and opened again. What comes back is what was written:
+    /// the settings and every job, leases included (SPEC section 3.10). The store is rebuilt
+    /// from that image, so that a store which kept anything only in memory would show it.
+    fn restart(&mut self) -> Reply {
+        let (config, jobs) = (self.config, std::mem::take(&mut self.jobs));
+        *self = Store { config, jobs, bug: self.bug };
+        match self.bug {
+            Some(Bug::RestartForgetsConfig) => self.config = Config::default(),
+            Some(Bug::RestartReleasesLeases) => seeded::release_leases(&mut self.jobs),
+            _ => {}
+        }
+        Reply::Restart
     }
 
     fn get(&self, id: &str) -> Result<Reply, Failure> {
@@ -476,7 +496,12 @@ impl Store {
                 Phase::Pending { .. } => s.pending += 1,
                 Phase::Leased { until, .. } => {
                     s.leased += 1;
-                    if until <= now {
+                    let expired = if self.bug(Bug::StatsStrictExpiry) {
+                        seeded::strictly_before(until, now)
+                    } else {
+                        until <= now
+                    };
+                    if expired {
                         s.leased_expired += 1;
                     }
                 }
@@ -506,4 +531,159 @@ fn delay_op(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> Result<Repl
     validate::int("cap_ms", cap_ms)?;
     validate::ratio(jitter)?;
     Ok(Reply::Delay { delay_ms: retry_delay(attempt, base_ms, cap_ms, jitter) })
+}
+
+impl Bug {
+    /// The seeded bugs that change the delay formula.
+    fn bends_delay(self) -> bool {
+        matches!(self, Bug::RoundDelay | Bug::ExactProductDelay | Bug::JitterBeforeCap)
+    }
+
+    /// The seeded bugs that change the reap.
+    fn bends_reap(self) -> bool {
+        matches!(
+            self,
+            Bug::IgnoreExpiredLease
+                | Bug::RetryPastMaxAttempts
+                | Bug::DropExpiredLease
+                | Bug::ReapDeadlineFirst
+                | Bug::ReapLiveLease
+        )
+    }
+}
+
+/// The seeded bugs' deviations, kept out of the store's own functions so that mutation testing
+/// of the store (which leaves this module out) mutates only what the SPEC's store runs.
+mod seeded {
+    use super::{Job, Phase};
+    use crate::{Bug, DeadReason, Failure, validate};
+
+    /// `deadline >= now` accepted (`deadline-at-now-accepted`).
+    pub fn deadline_at_now(deadline: u64, now: u64) -> Result<u64, Failure> {
+        validate::int("deadline", deadline)?;
+        if deadline >= now {
+            Ok(deadline)
+        } else {
+            Err(Failure::InvalidInput { detail: "deadline: before now".into() })
+        }
+    }
+
+    /// A lease one millisecond short (`short-lease`).
+    pub fn short_lease(now: u64, lease_ms: u64) -> u64 {
+        (now + lease_ms).saturating_sub(1)
+    }
+
+    /// The smallest `available_at`, ties to the job enqueued last (`claim-tie-to-newest`).
+    pub fn tie_to_newest<'a>(candidates: impl Iterator<Item = (usize, &'a Job)>) -> Option<usize> {
+        candidates.max_by_key(|(i, job)| (std::cmp::Reverse(job.phase.available_at()), *i)).map(|(i, _)| i)
+    }
+
+    /// Only the first job ever enqueued is looked at (`claim-only-first-job`).
+    pub fn only_first<'a>(mut candidates: impl Iterator<Item = (usize, &'a Job)>) -> Option<usize> {
+        candidates.next().filter(|(i, _)| *i == 0).map(|(i, _)| i)
+    }
+
+    /// The reap with one of the reap bugs. Returns how many jobs it moved (or dropped).
+    pub fn reap(bug: Bug, jobs: &mut Vec<Job>, now: u64) -> u64 {
+        let mut count = 0;
+        if bug == Bug::DropExpiredLease {
+            let before = jobs.len();
+            jobs.retain(|job| !job.phase.expired_lease(now));
+            count += (before - jobs.len()) as u64;
+        }
+        for job in jobs.iter_mut() {
+            let live = matches!(job.phase, Phase::Leased { .. }) && !job.phase.expired_lease(now);
+            let expired = job.phase.expired_lease(now) && bug != Bug::IgnoreExpiredLease;
+            let pending = matches!(job.phase, Phase::Pending { .. });
+            let deadline_first = match bug {
+                Bug::ReapDeadlineFirst => expired || pending,
+                Bug::ReapLiveLease => live,
+                _ => false,
+            };
+            if deadline_first && job.deadline <= now {
+                job.phase = Phase::Dead(DeadReason::Deadline);
+                count += 1;
+                continue;
+            }
+            if expired && job.attempts >= job.max_attempts {
+                if bug == Bug::RetryPastMaxAttempts {
+                    job.phase = Phase::Pending { available_at: now };
+                } else {
+                    job.phase = Phase::Dead(DeadReason::Exhausted);
+                    count += 1;
+                    continue;
+                }
+            }
+            if (expired || matches!(job.phase, Phase::Pending { .. })) && job.deadline <= now {
+                job.phase = Phase::Dead(DeadReason::Deadline);
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// The delay with one of the formula bugs.
+    pub fn delay(bug: Bug, attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 {
+        let doubled = u128::from(base_ms) << attempt.saturating_sub(1).min(64);
+        let window = doubled.min(u128::from(cap_ms)) as f64;
+        match bug {
+            Bug::RoundDelay => (window * jitter).round() as u64,
+            Bug::JitterBeforeCap => ((doubled as f64 * jitter).floor() as u64).min(cap_ms),
+            // Exact: the binary64 jitter is m * 2^e; floor(window * m / 2^-e) in integers.
+            _ => {
+                let bits = jitter.to_bits();
+                let (mantissa, exponent) =
+                    ((bits & ((1 << 52) - 1)) | (1 << 52), ((bits >> 52) & 0x7ff) as i32);
+                if exponent == 0 {
+                    return 0;
+                }
+                let shift = (1075 - exponent) as u32;
+                let product = (window as u128) * u128::from(mantissa);
+                if shift >= 128 { 0 } else { (product >> shift) as u64 }
+            }
+        }
+    }
+
+    /// Every lease back to pending at its expiry (`restart-releases-leases`).
+    pub fn release_leases(jobs: &mut [Job]) {
+        for job in jobs {
+            if let Phase::Leased { until, .. } = job.phase {
+                job.phase = Phase::Pending { available_at: until };
+            }
+        }
+    }
+
+    /// Re-enqueueing resets the budget (`reenqueue-resets-budget`).
+    pub fn reset_attempts(job: &mut Job) {
+        job.attempts = 0;
+    }
+
+    /// `>` where the SPEC says `>=` (`retry-at-deadline`).
+    pub fn past_deadline(available_at: u64, deadline: u64) -> bool {
+        available_at > deadline
+    }
+
+    /// The deadline moved back by the delay (`extend-deadline-on-retry`).
+    pub fn extend_deadline(job: &mut Job, delay: u64) {
+        job.deadline += delay;
+    }
+
+    /// Every other job's attempts incremented (`count-attempt-on-every-job`).
+    pub fn count_on_others(jobs: &mut [Job], i: usize) {
+        for (j, other) in jobs.iter_mut().enumerate() {
+            if j != i {
+                other.attempts += 1;
+            }
+        }
+    }
+
+    /// The attempt given back (`rollback-attempt-on-crash`).
+    pub fn give_back(job: &mut Job) {
+        job.attempts -= 1;
+    }
+
+    /// `<` where the SPEC says `<=` (`stats-strict-expiry`).
+    pub fn strictly_before(until: u64, now: u64) -> bool {
+        until < now
+    }
 }

@@ -152,11 +152,12 @@ impl Response {
         Response::Err(Failure::InvalidInput { detail: detail.into() })
     }
 
-    /// The response as one line of JSON, without the newline.
+    /// The response as one line of JSON, without the newline (SPEC 5.4).
     pub fn to_json_line(&self) -> String {
         // Every field is a string, an integer, or null: serialization cannot fail.
-        serde_json::to_string(self)
-            .unwrap_or_else(|e| format!("{{\"error\":\"internal\",\"detail\":{:?}}}", e.to_string()))
+        let json = serde_json::to_string(self)
+            .unwrap_or_else(|e| format!("{{\"error\":\"internal\",\"detail\":{:?}}}", e.to_string()));
+        one_line(json)
     }
 
     /// The same response with any `invalid_input` detail blanked: what two readings of the
@@ -167,6 +168,26 @@ impl Response {
             other => other.clone(),
         }
     }
+}
+
+/// JSON text with U+2028, U+2029 and U+0085 escaped (SPEC 5.4, 6.3). JSON allows them raw
+/// inside strings, but readers that split lines on them (JavaScript's, Python's
+/// `str.splitlines`, many log shippers) would cut one object in two. They can only occur
+/// inside strings, so escaping them leaves the same JSON value.
+pub fn one_line(json: String) -> String {
+    if !json.contains(['\u{2028}', '\u{2029}', '\u{85}']) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        match c {
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            '\u{85}' => out.push_str("\\u0085"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl From<Reply> for Response {
@@ -220,6 +241,17 @@ mod tests {
             Response::invalid("now: x").to_json_line(),
             r#"{"error":"invalid_input","detail":"now: x"}"#
         );
+    }
+
+    #[test]
+    fn line_separators_are_escaped() {
+        let r: Response =
+            Failure::UnknownError { id: "a\u{2028}b\u{2029}c\u{85}d\ne".into(), attempt: 1 }.into();
+        let line = r.to_json_line();
+        assert_eq!(line, r#"{"error":"unknown_error","id":"a\u2028b\u2029c\u0085d\ne","attempt":1}"#);
+        assert_eq!(line.lines().count(), 1);
+        let back: serde_json::Value = serde_json::from_str(&line).expect("still JSON");
+        assert_eq!(back["id"], "a\u{2028}b\u{2029}c\u{85}d\ne", "the same value");
     }
 
     #[test]

@@ -7,12 +7,16 @@
 //! completion (by the holder or by a stale worker) is a `complete` carrying the token the
 //! worker was given. The trace starts with the model's `config` and ends with a `get` of every
 //! job, so that its final state shows; a liveness counterexample first runs the `reap` at the
-//! horizon that should have ended every job. After each operation a comment gives the model's
+//! horizon that should have ended every job; a path that restarts or sends a config ends with
+//! a claim, whose lease shows the settings. After each operation a comment gives the model's
 //! response, so a replay's output can be compared with it line by line.
 
 use crate::checker::Path;
 use crate::model::{Action, QueueModel, World, job_name};
 use crate::{Op, Response};
+
+/// The id and worker of the probe that shows a trace's settings at its end.
+pub const SETTINGS_PROBE: &str = "settings-probe";
 
 /// One line of a trace.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,15 +31,22 @@ pub enum Line {
 /// (`reap_at_end`: the liveness probe first).
 pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) -> Vec<Line> {
     let mut lines = Vec::new();
-    let config = model.config_op();
+    let Some(first) = path.states.first() else {
+        return lines;
+    };
+    let config = QueueModel::config_op(first.config);
     let mut fresh = crate::Store::new();
     let response = fresh.step(&config);
     lines.push(Line::Op { op: config, model: response });
     for (world, action) in path.states.iter().zip(&path.actions) {
         match model.step(world, action) {
             Some((_, Some((op, response)))) => lines.push(Line::Op { op, model: response }),
-            Some((next, None)) => lines.push(Line::Comment(format!("time passes: now = {}", next.now))),
+            Some((next, None)) if *action == Action::Tick => {
+                lines.push(Line::Comment(format!("time passes: now = {}", next.now)))
+            }
             None => lines.push(Line::Comment(format!("{action:?} is not possible here"))),
+            Some((_, None)) => lines
+                .push(Line::Comment(format!("{action:?}: the worker dies, its lease stays in the store"))),
         }
     }
     if let Some(last) = path.last_state() {
@@ -49,6 +60,21 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         }
         for i in 0..last.ghosts.len() {
             probe(Op::Get { id: job_name(i) });
+        }
+        // The settings are seen only through what they do: a path that restarts or sends a
+        // config ends with a claim, whose `lease_until` shows `lease_ms`.
+        let touches_settings = path.actions.iter().any(|a| {
+            matches!(a, Action::Restart | Action::Invalid { class: crate::invalid::Invalid::ZeroLease })
+        });
+        if touches_settings {
+            probe(Op::Enqueue {
+                id: SETTINGS_PROBE.into(),
+                payload: crate::model::PAYLOAD.into(),
+                max_attempts: 1,
+                deadline: last.now + 1,
+                now: last.now,
+            });
+            probe(Op::Claim { worker: SETTINGS_PROBE.into(), now: last.now });
         }
     }
     lines

@@ -22,11 +22,11 @@ fn sized(jobs: usize, workers: usize, horizon: u64) -> Bounds {
 #[test]
 fn pinned_state_counts() {
     for (bounds, symmetry, unique) in [
-        (sized(1, 1, 4), true, 403),
-        (sized(1, 2, 5), true, 1478),
-        (sized(1, 2, 5), false, 2117),
-        (sized(2, 2, 4), true, 27_361),
-        (sized(2, 2, 4), false, 45_513),
+        (sized(1, 1, 4), true, 1595),
+        (sized(1, 2, 5), true, 6053),
+        (sized(1, 2, 5), false, 8939),
+        (sized(2, 2, 4), true, 236_620),
+        (sized(2, 2, 4), false, 382_998),
     ] {
         let report = check(bounds.clone(), None, symmetry);
         assert_eq!(report.unique_states, unique, "{bounds} symmetry {symmetry}");
@@ -35,20 +35,42 @@ fn pinned_state_counts() {
     }
 }
 
+/// The examples only two jobs can show.
+const TWO_JOB_EXAMPLES: [&str; 2] = [properties::names::TIE_BROKEN, properties::names::EARLIER_DUE_FIRST];
+
+/// Two jobs, one worker, a clock up to 4: where the examples about two jobs are found.
+fn two_jobs() -> Bounds {
+    sized(2, 1, 4)
+}
+
 #[test]
 fn the_spec_store_keeps_every_property_and_shows_every_example() {
-    let report = check(Bounds::small(), None, true);
-    for finding in &report.findings {
-        let expected = if finding.kind == Kind::Sometimes { Status::Found } else { Status::Holds };
-        assert_eq!(finding.status, expected, "{}", finding.name);
-    }
-    // Each example replays and is one.
-    let model = QueueModel::new(Bounds::small(), None);
-    for finding in report.findings.iter().filter(|f| f.kind == Kind::Sometimes) {
-        let path = finding.path.as_ref().expect("an example has a path");
-        let last = path.last_state().expect("a path has states");
-        let property = properties::by_name(finding.name).expect("known property");
-        assert!((property.holds)(&model, last), "{}", finding.name);
+    for (bounds, examples) in [(Bounds::small(), None), (two_jobs(), Some(TWO_JOB_EXAMPLES))] {
+        let report = check(bounds.clone(), None, true);
+        let model = QueueModel::new(bounds, None);
+        for finding in &report.findings {
+            if finding.kind != Kind::Sometimes {
+                assert_eq!(finding.status, Status::Holds, "{}", finding.name);
+                continue;
+            }
+            let two_job_example = TWO_JOB_EXAMPLES.contains(&finding.name);
+            if examples.is_some_and(|names| !names.contains(&finding.name)) {
+                continue;
+            }
+            if examples.is_none() && two_job_example {
+                assert_eq!(finding.status, Status::NotFound, "one job cannot show {}", finding.name);
+                continue;
+            }
+            assert_eq!(finding.status, Status::Found, "{}", finding.name);
+            // The example replays and is one.
+            let path = finding.path.as_ref().expect("an example has a path");
+            let mut world = path.states[0].clone();
+            for action in &path.actions {
+                world = model.next_state(&world, action.clone()).expect("the action applies");
+            }
+            let property = properties::by_name(finding.name).expect("known property");
+            assert!((property.holds)(&model, &world), "{}", finding.name);
+        }
     }
 }
 
@@ -85,35 +107,42 @@ fn symmetry_changes_no_verdict_and_no_length() {
 
 #[test]
 fn every_seeded_bug_is_caught_by_its_property() {
+    assert!(Bug::ALL.len() >= 20);
     for bug in Bug::ALL {
-        let report = check(Bounds::small_for(bug), Some(bug), true);
+        let report = QueueModel::new(Bounds::small_for(bug), Some(bug)).show_bug(2);
         let finding = report.finding(bug.caught_by()).expect("known property");
         assert_eq!(finding.status, Status::Violated, "{bug}");
         assert!(finding.path.is_some(), "{bug}: a counterexample");
     }
 }
 
-/// The depth of the first state failing `property`, by a plain breadth-first search over
-/// whole states: no symmetry, no pruning, nothing shared with the checker but the model.
+/// The depth of the first step failing `property`, by a plain breadth-first search over
+/// whole states that judges every step it takes: no symmetry, no pruning, nothing shared with
+/// the checker but the model.
 fn shortest_by_plain_bfs(model: &QueueModel, property: &str) -> Option<usize> {
     let property = properties::by_name(property)?;
-    let mut seen: HashSet<World> = HashSet::new();
     let mut level: Vec<World> = model.init_states();
-    seen.extend(level.iter().cloned());
-    for depth in 0.. {
-        if level.is_empty() {
-            return None;
-        }
-        if level.iter().any(|w| !(property.holds)(model, w)) {
-            return Some(depth);
-        }
+    if level.iter().any(|w| !(property.holds)(model, w)) {
+        return Some(0);
+    }
+    let mut seen: HashSet<World> = level.iter().cloned().collect();
+    for depth in 1.. {
         let mut next = Vec::new();
         for world in &level {
             for (_, successor) in model.next_steps(world) {
-                if model.within_boundary(&successor) && seen.insert(successor.clone()) {
+                if !model.within_boundary(&successor) {
+                    continue;
+                }
+                if !(property.holds)(model, &successor) {
+                    return Some(depth);
+                }
+                if seen.insert(successor.clone()) {
                     next.push(successor);
                 }
             }
+        }
+        if next.is_empty() {
+            return None;
         }
         level = next;
     }
@@ -124,12 +153,12 @@ fn shortest_by_plain_bfs(model: &QueueModel, property: &str) -> Option<usize> {
 fn counterexamples_are_shortest_and_replay() {
     for bug in Bug::ALL {
         let model = QueueModel::new(Bounds::small_for(bug), Some(bug));
-        let report = model.check(2, true);
+        let report = model.show_bug(2);
         let finding = report.finding(bug.caught_by()).expect("known property");
         let path = finding.path.as_ref().expect("a counterexample");
         assert_eq!(Some(path.len()), shortest_by_plain_bfs(&model, finding.name), "{bug}");
         // The actions replay from the initial state to a state that fails the property.
-        let mut world = model.initial();
+        let mut world = path.states[0].clone();
         for action in &path.actions {
             world = model.next_state(&world, action.clone()).expect("the action applies");
         }
@@ -155,7 +184,7 @@ fn the_path_does_not_depend_on_the_number_of_threads() {
 fn counterexample_traces_show_the_bug() {
     for bug in Bug::ALL {
         let model = QueueModel::new(Bounds::small_for(bug), Some(bug));
-        let report = model.check(2, true);
+        let report = model.show_bug(2);
         let finding = report.finding(bug.caught_by()).expect("known property");
         let path = finding.path.as_ref().expect("a counterexample");
         let lines = trace::trace(&model, path, finding.kind == Kind::Liveness);
@@ -186,19 +215,30 @@ fn liveness_is_not_vacuous_at_the_horizon() {
 }
 
 /// Why the checker is our own: stateright 0.31's BFS records a discovery again each time a
-/// state shows it, so a later, deeper state overwrites the first (shortest) path. On these
-/// models its paths are several times longer than the shortest; ours never are longer.
+/// state shows it, so a later, deeper state overwrites the first (shortest) path; and it
+/// judges only states it has not seen, so a property of the step into a state it has seen
+/// (a refusal that changed nothing it hashes, a wrong answer) is never judged on that step.
+/// On these models its paths are often longer than the shortest, and some bugs it misses;
+/// ours are never longer and it misses none.
 #[test]
 fn stateright_bfs_paths_are_longer_than_ours() {
-    let mut longer = 0;
+    let (mut longer, mut missed) = (0, 0);
     for bug in Bug::ALL {
-        let ours = check(Bounds::small_for(bug), Some(bug), true);
+        let ours = QueueModel::new(Bounds::small_for(bug), Some(bug)).show_bug(2);
         let ours = ours.finding(bug.caught_by()).and_then(|f| f.path.as_ref()).map(|p| p.len());
         let theirs = QueueModel::new(Bounds::small_for(bug), Some(bug)).checker().spawn_bfs().join();
         let theirs = theirs.discovery(bug.caught_by()).map(|p| p.into_actions().len());
-        let (Some(ours), Some(theirs)) = (ours, theirs) else { panic!("{bug}: both find it") };
-        assert!(ours <= theirs, "{bug}: ours {ours}, stateright {theirs}");
-        longer += usize::from(ours < theirs);
+        let Some(ours) = ours else { panic!("{bug}: ours finds it") };
+        match theirs {
+            Some(theirs) => {
+                assert!(ours <= theirs, "{bug}: ours {ours}, stateright {theirs}");
+                longer += usize::from(ours < theirs);
+            }
+            None => missed += 1,
+        }
     }
-    assert!(longer > 0, "stateright found shortest paths for every bug: this test's premise is gone");
+    assert!(
+        longer + missed > 0,
+        "stateright found shortest paths for every bug: this test's premise is gone"
+    );
 }

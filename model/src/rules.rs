@@ -1,0 +1,668 @@
+//! SPEC sections 2 and 3, read a second time: the transition rules the checker holds every
+//! step of the store to.
+//!
+//! The reference store ([`crate::reference`]) is the model's first reading of the contract;
+//! this module is its second, written from the SPEC's text and not from `Store::step`. It never
+//! calls the store: it reads the jobs and settings before a step (plain data), works out from
+//! the SPEC what the operation must answer and what every job must look like afterwards, and
+//! compares that with what the store answered and holds. A disagreement names the rule broken
+//! ([`Broken`]); the properties in [`crate::properties`] report each rule on its own.
+//!
+//! The delay has its own reading too ([`delay`]): the window by doubling until the cap, and
+//! "one binary64 multiply, then floor" by exact integer arithmetic on the jitter's mantissa and
+//! exponent, rounded once to 53 bits, ties to even — not by multiplying two `f64`s.
+//!
+//! Claim's tie-break is the order of each id's *first* enqueue (SPEC 6.1), which the caller
+//! knows independently of the store (`first_enqueue`), so a store that keeps its jobs in the
+//! wrong order is caught rather than trusted.
+
+use std::fmt;
+
+use crate::reference::{Config, Job, Phase, Store};
+use crate::{DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status};
+
+/// The largest integer of any field: 2^53 − 1 (SPEC 3.1).
+const MAX_INT: u64 = (1 << 53) - 1;
+/// The largest budget: 2^31 − 1 (SPEC 3.2, 3.6).
+const MAX_BUDGET: u64 = (1 << 31) - 1;
+
+/// The rules a step broke, as a set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Broken(u16);
+
+impl Broken {
+    pub const NONE: Broken = Broken(0);
+    /// SPEC 3.1: every argument is checked, before any lookup; a bad one is `invalid_input`.
+    pub const ARGUMENTS: Broken = Broken(1);
+    /// SPEC 3.2: enqueue.
+    pub const ENQUEUE: Broken = Broken(1 << 1);
+    /// SPEC 3.3: claim's reap and lease (which job it takes is [`Broken::PROGRESS`]).
+    pub const CLAIM: Broken = Broken(1 << 2);
+    /// SPEC 4.8: claim takes the claimable job with the smallest `available_at`, ties to the
+    /// first enqueue, and answers `none` only when nothing is claimable.
+    pub const PROGRESS: Broken = Broken(1 << 3);
+    /// SPEC section 2: a retry waits exactly the formula's delay.
+    pub const DELAY: Broken = Broken(1 << 4);
+    /// SPEC 3.4: complete.
+    pub const COMPLETE: Broken = Broken(1 << 5);
+    /// SPEC 3.5: run_once.
+    pub const RUN_ONCE: Broken = Broken(1 << 6);
+    /// SPEC 3.6: redrive.
+    pub const REDRIVE: Broken = Broken(1 << 7);
+    /// SPEC 3.7: reap.
+    pub const REAP: Broken = Broken(1 << 8);
+    /// SPEC 3.8 and 3.9: stats and get answer what is stored and change nothing.
+    pub const READS: Broken = Broken(1 << 9);
+    /// SPEC 3.10 and 4.10: a restart keeps everything.
+    pub const RESTART: Broken = Broken(1 << 10);
+    /// SPEC 3.11: config.
+    pub const CONFIG: Broken = Broken(1 << 11);
+    /// SPEC 4.3: a job changes status only by the rules (done only by an `ok` completion,
+    /// dead(deadline) only when due at its deadline or when `now + delay` reaches it, out of
+    /// `dead` only by a redrive, …).
+    pub const LIFECYCLE: Broken = Broken(1 << 12);
+
+    pub fn contains(self, rule: Broken) -> bool {
+        self.0 & rule.0 != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    fn insert(&mut self, rule: Broken) {
+        self.0 |= rule.0;
+    }
+}
+
+impl fmt::Display for Broken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#06x}", self.0)
+    }
+}
+
+/// Judges one step: `before` and `after` are the store around `op`, which answered `response`.
+/// `first_enqueue` ranks ids by their first enqueue (SPEC 6.1).
+pub fn judge(
+    before: &Store,
+    op: &Op,
+    response: &Response,
+    after: &Store,
+    first_enqueue: &dyn Fn(&str) -> Option<usize>,
+) -> Broken {
+    let expected = expect(before.jobs(), before.config(), op, first_enqueue);
+    let mut broken = Broken::NONE;
+    let same = expected.response.observable() == response.observable()
+        && expected.config == after.config()
+        && same_jobs(&expected.jobs, after.jobs());
+    if !same {
+        let picked_apart = taken(before.jobs(), &expected.jobs) != taken(before.jobs(), after.jobs());
+        broken.insert(classify(op, &expected.response, response, picked_apart));
+    }
+    if !lifecycle_holds(before, op, after) {
+        broken.insert(Broken::LIFECYCLE);
+    }
+    broken
+}
+
+/// What the SPEC says a step must give: the answer, the jobs and the settings after it.
+struct Expected {
+    response: Response,
+    jobs: Vec<Job>,
+    config: Config,
+}
+
+/// The same jobs, whatever their order: the store's order is its own business.
+fn same_jobs(expected: &[Job], actual: &[Job]) -> bool {
+    expected.len() == actual.len() && expected.iter().all(|e| actual.iter().any(|a| a == e))
+}
+
+/// The job a step claimed: the one whose `attempts` went up by one (none if no job's did).
+fn taken<'a>(before: &[Job], after: &'a [Job]) -> Option<&'a str> {
+    after.iter().find(|a| before.iter().any(|b| b.id == a.id && b.attempts + 1 == a.attempts)).map(|a| &*a.id)
+}
+
+/// Which rule a wrong step broke. `picked_apart`: the store claimed another job than the
+/// SPEC's (or one where it claims none, or none where it claims one).
+fn classify(op: &Op, expected: &Response, actual: &Response, picked_apart: bool) -> Broken {
+    let invalid = |r: &Response| matches!(r, Response::Err(Failure::InvalidInput { .. }));
+    if invalid(expected) != invalid(actual) {
+        return Broken::ARGUMENTS;
+    }
+    match op {
+        Op::Config { .. } => Broken::CONFIG,
+        Op::Enqueue { .. } => Broken::ENQUEUE,
+        Op::Claim { .. } | Op::RunOnce { .. } if picked_apart => Broken::PROGRESS,
+        Op::Claim { .. } if claimed_id(expected) != claimed_id(actual) => Broken::PROGRESS,
+        Op::Claim { .. } => Broken::CLAIM,
+        Op::Complete { .. } | Op::RunOnce { .. } if retried_apart(expected, actual) => Broken::DELAY,
+        Op::Complete { .. } => Broken::COMPLETE,
+        Op::RunOnce { .. } => Broken::RUN_ONCE,
+        Op::Redrive { .. } => Broken::REDRIVE,
+        Op::Reap { .. } => Broken::REAP,
+        Op::Get { .. } | Op::Stats { .. } => Broken::READS,
+        Op::RetryDelay { .. } => Broken::DELAY,
+        Op::Restart => Broken::RESTART,
+    }
+}
+
+/// The job a claim (or run_once's claim) took, as its answer says.
+fn claimed_id(response: &Response) -> Option<&str> {
+    match response {
+        Response::Ok(
+            Reply::Claimed { id, .. }
+            | Reply::RanDone { id, .. }
+            | Reply::RanRetry { id, .. }
+            | Reply::RanDead { id, .. }
+            | Reply::Crashed { id, .. },
+        )
+        | Response::Err(Failure::UnknownError { id, .. } | Failure::RanClockWentBackwards { id, .. }) => {
+            Some(id)
+        }
+        _ => None,
+    }
+}
+
+/// Both answers schedule a retry, at different times: the delay is wrong.
+fn retried_apart(expected: &Response, actual: &Response) -> bool {
+    let at = |r: &Response| match r {
+        Response::Ok(Reply::Retry { available_at } | Reply::RanRetry { available_at, .. }) => {
+            Some(*available_at)
+        }
+        _ => None,
+    };
+    matches!((at(expected), at(actual)), (Some(a), Some(b)) if a != b)
+}
+
+/// SPEC section 3, operation by operation.
+fn expect(jobs: &[Job], config: Config, op: &Op, first_enqueue: &dyn Fn(&str) -> Option<usize>) -> Expected {
+    let mut jobs = jobs.to_vec();
+    let mut config = config;
+    let result = if arguments_hold(op) {
+        apply(&mut jobs, &mut config, op, first_enqueue)
+    } else {
+        Err(Failure::InvalidInput { detail: String::new() })
+    };
+    let response = match result {
+        Ok(reply) => Response::Ok(reply),
+        Err(failure) => Response::Err(failure),
+    };
+    Expected { response, jobs, config }
+}
+
+/// SPEC 3.1 and 5.2: every argument of `op` in its range. Checked before anything is looked up.
+fn arguments_hold(op: &Op) -> bool {
+    let int = |v: u64| v <= MAX_INT;
+    let name = |s: &str| (1..=256).contains(&s.len());
+    let budget = |v: u64| (1..=MAX_BUDGET).contains(&v);
+    let ratio = |j: f64| (0.0..=1.0).contains(&j);
+    // A jitter is checked whenever present, and required for `retryable` (SPEC 6.6).
+    let jitter = |j: Option<f64>, retryable: bool| j.map_or(!retryable, ratio);
+    match op {
+        Op::Config { base_ms, cap_ms, lease_ms } => {
+            base_ms.is_none_or(int) && cap_ms.is_none_or(int) && lease_ms.is_none_or(|l| int(l) && l >= 1)
+        }
+        Op::Enqueue { id, payload, max_attempts, deadline, now } => {
+            name(id)
+                && payload.len() <= 1 << 20
+                && budget(*max_attempts)
+                && int(*now)
+                && int(*deadline)
+                && deadline > now
+        }
+        Op::Claim { worker, now } => name(worker) && int(*now),
+        Op::Complete { worker, id, attempt, outcome, now, jitter: j } => {
+            name(worker)
+                && name(id)
+                && int(*attempt)
+                && *attempt >= 1
+                && int(*now)
+                && jitter(*j, *outcome == Outcome::Retryable)
+        }
+        Op::RunOnce { worker, now, after, outcome, jitter: j } => {
+            name(worker)
+                && int(*now)
+                && after.is_none_or(int)
+                && jitter(*j, *outcome == RunOutcome::Retryable)
+        }
+        Op::Redrive { id, now, add_attempts, deadline } => {
+            name(id) && int(*now) && budget(*add_attempts) && int(*deadline) && deadline > now
+        }
+        Op::Reap { now } | Op::Stats { now } => int(*now),
+        Op::Get { id } => name(id),
+        Op::RetryDelay { attempt, base_ms, cap_ms, jitter: j } => {
+            int(*attempt) && *attempt >= 1 && int(*base_ms) && int(*cap_ms) && ratio(*j)
+        }
+        Op::Restart => true,
+    }
+}
+
+/// The operation, its arguments already known good.
+fn apply(
+    jobs: &mut Vec<Job>,
+    config: &mut Config,
+    op: &Op,
+    first_enqueue: &dyn Fn(&str) -> Option<usize>,
+) -> Result<Reply, Failure> {
+    match op {
+        Op::Config { base_ms, cap_ms, lease_ms } => {
+            config.base_ms = base_ms.unwrap_or(config.base_ms);
+            config.cap_ms = cap_ms.unwrap_or(config.cap_ms);
+            config.lease_ms = lease_ms.unwrap_or(config.lease_ms);
+            Ok(Reply::Config)
+        }
+        Op::Enqueue { id, payload, max_attempts, deadline, now } => match find(jobs, id) {
+            Some(job) if *job.payload == **payload => Ok(Reply::Existing),
+            Some(_) => Err(Failure::Conflict),
+            None => {
+                jobs.push(Job {
+                    id: id.as_str().into(),
+                    payload: payload.as_str().into(),
+                    phase: Phase::Pending { available_at: *now },
+                    attempts: 0,
+                    max_attempts: *max_attempts,
+                    deadline: *deadline,
+                    redrives: 0,
+                    enqueued_at: *now,
+                });
+                Ok(Reply::Enqueued)
+            }
+        },
+        Op::Claim { worker, now } => Ok(match claim(jobs, config.lease_ms, worker, *now, first_enqueue) {
+            Some((id, attempt, lease_until)) => Reply::Claimed { id, attempt, lease_until },
+            None => Reply::None,
+        }),
+        Op::Complete { worker, id, attempt, outcome, now, jitter } => {
+            complete(jobs, config, worker, id, *attempt, *outcome, *now, jitter.unwrap_or(0.0))
+        }
+        Op::RunOnce { worker, now, after, outcome, jitter } => {
+            let Some((id, attempt, _)) = claim(jobs, config.lease_ms, worker, *now, first_enqueue) else {
+                return Ok(Reply::None);
+            };
+            let after = after.unwrap_or(*now);
+            // SPEC 3.5 and 6.7: a crash is a claim and nothing else; otherwise the clock check
+            // comes first, then the outcome. Both errors report on a claim that applied.
+            let classified = match outcome {
+                RunOutcome::Crash => return Ok(Reply::Crashed { id, attempt }),
+                _ if after < *now => return Err(Failure::RanClockWentBackwards { id, attempt }),
+                RunOutcome::Unknown => return Err(Failure::UnknownError { id, attempt }),
+                RunOutcome::Ok => Outcome::Ok,
+                RunOutcome::Retryable => Outcome::Retryable,
+                RunOutcome::Permanent => Outcome::Permanent,
+            };
+            match complete(jobs, config, worker, &id, attempt, classified, after, jitter.unwrap_or(0.0))? {
+                Reply::Done => Ok(Reply::RanDone { id, attempt }),
+                Reply::Retry { available_at } => Ok(Reply::RanRetry { id, attempt, available_at }),
+                Reply::Dead { reason } => Ok(Reply::RanDead { id, attempt, reason }),
+                other => Ok(other),
+            }
+        }
+        Op::Redrive { id, now, add_attempts, deadline } => {
+            let job = find_mut(jobs, id).ok_or(Failure::NotFound)?;
+            if !matches!(job.phase, Phase::Dead(_)) {
+                return Err(Failure::NotDead);
+            }
+            // SPEC 6.5: the budget's overflow needs the stored attempts, so it comes last.
+            let max_attempts = job.attempts + add_attempts;
+            if max_attempts > MAX_BUDGET {
+                return Err(Failure::InvalidInput { detail: String::new() });
+            }
+            job.phase = Phase::Pending { available_at: *now };
+            job.max_attempts = max_attempts;
+            job.deadline = *deadline;
+            job.redrives += 1;
+            Ok(Reply::Redriven)
+        }
+        Op::Reap { now } => Ok(Reply::Reaped { count: reap(jobs, *now) }),
+        Op::Get { id } => find(jobs, id).map(|job| Reply::Job(view(job))).ok_or(Failure::NotFound),
+        Op::Stats { now } => Ok(Reply::Stats(stats(jobs, *now))),
+        Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
+            Ok(Reply::Delay { delay_ms: delay(*attempt, *base_ms, *cap_ms, *jitter) })
+        }
+        Op::Restart => Ok(Reply::Restart),
+    }
+}
+
+fn find<'a>(jobs: &'a [Job], id: &str) -> Option<&'a Job> {
+    jobs.iter().find(|job| *job.id == *id)
+}
+
+fn find_mut<'a>(jobs: &'a mut [Job], id: &str) -> Option<&'a mut Job> {
+    jobs.iter_mut().find(|job| *job.id == *id)
+}
+
+/// SPEC 3.3.1 and 3.7: a job out of budget or out of time, and due, is dead. A live lease is
+/// never touched; an expired lease out of budget is `exhausted` even past its deadline (6.4).
+fn reap(jobs: &mut [Job], now: u64) -> u64 {
+    let mut moved = 0;
+    for job in jobs.iter_mut() {
+        let reason = match job.phase {
+            Phase::Leased { until, .. } if until > now => None,
+            Phase::Leased { .. } if job.attempts >= job.max_attempts => Some(DeadReason::Exhausted),
+            Phase::Leased { .. } | Phase::Pending { .. } if job.deadline <= now => Some(DeadReason::Deadline),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            job.phase = Phase::Dead(reason);
+            moved += 1;
+        }
+    }
+    moved
+}
+
+/// SPEC 3.3: reap, pick (the smallest `available_at`, ties to the first enqueue), claim.
+/// Returns the job's id, its new attempt and the lease's end.
+fn claim(
+    jobs: &mut [Job],
+    lease_ms: u64,
+    worker: &str,
+    now: u64,
+    first_enqueue: &dyn Fn(&str) -> Option<usize>,
+) -> Option<(String, u64, u64)> {
+    reap(jobs, now);
+    let rank = |job: &Job| first_enqueue(&job.id).unwrap_or(usize::MAX);
+    let mut pick: Option<(u64, usize, usize)> = None;
+    for (i, job) in jobs.iter().enumerate() {
+        if let Some(at) = due_at(job, now) {
+            let key = (at, rank(job), i);
+            if pick.is_none_or(|best| key < best) {
+                pick = Some(key);
+            }
+        }
+    }
+    let (_, _, i) = pick?;
+    let job = &mut jobs[i];
+    job.attempts += 1;
+    let until = now + lease_ms;
+    job.phase = Phase::Leased { owner: worker.into(), claimed_at: now, until };
+    Some((job.id.to_string(), job.attempts, until))
+}
+
+/// SPEC 3.4: the fence, the clock check, then the outcome.
+#[allow(clippy::too_many_arguments)]
+fn complete(
+    jobs: &mut [Job],
+    config: &Config,
+    worker: &str,
+    id: &str,
+    attempt: u64,
+    outcome: Outcome,
+    now: u64,
+    jitter: f64,
+) -> Result<Reply, Failure> {
+    let job = find_mut(jobs, id).ok_or(Failure::NotFound)?;
+    let claimed_at = match &job.phase {
+        Phase::Leased { owner, claimed_at, .. } if **owner == *worker && job.attempts == attempt => {
+            *claimed_at
+        }
+        _ => return Err(Failure::LeaseLost),
+    };
+    if now < claimed_at {
+        return Err(Failure::ClockWentBackwards);
+    }
+    let (phase, reply) = match outcome {
+        Outcome::Ok => (Phase::Done, Reply::Done),
+        Outcome::Permanent => dead(DeadReason::Permanent),
+        Outcome::Retryable if job.attempts >= job.max_attempts => dead(DeadReason::Exhausted),
+        Outcome::Retryable => {
+            let available_at = now + delay(job.attempts, config.base_ms, config.cap_ms, jitter);
+            if available_at >= job.deadline {
+                dead(DeadReason::Deadline)
+            } else {
+                (Phase::Pending { available_at }, Reply::Retry { available_at })
+            }
+        }
+    };
+    job.phase = phase;
+    Ok(reply)
+}
+
+fn dead(reason: DeadReason) -> (Phase, Reply) {
+    (Phase::Dead(reason), Reply::Dead { reason })
+}
+
+/// SPEC 3.9: what `get` shows.
+fn view(job: &Job) -> JobView {
+    let (status, available_at, dead_reason) = match job.phase {
+        Phase::Pending { available_at } => (Status::Pending, Some(available_at), None),
+        Phase::Leased { until, .. } => (Status::Leased, Some(until), None),
+        Phase::Done => (Status::Done, None, None),
+        Phase::Dead(reason) => (Status::Dead, None, Some(reason)),
+    };
+    JobView {
+        id: job.id.to_string(),
+        status,
+        attempts: job.attempts,
+        max_attempts: job.max_attempts,
+        available_at,
+        deadline: job.deadline,
+        dead_reason,
+        redrives: job.redrives,
+    }
+}
+
+/// SPEC 3.8: the counts, expired leases, and the oldest open job's age (6.8).
+fn stats(jobs: &[Job], now: u64) -> StatsView {
+    let count = |f: &dyn Fn(&Job) -> bool| jobs.iter().filter(|job| f(job)).count() as u64;
+    let dead_by = |reason: DeadReason| count(&|job| job.phase == Phase::Dead(reason));
+    let open = jobs.iter().filter(|job| matches!(job.phase, Phase::Pending { .. } | Phase::Leased { .. }));
+    StatsView {
+        pending: count(&|job| matches!(job.phase, Phase::Pending { .. })),
+        leased: count(&|job| matches!(job.phase, Phase::Leased { .. })),
+        done: count(&|job| job.phase == Phase::Done),
+        dead: count(&|job| matches!(job.phase, Phase::Dead(_))),
+        dead_exhausted: dead_by(DeadReason::Exhausted),
+        dead_deadline: dead_by(DeadReason::Deadline),
+        dead_permanent: dead_by(DeadReason::Permanent),
+        leased_expired: count(&|job| matches!(job.phase, Phase::Leased { until, .. } if until <= now)),
+        oldest_open_age_ms: open.map(|job| job.enqueued_at).min().map(|oldest| now.saturating_sub(oldest)),
+    }
+}
+
+/// SPEC section 2, read independently of the store's `delay.rs`.
+///
+/// The window doubles from `base_ms` until it reaches the cap (so no doubling ever overflows)
+/// and is then capped. The jitter is the binary64 value `mantissa / 2^scale`; the exact product
+/// `window × mantissa` (below 2^106) is rounded once to 53 significant bits, ties to even —
+/// what one binary64 multiply does — and floored by dropping `scale` bits.
+pub fn delay(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 {
+    let cap = u128::from(cap_ms);
+    let mut window = u128::from(base_ms);
+    let mut doublings = attempt.saturating_sub(1);
+    while doublings > 0 && window < cap {
+        window *= 2;
+        doublings -= 1;
+    }
+    let window = window.min(cap);
+    let (mantissa, scale) = binary64_parts(jitter);
+    let product = round_to_binary64(window * u128::from(mantissa));
+    if scale >= 128 { 0 } else { (product >> scale) as u64 }
+}
+
+/// The delay if the multiply were exact: the floor of window × jitter with the jitter's
+/// binary64 value taken exactly. Not the SPEC's (2.3); the model uses it only to recognise
+/// the steps where the two part, so that it can show it reaches them.
+pub fn exact_delay(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 {
+    let window = delay(attempt, base_ms, cap_ms, 1.0);
+    let (mantissa, scale) = binary64_parts(jitter);
+    let product = u128::from(window) * u128::from(mantissa);
+    if scale >= 128 { 0 } else { (product >> scale) as u64 }
+}
+
+/// The jobs a claim at `now` may take once its reap has run, with the time each is due, in
+/// the store's order: what a claim chooses among (SPEC 3.3.2).
+pub fn claimable(jobs: &[Job], now: u64) -> Vec<(u64, String)> {
+    let mut jobs = jobs.to_vec();
+    reap(&mut jobs, now);
+    jobs.iter().filter_map(|job| due_at(job, now).map(|at| (at, job.id.to_string()))).collect()
+}
+
+/// When a job became claimable, if it is claimable at `now`: a pending job from its
+/// `available_at`, a leased one from its lease's expiry.
+fn due_at(job: &Job, now: u64) -> Option<u64> {
+    match job.phase {
+        Phase::Pending { available_at } if available_at <= now => Some(available_at),
+        Phase::Leased { until, .. } if until <= now => Some(until),
+        _ => None,
+    }
+}
+
+/// A binary64 value in [0, 1] as `mantissa / 2^scale`.
+fn binary64_parts(value: f64) -> (u64, u64) {
+    let bits = value.to_bits();
+    let biased_exponent = (bits >> 52) & 0x7ff;
+    let fraction = bits & ((1 << 52) - 1);
+    if biased_exponent == 0 { (fraction, 1074) } else { (fraction | (1 << 52), 1075 - biased_exponent) }
+}
+
+/// `n` rounded to 53 significant bits, ties to even.
+fn round_to_binary64(n: u128) -> u128 {
+    let width = 128 - n.leading_zeros();
+    if width <= 53 {
+        return n;
+    }
+    let dropped = width - 53;
+    let kept = n >> dropped;
+    let rest = n & ((1 << dropped) - 1);
+    let half = 1 << (dropped - 1);
+    let kept = if rest > half || (rest == half && kept % 2 == 1) { kept + 1 } else { kept };
+    kept << dropped
+}
+
+/// SPEC 4.3: each job's status changes only by the mechanisms the SPEC names. Coarser than the
+/// rules above and independent of them: it looks only at which operation ran, its times and
+/// outcome, and each job's status, budget and deadline before and after.
+fn lifecycle_holds(before: &Store, op: &Op, after: &Store) -> bool {
+    before.jobs().iter().all(|b| match after.jobs().iter().find(|a| a.id == b.id) {
+        None => false,
+        Some(a) => a.phase == b.phase || may_become(b, a, op, before.config()),
+    })
+}
+
+/// Whether `op` may take a job from `b` to `a` (whose phase differs).
+fn may_become(b: &Job, a: &Job, op: &Op, config: Config) -> bool {
+    // What the operation can do: claim at `now`, reap at `now`, complete at a time with an
+    // outcome, redrive.
+    let (claims, reaps_at, completes) = match *op {
+        Op::Claim { now, .. } => (true, Some(now), None),
+        Op::Reap { now } => (false, Some(now), None),
+        Op::Complete { outcome, now, .. } if matches!(b.phase, Phase::Leased { .. }) => {
+            (false, None, Some((outcome, now)))
+        }
+        Op::RunOnce { now, after, outcome, .. } => {
+            let outcome = match outcome {
+                RunOutcome::Ok => Some(Outcome::Ok),
+                RunOutcome::Retryable => Some(Outcome::Retryable),
+                RunOutcome::Permanent => Some(Outcome::Permanent),
+                RunOutcome::Unknown | RunOutcome::Crash => None,
+            };
+            (true, Some(now), outcome.map(|o| (o, after.unwrap_or(now))))
+        }
+        _ => (false, None, None),
+    };
+    let due = |now: u64| match b.phase {
+        Phase::Pending { available_at } => available_at <= now,
+        Phase::Leased { until, .. } => until <= now,
+        Phase::Done | Phase::Dead(_) => false,
+    };
+    let claimed = claims && a.attempts == b.attempts + 1;
+    let retried = |t: u64| {
+        let delay = delay(a.attempts, config.base_ms, config.cap_ms, op_jitter(op));
+        t.checked_add(delay).is_some_and(|at| at >= a.deadline)
+    };
+    match a.phase {
+        Phase::Leased { .. } => claimed && reaps_at.is_some_and(due),
+        Phase::Done => matches!(completes, Some((Outcome::Ok, _))),
+        Phase::Dead(DeadReason::Permanent) => matches!(completes, Some((Outcome::Permanent, _))),
+        Phase::Dead(DeadReason::Exhausted) => {
+            let reaped =
+                reaps_at.is_some_and(|now| matches!(b.phase, Phase::Leased { until, .. } if until <= now));
+            let retried = matches!(completes, Some((Outcome::Retryable, _)));
+            (reaped || retried) && a.attempts >= a.max_attempts
+        }
+        Phase::Dead(DeadReason::Deadline) => {
+            let reaped = reaps_at.is_some_and(|now| due(now) && b.deadline <= now);
+            let late = matches!(completes, Some((Outcome::Retryable, t)) if retried(t));
+            reaped || late
+        }
+        Phase::Pending { .. } => {
+            let redriven = matches!(op, Op::Redrive { .. }) && matches!(b.phase, Phase::Dead(_));
+            redriven || matches!(completes, Some((Outcome::Retryable, _)))
+        }
+    }
+}
+
+/// The jitter an operation carries (0 when none: then it is never used).
+fn op_jitter(op: &Op) -> f64 {
+    match op {
+        Op::Complete { jitter, .. } | Op::RunOnce { jitter, .. } => jitter.unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_2_examples() {
+        assert_eq!(delay(3, 100, 250, 0.5), 125, "the cap applies before jitter");
+        assert_eq!(delay(1, 100, 1000, 0.5), 50);
+        assert_eq!(delay(2, 100, 1000, 0.5), 100);
+        assert_eq!(delay(1_000_000_000_000_000, 100, 1000, 1.0), 1000);
+        assert_eq!(delay(u64::MAX, MAX_INT, MAX_INT, 1.0), MAX_INT);
+        assert_eq!(delay(7, 0, 1000, 1.0), 0, "base 0");
+        assert_eq!(delay(1, 100, 50, 1.0), 50, "cap below base");
+        assert_eq!(delay(1, 100, 0, 1.0), 0, "cap 0");
+        assert_eq!(delay(1, 100, 1000, 0.0), 0);
+        assert_eq!(delay(1, 100, 1000, -0.0), 0);
+    }
+
+    /// Where binary64 and exact arithmetic part: the SPEC's one multiply rounds up to the integer.
+    #[test]
+    fn binary64_rounding_edges() {
+        assert_eq!(delay(1, 10, 1000, 0.7), 7, "10 × 0.7 rounds to 7.0 in binary64 (exactly 6.99…)");
+        assert_eq!(delay(1, 3, 3, 0.6666666666666666), 2, "3 × fl(2/3) is a tie, to even: 2.0");
+        assert_eq!(delay(1, 4, 3, 0.6666666666666666), 2, "cap 3 below base 4");
+        // A window of 2^53 − 1 and a jitter just below 1 lose the last bit.
+        assert_eq!(
+            delay(1, MAX_INT, MAX_INT, 0.818108110530233188),
+            (MAX_INT as f64 * 0.818108110530233188) as u64
+        );
+    }
+
+    /// The exact reading agrees with `f64` multiplication (which IEEE 754 rounds correctly) on
+    /// many windows and jitters, including windows up to 2^53 − 1 and subnormal jitters.
+    #[test]
+    fn agrees_with_one_binary64_multiply() {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for i in 0..200_000 {
+            let window = match i % 4 {
+                0 => next() % 1000,
+                1 => next() & MAX_INT,
+                _ => next() % (1 << (next() % 54)),
+            };
+            let jitter = match i % 5 {
+                0 => f64::from_bits(next() % (1 << 52)),
+                1 => (next() % 1001) as f64 / 1000.0,
+                _ => (next() >> 11) as f64 / (1u64 << 53) as f64,
+            };
+            let expected = (window as f64 * jitter).floor() as u64;
+            assert_eq!(delay(1, window, window, jitter), expected, "window {window}, jitter {jitter:e}");
+        }
+    }
+
+    #[test]
+    fn rounding_ties_to_even() {
+        assert_eq!(round_to_binary64((1 << 54) + 2), 1 << 54, "tie, kept even");
+        assert_eq!(round_to_binary64((1 << 54) + 6), (1 << 54) + 8, "tie, rounded up to even");
+        assert_eq!(round_to_binary64((1 << 54) + 3), (1 << 54) + 4);
+        assert_eq!(round_to_binary64((1 << 53) - 1), (1 << 53) - 1, "fits");
+    }
+}
