@@ -36,15 +36,18 @@ fn orders_duplicates_stats_and_inbox() {
     assert_eq!(post(&url, None, "crisps").0, 400);
     let (status, stats) = get(&format!("{base}/stats"));
     assert_eq!(status, 200);
-    assert_eq!(stats, r#"{"requests":4,"orders":2,"duplicates":1,"failed":0,"rejected":1,"in_flight":0}"#);
+    assert_eq!(
+        stats,
+        r#"{"requests":4,"orders":2,"duplicates":1,"failed":0,"rejected":1,"full":0,"in_flight":0,"inbox_bytes":12,"refused_connections":0}"#
+    );
     let (_, inbox) = get(&format!("{base}/inbox"));
     let inbox: serde_json::Value = serde_json::from_str(&inbox).expect("json");
     assert_eq!(
         inbox,
         serde_json::json!({"orders": [
-            {"key": "a", "payload": "crisps", "requests": 2},
-            {"key": "b", "payload": "nuts", "requests": 1},
-        ]})
+            {"seq": 1, "key": "a", "payload": "crisps", "requests": 2},
+            {"seq": 2, "key": "b", "payload": "nuts", "requests": 1},
+        ], "next": null})
     );
     assert_eq!(get(&format!("{base}/nothing")).0, 404);
     assert_eq!(post(&format!("{base}/stats"), Some("c"), "x").0, 405);

@@ -1,6 +1,7 @@
 //! `retryq serve-demo [--port P] [--slow-ms N] [--slow-rate R] [--fail-rate R] [--fail-status S]
-//! [--retry-after S] [--pushback-ms N] [--seed S] [--threads N] [--stats-every MS]`: the
-//! snack warehouse (`retryq_demo::Server`) on 127.0.0.1 until SIGINT or SIGTERM.
+//! [--retry-after S] [--pushback-ms N] [--seed S] [--threads N] [--read-timeout-ms MS]
+//! [--inbox-max-orders N] [--inbox-max-bytes B] [--stats-every MS]`: the snack warehouse
+//! (`retryq_demo::Server`) on 127.0.0.1 until SIGINT or SIGTERM.
 //!
 //! Standard output is JSON Lines: `{"listening":"http://127.0.0.1:PORT/orders"}` once
 //! listening, `{"stats":{…}}` every `--stats-every` ms, and `{"summary":{…}}` when stopped
@@ -11,7 +12,10 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use retryq_demo::{Config, Server, StartError, Stats};
+use retryq_demo::{
+    Config, DEFAULT_INBOX_MAX_BYTES, DEFAULT_INBOX_MAX_ORDERS, DEFAULT_READ_TIMEOUT, Server, StartError,
+    Stats,
+};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -44,9 +48,21 @@ pub struct Args {
     /// The seed of the failure draws.
     #[arg(long, value_name = "S", allow_negative_numbers = true, default_value_t = 0)]
     seed: u64,
-    /// How many requests are served at once (1 to 1024).
+    /// How many connections are served at once, one request each (1 to 1024); 128 more may
+    /// wait, and any more are answered 503.
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = 16)]
     threads: usize,
+    /// How long a client has to send its whole request, head and body (1 to 3600000); a
+    /// slower one is answered 408 and closed.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = DEFAULT_READ_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    read_timeout_ms: u64,
+    /// The most orders the inbox keeps; new orders past it are answered 507.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = DEFAULT_INBOX_MAX_ORDERS)]
+    inbox_max_orders: usize,
+    /// The most bytes of keys and payloads the inbox keeps; new orders past it are answered
+    /// 507.
+    #[arg(long, value_name = "B", allow_negative_numbers = true, default_value_t = DEFAULT_INBOX_MAX_BYTES)]
+    inbox_max_bytes: u64,
     /// Print the counts every MS milliseconds (0: only at the end).
     #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
     stats_every: u64,
@@ -62,8 +78,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         pushback_ms: args.pushback_ms,
         seed: args.seed,
         threads: args.threads,
+        read_timeout: Duration::from_millis(args.read_timeout_ms),
+        inbox_max_orders: args.inbox_max_orders,
+        inbox_max_bytes: args.inbox_max_bytes,
     };
-    config.validate().map_err(|e| CliError::flag(&format!("--{}", e.field.replace('_', "-")), e.reason))?;
+    config.validate().map_err(|e| {
+        let flag = match e.field {
+            "read_timeout" => "--read-timeout-ms".to_owned(),
+            field => format!("--{}", field.replace('_', "-")),
+        };
+        CliError::flag(&flag, e.reason)
+    })?;
     // Listen for signals before anything is printed, so that a signal sent as soon as the
     // address is read is not lost.
     let mut signals = Signals::new([SIGTERM, SIGINT])?;
@@ -106,7 +131,8 @@ enum Line {
 
 fn words(s: &Stats) -> String {
     format!(
-        "{} requests received, {} distinct orders accepted, {} duplicates dropped, {} failed on purpose, {} rejected",
-        s.requests, s.orders, s.duplicates, s.failed, s.rejected
+        "{} requests received, {} distinct orders accepted, {} duplicates dropped, {} failed on purpose, {} rejected, \
+         {} refused for a full inbox; {} connections refused",
+        s.requests, s.orders, s.duplicates, s.failed, s.rejected, s.full, s.refused_connections
     )
 }
