@@ -459,3 +459,49 @@ fn bad_flags_are_refused_by_name() {
         assert!(err.contains(named), "{flags:?} should name {named}: {err}");
     }
 }
+
+/// A receiver on 127.0.0.1 that reads each request whole and answers it with `response`;
+/// its URL.
+fn answering(response: &'static str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/orders", listener.local_addr().expect("addr"));
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            let _ = std::io::Write::write_all(&mut stream, response.as_bytes());
+        }
+    });
+    url
+}
+
+#[test]
+fn a_pushback_too_large_to_count_is_a_long_delay_not_a_refusal() {
+    let url = answering(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-Pushback-Ms: 99999999999999999999\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    let store = Store::new();
+    store.enqueue("a", "crisps", 5, 60_000);
+    store.work_until_idle(&[&url], &FAST, Duration::from_secs(5));
+    // As `Retry-After: 99999999999999999999` would: no retry before the deadline, so the job
+    // ends now, of its deadline; not dead(permanent) as if the receiver had said "never".
+    let job = store.job("a");
+    assert_eq!((job.status, job.dead_reason, job.attempts), (Status::Dead, Some(DeadReason::Deadline), 1));
+    let error = job.last_error.expect("error");
+    assert!(error.contains("no retry sooner than 18446744073709551615 ms"), "{error}");
+}

@@ -14,10 +14,10 @@
 //!   `retryable`; an unreadable response (not HTTP, a TLS failure) is unclassified;
 //! - pushback: `Retry-After` (seconds or an HTTP date) and [`RETRY_PUSHBACK_MS`] (gRPC's
 //!   `grpc-retry-pushback-ms`, in milliseconds: negative or not a number means "do not
-//!   retry") on a non-2xx answer. "Do not retry" makes the attempt `permanent`, with the
-//!   reason in `last_error`; a delay becomes the report's `retry_after_ms`, a floor under
-//!   the queue's stored retry delay (`available_at`), so a delay past the deadline ends the
-//!   job `dead(deadline)` at once;
+//!   retry"; too large to count is the longest delay) on a non-2xx answer. "Do not retry"
+//!   makes the attempt `permanent`, with the reason in `last_error`; a delay becomes the
+//!   report's `retry_after_ms`, a floor under the queue's stored retry delay
+//!   (`available_at`), so a delay past the deadline ends the job `dead(deadline)` at once;
 //! - the URL is picked by the control crate's [`NodeSelector`] (RocketMQ's latency fault
 //!   tolerance), away from the URL the job's last attempt reached (`Claimed::last_node`)
 //!   when there is another, and recorded as the job's `last_node`;
@@ -47,8 +47,8 @@ pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 /// The header that numbers the attempt: 1, 2, …; never repeated for a job.
 pub const RETRY_ATTEMPT: &str = "Retry-Attempt";
 /// The receiver's pushback in milliseconds, as gRPC's `grpc-retry-pushback-ms`: a
-/// non-negative integer is the least delay before the next attempt; anything else (`-1`,
-/// `never`) means do not retry.
+/// non-negative integer is the least delay before the next attempt (one too large to count
+/// saturates: a delay past any deadline); anything else (`-1`, `never`) means do not retry.
 pub const RETRY_PUSHBACK_MS: &str = "Retry-Pushback-Ms";
 /// How much of an error response's body is kept for `last_error`.
 pub const BODY_BYTES: u64 = 512;
