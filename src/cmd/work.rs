@@ -5,7 +5,7 @@
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
 //! one line per attempt. Exit 0 after SIGTERM or SIGINT (the attempt under way finished
 //! and was recorded) or, with `--until-idle`, once no job is pending or leased; 128 + N on
-//! a second signal N; 1 if the store failed; 2 for a wrong flag.
+//! a second signal N; 1 if the store failed or the clock is out of range; 2 for a wrong flag.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -14,7 +14,7 @@ use std::time::Duration;
 use retryq::{MAX_INT, Settings};
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
-use retryq_worker::{Config, ConfigError, Exec, Http, Stop, Transport, WorkError};
+use retryq_worker::{Config, ConfigError, Exec, Http, MARGIN, Stop, Transport, WorkError};
 use tracing_subscriber::EnvFilter;
 
 use super::{CliError, Db};
@@ -38,7 +38,8 @@ pub struct Args {
     url: Vec<String>,
     #[command(flatten)]
     http: HttpArgs,
-    /// How long a claim holds a job; must be longer than --timeout-ms.
+    /// How long a claim holds a job; must hold --timeout-ms, what the worker may wait past
+    /// it (--exec: 500 ms for the command to be gone) and 500 ms to record the outcome.
     #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
     lease_ms: u64,
     /// The first retry's backoff window.
@@ -210,6 +211,36 @@ fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
     Ok(Box::new(http))
 }
 
+/// `--lease-ms` too short for `--timeout-ms` and what the worker adds to it, in the flags'
+/// words, with the two ways out.
+fn lease_too_short(e: &ConfigError, lease_ms: u64, timeout_ms: u64, grace: Duration) -> CliError {
+    let needed = e.lease_needed_ms().unwrap_or_default();
+    let grace_ms = grace.as_millis();
+    let margin_ms = MARGIN.as_millis();
+    let waits = if grace.is_zero() {
+        format!("+ {margin_ms} ms to record the outcome")
+    } else {
+        format!(
+            "+ {grace_ms} ms the worker may wait past it (for the command to be gone and its standard \
+             error to close) + {margin_ms} ms to record the outcome"
+        )
+    };
+    let most = u128::from(lease_ms).checked_sub(grace_ms + margin_ms).filter(|ms| *ms > 0);
+    let fix = match most {
+        Some(most) => {
+            format!("raise --lease-ms to at least {needed} or lower --timeout-ms to at most {most}")
+        }
+        None => format!("raise --lease-ms to at least {needed}"),
+    };
+    CliError::flag(
+        "--lease-ms",
+        format!(
+            "{lease_ms} ms cannot hold --timeout-ms ({timeout_ms} ms) {waits} = {needed} ms: another worker \
+             could claim the job while this one still runs or records it; {fix}"
+        ),
+    )
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.exec.as_deref().is_some_and(|c| c.trim().is_empty()) {
         return Err(CliError::flag("--exec", "must not be empty"));
@@ -220,19 +251,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         until_idle: args.until_idle,
         ..Config::new(args.worker.clone())
     };
-    config.validate().map_err(|e| match e {
-        ConfigError::LeaseNotLonger { lease_ms, timeout_ms } => CliError::flag(
-            "--lease-ms",
-            format!(
-                "{lease_ms} ms must be longer than --timeout-ms ({timeout_ms} ms): an attempt could outlive \
-                 its lease, and another worker would claim the job while the command still runs"
-            ),
-        ),
-        other => CliError::Usage(other.to_string()),
-    })?;
     let stop = Stop::new();
     init_logging();
     let mut transport = transport(&args, &stop)?;
+    let grace = transport.grace();
+    config.validate(grace).map_err(|e| match e {
+        ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease_ms, args.timeout_ms, grace),
+        other => CliError::Usage(other.to_string()),
+    })?;
     stop.on_signals()?;
     let mut queue = args.db.open_write(true)?;
     match retryq_worker::work(&mut queue, &config, &mut transport, &stop) {

@@ -4,9 +4,10 @@
 //! The queue ([`retryq::Queue::run_once`]) is one claim, one send, one record, with no
 //! sleeping and no clock of its own. This crate adds what a process needs around it:
 //!
-//! - [`work`]: the loop — the system clock, a uniformly random jitter per attempt, each
-//!   attempt bounded by a timeout and by the job's deadline, a sleep (never a spin) when
-//!   nothing is due, one log line per attempt;
+//! - [`work`]: the loop — the system clock (or any [`Clock`], [`work_with_clock`]), a
+//!   uniformly random jitter per attempt, each attempt bounded by a timeout, by the job's
+//!   deadline and by its lease on both the monotonic and the wall clock ([`Window`]), a
+//!   sleep (never a spin) when nothing is due, one log line per attempt;
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
 //!   command per attempt and reads the outcome from its exit status, and [`Http`], which
 //!   POSTs the payload to one of several URLs and reads the outcome from a status table and
@@ -23,11 +24,13 @@ mod exec;
 pub mod http;
 mod stop;
 mod transport;
+mod window;
 mod work;
 
-pub use clock::{ClockError, now_ms};
-pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec};
+pub use clock::{Clock, ClockError, SystemClock, now_ms};
+pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use stop::Stop;
 pub use transport::{Transport, Unclassified};
-pub use work::{Config, ConfigError, Summary, WorkError, work};
+pub use window::{Cut, MARGIN, POLL, Window};
+pub use work::{Config, ConfigError, Summary, WorkError, work, work_with_clock};

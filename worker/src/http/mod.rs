@@ -41,6 +41,7 @@ use ureq::http::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 pub use status::{Class, DEFAULT_RETRYABLE, StatusError, StatusTable};
 
 use crate::transport::{Transport, Unclassified};
+use crate::window::{Cut, Window};
 
 /// The header that names the job: receivers drop duplicates by it.
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
@@ -166,7 +167,9 @@ impl Http {
         let mut response = match sent {
             Ok(response) => response,
             Err(ureq::Error::Timeout(_)) => {
-                let why = format!("timed out after {ms} ms (limit {} ms) at {url}", timeout.as_millis());
+                // The limit is what was left of the window, microseconds after it opened.
+                let limit = timeout.as_micros().div_ceil(1000);
+                let why = format!("timed out after {ms} ms (limit {limit} ms) at {url}");
                 return Answer::failed(Ok(Report::with_error(Outcome::Retryable, why)));
             }
             Err(e @ (ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound)) => {
@@ -228,9 +231,17 @@ impl Http {
 }
 
 impl Transport for Http {
-    fn attempt(&mut self, job: &Claimed, timeout: Duration) -> Result<Report, Unclassified> {
+    /// The POST is given what is left of the window when it starts, for the whole exchange;
+    /// it is not cut when the wall clock jumps during it (the request may have reached the
+    /// receiver already: its `Idempotency-Key` is what guards against a second one).
+    fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified> {
+        let (timeout, cut) = window.left();
         if timeout.is_zero() {
-            return Ok(Report::with_error(Outcome::Retryable, "not sent: no time left before the deadline"));
+            let note = match cut {
+                Cut::Timeout => "not sent: no time left before the deadline".to_owned(),
+                lease => format!("not sent: no time left before {lease}"),
+            };
+            return Ok(Report::with_error(Outcome::Retryable, note));
         }
         let now = self.now();
         let avoid = job.last_node.as_deref().and_then(|last| self.targets.iter().position(|t| t.url == last));
