@@ -1,5 +1,5 @@
 //! `retryq work` as a process: signals, timeouts bounded by the deadline, unclassified exits,
-//! and the lease holding every wait.
+//! the lease holding every wait, a database file deleted under the worker.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -267,4 +267,27 @@ fn a_process_holding_stderr_open_delays_the_record_by_the_grace_at_most() {
     let claimed = history.iter().find(|h| h.to == Status::Leased).expect("claim").at;
     let took = history.last().expect("entries").at - claimed;
     assert!((500..1000).contains(&took), "recorded {took} ms after the claim");
+}
+
+#[test]
+fn a_database_deleted_under_the_worker_stops_it_with_exit_1() {
+    let s = Setup::new();
+    s.enqueue("a", 1, 60_000);
+    let child = s.work("exit 0\n", &[]);
+    let start = Instant::now();
+    while s.job("a").status != Status::Done {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        thread::sleep(Duration::from_millis(20));
+    }
+    // The operator removes the file and starts over: a new file of that name gets a job.
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = fs::remove_file(format!("{}{suffix}", s.db.display()));
+    }
+    s.enqueue("b", 1, 60_000);
+    let (status, log) = finish(child, Duration::from_secs(5));
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(log.contains("the database file") && log.contains("deleted"), "{log}");
+    assert!(log.contains(&s.db.display().to_string()), "{log}");
+    // The new file's job was left for a worker on the new file.
+    assert_eq!((s.job("b").status, s.job("b").attempts), (Status::Pending, 0));
 }

@@ -5,7 +5,8 @@
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
 //! one line per attempt. Exit 0 after SIGTERM or SIGINT (the attempt under way finished
 //! and was recorded) or, with `--until-idle`, once no job is pending or leased; 128 + N on
-//! a second signal N; 1 if the store failed or the clock is out of range; 2 for a wrong flag.
+//! a second signal N; 1 if the store failed, the database file was deleted or replaced under
+//! the worker, or the clock is out of range; 2 for a wrong flag.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -265,6 +266,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Ok(_) => Ok(ExitCode::SUCCESS),
         Err(WorkError::Queue(e)) => Err(args.db.explain(e)),
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
+        Err(e @ WorkError::DbFile(_)) => Err(CliError::Database(e.to_string())),
         Err(e) => Err(CliError::Other(e.to_string())),
     }
 }

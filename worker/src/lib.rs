@@ -7,7 +7,8 @@
 //! - [`work`]: the loop — the system clock (or any [`Clock`], [`work_with_clock`]), a
 //!   uniformly random jitter per attempt, each attempt bounded by a timeout, by the job's
 //!   deadline and by its lease on both the monotonic and the wall clock ([`Window`]), a
-//!   sleep (never a spin) when nothing is due, one log line per attempt;
+//!   sleep (never a spin) when nothing is due, one log line per attempt; it stops when its
+//!   database file is deleted or replaced under it ([`DbFile`]);
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
 //!   command per attempt and reads the outcome from its exit status, and [`Http`], which
 //!   POSTs the payload to one of several URLs and reads the outcome from a status table and
@@ -20,6 +21,7 @@
 //! another's) spends a new attempt on it; the error text is noted for the operator.
 
 mod clock;
+mod dbfile;
 mod exec;
 pub mod http;
 mod stop;
@@ -28,6 +30,7 @@ mod window;
 mod work;
 
 pub use clock::{Clock, ClockError, SystemClock, now_ms};
+pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use stop::Stop;

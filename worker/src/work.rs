@@ -1,6 +1,7 @@
 //! The loop: `run_once` forever, with the wall clock and a fresh random jitter each time.
 //!
-//! Each turn claims the next due job, sends it through the transport within a [`Window`] — `min(timeout, deadline − now)`,
+//! Each turn checks that the database file is still the one opened, claims the next due
+//! job, sends it through the transport within a [`Window`] — `min(timeout, deadline − now)`,
 //! and never past the lease less what the worker keeps for afterwards, on either clock —
 //! and records the outcome; then goes straight on, since more may be due. When nothing is
 //! due it sleeps until the earliest reservation or lease expiry ([`Queue::next_due`]), at
@@ -8,6 +9,7 @@
 //! so that it never spins.
 
 use std::cell::Cell;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::RngExt;
@@ -15,6 +17,7 @@ use retryq::{Claimed, Error, ErrorKind, Queue, Ran, RunError, Settings};
 use tracing::{debug, error, info, warn};
 
 use crate::clock::{Clock, ClockError, SystemClock};
+use crate::dbfile::{DbFile, DbFileError};
 use crate::stop::Stop;
 use crate::transport::{Transport, Unclassified};
 use crate::window::{MARGIN, Window};
@@ -120,6 +123,9 @@ pub enum WorkError {
     /// under way, if any, was not recorded and stays leased.
     #[error(transparent)]
     Clock(#[from] ClockError),
+    /// The database file was deleted, replaced or renamed away under the worker.
+    #[error(transparent)]
+    DbFile(#[from] DbFileError),
 }
 
 /// What a loop did, when it returns.
@@ -142,7 +148,8 @@ pub struct Summary {
 /// Refusals the SPEC defines for one attempt (a lost lease, the clock going back, an
 /// unclassified error) are logged and the loop goes on; so does a busy or full database,
 /// after a pause. Any other storage failure ends the loop with [`WorkError::Queue`]; a
-/// clock out of range with [`WorkError::Clock`].
+/// database file deleted or replaced under it with [`WorkError::DbFile`]; a clock out of
+/// range with [`WorkError::Clock`].
 pub fn work(
     queue: &mut Queue,
     config: &Config,
@@ -165,6 +172,7 @@ pub fn work_with_clock(
     config.validate(grace)?;
     queue.set_settings(config.settings).map_err(|e| WorkError::Config(ConfigError::Settings(e)))?;
     clock.now_ms()?;
+    let file = watch(queue.path())?;
     let worker = config.worker.as_str();
     let lease = Duration::from_millis(config.settings.lease_ms);
     let reserve = grace.saturating_add(MARGIN);
@@ -178,6 +186,12 @@ pub fn work_with_clock(
         "worker started"
     );
     while !stop.requested() {
+        if let Some(file) = &file
+            && let Err(e) = file.check()
+        {
+            error!(error = %e, "the database file is not the one the worker opened; stopping");
+            return Err(WorkError::DbFile(e));
+        }
         let jitter: f64 = rng.random();
         // Filled in by the transport: what the log line needs of the attempt.
         let mut claimed: Option<u64> = None;
@@ -287,6 +301,14 @@ pub fn work_with_clock(
         "worker stopped"
     );
     Ok(summary)
+}
+
+/// The database file to watch; none for a queue in memory.
+fn watch(path: &Path) -> Result<Option<DbFile>, WorkError> {
+    if path == Path::new(":memory:") {
+        return Ok(None);
+    }
+    Ok(Some(DbFile::watch(path)?))
 }
 
 /// Nothing was due: returns true to end the loop (until idle, and nothing open), otherwise
