@@ -1,5 +1,5 @@
 //! `retryq work` as a process: signals, timeouts bounded by the deadline, unclassified exits,
-//! the lease holding every wait, a database file deleted under the worker.
+//! the lease holding every wait, a database file deleted under the worker, a file size limit.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use retryq::{DeadReason, HistoryEntry, Job, OpenOptions, Queue, Status};
+use retryq::{DeadReason, HistoryEntry, Job, NewJob, OpenOptions, Queue, Status};
 
 const BIN: &str = env!("CARGO_BIN_EXE_retryq");
 
@@ -290,4 +290,34 @@ fn a_database_deleted_under_the_worker_stops_it_with_exit_1() {
     assert!(log.contains(&s.db.display().to_string()), "{log}");
     // The new file's job was left for a worker on the new file.
     assert_eq!((s.job("b").status, s.job("b").attempts), (Status::Pending, 0));
+}
+
+#[test]
+fn a_write_past_the_file_size_limit_is_a_clear_error_not_a_signal() {
+    let s = Setup::new();
+    {
+        let mut q = Queue::open(&s.db).expect("open");
+        let now = retryq_worker::now_ms().expect("clock");
+        let payload = "x".repeat(2000);
+        for i in 0..40 {
+            let id = format!("job-{i}");
+            q.enqueue(&NewJob { id: &id, payload: &payload, max_attempts: 3, deadline: now + 600_000, now })
+                .expect("enqueue");
+        }
+    }
+    // 100 blocks of 512 bytes: the log of the worker's writes soon passes it.
+    let script = format!("ulimit -f 100 && exec {BIN} work --worker w1 --exec 'exit 0' --until-idle");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("RETRYQ_DB", &s.db)
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
+    assert!(err.contains("file size limit") && err.contains("EFBIG"), "{err}");
+    assert!(err.contains(&s.db.display().to_string()), "{err}");
+    // What was recorded is whole: the audit is clean.
+    assert!(s.read().audit().expect("audit").is_clean());
 }

@@ -5,10 +5,12 @@
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
 //! one line per attempt. Exit 0 after SIGTERM or SIGINT (the attempt under way finished
 //! and was recorded) or, with `--until-idle`, once no job is pending or leased; 128 + N on
-//! a second signal N; 1 if the store failed, the database file was deleted or replaced under
-//! the worker, or the clock is out of range; 2 for a wrong flag.
+//! a second signal N; 1 if the store failed (a write past the file size limit included), the
+//! database file was deleted or replaced under the worker, or the clock is out of range; 2
+//! for a wrong flag.
 
 use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -260,15 +262,29 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease_ms, args.timeout_ms, grace),
         other => CliError::Usage(other.to_string()),
     })?;
+    // Before the first write: past the file size limit a write fails, it does not kill.
+    retryq_worker::catch_file_size_signal()?;
     stop.on_signals()?;
-    let mut queue = args.db.open_write(true)?;
+    let mut queue = args.db.open_write(true).map_err(|e| file_too_large(&args.db.db, e))?;
     match retryq_worker::work(&mut queue, &config, &mut transport, &stop) {
         Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(WorkError::Queue(e)) => Err(args.db.explain(e)),
+        Err(WorkError::Queue(e)) => Err(file_too_large(&args.db.db, args.db.explain(e))),
+        Err(WorkError::FileTooLarge { why, source }) => Err(CliError::Database(format!(
+            "{}: {why}: nothing was written ({source})",
+            args.db.db.display()
+        ))),
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
         Err(e @ WorkError::DbFile(_)) => Err(CliError::Database(e.to_string())),
         Err(e) => Err(CliError::Other(e.to_string())),
     }
+}
+
+/// `error`, or, if a write went past the file size limit, that.
+fn file_too_large(db: &Path, error: CliError) -> CliError {
+    if !retryq_worker::file_size_limit_hit() {
+        return error;
+    }
+    CliError::Database(format!("{}: {} ({error})", db.display(), retryq_worker::describe_limit()))
 }
 
 /// Logs to standard error, filtered by `RUST_LOG` (default `info`).

@@ -14,7 +14,9 @@
 //!   POSTs the payload to one of several URLs and reads the outcome from a status table and
 //!   the receiver's pushback, with the control crate's node avoidance and retry budget;
 //! - [`Stop`]: SIGTERM and SIGINT — the first lets the current attempt finish and be
-//!   recorded, the second ends the process at once.
+//!   recorded, the second ends the process at once; and SIGXFSZ, caught so that a write
+//!   past the file size limit fails instead of killing the worker
+//!   ([`catch_file_size_signal`]).
 //!
 //! What the loop does with an error it cannot classify is the SPEC's rule for `unknown`:
 //! nothing. The job keeps its lease until it expires, and another claim (this worker's or
@@ -23,6 +25,7 @@
 mod clock;
 mod dbfile;
 mod exec;
+mod fsize;
 pub mod http;
 mod stop;
 mod transport;
@@ -32,6 +35,7 @@ mod work;
 pub use clock::{Clock, ClockError, SystemClock, now_ms};
 pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
+pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use stop::Stop;
 pub use transport::{Transport, Unclassified};

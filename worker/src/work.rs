@@ -18,6 +18,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::clock::{Clock, ClockError, SystemClock};
 use crate::dbfile::{DbFile, DbFileError};
+use crate::fsize::{describe_limit, file_size_limit_hit};
 use crate::stop::Stop;
 use crate::transport::{Transport, Unclassified};
 use crate::window::{MARGIN, Window};
@@ -126,6 +127,9 @@ pub enum WorkError {
     /// The database file was deleted, replaced or renamed away under the worker.
     #[error(transparent)]
     DbFile(#[from] DbFileError),
+    /// A write went past the process's file size limit (`ulimit -f`) and failed.
+    #[error("{why}: {source}")]
+    FileTooLarge { why: String, source: Error },
 }
 
 /// What a loop did, when it returns.
@@ -332,9 +336,14 @@ fn idle(queue: &mut Queue, config: &Config, stop: &Stop, clock: &dyn Clock) -> R
 }
 
 /// A busy or full database is waited out (and logged); any other storage failure ends the
-/// loop.
+/// loop, named as the file size limit when that is what failed the write.
 fn pause_or_fail(e: Error, stop: &Stop, config: &Config) -> Result<(), WorkError> {
     if !e.is_transient() {
+        if file_size_limit_hit() {
+            let why = describe_limit();
+            error!(error = %e, "{why}; stopping");
+            return Err(WorkError::FileTooLarge { why, source: e });
+        }
         error!(error = %e, "the store failed; stopping");
         return Err(WorkError::Queue(e));
     }
