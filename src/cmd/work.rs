@@ -36,7 +36,8 @@ pub struct Args {
     exec: Option<String>,
     /// POST each attempt's payload to this URL (http or https), with Idempotency-Key and
     /// Retry-Attempt headers. Repeat for several receivers: a retry avoids the one that
-    /// failed.
+    /// failed. Credentials (`http://user:pw@host/`) are sent as Basic auth and shown and
+    /// stored as `http://***@host/`.
     #[arg(long, value_name = "URL")]
     url: Vec<String>,
     #[command(flatten)]
@@ -63,12 +64,13 @@ pub struct Args {
 /// The HTTP transport's flags (docs/retry-control.md, "The worker's HTTP transport").
 #[derive(clap::Args, Debug)]
 struct HttpArgs {
-    /// Statuses retried, as codes and ranges: `408,429,500-504`. Default
+    /// Statuses retried, as codes and ranges: `408,429,500-504`, or `none`. Default
     /// 408,429,500,502,503,504. Connection errors and timeouts are always retried.
     #[arg(long, value_name = "LIST", conflicts_with = "exec")]
     retry_status: Option<String>,
-    /// Statuses that quarantine the job at once. Default: every 4xx not retried. 2xx is
-    /// always ok; a status in neither list is unclassified (the job waits for its lease).
+    /// Statuses that quarantine the job at once, or `none`. Default: every 4xx not retried.
+    /// 2xx is always ok; a status in neither list is unclassified (the job waits for its
+    /// lease).
     #[arg(long, value_name = "LIST", conflicts_with = "exec")]
     permanent_status: Option<String>,
     /// Per target (host and port): retries allowed per request sent, over the budget's
@@ -210,7 +212,8 @@ fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
         HttpError::ContentType(_) => CliError::flag("--content-type", e),
         other => CliError::flag("--url", other),
     })?;
-    tracing::info!(urls = ?args.url, statuses, "posting each attempt to one of the URLs");
+    // Credentials in a URL are shown as `***`.
+    tracing::info!(urls = ?http.urls(), statuses, "posting each attempt to one of the URLs");
     Ok(Box::new(http))
 }
 

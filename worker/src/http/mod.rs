@@ -20,12 +20,14 @@
 //!   (`available_at`), so a delay past the deadline ends the job `dead(deadline)` at once;
 //! - the URL is picked by the control crate's [`NodeSelector`] (RocketMQ's latency fault
 //!   tolerance), away from the URL the job's last attempt reached (`Claimed::last_node`)
-//!   when there is another, and recorded as the job's `last_node`;
+//!   when there is another, and recorded as the job's `last_node` (its credentials, if
+//!   any, shown as `***`: they are sent as `Authorization: Basic` and nowhere else);
 //! - every target (host and port) has a retry budget ([`TpsBudget`]): a job's first attempt
 //!   deposits, each later attempt withdraws; a refused retry is not sent and counts as
 //!   `retryable` with the budget's wait as its floor.
 
 mod status;
+mod target;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -35,10 +37,11 @@ use std::time::{Duration, Instant, SystemTime};
 use retryq::{Claimed, Outcome, Report};
 use retryq_control::{Budget, FaultTable, NodeSelector, Observed, PerTarget, Pushback, TpsBudget};
 use tracing::debug;
-use ureq::http::Uri;
-use ureq::http::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use ureq::http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 
 pub use status::{Class, DEFAULT_RETRYABLE, StatusError, StatusTable};
+pub use target::redact;
+use target::{Target, target};
 
 use crate::transport::{Transport, Unclassified};
 use crate::window::{Cut, Window};
@@ -92,14 +95,6 @@ pub enum HttpError {
     ContentType(String),
 }
 
-/// One URL and the target its budget is kept under.
-#[derive(Clone, Debug)]
-struct Target {
-    url: String,
-    /// `host:port`, the port written out.
-    host: String,
-}
-
 /// POSTs each attempt to one of its URLs.
 pub struct Http {
     agent: ureq::Agent,
@@ -123,8 +118,10 @@ impl Http {
         let targets = urls.iter().map(|url| target(url)).collect::<Result<Vec<_>, _>>()?;
         let content_type = HeaderValue::from_str(&options.content_type)
             .map_err(|_| HttpError::ContentType(options.content_type.clone()))?;
-        let nodes = NodeSelector::new(targets.len(), options.faults)
-            .map_err(|e| HttpError::Url { url: urls.join(" "), reason: e.to_string() })?;
+        let nodes = NodeSelector::new(targets.len(), options.faults).map_err(|e| HttpError::Url {
+            url: targets.iter().map(|t| t.shown.as_str()).collect::<Vec<_>>().join(" "),
+            reason: e.to_string(),
+        })?;
         let agent = ureq::Agent::config_builder()
             // Statuses are classified here, not turned into errors.
             .http_status_as_error(false)
@@ -149,10 +146,15 @@ impl Http {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// The URLs as they are stored and logged: credentials shown as `***`.
+    pub fn urls(&self) -> Vec<&str> {
+        self.targets.iter().map(|t| t.shown.as_str()).collect()
+    }
+
     /// Sends one POST and reads what came back.
     fn post(&self, target: &Target, job: &Claimed, timeout: Duration) -> Answer {
         let started = Instant::now();
-        let sent = self
+        let mut request = self
             .agent
             .post(&target.url)
             .config()
@@ -160,10 +162,13 @@ impl Http {
             .build()
             .header(IDEMPOTENCY_KEY, idempotency_key(&job.id).as_ref())
             .header(RETRY_ATTEMPT, job.attempt.to_string())
-            .header(CONTENT_TYPE, self.content_type.clone())
-            .send(job.payload.as_str());
+            .header(CONTENT_TYPE, self.content_type.clone());
+        if let Some(authorization) = &target.authorization {
+            request = request.header(AUTHORIZATION, authorization.clone());
+        }
+        let sent = request.send(job.payload.as_str());
         let ms = started.elapsed().as_millis();
-        let url = &target.url;
+        let url = &target.shown;
         let mut response = match sent {
             Ok(response) => response,
             Err(ureq::Error::Timeout(_)) => {
@@ -244,7 +249,8 @@ impl Transport for Http {
             return Ok(Report::with_error(Outcome::Retryable, note));
         }
         let now = self.now();
-        let avoid = job.last_node.as_deref().and_then(|last| self.targets.iter().position(|t| t.url == last));
+        let avoid =
+            job.last_node.as_deref().and_then(|last| self.targets.iter().position(|t| t.shown == last));
         let node = self.nodes.pick(now, avoid);
         let Some(target) = self.targets.get(node).cloned() else {
             return Err(Unclassified(format!("no URL number {node} among {}", self.targets.len())));
@@ -261,7 +267,7 @@ impl Transport for Http {
             );
             return Ok(Report::with_error(Outcome::Retryable, why).retry_after(ms_u64(wait)));
         }
-        debug!(job = %job.id, attempt = job.attempt, url = %target.url, "posting");
+        debug!(job = %job.id, attempt = job.attempt, url = %target.shown, "posting");
         let answer = self.post(&target, job, timeout);
         let after = self.now();
         if let Err(e) = self.nodes.record(node, after, answer.observed) {
@@ -270,7 +276,7 @@ impl Transport for Http {
         if let Some(success) = answer.health {
             self.budgets.get(&target.host).record(after, success);
         }
-        answer.result.map(|report| report.node(target.url))
+        answer.result.map(|report| report.node(target.shown))
     }
 }
 
@@ -291,22 +297,6 @@ impl Answer {
 
 fn ms_u64(ms: u128) -> u64 {
     u64::try_from(ms).unwrap_or(u64::MAX)
-}
-
-fn target(url: &str) -> Result<Target, HttpError> {
-    let bad = |reason: &str| HttpError::Url { url: url.to_owned(), reason: reason.to_owned() };
-    let uri: Uri = url
-        .parse()
-        .map_err(|e: ureq::http::uri::InvalidUri| bad(&format!("not an http:// or https:// URL ({e})")))?;
-    let default_port = match uri.scheme_str() {
-        Some("http") => 80,
-        Some("https") => 443,
-        Some(_) => return Err(bad("the scheme must be http or https")),
-        None => return Err(bad("needs a scheme: http:// or https://")),
-    };
-    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| bad("needs a host"))?;
-    let port = uri.port_u16().unwrap_or(default_port);
-    Ok(Target { url: url.to_owned(), host: format!("{}:{port}", host.to_ascii_lowercase()) })
 }
 
 /// The job's id as an `Idempotency-Key` value: unchanged when it is visible ASCII without

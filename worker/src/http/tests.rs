@@ -299,11 +299,17 @@ fn urls_are_checked() {
 }
 
 #[test]
-fn targets_are_host_and_port() {
-    let t = |url: &str| target(url).expect("url").host;
-    assert_eq!(t("http://Example.com/a"), "example.com:80");
-    assert_eq!(t("https://example.com/a"), "example.com:443");
-    assert_eq!(t("http://127.0.0.1:8080/a"), "127.0.0.1:8080");
+fn credentials_in_the_url_go_as_basic_auth_and_nowhere_else() {
+    let (url, rx) = canned(vec![answer("503 Service Unavailable", &[], "")]);
+    let with_password = url.replacen("http://", "http://alice:s3cr3t@", 1);
+    let mut t = http(&[with_password]);
+    assert_eq!(t.urls(), [url.replacen("http://", "http://***@", 1)]);
+    let report = t.attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
+    let received = rx.recv_timeout(5 * SECOND).expect("a request");
+    assert_eq!(received.header("authorization"), Some("Basic YWxpY2U6czNjcjN0"));
+    assert_eq!(received.line, "POST /orders HTTP/1.1");
+    let stored = format!("{:?} {:?}", report.node, report.error);
+    assert!(stored.contains("http://***@127.0.0.1") && !stored.contains("s3cr3t"), "{stored}");
 }
 
 #[test]
