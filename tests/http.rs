@@ -426,6 +426,12 @@ fn bad_flags_are_refused_by_name() {
     for (flags, named) in [
         (&["--url", "ftp://example.com/"][..], "--url"),
         (&["--url", "example.com"], "--url"),
+        (&["--url", "http://127.0.0.1:99999/orders"], "--url"),
+        (&["--url", "http://127.0.0.1:0/orders"], "--url"),
+        (&["--url", "http://alice:s3cr3t@127.0.0.1:65536/orders"], "--url"),
+        (&["--url", "http://127.0.0.1:9/", "--retry-status", ""], "--retry-status"),
+        (&["--url", "http://127.0.0.1:9/", "--retry-status", ","], "--retry-status"),
+        (&["--url", "http://127.0.0.1:9/", "--permanent-status", " "], "--permanent-status"),
         (&["--url", "http://127.0.0.1:9/", "--retry-status", "200"], "--retry-status"),
         (&["--url", "http://127.0.0.1:9/", "--retry-status", "5xx"], "--retry-status"),
         (&["--url", "http://127.0.0.1:9/", "--permanent-status", "503"], "--permanent-status"),
@@ -441,8 +447,12 @@ fn bad_flags_are_refused_by_name() {
         let (code, err) = work(flags);
         assert_eq!(code, Some(2), "{flags:?}: {err}");
         assert!(err.contains(named), "{flags:?} should name {named}: {err}");
+        assert!(!err.contains("s3cr3t"), "{flags:?}: the password was printed: {err}");
     }
     assert!(!store.db.exists(), "a refused worker created the database");
+    // `none` is the way to list no status.
+    let (code, err) = work(&["--url", "http://127.0.0.1:9/", "--retry-status", "none"]);
+    assert_eq!(code, Some(0), "{err}");
     let busy = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = busy.local_addr().expect("addr").port().to_string();
     for (flags, named) in [
@@ -458,4 +468,81 @@ fn bad_flags_are_refused_by_name() {
         assert_eq!(code, Some(2), "{flags:?}: {err}");
         assert!(err.contains(named), "{flags:?} should name {named}: {err}");
     }
+}
+
+/// A receiver on 127.0.0.1 that reads each request whole and answers it with `response`;
+/// its URL.
+fn answering(response: &'static str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/orders", listener.local_addr().expect("addr"));
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            let _ = std::io::Write::write_all(&mut stream, response.as_bytes());
+        }
+    });
+    url
+}
+
+#[test]
+fn a_pushback_too_large_to_count_is_a_long_delay_not_a_refusal() {
+    let url = answering(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-Pushback-Ms: 99999999999999999999\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    let store = Store::new();
+    store.enqueue("a", "crisps", 5, 60_000);
+    store.work_until_idle(&[&url], &FAST, Duration::from_secs(5));
+    // As `Retry-After: 99999999999999999999` would: no retry before the deadline, so the job
+    // ends now, of its deadline; not dead(permanent) as if the receiver had said "never".
+    let job = store.job("a");
+    assert_eq!((job.status, job.dead_reason, job.attempts), (Status::Dead, Some(DeadReason::Deadline), 1));
+    let error = job.last_error.expect("error");
+    assert!(error.contains("no retry sooner than 18446744073709551615 ms"), "{error}");
+}
+
+#[test]
+fn credentials_in_a_url_are_sent_but_never_stored_or_printed() {
+    let demo = Demo::start(&[]);
+    let with_password = |url: &str| url.replacen("http://", "http://alice:s3cr3t@", 1);
+    let shown = |url: &str| url.replacen("http://", "http://***@", 1);
+    let store = Store::new();
+    store.enqueue("a", "crisps", 3, 60_000);
+    let log = store.work_until_idle(&[&with_password(&demo.url)], &FAST, Duration::from_secs(5));
+    let a = store.job("a");
+    assert_eq!(a.status, Status::Done);
+    assert_eq!(a.last_node.as_deref(), Some(shown(&demo.url).as_str()));
+    // A URL that fails puts itself in last_error too.
+    let dead = dead_url();
+    store.enqueue("b", "nuts", 1, 60_000);
+    let dead_log = store.work_until_idle(&[&with_password(&dead)], &FAST, Duration::from_secs(5));
+    let b = store.job("b");
+    assert_eq!(b.last_node.as_deref(), Some(shown(&dead).as_str()));
+    let error = b.last_error.expect("error");
+    assert!(error.starts_with(&format!("could not reach {}", shown(&dead))), "{error}");
+    let db = store.db.to_str().expect("path");
+    let (_, dead_out) = {
+        let out = Command::new(BIN).args(["dead", "--json", "--db", db]).output().expect("dead");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    assert!(dead_out.contains("***@"), "{dead_out}");
+    for (what, text) in [("log", &log), ("log", &dead_log), ("dead", &dead_out)] {
+        assert!(!text.contains("s3cr3t") && !text.contains("alice"), "{what}: {text}");
+    }
+    assert!(log.contains("***@"), "{log}");
 }

@@ -71,7 +71,7 @@ impl Run {
         let child = Command::new(env!("CARGO_BIN_EXE_retryq"))
             .args(["work", "--worker", &name, "--exec"])
             .arg(format!("sh {}", self.handler.display()))
-            .args(["--lease-ms", "1000", "--timeout-ms", "500", "--base-ms", "20", "--cap-ms", "200"])
+            .args(["--lease-ms", "1500", "--timeout-ms", "500", "--base-ms", "20", "--cap-ms", "200"])
             .arg("--until-idle")
             .env("RETRYQ_DB", &self.db)
             .env("KILL9_LOG", &self.log)

@@ -1,4 +1,5 @@
-//! `retryq work` as a process: signals, timeouts bounded by the deadline, unclassified exits.
+//! `retryq work` as a process: signals, timeouts bounded by the deadline, unclassified exits,
+//! the lease holding every wait, a database file deleted under the worker, a file size limit.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -6,7 +7,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use retryq::{DeadReason, Job, OpenOptions, Queue, Status};
+use retryq::{DeadReason, HistoryEntry, Job, NewJob, OpenOptions, Queue, Status};
 
 const BIN: &str = env!("CARGO_BIN_EXE_retryq");
 
@@ -54,10 +55,29 @@ impl Setup {
     }
 
     fn job(&self, id: &str) -> Job {
-        let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
-        let mut q = Queue::open_with(&self.db, &options).expect("open");
-        q.get(id).expect("get").expect("job")
+        self.read().get(id).expect("get").expect("job")
     }
+
+    fn history(&self, id: &str) -> Vec<HistoryEntry> {
+        self.read().history(id).expect("history")
+    }
+
+    fn read(&self) -> Queue {
+        let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
+        Queue::open_with(&self.db, &options).expect("open")
+    }
+}
+
+/// A worker's exit status and standard error, for one that must stop by itself quickly.
+fn run_work(s: &Setup, flags: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN)
+        .args(["work", "--worker", "w1"])
+        .args(flags)
+        .env("RETRYQ_DB", &s.db)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 fn wait_for(path: &Path, within: Duration) {
@@ -184,12 +204,12 @@ fn an_unclassified_exit_waits_for_the_lease() {
     let start = Instant::now();
     let child = s.work(
         "echo 'no such table' >&2; exit 3\n",
-        &["--lease-ms", "700", "--timeout-ms", "500", "--until-idle"],
+        &["--lease-ms", "1200", "--timeout-ms", "200", "--until-idle"],
     );
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");
-    // Two attempts, each waiting out its 700 ms lease: the second claim and the final reap.
-    assert!(start.elapsed() >= Duration::from_millis(1400), "{:?}", start.elapsed());
+    // Two attempts, each waiting out its 1200 ms lease: the second claim and the final reap.
+    assert!(start.elapsed() >= Duration::from_millis(2400), "{:?}", start.elapsed());
     assert_eq!(log.matches("outcome=\"unclassified\"").count(), 2, "{log}");
     let job = s.job("a");
     assert_eq!((job.status, job.dead_reason, job.attempts), (Status::Dead, Some(DeadReason::Exhausted), 2));
@@ -198,4 +218,106 @@ fn an_unclassified_exit_waits_for_the_lease() {
             .as_deref()
             .is_some_and(|e| e.starts_with("exit 3 (unclassified)") && e.ends_with("no such table"))
     );
+}
+
+#[test]
+fn a_lease_that_cannot_hold_the_timeout_and_the_grace_is_refused() {
+    let s = Setup::new();
+    // 1000 ms of timeout + 500 ms of grace + 500 ms of margin: 2000 ms, more than 1500.
+    let exec = ["--exec", "true", "--until-idle"];
+    let (code, err) = run_work(&s, &[&exec[..], &["--lease-ms", "1500", "--timeout-ms", "1000"]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--lease-ms") && err.contains("--timeout-ms") && err.contains("2000 ms"), "{err}");
+    assert!(!s.db.exists(), "a refused worker created the database");
+    // The HTTP transport adds no grace: its lease needs the timeout and the margin only.
+    let url = ["--url", "http://127.0.0.1:9/", "--until-idle"];
+    let (code, err) = run_work(&s, &[&url[..], &["--lease-ms", "1400", "--timeout-ms", "1000"]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("1500 ms") && !err.contains("standard error"), "{err}");
+    // Exactly enough is enough.
+    let (code, err) = run_work(&s, &[&exec[..], &["--lease-ms", "2000", "--timeout-ms", "1000"]].concat());
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn a_process_holding_stderr_open_delays_the_record_by_the_grace_at_most() {
+    let s = Setup::new();
+    s.enqueue("a", 1, 60_000);
+    // `setsid` takes the sleep out of the command's process group, out of reach of the kill
+    // that ends an attempt; it keeps the standard error open for 5 s. The command exits
+    // once it is out.
+    let held = s.path("held");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {held}; exec sleep 5' &\n\
+         while [ ! -s {held} ]; do sleep 0.01; done\n\
+         echo before >&2; exit 65\n",
+        held = held.display()
+    );
+    let child = s.work(&script, &["--lease-ms", "2000", "--timeout-ms", "1000", "--until-idle"]);
+    let (status, log) = finish(child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{log}");
+    let job = s.job("a");
+    assert_eq!((job.status, job.dead_reason), (Status::Dead, Some(DeadReason::Permanent)), "{log}");
+    // What the command wrote before it exited is kept, though the stream never closed.
+    let error = job.last_error.expect("an error");
+    assert!(error.starts_with("exit 65 (permanent)") && error.ends_with(": before"), "{error}");
+    // Recorded once the grace (500 ms) after the exit was over, well inside the 2000 ms
+    // lease; not a second later, as when the grace was 1 s and not counted in the lease.
+    let history = s.history("a");
+    let claimed = history.iter().find(|h| h.to == Status::Leased).expect("claim").at;
+    let took = history.last().expect("entries").at - claimed;
+    assert!((500..1000).contains(&took), "recorded {took} ms after the claim");
+}
+
+#[test]
+fn a_database_deleted_under_the_worker_stops_it_with_exit_1() {
+    let s = Setup::new();
+    s.enqueue("a", 1, 60_000);
+    let child = s.work("exit 0\n", &[]);
+    let start = Instant::now();
+    while s.job("a").status != Status::Done {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        thread::sleep(Duration::from_millis(20));
+    }
+    // The operator removes the file and starts over: a new file of that name gets a job.
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = fs::remove_file(format!("{}{suffix}", s.db.display()));
+    }
+    s.enqueue("b", 1, 60_000);
+    let (status, log) = finish(child, Duration::from_secs(5));
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(log.contains("the database file") && log.contains("deleted"), "{log}");
+    assert!(log.contains(&s.db.display().to_string()), "{log}");
+    // The new file's job was left for a worker on the new file.
+    assert_eq!((s.job("b").status, s.job("b").attempts), (Status::Pending, 0));
+}
+
+#[test]
+fn a_write_past_the_file_size_limit_is_a_clear_error_not_a_signal() {
+    let s = Setup::new();
+    {
+        let mut q = Queue::open(&s.db).expect("open");
+        let now = retryq_worker::now_ms().expect("clock");
+        let payload = "x".repeat(2000);
+        for i in 0..40 {
+            let id = format!("job-{i}");
+            q.enqueue(&NewJob { id: &id, payload: &payload, max_attempts: 3, deadline: now + 600_000, now })
+                .expect("enqueue");
+        }
+    }
+    // 100 blocks of 512 bytes: the log of the worker's writes soon passes it.
+    let script = format!("ulimit -f 100 && exec {BIN} work --worker w1 --exec 'exit 0' --until-idle");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("RETRYQ_DB", &s.db)
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
+    assert!(err.contains("file size limit") && err.contains("EFBIG"), "{err}");
+    assert!(err.contains(&s.db.display().to_string()), "{err}");
+    // What was recorded is whole: the audit is clean.
+    assert!(s.read().audit().expect("audit").is_clean());
 }

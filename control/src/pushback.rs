@@ -29,10 +29,17 @@ impl Pushback {
     /// anything else — negative, empty, not a number — means do not retry.
     ///
     /// gRFC A6 asks for a signed 32-bit decimal without needless leading zeros; this accepts
-    /// any decimal that fits in an `i64` (surrounding white space allowed) rather than turning
-    /// a sloppy but clear delay into a refusal.
+    /// any decimal integer (surrounding white space allowed) rather than turning a sloppy but
+    /// clear delay into a refusal. One too large for a `u64` is still a delay, the longest
+    /// there is, as `Retry-After` reads too many digits: a receiver asking for more time than
+    /// can be counted has not asked never to be retried.
     pub fn from_grpc_header(value: &str) -> Pushback {
-        match value.trim().parse::<i64>() {
+        let value = value.trim();
+        let digits = value.strip_prefix('+').unwrap_or(value);
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Pushback::RetryAfter(digits.parse::<u64>().unwrap_or(u64::MAX));
+        }
+        match value.parse::<i64>() {
             Ok(ms) => Pushback::from_grpc_ms(ms),
             Err(_) => Pushback::DontRetry,
         }
@@ -60,11 +67,25 @@ mod tests {
     fn a_non_negative_header_is_a_delay() {
         assert_eq!(Pushback::from_grpc_header("250"), Pushback::RetryAfter(250));
         assert_eq!(Pushback::from_grpc_header(" 0 "), Pushback::RetryAfter(0));
+        assert_eq!(Pushback::from_grpc_header("+7"), Pushback::RetryAfter(7));
+        assert_eq!(Pushback::from_grpc_header("18446744073709551615"), Pushback::RetryAfter(u64::MAX));
+        // Past i64, within u64: still the delay it says.
+        assert_eq!(
+            Pushback::from_grpc_header("9223372036854775808"),
+            Pushback::RetryAfter(9_223_372_036_854_775_808)
+        );
+    }
+
+    #[test]
+    fn a_delay_too_large_to_count_saturates() {
+        for value in ["99999999999999999999", "18446744073709551616", " 99999999999999999999999 "] {
+            assert_eq!(Pushback::from_grpc_header(value), Pushback::RetryAfter(u64::MAX), "{value:?}");
+        }
     }
 
     #[test]
     fn a_negative_or_unparseable_header_means_do_not_retry() {
-        for value in ["-1", "", "soon", "1.5", "99999999999999999999"] {
+        for value in ["-1", "", "soon", "1.5", "+", "-99999999999999999999", "1 2"] {
             assert_eq!(Pushback::from_grpc_header(value), Pushback::DontRetry, "{value:?}");
         }
     }

@@ -5,16 +5,19 @@
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
 //! one line per attempt. Exit 0 after SIGTERM or SIGINT (the attempt under way finished
 //! and was recorded) or, with `--until-idle`, once no job is pending or leased; 128 + N on
-//! a second signal N; 1 if the store failed; 2 for a wrong flag.
+//! a second signal N; 1 if the store failed (a write past the file size limit included), the
+//! database file was deleted or replaced under the worker, or the clock is out of range; 2
+//! for a wrong flag.
 
 use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use retryq::{MAX_INT, Settings};
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
-use retryq_worker::{Config, ConfigError, Exec, Http, Stop, Transport, WorkError};
+use retryq_worker::{Config, ConfigError, Exec, Http, MARGIN, Stop, Transport, WorkError};
 use tracing_subscriber::EnvFilter;
 
 use super::{CliError, Db};
@@ -33,12 +36,14 @@ pub struct Args {
     exec: Option<String>,
     /// POST each attempt's payload to this URL (http or https), with Idempotency-Key and
     /// Retry-Attempt headers. Repeat for several receivers: a retry avoids the one that
-    /// failed.
+    /// failed. Credentials (`http://user:pw@host/`) are sent as Basic auth and shown and
+    /// stored as `http://***@host/`.
     #[arg(long, value_name = "URL")]
     url: Vec<String>,
     #[command(flatten)]
     http: HttpArgs,
-    /// How long a claim holds a job; must be longer than --timeout-ms.
+    /// How long a claim holds a job; must hold --timeout-ms, what the worker may wait past
+    /// it (--exec: 500 ms for the command to be gone) and 500 ms to record the outcome.
     #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
     lease_ms: u64,
     /// The first retry's backoff window.
@@ -59,12 +64,13 @@ pub struct Args {
 /// The HTTP transport's flags (docs/retry-control.md, "The worker's HTTP transport").
 #[derive(clap::Args, Debug)]
 struct HttpArgs {
-    /// Statuses retried, as codes and ranges: `408,429,500-504`. Default
+    /// Statuses retried, as codes and ranges: `408,429,500-504`, or `none`. Default
     /// 408,429,500,502,503,504. Connection errors and timeouts are always retried.
     #[arg(long, value_name = "LIST", conflicts_with = "exec")]
     retry_status: Option<String>,
-    /// Statuses that quarantine the job at once. Default: every 4xx not retried. 2xx is
-    /// always ok; a status in neither list is unclassified (the job waits for its lease).
+    /// Statuses that quarantine the job at once, or `none`. Default: every 4xx not retried.
+    /// 2xx is always ok; a status in neither list is unclassified (the job waits for its
+    /// lease).
     #[arg(long, value_name = "LIST", conflicts_with = "exec")]
     permanent_status: Option<String>,
     /// Per target (host and port): retries allowed per request sent, over the budget's
@@ -206,8 +212,39 @@ fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
         HttpError::ContentType(_) => CliError::flag("--content-type", e),
         other => CliError::flag("--url", other),
     })?;
-    tracing::info!(urls = ?args.url, statuses, "posting each attempt to one of the URLs");
+    // Credentials in a URL are shown as `***`.
+    tracing::info!(urls = ?http.urls(), statuses, "posting each attempt to one of the URLs");
     Ok(Box::new(http))
+}
+
+/// `--lease-ms` too short for `--timeout-ms` and what the worker adds to it, in the flags'
+/// words, with the two ways out.
+fn lease_too_short(e: &ConfigError, lease_ms: u64, timeout_ms: u64, grace: Duration) -> CliError {
+    let needed = e.lease_needed_ms().unwrap_or_default();
+    let grace_ms = grace.as_millis();
+    let margin_ms = MARGIN.as_millis();
+    let waits = if grace.is_zero() {
+        format!("+ {margin_ms} ms to record the outcome")
+    } else {
+        format!(
+            "+ {grace_ms} ms the worker may wait past it (for the command to be gone and its standard \
+             error to close) + {margin_ms} ms to record the outcome"
+        )
+    };
+    let most = u128::from(lease_ms).checked_sub(grace_ms + margin_ms).filter(|ms| *ms > 0);
+    let fix = match most {
+        Some(most) => {
+            format!("raise --lease-ms to at least {needed} or lower --timeout-ms to at most {most}")
+        }
+        None => format!("raise --lease-ms to at least {needed}"),
+    };
+    CliError::flag(
+        "--lease-ms",
+        format!(
+            "{lease_ms} ms cannot hold --timeout-ms ({timeout_ms} ms) {waits} = {needed} ms: another worker \
+             could claim the job while this one still runs or records it; {fix}"
+        ),
+    )
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -220,27 +257,37 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         until_idle: args.until_idle,
         ..Config::new(args.worker.clone())
     };
-    config.validate().map_err(|e| match e {
-        ConfigError::LeaseNotLonger { lease_ms, timeout_ms } => CliError::flag(
-            "--lease-ms",
-            format!(
-                "{lease_ms} ms must be longer than --timeout-ms ({timeout_ms} ms): an attempt could outlive \
-                 its lease, and another worker would claim the job while the command still runs"
-            ),
-        ),
-        other => CliError::Usage(other.to_string()),
-    })?;
     let stop = Stop::new();
     init_logging();
     let mut transport = transport(&args, &stop)?;
+    let grace = transport.grace();
+    config.validate(grace).map_err(|e| match e {
+        ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease_ms, args.timeout_ms, grace),
+        other => CliError::Usage(other.to_string()),
+    })?;
+    // Before the first write: past the file size limit a write fails, it does not kill.
+    retryq_worker::catch_file_size_signal()?;
     stop.on_signals()?;
-    let mut queue = args.db.open_write(true)?;
+    let mut queue = args.db.open_write(true).map_err(|e| file_too_large(&args.db.db, e))?;
     match retryq_worker::work(&mut queue, &config, &mut transport, &stop) {
         Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(WorkError::Queue(e)) => Err(args.db.explain(e)),
+        Err(WorkError::Queue(e)) => Err(file_too_large(&args.db.db, args.db.explain(e))),
+        Err(WorkError::FileTooLarge { why, source }) => Err(CliError::Database(format!(
+            "{}: {why}: nothing was written ({source})",
+            args.db.db.display()
+        ))),
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
+        Err(e @ WorkError::DbFile(_)) => Err(CliError::Database(e.to_string())),
         Err(e) => Err(CliError::Other(e.to_string())),
     }
+}
+
+/// `error`, or, if a write went past the file size limit, that.
+fn file_too_large(db: &Path, error: CliError) -> CliError {
+    if !retryq_worker::file_size_limit_hit() {
+        return error;
+    }
+    CliError::Database(format!("{}: {} ({error})", db.display(), retryq_worker::describe_limit()))
 }
 
 /// Logs to standard error, filtered by `RUST_LOG` (default `info`).

@@ -9,7 +9,10 @@
 //! - exit 0 is `ok`; [`EXIT_RETRYABLE`] (75, `EX_TEMPFAIL`) is `retryable`;
 //!   [`EXIT_PERMANENT`] (65, `EX_DATAERR`) is `permanent`;
 //! - past its timeout the whole process group is killed (SIGKILL) and the attempt is
-//!   `retryable`: the receiver may simply have been slow;
+//!   `retryable`: the receiver may simply have been slow. So it is, earlier, when the lease
+//!   would otherwise run out by either clock (see [`Window`]);
+//! - once the command has ended or been killed, the worker waits at most [`GRACE`] for it to
+//!   be gone and for its standard error to close, then records what it has;
 //! - any other exit status, or death by a signal, is unclassified: the job waits for its
 //!   lease to expire.
 //!
@@ -18,10 +21,11 @@
 //! On Linux the command also gets SIGKILL if the worker dies first, so a worker killed with
 //! SIGKILL does not leave its command running past the lease.
 
+use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -30,6 +34,7 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, wa
 
 use crate::stop::Stop;
 use crate::transport::{Transport, Unclassified};
+use crate::window::{Cut, POLL, Window};
 
 /// The exit status that asks for a retry: `EX_TEMPFAIL` of sysexits.h.
 pub const EXIT_RETRYABLE: i32 = 75;
@@ -37,8 +42,12 @@ pub const EXIT_RETRYABLE: i32 = 75;
 pub const EXIT_PERMANENT: i32 = 65;
 /// How much of the end of the command's standard error is kept.
 pub const TAIL_BYTES: usize = 2048;
-/// How long to wait for the standard error stream to close once the command is gone.
-const STDERR_GRACE: Duration = Duration::from_secs(1);
+/// How long the worker waits, once the command has exited or been killed, for it to be
+/// gone and for its standard error to close. A process that left the group (`setsid`) and
+/// kept the stream open would otherwise hold the attempt, and so its lease, for as long as
+/// it lives; what it wrote before the grace ran out is kept. Counted against the lease
+/// ([`Transport::grace`]).
+pub const GRACE: Duration = Duration::from_millis(500);
 
 /// Runs a shell command per attempt.
 pub struct Exec {
@@ -91,34 +100,46 @@ impl Exec {
 }
 
 impl Transport for Exec {
-    fn attempt(&mut self, job: &Claimed, timeout: Duration) -> Result<Report, Unclassified> {
-        if timeout.is_zero() {
-            let note = "not started: no time left before the deadline";
+    fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified> {
+        let (left, cut) = window.left();
+        if left.is_zero() {
+            let note = match cut {
+                Cut::Timeout => "not started: no time left before the deadline".to_owned(),
+                lease => format!("not started: no time left before {lease}"),
+            };
             return Ok(Report::with_error(Outcome::Retryable, note));
         }
-        let mut child = self.spawn(job).map_err(|e| Unclassified(format!("could not start sh -c: {e}")))?;
+        let child = self.spawn(job).map_err(|e| Unclassified(format!("could not start sh -c: {e}")))?;
         let group = Pid::from_child(&child);
         if let Some(stop) = &self.stop {
             stop.running(group);
         }
-        let ran = run(&mut child, group, job, timeout);
+        let ran = run(child, group, job, window);
         if let Some(stop) = &self.stop {
             stop.idle();
         }
-        let (status, timed_out, elapsed, tail) = ran?;
-        classify(status, timed_out, elapsed, timeout, &tail)
+        classify(&ran?, window.timeout())
+    }
+
+    fn grace(&self) -> Duration {
+        GRACE
     }
 }
 
-/// Feeds the payload, waits for the command (killing its group at the timeout), and
-/// collects the tail of its standard error.
-fn run(
-    child: &mut Child,
-    group: Pid,
-    job: &Claimed,
-    timeout: Duration,
-) -> Result<(ExitStatus, bool, Duration, String), Unclassified> {
-    let start = Instant::now();
+/// What became of one command.
+struct Ran {
+    /// Its exit status; `None` if it was killed and still not gone within the grace.
+    status: Option<ExitStatus>,
+    /// What stopped it, if it did not end by itself.
+    cut: Option<Cut>,
+    elapsed: Duration,
+    tail: String,
+}
+
+/// Feeds the payload, waits for the command (killing its group when the window closes), and
+/// collects the tail of its standard error — waiting at most [`GRACE`] once the command has
+/// ended or been killed.
+fn run(mut child: Child, group: Pid, job: &Claimed, window: &Window<'_>) -> Result<Ran, Unclassified> {
     if let Some(mut stdin) = child.stdin.take() {
         let payload = job.payload.clone();
         // A command that does not read its input must not block the worker: the payload is
@@ -127,12 +148,7 @@ fn run(
             let _ = stdin.write_all(payload.as_bytes());
         });
     }
-    let (tail_tx, tail_rx) = mpsc::channel();
-    if let Some(stderr) = child.stderr.take() {
-        let _ = thread::Builder::new().name("retryq-exec-stderr".into()).spawn(move || {
-            let _ = tail_tx.send(tail(stderr));
-        });
-    }
+    let tail = Tail::read(child.stderr.take());
     // Wait for the exit without reaping (WNOWAIT): while the command is an unreaped zombie
     // its process id, and so its group's id, cannot be reused, so killing the group after it
     // exited cannot reach a stranger.
@@ -140,28 +156,58 @@ fn run(
     let _ = thread::Builder::new().name("retryq-exec-wait".into()).spawn(move || {
         let _ = exit_tx.send(wait_no_reap(group));
     });
-    let mut timed_out = false;
-    let exited = match exit_rx.recv_timeout(timeout) {
-        Ok(exited) => exited,
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            timed_out = true;
-            let _ = kill_process_group(group, Signal::KILL);
-            exit_rx.recv().unwrap_or_else(|_| Err(io::Error::other("the waiting thread is gone")))
+    let gone = || Err(io::Error::other("the waiting thread is gone"));
+    let mut cut = None;
+    let exited = loop {
+        let (left, why) = window.left();
+        if left.is_zero() {
+            cut = Some(why);
+            break None;
         }
-        Err(mpsc::RecvTimeoutError::Disconnected) => Err(io::Error::other("the waiting thread is gone")),
+        // Never longer than POLL: the window re-reads the wall clock.
+        match exit_rx.recv_timeout(left.min(POLL)) {
+            Ok(exited) => break Some(exited),
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break Some(gone()),
+        }
     };
-    if let Err(e) = exited {
-        // Cannot wait without reaping: kill and reap, and say so.
-        let _ = kill_process_group(group, Signal::KILL);
-        let _ = child.wait();
-        return Err(Unclassified(format!("could not wait for the command: {e}")));
-    }
-    let elapsed = start.elapsed();
-    // Whatever the command left behind in its group goes with it.
+    let elapsed = window.elapsed();
+    // At a cut: the whole group. After an exit: whatever the command left behind in it.
     let _ = kill_process_group(group, Signal::KILL);
-    let status = child.wait().map_err(|e| Unclassified(format!("could not reap the command: {e}")))?;
-    let tail = tail_rx.recv_timeout(STDERR_GRACE).unwrap_or_default();
-    Ok((status, timed_out, elapsed, tail))
+    let grace_end = Instant::now() + GRACE;
+    let exited = match exited {
+        Some(exited) => Some(exited),
+        None => match exit_rx.recv_timeout(GRACE) {
+            Ok(exited) => Some(exited),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Some(gone()),
+        },
+    };
+    let status = match exited {
+        // Exited, not yet reaped: reaping a zombie does not block.
+        Some(Ok(())) => {
+            Some(child.wait().map_err(|e| Unclassified(format!("could not reap the command: {e}")))?)
+        }
+        Some(Err(e)) => {
+            // Cannot wait without reaping: kill, leave the reaping to a thread, and say so.
+            let _ = kill_process_group(group, Signal::KILL);
+            reap_later(child);
+            return Err(Unclassified(format!("could not wait for the command: {e}")));
+        }
+        // Killed, and not gone within the grace (stuck in the kernel): left to a thread.
+        None => {
+            reap_later(child);
+            None
+        }
+    };
+    Ok(Ran { status, cut, elapsed, tail: tail.take(grace_end) })
+}
+
+/// Reaps `child` on a thread of its own, whenever it goes: the worker does not wait for it.
+fn reap_later(mut child: Child) {
+    let _ = thread::Builder::new().name("retryq-exec-reap".into()).spawn(move || {
+        let _ = child.wait();
+    });
 }
 
 fn wait_no_reap(pid: Pid) -> io::Result<()> {
@@ -174,45 +220,82 @@ fn wait_no_reap(pid: Pid) -> io::Result<()> {
     }
 }
 
-/// The last [`TAIL_BYTES`] of a stream, as text.
-fn tail(mut stream: impl Read) -> String {
-    let mut kept: Vec<u8> = Vec::new();
+/// The end of a command's standard error, read on a thread of its own into a buffer the
+/// attempt can take at any time: a stream held open past the grace keeps what came first.
+struct Tail {
+    kept: Arc<Mutex<Vec<u8>>>,
+    /// Disconnected once the stream has closed (or could not be read).
+    done: mpsc::Receiver<()>,
+}
+
+impl Tail {
+    fn read(stream: Option<impl Read + Send + 'static>) -> Tail {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let (closed, done) = mpsc::channel::<()>();
+        if let Some(stream) = stream {
+            let buffer = Arc::clone(&kept);
+            let _ = thread::Builder::new().name("retryq-exec-stderr".into()).spawn(move || {
+                keep_tail(stream, &buffer);
+                drop(closed);
+            });
+        }
+        Tail { kept, done }
+    }
+
+    /// The tail as text, once the stream has closed or at `until`, whichever comes first.
+    fn take(self, until: Instant) -> String {
+        let _ = self.done.recv_timeout(until.saturating_duration_since(Instant::now()));
+        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        text(&kept)
+    }
+}
+
+/// Reads `stream` to its end, keeping its last [`TAIL_BYTES`] (or a little more) in `kept`.
+fn keep_tail(mut stream: impl Read, kept: &Mutex<Vec<u8>>) {
     let mut buffer = [0u8; 8192];
     loop {
         match stream.read(&mut buffer) {
             Ok(0) => break,
             Ok(n) => {
+                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
                 kept.extend_from_slice(&buffer[..n]);
                 if kept.len() > 2 * TAIL_BYTES {
-                    kept.drain(..kept.len() - TAIL_BYTES);
+                    let cut = kept.len() - TAIL_BYTES;
+                    kept.drain(..cut);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         }
     }
-    if kept.len() > TAIL_BYTES {
-        kept.drain(..kept.len() - TAIL_BYTES);
-    }
-    let text = String::from_utf8_lossy(&kept);
+}
+
+/// The last [`TAIL_BYTES`] of `bytes`, as trimmed text.
+fn text(bytes: &[u8]) -> String {
+    let bytes = &bytes[bytes.len().saturating_sub(TAIL_BYTES)..];
+    let text = String::from_utf8_lossy(bytes);
     // A cut through a character shows as a replacement character at the start: drop it.
     text.trim_start_matches('\u{FFFD}').trim().to_owned()
 }
 
 /// The exit status in the protocol's words.
-fn classify(
-    status: ExitStatus,
-    timed_out: bool,
-    elapsed: Duration,
-    timeout: Duration,
-    tail: &str,
-) -> Result<Report, Unclassified> {
+fn classify(ran: &Ran, timeout: Duration) -> Result<Report, Unclassified> {
+    let tail = ran.tail.as_str();
     let with_tail = |what: String| if tail.is_empty() { what } else { format!("{what}: {tail}") };
-    if timed_out {
-        let what = format!("timed out after {} ms; process group killed", timeout.as_millis());
+    let ms = ran.elapsed.as_millis();
+    if let Some(cut) = ran.cut {
+        let mut what = match cut {
+            Cut::Timeout => format!("timed out after {} ms; process group killed", timeout.as_millis()),
+            lease => format!("stopped after {ms} ms at {lease}; process group killed"),
+        };
+        if ran.status.is_none() {
+            let _ = write!(what, ", still not gone {} ms later", GRACE.as_millis());
+        }
         return Ok(Report::with_error(Outcome::Retryable, with_tail(what)));
     }
-    let ms = elapsed.as_millis();
+    let Some(status) = ran.status else {
+        return Err(Unclassified(with_tail(format!("the command's end could not be read after {ms} ms"))));
+    };
     match (status.code(), status.signal()) {
         (Some(0), _) => Ok(Report::from(Outcome::Ok)),
         (Some(EXIT_RETRYABLE), _) => Ok(Report::with_error(
@@ -250,7 +333,8 @@ mod tests {
     }
 
     fn attempt(command: &str, timeout_ms: u64) -> Result<Report, Unclassified> {
-        Exec::new(command).attempt(&job("order-7", 3, "the payload"), Duration::from_millis(timeout_ms))
+        Exec::new(command)
+            .attempt(&job("order-7", 3, "the payload"), &Window::new(Duration::from_millis(timeout_ms)))
     }
 
     #[test]
@@ -286,7 +370,7 @@ mod tests {
     #[test]
     fn a_command_that_ignores_a_large_payload_does_not_block() {
         let payload = "x".repeat(retryq::MAX_PAYLOAD_BYTES);
-        let r = Exec::new("exit 0").attempt(&job("a", 1, &payload), Duration::from_secs(5));
+        let r = Exec::new("exit 0").attempt(&job("a", 1, &payload), &Window::new(Duration::from_secs(5)));
         assert_eq!(r, Ok(Report::from(Outcome::Ok)));
     }
 
@@ -338,6 +422,53 @@ mod tests {
         assert_eq!(attempt(&command, 5000), Ok(Report::from(Outcome::Ok)));
         let pid = fs::read_to_string(&pid).expect("pid");
         assert!(!alive(pid.trim()), "the background sleep outlived its attempt");
+    }
+
+    #[test]
+    fn a_process_holding_stderr_open_costs_at_most_the_grace() {
+        // `setsid` takes the sleep out of the group, out of reach of the kill; it keeps the
+        // standard error open for 3 s. The attempt ends GRACE after the command, with what
+        // was written before.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let held = dir.path().join("held");
+        // The command exits only once the sleep is out of the group (a new session).
+        let command = format!(
+            "setsid sh -c 'echo $$ > {held}; exec sleep 3' & while [ ! -s {held} ]; do sleep 0.01; done; \
+             echo before >&2; exit 75",
+            held = held.display()
+        );
+        let start = Instant::now();
+        let r = attempt(&command, 5000).expect("retryable");
+        let took = start.elapsed();
+        assert!(took >= GRACE && took < GRACE + Duration::from_millis(400), "{took:?}");
+        let error = r.error.expect("an error text");
+        assert!(error.starts_with("exit 75 (retryable)") && error.ends_with(": before"), "{error}");
+    }
+
+    #[test]
+    fn a_closed_window_kills_the_group_and_says_why() {
+        struct Ahead;
+        impl crate::Clock for Ahead {
+            fn now_ms(&self) -> Result<u64, crate::ClockError> {
+                Ok(u64::MAX / 2)
+            }
+        }
+        // A lease until 1_000_000 on a clock far past it: nothing is started.
+        let window = Window::leased(
+            5 * Duration::from_secs(1),
+            Instant::now(),
+            Duration::from_secs(10),
+            1_000_000,
+            GRACE,
+            &Ahead,
+        );
+        let r = Exec::new("exit 0").attempt(&job("a", 1, ""), &window).expect("retryable");
+        assert_eq!(r.outcome, Outcome::Retryable);
+        assert!(
+            r.error
+                .expect("a note")
+                .contains("not started: no time left before the end of its lease by the wall clock")
+        );
     }
 
     #[test]

@@ -4,30 +4,40 @@
 //! The queue ([`retryq::Queue::run_once`]) is one claim, one send, one record, with no
 //! sleeping and no clock of its own. This crate adds what a process needs around it:
 //!
-//! - [`work`]: the loop — the system clock, a uniformly random jitter per attempt, each
-//!   attempt bounded by a timeout and by the job's deadline, a sleep (never a spin) when
-//!   nothing is due, one log line per attempt;
+//! - [`work`]: the loop — the system clock (or any [`Clock`], [`work_with_clock`]), a
+//!   uniformly random jitter per attempt, each attempt bounded by a timeout, by the job's
+//!   deadline and by its lease on both the monotonic and the wall clock ([`Window`]), a
+//!   sleep (never a spin) when nothing is due, one log line per attempt; it stops when its
+//!   database file is deleted or replaced under it ([`DbFile`]);
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
 //!   command per attempt and reads the outcome from its exit status, and [`Http`], which
 //!   POSTs the payload to one of several URLs and reads the outcome from a status table and
 //!   the receiver's pushback, with the control crate's node avoidance and retry budget;
 //! - [`Stop`]: SIGTERM and SIGINT — the first lets the current attempt finish and be
-//!   recorded, the second ends the process at once.
+//!   recorded, the second ends the process at once; and SIGXFSZ, caught so that a write
+//!   past the file size limit fails instead of killing the worker
+//!   ([`catch_file_size_signal`]).
 //!
 //! What the loop does with an error it cannot classify is the SPEC's rule for `unknown`:
 //! nothing. The job keeps its lease until it expires, and another claim (this worker's or
 //! another's) spends a new attempt on it; the error text is noted for the operator.
 
 mod clock;
+mod dbfile;
 mod exec;
+mod fsize;
 pub mod http;
 mod stop;
 mod transport;
+mod window;
 mod work;
 
-pub use clock::{ClockError, now_ms};
-pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec};
+pub use clock::{Clock, ClockError, SystemClock, now_ms};
+pub use dbfile::{DbFile, DbFileError};
+pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
+pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use stop::Stop;
 pub use transport::{Transport, Unclassified};
-pub use work::{Config, ConfigError, Summary, WorkError, work};
+pub use window::{Cut, MARGIN, POLL, Window};
+pub use work::{Config, ConfigError, Summary, WorkError, work, work_with_clock};

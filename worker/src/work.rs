@@ -1,20 +1,27 @@
-//! The loop: `run_once` forever, with the system clock and a fresh random jitter each time.
+//! The loop: `run_once` forever, with the wall clock and a fresh random jitter each time.
 //!
-//! Each turn claims the next due job, sends it through the transport with a timeout of
-//! `min(timeout, deadline − now)`, and records the outcome — then goes straight on, since
-//! more may be due. When nothing is due it sleeps until the earliest reservation or lease
-//! expiry ([`Queue::next_due`]), at most [`Config::max_sleep`] so that new jobs are seen,
-//! and never less than a millisecond, so that it never spins.
+//! Each turn checks that the database file is still the one opened, claims the next due
+//! job, sends it through the transport within a [`Window`] — `min(timeout, deadline − now)`,
+//! and never past the lease less what the worker keeps for afterwards, on either clock —
+//! and records the outcome; then goes straight on, since more may be due. When nothing is
+//! due it sleeps until the earliest reservation or lease expiry ([`Queue::next_due`]), at
+//! most [`Config::max_sleep`] so that new jobs are seen, and never less than a millisecond,
+//! so that it never spins.
 
-use std::time::Duration;
+use std::cell::Cell;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use rand::RngExt;
 use retryq::{Claimed, Error, ErrorKind, Queue, Ran, RunError, Settings};
 use tracing::{debug, error, info, warn};
 
-use crate::clock::now_ms;
+use crate::clock::{Clock, ClockError, SystemClock};
+use crate::dbfile::{DbFile, DbFileError};
+use crate::fsize::{describe_limit, file_size_limit_hit};
 use crate::stop::Stop;
 use crate::transport::{Transport, Unclassified};
+use crate::window::{MARGIN, Window};
 
 /// How a worker runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,8 +30,9 @@ pub struct Config {
     pub worker: String,
     /// Lease, backoff base and cap, as the queue takes them.
     pub settings: Settings,
-    /// The longest an attempt may run. Shorter than the lease, so that the lease outlives
-    /// every attempt, with time to kill the command and record the outcome.
+    /// The longest an attempt may run. The lease must hold it, the transport's grace and
+    /// the [`MARGIN`], so that the lease outlives every attempt, with time to stop the
+    /// command and record the outcome.
     pub timeout: Duration,
     /// Return once no job is pending or leased.
     pub until_idle: bool,
@@ -45,8 +53,10 @@ impl Config {
         }
     }
 
-    /// Refuses a configuration the loop cannot run safely, saying why.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// Refuses a configuration the loop cannot run safely with a transport whose
+    /// [`Transport::grace`] is `grace`, saying why: the lease must hold the timeout, the
+    /// grace and the [`MARGIN`] (see [`crate::Window`] for the argument).
+    pub fn validate(&self, grace: Duration) -> Result<(), ConfigError> {
         self.settings.validate().map_err(ConfigError::Settings)?;
         if self.worker.is_empty() || self.worker.len() > retryq::MAX_ID_BYTES {
             return Err(ConfigError::Worker { bytes: self.worker.len() });
@@ -54,11 +64,13 @@ impl Config {
         if self.timeout.is_zero() {
             return Err(ConfigError::ZeroTimeout);
         }
-        let lease = Duration::from_millis(self.settings.lease_ms);
-        if lease <= self.timeout {
-            return Err(ConfigError::LeaseNotLonger {
+        let needed = self.timeout.saturating_add(grace).saturating_add(MARGIN);
+        if Duration::from_millis(self.settings.lease_ms) < needed {
+            return Err(ConfigError::LeaseTooShort {
                 lease_ms: self.settings.lease_ms,
                 timeout_ms: self.timeout.as_millis(),
+                grace_ms: grace.as_millis(),
+                margin_ms: MARGIN.as_millis(),
             });
         }
         if self.max_sleep.is_zero() {
@@ -78,12 +90,25 @@ pub enum ConfigError {
     #[error("timeout: must be at least 1 ms")]
     ZeroTimeout,
     #[error(
-        "lease: {lease_ms} ms is not longer than the timeout of {timeout_ms} ms; an attempt could \
-         outlive its lease, and another worker would claim the job while the command still runs"
+        "lease: {lease_ms} ms cannot hold the timeout ({timeout_ms} ms), what the worker may wait \
+         past it ({grace_ms} ms) and the margin to record the outcome ({margin_ms} ms); another \
+         worker could claim the job while this one still runs or records it"
     )]
-    LeaseNotLonger { lease_ms: u64, timeout_ms: u128 },
+    LeaseTooShort { lease_ms: u64, timeout_ms: u128, grace_ms: u128, margin_ms: u128 },
     #[error("max_sleep: must be at least 1 ms")]
     ZeroSleep,
+}
+
+impl ConfigError {
+    /// For [`ConfigError::LeaseTooShort`]: the shortest lease that would do.
+    pub fn lease_needed_ms(&self) -> Option<u128> {
+        match self {
+            ConfigError::LeaseTooShort { timeout_ms, grace_ms, margin_ms, .. } => {
+                Some(timeout_ms + grace_ms + margin_ms)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Why the loop gave up.
@@ -95,8 +120,16 @@ pub enum WorkError {
     /// out): the job under way, if any, stays leased.
     #[error(transparent)]
     Queue(Error),
+    /// The wall clock is out of the queue's range (before 1970, past 2^53 − 1 ms): the job
+    /// under way, if any, was not recorded and stays leased.
     #[error(transparent)]
-    Clock(#[from] crate::clock::ClockError),
+    Clock(#[from] ClockError),
+    /// The database file was deleted, replaced or renamed away under the worker.
+    #[error(transparent)]
+    DbFile(#[from] DbFileError),
+    /// A write went past the process's file size limit (`ulimit -f`) and failed.
+    #[error("{why}: {source}")]
+    FileTooLarge { why: String, source: Error },
 }
 
 /// What a loop did, when it returns.
@@ -114,21 +147,39 @@ pub struct Summary {
 
 /// Runs `queue` with `transport` until `stop` is requested (the attempt under way is
 /// finished and recorded first) or, with [`Config::until_idle`], until no job is pending or
-/// leased.
+/// leased, on the system clock.
 ///
 /// Refusals the SPEC defines for one attempt (a lost lease, the clock going back, an
 /// unclassified error) are logged and the loop goes on; so does a busy or full database,
-/// after a pause. Any other storage failure ends the loop with [`WorkError::Queue`].
+/// after a pause. Any other storage failure ends the loop with [`WorkError::Queue`]; a
+/// database file deleted or replaced under it with [`WorkError::DbFile`]; a clock out of
+/// range with [`WorkError::Clock`].
 pub fn work(
     queue: &mut Queue,
     config: &Config,
     transport: &mut impl Transport,
     stop: &Stop,
 ) -> Result<Summary, WorkError> {
-    config.validate()?;
+    work_with_clock(queue, config, transport, stop, &SystemClock)
+}
+
+/// [`work`] on the wall clock `clock`: leases, reservations and deadlines are read on it;
+/// the lease is also kept on the monotonic clock, whatever `clock` does.
+pub fn work_with_clock(
+    queue: &mut Queue,
+    config: &Config,
+    transport: &mut impl Transport,
+    stop: &Stop,
+    clock: &dyn Clock,
+) -> Result<Summary, WorkError> {
+    let grace = transport.grace();
+    config.validate(grace)?;
     queue.set_settings(config.settings).map_err(|e| WorkError::Config(ConfigError::Settings(e)))?;
-    now_ms()?;
+    clock.now_ms()?;
+    let file = watch(queue.path())?;
     let worker = config.worker.as_str();
+    let lease = Duration::from_millis(config.settings.lease_ms);
+    let reserve = grace.saturating_add(MARGIN);
     let mut rng = rand::rng();
     let mut summary = Summary::default();
     info!(
@@ -139,28 +190,59 @@ pub fn work(
         "worker started"
     );
     while !stop.requested() {
+        if let Some(file) = &file
+            && let Err(e) = file.check()
+        {
+            error!(error = %e, "the database file is not the one the worker opened; stopping");
+            return Err(WorkError::DbFile(e));
+        }
         let jitter: f64 = rng.random();
         // Filled in by the transport: what the log line needs of the attempt.
         let mut claimed: Option<u64> = None;
         let mut said = String::new();
+        // A clock the queue cannot use reads as a value it refuses, so nothing is claimed
+        // or recorded by it; what was wrong is kept to say so.
+        let clock_failed: Cell<Option<ClockError>> = Cell::new(None);
+        let read = || match clock.now_ms() {
+            Ok(now) => now,
+            Err(e) => {
+                clock_failed.set(Some(e));
+                u64::MAX
+            }
+        };
+        // Before the claim reads the clock: the lease's monotonic end is never late.
+        let turn = Instant::now();
         let send = |job: &Claimed| {
             claimed = Some(job.lease_until);
-            let left = job.deadline.saturating_sub(clock());
+            let left = job.deadline.saturating_sub(read());
             let timeout = config.timeout.min(Duration::from_millis(left));
-            debug!(job = %job.id, attempt = job.attempt, timeout_ms = timeout.as_millis() as u64, "sending");
-            let answer = transport.attempt(job, timeout);
+            let window = Window::leased(timeout, turn, lease, job.lease_until, reserve, clock);
+            let (given, cut) = window.left();
+            debug!(
+                job = %job.id, attempt = job.attempt, timeout_ms = given.as_millis() as u64,
+                until = %cut, "sending"
+            );
+            let answer = transport.attempt(job, &window);
             if let Ok(report) = &answer {
                 said = report.error.clone().unwrap_or_default();
             }
             answer
         };
-        let ran = queue.run_once_with(worker, clock, send, jitter);
+        let ran = queue.run_once_with(worker, &read, send, jitter);
         if claimed.is_some() {
             summary.attempts += 1;
         }
+        if let (Err(_), Some(e)) = (&ran, clock_failed.get()) {
+            error!(
+                error = %e, next_at = claimed,
+                "the clock is out of range; stopping: an attempt under way was not recorded, and \
+                 its job waits for its lease"
+            );
+            return Err(WorkError::Clock(e));
+        }
         match ran {
             Ok(Ran::Idle) => {
-                if idle(queue, config, stop)? {
+                if idle(queue, config, stop, clock)? {
                     break;
                 }
             }
@@ -225,15 +307,17 @@ pub fn work(
     Ok(summary)
 }
 
-/// The system clock as the queue reads it. A clock the queue cannot use (before 1970, or
-/// past 2^53 − 1) reads as a value the queue refuses, so nothing is claimed by it.
-fn clock() -> u64 {
-    now_ms().unwrap_or(u64::MAX)
+/// The database file to watch; none for a queue in memory.
+fn watch(path: &Path) -> Result<Option<DbFile>, WorkError> {
+    if path == Path::new(":memory:") {
+        return Ok(None);
+    }
+    Ok(Some(DbFile::watch(path)?))
 }
 
 /// Nothing was due: returns true to end the loop (until idle, and nothing open), otherwise
 /// sleeps until the next job is due.
-fn idle(queue: &mut Queue, config: &Config, stop: &Stop) -> Result<bool, WorkError> {
+fn idle(queue: &mut Queue, config: &Config, stop: &Stop, clock: &dyn Clock) -> Result<bool, WorkError> {
     let next = match queue.next_due() {
         Ok(next) => next,
         Err(e) => {
@@ -245,16 +329,21 @@ fn idle(queue: &mut Queue, config: &Config, stop: &Stop) -> Result<bool, WorkErr
         info!("idle: no job is pending or leased");
         return Ok(true);
     }
-    let now = now_ms()?;
+    let now = clock.now_ms()?;
     let wait = next.map_or(config.max_sleep, |at| Duration::from_millis(at.saturating_sub(now)));
     stop.sleep(wait.clamp(Duration::from_millis(1), config.max_sleep));
     Ok(false)
 }
 
 /// A busy or full database is waited out (and logged); any other storage failure ends the
-/// loop.
+/// loop, named as the file size limit when that is what failed the write.
 fn pause_or_fail(e: Error, stop: &Stop, config: &Config) -> Result<(), WorkError> {
     if !e.is_transient() {
+        if file_size_limit_hit() {
+            let why = describe_limit();
+            error!(error = %e, "{why}; stopping");
+            return Err(WorkError::FileTooLarge { why, source: e });
+        }
         error!(error = %e, "the store failed; stopping");
         return Err(WorkError::Queue(e));
     }
@@ -266,11 +355,16 @@ fn pause_or_fail(e: Error, stop: &Stop, config: &Config) -> Result<(), WorkError
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
-    use std::time::Instant;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::thread;
 
     use retryq::{NewJob, Outcome, Report, Status};
 
     use super::*;
+    use crate::clock::now_ms;
+    use crate::exec::Exec;
 
     /// A transport that answers from a script and remembers what it was asked.
     struct Scripted {
@@ -279,8 +373,8 @@ mod tests {
     }
 
     impl Transport for Scripted {
-        fn attempt(&mut self, job: &Claimed, timeout: Duration) -> Result<Report, Unclassified> {
-            self.asked.push((job.id.clone(), job.attempt, timeout));
+        fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified> {
+            self.asked.push((job.id.clone(), job.attempt, window.left().0));
             self.answers.pop_front().unwrap_or(Ok(Report::from(Outcome::Ok)))
         }
     }
@@ -305,19 +399,32 @@ mod tests {
     }
 
     #[test]
-    fn the_lease_must_outlive_the_timeout() {
-        let c = Config { timeout: Duration::from_millis(60_000), ..config() };
-        let err = c.validate().unwrap_err();
-        assert!(matches!(err, ConfigError::LeaseNotLonger { lease_ms: 60_000, timeout_ms: 60_000 }), "{err}");
-        assert!(err.to_string().contains("not longer than the timeout"), "{err}");
-        assert!(Config { timeout: Duration::from_millis(59_999), ..config() }.validate().is_ok());
+    fn the_lease_must_hold_the_timeout_the_grace_and_the_margin() {
+        let none = Duration::ZERO;
+        let c = Config { timeout: Duration::from_millis(59_501), ..config() };
+        let err = c.validate(none).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ConfigError::LeaseTooShort { lease_ms: 60_000, timeout_ms: 59_501, grace_ms: 0, .. }
+            ),
+            "{err}"
+        );
+        assert_eq!(err.lease_needed_ms(), Some(60_001));
+        assert!(err.to_string().contains("cannot hold the timeout"), "{err}");
+        assert!(Config { timeout: Duration::from_millis(59_500), ..config() }.validate(none).is_ok());
+        // The grace counts: 59_000 + 500 + 500 fits, one more millisecond of grace does not.
+        let c = Config { timeout: Duration::from_millis(59_000), ..config() };
+        assert!(c.validate(Duration::from_millis(500)).is_ok());
+        assert!(c.validate(Duration::from_millis(501)).is_err());
         assert!(matches!(
-            Config { worker: String::new(), ..config() }.validate(),
+            Config { worker: String::new(), ..config() }.validate(none),
             Err(ConfigError::Worker { .. })
         ));
         let mut q = Queue::open_in_memory().expect("queue");
+        let c = Config { timeout: Duration::from_millis(60_000), ..config() };
         let err = work(&mut q, &c, &mut scripted(vec![]), &Stop::new()).unwrap_err();
-        assert!(matches!(err, WorkError::Config(ConfigError::LeaseNotLonger { .. })), "{err}");
+        assert!(matches!(err, WorkError::Config(ConfigError::LeaseTooShort { .. })), "{err}");
     }
 
     #[test]
@@ -385,6 +492,205 @@ mod tests {
         let summary = work(&mut q, &config(), &mut scripted(vec![]), &stop).expect("work");
         assert_eq!(summary, Summary::default());
         assert_eq!(q.get("a").expect("get").expect("a").attempts, 0);
+    }
+
+    /// The system clock, `offset` ms ahead once a test steps it.
+    struct Stepped(Arc<AtomicU64>);
+
+    impl Clock for Stepped {
+        fn now_ms(&self) -> Result<u64, ClockError> {
+            Ok(now_ms()? + self.0.load(Ordering::SeqCst))
+        }
+    }
+
+    /// A clock whose n-th reading (from 1) is `f(n)`.
+    struct ScriptedClock<F>(Cell<u64>, F);
+
+    impl<F: Fn(u64) -> Result<u64, ClockError>> Clock for ScriptedClock<F> {
+        fn now_ms(&self) -> Result<u64, ClockError> {
+            self.0.set(self.0.get() + 1);
+            (self.1)(self.0.get())
+        }
+    }
+
+    fn scripted_clock<F: Fn(u64) -> Result<u64, ClockError>>(f: F) -> ScriptedClock<F> {
+        ScriptedClock(Cell::new(0), f)
+    }
+
+    /// Waits (at most 10 s) until `path` holds a line starting with `prefix`; its last word.
+    fn wait_for_line(path: &Path, prefix: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| l.starts_with(prefix)) {
+                return line.split_whitespace().last().unwrap_or_default().to_owned();
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "no {prefix:?} in {text:?}");
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Whether process `pid` runs (a zombie does not).
+    fn running(pid: &str) -> bool {
+        std::fs::read_to_string(Path::new("/proc").join(pid).join("stat"))
+            .is_ok_and(|stat| !stat.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')))
+    }
+
+    /// A command that logs its start (with its pid), sleeps 3 s, and logs its end.
+    fn three_seconds(log: &Path) -> Exec {
+        let log = log.display();
+        Exec::new(format!(
+            "echo start $RETRYQ_ATTEMPT $$ >> {log}; sleep 3; echo end $RETRYQ_ATTEMPT $$ >> {log}"
+        ))
+    }
+
+    /// Lease 10 s, timeout 5 s, no backoff.
+    fn ten_second_lease() -> Config {
+        Config {
+            settings: Settings { lease_ms: 10_000, base_ms: 0, cap_ms: 0 },
+            timeout: Duration::from_secs(5),
+            ..config()
+        }
+    }
+
+    #[test]
+    fn a_forward_step_past_the_lease_kills_the_attempt_at_once() {
+        // The issue's case: lease 10 s, a 3 s command, the wall clock stepped 15 s forward
+        // one second in. Another worker may claim at once; the first one's command must
+        // go at its next look at the clock, not run on for 2 s beside the second attempt.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("q.db");
+        let log = dir.path().join("log");
+        let mut other = Queue::open(&db).expect("queue");
+        enqueue(&mut other, "a", 3, 600_000);
+        let offset = Arc::new(AtomicU64::new(0));
+        let w1 = {
+            let (db, log, offset) = (db.clone(), log.clone(), Arc::clone(&offset));
+            thread::spawn(move || {
+                let mut q = Queue::open(&db).expect("queue");
+                work_with_clock(
+                    &mut q,
+                    &ten_second_lease(),
+                    &mut three_seconds(&log),
+                    &Stop::new(),
+                    &Stepped(offset),
+                )
+            })
+        };
+        let pid = wait_for_line(&log, "start 1 ");
+        thread::sleep(Duration::from_secs(1));
+        offset.store(15_000, Ordering::SeqCst);
+        let stepped = || now_ms().expect("clock") + offset.load(Ordering::SeqCst);
+        let claimed =
+            other.claim("w2", stepped()).expect("claim").expect("the lease is over by the stepped clock");
+        assert_eq!(claimed.attempt, 2);
+        let since = Instant::now();
+        while running(&pid) {
+            assert!(since.elapsed() < Duration::from_millis(500), "attempt 1 ran on beside attempt 2");
+            thread::sleep(Duration::from_millis(5));
+        }
+        other.complete("w2", "a", 2, Outcome::Ok, stepped(), 0.0).expect("complete");
+        let summary = w1.join().expect("w1").expect("work");
+        assert_eq!(summary, Summary { attempts: 1, unrecorded: 1, ..Summary::default() }, "lease lost");
+        let log = std::fs::read_to_string(&log).expect("log");
+        assert!(!log.contains("end 1"), "{log}");
+        assert_eq!(other.get("a").expect("get").expect("a").status, Status::Done);
+    }
+
+    #[test]
+    fn a_forward_step_short_of_the_lease_ends_the_attempt_before_anyone_may_claim() {
+        // Stepped 8.5 s forward one second into a 10 s lease: the lease ends, for everyone,
+        // half a second later. The attempt is stopped and recorded before then, so no other
+        // claim can ever overlap it.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("q.db");
+        let log = dir.path().join("log");
+        let mut q = Queue::open(&db).expect("queue");
+        enqueue(&mut q, "a", 1, 600_000);
+        let offset = Arc::new(AtomicU64::new(0));
+        let stepper = {
+            let (log, offset) = (log.clone(), Arc::clone(&offset));
+            thread::spawn(move || {
+                wait_for_line(&log, "start 1 ");
+                thread::sleep(Duration::from_secs(1));
+                offset.store(8_500, Ordering::SeqCst);
+            })
+        };
+        let clock = Stepped(Arc::clone(&offset));
+        let summary =
+            work_with_clock(&mut q, &ten_second_lease(), &mut three_seconds(&log), &Stop::new(), &clock)
+                .expect("work");
+        stepper.join().expect("stepper");
+        assert_eq!(summary, Summary { attempts: 1, dead: 1, ..Summary::default() }, "recorded in its lease");
+        let a = q.get("a").expect("get").expect("a");
+        assert_eq!((a.status, a.dead_reason), (Status::Dead, Some(retryq::DeadReason::Exhausted)));
+        let error = a.last_error.expect("an error");
+        assert!(error.contains("stopped after") && error.contains("wall clock"), "{error}");
+        let history = q.history("a").expect("history");
+        let lease_until = history[1].available_at.expect("the claim's lease");
+        assert!(history[2].at < lease_until, "recorded at {} for a lease until {lease_until}", history[2].at);
+        assert!(!std::fs::read_to_string(&log).expect("log").contains("end 1"));
+    }
+
+    #[test]
+    fn the_lease_is_kept_on_the_monotonic_clock_whatever_the_wall_clock_says() {
+        // The claim's reading of the wall clock comes 1.5 s before the claim (as when it
+        // waits for the database's lock), and the wall clock then stands still: by it, the
+        // whole 4 s lease is left. By the monotonic clock 1.5 s are gone, and 0.5 s are
+        // kept for the record: the attempt gets 2 s, not its 3 s timeout.
+        let start = now_ms().expect("clock");
+        let clock = scripted_clock(|n| {
+            if n == 2 {
+                thread::sleep(Duration::from_millis(1500));
+            }
+            Ok(start)
+        });
+        let mut q = Queue::open_in_memory().expect("queue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "p",
+            max_attempts: 1,
+            deadline: start + 60_000,
+            now: start - 1,
+        })
+        .expect("enqueue");
+        let c = Config {
+            settings: Settings { lease_ms: 4_000, base_ms: 0, cap_ms: 0 },
+            timeout: Duration::from_secs(3),
+            ..config()
+        };
+        let mut t = scripted(vec![]);
+        let summary = work_with_clock(&mut q, &c, &mut t, &Stop::new(), &clock).expect("work");
+        assert_eq!(summary.done, 1);
+        let given = t.asked[0].2;
+        assert!(
+            given <= Duration::from_millis(2000) && given > Duration::from_millis(1500),
+            "the attempt was given {given:?}"
+        );
+    }
+
+    #[test]
+    fn a_clock_out_of_range_mid_attempt_is_said_to_be_the_clock() {
+        // Past 2^53 - 1 ms after the claim: the outcome cannot be recorded. The loop stops
+        // saying so, not that the store failed.
+        let start = now_ms().expect("clock");
+        let clock = scripted_clock(|n| if n <= 2 { Ok(start) } else { Err(ClockError::TooLate) });
+        let mut q = Queue::open_in_memory().expect("queue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "p",
+            max_attempts: 3,
+            deadline: start + 60_000,
+            now: start - 1,
+        })
+        .expect("enqueue");
+        let err =
+            work_with_clock(&mut q, &config(), &mut scripted(vec![]), &Stop::new(), &clock).unwrap_err();
+        assert!(matches!(err, WorkError::Clock(ClockError::TooLate)), "{err:?}");
+        assert!(err.to_string().contains("2^53-1"), "{err}");
+        // The attempt is spent and the job waits for its lease, as after a crash.
+        let a = q.get("a").expect("get").expect("a");
+        assert_eq!((a.status, a.attempts), (Status::Leased, 1));
     }
 
     #[test]

@@ -14,18 +14,20 @@
 //!   `retryable`; an unreadable response (not HTTP, a TLS failure) is unclassified;
 //! - pushback: `Retry-After` (seconds or an HTTP date) and [`RETRY_PUSHBACK_MS`] (gRPC's
 //!   `grpc-retry-pushback-ms`, in milliseconds: negative or not a number means "do not
-//!   retry") on a non-2xx answer. "Do not retry" makes the attempt `permanent`, with the
-//!   reason in `last_error`; a delay becomes the report's `retry_after_ms`, a floor under
-//!   the queue's stored retry delay (`available_at`), so a delay past the deadline ends the
-//!   job `dead(deadline)` at once;
+//!   retry"; too large to count is the longest delay) on a non-2xx answer. "Do not retry"
+//!   makes the attempt `permanent`, with the reason in `last_error`; a delay becomes the
+//!   report's `retry_after_ms`, a floor under the queue's stored retry delay
+//!   (`available_at`), so a delay past the deadline ends the job `dead(deadline)` at once;
 //! - the URL is picked by the control crate's [`NodeSelector`] (RocketMQ's latency fault
 //!   tolerance), away from the URL the job's last attempt reached (`Claimed::last_node`)
-//!   when there is another, and recorded as the job's `last_node`;
+//!   when there is another, and recorded as the job's `last_node` (its credentials, if
+//!   any, shown as `***`: they are sent as `Authorization: Basic` and nowhere else);
 //! - every target (host and port) has a retry budget ([`TpsBudget`]): a job's first attempt
 //!   deposits, each later attempt withdraws; a refused retry is not sent and counts as
 //!   `retryable` with the budget's wait as its floor.
 
 mod status;
+mod target;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -35,20 +37,22 @@ use std::time::{Duration, Instant, SystemTime};
 use retryq::{Claimed, Outcome, Report};
 use retryq_control::{Budget, FaultTable, NodeSelector, Observed, PerTarget, Pushback, TpsBudget};
 use tracing::debug;
-use ureq::http::Uri;
-use ureq::http::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use ureq::http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 
 pub use status::{Class, DEFAULT_RETRYABLE, StatusError, StatusTable};
+pub use target::redact;
+use target::{Target, target};
 
 use crate::transport::{Transport, Unclassified};
+use crate::window::{Cut, Window};
 
 /// The header that names the job: receivers drop duplicates by it.
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 /// The header that numbers the attempt: 1, 2, …; never repeated for a job.
 pub const RETRY_ATTEMPT: &str = "Retry-Attempt";
 /// The receiver's pushback in milliseconds, as gRPC's `grpc-retry-pushback-ms`: a
-/// non-negative integer is the least delay before the next attempt; anything else (`-1`,
-/// `never`) means do not retry.
+/// non-negative integer is the least delay before the next attempt (one too large to count
+/// saturates: a delay past any deadline); anything else (`-1`, `never`) means do not retry.
 pub const RETRY_PUSHBACK_MS: &str = "Retry-Pushback-Ms";
 /// How much of an error response's body is kept for `last_error`.
 pub const BODY_BYTES: u64 = 512;
@@ -91,14 +95,6 @@ pub enum HttpError {
     ContentType(String),
 }
 
-/// One URL and the target its budget is kept under.
-#[derive(Clone, Debug)]
-struct Target {
-    url: String,
-    /// `host:port`, the port written out.
-    host: String,
-}
-
 /// POSTs each attempt to one of its URLs.
 pub struct Http {
     agent: ureq::Agent,
@@ -122,8 +118,10 @@ impl Http {
         let targets = urls.iter().map(|url| target(url)).collect::<Result<Vec<_>, _>>()?;
         let content_type = HeaderValue::from_str(&options.content_type)
             .map_err(|_| HttpError::ContentType(options.content_type.clone()))?;
-        let nodes = NodeSelector::new(targets.len(), options.faults)
-            .map_err(|e| HttpError::Url { url: urls.join(" "), reason: e.to_string() })?;
+        let nodes = NodeSelector::new(targets.len(), options.faults).map_err(|e| HttpError::Url {
+            url: targets.iter().map(|t| t.shown.as_str()).collect::<Vec<_>>().join(" "),
+            reason: e.to_string(),
+        })?;
         let agent = ureq::Agent::config_builder()
             // Statuses are classified here, not turned into errors.
             .http_status_as_error(false)
@@ -148,10 +146,15 @@ impl Http {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// The URLs as they are stored and logged: credentials shown as `***`.
+    pub fn urls(&self) -> Vec<&str> {
+        self.targets.iter().map(|t| t.shown.as_str()).collect()
+    }
+
     /// Sends one POST and reads what came back.
     fn post(&self, target: &Target, job: &Claimed, timeout: Duration) -> Answer {
         let started = Instant::now();
-        let sent = self
+        let mut request = self
             .agent
             .post(&target.url)
             .config()
@@ -159,14 +162,19 @@ impl Http {
             .build()
             .header(IDEMPOTENCY_KEY, idempotency_key(&job.id).as_ref())
             .header(RETRY_ATTEMPT, job.attempt.to_string())
-            .header(CONTENT_TYPE, self.content_type.clone())
-            .send(job.payload.as_str());
+            .header(CONTENT_TYPE, self.content_type.clone());
+        if let Some(authorization) = &target.authorization {
+            request = request.header(AUTHORIZATION, authorization.clone());
+        }
+        let sent = request.send(job.payload.as_str());
         let ms = started.elapsed().as_millis();
-        let url = &target.url;
+        let url = &target.shown;
         let mut response = match sent {
             Ok(response) => response,
             Err(ureq::Error::Timeout(_)) => {
-                let why = format!("timed out after {ms} ms (limit {} ms) at {url}", timeout.as_millis());
+                // The limit is what was left of the window, microseconds after it opened.
+                let limit = timeout.as_micros().div_ceil(1000);
+                let why = format!("timed out after {ms} ms (limit {limit} ms) at {url}");
                 return Answer::failed(Ok(Report::with_error(Outcome::Retryable, why)));
             }
             Err(e @ (ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound)) => {
@@ -228,12 +236,21 @@ impl Http {
 }
 
 impl Transport for Http {
-    fn attempt(&mut self, job: &Claimed, timeout: Duration) -> Result<Report, Unclassified> {
+    /// The POST is given what is left of the window when it starts, for the whole exchange;
+    /// it is not cut when the wall clock jumps during it (the request may have reached the
+    /// receiver already: its `Idempotency-Key` is what guards against a second one).
+    fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified> {
+        let (timeout, cut) = window.left();
         if timeout.is_zero() {
-            return Ok(Report::with_error(Outcome::Retryable, "not sent: no time left before the deadline"));
+            let note = match cut {
+                Cut::Timeout => "not sent: no time left before the deadline".to_owned(),
+                lease => format!("not sent: no time left before {lease}"),
+            };
+            return Ok(Report::with_error(Outcome::Retryable, note));
         }
         let now = self.now();
-        let avoid = job.last_node.as_deref().and_then(|last| self.targets.iter().position(|t| t.url == last));
+        let avoid =
+            job.last_node.as_deref().and_then(|last| self.targets.iter().position(|t| t.shown == last));
         let node = self.nodes.pick(now, avoid);
         let Some(target) = self.targets.get(node).cloned() else {
             return Err(Unclassified(format!("no URL number {node} among {}", self.targets.len())));
@@ -250,7 +267,7 @@ impl Transport for Http {
             );
             return Ok(Report::with_error(Outcome::Retryable, why).retry_after(ms_u64(wait)));
         }
-        debug!(job = %job.id, attempt = job.attempt, url = %target.url, "posting");
+        debug!(job = %job.id, attempt = job.attempt, url = %target.shown, "posting");
         let answer = self.post(&target, job, timeout);
         let after = self.now();
         if let Err(e) = self.nodes.record(node, after, answer.observed) {
@@ -259,7 +276,7 @@ impl Transport for Http {
         if let Some(success) = answer.health {
             self.budgets.get(&target.host).record(after, success);
         }
-        answer.result.map(|report| report.node(target.url))
+        answer.result.map(|report| report.node(target.shown))
     }
 }
 
@@ -280,22 +297,6 @@ impl Answer {
 
 fn ms_u64(ms: u128) -> u64 {
     u64::try_from(ms).unwrap_or(u64::MAX)
-}
-
-fn target(url: &str) -> Result<Target, HttpError> {
-    let bad = |reason: &str| HttpError::Url { url: url.to_owned(), reason: reason.to_owned() };
-    let uri: Uri = url
-        .parse()
-        .map_err(|e: ureq::http::uri::InvalidUri| bad(&format!("not an http:// or https:// URL ({e})")))?;
-    let default_port = match uri.scheme_str() {
-        Some("http") => 80,
-        Some("https") => 443,
-        Some(_) => return Err(bad("the scheme must be http or https")),
-        None => return Err(bad("needs a scheme: http:// or https://")),
-    };
-    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| bad("needs a host"))?;
-    let port = uri.port_u16().unwrap_or(default_port);
-    Ok(Target { url: url.to_owned(), host: format!("{}:{port}", host.to_ascii_lowercase()) })
 }
 
 /// The job's id as an `Idempotency-Key` value: unchanged when it is visible ASCII without

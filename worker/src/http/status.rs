@@ -98,14 +98,19 @@ impl StatusTable {
     }
 
     /// Parses a list such as `408,429,500-504` (codes and inclusive ranges, commas between,
-    /// white space allowed). An empty list is allowed: nothing is listed.
+    /// white space allowed), or `none` for no status at all — the word the table's display
+    /// uses. An empty text is refused like an empty item: a flag given as `""` is more
+    /// likely an unset variable than a wish to list nothing.
     pub fn parse_list(text: &str) -> Result<Vec<u16>, String> {
+        if text.trim() == "none" {
+            return Ok(Vec::new());
+        }
+        if text.trim().is_empty() {
+            return Err(format!("{text:?} is empty: list statuses, or write `none` for none"));
+        }
         let mut codes = Vec::new();
         for item in text.split(',').map(str::trim) {
             if item.is_empty() {
-                if text.trim().is_empty() {
-                    continue;
-                }
                 return Err(format!("{text:?} has an empty item"));
             }
             let (lo, hi) = match item.split_once('-') {
@@ -194,8 +199,8 @@ mod tests {
     #[test]
     fn lists_parse_codes_and_ranges() {
         assert_eq!(StatusTable::parse_list("408, 429,500-502"), Ok(vec![408, 429, 500, 501, 502]));
-        assert_eq!(StatusTable::parse_list(""), Ok(vec![]));
-        for bad in ["99", "600", "5xx", "504-500", "500,,502", "-", "500-"] {
+        assert_eq!(StatusTable::parse_list(" none "), Ok(vec![]));
+        for bad in ["99", "600", "5xx", "504-500", "500,,502", "-", "500-", "", " ", ",", "none,500"] {
             assert!(StatusTable::parse_list(bad).is_err(), "{bad}");
         }
     }

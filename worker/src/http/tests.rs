@@ -114,7 +114,7 @@ const SECOND: Duration = Duration::from_secs(1);
 #[test]
 fn a_2xx_is_ok_and_the_request_carries_the_key_the_attempt_and_the_payload() {
     let (url, rx) = canned(vec![answer("201 Created", &[], "{\"accepted\":true}")]);
-    let report = http(std::slice::from_ref(&url)).attempt(&job("order-7", 3), 5 * SECOND);
+    let report = http(std::slice::from_ref(&url)).attempt(&job("order-7", 3), &Window::new(5 * SECOND));
     assert_eq!(report, Ok(Report::from(Outcome::Ok).node(url.clone())));
     let r = rx.recv().expect("request");
     assert_eq!(r.line, "POST /orders HTTP/1.1");
@@ -127,7 +127,7 @@ fn a_2xx_is_ok_and_the_request_carries_the_key_the_attempt_and_the_payload() {
 #[test]
 fn a_503_with_retry_after_in_seconds_is_retryable_with_a_floor() {
     let (url, _rx) = canned(vec![answer("503 Service Unavailable", &["Retry-After: 3"], "busy")]);
-    let report = http(&[url]).attempt(&job("a", 1), 5 * SECOND).expect("classified");
+    let report = http(&[url]).attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
     assert_eq!((report.outcome, report.retry_after_ms), (Outcome::Retryable, Some(3000)));
     let error = report.error.expect("error");
     assert!(error.starts_with("HTTP 503 Service Unavailable from http://127.0.0.1:"), "{error}");
@@ -139,7 +139,7 @@ fn a_retry_after_date_is_counted_from_now() {
     let at = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(10));
     let header = format!("Retry-After: {at}");
     let (url, _rx) = canned(vec![answer("429 Too Many Requests", &[&header], "")]);
-    let report = http(&[url]).attempt(&job("a", 1), 5 * SECOND).expect("classified");
+    let report = http(&[url]).attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
     let floor = report.retry_after_ms.expect("floor");
     // An HTTP date has whole seconds: 9 to 10 s from now.
     assert!((8_000..=10_000).contains(&floor), "{floor}");
@@ -149,7 +149,7 @@ fn a_retry_after_date_is_counted_from_now() {
 #[test]
 fn a_negative_pushback_is_permanent_with_the_reason() {
     let (url, _rx) = canned(vec![answer("503 Service Unavailable", &["Retry-Pushback-Ms: -1"], "stop")]);
-    let report = http(&[url]).attempt(&job("a", 1), 5 * SECOND).expect("classified");
+    let report = http(&[url]).attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
     assert_eq!(report.outcome, Outcome::Permanent);
     let error = report.error.expect("error");
     assert!(error.contains("Retry-Pushback-Ms: -1: the receiver asked not to be retried: stop"), "{error}");
@@ -159,21 +159,21 @@ fn a_negative_pushback_is_permanent_with_the_reason() {
 fn the_larger_of_two_pushbacks_is_the_floor() {
     let headers = ["Retry-After: 1", "Retry-Pushback-Ms: 2500"];
     let (url, _rx) = canned(vec![answer("503 Service Unavailable", &headers, "")]);
-    let report = http(&[url]).attempt(&job("a", 1), 5 * SECOND).expect("classified");
+    let report = http(&[url]).attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
     assert_eq!((report.outcome, report.retry_after_ms), (Outcome::Retryable, Some(2500)));
 }
 
 #[test]
 fn pushback_on_a_success_is_ignored() {
     let (url, _rx) = canned(vec![answer("200 OK", &["Retry-Pushback-Ms: -1", "Retry-After: 60"], "")]);
-    let report = http(&[url]).attempt(&job("a", 1), 5 * SECOND).expect("classified");
+    let report = http(&[url]).attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
     assert_eq!((report.outcome, report.retry_after_ms, report.error), (Outcome::Ok, None, None));
 }
 
 #[test]
 fn a_400_is_permanent_with_the_body() {
     let (url, _rx) = canned(vec![answer("400 Bad Request", &[], "{\"error\":\"no sku\"}\n")]);
-    let report = http(&[url]).attempt(&job("a", 1), 5 * SECOND).expect("classified");
+    let report = http(&[url]).attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
     assert_eq!(report.outcome, Outcome::Permanent);
     let error = report.error.expect("error");
     assert!(
@@ -185,7 +185,7 @@ fn a_400_is_permanent_with_the_body() {
 #[test]
 fn a_redirect_is_unclassified_and_not_followed() {
     let (url, rx) = canned(vec![answer("302 Found", &["Location: http://127.0.0.1:9/elsewhere"], "")]);
-    let err = http(&[url]).attempt(&job("a", 1), 5 * SECOND).unwrap_err();
+    let err = http(&[url]).attempt(&job("a", 1), &Window::new(5 * SECOND)).unwrap_err();
     assert!(err.0.starts_with("HTTP 302 Found from ") && err.0.contains("unclassified"), "{err}");
     assert_eq!(rx.iter().count(), 1, "one request, no redirect");
 }
@@ -193,14 +193,15 @@ fn a_redirect_is_unclassified_and_not_followed() {
 #[test]
 fn an_answer_that_is_not_http_is_unclassified() {
     let (url, _rx) = canned(vec![Canned::Answer("SNACKS\r\n\r\n".into())]);
-    let err = http(&[url]).attempt(&job("a", 1), 5 * SECOND).unwrap_err();
+    let err = http(&[url]).attempt(&job("a", 1), &Window::new(5 * SECOND)).unwrap_err();
     assert!(err.0.contains("no readable answer") && err.0.contains("unclassified"), "{err}");
 }
 
 #[test]
 fn a_refused_connection_is_retryable() {
     let url = dead_url();
-    let report = http(std::slice::from_ref(&url)).attempt(&job("a", 1), 5 * SECOND).expect("classified");
+    let report =
+        http(std::slice::from_ref(&url)).attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
     assert_eq!((report.outcome, report.node.as_deref()), (Outcome::Retryable, Some(url.as_str())));
     assert!(report.error.expect("error").starts_with(&format!("could not reach {url}")));
 }
@@ -209,7 +210,8 @@ fn a_refused_connection_is_retryable() {
 fn a_timeout_is_retryable_and_ends_at_the_timeout() {
     let (url, _rx) = canned(vec![Canned::Hang(Duration::from_secs(5))]);
     let start = Instant::now();
-    let report = http(&[url]).attempt(&job("a", 1), Duration::from_millis(300)).expect("classified");
+    let report =
+        http(&[url]).attempt(&job("a", 1), &Window::new(Duration::from_millis(300))).expect("classified");
     let took = start.elapsed();
     assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "{took:?}");
     assert_eq!(report.outcome, Outcome::Retryable);
@@ -219,7 +221,7 @@ fn a_timeout_is_retryable_and_ends_at_the_timeout() {
 #[test]
 fn no_time_left_sends_nothing() {
     let (url, rx) = canned(vec![answer("200 OK", &[], "")]);
-    let report = http(&[url]).attempt(&job("a", 1), Duration::ZERO).expect("classified");
+    let report = http(&[url]).attempt(&job("a", 1), &Window::new(Duration::ZERO)).expect("classified");
     assert_eq!(report.outcome, Outcome::Retryable);
     assert_eq!(report.node, None);
     assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "nothing was sent");
@@ -232,7 +234,10 @@ fn the_url_the_last_attempt_reached_is_avoided() {
     let mut t = http(&[first.clone(), second.clone()]);
     // Round robin would start at the first URL; the job's last attempt reached it.
     let retry = Claimed { last_node: Some(first.clone()), ..job("a", 2) };
-    assert_eq!(t.attempt(&retry, 5 * SECOND).expect("ok").node.as_deref(), Some(second.as_str()));
+    assert_eq!(
+        t.attempt(&retry, &Window::new(5 * SECOND)).expect("ok").node.as_deref(),
+        Some(second.as_str())
+    );
     assert!(second_rx.recv_timeout(SECOND).is_ok());
     assert!(first_rx.recv_timeout(Duration::from_millis(100)).is_err());
 }
@@ -242,12 +247,12 @@ fn a_failed_url_is_left_out_while_another_is_available() {
     let dead = dead_url();
     let (live, live_rx) = canned(vec![answer("200 OK", &[], ""); 4]);
     let mut t = http(&[dead.clone(), live.clone()]);
-    let first = t.attempt(&job("a", 1), 5 * SECOND).expect("classified");
+    let first = t.attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
     assert_eq!((first.outcome, first.node.as_deref()), (Outcome::Retryable, Some(dead.as_str())));
     // Other jobs, no last node: the dead URL is not available (RocketMQ: 600 s) and the
     // round robin skips it.
     for id in ["b", "c", "d", "e"] {
-        let r = t.attempt(&job(id, 1), 5 * SECOND).expect("ok");
+        let r = t.attempt(&job(id, 1), &Window::new(5 * SECOND)).expect("ok");
         assert_eq!((r.outcome, r.node.as_deref()), (Outcome::Ok, Some(live.as_str())), "{id}");
     }
     assert_eq!(live_rx.iter().count(), 4);
@@ -262,12 +267,15 @@ fn a_spent_budget_holds_the_retry_back_unsent() {
         ..HttpOptions::default()
     };
     let mut t = Http::new(&[url], options).expect("transport");
-    assert_eq!(t.attempt(&job("a", 1), 5 * SECOND).expect("classified").outcome, Outcome::Retryable);
-    let held = t.attempt(&job("a", 2), 5 * SECOND).expect("classified");
+    assert_eq!(
+        t.attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified").outcome,
+        Outcome::Retryable
+    );
+    let held = t.attempt(&job("a", 2), &Window::new(5 * SECOND)).expect("classified");
     assert_eq!((held.outcome, held.retry_after_ms, held.node), (Outcome::Retryable, Some(700), None));
     assert!(held.error.expect("error").contains("retry budget for 127.0.0.1:"), "names the target");
     // A new job's first attempt is not a retry: it goes.
-    assert_eq!(t.attempt(&job("b", 1), 5 * SECOND).expect("classified").outcome, Outcome::Ok);
+    assert_eq!(t.attempt(&job("b", 1), &Window::new(5 * SECOND)).expect("classified").outcome, Outcome::Ok);
     assert_eq!(rx.iter().count(), 2, "the held retry was never sent");
 }
 
@@ -291,11 +299,17 @@ fn urls_are_checked() {
 }
 
 #[test]
-fn targets_are_host_and_port() {
-    let t = |url: &str| target(url).expect("url").host;
-    assert_eq!(t("http://Example.com/a"), "example.com:80");
-    assert_eq!(t("https://example.com/a"), "example.com:443");
-    assert_eq!(t("http://127.0.0.1:8080/a"), "127.0.0.1:8080");
+fn credentials_in_the_url_go_as_basic_auth_and_nowhere_else() {
+    let (url, rx) = canned(vec![answer("503 Service Unavailable", &[], "")]);
+    let with_password = url.replacen("http://", "http://alice:s3cr3t@", 1);
+    let mut t = http(&[with_password]);
+    assert_eq!(t.urls(), [url.replacen("http://", "http://***@", 1)]);
+    let report = t.attempt(&job("a", 1), &Window::new(5 * SECOND)).expect("classified");
+    let received = rx.recv_timeout(5 * SECOND).expect("a request");
+    assert_eq!(received.header("authorization"), Some("Basic YWxpY2U6czNjcjN0"));
+    assert_eq!(received.line, "POST /orders HTTP/1.1");
+    let stored = format!("{:?} {:?}", report.node, report.error);
+    assert!(stored.contains("http://***@127.0.0.1") && !stored.contains("s3cr3t"), "{stored}");
 }
 
 #[test]
