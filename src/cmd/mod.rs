@@ -103,11 +103,10 @@ impl Db {
         Queue::open_with(&self.db, &options).map_err(|e| self.explain(e))
     }
 
+    /// Whether the file exists; what kind of file it is, the library checks for every
+    /// command (`retryq::Refusal`).
     fn must_exist(&self, hint: &str) -> Result<(), CliError> {
         match std::fs::metadata(&self.db) {
-            Ok(meta) if meta.is_dir() => {
-                Err(CliError::Database(format!("{}: is a directory", self.db.display())))
-            }
             Ok(_) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Err(CliError::Database(format!("{}: no such database ({hint})", self.db.display())))
@@ -130,6 +129,7 @@ pub fn explain(path: &Path, error: retryq::Error) -> CliError {
         return match error {
             retryq::Error::NotRetryq { .. }
             | retryq::Error::NewerSchema { .. }
+            | retryq::Error::Refused { .. }
             | retryq::Error::Corrupt(_) => {
                 CliError::Database(format!("{error}; the file was left as it was"))
             }
