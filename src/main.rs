@@ -7,6 +7,7 @@
 //! `demo/` (the receiving end of the HTTP demo).
 
 mod cmd;
+mod out;
 
 use std::process::ExitCode;
 
@@ -84,7 +85,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("retryq: error: {err:#}");
+            if !err.is_quiet() {
+                out::noteln!("retryq: error: {err:#}");
+            }
             err.exit_code()
         }
     }

@@ -9,6 +9,7 @@ use retryq_model::JobView;
 use serde::Serialize;
 
 use super::{CliError, Db, print_json};
+use crate::out::{noteln, outln};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -56,12 +57,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     if jobs.is_empty() {
-        eprintln!("no dead jobs");
+        noteln!("no dead jobs");
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<24} {:<9} {:>8} {:>8}  last error", "id", "reason", "attempts", "redrives");
+    outln!("{:<24} {:<9} {:>8} {:>8}  last error", "id", "reason", "attempts", "redrives")?;
     for job in &jobs {
-        println!("{}", line(job));
+        outln!("{}", line(job))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ use stateright::{Checker, Model};
 
 use super::CliError;
 use super::check::BoundsArgs;
+use crate::out::outln;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -27,9 +28,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::Other(format!("cannot listen on {address}: {e}")))?,
     );
     let model = QueueModel::new(args.bounds.bounds(), args.bounds.bug);
-    println!("retryq explore: http://{address}/ (the model with {}; Ctrl-C stops)", model.bounds);
+    outln!("retryq explore: http://{address}/ (the model with {}; Ctrl-C stops)", model.bounds)?;
     let checker = model.checker().serve(address);
     // `serve` returns only if its server stops.
-    println!("retryq explore: stopped after {} states", checker.unique_state_count());
+    outln!("retryq explore: stopped after {} states", checker.unique_state_count())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -18,6 +18,7 @@ use retryq_worker::{Config, ConfigError, Exec, Http, Stop, Transport, WorkError}
 use tracing_subscriber::EnvFilter;
 
 use super::{CliError, Db};
+use crate::out::noteln;
 
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("transport").required(true).args(["exec", "url"])))]
@@ -244,16 +245,20 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 }
 
 /// Logs to standard error, filtered by `RUST_LOG` (default `info`).
+///
+/// A log line that cannot be written is dropped: the subscriber's own report of that would
+/// go to the same standard error, and panic (`work 2>/dev/full` died before claiming).
 fn init_logging() {
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
-            eprintln!("retryq: RUST_LOG={spec:?} is not a filter ({e}); logging at info");
+            noteln!("retryq: RUST_LOG={spec:?} is not a filter ({e}); logging at info");
             EnvFilter::new("info")
         }),
         Err(_) => EnvFilter::new("info"),
     };
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .log_internal_errors(false)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     // Only fails if a subscriber is already set, which then keeps logging.

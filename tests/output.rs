@@ -1,0 +1,128 @@
+//! What retryq prints, through the real binary, when the output misbehaves: a closed pipe
+//! ends a command quietly (exit 141, no panic), a full disk is an error naming standard
+//! output, and a standard error that cannot be written stops nothing.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_retryq");
+
+fn fresh() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new().prefix("retryq-out-").tempdir().expect("tempdir");
+    let db = dir.path().join("q.db");
+    (dir, db)
+}
+
+fn command(db: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command.args(args).env("RETRYQ_DB", db).env_remove("RUST_LOG").stdin(Stdio::null());
+    command
+}
+
+fn run(command: &mut Command) -> (Option<i32>, String, String) {
+    let out: Output = command.output().expect("run retryq");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A database with a done job `a` and a dead job `b` whose error is long.
+fn with_jobs() -> (tempfile::TempDir, PathBuf) {
+    let (dir, db) = fresh();
+    for id in ["a", "b"] {
+        let (code, _, err) = run(&mut command(
+            &db,
+            &["enqueue", "--id", id, "--payload", id, "--max-attempts", "1", "--ttl", "600000"],
+        ));
+        assert_eq!(code, Some(0), "{err}");
+    }
+    let exec = "if [ \"$RETRYQ_JOB_ID\" = b ]; then echo nope >&2; exit 65; fi";
+    let (code, _, err) = run(&mut command(&db, &["work", "--worker", "w", "--exec", exec, "--until-idle"]));
+    assert_eq!(code, Some(0), "{err}");
+    (dir, db)
+}
+
+/// The commands that print something on standard output.
+fn printing_commands() -> Vec<Vec<&'static str>> {
+    vec![
+        vec!["dead"],
+        vec!["dead", "--json"],
+        vec!["history", "b"],
+        vec!["history", "b", "--json"],
+        vec!["stats"],
+        vec!["stats", "--json"],
+        vec!["stats", "--prometheus"],
+        vec!["get", "a"],
+        vec!["audit"],
+        vec!["enqueue", "--id", "a", "--payload", "a", "--max-attempts", "1", "--ttl", "600000"],
+        vec!["redrive", "--id", "a", "--add-attempts", "1", "--ttl", "600000"],
+        vec!["check", "--list-bugs"],
+        vec!["simulate", "--clients", "2", "--runs", "1"],
+    ]
+}
+
+/// `retryq dead | head -c1` panicked with a backtrace (exit 101). A pipe whose reader is
+/// gone before the first write: every write fails with EPIPE, deterministically.
+#[test]
+fn a_closed_standard_output_ends_every_command_quietly_with_141() {
+    let (_dir, db) = with_jobs();
+    for args in printing_commands() {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let (code, _, err) = run(command(&db, &args).stdout(writer));
+        assert_eq!(code, Some(141), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}: quiet, no panic, no message");
+    }
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut replay = command(&db, &["replay"]);
+    let mut child =
+        replay.stdin(Stdio::piped()).stdout(writer).stderr(Stdio::piped()).spawn().expect("replay");
+    child.stdin.take().expect("stdin").write_all(b"{\"op\":\"stats\",\"now\":0}\n").expect("trace");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(141), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `retryq stats >/dev/full` panicked: it is an error naming standard output.
+#[test]
+fn a_full_standard_output_is_an_error_naming_it() {
+    let (_dir, db) = with_jobs();
+    for args in printing_commands() {
+        let full = File::create("/dev/full").expect("/dev/full");
+        let (code, _, err) = run(command(&db, &args).stdout(full));
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("retryq: error: cannot write standard output: No space left"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// `work 2>/dev/full` died (exit 101) before claiming: a log that cannot be written must
+/// not stop the worker. Nor does a note or an error message.
+#[test]
+fn a_standard_error_that_cannot_be_written_stops_nothing() {
+    let (dir, db) = fresh();
+    let (code, _, err) = run(&mut command(
+        &db,
+        &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "600000"],
+    ));
+    assert_eq!(code, Some(0), "{err}");
+    let full = || File::create("/dev/full").expect("/dev/full");
+    let (code, _, _) =
+        run(command(&db, &["work", "--worker", "w", "--exec", "true", "--until-idle"]).stderr(full()));
+    assert_eq!(code, Some(0), "the worker ran with its logs going nowhere");
+    let (code, out, err) = run(&mut command(&db, &["get", "a"]));
+    assert!(code == Some(0) && out.contains("\"status\":\"done\""), "{out}{err}");
+    // `dead` notes "no dead jobs" on standard error; a missing database is an error message.
+    let (code, _, _) = run(command(&db, &["dead"]).stderr(full()));
+    assert_eq!(code, Some(0));
+    let (code, _, _) = run(command(&dir.path().join("missing.db"), &["stats"]).stderr(full()));
+    assert_eq!(code, Some(1), "the error's exit status, not a panic's");
+}
