@@ -8,6 +8,7 @@
 
 mod cmd;
 mod out;
+mod printable;
 
 use std::process::ExitCode;
 

@@ -1,8 +1,9 @@
-//! What retryq prints, through the real binary, when the output misbehaves: a closed pipe
-//! ends a command quietly (exit 141, no panic), a full disk is an error naming standard
-//! output, and a standard error that cannot be written stops nothing.
+//! What retryq prints, through the real binary, when the output misbehaves or the text is
+//! hostile: a closed pipe ends a command quietly (exit 141, no panic), a full disk is an
+//! error naming standard output, a standard error that cannot be written stops nothing, and
+//! stored text never reaches the terminal with its control characters.
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -125,4 +126,48 @@ fn a_standard_error_that_cannot_be_written_stops_nothing() {
     assert_eq!(code, Some(0));
     let (code, _, _) = run(command(&dir.path().join("missing.db"), &["stats"]).stderr(full()));
     assert_eq!(code, Some(1), "the error's exit status, not a panic's");
+}
+
+/// Whether `text` holds a character a terminal acts on (anything below space but the
+/// newline ending each line, DEL, C1).
+fn has_control(text: &str) -> bool {
+    text.chars().any(|c| c != '\n' && c.is_control())
+}
+
+/// `retryq dead` printed a receiver's `ESC]0;…BEL ESC[2J` raw. Ids, worker names and
+/// errors come from outside; every text output escapes their control characters.
+#[test]
+fn stored_text_reaches_the_terminal_escaped() {
+    let (dir, db) = fresh();
+    let id = "evil\x1b]0;pwned\x07\x1b[2J\rINFO forged";
+    let worker = "w\x1b[31m\nred";
+    let (code, _, err) = run(&mut command(
+        &db,
+        &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", "600000"],
+    ));
+    assert_eq!(code, Some(0), "{err}");
+    let handler = dir.path().join("handler.sh");
+    fs::write(&handler, "printf 'bad \\033]0;t\\007\\033[2J\\302\\233 end\\n' >&2; exit 65\n")
+        .expect("handler");
+    let exec = format!("sh {}", handler.display());
+    let (code, _, log) =
+        run(command(&db, &["work", "--worker", worker, "--exec", &exec, "--until-idle"])
+            .env("RUST_LOG", "info"));
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!has_control(&log), "the worker's log: {log:?}");
+    assert!(log.contains("job=evil\\x1b]0;pwned\\x07\\x1b[2J\\x0dINFO forged attempt=1"), "{log}");
+
+    let (code, out, err) = run(&mut command(&db, &["dead"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!has_control(&out), "dead: {out:?}");
+    assert!(out.contains("evil\\x1b]0;pwned\\x07\\x1b[2J\\x0dINFO forged"), "{out}");
+    assert!(out.contains("bad \\x1b]0;t\\x07\\x1b[2J\\u{9b} end"), "{out}");
+    let (code, out, err) = run(&mut command(&db, &["history", id]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!has_control(&out), "history: {out:?}");
+    assert!(out.contains("worker w\\x1b[31m\\x0ared"), "{out}");
+    // JSON keeps the text exact: its encoder escapes control characters itself.
+    let (_, out, _) = run(&mut command(&db, &["dead", "--json"]));
+    let job: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+    assert_eq!(job["id"], id);
 }

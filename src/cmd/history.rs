@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::{CliError, Db, print_json};
 use crate::out::{noteln, outln};
+use crate::printable::printable;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -80,7 +81,7 @@ fn line(e: &HistoryEntry) -> String {
         text.push_str(&format!("  redrives {}", e.redrives));
     }
     if let Some(worker) = &e.worker {
-        text.push_str(&format!("  worker {worker}"));
+        text.push_str(&format!("  worker {}", printable(worker)));
     }
     text
 }
