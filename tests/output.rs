@@ -4,9 +4,11 @@
 //! stored text never reaches the terminal with its control characters.
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_retryq");
 
@@ -170,4 +172,40 @@ fn stored_text_reaches_the_terminal_escaped() {
     let (_, out, _) = run(&mut command(&db, &["dead", "--json"]));
     let job: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
     assert_eq!(job["id"], id);
+}
+
+/// `explore --port 0` printed port 0 and listened on another: the address printed is the
+/// one served.
+#[test]
+fn explore_on_port_0_prints_the_port_it_serves() {
+    let mut child = Command::new(BIN)
+        .args(["explore", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("explore");
+    let mut first = String::new();
+    let read = BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first);
+    let served = read.ok().and_then(|_| {
+        let address = first.split("http://").nth(1)?.split('/').next()?.to_owned();
+        let port: u16 = address.rsplit(':').next()?.parse().ok()?;
+        // The Explorer may take a moment to listen after printing.
+        let answer = (0..50).find_map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut stream = TcpStream::connect(&address).ok()?;
+            stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+            stream.write_all(b"GET / HTTP/1.0\r\n\r\n").ok()?;
+            let mut answer = String::new();
+            stream.take(64).read_to_string(&mut answer).ok()?;
+            Some(answer)
+        });
+        Some((port, answer))
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let (port, answer) = served.unwrap_or_else(|| panic!("no address printed: {first:?}"));
+    assert_ne!(port, 0, "{first}");
+    let answer = answer.unwrap_or_else(|| panic!("nothing serves {first}"));
+    assert!(answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
