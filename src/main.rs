@@ -7,6 +7,8 @@
 //! `demo/` (the receiving end of the HTTP demo).
 
 mod cmd;
+mod out;
+mod printable;
 
 use std::process::ExitCode;
 
@@ -84,7 +86,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("retryq: error: {err:#}");
+            if !err.is_quiet() {
+                out::noteln!("retryq: error: {err:#}");
+            }
             err.exit_code()
         }
     }

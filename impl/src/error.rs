@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::file::Refusal;
 use crate::job::Status;
 
 /// The result of a queue operation.
@@ -38,6 +39,10 @@ pub enum Error {
     /// The file was written by a newer retryq. It was not changed.
     #[error("{}: schema version {found} is newer than this build of retryq supports ({supported})", path.display())]
     NewerSchema { path: PathBuf, found: i64, supported: i64 },
+    /// The path is not one retryq opens as a database: not a regular file, a file with
+    /// several names, a mount point of its own (see [`Refusal`]). Nothing was opened.
+    #[error("{}: {why}", path.display())]
+    Refused { path: PathBuf, why: Refusal },
     /// A row holds a value no version of retryq writes.
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -83,9 +88,11 @@ impl Error {
             Error::LeaseLost { .. } => ErrorKind::LeaseLost,
             Error::NotDead { .. } => ErrorKind::NotDead,
             Error::ClockWentBackwards { .. } => ErrorKind::ClockWentBackwards,
-            Error::NotRetryq { .. } | Error::NewerSchema { .. } | Error::Corrupt(_) | Error::Storage(_) => {
-                ErrorKind::Storage
-            }
+            Error::NotRetryq { .. }
+            | Error::NewerSchema { .. }
+            | Error::Refused { .. }
+            | Error::Corrupt(_)
+            | Error::Storage(_) => ErrorKind::Storage,
         }
     }
 

@@ -30,6 +30,7 @@
 mod audit;
 mod delay;
 mod error;
+mod file;
 mod input;
 mod job;
 mod queue;
@@ -38,6 +39,7 @@ mod schema;
 pub use audit::{Audit, Check, Violation};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
+pub use file::{FileKind, Refusal};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status};
 pub use queue::{

@@ -4,6 +4,8 @@
 use std::process::ExitCode;
 
 use super::{CliError, Db};
+use crate::out::outln;
+use crate::printable::printable;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -15,14 +17,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut queue = args.db.open_read()?;
     let audit = queue.audit().map_err(|e| args.db.explain(e))?;
     for violation in &audit.violations {
-        println!("{violation}");
+        // A violation quotes what it found: the stored text, made printable.
+        outln!("{}", printable(&violation.to_string()))?;
     }
     let summary = format!("{} jobs, {} history entries", audit.jobs, audit.entries);
     if audit.is_clean() {
-        println!("audit: clean ({summary})");
+        outln!("audit: clean ({summary})")?;
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("audit: {} violations ({summary})", audit.violations.len());
+        outln!("audit: {} violations ({summary})", audit.violations.len())?;
         Ok(ExitCode::FAILURE)
     }
 }

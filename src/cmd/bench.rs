@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use retryq_bench::{Config, Launcher};
 
 use super::CliError;
+use crate::out::{noteln, out, outln};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,13 +35,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         launcher: Launcher { program: program.clone(), args: vec!["bench-worker".into()] },
         checker: Some(program),
         python: args.python,
-        progress: |line| eprintln!("bench: {line}"),
+        progress: |line| noteln!("bench: {line}"),
     };
     let report = retryq_bench::run(&config)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).map_err(|e| CliError::Other(e.to_string()))?);
+        outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| CliError::Other(e.to_string()))?)?;
     } else {
-        print!("{}", retryq_bench::render(&report));
+        out!("{}", retryq_bench::render(&report))?;
     }
     Ok(ExitCode::SUCCESS)
 }

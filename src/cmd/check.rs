@@ -17,6 +17,7 @@ use retryq_model::trace;
 use serde::Serialize;
 
 use super::CliError;
+use crate::out::{noteln, out, outln};
 
 /// The bounds of the model, shared by `check` and `explore`.
 #[derive(clap::Args)]
@@ -85,8 +86,8 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.list_bugs {
         for bug in Bug::ALL {
-            println!("{:<28} {}", bug.name(), bug.describe());
-            println!("{:<28}   caught by: {}", "", bug.caught_by());
+            outln!("{:<28} {}", bug.name(), bug.describe())?;
+            outln!("{:<28}   caught by: {}", "", bug.caught_by())?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -104,15 +105,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         None => None,
     };
     if args.json {
-        println!("{}", json_report(&report));
+        outln!("{}", json_report(&report))?;
         if let (Some(file), Some(first)) = (&written, violations.first()) {
-            eprintln!("retryq check: counterexample to \"{}\" written to {}", first.name, file.display());
+            noteln!("retryq check: counterexample to \"{}\" written to {}", first.name, file.display());
         }
     } else {
-        print_report(&model, &report, threads, !args.no_symmetry);
+        print_report(&model, &report, threads, !args.no_symmetry)?;
         for (i, finding) in violations.iter().enumerate() {
             let file = if i == 0 { written.as_deref() } else { None };
-            print_counterexample(&model, finding, file);
+            print_counterexample(&model, finding, file)?;
         }
     }
     Ok(if failed(&report, bug.is_some()) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
@@ -165,46 +166,51 @@ fn store_line(model: &QueueModel) -> String {
     }
 }
 
-fn print_report(model: &QueueModel, report: &Report<World, Action>, threads: usize, symmetry: bool) {
-    println!("retryq check: {}", store_line(model));
-    println!("bounds: {}", model.bounds);
-    println!(
+fn print_report(
+    model: &QueueModel,
+    report: &Report<World, Action>,
+    threads: usize,
+    symmetry: bool,
+) -> Result<(), CliError> {
+    outln!("retryq check: {}", store_line(model))?;
+    outln!("bounds: {}", model.bounds)?;
+    outln!(
         "search: breadth-first, shortest counterexamples, {threads} thread(s), {}",
         if symmetry { "symmetry reduction over workers" } else { "no symmetry reduction" }
-    );
-    println!();
+    )?;
+    outln!()?;
     let width = report.findings.iter().map(|f| f.name.len()).max().unwrap_or(0);
-    println!("{:<width$}  {:<9}  status", "property", "kind");
+    outln!("{:<width$}  {:<9}  status", "property", "kind")?;
     for f in &report.findings {
         let steps = match (&f.path, f.status) {
             (Some(path), Status::Violated) => format!("  (counterexample: {} steps)", path.len()),
             (Some(path), Status::Found) => format!("  (example: {} steps)", path.len()),
             _ => String::new(),
         };
-        println!("{:<width$}  {:<9}  {}{steps}", f.name, f.kind.name(), f.status.name());
+        outln!("{:<width$}  {:<9}  {}{steps}", f.name, f.kind.name(), f.status.name())?;
     }
-    println!();
-    println!(
+    outln!()?;
+    outln!(
         "states generated {}, unique {}, max depth {}, {:.2} s, {:.0} states/s",
         report.states,
         report.unique_states,
         report.max_depth,
         report.seconds,
         report.states_per_second()
-    );
+    )?;
     if report.outside_boundary > 0 {
-        println!(
+        outln!(
             "{} successors were past the claim bound and not explored (only a store breaking 4.1 gets there)",
             report.outside_boundary
-        );
+        )?;
     }
     let violated = report.findings.iter().filter(|f| f.status == Status::Violated).count();
     let missing = report.findings.iter().filter(|f| f.status == Status::NotFound).count();
     match (violated, missing, model.bug) {
-        (0, 0, _) => println!("check: every property holds and every example was found"),
-        (0, _, Some(bug)) => println!("check: seeded bug {bug} was NOT caught"),
-        (0, n, None) => println!("check: FAILED: {n} sometimes-propert(ies) without an example"),
-        (n, _, _) => println!("check: FAILED: {n} propert(ies) violated"),
+        (0, 0, _) => outln!("check: every property holds and every example was found"),
+        (0, _, Some(bug)) => outln!("check: seeded bug {bug} was NOT caught"),
+        (0, n, None) => outln!("check: FAILED: {n} sometimes-propert(ies) without an example"),
+        (n, _, _) => outln!("check: FAILED: {n} propert(ies) violated"),
     }
 }
 
@@ -237,11 +243,15 @@ fn write_counterexample(
     Ok(file.to_path_buf())
 }
 
-fn print_counterexample(model: &QueueModel, finding: &Finding<World, Action>, file: Option<&Path>) {
-    println!();
+fn print_counterexample(
+    model: &QueueModel,
+    finding: &Finding<World, Action>,
+    file: Option<&Path>,
+) -> Result<(), CliError> {
+    outln!()?;
     match file {
-        Some(file) => println!("counterexample to \"{}\", written to {}:", finding.name, file.display()),
-        None => println!("counterexample to \"{}\":", finding.name),
+        Some(file) => outln!("counterexample to \"{}\", written to {}:", finding.name, file.display())?,
+        None => outln!("counterexample to \"{}\":", finding.name)?,
     }
-    print!("{}", counterexample_text(model, finding));
+    out!("{}", counterexample_text(model, finding))
 }

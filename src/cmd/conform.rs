@@ -11,6 +11,7 @@ use retryq_conformance::trace::Trace;
 use retryq_model::model::Bounds;
 
 use super::CliError;
+use crate::out::outln;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -52,12 +53,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let dir = args.regressions.clone().unwrap_or_else(super::default_traces);
     let seed = args.seed.unwrap_or_else(clock_seed);
-    println!("retryq conform: seed {seed}, {} storage", if args.memory { "in-memory" } else { "file" });
+    outln!("retryq conform: seed {seed}, {} storage", if args.memory { "in-memory" } else { "file" })?;
 
     let regressions = run::regressions(&dir, &setup)?;
-    report("regressions", &regressions);
+    report("regressions", &regressions)?;
     if let Some(mismatch) = &regressions.mismatch {
-        print_mismatch(mismatch);
+        print_mismatch(mismatch)?;
         return Ok(ExitCode::FAILURE);
     }
 
@@ -65,12 +66,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let threads = args.threads.map_or_else(|| run::default_threads(storage), usize::from);
     let random = run::random(args.cases, seed, usize::from(args.max_len), &setup, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
-    report("generated", &random);
+    report("generated", &random)?;
     if let Some(mismatch) = &random.mismatch {
-        print_mismatch(mismatch);
+        print_mismatch(mismatch)?;
         let name = format!("conform-{}-seed-{seed}", mismatch.source);
         let saved = run::save_regression(mismatch, &dir, &name, &setup)?;
-        println!("saved the minimal trace as {}", saved.display());
+        outln!("saved the minimal trace as {}", saved.display())?;
         return Ok(ExitCode::FAILURE);
     }
 
@@ -84,16 +85,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             &|| bar.inc(1),
         )?;
         bar.finish_and_clear();
-        report("exhaustive", &coverage.tally);
-        println!(
+        report("exhaustive", &coverage.tally)?;
+        outln!(
             "{:<12} {} model states within {depth} actions, each reached by a replayed path",
-            "", coverage.states
-        );
+            "",
+            coverage.states
+        )?;
         if let Some(mismatch) = &coverage.tally.mismatch {
-            print_mismatch(mismatch);
+            print_mismatch(mismatch)?;
             let saved =
                 run::save_regression(mismatch, &dir, &format!("conform-exhaustive-depth-{depth}"), &setup)?;
-            println!("saved the trace as {}", saved.display());
+            outln!("saved the trace as {}", saved.display())?;
             return Ok(ExitCode::FAILURE);
         }
     }
@@ -103,7 +105,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let bar = progress(runs);
         let crash = retryq_conformance::crash::kill_runs(&program, runs, seed, &|| bar.inc(1))?;
         bar.finish_and_clear();
-        println!(
+        outln!(
             "{:<12} {} kills, {:.1} lines answered on average before each ({} mid-trace: {} found the state before the running operation, {} after it, {} a run_once claimed but not completed) in {:.1}s",
             "crash",
             crash.runs,
@@ -113,13 +115,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             crash.after,
             crash.claimed,
             crash.seconds
-        );
+        )?;
         if let Some(problem) = crash.problem {
-            println!("MISMATCH after a kill:\n{problem}");
+            outln!("MISMATCH after a kill:\n{problem}")?;
             return Ok(ExitCode::FAILURE);
         }
     }
-    println!("conform: no mismatch");
+    outln!("conform: no mismatch")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -129,34 +131,34 @@ fn one_trace(path: &Path, setup: &Setup) -> Result<ExitCode, CliError> {
     let trace = Trace::from_jsonl(&text);
     match run::check_trace(&trace, setup)? {
         None => {
-            println!(
+            outln!(
                 "{}: {} steps, both readings agree on every step and every probe",
                 path.display(),
                 trace.len()
-            );
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Some(divergence) => {
-            println!("{}: the readings diverge\n{divergence}", path.display());
+            outln!("{}: the readings diverge\n{divergence}", path.display())?;
             Ok(ExitCode::FAILURE)
         }
     }
 }
 
-fn report(what: &str, tally: &Tally) {
-    println!(
+fn report(what: &str, tally: &Tally) -> Result<(), CliError> {
+    outln!(
         "{what:<12} {} traces, {} steps, {} mismatches, {:.1}s, {:.0} traces/s",
         tally.traces,
         tally.steps,
         u8::from(tally.mismatch.is_some()),
         tally.seconds,
         tally.traces_per_second()
-    );
+    )
 }
 
-fn print_mismatch(mismatch: &Mismatch) {
-    println!("MISMATCH ({}):\n{}", mismatch.source, mismatch.divergence);
-    println!("minimal trace:\n{}", mismatch.trace.to_jsonl(""));
+fn print_mismatch(mismatch: &Mismatch) -> Result<(), CliError> {
+    outln!("MISMATCH ({}):\n{}", mismatch.source, mismatch.divergence)?;
+    outln!("minimal trace:\n{}", mismatch.trace.to_jsonl(""))
 }
 
 fn progress(total: u64) -> ProgressBar {

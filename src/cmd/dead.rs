@@ -9,6 +9,8 @@ use retryq_model::JobView;
 use serde::Serialize;
 
 use super::{CliError, Db, print_json};
+use crate::out::{noteln, outln};
+use crate::printable::printable;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -56,20 +58,22 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     if jobs.is_empty() {
-        eprintln!("no dead jobs");
+        noteln!("no dead jobs");
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<24} {:<9} {:>8} {:>8}  last error", "id", "reason", "attempts", "redrives");
+    outln!("{:<24} {:<9} {:>8} {:>8}  last error", "id", "reason", "attempts", "redrives")?;
     for job in &jobs {
-        println!("{}", line(job));
+        outln!("{}", line(job))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// One job's line: its id and error as text a terminal shows and does not act on.
 fn line(job: &Job) -> String {
     let reason = job.dead_reason.map_or("?", DeadReason::as_str);
     // One line per job: the error's lines are joined.
     let error = job.last_error.as_deref().unwrap_or("-").split_whitespace().collect::<Vec<_>>().join(" ");
+    let error = printable(&error);
     let attempts = format!("{}/{}", job.attempts, job.max_attempts);
-    format!("{:<24} {reason:<9} {attempts:>8} {:>8}  {error}", job.id, job.redrives)
+    format!("{:<24} {reason:<9} {attempts:>8} {:>8}  {error}", printable(&job.id), job.redrives)
 }

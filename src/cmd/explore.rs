@@ -1,5 +1,6 @@
 //! `retryq explore [--port P]`: stateright's Explorer on the model, served on 127.0.0.1, to
-//! click through states, actions and properties in a browser.
+//! click through states, actions and properties in a browser. `--port 0` picks a free port,
+//! and the address printed is the one served.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
@@ -9,27 +10,31 @@ use stateright::{Checker, Model};
 
 use super::CliError;
 use super::check::BoundsArgs;
+use crate::out::outln;
 
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     bounds: BoundsArgs,
-    /// The port to listen on, on 127.0.0.1.
+    /// The port to listen on, on 127.0.0.1; 0 picks a free one (printed).
     #[arg(long, default_value_t = 3000)]
     port: u16,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let address = SocketAddr::from(([127, 0, 0, 1], args.port));
-    // The Explorer's server panics if it cannot listen: find out first, and say why.
-    drop(
-        TcpListener::bind(address)
-            .map_err(|e| CliError::Other(format!("cannot listen on {address}: {e}")))?,
-    );
+    let wanted = SocketAddr::from(([127, 0, 0, 1], args.port));
+    // The Explorer's server binds the address itself, and panics if it cannot: find out
+    // first, and say why. With port 0 this also picks the port, which the server is then
+    // given: it would otherwise pick another, and the one printed would be wrong. (The
+    // server cannot take this listener over; another program could take the port in the
+    // moment between, and the server would then fail as it does on a taken port.)
+    let address = TcpListener::bind(wanted)
+        .and_then(|listener| listener.local_addr())
+        .map_err(|e| CliError::Other(format!("cannot listen on {wanted}: {e}")))?;
     let model = QueueModel::new(args.bounds.bounds(), args.bounds.bug);
-    println!("retryq explore: http://{address}/ (the model with {}; Ctrl-C stops)", model.bounds);
+    outln!("retryq explore: http://{address}/ (the model with {}; Ctrl-C stops)", model.bounds)?;
     let checker = model.checker().serve(address);
     // `serve` returns only if its server stops.
-    println!("retryq explore: stopped after {} states", checker.unique_state_count());
+    outln!("retryq explore: stopped after {} states", checker.unique_state_count())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,8 @@ use retryq::{HistoryEntry, Status};
 use serde::Serialize;
 
 use super::{CliError, Db, print_json};
+use crate::out::{noteln, outln};
+use crate::printable::printable;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -38,7 +40,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut queue = args.db.open_read()?;
     let entries = queue.history(&args.id).map_err(|e| args.db.explain(e))?;
     if entries.is_empty() {
-        eprintln!("retryq: no job {:?}", args.id);
+        noteln!("retryq: no job {:?}", args.id);
         return Ok(ExitCode::FAILURE);
     }
     for entry in &entries {
@@ -56,7 +58,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 worker: entry.worker.as_deref(),
             })?;
         } else {
-            println!("{}", line(entry));
+            outln!("{}", line(entry))?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -79,7 +81,7 @@ fn line(e: &HistoryEntry) -> String {
         text.push_str(&format!("  redrives {}", e.redrives));
     }
     if let Some(worker) = &e.worker {
-        text.push_str(&format!("  worker {worker}"));
+        text.push_str(&format!("  worker {}", printable(worker)));
     }
     text
 }

@@ -28,6 +28,8 @@ use std::process::ExitCode;
 use retryq::{MAX_ID_BYTES, MAX_INT, OpenOptions, Queue};
 use rusqlite::ErrorCode;
 
+use crate::out::outln;
+
 /// `tests/traces` under the working directory, or else under this checkout: where the
 /// regression cases live.
 pub fn default_traces() -> PathBuf {
@@ -52,6 +54,12 @@ pub enum CliError {
     Replay(#[from] retryq_conformance::ReplayError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// Standard output's reader went away (`| head`): the command ends quietly.
+    #[error("standard output was closed")]
+    OutputClosed,
+    /// Standard output cannot be written (a full disk, an I/O error).
+    #[error("cannot write standard output: {0}")]
+    Output(std::io::Error),
     #[error("{0}")]
     Other(String),
 }
@@ -61,8 +69,15 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Usage(_) => ExitCode::from(2),
+            // 128 + SIGPIPE: what a shell reports for a program a closed pipe stopped.
+            CliError::OutputClosed => ExitCode::from(141),
             _ => ExitCode::FAILURE,
         }
+    }
+
+    /// Whether the failure goes without saying (nothing is printed for it).
+    pub fn is_quiet(&self) -> bool {
+        matches!(self, CliError::OutputClosed)
     }
 
     /// A usage error naming `flag`.
@@ -103,11 +118,10 @@ impl Db {
         Queue::open_with(&self.db, &options).map_err(|e| self.explain(e))
     }
 
+    /// Whether the file exists; what kind of file it is, the library checks for every
+    /// command (`retryq::Refusal`).
     fn must_exist(&self, hint: &str) -> Result<(), CliError> {
         match std::fs::metadata(&self.db) {
-            Ok(meta) if meta.is_dir() => {
-                Err(CliError::Database(format!("{}: is a directory", self.db.display())))
-            }
             Ok(_) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 Err(CliError::Database(format!("{}: no such database ({hint})", self.db.display())))
@@ -130,6 +144,7 @@ pub fn explain(path: &Path, error: retryq::Error) -> CliError {
         return match error {
             retryq::Error::NotRetryq { .. }
             | retryq::Error::NewerSchema { .. }
+            | retryq::Error::Refused { .. }
             | retryq::Error::Corrupt(_) => {
                 CliError::Database(format!("{error}; the file was left as it was"))
             }
@@ -207,6 +222,5 @@ impl Deadline {
 /// Prints one JSON value as a line.
 pub fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
     let line = serde_json::to_string(value).map_err(|e| CliError::Other(e.to_string()))?;
-    println!("{line}");
-    Ok(())
+    outln!("{line}")
 }

@@ -11,6 +11,7 @@ use retryq::{DeadReason, Error, ErrorKind, MAX_ATTEMPTS};
 use serde::Serialize;
 
 use super::{CliError, Db, Deadline, print_json};
+use crate::out::noteln;
 
 #[derive(clap::Args, Debug)]
 #[group(id = "which", required = true, multiple = false, args = ["id", "all_dead"])]
@@ -85,7 +86,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         print_json(&line)?;
     }
     if args.id.is_none() {
-        eprintln!("redriven {} of {} dead jobs", results.len() - refused, results.len());
+        noteln!("redriven {} of {} dead jobs", results.len() - refused, results.len());
     }
     Ok(if refused == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -5,7 +5,7 @@ use std::io::{self, BufReader};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use retryq_conformance::{Sqlite, replay};
+use retryq_conformance::{ReplayError, Sqlite, replay};
 
 use super::CliError;
 
@@ -24,13 +24,19 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         None => Sqlite::temporary()?,
     };
     let output = io::stdout().lock();
-    match args.file.filter(|f| f.as_os_str() != "-") {
-        None => replay(io::stdin().lock(), output, &mut side)?,
+    let replayed = match args.file.filter(|f| f.as_os_str() != "-") {
+        None => replay(io::stdin().lock(), output, &mut side),
         Some(path) => {
             let file = File::open(&path)
                 .map_err(|e| CliError::Other(format!("cannot read trace {}: {e}", path.display())))?;
-            replay(BufReader::new(file), output, &mut side)?
+            replay(BufReader::new(file), output, &mut side)
         }
     };
-    Ok(ExitCode::SUCCESS)
+    match replayed {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        // The trace is read from a file or a pipe, which never says "broken pipe": the
+        // answers' reader went away.
+        Err(ReplayError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => Err(CliError::OutputClosed),
+        Err(e) => Err(e.into()),
+    }
 }

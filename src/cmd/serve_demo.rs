@@ -20,6 +20,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::{CliError, print_json};
+use crate::out::noteln;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -116,7 +117,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let stats = server.stop();
     print_json(&Line::Summary(stats))?;
-    eprintln!("retryq serve-demo: {}", words(&stats));
+    noteln!("retryq serve-demo: {}", words(&stats));
     Ok(ExitCode::SUCCESS)
 }
 

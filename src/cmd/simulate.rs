@@ -78,11 +78,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         print_table(&mut out, &rows)
     };
-    match printed.and_then(|()| out.flush()) {
-        // A reader that stopped early (`| head`) is not an error of ours.
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    printed.and_then(|()| out.flush()).map_err(crate::out::stdout_failed)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn json(row: &Row) -> serde_json::Value {

@@ -11,6 +11,7 @@ use retryq_conformance::sqlite::stats_view;
 use retryq_model::{Reply, Response};
 
 use super::{CliError, Db, print_json};
+use crate::out::out;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -31,9 +32,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.json {
         print_json(&Response::Ok(Reply::Stats(stats_view(&stats))))?;
     } else if args.prometheus {
-        print!("{}", prometheus(&stats));
+        out!("{}", prometheus(&stats))?;
     } else {
-        print!("{}", human(&stats));
+        out!("{}", human(&stats))?;
     }
     Ok(ExitCode::SUCCESS)
 }

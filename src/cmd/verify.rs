@@ -15,6 +15,7 @@ use retryq_model::checker::Status;
 use retryq_model::model::{Bounds, QueueModel};
 
 use super::CliError;
+use crate::out::outln;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -55,7 +56,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         timed(|| generated(args.cases, args.seed)),
         timed(|| crashes(args.kills, args.seed)),
     ];
-    print_summary(&rows);
+    print_summary(&rows)?;
     Ok(if rows.iter().all(|r| r.verdict.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
@@ -185,20 +186,20 @@ fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn print_summary(rows: &[Row]) {
+fn print_summary(rows: &[Row]) -> Result<(), CliError> {
     let wide = rows.iter().map(|r| r.checked.len()).max().unwrap_or(0).max("checked".len());
-    println!("{:<12} {:<wide$} {:>8}  result", "stage", "checked", "seconds");
+    outln!("{:<12} {:<wide$} {:>8}  result", "stage", "checked", "seconds")?;
     for row in rows {
         let (mark, text) = match &row.verdict {
             Ok(text) => ("ok", text),
             Err(text) => ("FAIL", text),
         };
-        println!("{:<12} {:<wide$} {:>8.1}  {mark}: {text}", row.stage, row.checked, row.seconds);
+        outln!("{:<12} {:<wide$} {:>8.1}  {mark}: {text}", row.stage, row.checked, row.seconds)?;
     }
     let failed = rows.iter().filter(|r| r.verdict.is_err()).count();
     if failed == 0 {
-        println!("verify: all {} stages pass", rows.len());
+        outln!("verify: all {} stages pass", rows.len())
     } else {
-        println!("verify: {failed} of {} stages FAILED", rows.len());
+        outln!("verify: {failed} of {} stages FAILED", rows.len())
     }
 }

@@ -19,8 +19,11 @@ use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
 use retryq_worker::{Config, ConfigError, Exec, Http, MARGIN, Stop, Transport, WorkError};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::field::MakeExt;
 
 use super::{CliError, Db};
+use crate::out::noteln;
+use crate::printable::printable;
 
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("transport").required(true).args(["exec", "url"])))]
@@ -291,16 +294,33 @@ fn file_too_large(db: &Path, error: CliError) -> CliError {
 }
 
 /// Logs to standard error, filtered by `RUST_LOG` (default `info`).
+///
+/// A log line that cannot be written is dropped: the subscriber's own report of that would
+/// go to the same standard error, and panic (`work 2>/dev/full` died before claiming). And
+/// every field is printed through [`printable`]: ids and errors come from outside, and a
+/// newline or an escape sequence in one must not forge a log line or reach the terminal.
 fn init_logging() {
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
-            eprintln!("retryq: RUST_LOG={spec:?} is not a filter ({e}); logging at info");
+            noteln!("retryq: RUST_LOG={spec:?} is not a filter ({e}); logging at info");
             EnvFilter::new("info")
         }),
         Err(_) => EnvFilter::new("info"),
     };
+    // As the default formatter writes fields (the message bare, then `name=value`), but
+    // escaped.
+    let fields = tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let text = format!("{value:?}");
+        match field.name() {
+            "message" => write!(writer, "{}", printable(&text)),
+            name => write!(writer, "{name}={}", printable(&text)),
+        }
+    })
+    .delimited(" ");
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .fmt_fields(fields)
+        .log_internal_errors(false)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     // Only fails if a subscriber is already set, which then keeps logging.

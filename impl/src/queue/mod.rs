@@ -15,6 +15,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::{Error, Result};
+use crate::file;
 use crate::input;
 use crate::schema::{self, Found};
 
@@ -109,9 +110,12 @@ impl Queue {
     /// Opens the database at `path`.
     ///
     /// A file that is not a retryq database, or one of a newer schema, is refused and left
-    /// untouched.
+    /// untouched; so is a path SQLite must not open as a database (anything but a regular
+    /// file, a file with several names, a mount point of its own: see [`crate::Refusal`]).
+    /// `path` is always a path, never a SQLite URI or `:memory:`.
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Queue> {
         let path = path.as_ref();
+        let checked = file::before_open(path)?;
         let flags = if options.read_only {
             OpenFlags::SQLITE_OPEN_READ_ONLY
         } else if options.create {
@@ -119,7 +123,8 @@ impl Queue {
         } else {
             OpenFlags::SQLITE_OPEN_READ_WRITE
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags)?;
+        let conn = Connection::open_with_flags(checked.sqlite_path(), flags)?;
+        file::after_open(path, &checked)?;
         Queue::prepare(conn, path.to_path_buf(), options, true)
     }
 
