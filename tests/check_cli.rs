@@ -13,30 +13,38 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// One job: every property holds and every example is found but the two that need two jobs,
+/// so the check fails (exit 1) naming exactly those.
 #[test]
 fn json_report_has_every_property_with_its_kind_and_status() {
-    let output = retryq(&["check", "--jobs", "1", "--horizon", "5", "--json"]);
-    assert!(output.status.success(), "{}", stdout(&output));
+    let output = retryq(&["check", "--jobs", "1", "--json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
     let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).expect("one JSON object");
     for key in ["unique_states", "states", "max_depth"] {
         assert!(report[key].as_u64().is_some_and(|n| n > 0), "{key}");
     }
     assert!(report["seconds"].as_f64().is_some());
-    assert_eq!(report["unique_states"], 1478);
+    assert_eq!(report["unique_states"], 6053);
     let properties = report["properties"].as_array().expect("properties");
-    assert_eq!(properties.len(), 14);
+    assert_eq!(properties.len(), 38);
     let kinds = |kind: &str| properties.iter().filter(|p| p["kind"] == kind).count();
-    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (8, 1, 5));
+    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (20, 1, 17));
+    let two_jobs = ["a claim breaks a tie by first enqueue", "a claim takes a later-enqueued job due earlier"];
     for p in properties {
-        let expected = if p["kind"] == "sometimes" { "found" } else { "holds" };
+        let expected = match p["kind"].as_str() {
+            Some("sometimes") if two_jobs.iter().any(|name| p["name"] == *name) => "not_found",
+            Some("sometimes") => "found",
+            _ => "holds",
+        };
         assert_eq!(p["status"], expected, "{p}");
     }
+    assert!(!std::path::Path::new("retryq-counterexample.jsonl").exists(), "no file unless --out asks");
 }
 
 #[test]
 fn a_missing_example_fails_the_check() {
     // Up to 4 ms no job can be claimed again after its lease expires: no stale completion.
-    let output = retryq(&["check", "--horizon", "4", "--json"]);
+    let output = retryq(&["check", "--jobs", "1", "--horizon", "4", "--json"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(stdout(&output).contains(r#""status":"not_found""#));
 }
@@ -60,6 +68,7 @@ fn a_seeded_bug_gives_a_counterexample_that_replays_on_sqlite() {
     assert_eq!(output.status.code(), Some(1), "a violation fails the check");
     let report = stdout(&output);
     assert!(report.contains("violated  (counterexample: 2 steps)"), "{report}");
+    assert!(report.contains("seeded bug rollback-attempt-on-crash caught by"), "{report}");
     let trace = std::fs::read_to_string(&file).expect("counterexample written");
     let ops: Vec<&str> = trace.lines().filter(|l| l.starts_with('{')).collect();
     let model: Vec<&str> = trace.lines().filter_map(|l| l.strip_prefix("#   model: ")).collect();
@@ -80,6 +89,15 @@ fn list_bugs_names_every_bug_and_unknown_names_are_refused() {
     let listed = stdout(&output);
     for bug in retryq_model::Bug::ALL {
         assert!(listed.contains(bug.name()), "{bug}");
+    }
+    // Every bug, at the default bounds, through the binary: exit 1, its property violated.
+    for bug in retryq_model::Bug::ALL {
+        let output = retryq(&["check", "--bug", bug.name(), "--json"]);
+        assert_eq!(output.status.code(), Some(1), "{bug}");
+        let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).expect("JSON");
+        let properties = report["properties"].as_array().expect("properties");
+        let named = properties.iter().find(|p| p["name"] == bug.caught_by()).expect("its property");
+        assert_eq!(named["status"], "violated", "{bug}");
     }
     let output = retryq(&["check", "--bug", "no-such-bug"]);
     assert_eq!(output.status.code(), Some(2));

@@ -1,16 +1,22 @@
 //! `retryq check`: the model of SPEC.md checked exhaustively within bounds.
 //!
 //! Prints each property with its kind and status, the size of the search and its speed; a
-//! violated property's shortest counterexample is printed as a replayable trace and written
-//! to a file. Exit status 1 on any violation, and (checking the SPEC's store, not a seeded bug)
-//! on any `sometimes` property without an example.
+//! violated property's shortest counterexample is printed as a replayable trace, and written
+//! to a file when `--out` asks for one. On a terminal a progress line shows the search. Exit
+//! status 1 on any violation, and (checking the SPEC's store, not a seeded bug) on any
+//! `sometimes` property without an example. With `--bug`, the search stops after the level
+//! where the property that names the bug is decided (`--full` explores everything).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use retryq_model::Bug;
-use retryq_model::checker::{Finding, Report, Status};
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use retryq_model::checker::{Finding, Progress, Report, Status};
 use retryq_model::model::{Action, Bounds, QueueModel, World};
 use retryq_model::properties::Kind;
 use retryq_model::trace;
@@ -75,9 +81,13 @@ pub struct Args {
     /// Print one JSON object instead of the report.
     #[arg(long)]
     json: bool,
-    /// Where to write the first counterexample's trace.
-    #[arg(long, value_name = "FILE", default_value = "retryq-counterexample.jsonl")]
-    out: PathBuf,
+    /// Write the first counterexample's trace to FILE (it is printed either way).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// With --bug: explore the whole state space instead of stopping once the property that
+    /// names the bug is decided.
+    #[arg(long, requires = "bug")]
+    full: bool,
     /// Explore without symmetry reduction over workers (for comparison).
     #[arg(long)]
     no_symmetry: bool,
@@ -97,12 +107,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Some(n) => n as usize,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let report = model.check(threads, !args.no_symmetry);
-    let violations: Vec<&Finding<World, Action>> =
+    let until = if args.full { None } else { bug.map(Bug::caught_by) };
+    let line = ProgressLine::new(args.json);
+    let report = model.check_with(threads, !args.no_symmetry, &|p| line.show(p), until);
+    line.finish();
+    let mut violations: Vec<&Finding<World, Action>> =
         report.findings.iter().filter(|f| f.status == Status::Violated).collect();
-    let written = match violations.first() {
-        Some(first) => Some(write_counterexample(&model, first, &args.out)?),
-        None => None,
+    // A seeded bug's own property comes first: its counterexample is the one written.
+    violations.sort_by_key(|f| bug.is_none_or(|bug| f.name != bug.caught_by()));
+    let written = match (violations.first(), &args.out) {
+        (Some(first), Some(out)) => Some(write_counterexample(&model, first, out)?),
+        _ => None,
     };
     if args.json {
         outln!("{}", json_report(&report))?;
@@ -117,6 +132,38 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
     }
     Ok(if failed(&report, bug.is_some()) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// A progress line on standard error while a check runs, when standard error is a terminal
+/// (and the report is not JSON): states, states per second, depth, after each level.
+struct ProgressLine(Option<ProgressBar>);
+
+impl ProgressLine {
+    fn new(json: bool) -> ProgressLine {
+        if json || !std::io::stderr().is_terminal() {
+            return ProgressLine(None);
+        }
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+        bar.enable_steady_tick(Duration::from_millis(200));
+        ProgressLine(Some(bar))
+    }
+
+    fn show(&self, progress: &Progress) {
+        if let Some(bar) = &self.0 {
+            let rate = if progress.seconds > 0.0 { progress.states as f64 / progress.seconds } else { 0.0 };
+            bar.set_message(format!(
+                "depth {}: {} unique states, {} generated, {:.0} states/s, {:.0} s",
+                progress.depth, progress.unique_states, progress.states, rate, progress.seconds
+            ));
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// Any violation; or, for the SPEC's store, an example not found.
@@ -206,9 +253,19 @@ fn print_report(
     }
     let violated = report.findings.iter().filter(|f| f.status == Status::Violated).count();
     let missing = report.findings.iter().filter(|f| f.status == Status::NotFound).count();
+    if report.findings.iter().any(|f| f.status == Status::Unchecked) {
+        outln!(
+            "stopped after depth {} once \"{}\" was decided; `unchecked` properties were not explored further (--full explores all)",
+            report.max_depth,
+            model.bug.map_or("", Bug::caught_by)
+        )?;
+    }
     match (violated, missing, model.bug) {
         (0, 0, _) => outln!("check: every property holds and every example was found"),
         (0, _, Some(bug)) => outln!("check: seeded bug {bug} was NOT caught"),
+        (_, _, Some(bug)) if report.finding(bug.caught_by()).is_some_and(|f| f.status == Status::Violated) => {
+            outln!("check: FAILED, as it must: seeded bug {bug} caught by \"{}\"", bug.caught_by())
+        }
         (0, n, None) => outln!("check: FAILED: {n} sometimes-propert(ies) without an example"),
         (n, _, _) => outln!("check: FAILED: {n} propert(ies) violated"),
     }
