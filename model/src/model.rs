@@ -170,6 +170,26 @@ impl fmt::Display for Bounds {
     }
 }
 
+/// The `retry_delay` operations the hostile world asks for, as (attempt, base_ms, cap_ms,
+/// jitter). With budgets of 1 and 2 a completion computes only the delay after attempt 1, so
+/// the formula's doubling, its cap after several doublings, saturation and binary64's edges
+/// are asked of the store directly. `retry_delay` reads no state, so asking once, from the
+/// initial world, asks it everywhere.
+pub const DELAY_PROBES: [(u64, u64, u64, f64); 12] = [
+    (2, 100, 1000, 0.5),
+    (3, 100, 250, 0.5),
+    (3, 1, 1000, 1.0),
+    (4, 3, 1000, 1.0),
+    (64, 1, crate::MAX_INT, 1.0),
+    (1_000_000_000_000_000, 100, 1000, 1.0),
+    (2, 4, 3, 1.0),
+    (5, 0, 1000, 1.0),
+    (1, 10, 1000, 0.7),
+    (2, 2, 3, TWO_THIRDS),
+    (1, crate::MAX_INT, crate::MAX_INT, 0.818108110530233188),
+    (2, 100, 0, 1.0),
+];
+
 /// The payload every job is enqueued with; a re-enqueue with [`OTHER_PAYLOAD`] conflicts.
 pub const PAYLOAD: &str = "p";
 pub const OTHER_PAYLOAD: &str = "q";
@@ -398,6 +418,10 @@ pub enum Action {
     Get {
         job: usize,
     },
+    /// `retry_delay` with the arguments of [`DELAY_PROBES`]`[probe]`.
+    Delay {
+        probe: usize,
+    },
 }
 
 /// The bounded world, checking the store with `bug` (none by default).
@@ -484,6 +508,10 @@ impl QueueModel {
             Action::Invalid { class } => class.op(now, world.ghosts.len()),
             Action::Stats => Op::Stats { now },
             Action::Get { job } => Op::Get { id: job_name(job) },
+            Action::Delay { probe } => {
+                let (attempt, base_ms, cap_ms, jitter) = *DELAY_PROBES.get(probe)?;
+                Op::RetryDelay { attempt, base_ms, cap_ms, jitter }
+            }
         })
     }
 
@@ -823,6 +851,9 @@ impl Model for QueueModel {
             actions.extend(classes.map(|class| Action::Invalid { class }));
             actions.push(Action::Stats);
             actions.extend((0..world.ghosts.len()).map(|job| Action::Get { job }));
+            if now == 0 && world.ghosts.is_empty() {
+                actions.extend((0..DELAY_PROBES.len()).map(|probe| Action::Delay { probe }));
+            }
         }
     }
 

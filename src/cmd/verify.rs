@@ -168,7 +168,7 @@ fn model_check() -> Row {
 fn seeded_bugs() -> Row {
     let mut missed = Vec::new();
     for bug in Bug::ALL {
-        let report = QueueModel::new(Bounds::small_for(bug), Some(bug)).check(threads(), true);
+        let report = QueueModel::new(Bounds::small_for(bug), Some(bug)).show_bug(threads());
         if report.finding(bug.caught_by()).map(|f| f.status) != Some(Status::Violated) {
             missed.push(bug.name());
         }
