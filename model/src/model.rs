@@ -121,9 +121,10 @@ impl Bounds {
         }
     }
 
-    /// The `--deep` preset: three workers and a longer clock.
+    /// The `--deep` preset: budgets of 1 and 3, so that a completion computes the delay after
+    /// a second attempt (the window doubling, or capped) and a job can be claimed three times.
     pub fn deep() -> Self {
-        Bounds { workers: 3, horizon: 8, ..Bounds::default() }
+        Bounds { max_attempts: vec![1, 3], ..Bounds::default() }
     }
 
     /// The most claims any job can see in a store that keeps SPEC 4.1: the largest budget
@@ -186,7 +187,8 @@ pub const DELAY_PROBES: [(u64, u64, u64, f64); 12] = [
     (5, 0, 1000, 1.0),
     (1, 10, 1000, 0.7),
     (2, 2, 3, TWO_THIRDS),
-    (1, crate::MAX_INT, crate::MAX_INT, 0.818108110530233188),
+    // 0.818108110530233188, the binary64 value nearest it (SPEC 6.2).
+    (1, crate::MAX_INT, crate::MAX_INT, f64::from_bits(0x3fea_2df1_0f6a_3b05)),
     (2, 100, 0, 1.0),
 ];
 

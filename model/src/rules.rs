@@ -624,11 +624,11 @@ mod tests {
         assert_eq!(delay(1, 10, 1000, 0.7), 7, "10 × 0.7 rounds to 7.0 in binary64 (exactly 6.99…)");
         assert_eq!(delay(1, 3, 3, 0.6666666666666666), 2, "3 × fl(2/3) is a tie, to even: 2.0");
         assert_eq!(delay(1, 4, 3, 0.6666666666666666), 2, "cap 3 below base 4");
-        // A window of 2^53 − 1 and a jitter just below 1 lose the last bit.
-        assert_eq!(
-            delay(1, MAX_INT, MAX_INT, 0.818108110530233188),
-            (MAX_INT as f64 * 0.818108110530233188) as u64
-        );
+        // A window of 2^53 − 1: one ulp of jitter moves the delay by one.
+        let jitter = f64::from_bits(0x3fea_2df1_0f6a_3b05); // 0.818108110530233188
+        assert_eq!(delay(1, MAX_INT, MAX_INT, jitter), 7_368_862_763_465_476);
+        assert_eq!(delay(1, MAX_INT, MAX_INT, f64::from_bits(0x3fea_2df1_0f6a_3b04)), 7_368_862_763_465_475);
+        assert_eq!(exact_delay(1, 3, 3, 0.6666666666666666), 1, "exact arithmetic floors to 1");
     }
 
     /// The exact reading agrees with `f64` multiplication (which IEEE 754 rounds correctly) on

@@ -31,16 +31,17 @@ pub struct BoundsArgs {
     /// Check the store with this seeded bug (see --list-bugs).
     #[arg(long, value_name = "NAME", value_parser = parse_bug)]
     pub bug: Option<Bug>,
-    /// How many job ids [default: 2; --deep: 2].
+    /// How many job ids [default: 2].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
     pub jobs: Option<u64>,
-    /// How many workers [default: 2; --deep: 3].
+    /// How many workers [default: 2].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
     pub workers: Option<u64>,
-    /// The clock runs from 0 to N milliseconds [default: 6; --deep: 8].
+    /// The clock runs from 0 to N milliseconds [default: 5].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub horizon: Option<u64>,
-    /// The larger preset: three workers and a longer clock.
+    /// The larger preset: budgets of 1 and 3 instead of 1 and 2, so that completions compute
+    /// the delay after a second attempt.
     #[arg(long)]
     pub deep: bool,
 }
@@ -144,7 +145,10 @@ impl ProgressLine {
             return ProgressLine(None);
         }
         let bar = ProgressBar::new_spinner();
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
         bar.enable_steady_tick(Duration::from_millis(200));
         ProgressLine(Some(bar))
     }
@@ -263,7 +267,9 @@ fn print_report(
     match (violated, missing, model.bug) {
         (0, 0, _) => outln!("check: every property holds and every example was found"),
         (0, _, Some(bug)) => outln!("check: seeded bug {bug} was NOT caught"),
-        (_, _, Some(bug)) if report.finding(bug.caught_by()).is_some_and(|f| f.status == Status::Violated) => {
+        (_, _, Some(bug))
+            if report.finding(bug.caught_by()).is_some_and(|f| f.status == Status::Violated) =>
+        {
             outln!("check: FAILED, as it must: seeded bug {bug} caught by \"{}\"", bug.caught_by())
         }
         (0, n, None) => outln!("check: FAILED: {n} sometimes-propert(ies) without an example"),
