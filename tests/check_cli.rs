@@ -29,7 +29,8 @@ fn json_report_has_every_property_with_its_kind_and_status() {
     assert_eq!(properties.len(), 38);
     let kinds = |kind: &str| properties.iter().filter(|p| p["kind"] == kind).count();
     assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (20, 1, 17));
-    let two_jobs = ["a claim breaks a tie by first enqueue", "a claim takes a later-enqueued job due earlier"];
+    let two_jobs =
+        ["a claim breaks a tie by first enqueue", "a claim takes a later-enqueued job due earlier"];
     for p in properties {
         let expected = match p["kind"].as_str() {
             Some("sometimes") if two_jobs.iter().any(|name| p["name"] == *name) => "not_found",

@@ -58,6 +58,7 @@ fn frontier_traces(model: &QueueModel, depth: usize) -> (u64, Vec<Trace>) {
         }
     }
     let mut traces = Vec::new();
+    let mut ran: HashSet<String> = HashSet::new();
     let mut actions = Vec::new();
     for at in 0..=depth {
         let mut next = Vec::new();
@@ -76,7 +77,9 @@ fn frontier_traces(model: &QueueModel, depth: usize) -> (u64, Vec<Trace>) {
                     }
                 }
             }
-            if !grew {
+            // Paths that differ only in actions without an operation (a tick, a worker dying
+            // while it holds a claim) are one trace: it is run once.
+            if !grew && ran.insert(ops.iter().map(Op::to_json_line).collect::<Vec<_>>().join("\n")) {
                 let steps = ops.iter().cloned().map(Step::Op).collect();
                 traces.push(Trace { steps });
             }
