@@ -19,10 +19,13 @@ pub(crate) fn int(field: &'static str, value: u64) -> Result<u64> {
     Ok(value)
 }
 
-/// An id or a worker name: 1 … 256 bytes.
+/// An id or a worker name: 1 … 256 bytes, no NUL (SPEC 5.2, 6.21: a NUL cannot travel in a
+/// command line or an environment variable, so such a job could never be named by an operator
+/// nor run by `--exec`).
 pub(crate) fn name<'a>(field: &'static str, value: &'a str) -> Result<&'a str> {
     match value.len() {
         0 => Err(Error::invalid(field, "must not be empty")),
+        _ if value.contains('\0') => Err(Error::invalid(field, "must not contain NUL (U+0000)")),
         n if n > MAX_ID_BYTES => {
             Err(Error::invalid(field, format!("is {n} bytes, at most {MAX_ID_BYTES} allowed")))
         }
@@ -69,6 +72,8 @@ mod tests {
         assert!(name("id", &"x".repeat(256)).is_ok());
         assert!(name("id", &"x".repeat(257)).is_err());
         assert!(name("id", "").is_err());
+        assert!(name("id", "a\0b").is_err());
+        assert!(name("worker", "\0").is_err());
         // Bytes, not characters: 128 two-byte characters are 256 bytes.
         assert!(name("id", &"é".repeat(128)).is_ok());
         assert!(name("id", &"é".repeat(129)).is_err());

@@ -18,6 +18,8 @@ const MAX_BUDGET: u64 = (1 << 31) - 1;
 pub enum Invalid {
     /// `enqueue` with an empty `id`.
     EmptyId,
+    /// `enqueue` of an `id` holding a NUL (SPEC 6.21).
+    NulInId,
     /// `claim` by a worker named with 257 bytes.
     LongWorker,
     /// `reap` at `now` = 2^53, one above the largest integer.
@@ -49,8 +51,9 @@ pub enum Invalid {
 }
 
 impl Invalid {
-    pub const ALL: [Invalid; 14] = [
+    pub const ALL: [Invalid; 15] = [
         Invalid::EmptyId,
+        Invalid::NulInId,
         Invalid::LongWorker,
         Invalid::NowTooLarge,
         Invalid::ZeroBudget,
@@ -90,6 +93,7 @@ impl Invalid {
             |add_attempts: u64, deadline: u64| Op::Redrive { id: first.clone(), now, add_attempts, deadline };
         match self {
             Invalid::EmptyId => enqueue(String::new(), 1, now + 2),
+            Invalid::NulInId => enqueue(format!("{next}\0"), 1, now + 2),
             Invalid::LongWorker => Op::Claim { worker: "w".repeat(257), now },
             Invalid::NowTooLarge => Op::Reap { now: MAX_INT + 1 },
             Invalid::ZeroBudget => enqueue(next, 0, now + 2),

@@ -193,7 +193,7 @@ fn expect(jobs: &[Job], config: Config, op: &Op, first_enqueue: &dyn Fn(&str) ->
 /// SPEC 3.1 and 5.2: every argument of `op` in its range. Checked before anything is looked up.
 fn arguments_hold(op: &Op) -> bool {
     let int = |v: u64| v <= MAX_INT;
-    let name = |s: &str| (1..=256).contains(&s.len());
+    let name = |s: &str| (1..=256).contains(&s.len()) && !s.contains('\0');
     let budget = |v: u64| (1..=MAX_BUDGET).contains(&v);
     let ratio = |j: f64| (0.0..=1.0).contains(&j);
     // A jitter is checked whenever present, and required for `retryable` (SPEC 6.6).

@@ -23,10 +23,11 @@ pub fn int(field: &str, value: u64) -> Result<u64, Failure> {
     if value > MAX_INT { Err(invalid(field, format!("{value} is above 2^53-1"))) } else { Ok(value) }
 }
 
-/// An `id` or a `worker`: 1–256 bytes.
+/// An `id` or a `worker`: 1–256 bytes, no NUL (SPEC 6.21).
 pub fn name(field: &str, value: &str) -> Result<(), Failure> {
     match value.len() {
         0 => Err(invalid(field, "must not be empty")),
+        _ if value.contains('\0') => Err(invalid(field, "must not contain NUL")),
         n if n > MAX_NAME_BYTES => Err(invalid(field, format!("is {n} bytes, above {MAX_NAME_BYTES}"))),
         _ => Ok(()),
     }
@@ -95,6 +96,7 @@ mod tests {
         assert!(int("now", MAX_INT).is_ok());
         assert!(int("now", MAX_INT + 1).is_err());
         assert!(name("id", "").is_err());
+        assert!(name("id", "a\0").is_err());
         assert!(name("id", &"x".repeat(256)).is_ok());
         assert!(name("id", &"x".repeat(257)).is_err());
         assert!(name("id", &"é".repeat(129)).is_err(), "bytes, not characters");
