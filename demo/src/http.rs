@@ -298,11 +298,7 @@ fn read_before(stream: &mut TcpStream, deadline: Instant, buf: &mut [u8]) -> io:
         match stream.read(buf) {
             Ok(n) => return Ok(Some(n)),
             // Timed out (the loop sees the deadline passed) or interrupted: again.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if again(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -319,15 +315,17 @@ fn write_before(stream: &mut TcpStream, deadline: Instant, mut bytes: &[u8]) -> 
         match stream.write(bytes) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
             Ok(n) => bytes = bytes.get(n..).unwrap_or_default(),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if again(&e) => {}
             Err(e) => return Err(e),
         }
     }
     Ok(())
+}
+
+/// A socket error that only means "not yet": a timeout the caller's deadline decides about,
+/// or an interrupted call.
+fn again(e: &io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
 }
 
 /// The reason phrase of a status the warehouse may answer with (any 4xx or 5xx can be

@@ -16,7 +16,7 @@ pub fn retry_delay(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 
 
 /// `min(cap_ms, base_ms * 2^(attempt - 1))` computed exactly: the doubling saturates at the
 /// cap instead of overflowing, so attempt 10^15 is as fine as attempt 1.
-fn window(attempt: u64, base_ms: u64, cap_ms: u64) -> u64 {
+pub(crate) fn window(attempt: u64, base_ms: u64, cap_ms: u64) -> u64 {
     if base_ms == 0 {
         return 0;
     }

@@ -624,11 +624,13 @@ mod seeded {
 
     /// The delay with one of the formula bugs.
     pub fn delay(bug: Bug, attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 {
-        let doubled = u128::from(base_ms) << attempt.saturating_sub(1).min(64);
-        let window = doubled.min(u128::from(cap_ms)) as f64;
+        let window = crate::delay::window(attempt, base_ms, cap_ms);
         match bug {
-            Bug::RoundDelay => (window * jitter).round() as u64,
-            Bug::JitterBeforeCap => ((doubled as f64 * jitter).floor() as u64).min(cap_ms),
+            Bug::RoundDelay => (window as f64 * jitter).round() as u64,
+            Bug::JitterBeforeCap => {
+                let doubled = u128::from(base_ms) << attempt.saturating_sub(1).min(64);
+                ((doubled as f64 * jitter).floor() as u64).min(cap_ms)
+            }
             // Exact: the binary64 jitter is m * 2^e; floor(window * m / 2^-e) in integers.
             _ => {
                 let bits = jitter.to_bits();
@@ -638,7 +640,7 @@ mod seeded {
                     return 0;
                 }
                 let shift = (1075 - exponent) as u32;
-                let product = (window as u128) * u128::from(mantissa);
+                let product = u128::from(window) * u128::from(mantissa);
                 if shift >= 128 { 0 } else { (product >> shift) as u64 }
             }
         }

@@ -282,13 +282,14 @@ fn apply(
             let after = after.unwrap_or(*now);
             // SPEC 3.5 and 6.7: a crash is a claim and nothing else; otherwise the clock check
             // comes first, then the outcome. Both errors report on a claim that applied.
-            let classified = match outcome {
-                RunOutcome::Crash => return Ok(Reply::Crashed { id, attempt }),
-                _ if after < *now => return Err(Failure::RanClockWentBackwards { id, attempt }),
-                RunOutcome::Unknown => return Err(Failure::UnknownError { id, attempt }),
-                RunOutcome::Ok => Outcome::Ok,
-                RunOutcome::Retryable => Outcome::Retryable,
-                RunOutcome::Permanent => Outcome::Permanent,
+            if *outcome == RunOutcome::Crash {
+                return Ok(Reply::Crashed { id, attempt });
+            }
+            if after < *now {
+                return Err(Failure::RanClockWentBackwards { id, attempt });
+            }
+            let Some(classified) = outcome.classified() else {
+                return Err(Failure::UnknownError { id, attempt });
             };
             match complete(jobs, config, worker, &id, attempt, classified, after, jitter.unwrap_or(0.0))? {
                 Reply::Done => Ok(Reply::RanDone { id, attempt }),
@@ -550,13 +551,7 @@ fn may_become(b: &Job, a: &Job, op: &Op, config: Config) -> bool {
             (false, None, Some((outcome, now)))
         }
         Op::RunOnce { now, after, outcome, .. } => {
-            let outcome = match outcome {
-                RunOutcome::Ok => Some(Outcome::Ok),
-                RunOutcome::Retryable => Some(Outcome::Retryable),
-                RunOutcome::Permanent => Some(Outcome::Permanent),
-                RunOutcome::Unknown | RunOutcome::Crash => None,
-            };
-            (true, Some(now), outcome.map(|o| (o, after.unwrap_or(now))))
+            (true, Some(now), outcome.classified().map(|o| (o, after.unwrap_or(now))))
         }
         _ => (false, None, None),
     };
