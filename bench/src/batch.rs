@@ -25,7 +25,7 @@ pub fn measure(dir: &Path, k: usize, window: Duration, round: usize) -> Result<f
             name.push('-');
             name.push_str(&cycle.to_string());
         }
-        let now = now_ms();
+        let now = now_ms()?;
         let new: Vec<NewJob<'_>> = names
             .iter()
             .map(|id| NewJob { id, payload: PAYLOAD, max_attempts: 5, deadline: now + 3_600_000, now })
@@ -33,9 +33,9 @@ pub fn measure(dir: &Path, k: usize, window: Duration, round: usize) -> Result<f
         for result in queue.enqueue_many(&new)? {
             result?;
         }
-        let now = now_ms();
+        let now = now_ms()?;
         let claimed = queue.claim_batch("w1", now, k)?;
-        let now = now_ms().max(now);
+        let now = now_ms()?.max(now);
         let completions: Vec<Completion<'_>> = claimed
             .iter()
             .map(|c| Completion {

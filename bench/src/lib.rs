@@ -43,6 +43,8 @@ pub enum BenchError {
     Io(#[from] std::io::Error),
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("clock: {0}")]
+    Clock(#[from] retryq_core::ClockError),
     #[error("worker process: {0}")]
     Worker(String),
     #[error("setup: {0}")]

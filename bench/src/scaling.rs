@@ -12,7 +12,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use retryq::{Completion, MAX_ATTEMPTS, MAX_INT, NewJob, Outcome, Queue};
+use retryq::{Completion, NewJob, Outcome, Queue};
+use retryq_core::{MAX_ATTEMPTS, MAX_INT};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use crate::BenchError;

@@ -114,6 +114,15 @@ impl Error {
     }
 }
 
+/// The shared delay formula's refusal is the queue's `invalid_input`, field and reason
+/// unchanged, so the codes and messages the command line and the replay traces print stay
+/// what they were before the formula moved to `retryq-core`.
+impl From<retryq_core::DelayError> for Error {
+    fn from(e: retryq_core::DelayError) -> Error {
+        Error::invalid(e.field(), e.reason())
+    }
+}
+
 /// Why [`Queue::run_once`](crate::Queue::run_once) did not record an outcome.
 ///
 /// In every case but [`RunError::Queue`] before the claim, an attempt was spent and the job

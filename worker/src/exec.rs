@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn a_command_that_ignores_a_large_payload_does_not_block() {
-        let payload = "x".repeat(retryq::MAX_PAYLOAD_BYTES);
+        let payload = "x".repeat(retryq_core::MAX_PAYLOAD_BYTES);
         let r = Exec::new("exit 0").attempt(&job("a", 1, &payload), &Window::new(Duration::from_secs(5)));
         assert_eq!(r, Ok(Report::from(Outcome::Ok)));
     }

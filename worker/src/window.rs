@@ -164,7 +164,7 @@ mod tests {
         assert!(left <= 10 * S && left > 9 * S, "{left:?}");
         assert_eq!(Window::new(Duration::ZERO).left(), (Duration::ZERO, Cut::Timeout));
         // A timeout of 2^53 - 1 ms is not an instant in the future to overflow.
-        assert_eq!(Window::new(Duration::from_millis(retryq::MAX_INT)).left().1, Cut::Timeout);
+        assert_eq!(Window::new(Duration::from_millis(retryq_core::MAX_INT)).left().1, Cut::Timeout);
     }
 
     #[test]

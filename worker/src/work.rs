@@ -58,7 +58,7 @@ impl Config {
     /// grace and the [`MARGIN`] (see [`crate::Window`] for the argument).
     pub fn validate(&self, grace: Duration) -> Result<(), ConfigError> {
         self.settings.validate().map_err(ConfigError::Settings)?;
-        if self.worker.is_empty() || self.worker.len() > retryq::MAX_ID_BYTES {
+        if self.worker.is_empty() || self.worker.len() > retryq_core::MAX_ID_BYTES {
             return Err(ConfigError::Worker { bytes: self.worker.len() });
         }
         if self.timeout.is_zero() {

@@ -191,9 +191,11 @@ impl Queue {
         Ok(value)
     }
 
-    /// Runs `f` in one read transaction, so that it sees a single snapshot.
-    pub(crate) fn read<T>(&mut self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    /// Runs `f` in one read transaction, so that it sees a single snapshot. A shared borrow
+    /// is enough: `f` only reads, and a `Queue` is used by one thread at a time (a nested
+    /// transaction would be refused by SQLite, not corrupt anything).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred)?;
         let value = f(&tx)?;
         tx.finish()?;
         Ok(value)
