@@ -16,9 +16,8 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use retryq_model::checker::{Finding, Progress, Report, Status};
+use retryq_model::checker::{CheckReport, Finding, Kind, Progress, Status};
 use retryq_model::model::{Action, Bounds, QueueModel, World};
-use retryq_model::properties::Kind;
 use retryq_model::trace;
 use serde::Serialize;
 
@@ -171,7 +170,7 @@ impl ProgressLine {
 }
 
 /// Any violation; or, for the SPEC's store, an example not found.
-pub fn failed(report: &Report<World, Action>, seeded_bug: bool) -> bool {
+pub fn failed(report: &CheckReport<World, Action>, seeded_bug: bool) -> bool {
     report
         .findings
         .iter()
@@ -194,7 +193,7 @@ struct JsonProperty<'a> {
     status: &'a str,
 }
 
-fn json_report(report: &Report<World, Action>) -> String {
+fn json_report(report: &CheckReport<World, Action>) -> String {
     let json = JsonReport {
         unique_states: report.unique_states,
         states: report.states,
@@ -219,7 +218,7 @@ fn store_line(model: &QueueModel) -> String {
 
 fn print_report(
     model: &QueueModel,
-    report: &Report<World, Action>,
+    report: &CheckReport<World, Action>,
     threads: usize,
     symmetry: bool,
 ) -> Result<(), CliError> {
