@@ -53,24 +53,38 @@ impl Model for QueueModel {
     }
 
     /// The step's trace line (the operation and the model's answer), what each worker holds
-    /// afterwards, then the whole world.
+    /// afterwards, then the whole world. When the model steps to representatives and the
+    /// world reached had its workers renumbered, both holdings are shown: the step's, and the
+    /// representative's, which is the state shown and explored further.
     fn format_step(&self, world: &World, action: Action) -> Option<String> {
         let line = trace::step_line(self, world, &action);
+        let (reached, _) = self.step(world, &action)?;
         let next = self.next_world(world, &action)?;
         let mut text = trace::render(&[line]);
-        for (worker, held) in next.workers.iter().enumerate() {
-            let holds = match held {
-                Some(held) => format!(
-                    "holds {} (attempt {}, lease until {})",
-                    job_name(held.job),
-                    held.attempt,
-                    held.lease_until
-                ),
-                None => "holds nothing".into(),
-            };
-            text.push_str(&format!("# {} {holds}\n", worker_name(worker)));
+        text.push_str(&holdings(&reached));
+        if next.workers != reached.workers {
+            text.push_str("# as its representative, with workers renumbered:\n");
+            text.push_str(&holdings(&next));
         }
         text.push_str(&format!("\n{next:#?}"));
         Some(text)
     }
+}
+
+/// What each worker holds in `world`, one comment line each, by name.
+fn holdings(world: &World) -> String {
+    let mut text = String::new();
+    for (worker, held) in world.workers.iter().enumerate() {
+        let holds = match held {
+            Some(held) => format!(
+                "holds {} (attempt {}, lease until {})",
+                job_name(held.job),
+                held.attempt,
+                held.lease_until
+            ),
+            None => "holds nothing".into(),
+        };
+        text.push_str(&format!("# {} {holds}\n", worker_name(worker)));
+    }
+    text
 }
