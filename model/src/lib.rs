@@ -10,7 +10,7 @@
 //!    and the same thing; beside it, the generic breadth-first [`checker`], which knows
 //!    nothing of the queue;
 //! 2. the seeded bugs ([`bug`]), plain names the store can be told to make;
-//! 3. the reference store ([`reference`]): a pure step function over those operations, the
+//! 3. the reference store ([`reference`](mod@reference)): a pure step function over those operations, the
 //!    conformance harness's oracle;
 //! 4. the transition rules ([`rules`]): the contract read a second time, never calling the
 //!    store;
