@@ -9,6 +9,12 @@
 //! Jobs are kept in a `Vec` in the order of their first enqueue, which is claim's tie-break.
 //! A job's [`Phase`] carries the fields that exist only in that status: `available_at` for
 //! pending, the owner, claim time and lease expiry for leased, the reason for dead.
+//!
+//! Layer: the reference store, above the SPEC's vocabulary ([`crate::op`],
+//! [`crate::response`], [`crate::validate`], [`crate::delay`]) and the seeded bugs it consults
+//! ([`crate::bug`]). It may not reach up to the rules, the world, the properties or the
+//! checker: it is the conformance harness's oracle, and an oracle that depended on the checker
+//! hunting its bugs would be judged by itself.
 
 use crate::bug::Bug;
 use crate::delay::retry_delay;
