@@ -20,6 +20,7 @@ pub mod serve_demo;
 pub mod simulate;
 pub mod stats;
 pub mod verify;
+pub mod view;
 pub mod work;
 
 use std::path::{Path, PathBuf};

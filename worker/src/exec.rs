@@ -73,8 +73,8 @@ impl Exec {
         command
             .arg("-c")
             .arg(&self.command)
-            .env("RETRYQ_JOB_ID", &job.id)
-            .env("RETRYQ_ATTEMPT", job.attempt.to_string())
+            .env("RETRYQ_JOB_ID", job.id())
+            .env("RETRYQ_ATTEMPT", job.attempt().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::inherit())
             .stderr(Stdio::piped())
@@ -320,11 +320,11 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use retryq::Lease;
 
     fn job(id: &str, attempt: u64, payload: &str) -> Claimed {
         Claimed {
-            id: id.into(),
-            attempt,
+            lease: Lease::new("w", id, attempt),
             lease_until: 0,
             payload: payload.into(),
             deadline: 0,
