@@ -16,6 +16,8 @@
 //! Every figure is a median of several runs; every ratio pairs runs taken next to each
 //! other. [`run`] does it all; [`render`] prints the table; the report serialises to JSON.
 
+#![forbid(unsafe_code)]
+
 pub mod batch;
 pub mod checker;
 pub mod floor;

@@ -13,6 +13,8 @@
 //!   shrinks the first divergence; [`crash`] kills a replaying process at random points and
 //!   checks the file it leaves.
 
+#![forbid(unsafe_code)]
+
 pub mod compare;
 pub mod crash;
 pub mod exhaustive;

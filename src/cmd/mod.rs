@@ -19,6 +19,7 @@ pub mod replay;
 pub mod serve_demo;
 pub mod simulate;
 pub mod stats;
+pub mod trampoline;
 pub mod verify;
 pub mod view;
 pub mod work;
