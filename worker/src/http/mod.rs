@@ -86,6 +86,7 @@ impl Default for HttpOptions {
 
 /// A transport that cannot be built from what it was given.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     #[error("at least one URL is needed")]
     NoUrl,
