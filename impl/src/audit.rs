@@ -599,8 +599,7 @@ mod tests {
         }
         let run = |q: &mut Queue, now: u64, outcome: Outcome| {
             let c = q.claim("w1", now).expect("claim").expect("claimed");
-            q.complete(&Completion::new(&Lease::new("w1", c.id(), c.attempt()), outcome, now + 1, 0.5))
-                .expect("complete");
+            q.complete(&Completion::new(&c.lease, outcome, now + 1, 0.5)).expect("complete");
         };
         run(&mut q, 0, Outcome::Retryable); // ok: retry at 1 + 50
         run(&mut q, 1, Outcome::Permanent); // perm

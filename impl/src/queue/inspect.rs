@@ -225,14 +225,12 @@ mod tests {
         assert_eq!(q.next_due().expect("next"), Some(20));
         let b = q.claim("w", 40).expect("claim").expect("b");
         assert_eq!(q.next_due().expect("next"), Some(1030));
-        q.complete(&Completion::new(&Lease::new("w", b.id(), b.attempt()), Outcome::Retryable, 50, 1.0))
-            .expect("retry");
+        q.complete(&Completion::new(&b.lease, Outcome::Retryable, 50, 1.0)).expect("retry");
         assert_eq!(q.next_due().expect("next"), Some(150), "b's retry at 50 + 100");
         q.complete(&Completion::new(&Lease::new("w", "a", 1), Outcome::Ok, 60, 0.0)).expect("done");
         q.complete(&Completion::new(&Lease::new("w", "b", 1), Outcome::Ok, 60, 0.0)).unwrap_err();
         let b = q.claim("w", 150).expect("claim").expect("b again");
-        q.complete(&Completion::new(&Lease::new("w", b.id(), b.attempt()), Outcome::Permanent, 151, 0.0))
-            .expect("dead");
+        q.complete(&Completion::new(&b.lease, Outcome::Permanent, 151, 0.0)).expect("dead");
         assert_eq!(q.next_due().expect("next"), None, "done and dead jobs need nobody");
     }
 
@@ -258,8 +256,7 @@ mod tests {
         }
         for outcome in [Outcome::Permanent, Outcome::Ok, Outcome::Permanent] {
             let c = q.claim("w", 1).expect("claim").expect("claimed");
-            q.complete(&Completion::new(&Lease::new("w", c.id(), c.attempt()), outcome, 1, 0.0))
-                .expect("complete");
+            q.complete(&Completion::new(&c.lease, outcome, 1, 0.0)).expect("complete");
         }
         q.reap(5000).expect("reap");
         let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();

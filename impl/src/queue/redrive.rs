@@ -151,8 +151,7 @@ mod tests {
         }
         for outcome in [Outcome::Permanent, Outcome::Retryable] {
             let c = q.claim("w", 1).expect("claim").expect("claimed");
-            q.complete(&Completion::new(&Lease::new("w", c.id(), c.attempt()), outcome, 1, 0.0))
-                .expect("complete");
+            q.complete(&Completion::new(&c.lease, outcome, 1, 0.0)).expect("complete");
         }
         // a permanent, b exhausted, c and d still pending.
         let err = q
@@ -195,8 +194,7 @@ mod tests {
         q.redrive(&Redrive { id: "a", add_attempts: MAX_ATTEMPTS, deadline: 900, now: 500 })
             .expect("redrive");
         let c = q.claim("w", 500).expect("claim").expect("a");
-        q.complete(&Completion::new(&Lease::new("w", c.id(), c.attempt()), Outcome::Permanent, 500, 0.0))
-            .expect("complete");
+        q.complete(&Completion::new(&c.lease, Outcome::Permanent, 500, 0.0)).expect("complete");
         let results = q
             .redrive_dead(&RedriveDead { reason: None, add_attempts: MAX_ATTEMPTS, deadline: 900, now: 600 })
             .expect("redrive");
