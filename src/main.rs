@@ -6,6 +6,8 @@
 //! the calling side, and its simulation), `worker/` (the worker loop and its transports) and
 //! `demo/` (the receiving end of the HTTP demo).
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod out;
 mod printable;
@@ -63,6 +65,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|first| first == cmd::trampoline::NAME) {
+        return cmd::trampoline::run(args);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Enqueue(args) => cmd::enqueue::run(args),

@@ -36,17 +36,8 @@ pub fn measure(dir: &Path, k: usize, window: Duration, round: usize) -> Result<f
         let now = now_ms()?;
         let claimed = queue.claim_batch("w1", now, k)?;
         let now = now_ms()?.max(now);
-        let completions: Vec<Completion<'_>> = claimed
-            .iter()
-            .map(|c| Completion {
-                worker: "w1",
-                id: &c.id,
-                attempt: c.attempt,
-                outcome: Outcome::Ok,
-                now,
-                jitter: 0.0,
-            })
-            .collect();
+        let completions: Vec<Completion<'_>> =
+            claimed.iter().map(|c| Completion::new(&c.lease, Outcome::Ok, now, 0.0)).collect();
         for result in queue.complete_batch(&completions)? {
             result?;
         }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use retryq::{NewJob, Outcome, Queue};
+use retryq::{Completion, NewJob, Outcome, Queue};
 use serde::{Deserialize, Serialize};
 
 use crate::{BenchError, floor};
@@ -103,14 +103,7 @@ pub fn worker_main(spec: &str) -> Result<(), BenchError> {
                 let now = now_ms()?;
                 match queue.claim(&spec.name, now)? {
                     Some(job) => {
-                        queue.complete(
-                            &spec.name,
-                            &job.id,
-                            job.attempt,
-                            Outcome::Ok,
-                            now_ms()?.max(now),
-                            0.0,
-                        )?;
+                        queue.complete(&Completion::new(&job.lease, Outcome::Ok, now_ms()?.max(now), 0.0))?;
                         jobs += 1;
                     }
                     None => misses += 1,

@@ -685,7 +685,7 @@ impl Findings<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{NewJob, Outcome, Settings};
+    use crate::{Completion, Lease, NewJob, Outcome, Redrive, Settings};
 
     /// A queue where every kind of transition happened: enqueue, claims, a retry, done,
     /// dead by each reason, a reap of a pending job, a crash reclaimed after its lease, a
@@ -698,24 +698,25 @@ mod tests {
         }
         let run = |q: &mut Queue, now: u64, outcome: Outcome| {
             let c = q.claim("w1", now).expect("claim").expect("claimed");
-            q.complete("w1", &c.id, c.attempt, outcome, now + 1, 0.5).expect("complete");
+            q.complete(&Completion::new(&c.lease, outcome, now + 1, 0.5)).expect("complete");
         };
         run(&mut q, 0, Outcome::Retryable); // ok: retry at 1 + 50
         run(&mut q, 1, Outcome::Permanent); // perm
         run(&mut q, 2, Outcome::Retryable); // exh: exhausted
         let c = q.claim("w3", 10).expect("claim").expect("claimed");
-        assert_eq!(c.id, "crash");
-        q.record_error("w3", "crash", c.attempt, "exit 3", None).expect("note"); // then w3 dies
+        assert_eq!(c.id(), "crash");
+        q.record_error(&Lease::new("w3", "crash", c.attempt()), "exit 3", None).expect("note"); // then w3 dies
         let c = q.claim("w2", 60).expect("claim").expect("claimed");
-        assert_eq!(c.id, "ok");
-        q.complete("w2", "ok", c.attempt, Outcome::Ok, 61, 0.0).expect("done");
+        assert_eq!(c.id(), "ok");
+        q.complete(&Completion::new(&Lease::new("w2", "ok", c.attempt()), Outcome::Ok, 61, 0.0))
+            .expect("done");
         q.enqueue(&NewJob { id: "late", payload: "", max_attempts: 3, deadline: 300, now: 100 })
             .expect("enqueue");
         assert_eq!(q.reap(300).expect("reap"), 1, "late: dead(deadline) while pending");
         let again = q.claim("w4", 1010).expect("claim").expect("reclaimed at expiry");
-        assert_eq!((again.id.as_str(), again.attempt), ("crash", 2));
-        q.complete("w4", "crash", 2, Outcome::Ok, 1011, 0.0).expect("done");
-        q.redrive("perm", 1400, 2, 20_000).expect("redrive");
+        assert_eq!((again.id(), again.attempt()), ("crash", 2));
+        q.complete(&Completion::new(&Lease::new("w4", "crash", 2), Outcome::Ok, 1011, 0.0)).expect("done");
+        q.redrive(&Redrive { id: "perm", add_attempts: 2, deadline: 20_000, now: 1400 }).expect("redrive");
         q
     }
 

@@ -11,6 +11,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Why a queue operation did not apply. Each variant but [`Error::Storage`] is a decision
 /// the queue made on purpose, and left the database exactly as it was.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An argument was out of its range or of the wrong shape. Arguments are checked before
     /// any lookup, so this comes first even when the job does not exist.
@@ -53,6 +54,7 @@ pub enum Error {
 
 /// The kind of an [`Error`], as SPEC section 5 names it (`invalid_input`, `conflict`, …).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     InvalidInput,
     Conflict,
@@ -128,6 +130,7 @@ impl From<retryq_core::DelayError> for Error {
 /// In every case but [`RunError::Queue`] before the claim, an attempt was spent and the job
 /// stays leased until its lease expires.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError<E> {
     /// The queue refused or failed (before the claim, or when recording the outcome).
     #[error(transparent)]

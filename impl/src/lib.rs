@@ -27,6 +27,8 @@
 //! The semantics are those of the project's `SPEC.md`; this crate is one of its two readings
 //! (the other, the model, never shares code with it).
 
+#![forbid(unsafe_code)]
+
 mod audit;
 mod delay;
 mod error;
@@ -41,9 +43,9 @@ pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use file::{FileKind, Refusal};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
-pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status};
+pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
 pub use queue::{
-    Claimed, Completed, Completion, Enqueued, HistoryEntry, NewJob, OpenOptions, Queue, Ran, Settings, Stats,
-    Synchronous,
+    Claimed, Completed, Completion, Enqueued, HistoryEntry, Lease, NewJob, OpenOptions, Queue, Ran, Redrive,
+    RedriveDead, Settings, Stats, Synchronous,
 };
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};

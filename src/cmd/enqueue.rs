@@ -48,6 +48,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let (response, code) = match queue.enqueue(&job) {
         Ok(Enqueued::New) => (Response::Ok(Reply::Enqueued), ExitCode::SUCCESS),
         Ok(Enqueued::Existing) => (Response::Ok(Reply::Existing), ExitCode::SUCCESS),
+        Ok(other) => {
+            return Err(CliError::Other(format!(
+                "the queue answered {other:?}, which this command does not name"
+            )));
+        }
         Err(retryq::Error::Conflict { .. }) => (Response::Err(Failure::Conflict), ExitCode::FAILURE),
         Err(retryq::Error::InvalidInput { field, reason }) => {
             return Err(CliError::flag(&format!("--{}", field.replace('_', "-")), reason));

@@ -19,7 +19,9 @@ pub mod replay;
 pub mod serve_demo;
 pub mod simulate;
 pub mod stats;
+pub mod trampoline;
 pub mod verify;
+pub mod view;
 pub mod work;
 
 use std::path::{Path, PathBuf};

@@ -207,7 +207,8 @@ fn numbers(flag: &str, text: Option<&str>, default: &[u64]) -> Result<Vec<u64>, 
 /// The transport the flags name.
 fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
     if let Some(command) = &args.exec {
-        return Ok(Box::new(Exec::new(command.clone()).with_stop(stop)));
+        let trampoline = super::trampoline::this_binary()?;
+        return Ok(Box::new(Exec::new(command.clone()).with_stop(stop).with_trampoline(trampoline)));
     }
     let options = args.http.options()?;
     let statuses = options.statuses.to_string();

@@ -39,6 +39,7 @@ pub const POLL: Duration = Duration::from_millis(50);
 
 /// What ends an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Cut {
     /// Its timeout, or the job's deadline.
     Timeout,

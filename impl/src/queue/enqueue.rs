@@ -22,6 +22,7 @@ pub struct NewJob<'a> {
 
 /// What `enqueue` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Enqueued {
     /// A new job, pending from `now`.
     New,
