@@ -34,8 +34,8 @@ use crate::printable::printable;
 pub struct Args {
     #[command(flatten)]
     db: Db,
-    /// The worker's name (1 to 256 bytes, less 20 for the suffix): leases are held under
-    /// NAME.PID-RANDOM, unique to this process, logged at start.
+    /// The worker's name: leases are held under NAME.PID-RANDOM, unique to this process and
+    /// logged at start; with the suffix it must fit in 256 bytes (236 always does).
     #[arg(long, value_name = "NAME", value_parser = super::name)]
     worker: String,
     /// Attempts in flight at once. The default, 16, suits I/O-bound work (a command or
