@@ -12,7 +12,7 @@ mod printable;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// A durable retry queue on SQLite whose correctness claims are checked.
 #[derive(Parser)]
@@ -63,7 +63,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = cmd::usage::help_usage_after_errors(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Enqueue(args) => cmd::enqueue::run(args),
         Command::Work(args) => cmd::work::run(args),
