@@ -13,7 +13,6 @@
 
 use std::io::{self, IsTerminal, Read};
 use std::process::ExitCode;
-
 use std::time::{Duration, SystemTime};
 
 use retryq::{Enqueued, MAX_ATTEMPTS, MAX_PAYLOAD_BYTES, NewJob};
