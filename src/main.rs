@@ -14,7 +14,7 @@ mod printable;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// A durable retry queue on SQLite whose correctness claims are checked.
 #[derive(Parser)]
@@ -69,7 +69,8 @@ fn main() -> ExitCode {
     if args.nth(1).is_some_and(|first| first == cmd::trampoline::NAME) {
         return cmd::trampoline::run(args);
     }
-    let cli = Cli::parse();
+    let matches = cmd::usage::help_usage_after_errors(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Enqueue(args) => cmd::enqueue::run(args),
         Command::Work(args) => cmd::work::run(args),
