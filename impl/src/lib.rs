@@ -29,6 +29,8 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "tokio")]
+mod asynch;
 mod audit;
 mod delay;
 mod error;
@@ -38,6 +40,8 @@ mod job;
 mod queue;
 mod schema;
 
+#[cfg(feature = "tokio")]
+pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
@@ -46,6 +50,9 @@ pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
 pub use queue::{
     Claimed, Completed, Completion, Enqueued, HistoryEntry, Lease, NewJob, OpenOptions, Queue, Ran, Redrive,
-    RedriveDead, Settings, Stats, Synchronous,
+    RedriveDead, Settings, Stats, Synchronous, enqueue_in,
 };
-pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+/// The `rusqlite` this crate is built on: open the application's connection with it, so that
+/// the [`rusqlite::Transaction`] given to [`enqueue_in`] is of the same version.
+pub use rusqlite;
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION, install};
