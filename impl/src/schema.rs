@@ -188,17 +188,32 @@ const TAKEN: &str = "
 /// so: the journal mode is the file's). The connection must not be inside a transaction.
 pub fn install(conn: &Connection) -> Result<()> {
     let path = path_of(conn);
+    // Checked before the journal mode changes, so that a refusal leaves the file as it was.
+    if !needs_schema(conn, &path)? {
+        return Ok(());
+    }
     if conn.path().is_some_and(|p| !p.is_empty()) {
         crate::queue::set_wal(conn)?;
     }
-    let refuse = |why: String| Error::NotRetryq { path: path.clone(), why };
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-    let application_id: i64 = tx.pragma_query_value(None, "application_id", |row| row.get(0))?;
-    let version: i64 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    // Again under the write lock: another connection may have installed it meanwhile.
+    if needs_schema(&tx, &path)? {
+        write(&tx)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Whether [`install`] has the schema to write (`false`: the file has it already, checked
+/// as an open checks it), or [`Error::NotRetryq`] if the file cannot take it.
+fn needs_schema(conn: &Connection, path: &Path) -> Result<bool> {
+    let refuse = |why: String| Error::NotRetryq { path: path.to_path_buf(), why };
+    let application_id: i64 = conn.pragma_query_value(None, "application_id", |row| row.get(0))?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if application_id == APPLICATION_ID {
         // Ours already: the same checks as any open (a newer or an unknown version).
-        inspect(&tx, &path)?;
-        return Ok(());
+        inspect(conn, path)?;
+        return Ok(false);
     }
     if application_id != 0 || version != 0 {
         return Err(refuse(format!(
@@ -206,31 +221,31 @@ pub fn install(conn: &Connection) -> Result<()> {
              application uses them, and retryq recognises its schema by both"
         )));
     }
-    let taken: Option<String> = tx.query_row(TAKEN, [], |row| row.get(0))?;
-    if let Some(taken) = taken {
-        return Err(refuse(format!("the database already has objects named {taken}")));
+    let taken: Option<String> = conn.query_row(TAKEN, [], |row| row.get(0))?;
+    match taken {
+        Some(taken) => Err(refuse(format!("the database already has objects named {taken}"))),
+        None => Ok(true),
     }
-    write(&tx)?;
-    tx.commit()?;
-    Ok(())
 }
 
 /// Refuses a connection whose database has no retryq schema (or a newer one), before a job
 /// is written through it: [`crate::enqueue_in`]'s check of a file no `Queue` opened.
 pub(crate) fn require(conn: &Connection) -> Result<()> {
-    let path = path_of(conn);
     let application_id: i64 = conn.pragma_query_value(None, "application_id", |row| row.get(0))?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if application_id == 0 && version == 0 {
         return Err(Error::NotRetryq {
-            path,
+            path: path_of(conn),
             why: "the database has no retryq schema: call retryq::install on it, or open it once \
                   with Queue::open"
                 .into(),
         });
     }
+    if application_id == APPLICATION_ID && version == SCHEMA_VERSION {
+        return Ok(());
+    }
     // Another program's marks, or another version of the schema: refused as an open is.
-    inspect(conn, &path).map(drop)
+    inspect(conn, &path_of(conn)).map(drop)
 }
 
 /// The file a connection is on, for error messages (`:memory:` when it has none).

@@ -115,6 +115,14 @@ fn a_file_without_the_schema_is_refused_and_left_alone() {
     let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).expect("count");
     assert_eq!(tables, 1, "only the application's table");
 
+    let newer = dir.path().join("newer.db");
+    drop(Queue::open(&newer).expect("create"));
+    let mut conn = Connection::open(&newer).expect("app connection");
+    conn.pragma_update(None, "user_version", 2).expect("a later schema");
+    let tx = immediate(&mut conn);
+    assert!(matches!(retryq::enqueue_in(&tx, &job("a")), Err(Error::NewerSchema { found: 2, .. })));
+    drop(tx);
+
     let mut empty = Connection::open_in_memory().expect("memory");
     let tx = immediate(&mut empty);
     assert_eq!(retryq::enqueue_in(&tx, &job("a")).unwrap_err().kind(), ErrorKind::Storage);
@@ -190,6 +198,8 @@ fn install_refuses_a_file_that_cannot_take_the_schema() {
     assert!(matches!(err, Error::NotRetryq { .. }), "{err}");
     let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).expect("count");
     assert_eq!(objects, 1, "nothing installed");
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).expect("mode");
+    assert_eq!(mode, "delete", "not even the journal mode changed");
     conn.execute("INSERT INTO orders (id, customer) VALUES (?1, ?2)", params![1, "ada"])
         .expect("app goes on");
 }
