@@ -50,6 +50,11 @@ pub enum Error {
     /// SQLite failed: the disk, the file, or a lock.
     #[error("storage: {0}")]
     Storage(#[from] rusqlite::Error),
+    /// The thread that owns the queue of an `AsyncQueue` (feature `tokio`) is gone: the
+    /// queue was closed, its thread could not be started, or it stopped on a panic. The
+    /// operation was not run; no later one will be.
+    #[error("the queue is closed")]
+    Closed,
 }
 
 /// The kind of an [`Error`], as SPEC section 5 names it (`invalid_input`, `conflict`, …).
@@ -94,7 +99,8 @@ impl Error {
             | Error::NewerSchema { .. }
             | Error::Refused { .. }
             | Error::Corrupt(_)
-            | Error::Storage(_) => ErrorKind::Storage,
+            | Error::Storage(_)
+            | Error::Closed => ErrorKind::Storage,
         }
     }
 

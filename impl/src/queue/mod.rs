@@ -22,11 +22,13 @@ use crate::schema::{self, Found};
 
 pub use claim::Claimed;
 pub use complete::{Completed, Completion};
-pub use enqueue::{Enqueued, NewJob};
+pub use enqueue::{Enqueued, NewJob, enqueue_in};
 pub use inspect::{HistoryEntry, Stats};
 pub use lease::Lease;
 pub use redrive::{Redrive, RedriveDead};
 pub use run_once::Ran;
+#[cfg(feature = "tokio")]
+pub(crate) use run_once::{check_args, ran, reported};
 
 /// How hard a commit waits for the disk. The default is [`Synchronous::Full`]: a commit that
 /// returned survives a power cut.
@@ -218,7 +220,7 @@ fn lift_memdb_size_limit(conn: &Connection) -> Result<()> {
 }
 
 /// Switches the file to write-ahead logging (persistent: done once per file).
-fn set_wal(conn: &Connection) -> Result<()> {
+pub(crate) fn set_wal(conn: &Connection) -> Result<()> {
     let mode: String = conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;

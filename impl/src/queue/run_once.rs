@@ -49,8 +49,7 @@ impl Queue {
         transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
         jitter: f64,
     ) -> Result<Ran, RunError<E>> {
-        input::name("worker", worker)?;
-        validate_jitter(jitter)?;
+        check_args(worker, jitter)?;
         let before = input::int("clock", clock())?;
         let Some(claimed) = self.claim(worker, before)? else {
             return Ok(Ran::Idle);
@@ -58,24 +57,48 @@ impl Queue {
         let sent = transport(&claimed);
         let after = input::int("clock", clock())?;
         let lease = claimed.lease;
-        if after < before {
-            let Lease { id, attempt, .. } = lease;
-            return Err(RunError::ClockWentBackwards { id, attempt, before, after });
-        }
-        let report = match sent {
-            Ok(report) => report.into(),
-            Err(error) => {
-                let Lease { id, attempt, .. } = lease;
-                return Err(RunError::Unclassified { id, attempt, error });
-            }
-        };
+        let report = reported(&lease, before, after, sent)?;
         let completed = self.complete(&Completion { lease: &lease, report, now: after, jitter })?;
-        let Lease { id, attempt, .. } = lease;
-        Ok(match completed {
-            Completed::Done => Ran::Done { id, attempt },
-            Completed::Retry { available_at } => Ran::Retry { id, attempt, available_at },
-            Completed::Dead { reason } => Ran::Dead { id, attempt, reason },
-        })
+        Ok(ran(lease, completed))
+    }
+}
+
+/// `run_once`'s checks before the claim: the worker's name and the jitter.
+pub(crate) fn check_args(worker: &str, jitter: f64) -> Result<()> {
+    input::name("worker", worker)?;
+    validate_jitter(jitter)?;
+    Ok(())
+}
+
+/// What `run_once` records of a send, once the clock has been read on both sides of it: the
+/// clock's check comes first, then the transport's own unclassified error. Shared by the
+/// sync and the async `run_once`, so that both decide alike.
+pub(crate) fn reported<R: Into<Report>, E>(
+    lease: &Lease,
+    before: u64,
+    after: u64,
+    sent: std::result::Result<R, E>,
+) -> Result<Report, RunError<E>> {
+    if after < before {
+        let Lease { id, attempt, .. } = lease.clone();
+        return Err(RunError::ClockWentBackwards { id, attempt, before, after });
+    }
+    match sent {
+        Ok(report) => Ok(report.into()),
+        Err(error) => {
+            let Lease { id, attempt, .. } = lease.clone();
+            Err(RunError::Unclassified { id, attempt, error })
+        }
+    }
+}
+
+/// What a recorded attempt comes to, named by its lease.
+pub(crate) fn ran(lease: Lease, completed: Completed) -> Ran {
+    let Lease { id, attempt, .. } = lease;
+    match completed {
+        Completed::Done => Ran::Done { id, attempt },
+        Completed::Retry { available_at } => Ran::Retry { id, attempt, available_at },
+        Completed::Dead { reason } => Ran::Dead { id, attempt, reason },
     }
 }
 
