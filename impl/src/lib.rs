@@ -45,7 +45,7 @@ pub use file::{FileKind, Refusal};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
 pub use queue::{
-    Claimed, Completed, Completion, Enqueued, HistoryEntry, Lease, NewJob, OpenOptions, Queue, Ran, Redrive,
-    RedriveDead, Settings, Stats, Synchronous,
+    Claimed, Completed, Completion, Enqueued, HistoryEntry, JobPage, Lease, NewJob, OpenOptions, Queue, Ran,
+    Redrive, RedriveDead, Settings, Stats, Synchronous,
 };
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
