@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long, value_name = "R")]
     reason: Option<DeadReason>,
     /// At most this many jobs; how many more there are is said on standard error.
-    #[arg(long, value_name = "N", default_value_t = 100)]
+    #[arg(long, value_name = "N", default_value_t = 100, allow_negative_numbers = true)]
     limit: u32,
     /// One JSON object per job, exactly as `retryq get` prints it.
     #[arg(long)]
