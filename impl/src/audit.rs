@@ -40,7 +40,7 @@ use rusqlite::{Row, Transaction};
 use crate::error::Result;
 use crate::input::MAX_ATTEMPTS;
 use crate::job::{DeadReason, Status};
-use crate::queue::Queue;
+use crate::queue::store::Queue;
 
 /// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6, and the history
 /// being a faithful record of the rows.

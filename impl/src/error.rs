@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::file::Refusal;
 use crate::job::Status;
+use crate::refusal::Refusal;
 
 /// The result of a queue operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -36,16 +36,21 @@ mod file;
 mod input;
 mod job;
 mod queue;
+mod refusal;
 mod schema;
 
 pub use audit::{Audit, Check, Violation};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
-pub use file::{FileKind, Refusal};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
-pub use queue::{
-    Claimed, Completed, Completion, Enqueued, HistoryEntry, Lease, NewJob, OpenOptions, Queue, Ran, Redrive,
-    RedriveDead, Settings, Stats, Synchronous,
-};
+pub use queue::claim::Claimed;
+pub use queue::complete::{Completed, Completion};
+pub use queue::enqueue::{Enqueued, NewJob};
+pub use queue::inspect::{HistoryEntry, Stats};
+pub use queue::lease::Lease;
+pub use queue::redrive::{Redrive, RedriveDead};
+pub use queue::run_once::Ran;
+pub use queue::store::{OpenOptions, Queue, Settings, Synchronous};
+pub use refusal::{FileKind, Refusal};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};

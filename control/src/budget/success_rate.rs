@@ -7,7 +7,7 @@
 //! down). The comparison is exact: `successes · 10^6 ≥ threshold_ppm · attempts`, the
 //! threshold counted in millionths.
 
-use super::Budget;
+use super::limit::Budget;
 use super::window::{SLOTS, Window};
 use crate::error::{ConfigError, ratio_in};
 

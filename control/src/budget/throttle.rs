@@ -6,7 +6,7 @@
 //! outnumber successes by about ten to one. As in gRPC's C core, tokens are counted in
 //! thousandths (A6: "up to 3 decimal places are supported"), so the arithmetic is exact.
 
-use super::Budget;
+use super::limit::Budget;
 use crate::error::{ConfigError, ratio_in};
 
 /// One token, in thousandths.

@@ -12,7 +12,7 @@
 //! retry_ratio)` units (the ratio counts to a thousandth), where tower rounds `1/ratio` down
 //! to an integer number of deposits per retry.
 
-use super::Budget;
+use super::limit::Budget;
 use super::window::{SLOTS, Window};
 use crate::error::{ConfigError, ratio_in};
 

@@ -6,7 +6,8 @@
 
 use plotters::prelude::*;
 
-use super::{Row, Strategy};
+use super::row::Row;
+use super::strategy::Strategy;
 
 /// The drawing failed (plotters' error, as text).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,9 +7,10 @@
 //! same refusals (`tests/batch.rs` runs random scenarios both ways and compares every job
 //! and its whole history).
 
+use super::claim::Claimed;
 use super::claim::{lease_next, reap};
 use super::complete::{self, Completed, Completion};
-use super::{Claimed, Queue};
+use super::store::Queue;
 use crate::error::{ErrorKind, Result};
 use crate::input;
 
@@ -67,7 +68,7 @@ impl Queue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Completion, Lease, Outcome};
     use crate::{DeadReason, Error, NewJob, Status};

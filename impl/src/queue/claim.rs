@@ -6,8 +6,8 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Queue;
 use super::lease::Lease;
+use super::store::Queue;
 use crate::error::Result;
 use crate::input;
 
@@ -120,7 +120,7 @@ pub(super) fn reap(tx: &Transaction<'_>, now: u64) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use crate::{Completion, Lease};
     use crate::{DeadReason, NewJob, Status};
 

@@ -3,7 +3,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::lease::Lease;
-use super::{Queue, Settings};
+use super::store::{Queue, Settings};
 use crate::delay::{retry_delay, validate_jitter};
 use crate::error::{Error, Result};
 use crate::input;
@@ -241,7 +241,7 @@ fn settle(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Completion, Lease, Outcome};
     use crate::{Job, NewJob, Queue};

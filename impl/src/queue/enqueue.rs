@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Queue;
+use super::store::Queue;
 use crate::error::{Error, Result};
 use crate::input;
 
@@ -99,7 +99,7 @@ fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::Status;
 

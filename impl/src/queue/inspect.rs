@@ -3,7 +3,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::Queue;
+use super::store::Queue;
 use crate::error::Result;
 use crate::input;
 use crate::job::{DeadReason, Job, Status};
@@ -173,7 +173,7 @@ impl Queue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Completion, Lease, Redrive};
     use crate::{NewJob, Outcome};

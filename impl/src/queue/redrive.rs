@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Queue;
+use super::store::Queue;
 use crate::error::{Error, Result};
 use crate::input::{self, MAX_ATTEMPTS};
 use crate::job::{DeadReason, Status};
@@ -117,7 +117,7 @@ fn redrive(tx: &Transaction<'_>, id: &str, budget: Budget) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Completion, Lease, Redrive, RedriveDead};
     use crate::{DeadReason, NewJob, Outcome};

@@ -1,9 +1,9 @@
 //! `run_once`: the unit of work — claim, send, record — with no sleeping and no daemon.
 
-use super::Queue;
 use super::claim::Claimed;
 use super::complete::{Completed, Completion};
 use super::lease::Lease;
+use super::store::Queue;
 use crate::delay::validate_jitter;
 use crate::error::{Result, RunError};
 use crate::input;
@@ -85,7 +85,7 @@ mod tests {
     use std::cell::Cell;
     use std::convert::Infallible;
 
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Error, NewJob, Status};
 
