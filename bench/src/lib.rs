@@ -17,6 +17,7 @@
 //! other. [`run`] does it all; [`render`] prints the table; the report serialises to JSON.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod batch;
 pub mod checker;

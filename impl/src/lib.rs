@@ -28,6 +28,7 @@
 //! (the other, the model, never shares code with it).
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod audit;
 mod delay;

@@ -14,14 +14,20 @@ pub enum Refusal {
     EmptyPath,
     /// A directory, a FIFO, a device or a socket.
     #[error("is {kind}, not a regular file: {}", kind.why())]
-    NotRegular { kind: FileKind },
+    NotRegular {
+        /// What the path names instead.
+        kind: FileKind,
+    },
     /// A file reached by more than one hard link.
     #[error(
         "has {links} hard links: SQLite keeps a database's lock table and log beside the name \
          it was opened by, so each name gets its own and two workers could run the same attempt; \
          keep one name (remove the other links) and mount the directory, not the file"
     )]
-    Links { links: u64 },
+    Links {
+        /// How many names the file has.
+        links: u64,
+    },
     /// A file that is a mount point of its own.
     #[error(
         "is a mount point of its own (a single file bind-mounted, as `docker -v q.db:/data/q.db` \
@@ -39,10 +45,15 @@ pub enum Refusal {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FileKind {
+    /// A directory: the database goes in a file inside it.
     Directory,
+    /// A named pipe.
     Fifo,
+    /// A character device (`/dev/null`, a terminal).
     CharDevice,
+    /// A block device (a disk).
     BlockDevice,
+    /// A Unix domain socket.
     Socket,
     /// Anything else the platform has.
     Other,

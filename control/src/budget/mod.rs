@@ -58,6 +58,17 @@ impl<B: Budget + Clone> PerTarget<B> {
     }
 
     /// The budget of `target`.
+    ///
+    /// ```
+    /// use retryq_control::{Budget, PerTarget, TpsBudget};
+    ///
+    /// let mut budgets = PerTarget::new(TpsBudget::new(10_000, 0, 1.0)?);
+    /// budgets.get("a.example:443").deposit(0);
+    /// // One target's traffic earns nothing for another.
+    /// assert!(!budgets.get("b.example:443").withdraw(0));
+    /// assert!(budgets.get("a.example:443").withdraw(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(&mut self, target: &str) -> &mut B {
         self.budgets.entry(target.to_owned()).or_insert_with(|| self.template.clone())
     }

@@ -18,7 +18,7 @@
 //!   retries reach exactly n·r^(m−1) calls.
 //!
 //! Each hop's decisions are the library's own [`Call`] — the same code as the attempt loop —
-//! with its [`Backoff`]; "with a budget" gives each hop a tower/Finagle [`TpsBudget`] with
+//! with its [`Backoff`](crate::Backoff); "with a budget" gives each hop a tower/Finagle [`TpsBudget`] with
 //! their defaults (20 % of requests, 10 retries a second, 10 s), shared by all the callers in
 //! that layer (one budget per caller process, one process per layer). No deadlines or attempt
 //! timeouts are modelled (the AWS model has none); answers always arrive.
@@ -52,6 +52,7 @@ pub use strategy::Strategy;
 
 /// What the server at the bottom does with a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Server {
     /// One row under optimistic concurrency: a write succeeds if nothing was written since
     /// its read (the AWS model).
@@ -84,6 +85,7 @@ pub struct Scenario {
 
 /// Why a simulation could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimError {
     /// A setting out of range.
     #[error(transparent)]

@@ -5,6 +5,7 @@ use crate::backoff::{Backoff, Jitter};
 
 /// The backoff strategies compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Strategy {
     /// Retry as soon as the failure arrives.
     Immediate,

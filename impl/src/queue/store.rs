@@ -28,6 +28,7 @@ pub enum Synchronous {
 /// How to open a database file.
 #[derive(Clone, Debug)]
 pub struct OpenOptions {
+    /// How hard a commit waits for the disk (see [`Synchronous`]).
     pub synchronous: Synchronous,
     /// How long a write waits for another process's write lock before giving up.
     pub busy_timeout: Duration,
@@ -90,6 +91,20 @@ pub struct Queue {
 
 impl Queue {
     /// Opens (or creates) the database at `path` with the default durability.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("jobs.db");
+    /// let mut q = Queue::open(&path)?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// drop(q);
+    /// // The job outlives the queue that stored it: a commit is on the disk when it returns.
+    /// let q = Queue::open(&path)?;
+    /// assert!(q.get("a")?.is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Queue> {
         Queue::open_with(path, &OpenOptions::default())
     }
@@ -100,6 +115,20 @@ impl Queue {
     /// untouched; so is a path SQLite must not open as a database (anything but a regular
     /// file, a file with several names, a mount point of its own: see [`crate::Refusal`]).
     /// `path` is always a path, never a SQLite URI or `:memory:`.
+    ///
+    /// ```
+    /// use retryq::{OpenOptions, Queue};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("jobs.db");
+    /// // Reading only never creates: a missing file is refused rather than made empty.
+    /// let read_only = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
+    /// assert!(Queue::open_with(&path, &read_only).is_err());
+    /// Queue::open(&path)?;
+    /// let q = Queue::open_with(&path, &read_only)?;
+    /// assert_eq!(q.stats(0)?.pending, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Queue> {
         let path = path.as_ref();
         let checked = file::before_open(path)?;
@@ -122,6 +151,16 @@ impl Queue {
     /// each commit then walks that cache, so a claim costs twice as much at 1,000,000 jobs
     /// as at 1,000. Under `memdb` the pages live in one buffer behind an ordinary bounded
     /// cache, and a claim costs the same at any size (see `docs/benchmarks.md`).
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// assert_eq!(q.path(), std::path::Path::new(":memory:"));
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// assert_eq!(q.stats(0)?.pending, 1);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn open_in_memory() -> Result<Queue> {
         // rusqlite's default flags read URIs; no leading '/': the database is private to this
         // connection.
@@ -163,6 +202,18 @@ impl Queue {
     }
 
     /// Sets the lease and backoff parameters for later operations.
+    ///
+    /// ```
+    /// use retryq::{Queue, Settings};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.set_settings(Settings { lease_ms: 5_000, base_ms: 200, cap_ms: 10_000 })?;
+    /// assert_eq!(q.settings().lease_ms, 5_000);
+    /// // A lease of 0 ms would expire as it is granted: refused, and the settings stay.
+    /// assert!(q.set_settings(Settings { lease_ms: 0, ..q.settings() }).is_err());
+    /// assert_eq!(q.settings().base_ms, 200);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn set_settings(&mut self, settings: Settings) -> Result<()> {
         settings.validate()?;
         self.settings = settings;

@@ -62,6 +62,7 @@ pub const BODY_BYTES: u64 = 512;
 /// How the transport classifies, picks and budgets.
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
+    /// Which statuses are retryable and which permanent.
     pub statuses: StatusTable,
     /// Latency bands and how long a slow or failed URL is left out.
     pub faults: FaultTable,
@@ -69,6 +70,7 @@ pub struct HttpOptions {
     pub budget: TpsBudget,
     /// The least wait of a retry the budget refused.
     pub budget_wait: Duration,
+    /// The `Content-Type` of every POST.
     pub content_type: String,
 }
 
