@@ -14,7 +14,7 @@ mod printable;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// A durable retry queue on SQLite whose correctness claims are checked.
 #[derive(Parser)]
@@ -34,6 +34,8 @@ enum Command {
     Stats(cmd::stats::Args),
     /// One job, as SPEC's `get` shows it.
     Get(cmd::get::Args),
+    /// The jobs of one status, in claim order (pending, leased) or newest first (done, dead).
+    List(cmd::list::Args),
     /// The dead jobs, why, and their last error.
     Dead(cmd::dead::Args),
     /// Every recorded transition of one job.
@@ -69,12 +71,14 @@ fn main() -> ExitCode {
     if args.nth(1).is_some_and(|first| first == cmd::trampoline::NAME) {
         return cmd::trampoline::run(args);
     }
-    let cli = Cli::parse();
+    let matches = cmd::usage::help_usage_after_errors(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Enqueue(args) => cmd::enqueue::run(args),
         Command::Work(args) => cmd::work::run(args),
         Command::Stats(args) => cmd::stats::run(args),
         Command::Get(args) => cmd::get::run(args),
+        Command::List(args) => cmd::list::run(args),
         Command::Dead(args) => cmd::dead::run(args),
         Command::History(args) => cmd::history::run(args),
         Command::Redrive(args) => cmd::redrive::run(args),

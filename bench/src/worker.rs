@@ -45,16 +45,19 @@ pub struct WorkerBench {
     pub slow_exec: Vec<SlowRow>,
     /// `--url` to a receiver that answers after 100 ms.
     pub slow_http: Vec<SlowRow>,
+    /// No-op jobs, one at a time against many in flight.
     pub noop: NoopRow,
     /// Commands (`sh -c 'sleep 0'`) the machine starts and reaps per second from 64 threads
     /// at once, with no queue: the most any command transport could run (median).
     pub exec_spawn_ceiling_per_s: f64,
+    /// Rounds each median is over.
     pub rounds: usize,
 }
 
 /// Jobs of 100 ms at one concurrency.
 #[derive(Clone, Debug, Serialize)]
 pub struct SlowRow {
+    /// Attempts in flight.
     pub concurrency: usize,
     /// Jobs per run.
     pub jobs: usize,
@@ -64,20 +67,26 @@ pub struct SlowRow {
     pub jobs_per_s: f64,
     /// `jobs_per_s / ideal_jobs_per_s`.
     pub efficiency: f64,
+    /// Every round's jobs per second, in order: what the median was taken over.
     pub rounds_jobs_per_s: Vec<f64>,
 }
 
 /// No-op jobs, durable: one at a time against [`NOOP_CONCURRENCY`] in flight.
 #[derive(Clone, Debug, Serialize)]
 pub struct NoopRow {
+    /// Jobs per run.
     pub jobs: usize,
+    /// Attempts in flight in the concurrent run.
     pub concurrency: usize,
+    /// Jobs per second with one slot (median).
     pub one_at_a_time_jobs_per_s: f64,
+    /// Jobs per second with `concurrency` slots (median).
     pub concurrent_jobs_per_s: f64,
     /// Median over rounds of concurrent / one at a time, each pair back to back.
     pub ratio: f64,
     /// Transactions that wrote, per job (medians).
     pub one_at_a_time_commits_per_job: f64,
+    /// The same with `concurrency` slots.
     pub concurrent_commits_per_job: f64,
 }
 

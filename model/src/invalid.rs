@@ -56,6 +56,7 @@ pub enum Invalid {
 }
 
 impl Invalid {
+    /// Every class, so that the world can offer each bad argument as a step.
     pub const ALL: [Invalid; 15] = [
         Invalid::EmptyId,
         Invalid::NulInId,

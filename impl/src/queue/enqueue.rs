@@ -2,9 +2,10 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Queue;
+use super::store::Queue;
 use crate::error::{Error, Result};
 use crate::input;
+use crate::schema;
 
 /// A job to enqueue.
 #[derive(Clone, Copy, Debug)]
@@ -17,6 +18,7 @@ pub struct NewJob<'a> {
     pub max_attempts: u64,
     /// No attempt starts at or after this time. Must be after `now`.
     pub deadline: u64,
+    /// The caller's clock: the job is due at once, and `stats` ages it from here.
     pub now: u64,
 }
 
@@ -54,6 +56,20 @@ impl Queue {
     /// Accepts a job: a new id is stored `pending` with `attempts` 0 and `available_at` =
     /// `now`. An existing id with the same payload changes nothing (not its deadline, not its
     /// attempts); with a different payload it is [`Error::Conflict`].
+    ///
+    /// ```
+    /// use retryq::{Enqueued, ErrorKind, NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// let job = NewJob { id: "order-7", payload: "sku=1", max_attempts: 5, deadline: 60_000, now: 0 };
+    /// assert_eq!(q.enqueue(&job)?, Enqueued::New);
+    /// // Enqueueing again after a lost reply is safe: the same payload changes nothing…
+    /// assert_eq!(q.enqueue(&job)?, Enqueued::Existing);
+    /// // …and another payload under the same id is a conflict, not an overwrite.
+    /// let other = NewJob { payload: "sku=2", ..job };
+    /// assert_eq!(q.enqueue(&other).map_err(|e| e.kind()), Err(ErrorKind::Conflict));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued> {
         job.validate()?;
         self.write(|tx| insert(tx, job))
@@ -62,6 +78,22 @@ impl Queue {
     /// Enqueues many jobs in one transaction (one commit, one fsync), each with exactly the
     /// rules of [`Queue::enqueue`]. Each job gets its own result; a refused job does not stop
     /// the others. Only a storage failure fails the whole batch, and then none is stored.
+    ///
+    /// ```
+    /// use retryq::{Enqueued, ErrorKind, NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// let jobs = [
+    ///     NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0 },
+    ///     NewJob { id: "", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0 },
+    /// ];
+    /// let results = q.enqueue_many(&jobs)?;
+    /// assert!(matches!(results[0], Ok(Enqueued::New)));
+    /// // The empty id is refused on its own; it does not undo the job beside it.
+    /// assert_eq!(results[1].as_ref().map_err(|e| e.kind()), Err(ErrorKind::InvalidInput));
+    /// assert_eq!(q.stats(0)?.pending, 1);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
         self.write(|tx| {
             let mut results = Vec::with_capacity(jobs.len());
@@ -77,6 +109,37 @@ impl Queue {
     }
 }
 
+/// Enqueues `job` inside the application's own transaction `tx`, on the application's own
+/// connection to the queue's database file: the job is stored if and only if `tx` commits,
+/// together with whatever else the application wrote in it (the transactional outbox).
+///
+/// The rules are [`Queue::enqueue`]'s, by the same code: the arguments are checked first
+/// ([`Error::InvalidInput`]); a new id is stored `pending` at `now`; an existing id with the
+/// same payload is [`Enqueued::Existing`] and changes nothing; with another payload it is
+/// [`Error::Conflict`]. The history entry is written by the same trigger, in the same
+/// transaction, so a rollback leaves neither the job nor its history. A refusal writes
+/// nothing, and `tx` stays usable: the application decides whether to commit the rest.
+///
+/// The database must have retryq's schema — installed by [`crate::install`] on a file
+/// that already has the application's tables, or by one [`Queue::open`] of the file —
+/// otherwise this is [`Error::NotRetryq`] (or [`Error::NewerSchema`]).
+///
+/// It is a free function over a [`Transaction`] rather than a `Queue` method because no
+/// `Queue` takes part: the connection, its transaction and its durability are the
+/// application's. In particular the commit is only as durable as the connection's
+/// `PRAGMA synchronous` makes it (SQLite's default, `FULL`, is what `Queue::open` uses); a
+/// job whose commit was lost to a power cut was never enqueued, and neither was the
+/// application's row. Begin `tx` as `IMMEDIATE`
+/// ([`rusqlite::TransactionBehavior::Immediate`]), as every queue write does: a deferred
+/// transaction that read first can fail with `SQLITE_BUSY` when it comes to write.
+pub fn enqueue_in(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
+    job.validate()?;
+    schema::require(tx)?;
+    insert(tx, job)
+}
+
+/// The one write of `enqueue` (and of each job of `enqueue_many` and `enqueue_in`) inside a
+/// write transaction, once the job is validated.
 fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
     let inserted = tx.prepare_cached(INSERT)?.execute(params![
         job.id,
@@ -99,7 +162,7 @@ fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::Status;
 
