@@ -102,20 +102,24 @@ fn finish(mut child: Child, within: Duration) -> (ExitStatus, String) {
 
 #[test]
 fn sigterm_lets_the_attempt_finish_records_it_and_exits_0() {
-    let s = Setup::new();
-    s.enqueue("a", 3, 60_000);
-    let started = s.path("started");
-    let script = format!("touch {}; sleep 1; exit 0\n", started.display());
-    let child = s.work(&script, &[]);
-    wait_for(&started, Duration::from_secs(10));
-    let signalled = Instant::now();
-    kill(child.id(), "TERM");
-    let (status, log) = finish(child, Duration::from_secs(10));
-    assert_eq!(status.code(), Some(0), "{log}");
-    assert!(signalled.elapsed() >= Duration::from_millis(500), "it did not wait for the attempt");
-    let job = s.job("a");
-    assert_eq!((job.status, job.attempts), (Status::Done, 1), "the attempt was recorded:\n{log}");
-    assert!(log.contains("outcome=\"done\"") && log.contains("worker stopped"), "{log}");
+    // One attempt at a time, as before slots, and with slots to spare.
+    for concurrency in ["1", "16"] {
+        let s = Setup::new();
+        s.enqueue("a", 3, 60_000);
+        let started = s.path("started");
+        let script = format!("touch {}; sleep 1; exit 0\n", started.display());
+        let child = s.work(&script, &["--concurrency", concurrency]);
+        wait_for(&started, Duration::from_secs(10));
+        let signalled = Instant::now();
+        kill(child.id(), "TERM");
+        let (status, log) = finish(child, Duration::from_secs(10));
+        assert_eq!(status.code(), Some(0), "{log}");
+        assert!(signalled.elapsed() >= Duration::from_millis(500), "it did not wait for the attempt");
+        let job = s.job("a");
+        assert_eq!((job.status, job.attempts), (Status::Done, 1), "the attempt was recorded:\n{log}");
+        assert!(log.contains("outcome=\"done\"") && log.contains("worker stopped"), "{log}");
+        assert!(log.contains(&format!("concurrency={concurrency}")), "{log}");
+    }
 }
 
 #[test]
@@ -138,25 +142,27 @@ fn sigint_while_idle_exits_0_at_once() {
 
 #[test]
 fn a_second_signal_exits_at_once_and_kills_the_command() {
-    let s = Setup::new();
-    s.enqueue("a", 3, 60_000);
-    let started = s.path("started");
-    let pid = s.path("pid");
-    let script = format!("echo $$ > {}; touch {}; sleep 30\n", pid.display(), started.display());
-    let child = s.work(&script, &[]);
-    wait_for(&started, Duration::from_secs(10));
-    kill(child.id(), "TERM");
-    thread::sleep(Duration::from_millis(100));
-    let signalled = Instant::now();
-    kill(child.id(), "INT");
-    let (status, log) = finish(child, Duration::from_secs(5));
-    assert!(signalled.elapsed() < Duration::from_secs(2), "{:?}", signalled.elapsed());
-    assert_eq!(status.code(), Some(128 + 2), "{log}");
-    // The job stays leased, the attempt spent, as after a crash.
-    let job = s.job("a");
-    assert_eq!((job.status, job.attempts), (Status::Leased, 1));
-    // The command went with the worker.
-    wait_gone(&pid, Duration::from_secs(2), "the command outlived the worker");
+    for concurrency in ["1", "16"] {
+        let s = Setup::new();
+        s.enqueue("a", 3, 60_000);
+        let started = s.path("started");
+        let pid = s.path("pid");
+        let script = format!("echo $$ > {}; touch {}; sleep 30\n", pid.display(), started.display());
+        let child = s.work(&script, &["--concurrency", concurrency]);
+        wait_for(&started, Duration::from_secs(10));
+        kill(child.id(), "TERM");
+        thread::sleep(Duration::from_millis(100));
+        let signalled = Instant::now();
+        kill(child.id(), "INT");
+        let (status, log) = finish(child, Duration::from_secs(5));
+        assert!(signalled.elapsed() < Duration::from_secs(2), "{:?}", signalled.elapsed());
+        assert_eq!(status.code(), Some(128 + 2), "{log}");
+        // The job stays leased, the attempt spent, as after a crash.
+        let job = s.job("a");
+        assert_eq!((job.status, job.attempts), (Status::Leased, 1));
+        // The command went with the worker.
+        wait_gone(&pid, Duration::from_secs(2), "the command outlived the worker");
+    }
 }
 
 /// Waits until the process whose id `pid_file` holds is gone (or a zombie), at most `within`.

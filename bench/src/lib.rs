@@ -7,6 +7,9 @@
 //! - **Batches**: jobs per second with `claim_batch` and `complete_batch` at k = 1, 10, 100.
 //! - **Claim scaling**: the cost of one claim at 1,000, 100,000 and 1,000,000 pending jobs,
 //!   in memory and on a durable file, beside SQLite's own claim statement on the same rows.
+//! - **The worker**: `retryq work --concurrency N` in one process — jobs of 100 ms (a
+//!   command, a slow HTTP receiver) at 1, 16 and 64 in flight against the ideal N / 0.1 s,
+//!   and no-op jobs one at a time against 32 in flight, with commits per job (group commit).
 //! - **Peers**: persist-queue (Python) on the same disk; effectum is reported as not built.
 //! - **Model checking**: `retryq check` at the default and the deep bound, as child
 //!   processes: unique states per second and peak memory.
@@ -25,6 +28,7 @@ pub mod floor;
 pub mod peers;
 pub mod scaling;
 pub mod throughput;
+pub mod worker;
 
 mod error;
 mod report;
@@ -40,6 +44,7 @@ pub use report::{
     Throughput, median,
 };
 pub use throughput::{Launcher, Side, worker_main};
+pub use worker::WorkerBench;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -63,6 +68,11 @@ pub struct Config {
 impl Config {
     fn rounds(&self) -> usize {
         if self.quick { 3 } else { 5 }
+    }
+
+    /// Rounds of the worker's runs, which take seconds each.
+    fn worker_rounds(&self) -> usize {
+        if self.quick { 1 } else { 3 }
     }
 
     fn window(&self) -> Duration {
@@ -222,6 +232,8 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
         bare_file: pick_file(|c| c.bare_us),
     };
 
+    let worker = worker::measure(dir.path(), config.quick, config.worker_rounds(), &progress)?;
+
     let model_checking = model_checking(config, &progress);
 
     let machine = Machine {
@@ -237,10 +249,24 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
         throughput,
         batch,
         claim_scaling,
+        worker,
         model_checking,
         conformance: conformance(config, &progress),
         peers: vec![persist_queue, peers::effectum()],
     })
+}
+
+/// Only the worker's figures ([`worker`]), in a fresh temporary directory: seconds, not
+/// minutes.
+pub fn run_worker(config: &Config) -> Result<WorkerBench, BenchError> {
+    let dir = match &config.dir {
+        Some(dir) => tempfile::Builder::new().prefix("retryq-bench-").tempdir_in(dir)?,
+        None => tempfile::Builder::new().prefix("retryq-bench-").tempdir()?,
+    };
+    let started = std::time::Instant::now();
+    let progress =
+        |line: &str| (config.progress)(&format!("[{:5.1} s] {line}", started.elapsed().as_secs_f64()));
+    worker::measure(dir.path(), config.quick, config.worker_rounds(), &progress)
 }
 
 /// `retryq conform`'s generated traces, timed: the default 2,400 (300 with `--quick`), with a
@@ -307,6 +333,62 @@ fn model_checking(config: &Config, progress: &dyn Fn(&str)) -> ModelChecking {
         default_bound: default_bound.unwrap_or_default(),
         deep_bound: deep_bound.unwrap_or_default(),
     }
+}
+
+/// The worker's section of the table.
+pub fn render_worker(w: &WorkerBench) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<44} {:>14} {:>14} {:>8}",
+        format!("worker, 100 ms jobs (medians of {})", w.rounds),
+        "jobs/s",
+        "ideal N/0.1 s",
+        "share"
+    );
+    for (how, rows) in [("--exec 'sleep 0.1'", &w.slow_exec), ("--url, 100 ms receiver", &w.slow_http)] {
+        for row in rows {
+            let _ = writeln!(
+                out,
+                "{:<44} {:>14} {:>14} {:>8}",
+                format!("{how}, --concurrency {}", row.concurrency),
+                format!("{:.0}", row.jobs_per_s),
+                format!("{:.0}", row.ideal_jobs_per_s),
+                format!("{:.0}%", row.efficiency * 100.0)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{:<44} {:>14} {:>14} {:>8}",
+        "spawn ceiling: sh -c 'sleep 0', 64 threads",
+        format!("{:.0}", w.exec_spawn_ceiling_per_s),
+        "",
+        ""
+    );
+    let n = &w.noop;
+    let _ = writeln!(
+        out,
+        "{:<44} {:>14} {:>14} {:>8}",
+        "worker, no-op jobs, durable", "jobs/s", "commits/job", "ratio"
+    );
+    let _ = writeln!(
+        out,
+        "{:<44} {:>14} {:>14} {:>8}",
+        "one at a time (--concurrency 1)",
+        format!("{:.0}", n.one_at_a_time_jobs_per_s),
+        format!("{:.2}", n.one_at_a_time_commits_per_job),
+        ""
+    );
+    let _ = writeln!(
+        out,
+        "{:<44} {:>14} {:>14} {:>8}",
+        format!("--concurrency {}, group commit", n.concurrency),
+        format!("{:.0}", n.concurrent_jobs_per_s),
+        format!("{:.2}", n.concurrent_commits_per_job),
+        format!("{:.1}x", n.ratio)
+    );
+    out
 }
 
 /// The report as one table.
@@ -393,6 +475,8 @@ pub fn render(report: &BenchReport) -> String {
         );
     }
     let _ = writeln!(out);
+    out.push_str(&render_worker(&report.worker));
+    let _ = writeln!(out);
     for peer in &report.peers {
         let rate = peer.jobs_per_s.map_or("-".to_owned(), |r| format!("{r:.0}"));
         let ratio = peer.ratio_to_queue.map_or("-".to_owned(), |r| format!("{r:.2}"));
@@ -427,6 +511,8 @@ pub fn render(report: &BenchReport) -> String {
         _ => format!("not measured: {}", cf.note),
     };
     let _ = writeln!(out, "{:<44} {}", "conformance: traces/s", conformance);
+    let _ = writeln!(out);
+    out.push_str(&render_worker(&report.worker));
     let _ = writeln!(out);
     for peer in &report.peers {
         let _ = writeln!(out, "{}: {}", peer.name, peer.note);

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::checker::CheckerRun;
 use crate::peers::Peer;
+use crate::worker::WorkerBench;
 
 /// Everything one run measured.
 #[derive(Clone, Debug, Serialize)]
@@ -20,6 +21,8 @@ pub struct BenchReport {
     pub batch: Batch,
     /// Claim cost by queue size.
     pub claim_scaling: ClaimScaling,
+    /// The worker with attempts in flight, and group commit.
+    pub worker: WorkerBench,
     /// The model checker's speed.
     pub model_checking: ModelChecking,
     /// The conformance harness's speed.

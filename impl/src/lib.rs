@@ -74,7 +74,7 @@ pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownW
 pub use queue::claim::Claimed;
 pub use queue::complete::{Completed, Completion};
 pub use queue::enqueue::{Enqueued, NewJob, enqueue_in};
-pub use queue::inspect::{HistoryEntry, JobPage, Stats};
+pub use queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
 pub use queue::lease::Lease;
 pub use queue::redrive::{Redrive, RedriveDead};
 pub use queue::run_once::Ran;

@@ -1,5 +1,5 @@
-//! `retryq bench [--json] [--quick]`: the queue against SQLite's own limit, in one table (or
-//! one JSON object). The measuring lives in the `retryq-bench` library; this module parses
+//! `retryq bench [--json] [--quick] [--worker-only]`: the queue against SQLite's own limit,
+//! in one table (or one JSON object). The measuring lives in the `retryq-bench` library; this module parses
 //! flags, starts the run and prints.
 
 use std::path::PathBuf;
@@ -22,6 +22,10 @@ pub struct Args {
     /// DIR's. Default: the system's temporary directory.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Measure only the worker (100 ms jobs at 1, 16, 64 in flight; no-op jobs one at a time
+    /// against 32 in flight): its section alone, `{"worker":{…}}` with --json.
+    #[arg(long)]
+    worker_only: bool,
     /// The Python interpreter that runs the persist-queue peer.
     #[arg(long, value_name = "PROGRAM", default_value = "python3")]
     python: String,
@@ -37,6 +41,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         python: args.python,
         progress: |line| noteln!("bench: {line}"),
     };
+    if args.worker_only {
+        let worker = retryq_bench::run_worker(&config)?;
+        if args.json {
+            let json = serde_json::json!({ "worker": worker });
+            outln!("{}", serde_json::to_string_pretty(&json).map_err(|e| CliError::Other(e.to_string()))?)?;
+        } else {
+            out!("{}", retryq_bench::render_worker(&worker))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let report = retryq_bench::run(&config)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| CliError::Other(e.to_string()))?)?;

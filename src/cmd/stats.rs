@@ -1,15 +1,19 @@
-//! `retryq stats [--json | --prometheus]`: counts by status and dead reason, expired leases,
-//! and the oldest open job's age, at the current time.
+//! `retryq stats [--json | --prometheus] [--workers]`: counts by status and dead reason,
+//! expired leases, and the oldest open job's age, at the current time.
 //!
 //! `--json` prints SPEC section 5's `stats` result (`{"ok":"stats",…}`); `--prometheus` the
 //! text exposition format, for a node exporter's textfile collector or a scrape wrapper.
+//! `--workers` prints instead each lease holder (a worker process: `NAME.PID-RANDOM`) with
+//! the leases it holds, live and expired; with `--json` as `{"ok":"workers","workers":[…]}`.
 
 use std::process::ExitCode;
 
-use retryq::Stats;
+use retryq::{Owner, Stats};
+use serde::Serialize;
 
 use super::{CliError, Db, print_json, view};
 use crate::out::out;
+use crate::printable::printable;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -21,11 +25,42 @@ pub struct Args {
     /// Print Prometheus text exposition format.
     #[arg(long)]
     prometheus: bool,
+    /// List each worker holding leases, with how many it holds and how many have expired
+    /// (its process may have died), instead of the counts.
+    #[arg(long, conflicts_with = "prometheus")]
+    workers: bool,
+}
+
+/// `--workers --json`: `{"ok":"workers","workers":[{"worker":…,"leased":…,"expired":…}]}`.
+#[derive(Serialize)]
+struct Workers<'a> {
+    ok: &'static str,
+    workers: Vec<WorkerLeases<'a>>,
+}
+
+#[derive(Serialize)]
+struct WorkerLeases<'a> {
+    worker: &'a str,
+    leased: u64,
+    expired: u64,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let queue = args.db.open_read()?;
     let now = super::now()?;
+    if args.workers {
+        let owners = queue.owners(now).map_err(|e| args.db.explain(e))?;
+        if args.json {
+            let workers = owners
+                .iter()
+                .map(|o| WorkerLeases { worker: &o.worker, leased: o.leased, expired: o.expired })
+                .collect();
+            print_json(&Workers { ok: "workers", workers })?;
+        } else {
+            out!("{}", workers(&owners))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let stats = queue.stats(now).map_err(|e| args.db.explain(e))?;
     if args.json {
         print_json(&view::stats(&stats))?;
@@ -35,6 +70,19 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         out!("{}", human(&stats))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per holder, names escaped (they come from the command line of whoever ran a
+/// worker); a line saying so when nobody holds a lease.
+fn workers(owners: &[Owner]) -> String {
+    if owners.is_empty() {
+        return "no worker holds a lease\n".to_owned();
+    }
+    let mut out = String::new();
+    for o in owners {
+        out.push_str(&format!("{}  leased {} ({} expired)\n", printable(&o.worker), o.leased, o.expired));
+    }
+    out
 }
 
 fn human(s: &Stats) -> String {

@@ -1,12 +1,16 @@
-//! `retryq work --worker NAME (--exec 'CMD' | --url URL…) [--lease DURATION] [--base DURATION]
-//! [--cap DURATION] [--timeout DURATION] [--until-idle]` (each duration flag also under its
-//! older `-ms` name) and, with `--url`, the HTTP transport's flags: a worker process (the
-//! loop is `retryq_worker::work`, the transports `Exec` and `Http`).
+//! `retryq work --worker NAME (--exec 'CMD' | --url URL…) [--concurrency N] [--lease DURATION]
+//! [--base DURATION] [--cap DURATION] [--timeout DURATION] [--until-idle]` (each duration flag
+//! also under its older `-ms` name) and, with `--url`, the HTTP transport's flags: a worker
+//! process (the loop is `retryq_worker::work_in_slots`, the transports `Exec` and `Http`, one
+//! per slot).
+//!
+//! Leases are held under `NAME.PID-XXXXXXXX` (`retryq_worker::process_name`), logged at
+//! start, so that two processes given the same name never share a fencing identity.
 //!
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
-//! one line per attempt. Exit 0 after SIGTERM or SIGINT (the attempt under way finished
-//! and was recorded) or, with `--until-idle`, once no job is pending or leased; 128 + N on
-//! a second signal N; 1 if the store failed (a write past the file size limit included), the
+//! one line per attempt, once its outcome is committed. Exit 0 after SIGTERM or SIGINT (the
+//! attempts under way finished and were recorded) or, with `--until-idle`, once no job is
+//! pending or leased and no attempt is in flight; 128 + N on a second signal N; 1 if the store failed (a write past the file size limit included), the
 //! database file was deleted or replaced under the worker, or the clock is out of range; 2
 //! for a wrong flag.
 
@@ -18,7 +22,7 @@ use std::time::Duration;
 use retryq::Settings;
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
-use retryq_worker::{Config, ConfigError, Exec, Http, MARGIN, Stop, Transport, WorkError};
+use retryq_worker::{Config, ConfigError, Exec, Http, MARGIN, Stop, SystemClock, Transport, WorkError};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
 
@@ -31,9 +35,15 @@ use crate::printable::printable;
 pub struct Args {
     #[command(flatten)]
     db: Db,
-    /// The name this worker holds its leases under (1 to 256 bytes).
+    /// The worker's name: leases are held under NAME.PID-RANDOM, unique to this process and
+    /// logged at start; with the suffix it must fit in 256 bytes (236 always does).
     #[arg(long, value_name = "NAME", value_parser = super::name)]
     worker: String,
+    /// Attempts in flight at once. The default, 16, suits I/O-bound work (a command or
+    /// receiver that mostly waits): 16 waits overlap on two cores at little cost; raise it
+    /// for slow receivers, lower it (1: one at a time) for CPU-bound commands.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    concurrency: u16,
     /// The command run per attempt, with `sh -c`: payload on stdin, RETRYQ_JOB_ID and
     /// RETRYQ_ATTEMPT in the environment; exit 0 ok, 75 retryable, 65 permanent.
     #[arg(long, value_name = "CMD")]
@@ -210,11 +220,14 @@ fn numbers(flag: &str, text: Option<&str>, default: &[u64]) -> Result<Vec<u64>, 
         .collect()
 }
 
-/// The transport the flags name.
-fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
+/// The transports the flags name, one per slot: clones of one, so that HTTP slots share
+/// their node selector and retry budgets.
+fn transports(args: &Args, stop: &Stop) -> Result<Vec<Box<dyn Transport + Send>>, CliError> {
+    let n = usize::from(args.concurrency);
     if let Some(command) = &args.exec {
         let trampoline = super::trampoline::this_binary()?;
-        return Ok(Box::new(Exec::new(command.clone()).with_stop(stop).with_trampoline(trampoline)));
+        let exec = Exec::new(command.clone()).with_stop(stop).with_trampoline(trampoline);
+        return Ok((0..n).map(|_| Box::new(exec.clone()) as Box<dyn Transport + Send>).collect());
     }
     let options = args.http.options()?;
     let statuses = options.statuses.to_string();
@@ -224,7 +237,7 @@ fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
     })?;
     // Credentials in a URL are shown as `***`.
     tracing::info!(urls = ?http.urls(), statuses, "posting each attempt to one of the URLs");
-    Ok(Box::new(http))
+    Ok((0..n).map(|_| Box::new(http.clone()) as Box<dyn Transport + Send>).collect())
 }
 
 /// `--lease-ms` too short for `--timeout-ms` and what the worker adds to it, in the flags'
@@ -261,16 +274,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.exec.as_deref().is_some_and(|c| c.trim().is_empty()) {
         return Err(CliError::flag("--exec", "must not be empty"));
     }
+    let worker = retryq_worker::process_name(&args.worker).map_err(|e| CliError::flag("--worker", e))?;
     let config = Config {
         settings: Settings { lease_ms: args.lease_ms, base_ms: args.base_ms, cap_ms: args.cap_ms },
         timeout: Duration::from_millis(args.timeout_ms),
         until_idle: args.until_idle,
-        ..Config::new(args.worker.clone())
+        ..Config::new(worker)
     };
     let stop = Stop::new();
     init_logging();
-    let mut transport = transport(&args, &stop)?;
-    let grace = transport.grace();
+    let mut transports = transports(&args, &stop)?;
+    let grace = transports.iter().map(|t| t.grace()).max().unwrap_or_default();
     config.validate(grace).map_err(|e| match e {
         ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease_ms, args.timeout_ms, grace),
         other => CliError::Usage(other.to_string()),
@@ -279,7 +293,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     retryq_worker::catch_file_size_signal()?;
     stop.on_signals()?;
     let mut queue = args.db.open_write(true).map_err(|e| file_too_large(&args.db.db, e))?;
-    match retryq_worker::work(&mut queue, &config, &mut transport, &stop) {
+    match retryq_worker::work_in_slots(&mut queue, &config, &mut transports, &stop, &SystemClock) {
         Ok(_) => Ok(ExitCode::SUCCESS),
         Err(WorkError::Queue(e)) => Err(file_too_large(&args.db.db, args.db.explain(e))),
         Err(WorkError::FileTooLarge { why, source }) => Err(CliError::Database(format!(

@@ -8,8 +8,9 @@
 
 pub use retryq_core::{ClockError, now_ms};
 
-/// A wall clock: the time leases, reservations and deadlines are stored in.
-pub trait Clock {
+/// A wall clock: the time leases, reservations and deadlines are stored in. `Sync`: the
+/// attempts in flight read it from their own threads.
+pub trait Clock: Sync {
     /// Unix time in milliseconds, within 0 … 2^53 − 1.
     fn now_ms(&self) -> Result<u64, ClockError>;
 }

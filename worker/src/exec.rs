@@ -51,7 +51,9 @@ pub const TAIL_BYTES: usize = 2048;
 /// ([`Transport::grace`]).
 pub const GRACE: Duration = Duration::from_millis(500);
 
-/// Runs a shell command per attempt.
+/// Runs a shell command per attempt. A clone is another slot's transport: the same command
+/// and stop, its own child.
+#[derive(Clone)]
 pub struct Exec {
     command: String,
     shell: String,
@@ -114,7 +116,7 @@ impl Transport for Exec {
         }
         let ran = run(child, group, job, window);
         if let Some(stop) = &self.stop {
-            stop.idle();
+            stop.idle(group);
         }
         classify(&ran?, window.timeout())
     }

@@ -7,16 +7,19 @@
 //! - [`work`]: the loop — the system clock (or any [`Clock`], [`work_with_clock`]), a
 //!   uniformly random jitter per attempt, each attempt bounded by a timeout, by the job's
 //!   deadline and by its lease on both the monotonic and the wall clock ([`Window`]), a
-//!   sleep (never a spin) when nothing is due, one log line per attempt; it stops when its
-//!   database file is deleted or replaced under it ([`DbFile`]);
+//!   sleep (never a spin) when nothing is due, one log line per attempt, written once its
+//!   outcome is committed; it stops when its database file is deleted or replaced under it
+//!   ([`DbFile`]). [`work_in_slots`] runs several attempts at once, one per transport, with
+//!   claims in batches and outcomes that arrive together committed together (group commit);
+//! - [`process_name`]: the name a process holds its leases under, unique to it;
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
 //!   command per attempt and reads the outcome from its exit status (through a
 //!   [`Trampoline`] it dies with its worker, even one killed with SIGKILL), and [`Http`], which
 //!   POSTs the payload to one of several URLs and reads the outcome from a status table and
 //!   the receiver's pushback, with the control crate's node avoidance and retry budget;
-//! - [`Stop`]: SIGTERM and SIGINT — the first lets the current attempt finish and be
-//!   recorded, the second ends the process at once; and SIGXFSZ, caught so that a write
-//!   past the file size limit fails instead of killing the worker
+//! - [`Stop`]: SIGTERM and SIGINT — the first claims nothing more and lets the attempts
+//!   under way finish and be recorded, the second ends the process at once; and SIGXFSZ,
+//!   caught so that a write past the file size limit fails instead of killing the worker
 //!   ([`catch_file_size_signal`]).
 //!
 //! What the loop does with an error it cannot classify is the SPEC's rule for `unknown`:
@@ -34,7 +37,10 @@ mod dbfile;
 mod exec;
 mod fsize;
 pub mod http;
+mod identity;
+mod slot;
 mod stop;
+mod store;
 mod trampoline;
 mod transport;
 mod window;
@@ -45,8 +51,9 @@ pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
 pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
+pub use identity::process_name;
 pub use stop::Stop;
 pub use trampoline::{EXIT_NOT_STARTED, Trampoline, bounce};
 pub use transport::{Transport, Unclassified};
 pub use window::{Cut, MARGIN, POLL, Window};
-pub use work::{Config, ConfigError, Summary, WorkError, work, work_with_clock};
+pub use work::{Config, ConfigError, Summary, WorkError, work, work_in_slots, work_with_clock};

@@ -1,13 +1,13 @@
 //! Stopping: SIGTERM and SIGINT, as a deployment sends them.
 //!
-//! The first signal asks the loop to stop: the attempt under way finishes (its command is in
-//! a process group of its own, so a terminal's Ctrl-C does not reach it), its outcome is
-//! recorded, and the loop returns. A second signal means "now": the running command's
-//! process group is killed and the process exits with 128 + the signal's number, leaving
-//! the job leased — the same as a crash, which the queue is built to survive.
+//! The first signal asks the loop to stop: it claims nothing more, the attempts under way
+//! finish (each command is in a process group of its own, so a terminal's Ctrl-C does not
+//! reach it), their outcomes are recorded, and the loop returns. A second signal means
+//! "now": the running commands' process groups are killed and the process exits with 128 +
+//! the signal's number, leaving their jobs leased — the same as a crash, which the queue is
+//! built to survive.
 
 use std::io;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -27,8 +27,8 @@ struct Inner {
     /// The signal that asked for the stop (0 for a request from code), once asked.
     requested: Mutex<Option<i32>>,
     wake: Condvar,
-    /// The process group of the command running now, 0 for none.
-    running: AtomicI32,
+    /// The process groups of the commands running now, one per attempt in flight.
+    running: Mutex<Vec<i32>>,
 }
 
 impl Stop {
@@ -39,7 +39,7 @@ impl Stop {
     }
 
     /// Listens for SIGTERM and SIGINT on a thread of its own: the first requests the stop,
-    /// the second kills the running command's process group and exits the process.
+    /// the second kills the running commands' process groups and exits the process.
     pub fn on_signals(&self) -> io::Result<()> {
         let mut signals = Signals::new([SIGTERM, SIGINT])?;
         let stop = self.clone();
@@ -48,7 +48,7 @@ impl Stop {
                 if stop.request_by(signal) {
                     continue;
                 }
-                tracing::warn!(signal, "second signal: exiting now, the running attempt stays leased");
+                tracing::warn!(signal, "second signal: exiting now, the attempts under way stay leased");
                 stop.kill_running();
                 std::process::exit(128 + signal);
             }
@@ -69,7 +69,10 @@ impl Stop {
         }
         *requested = Some(signal);
         if signal != 0 {
-            tracing::info!(signal, "stopping: the attempt under way finishes and is recorded first");
+            tracing::info!(
+                signal,
+                "stopping: nothing more is claimed; the attempts under way finish and are recorded first"
+            );
         }
         self.inner.wake.notify_all();
         true
@@ -95,22 +98,29 @@ impl Stop {
         true
     }
 
-    /// The transport's command now runs as process group `group`.
+    /// A transport's command now runs as process group `group`.
     pub(crate) fn running(&self, group: Pid) {
-        self.inner.running.store(group.as_raw_nonzero().get(), Ordering::SeqCst);
+        self.groups().push(group.as_raw_nonzero().get());
     }
 
-    /// The command ended.
-    pub(crate) fn idle(&self) {
-        self.inner.running.store(0, Ordering::SeqCst);
+    /// The command of process group `group` ended.
+    pub(crate) fn idle(&self, group: Pid) {
+        let raw = group.as_raw_nonzero().get();
+        self.groups().retain(|g| *g != raw);
     }
 
-    fn kill_running(&self) {
-        let group = self.inner.running.swap(0, Ordering::SeqCst);
-        if let Some(group) = Pid::from_raw(group) {
+    /// Kills the process group of every command running now: for a second signal, and for a
+    /// loop that gives up while attempts are in flight (their outcomes could not be recorded).
+    pub(crate) fn kill_running(&self) {
+        let groups = std::mem::take(&mut *self.groups());
+        for group in groups.into_iter().filter_map(Pid::from_raw) {
             // It may have ended meanwhile: nothing to do then.
             let _ = kill_process_group(group, Signal::KILL);
         }
+    }
+
+    fn groups(&self) -> std::sync::MutexGuard<'_, Vec<i32>> {
+        self.inner.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -142,16 +142,22 @@ impl<'c> Window<'c> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
+    use std::sync::Mutex;
 
     use super::*;
     use crate::clock::ClockError;
 
-    struct Fixed(Cell<Result<u64, ClockError>>);
+    struct Fixed(Mutex<Result<u64, ClockError>>);
+
+    impl Fixed {
+        fn set(&self, reading: Result<u64, ClockError>) {
+            *self.0.lock().expect("clock") = reading;
+        }
+    }
 
     impl Clock for Fixed {
         fn now_ms(&self) -> Result<u64, ClockError> {
-            self.0.get()
+            *self.0.lock().expect("clock")
         }
     }
 
@@ -170,18 +176,18 @@ mod tests {
 
     #[test]
     fn the_earliest_end_wins() {
-        let clock = Fixed(Cell::new(Ok(1_000_000)));
+        let clock = Fixed(Mutex::new(Ok(1_000_000)));
         let turn = Instant::now();
         // Lease 10 s until 1_010_000, 1 s kept: 9 s left on both clocks, more than the timeout.
         let w = Window::leased(5 * S, turn, 10 * S, 1_010_000, S, &clock);
         assert_eq!(w.left().1, Cut::Timeout);
         // The wall clock jumps 15 s ahead: nothing is left by it.
-        clock.0.set(Ok(1_015_000));
+        clock.set(Ok(1_015_000));
         assert_eq!(w.left(), (Duration::ZERO, Cut::LeaseWall));
         // It jumps back: the timeout binds again; unreadable: the monotonic ends hold.
-        clock.0.set(Ok(900_000));
+        clock.set(Ok(900_000));
         assert_eq!(w.left().1, Cut::Timeout);
-        clock.0.set(Err(ClockError::TooLate));
+        clock.set(Err(ClockError::TooLate));
         assert_eq!(w.left().1, Cut::Timeout);
         // A claim that took 7 s of a 10 s lease (1 s kept) leaves 2 s, below the timeout.
         let late = turn.checked_sub(7 * S).expect("an instant 7 s ago");

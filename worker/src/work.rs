@@ -1,27 +1,30 @@
-//! The loop: `run_once` forever, with the wall clock and a fresh random jitter each time.
+//! The loop: claim, send, record, forever — the unit of work of `run_once`, with the wall
+//! clock, a fresh random jitter per attempt, and up to one attempt in flight per slot.
 //!
-//! Each turn checks that the database file is still the one opened, claims the next due
-//! job, sends it through the transport within a [`Window`] — `min(timeout, deadline − now)`,
-//! and never past the lease less what the worker keeps for afterwards, on either clock —
-//! and records the outcome; then goes straight on, since more may be due. When nothing is
-//! due it sleeps until the earliest reservation or lease expiry ([`Queue::next_due`]), at
-//! most [`Config::max_sleep`] so that new jobs are seen, and never less than a millisecond,
-//! so that it never spins.
+//! The store thread (`store.rs`) checks that the database file is still the one opened,
+//! claims due jobs for the free slots, and records outcomes as they come back; each slot
+//! (`slot.rs`) sends its job through its transport within a [`Window`] — `min(timeout,
+//! deadline − now)`, and never past the lease less what the worker keeps for afterwards, on
+//! either clock. When nothing is due the store thread sleeps until the earliest reservation
+//! or lease expiry ([`Queue::next_due`]), at most [`Config::max_sleep`] so that new jobs are
+//! seen, and never less than a millisecond, so that it never spins.
 
-use std::cell::Cell;
-use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
 use std::time::{Duration, Instant};
 
-use rand::RngExt;
-use retryq::{Claimed, Error, ErrorKind, Lease, Queue, Ran, RunError, Settings};
-use tracing::{debug, error, info, warn};
+use retryq::{Error, Queue, Settings};
+use tracing::info;
 
 use crate::clock::{Clock, ClockError, SystemClock};
-use crate::dbfile::{DbFile, DbFileError};
-use crate::fsize::{describe_limit, file_size_limit_hit};
+use crate::dbfile::DbFileError;
+use crate::slot::{self, Limits};
 use crate::stop::Stop;
-use crate::transport::{Transport, Unclassified};
-use crate::window::{MARGIN, Window};
+use crate::store::{Slot, Store, watch};
+use crate::transport::Transport;
+use crate::window::MARGIN;
+#[cfg(doc)]
+use crate::window::Window;
 
 /// How a worker runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,6 +119,22 @@ pub enum ConfigError {
     /// A zero sleep would spin on an empty queue.
     #[error("max_sleep: must be at least 1 ms")]
     ZeroSleep,
+    /// No transport was given: [`work_in_slots`] runs one attempt slot per transport.
+    #[error("at least one attempt slot (one transport) is needed")]
+    NoSlots,
+    /// The name plus the per-process suffix would pass the store's 256 bytes.
+    #[error(
+        "worker: the name is {bytes} bytes; with the per-process suffix ({suffix} bytes) it must fit in \
+         256, so at most {most} bytes"
+    )]
+    WorkerTooLong {
+        /// The name's length.
+        bytes: usize,
+        /// The suffix's length.
+        suffix: usize,
+        /// The longest name that fits with this suffix.
+        most: usize,
+    },
 }
 
 impl ConfigError {
@@ -156,9 +175,18 @@ pub enum WorkError {
         /// The queue's error for the failed write.
         source: Error,
     },
+    /// An attempt slot's thread could not be started.
+    #[error("could not start an attempt thread: {0}")]
+    Thread(std::io::Error),
 }
 
 /// What a loop did, when it returns.
+///
+/// For a run that starts on an empty queue and ends idle, the categories add up to what
+/// `stats` shows: `done` is its done count, and `dead + reaped` its dead count (with several
+/// workers, summed over them). Exact for one worker; with several, a job can also be
+/// reaped inside another's claim, a transaction that says nothing of it, and then no summary
+/// counts it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     /// Attempts started (claims), whatever came of them.
@@ -167,16 +195,23 @@ pub struct Summary {
     pub done: u64,
     /// Attempts recorded as retries.
     pub retried: u64,
-    /// Attempts that ended their job `dead`.
+    /// Jobs an attempt's outcome made dead (permanent, or out of budget or time).
     pub dead: u64,
+    /// Jobs this worker's reaps made dead: a lease that expired on the job's last attempt
+    /// (its worker died, or its error was unclassified), or a job that reached its deadline
+    /// while pending or leased.
+    pub reaped: u64,
     /// Attempts whose result was not recorded: unclassified, the clock went back, the lease
     /// was lost, or the store failed while recording.
     pub unrecorded: u64,
+    /// Transactions that wrote: claims that leased a job, group commits of outcomes, reaps
+    /// that reaped, notes of unclassified errors. On a durable store each costs one fsync.
+    pub writes: u64,
 }
 
-/// Runs `queue` with `transport` until `stop` is requested (the attempt under way is
-/// finished and recorded first) or, with [`Config::until_idle`], until no job is pending or
-/// leased, on the system clock.
+/// Runs `queue` with `transport`, one attempt at a time, until `stop` is requested (the
+/// attempt under way is finished and recorded first) or, with [`Config::until_idle`], until
+/// no job is pending or leased, on the system clock.
 ///
 /// Refusals the SPEC defines for one attempt (a lost lease, the clock going back, an
 /// unclassified error) are logged and the loop goes on; so does a busy or full database,
@@ -220,7 +255,7 @@ pub struct Summary {
 pub fn work(
     queue: &mut Queue,
     config: &Config,
-    transport: &mut impl Transport,
+    transport: &mut (impl Transport + Send),
     stop: &Stop,
 ) -> Result<Summary, WorkError> {
     work_with_clock(queue, config, transport, stop, &SystemClock)
@@ -231,195 +266,99 @@ pub fn work(
 pub fn work_with_clock(
     queue: &mut Queue,
     config: &Config,
-    transport: &mut impl Transport,
+    transport: &mut (impl Transport + Send),
     stop: &Stop,
     clock: &dyn Clock,
 ) -> Result<Summary, WorkError> {
-    let grace = transport.grace();
+    work_in_slots(queue, config, std::slice::from_mut(transport), stop, clock)
+}
+
+/// [`work_with_clock`] with one attempt slot per transport: up to `transports.len()`
+/// attempts in flight at once, each on a thread of its own with its own transport.
+///
+/// One thread, this one, owns the queue (`store.rs`): it claims for all free slots in one
+/// transaction, and commits the outcomes that arrive together in one transaction, logging
+/// each only once it is committed. Each attempt is still one claim, fenced by (worker,
+/// attempt), with its own [`Window`]; a crash loses at most the outcomes not yet committed,
+/// and their jobs wait for their leases with the attempt spent. A stop claims nothing more
+/// and returns once the attempts in flight are recorded. On a failure that ends the loop,
+/// the commands still running are killed (their outcomes could not be recorded) and the
+/// other attempts in flight are left to end within their windows before it returns.
+pub fn work_in_slots<T: Transport + Send>(
+    queue: &mut Queue,
+    config: &Config,
+    transports: &mut [T],
+    stop: &Stop,
+    clock: &dyn Clock,
+) -> Result<Summary, WorkError> {
+    if transports.is_empty() {
+        return Err(WorkError::Config(ConfigError::NoSlots));
+    }
+    let grace = transports.iter().map(Transport::grace).max().unwrap_or_default();
     config.validate(grace)?;
     queue.set_settings(config.settings).map_err(|e| WorkError::Config(ConfigError::Settings(e)))?;
     clock.now_ms()?;
     let file = watch(queue.path())?;
-    let worker = config.worker.as_str();
-    let lease = Duration::from_millis(config.settings.lease_ms);
-    let reserve = grace.saturating_add(MARGIN);
-    let mut rng = rand::rng();
-    let mut summary = Summary::default();
+    let limits = Limits {
+        timeout: config.timeout,
+        lease: Duration::from_millis(config.settings.lease_ms),
+        reserve: grace.saturating_add(MARGIN),
+        clock,
+    };
     info!(
-        worker,
+        worker = config.worker.as_str(),
         db = %queue.path().display(),
+        concurrency = transports.len(),
         lease_ms = config.settings.lease_ms,
         timeout_ms = config.timeout.as_millis() as u64,
         "worker started"
     );
-    while !stop.requested() {
-        if let Some(file) = &file
-            && let Err(e) = file.check()
-        {
-            error!(error = %e, "the database file is not the one the worker opened; stopping");
-            return Err(WorkError::DbFile(e));
+    let (done_tx, done_rx) = mpsc::channel();
+    let ran = thread::scope(|scope| {
+        let mut slots = Vec::with_capacity(transports.len());
+        for (n, transport) in transports.iter_mut().enumerate() {
+            let (jobs_tx, jobs_rx) = mpsc::channel();
+            let done = done_tx.clone();
+            let limits = &limits;
+            thread::Builder::new()
+                .name(format!("retryq-slot-{n}"))
+                .spawn_scoped(scope, move || slot::run(n, transport, jobs_rx, done, limits))
+                .map_err(WorkError::Thread)?;
+            slots.push(Slot { jobs: jobs_tx, holds: None });
         }
-        let jitter: f64 = rng.random();
-        // Filled in by the transport: what the log line needs of the attempt.
-        let mut claimed: Option<u64> = None;
-        let mut said = String::new();
-        // A clock the queue cannot use reads as a value it refuses, so nothing is claimed
-        // or recorded by it; what was wrong is kept to say so.
-        let clock_failed: Cell<Option<ClockError>> = Cell::new(None);
-        let read = || match clock.now_ms() {
-            Ok(now) => now,
-            Err(e) => {
-                clock_failed.set(Some(e));
-                u64::MAX
-            }
+        drop(done_tx);
+        let mut store = Store {
+            queue: &mut *queue,
+            config,
+            stop,
+            clock,
+            file,
+            slots,
+            done: done_rx,
+            summary: Summary::default(),
+            rng: rand::rng(),
+            claim_at: Instant::now(),
         };
-        // Before the claim reads the clock: the lease's monotonic end is never late.
-        let turn = Instant::now();
-        let send = |job: &Claimed| {
-            claimed = Some(job.lease_until);
-            let left = job.deadline.saturating_sub(read());
-            let timeout = config.timeout.min(Duration::from_millis(left));
-            let window = Window::leased(timeout, turn, lease, job.lease_until, reserve, clock);
-            let (given, cut) = window.left();
-            debug!(
-                job = %job.id(), attempt = job.attempt(), timeout_ms = given.as_millis() as u64,
-                until = %cut, "sending"
-            );
-            let answer = transport.attempt(job, &window);
-            if let Ok(report) = &answer {
-                said = report.error.clone().unwrap_or_default();
-            }
-            answer
-        };
-        let ran = queue.run_once(worker, &read, send, jitter);
-        if claimed.is_some() {
-            summary.attempts += 1;
+        let ran = store.run();
+        if ran.is_err() && store.slots.iter().any(|s| s.holds.is_some()) {
+            stop.kill_running();
         }
-        if let (Err(_), Some(e)) = (&ran, clock_failed.get()) {
-            error!(
-                error = %e, next_at = claimed,
-                "the clock is out of range; stopping: an attempt under way was not recorded, and \
-                 its job waits for its lease"
-            );
-            return Err(WorkError::Clock(e));
-        }
-        match ran {
-            Ok(Ran::Idle) => {
-                if idle(queue, config, stop, clock)? {
-                    break;
-                }
-            }
-            Ok(Ran::Done { id, attempt }) => {
-                summary.done += 1;
-                info!(job = %id, attempt, outcome = "done", "attempt");
-            }
-            Ok(Ran::Retry { id, attempt, available_at }) => {
-                summary.retried += 1;
-                info!(job = %id, attempt, outcome = "retry", next_at = available_at, error = said, "attempt");
-            }
-            Ok(Ran::Dead { id, attempt, reason }) => {
-                summary.dead += 1;
-                warn!(job = %id, attempt, outcome = "dead", reason = %reason, error = said, "attempt");
-            }
-            Ok(other) => {
-                warn!(ran = ?other, error = said, "attempt recorded, with a result this worker does not name")
-            }
-            Err(RunError::Unclassified { id, attempt, error: Unclassified(error) }) => {
-                summary.unrecorded += 1;
-                warn!(
-                    job = %id, attempt, outcome = "unclassified", next_at = claimed, error,
-                    "attempt; the job waits for its lease to expire"
-                );
-                match queue.record_error(&Lease::new(worker, &id, attempt), &error, None) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::Storage => pause_or_fail(e, stop, config)?,
-                    Err(e) => debug!(job = %id, attempt, error = %e, "error not noted"),
-                }
-            }
-            Err(RunError::ClockWentBackwards { id, attempt, before, after }) => {
-                summary.unrecorded += 1;
-                warn!(
-                    job = %id, attempt, outcome = "clock_went_backwards", before, after,
-                    next_at = claimed,
-                    "attempt not recorded: the system clock went back during it"
-                );
-            }
-            Err(RunError::Queue(e)) => {
-                if claimed.is_some() {
-                    summary.unrecorded += 1;
-                }
-                match &e {
-                    Error::LeaseLost { id, attempt, .. } => warn!(
-                        job = %id, attempt, outcome = "lease_lost",
-                        "attempt not recorded: the lease expired and the job was claimed again or reaped"
-                    ),
-                    Error::ClockWentBackwards { .. } => {
-                        warn!(error = %e, outcome = "clock_went_backwards", "attempt not recorded")
-                    }
-                    _ => pause_or_fail(e, stop, config)?,
-                }
-            }
-            Err(other) => {
-                summary.unrecorded += 1;
-                warn!(error = ?other, next_at = claimed, "attempt not recorded, for a reason this worker does not name");
-            }
-        }
-    }
+        // Closing the slots' channels ends their threads once their attempts are over.
+        ran.map(|()| store.summary)
+    });
+    let summary = ran?;
     info!(
-        worker,
+        worker = config.worker.as_str(),
         attempts = summary.attempts,
         done = summary.done,
         retried = summary.retried,
         dead = summary.dead,
+        reaped = summary.reaped,
         unrecorded = summary.unrecorded,
+        writes = summary.writes,
         "worker stopped"
     );
     Ok(summary)
-}
-
-/// The database file to watch; none for a queue in memory.
-fn watch(path: &Path) -> Result<Option<DbFile>, WorkError> {
-    if path == Path::new(":memory:") {
-        return Ok(None);
-    }
-    Ok(Some(DbFile::watch(path)?))
-}
-
-/// Nothing was due: returns true to end the loop (until idle, and nothing open), otherwise
-/// sleeps until the next job is due.
-fn idle(queue: &mut Queue, config: &Config, stop: &Stop, clock: &dyn Clock) -> Result<bool, WorkError> {
-    let next = match queue.next_due() {
-        Ok(next) => next,
-        Err(e) => {
-            pause_or_fail(e, stop, config)?;
-            return Ok(false);
-        }
-    };
-    if next.is_none() && config.until_idle {
-        info!("idle: no job is pending or leased");
-        return Ok(true);
-    }
-    let now = clock.now_ms()?;
-    let wait = next.map_or(config.max_sleep, |at| Duration::from_millis(at.saturating_sub(now)));
-    stop.sleep(wait.clamp(Duration::from_millis(1), config.max_sleep));
-    Ok(false)
-}
-
-/// A busy or full database is waited out (and logged); any other storage failure ends the
-/// loop, named as the file size limit when that is what failed the write.
-fn pause_or_fail(e: Error, stop: &Stop, config: &Config) -> Result<(), WorkError> {
-    if !e.is_transient() {
-        if file_size_limit_hit() {
-            let why = describe_limit();
-            error!(error = %e, "{why}; stopping");
-            return Err(WorkError::FileTooLarge { why, source: e });
-        }
-        error!(error = %e, "the store failed; stopping");
-        return Err(WorkError::Queue(e));
-    }
-    error!(error = %e, "the store is busy or full; trying again shortly");
-    stop.sleep(config.max_sleep);
-    Ok(())
 }
 
 #[cfg(test)]
@@ -430,11 +369,15 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::thread;
 
-    use retryq::{Completion, NewJob, Outcome, Report, Status};
+    use std::sync::atomic::AtomicU64 as Counter;
+
+    use retryq::{Claimed, Completion, Lease, NewJob, Outcome, Report, Status};
 
     use super::*;
     use crate::clock::now_ms;
     use crate::exec::Exec;
+    use crate::transport::Unclassified;
+    use crate::window::Window;
 
     /// A transport that answers from a script and remembers what it was asked.
     struct Scripted {
@@ -509,7 +452,11 @@ mod tests {
             Ok(Report::from(Outcome::Ok)),                         // a#2
         ]);
         let summary = work(&mut q, &config(), &mut t, &Stop::new()).expect("work");
-        assert_eq!(summary, Summary { attempts: 3, done: 1, retried: 1, dead: 1, unrecorded: 0 });
+        assert_eq!(
+            counts(&summary),
+            Summary { attempts: 3, done: 1, retried: 1, dead: 1, ..Summary::default() }
+        );
+        assert_eq!(summary.writes, 6, "three claims and three commits, one attempt at a time");
         let asked: Vec<(&str, u64)> = t.asked.iter().map(|(id, n, _)| (id.as_str(), *n)).collect();
         assert_eq!(asked, [("b", 1), ("a", 1), ("a", 2)]);
         let b = q.get("b").expect("get").expect("b");
@@ -546,7 +493,7 @@ mod tests {
         let summary = work(&mut q, &config(), &mut t, &stop).expect("work");
         handle.join().expect("stopper");
         assert!(start.elapsed() < Duration::from_secs(10));
-        assert_eq!(summary, Summary { attempts: 1, unrecorded: 1, ..Summary::default() });
+        assert_eq!(counts(&summary), Summary { attempts: 1, unrecorded: 1, ..Summary::default() });
         let a = q.get("a").expect("get").expect("a");
         assert_eq!((a.status, a.attempts), (Status::Leased, 1));
         assert_eq!(a.last_error.as_deref(), Some("exit 3 (unclassified): boom"));
@@ -574,17 +521,23 @@ mod tests {
     }
 
     /// A clock whose n-th reading (from 1) is `f(n)`.
-    struct ScriptedClock<F>(Cell<u64>, F);
+    struct ScriptedClock<F>(Counter, F);
 
-    impl<F: Fn(u64) -> Result<u64, ClockError>> Clock for ScriptedClock<F> {
+    impl<F: Fn(u64) -> Result<u64, ClockError> + Sync> Clock for ScriptedClock<F> {
         fn now_ms(&self) -> Result<u64, ClockError> {
-            self.0.set(self.0.get() + 1);
-            (self.1)(self.0.get())
+            let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+            (self.1)(n)
         }
     }
 
-    fn scripted_clock<F: Fn(u64) -> Result<u64, ClockError>>(f: F) -> ScriptedClock<F> {
-        ScriptedClock(Cell::new(0), f)
+    fn scripted_clock<F: Fn(u64) -> Result<u64, ClockError> + Sync>(f: F) -> ScriptedClock<F> {
+        ScriptedClock(Counter::new(0), f)
+    }
+
+    /// A summary without its count of writes, which depends on how outcomes fell into
+    /// commits.
+    fn counts(summary: &Summary) -> Summary {
+        Summary { writes: 0, ..summary.clone() }
     }
 
     /// Waits (at most 10 s) until `path` holds a line starting with `prefix`; its last word.
@@ -663,7 +616,11 @@ mod tests {
             .complete(&Completion::new(&Lease::new("w2", "a", 2), Outcome::Ok, stepped(), 0.0))
             .expect("complete");
         let summary = w1.join().expect("w1").expect("work");
-        assert_eq!(summary, Summary { attempts: 1, unrecorded: 1, ..Summary::default() }, "lease lost");
+        assert_eq!(
+            counts(&summary),
+            Summary { attempts: 1, unrecorded: 1, ..Summary::default() },
+            "lease lost"
+        );
         let log = std::fs::read_to_string(&log).expect("log");
         assert!(!log.contains("end 1"), "{log}");
         assert_eq!(other.get("a").expect("get").expect("a").status, Status::Done);
@@ -693,7 +650,11 @@ mod tests {
             work_with_clock(&mut q, &ten_second_lease(), &mut three_seconds(&log), &Stop::new(), &clock)
                 .expect("work");
         stepper.join().expect("stepper");
-        assert_eq!(summary, Summary { attempts: 1, dead: 1, ..Summary::default() }, "recorded in its lease");
+        assert_eq!(
+            counts(&summary),
+            Summary { attempts: 1, dead: 1, ..Summary::default() },
+            "recorded in its lease"
+        );
         let a = q.get("a").expect("get").expect("a");
         assert_eq!((a.status, a.dead_reason), (Status::Dead, Some(retryq::DeadReason::Exhausted)));
         let error = a.last_error.expect("an error");

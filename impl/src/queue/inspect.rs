@@ -33,6 +33,19 @@ pub struct Stats {
     pub oldest_open_age_ms: Option<u64>,
 }
 
+/// One lease holder: a worker name in the `owner` column of leased jobs, and how many
+/// leases it holds. A worker process holds its leases under a name of its own, so this is
+/// one line per live (or dead, with expired leases) process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    /// The name its leases are held under (`jobs.owner`).
+    pub worker: String,
+    /// Leases it holds, expired or not.
+    pub leased: u64,
+    /// Of those, leases that expired as of `now`: the holder may have died.
+    pub expired: u64,
+}
+
 /// One recorded transition of a job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HistoryEntry {
@@ -84,6 +97,13 @@ const STATS: &str = "
            count(*) FILTER (WHERE status = 'leased' AND available_at <= ?1),
            min(enqueued_at) FILTER (WHERE status IN ('pending', 'leased'))
     FROM jobs";
+
+/// The leased rows, grouped by holder.
+const OWNERS: &str = "
+    SELECT owner, count(*), count(*) FILTER (WHERE available_at <= ?1)
+    FROM jobs
+    WHERE status = 'leased'
+    GROUP BY owner ORDER BY owner";
 
 const HISTORY: &str = "
     SELECT from_status, to_status, attempt, max_attempts, deadline, available_at, redrives,
@@ -212,6 +232,19 @@ impl Queue {
                 })
             })?;
             Ok(stats)
+        })
+    }
+
+    /// Each worker that holds leases, by name, with how many it holds and how many of those
+    /// have expired as of `now`. Reads only.
+    pub fn owners(&self, now: u64) -> Result<Vec<Owner>> {
+        input::int("now", now)?;
+        self.read(|tx| {
+            let mut statement = tx.prepare_cached(OWNERS)?;
+            let rows = statement.query_map([now], |row| {
+                Ok(Owner { worker: row.get(0)?, leased: row.get(1)?, expired: row.get(2)? })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
 
@@ -390,6 +423,24 @@ mod tests {
         let b = q.claim("w", 150).expect("claim").expect("b again");
         q.complete(&Completion::new(&b.lease, Outcome::Permanent, 151, 0.0)).expect("dead");
         assert_eq!(q.next_due().expect("next"), None, "done and dead jobs need nobody");
+    }
+
+    #[test]
+    fn owners_count_each_holders_leases_live_and_expired() {
+        let mut q = queue();
+        assert_eq!(q.owners(0).expect("owners"), []);
+        for id in ["a", "b", "c", "d"] {
+            q.enqueue(&NewJob { id, payload: "", max_attempts: 3, deadline: 50_000, now: 0 })
+                .expect("enqueue");
+        }
+        q.claim_batch("w2", 10, 2).expect("claim");
+        let c = q.claim("w1", 500).expect("claim").expect("c");
+        q.claim("w1", 600).expect("claim").expect("d");
+        q.complete(&Completion::new(&c.lease, Outcome::Ok, 700, 0.0)).expect("done");
+        // At 1010 w2's leases (until 1010) have expired; w1 holds d until 1600.
+        let owner = |worker: &str, leased, expired| Owner { worker: worker.into(), leased, expired };
+        assert_eq!(q.owners(1010).expect("owners"), [owner("w1", 1, 0), owner("w2", 2, 2)]);
+        assert_eq!(q.owners(1009).expect("owners"), [owner("w1", 1, 0), owner("w2", 2, 0)]);
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod target;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Read;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use retryq::{Claimed, Outcome, Report};
@@ -89,11 +90,16 @@ impl Default for HttpOptions {
 }
 
 /// POSTs each attempt to one of its URLs.
+///
+/// A clone is another slot's transport in the same process: it shares the connection pool,
+/// the node selector and the retry budgets, so that attempts in flight together see one
+/// picture of the receivers and draw on one budget per target, as a single loop would.
+#[derive(Clone)]
 pub struct Http {
     agent: ureq::Agent,
     targets: Vec<Target>,
-    nodes: NodeSelector,
-    budgets: PerTarget<TpsBudget>,
+    nodes: Arc<Mutex<NodeSelector>>,
+    budgets: Arc<Mutex<PerTarget<TpsBudget>>>,
     statuses: StatusTable,
     budget_wait: Duration,
     content_type: HeaderValue,
@@ -126,8 +132,8 @@ impl Http {
         Ok(Http {
             agent,
             targets,
-            nodes,
-            budgets: PerTarget::new(options.budget),
+            nodes: Arc::new(Mutex::new(nodes)),
+            budgets: Arc::new(Mutex::new(PerTarget::new(options.budget))),
             statuses: options.statuses,
             budget_wait: options.budget_wait,
             content_type,
@@ -244,14 +250,21 @@ impl Transport for Http {
         let now = self.now();
         let avoid =
             job.last_node.as_deref().and_then(|last| self.targets.iter().position(|t| t.shown == last));
-        let node = self.nodes.pick(now, avoid);
+        let node = lock(&self.nodes).pick(now, avoid);
         let Some(target) = self.targets.get(node).cloned() else {
             return Err(Unclassified(format!("no URL number {node} among {}", self.targets.len())));
         };
-        let budget = self.budgets.get(&target.host);
-        if job.attempt() <= 1 {
-            budget.deposit(now);
-        } else if !budget.withdraw(now) {
+        let allowed = {
+            let mut budgets = lock(&self.budgets);
+            let budget = budgets.get(&target.host);
+            if job.attempt() <= 1 {
+                budget.deposit(now);
+                true
+            } else {
+                budget.withdraw(now)
+            }
+        };
+        if !allowed {
             let wait = self.budget_wait.as_millis();
             let why = format!(
                 "not sent: the retry budget for {} is spent (retries are held to a share of recent \
@@ -263,11 +276,11 @@ impl Transport for Http {
         debug!(job = %job.id(), attempt = job.attempt(), url = %target.shown, "posting");
         let answer = self.post(&target, job, timeout);
         let after = self.now();
-        if let Err(e) = self.nodes.record(node, after, answer.observed) {
+        if let Err(e) = lock(&self.nodes).record(node, after, answer.observed) {
             debug!(error = %e, "node not recorded");
         }
         if let Some(success) = answer.health {
-            self.budgets.get(&target.host).record(after, success);
+            lock(&self.budgets).get(&target.host).record(after, success);
         }
         answer.result.map(|report| report.node(target.shown))
     }
@@ -286,6 +299,13 @@ impl Answer {
     fn failed(result: Result<Report, Unclassified>) -> Answer {
         Answer { observed: Observed::Failed, health: Some(false), result }
     }
+}
+
+/// The shared state of the clones, held only between two calls that do not block: a clone
+/// that panicked while holding it left nothing half-written that matters more than a lost
+/// observation.
+fn lock<T>(shared: &Mutex<T>) -> MutexGuard<'_, T> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn ms_u64(ms: u128) -> u64 {

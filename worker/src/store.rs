@@ -1,0 +1,370 @@
+//! The store thread: the one owner of the [`Queue`] in a worker process.
+//!
+//! It claims for the free slots in batches (one transaction claims up to all of them,
+//! exactly as that many single claims would), hands each job to a slot, and records what the
+//! slots answer: every outcome that is waiting when it looks is committed in one transaction
+//! — one fsync for all of them — and only then logged and counted. There is no artificial
+//! delay: an outcome that arrives alone is committed alone, at once; outcomes that arrive
+//! while a commit is under way wait for it and share the next one. When nothing is due it
+//! sleeps until the earliest reservation or lease expiry ([`Queue::next_due`]), at most
+//! [`Config::max_sleep`], never less than a millisecond, and wakes early for an outcome.
+//!
+//! Everything the process does to the store happens here, in one place and one order; a
+//! periodic request per attempt in flight (renewing a lease, say) would be one more deadline
+//! in [`Store::wake_at`] and one more step of the loop, over the leases in `slots`.
+
+use std::path::Path;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use rand::RngExt;
+use rand::rngs::ThreadRng;
+use retryq::{Completed, Completion, Error, ErrorKind, Lease, Queue, Report};
+use tracing::{debug, error, info, warn};
+
+use crate::clock::{Clock, ClockError};
+use crate::dbfile::DbFile;
+use crate::fsize::{describe_limit, file_size_limit_hit};
+use crate::slot::{Assignment, Finished};
+use crate::stop::Stop;
+use crate::transport::Unclassified;
+use crate::work::{Config, Summary, WorkError};
+
+/// One attempt slot as the store thread sees it.
+pub(crate) struct Slot {
+    /// Where its next job goes.
+    pub(crate) jobs: Sender<Assignment>,
+    /// The lease of the attempt it runs now, if any.
+    pub(crate) holds: Option<Lease>,
+}
+
+/// What a round of claiming came to.
+#[derive(PartialEq, Eq)]
+enum Claim {
+    /// Go on.
+    Again,
+    /// Until idle, and nothing is pending or leased by anyone: the loop ends.
+    Idle,
+}
+
+pub(crate) struct Store<'a> {
+    pub(crate) queue: &'a mut Queue,
+    pub(crate) config: &'a Config,
+    pub(crate) stop: &'a Stop,
+    pub(crate) clock: &'a dyn Clock,
+    pub(crate) file: Option<DbFile>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) done: Receiver<Finished>,
+    pub(crate) summary: Summary,
+    pub(crate) rng: ThreadRng,
+    /// When to claim next: now after a claim that filled every free slot or a commit that
+    /// freed some, later when nothing was due.
+    pub(crate) claim_at: Instant,
+}
+
+/// An outcome on its way into the store.
+struct Outcome {
+    lease: Lease,
+    report: Report,
+    now: u64,
+    jitter: f64,
+    said: String,
+}
+
+impl Store<'_> {
+    /// Runs until a stop (once the attempts in flight are recorded), or until idle, or until
+    /// the store, the file or the clock fails.
+    pub(crate) fn run(&mut self) -> Result<(), WorkError> {
+        let mut arrived: Vec<Finished> = Vec::new();
+        loop {
+            arrived.extend(self.done.try_iter());
+            if !arrived.is_empty() {
+                self.record(std::mem::take(&mut arrived))?;
+            }
+            let stopping = self.stop.requested();
+            if !stopping && self.free() > 0 && Instant::now() >= self.claim_at && self.claim()? == Claim::Idle
+            {
+                return Ok(());
+            }
+            if self.busy() == 0 {
+                if self.stop.requested() {
+                    return Ok(());
+                }
+                self.stop.sleep(self.claim_at.saturating_duration_since(Instant::now()));
+                continue;
+            }
+            let wait = self.wake_at(stopping).saturating_duration_since(Instant::now());
+            match self.done.recv_timeout(wait) {
+                Ok(finished) => arrived.push(finished),
+                Err(RecvTimeoutError::Timeout) => {}
+                // Every slot holds a sender until the store thread is done: not while it runs.
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+        }
+    }
+
+    /// With attempts in flight, when the loop must look up even if no outcome arrives: the
+    /// next claim if a slot is free and no stop was asked, and at the latest after
+    /// [`Config::max_sleep`].
+    fn wake_at(&self, stopping: bool) -> Instant {
+        let latest = Instant::now() + self.config.max_sleep;
+        if stopping || self.free() == 0 { latest } else { self.claim_at.min(latest) }
+    }
+
+    fn free(&self) -> usize {
+        self.slots.iter().filter(|s| s.holds.is_none()).count()
+    }
+
+    fn busy(&self) -> usize {
+        self.slots.len() - self.free()
+    }
+
+    /// Reaps, claims up to the free slots in one transaction, and hands the jobs out. When
+    /// fewer were due than asked for, sets the next claim to the next due time.
+    fn claim(&mut self) -> Result<Claim, WorkError> {
+        if let Some(file) = &self.file
+            && let Err(e) = file.check()
+        {
+            error!(error = %e, "the database file is not the one the worker opened; stopping");
+            return Err(WorkError::DbFile(e));
+        }
+        let free = self.free();
+        let worker = self.config.worker.as_str();
+        // Before the claim reads the clock: each lease's monotonic end is never late.
+        let turn = Instant::now();
+        let now = self.clock.now_ms().inspect_err(|e| {
+            error!(error = %e, "the clock is out of range; stopping");
+        })?;
+        // The claim reaps too, but says nothing of it; reaped first and at the same `now`,
+        // the claim finds nothing more to reap, and the worker can count what died by it.
+        // A reap that finds nothing writes nothing: no fsync.
+        match self.queue.reap(now) {
+            Ok(0) => {}
+            Ok(reaped) => {
+                self.summary.reaped += reaped;
+                self.summary.writes += 1;
+                info!(
+                    reaped,
+                    "reaped: jobs whose lease expired on their last attempt, or that reached their \
+                     deadline, are dead"
+                );
+            }
+            Err(e) => {
+                self.pause_or_fail(e)?;
+                return Ok(Claim::Again);
+            }
+        }
+        let claimed = match self.queue.claim_batch(worker, now, free) {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                self.pause_or_fail(e)?;
+                return Ok(Claim::Again);
+            }
+        };
+        let got = claimed.len();
+        if got > 0 {
+            self.summary.writes += 1;
+        }
+        let mut idle = self.slots.iter_mut().enumerate().filter(|(_, s)| s.holds.is_none());
+        for job in claimed {
+            self.summary.attempts += 1;
+            let Some((n, slot)) = idle.next() else {
+                // claim_batch returns at most `free` jobs.
+                warn!(job = %job.id(), attempt = job.attempt(), "claimed with no free slot; it waits for its lease");
+                continue;
+            };
+            debug!(job = %job.id(), attempt = job.attempt(), slot = n, lease_until = job.lease_until, "claimed");
+            slot.holds = Some(job.lease.clone());
+            if let Err(back) = slot.jobs.send(Assignment { job, claimed_at: now, turn }) {
+                // The slot's thread is gone (it cannot be, while the store runs): the job
+                // waits for its lease, as after a crash.
+                slot.holds = None;
+                let job = back.0.job;
+                warn!(job = %job.id(), attempt = job.attempt(), slot = n, "slot gone; the job waits for its lease");
+            }
+        }
+        if got == free {
+            // Every free slot got a job: more may be due.
+            self.claim_at = Instant::now();
+            return Ok(Claim::Again);
+        }
+        let next = match self.queue.next_due() {
+            Ok(next) => next,
+            Err(e) => {
+                self.pause_or_fail(e)?;
+                return Ok(Claim::Again);
+            }
+        };
+        if next.is_none() && self.config.until_idle && self.busy() == 0 {
+            info!("idle: no job is pending or leased");
+            return Ok(Claim::Idle);
+        }
+        let wait = next.map_or(self.config.max_sleep, |at| Duration::from_millis(at.saturating_sub(now)));
+        self.claim_at = Instant::now() + wait.clamp(Duration::from_millis(1), self.config.max_sleep);
+        Ok(Claim::Again)
+    }
+
+    /// Commits every outcome in `finished` in one transaction, then logs and counts each;
+    /// notes each unclassified error on its lease. Frees the slots.
+    fn record(&mut self, finished: Vec<Finished>) -> Result<(), WorkError> {
+        let mut outcomes = Vec::with_capacity(finished.len());
+        let mut unclassified = Vec::new();
+        let mut clock_failed: Option<ClockError> = None;
+        for f in finished {
+            if let Some(slot) = self.slots.get_mut(f.slot) {
+                slot.holds = None;
+            }
+            let Finished { assignment, answer, after, said, .. } = f;
+            let job = assignment.job;
+            let (id, attempt) = (job.id(), job.attempt());
+            match (answer, after) {
+                (_, Err(e)) => {
+                    self.summary.unrecorded += 1;
+                    error!(
+                        job = %id, attempt, error = %e, next_at = job.lease_until,
+                        "the clock is out of range: the attempt was not recorded, and its job waits \
+                         for its lease"
+                    );
+                    clock_failed = Some(e);
+                }
+                (_, Ok(after)) if after < assignment.claimed_at => {
+                    self.summary.unrecorded += 1;
+                    warn!(
+                        job = %id, attempt, outcome = "clock_went_backwards", before = assignment.claimed_at,
+                        after, next_at = job.lease_until,
+                        "attempt not recorded: the system clock went back during it"
+                    );
+                }
+                (Err(Unclassified(error)), Ok(_)) => unclassified.push((job, error)),
+                (Ok(report), Ok(after)) => {
+                    let jitter: f64 = self.rng.random();
+                    outcomes.push(Outcome { lease: job.lease, report, now: after, jitter, said });
+                }
+            }
+        }
+        self.claim_at = Instant::now();
+        self.commit(outcomes)?;
+        for (job, error) in unclassified {
+            self.note(&job.lease, job.lease_until, &error)?;
+        }
+        match clock_failed {
+            Some(e) => Err(WorkError::Clock(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// The group commit: one transaction for all of `outcomes`; each is logged only once it
+    /// is committed, with what the store made of it.
+    fn commit(&mut self, outcomes: Vec<Outcome>) -> Result<(), WorkError> {
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        let completions: Vec<Completion<'_>> = outcomes
+            .iter()
+            .map(|o| Completion { lease: &o.lease, report: o.report.clone(), now: o.now, jitter: o.jitter })
+            .collect();
+        let results = match self.queue.complete_batch(&completions) {
+            Ok(results) => results,
+            Err(e) => {
+                // Nothing of the batch is stored: none of it is reported as recorded.
+                for o in &outcomes {
+                    self.summary.unrecorded += 1;
+                    warn!(
+                        job = %o.lease.id, attempt = o.lease.attempt, outcome = "not_recorded", error = %e,
+                        "attempt not recorded: the store failed; the job waits for its lease"
+                    );
+                }
+                return self.pause_or_fail(e);
+            }
+        };
+        self.summary.writes += 1;
+        debug!(outcomes = outcomes.len(), "committed");
+        for (o, result) in outcomes.iter().zip(results) {
+            let (id, attempt, said) = (&o.lease.id, o.lease.attempt, o.said.as_str());
+            match result {
+                Ok(Completed::Done) => {
+                    self.summary.done += 1;
+                    info!(job = %id, attempt, outcome = "done", "attempt");
+                }
+                Ok(Completed::Retry { available_at }) => {
+                    self.summary.retried += 1;
+                    info!(job = %id, attempt, outcome = "retry", next_at = available_at, error = said, "attempt");
+                }
+                Ok(Completed::Dead { reason }) => {
+                    self.summary.dead += 1;
+                    warn!(job = %id, attempt, outcome = "dead", reason = %reason, error = said, "attempt");
+                }
+                Ok(other) => {
+                    warn!(job = %id, attempt, completed = ?other, error = said, "attempt recorded, with a result this worker does not name")
+                }
+                Err(Error::LeaseLost { .. }) => {
+                    self.summary.unrecorded += 1;
+                    warn!(
+                        job = %id, attempt, outcome = "lease_lost",
+                        "attempt not recorded: the lease expired and the job was claimed again or reaped"
+                    );
+                }
+                Err(e @ Error::ClockWentBackwards { .. }) => {
+                    self.summary.unrecorded += 1;
+                    warn!(job = %id, attempt, error = %e, outcome = "clock_went_backwards", "attempt not recorded");
+                }
+                Err(e) => {
+                    self.summary.unrecorded += 1;
+                    warn!(job = %id, attempt, error = %e, "attempt not recorded, for a reason this worker does not name");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An unclassified error: nothing is recorded (the job waits for its lease to expire),
+    /// but the text is noted on the lease for the operator.
+    fn note(&mut self, lease: &Lease, lease_until: u64, error: &str) -> Result<(), WorkError> {
+        self.summary.unrecorded += 1;
+        let noted = self.queue.record_error(lease, error, None);
+        warn!(
+            job = %lease.id, attempt = lease.attempt, outcome = "unclassified", next_at = lease_until, error,
+            "attempt; the job waits for its lease to expire"
+        );
+        match noted {
+            Ok(()) => {
+                self.summary.writes += 1;
+                Ok(())
+            }
+            Err(e) if e.kind() == ErrorKind::Storage => self.pause_or_fail(e),
+            Err(e) => {
+                debug!(job = %lease.id, attempt = lease.attempt, error = %e, "error not noted");
+                Ok(())
+            }
+        }
+    }
+
+    fn pause_or_fail(&self, e: Error) -> Result<(), WorkError> {
+        pause_or_fail(e, self.stop, self.config)
+    }
+}
+
+/// A busy or full database is waited out (and logged); any other storage failure ends the
+/// loop, named as the file size limit when that is what failed the write.
+pub(crate) fn pause_or_fail(e: Error, stop: &Stop, config: &Config) -> Result<(), WorkError> {
+    if !e.is_transient() {
+        if file_size_limit_hit() {
+            let why = describe_limit();
+            error!(error = %e, "{why}; stopping");
+            return Err(WorkError::FileTooLarge { why, source: e });
+        }
+        error!(error = %e, "the store failed; stopping");
+        return Err(WorkError::Queue(e));
+    }
+    error!(error = %e, "the store is busy or full; trying again shortly");
+    stop.sleep(config.max_sleep);
+    Ok(())
+}
+
+/// The database file to watch; none for a queue in memory.
+pub(crate) fn watch(path: &Path) -> Result<Option<DbFile>, WorkError> {
+    if path == Path::new(":memory:") {
+        return Ok(None);
+    }
+    Ok(Some(DbFile::watch(path)?))
+}
