@@ -31,6 +31,7 @@ pub mod throughput;
 pub mod worker;
 
 mod error;
+mod median;
 mod report;
 
 use std::fmt::Write as _;
@@ -38,10 +39,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use error::BenchError;
+pub use median::median;
 pub use peers::Peer;
 pub use report::{
-    Batch, BenchReport, ClaimScaling, Conformance, Machine, ModelChecking, ProcessRow, ScalingRow,
-    Throughput, median,
+    Batch, BenchReport, ClaimScaling, Conformance, Machine, ModelChecking, ProcessRow, ScalingRow, Throughput,
 };
 pub use throughput::{Launcher, Side, worker_main};
 pub use worker::WorkerBench;

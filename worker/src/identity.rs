@@ -11,7 +11,7 @@
 
 use rand::RngExt;
 
-use crate::work::ConfigError;
+use crate::config::ConfigError;
 
 /// The store's limit on a worker name, in bytes.
 const MAX_NAME_BYTES: usize = retryq_core::MAX_ID_BYTES;

@@ -33,11 +33,13 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod config;
 mod dbfile;
 mod exec;
 mod fsize;
 pub mod http;
 mod identity;
+mod outcome;
 mod slot;
 mod stop;
 mod store;
@@ -47,13 +49,15 @@ mod window;
 mod work;
 
 pub use clock::{Clock, ClockError, SystemClock, now_ms};
+pub use config::{Config, ConfigError};
 pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
 pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use identity::process_name;
+pub use outcome::{Summary, WorkError};
 pub use stop::Stop;
 pub use trampoline::{EXIT_NOT_STARTED, Trampoline, bounce};
 pub use transport::{Transport, Unclassified};
 pub use window::{Cut, MARGIN, POLL, Window};
-pub use work::{Config, ConfigError, Summary, WorkError, work, work_in_slots, work_with_clock};
+pub use work::{work, work_in_slots, work_with_clock};

@@ -23,12 +23,13 @@ use retryq::{Completed, Completion, Error, ErrorKind, Lease, Queue, Report};
 use tracing::{debug, error, info, warn};
 
 use crate::clock::{Clock, ClockError};
+use crate::config::Config;
 use crate::dbfile::DbFile;
 use crate::fsize::{describe_limit, file_size_limit_hit};
+use crate::outcome::{Summary, WorkError};
 use crate::slot::{Assignment, Finished};
 use crate::stop::Stop;
 use crate::transport::Unclassified;
-use crate::work::{Config, Summary, WorkError};
 
 /// One attempt slot as the store thread sees it.
 pub(crate) struct Slot {
