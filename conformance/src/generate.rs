@@ -276,6 +276,9 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
                 max_attempts: *max_attempts,
                 deadline: now.saturating_add(*ttl),
                 now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
             }
         }
         Abstract::Claim { worker, now } => Op::Claim { worker: WORKERS[*worker].into(), now: at(now) },
@@ -458,6 +461,9 @@ fn random_step(g: &mut Gen) -> Step {
                 max_attempts: u64::from(u8::arbitrary(g) % 4),
                 deadline: now + u64::from(u8::arbitrary(g) % 48),
                 now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
             }
         }
         3..=5 => Op::Claim { worker, now: time(g) },

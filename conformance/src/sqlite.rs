@@ -90,7 +90,13 @@ impl Sqlite {
                 })?;
                 Reply::Config
             }
-            Op::Enqueue { id, payload, max_attempts, deadline, now } => {
+            Op::Enqueue { not_before: Some(_), .. } => return Err(not_on_sqlite_yet("enqueue's not_before")),
+            Op::Enqueue { base_ms: Some(_), .. } | Op::Enqueue { cap_ms: Some(_), .. } => {
+                return Err(not_on_sqlite_yet("enqueue's own base_ms and cap_ms"));
+            }
+            Op::Heartbeat { .. } => return Err(not_on_sqlite_yet("heartbeat")),
+            Op::Cancel { .. } => return Err(not_on_sqlite_yet("cancel")),
+            Op::Enqueue { id, payload, max_attempts, deadline, now, .. } => {
                 let job = NewJob { id, payload, max_attempts: *max_attempts, deadline: *deadline, now: *now };
                 match q.enqueue(&job)? {
                     Enqueued::New => Reply::Enqueued,
@@ -152,6 +158,13 @@ impl Sqlite {
         self.queue.set_settings(settings)?;
         Ok(())
     }
+}
+
+/// A SPEC 1.1 operation or field the library does not run yet: the replay stops with this
+/// message rather than answer something the contract does not say.
+fn not_on_sqlite_yet(what: &str) -> Refusal {
+    let message = format!("{what}: not implemented on SQLite yet");
+    Refusal::Fatal(ReplayError::Io(std::io::Error::new(std::io::ErrorKind::Unsupported, message)))
 }
 
 /// `run_once` with a clock that reads `now` then `after`, and a transport that answers
@@ -274,6 +287,11 @@ pub fn job_view(job: &retryq::Job) -> JobView {
         deadline: job.deadline,
         dead_reason: job.dead_reason.map(reason_of),
         redrives: job.redrives,
+        // The library stores no schedule nor own backoff yet: every job it holds was enqueued
+        // without them, so its first `available_at` is its enqueue's `now`.
+        not_before: job.enqueued_at,
+        base_ms: None,
+        cap_ms: None,
     }
 }
 
@@ -290,6 +308,8 @@ pub fn stats_view(s: &retryq::Stats) -> StatsView {
         dead_exhausted: s.dead_exhausted,
         dead_deadline: s.dead_deadline,
         dead_permanent: s.dead_permanent,
+        // The library has no cancel yet.
+        dead_cancelled: 0,
         leased_expired: s.leased_expired,
         oldest_open_age_ms: s.oldest_open_age_ms,
     }
@@ -331,7 +351,16 @@ mod tests {
         let mut side = Sqlite::temporary().expect("temporary database");
         let steps = [
             Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(1000) },
-            Op::Enqueue { id: "a".into(), payload: "p".into(), max_attempts: 3, deadline: 10_000, now: 0 },
+            Op::Enqueue {
+                id: "a".into(),
+                payload: "p".into(),
+                max_attempts: 3,
+                deadline: 10_000,
+                now: 0,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
+            },
             Op::Claim { worker: "w1".into(), now: 0 },
             Op::Restart,
             Op::Claim { worker: "w2".into(), now: 999 },
@@ -355,6 +384,9 @@ mod tests {
             max_attempts: 3,
             deadline: 10_000,
             now: 0,
+            not_before: None,
+            base_ms: None,
+            cap_ms: None,
         })
         .expect("enqueue");
         let r = side

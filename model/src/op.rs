@@ -57,6 +57,15 @@ pub enum Op {
         max_attempts: u64,
         deadline: u64,
         now: u64,
+        /// The job's first `available_at` (SPEC 3.2); absent means `now`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        not_before: Option<u64>,
+        /// The job's own `base_ms`, replacing the queue's in its retries (SPEC 3.2, 6.23).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        base_ms: Option<u64>,
+        /// The job's own `cap_ms`, likewise.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cap_ms: Option<u64>,
     },
     Claim {
         worker: String,
@@ -80,11 +89,23 @@ pub enum Op {
         #[serde(skip_serializing_if = "Option::is_none")]
         jitter: Option<f64>,
     },
+    /// The holder of a running attempt keeps its lease (SPEC 3.12).
+    Heartbeat {
+        worker: String,
+        id: String,
+        attempt: u64,
+        now: u64,
+    },
     Redrive {
         id: String,
         now: u64,
         add_attempts: u64,
         deadline: u64,
+    },
+    /// An operator takes a pending job off the queue (SPEC 3.13).
+    Cancel {
+        id: String,
+        now: u64,
     },
     Reap {
         now: u64,
@@ -135,6 +156,32 @@ mod tests {
         assert_eq!(Op::Restart.to_json_line(), r#"{"op":"restart"}"#);
         let config = Op::Config { base_ms: Some(100), cap_ms: None, lease_ms: Some(1000) };
         assert_eq!(config.to_json_line(), r#"{"op":"config","base_ms":100,"lease_ms":1000}"#);
+        let enqueue = |not_before, base_ms, cap_ms| Op::Enqueue {
+            id: "a".into(),
+            payload: String::new(),
+            max_attempts: 2,
+            deadline: 9,
+            now: 1,
+            not_before,
+            base_ms,
+            cap_ms,
+        };
+        assert_eq!(
+            enqueue(None, None, None).to_json_line(),
+            r#"{"op":"enqueue","id":"a","payload":"","max_attempts":2,"deadline":9,"now":1}"#,
+            "the 1.1 fields only when present"
+        );
+        assert_eq!(
+            enqueue(Some(3), Some(0), Some(7)).to_json_line(),
+            r#"{"op":"enqueue","id":"a","payload":"","max_attempts":2,"deadline":9,"now":1,"not_before":3,"base_ms":0,"cap_ms":7}"#
+        );
+        let heartbeat = Op::Heartbeat { worker: "w".into(), id: "a".into(), attempt: 2, now: 5 };
+        assert_eq!(
+            heartbeat.to_json_line(),
+            r#"{"op":"heartbeat","worker":"w","id":"a","attempt":2,"now":5}"#
+        );
+        let cancel = Op::Cancel { id: "a".into(), now: 5 };
+        assert_eq!(cancel.to_json_line(), r#"{"op":"cancel","id":"a","now":5}"#);
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
                 max_attempts: 1,
                 deadline: last.now + 1,
                 now: last.now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
             });
             probe(Op::Claim { worker: SETTINGS_PROBE.into(), now: last.now });
         }

@@ -5,7 +5,20 @@ use retryq_model::{
 };
 
 fn enqueue(id: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
-    Op::Enqueue { id: id.into(), payload: "p".into(), max_attempts, deadline, now }
+    enqueue_payload(id, "p", max_attempts, deadline, now)
+}
+
+fn enqueue_payload(id: &str, payload: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
+    Op::Enqueue {
+        id: id.into(),
+        payload: payload.into(),
+        max_attempts,
+        deadline,
+        now,
+        not_before: None,
+        base_ms: None,
+        cap_ms: None,
+    }
 }
 
 fn claim(worker: &str, now: u64) -> Op {
@@ -49,7 +62,7 @@ fn the_spec_worked_trace() {
     let mut store = Store::new();
     let ops = [
         config(100, 250, 1000),
-        Op::Enqueue { id: "order-7".into(), payload: String::new(), max_attempts: 5, deadline: 700, now: 0 },
+        enqueue_payload("order-7", "", 5, 700, 0),
         run_once("w1", 0, None, RunOutcome::Retryable, Some(0.5)),
         run_once("w1", 50, None, RunOutcome::Retryable, Some(0.5)),
         run_once("w1", 150, None, RunOutcome::Retryable, Some(0.5)),
@@ -87,13 +100,7 @@ fn enqueue_validates_everything_and_stores_nothing_when_invalid() {
     for op in [
         enqueue("", 1, 10, 0),
         enqueue(&"x".repeat(257), 1, 10, 0),
-        Op::Enqueue {
-            id: "a".into(),
-            payload: "x".repeat((1 << 20) + 1),
-            max_attempts: 1,
-            deadline: 10,
-            now: 0,
-        },
+        enqueue_payload("a", &"x".repeat((1 << 20) + 1), 1, 10, 0),
         enqueue("a", 0, 10, 0),
         enqueue("a", 1 << 31, 10, 0),
         enqueue("a", 1, 10, 10),
@@ -113,8 +120,7 @@ fn an_existing_id_changes_nothing_whatever_its_status() {
     store.step(&claim("w", 0));
     let before = store.clone();
     assert_eq!(store.step(&enqueue("a", 9, 500, 10)), ok(Reply::Existing));
-    let other =
-        Op::Enqueue { id: "a".into(), payload: "other".into(), max_attempts: 3, deadline: 100, now: 0 };
+    let other = enqueue_payload("a", "other", 3, 100, 0);
     assert_eq!(store.step(&other), err(Failure::Conflict));
     assert_eq!(store, before);
 }
