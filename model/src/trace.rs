@@ -18,8 +18,10 @@ use crate::{Op, Response};
 /// The id and worker of the probe that shows a trace's settings at its end.
 pub const SETTINGS_PROBE: &str = "settings-probe";
 
-/// One line of a trace.
+/// One line of a trace. A trace is a counterexample's few dozen lines, so an operation is kept
+/// inline rather than boxed, however much larger than a comment it is.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Line {
     /// A `#` line, skipped by replay.
     Comment(String),
