@@ -259,6 +259,19 @@ impl Bug {
         }
     }
 
+    /// The bugs in SPEC 1.1's operations and fields: only a trace that uses them shows one.
+    pub fn added_in_1_1(self) -> bool {
+        matches!(
+            self,
+            Bug::HeartbeatPastDeadline
+                | Bug::HeartbeatIgnoresAttempt
+                | Bug::HeartbeatShrinksLease
+                | Bug::ScheduledClaimableEarly
+                | Bug::RetryIgnoresOwnBackoff
+                | Bug::CancelLeasedJob
+        )
+    }
+
     /// The bug called `name`, if there is one.
     pub fn from_name(name: &str) -> Option<Bug> {
         Bug::ALL.into_iter().find(|bug| bug.name() == name)

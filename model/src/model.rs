@@ -73,6 +73,10 @@ pub struct Bounds {
     /// backoff), each with the largest budget and deadline: one job of each shape is enough
     /// to reach their edges, and offering them to every enqueue would multiply the states.
     pub shapes: Vec<Shape>,
+    /// Whether the world uses SPEC 1.1's operations and fields (heartbeat, cancel, the
+    /// shapes, their bad arguments). Off, it is the contract 1.0 world: what a reading that
+    /// does not run them yet can be compared on.
+    pub contract_1_1: bool,
     /// Whether the world is hostile: bad arguments of every class, clocks that go back,
     /// completions by the wrong worker, holders that crash, reads.
     pub hostile: bool,
@@ -100,6 +104,7 @@ impl Default for Bounds {
             add_attempts: 1,
             redrive_deadline: 1,
             shapes: vec![Shape::Scheduled { after: 1 }, Shape::OwnBackoff],
+            contract_1_1: true,
             hostile: true,
         }
     }
@@ -1015,7 +1020,7 @@ impl Model for QueueModel {
             if let (true, (Some(&max_attempts), Some(&deadline_in))) = (world.ghosts.is_empty(), largest)
                 && b.room_for(now, deadline_in)
             {
-                for &shape in &b.shapes {
+                for &shape in b.shapes.iter().filter(|_| b.contract_1_1) {
                     actions.push(Action::Enqueue { max_attempts, deadline_in, shape: Some(shape) });
                 }
             }
@@ -1029,7 +1034,7 @@ impl Model for QueueModel {
                 // The holder's heartbeat at its edges only: the last instant before the deadline
                 // (where SPEC 4.11's bound is reached) and from the deadline on (refused). One
                 // in the middle of a lease extends it like any other and only adds states.
-                if world.ghosts.get(held.job).is_some_and(|g| now + 1 >= g.deadline) {
+                if b.contract_1_1 && world.ghosts.get(held.job).is_some_and(|g| now + 1 >= g.deadline) {
                     actions.push(Action::Heartbeat { worker });
                 }
                 actions.push(Action::Complete { worker, outcome: Outcome::Ok, jitter: None });
@@ -1044,15 +1049,17 @@ impl Model for QueueModel {
                 if b.hostile {
                     actions.push(Action::CompleteEarly { worker });
                     actions.push(Action::Crash { worker });
-                    if now > 0 {
+                    if b.contract_1_1 && now > 0 {
                         actions.push(Action::HeartbeatBack { worker });
                     }
-                    if held.attempt > 1 {
+                    if b.contract_1_1 && held.attempt > 1 {
                         actions.push(Action::HeartbeatStale { worker });
                     }
                     for other in (0..world.workers.len()).filter(|&w| w != worker) {
                         actions.push(Action::CompleteAsOther { worker: other, holder: worker });
-                        actions.push(Action::HeartbeatAsOther { worker: other, holder: worker });
+                        if b.contract_1_1 {
+                            actions.push(Action::HeartbeatAsOther { worker: other, holder: worker });
+                        }
                     }
                 }
             } else {
@@ -1073,7 +1080,7 @@ impl Model for QueueModel {
                 actions.push(Action::Redrive { job });
             }
         }
-        for (job, ghost) in world.ghosts.iter().enumerate() {
+        for (job, ghost) in world.ghosts.iter().enumerate().filter(|_| b.contract_1_1) {
             // A cancel of a leased, done or dead job is a refusal and adds no state: offered
             // always. One that applies adds a dead(cancelled) state at every instant and a
             // redrive out of it, so it is offered for the first job only, while it has never
@@ -1091,7 +1098,7 @@ impl Model for QueueModel {
             let classes = Invalid::ALL
                 .into_iter()
                 .filter(|&c| c != Invalid::RedriveOverflow || claimed)
-                .filter(|&c| !c.added_in_1_1() || now == 0);
+                .filter(|&c| !c.added_in_1_1() || (now == 0 && b.contract_1_1));
             actions.extend(classes.map(|class| Action::Invalid { class }));
             actions.push(Action::Stats);
             actions.extend((0..world.ghosts.len()).map(|job| Action::Get { job }));
