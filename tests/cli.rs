@@ -119,7 +119,7 @@ fn enqueue_get_and_stats_print_the_spec_objects() {
     expected["oldest_open_age_ms"] = printed["oldest_open_age_ms"].clone();
     assert_eq!(printed, expected);
     let keys: Vec<&str> = printed.as_object().expect("object").keys().map(String::as_str).collect();
-    assert_eq!(keys.len(), 10, "{keys:?}");
+    assert_eq!(keys.len(), 11, "{keys:?}");
 
     let r = retryq(&db, &["stats", "--prometheus"]);
     assert!(r.stdout.contains("retryq_jobs{status=\"pending\"} 2\n"), "{}", r.stdout);

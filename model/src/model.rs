@@ -313,8 +313,8 @@ pub struct Events(u32);
 impl Events {
     /// A claim at or after the caller's deadline, or with no budget left.
     pub const LATE_CLAIM: Events = Events(1);
-    /// A completion by anyone but the holder of the latest claim (an old token, or the
-    /// current token presented by another worker) changed the store.
+    /// A completion or a heartbeat by anyone but the holder of the latest claim (an old
+    /// token, or the current token presented by another worker) changed the store.
     pub const STALE_CHANGED: Events = Events(1 << 1);
     /// An operation refused with an error changed the store.
     pub const REFUSAL_CHANGED: Events = Events(1 << 2);
