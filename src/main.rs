@@ -6,13 +6,15 @@
 //! the calling side, and its simulation), `worker/` (the worker loop and its transports) and
 //! `demo/` (the receiving end of the HTTP demo).
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod out;
 mod printable;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// A durable retry queue on SQLite whose correctness claims are checked.
 #[derive(Parser)]
@@ -63,7 +65,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|first| first == cmd::trampoline::NAME) {
+        return cmd::trampoline::run(args);
+    }
+    let matches = cmd::usage::help_usage_after_errors(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Enqueue(args) => cmd::enqueue::run(args),
         Command::Work(args) => cmd::work::run(args),

@@ -1,9 +1,6 @@
-//! `retryq check` and `retryq explore` as a user runs them.
+//! `retryq check` as a user runs it (`retryq explore`: `explore_cli.rs`).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 fn retryq(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_retryq")).args(args).output().expect("retryq runs")
@@ -103,41 +100,4 @@ fn list_bugs_names_every_bug_and_unknown_names_are_refused() {
     let output = retryq(&["check", "--bug", "no-such-bug"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("rollback-attempt-on-crash"));
-}
-
-/// Kills the child when dropped, so a failing test leaves no server behind.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-#[test]
-fn explore_serves_the_explorer_on_loopback() {
-    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-    let child = Command::new(env!("CARGO_BIN_EXE_retryq"))
-        .args(["explore", "--port", &port.to_string(), "--jobs", "1", "--horizon", "3"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("retryq explore starts");
-    let _server = Running(child);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let response = loop {
-        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
-            stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-            stream
-                .write_all(b"GET /.status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-                .expect("request");
-            let mut response = String::new();
-            let _ = stream.read_to_string(&mut response);
-            break response;
-        }
-        assert!(Instant::now() < deadline, "explore never listened on {port}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    assert!(response.contains("QueueModel"), "{response}");
 }

@@ -90,15 +90,17 @@ fn enqueue_get_and_stats_print_the_spec_objects() {
     assert_eq!((r.code, r.stdout.as_str()), (Some(1), "{\"error\":\"conflict\"}\n"), "{}", r.stderr);
 
     // get and stats --json print exactly what the SPEC's get and stats print.
-    let mut q =
-        Queue::open_with(&db, &OpenOptions { read_only: true, create: false, ..OpenOptions::default() })
-            .expect("open");
+    let q = Queue::open_with(&db, &OpenOptions { read_only: true, create: false, ..OpenOptions::default() })
+        .expect("open");
     let b = q.get("b").expect("get").expect("b");
     assert_eq!(b.payload, "héllo\n", "the payload came through standard input untouched");
     assert_eq!(b.max_attempts, 2, "existing changed nothing");
     let r = retryq(&db, &["get", "b"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(r.stdout, format!("{}\n", Response::Ok(Reply::Job(job_view(&b))).to_json_line()));
+    assert_eq!(
+        r.stdout,
+        format!("{}\n", Response::Ok(Reply::Job(job_view(&b).expect("a job the SPEC names"))).to_json_line())
+    );
     assert!(
         r.stdout.starts_with("{\"ok\":\"job\",\"id\":\"b\",\"status\":\"pending\",\"attempts\":0,"),
         "{}",

@@ -233,7 +233,7 @@ fn workers_killed_with_sigkill_lose_nothing() {
     assert!(elapsed < BOUND, "{elapsed:?}");
 
     // Every job done or dead; no id lost.
-    let mut q = read_only(&run.db);
+    let q = read_only(&run.db);
     let stats = q.stats(now_ms()).expect("stats");
     assert_eq!((stats.pending, stats.leased, stats.done + stats.dead), (0, 0, JOBS as u64), "{stats:?}");
     let mut stored = HashMap::new();

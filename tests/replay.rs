@@ -128,7 +128,7 @@ fn a_claim_survives_the_process_being_killed() {
     // SIGKILL while the process waits for more input, holding the database open.
     child.kill().expect("kill");
     child.wait().expect("reap");
-    let mut queue = retryq::Queue::open(&db).expect("reopen");
+    let queue = retryq::Queue::open(&db).expect("reopen");
     let job = queue.get("a").expect("get").expect("job survived");
     assert_eq!((job.status, job.attempts, job.available_at), (retryq::Status::Leased, 1, Some(30_005)));
 }

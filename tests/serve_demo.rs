@@ -105,7 +105,7 @@ impl Store {
 
     fn job(&self, id: &str) -> retryq::Job {
         let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
-        let mut q = Queue::open_with(self.dir.path().join("q.db"), &options).expect("open");
+        let q = Queue::open_with(self.dir.path().join("q.db"), &options).expect("open");
         q.get(id).expect("get").expect("job")
     }
 

@@ -171,13 +171,47 @@ fn a_second_signal_exits_at_once_and_kills_the_command() {
     let job = s.job("a");
     assert_eq!((job.status, job.attempts), (Status::Leased, 1));
     // The command went with the worker.
-    let pid = fs::read_to_string(&pid).expect("pid");
+    wait_gone(&pid, Duration::from_secs(2), "the command outlived the worker");
+}
+
+/// Waits until the process whose id `pid_file` holds is gone (or a zombie), at most `within`.
+fn wait_gone(pid_file: &Path, within: Duration, why: &str) {
+    let pid = fs::read_to_string(pid_file).expect("pid");
     let proc = PathBuf::from("/proc").join(pid.trim());
     let start = Instant::now();
     while fs::read_to_string(proc.join("stat")).is_ok_and(|stat| !stat.contains(") Z")) {
-        assert!(start.elapsed() < Duration::from_secs(2), "the command outlived the worker");
+        assert!(start.elapsed() < within, "{why}");
         thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// A worker killed with SIGKILL cannot kill its command: the kernel does, through the
+/// parent-death signal the trampoline asked for before it became the shell. (The signal
+/// reaches the shell the worker started; the shell's own children are its business.)
+#[test]
+fn a_worker_killed_with_sigkill_takes_its_command_with_it() {
+    let s = Setup::new();
+    s.enqueue("a", 3, 60_000);
+    let (pid, started) = (s.path("pid"), s.path("started"));
+    // Inline, not a script file: `$$` is then the shell the worker started.
+    let command = format!("echo $$ > {}; touch {}; sleep 30", pid.display(), started.display());
+    let mut child = Command::new(BIN)
+        .args(["work", "--worker", "w1", "--exec", &command])
+        .env("RETRYQ_DB", &s.db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn worker");
+    wait_for(&started, Duration::from_secs(10));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    wait_gone(&pid, Duration::from_secs(2), "the command outlived a worker killed with SIGKILL");
+    // The shell's `sleep`, in the same process group, is not the worker's to wait for.
+    let group = format!("-{}", fs::read_to_string(&pid).expect("pid").trim());
+    let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+    let job = s.job("a");
+    assert_eq!((job.status, job.attempts), (Status::Leased, 1), "the attempt is spent, as after any crash");
 }
 
 #[test]

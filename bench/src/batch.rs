@@ -25,7 +25,7 @@ pub fn measure(dir: &Path, k: usize, window: Duration, round: usize) -> Result<f
             name.push('-');
             name.push_str(&cycle.to_string());
         }
-        let now = now_ms();
+        let now = now_ms()?;
         let new: Vec<NewJob<'_>> = names
             .iter()
             .map(|id| NewJob { id, payload: PAYLOAD, max_attempts: 5, deadline: now + 3_600_000, now })
@@ -33,20 +33,11 @@ pub fn measure(dir: &Path, k: usize, window: Duration, round: usize) -> Result<f
         for result in queue.enqueue_many(&new)? {
             result?;
         }
-        let now = now_ms();
+        let now = now_ms()?;
         let claimed = queue.claim_batch("w1", now, k)?;
-        let now = now_ms().max(now);
-        let completions: Vec<Completion<'_>> = claimed
-            .iter()
-            .map(|c| Completion {
-                worker: "w1",
-                id: &c.id,
-                attempt: c.attempt,
-                outcome: Outcome::Ok,
-                now,
-                jitter: 0.0,
-            })
-            .collect();
+        let now = now_ms()?.max(now);
+        let completions: Vec<Completion<'_>> =
+            claimed.iter().map(|c| Completion::new(&c.lease, Outcome::Ok, now, 0.0)).collect();
         for result in queue.complete_batch(&completions)? {
             result?;
         }

@@ -16,6 +16,8 @@
 //! Every figure is a median of several runs; every ratio pairs runs taken next to each
 //! other. [`run`] does it all; [`render`] prints the table; the report serialises to JSON.
 
+#![forbid(unsafe_code)]
+
 pub mod batch;
 pub mod checker;
 pub mod floor;
@@ -43,6 +45,8 @@ pub enum BenchError {
     Io(#[from] std::io::Error),
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("clock: {0}")]
+    Clock(#[from] retryq_core::ClockError),
     #[error("worker process: {0}")]
     Worker(String),
     #[error("setup: {0}")]
@@ -96,7 +100,7 @@ impl Config {
 
 /// Everything one run measured.
 #[derive(Clone, Debug, Serialize)]
-pub struct Report {
+pub struct BenchReport {
     pub quick: bool,
     pub machine: Machine,
     pub throughput: Throughput,
@@ -220,7 +224,7 @@ pub fn median(values: &mut [f64]) -> f64 {
 }
 
 /// Runs every benchmark.
-pub fn run(config: &Config) -> Result<Report, BenchError> {
+pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
     let load_before = load_average();
     let dir = match &config.dir {
         Some(dir) => tempfile::Builder::new().prefix("retryq-bench-").tempdir_in(dir)?,
@@ -359,7 +363,7 @@ pub fn run(config: &Config) -> Result<Report, BenchError> {
         load_before,
         load_after: load_average(),
     };
-    Ok(Report {
+    Ok(BenchReport {
         quick: config.quick,
         machine,
         throughput,
@@ -438,7 +442,7 @@ fn model_checking(config: &Config, progress: &dyn Fn(&str)) -> ModelChecking {
 }
 
 /// The report as one table.
-pub fn render(report: &Report) -> String {
+pub fn render(report: &BenchReport) -> String {
     let mut out = String::new();
     let m = &report.machine;
     let load = |l: Option<f64>| l.map_or("?".to_owned(), |l| format!("{l:.2}"));

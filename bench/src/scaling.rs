@@ -12,7 +12,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use retryq::{Completion, MAX_ATTEMPTS, MAX_INT, NewJob, Outcome, Queue};
+use retryq::{Completion, NewJob, Outcome, Queue};
+use retryq_core::{MAX_ATTEMPTS, MAX_INT};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use crate::BenchError;
@@ -94,13 +95,9 @@ pub fn load_queue(queue: &mut Queue, size: Size) -> Result<(), BenchError> {
         let completions: Vec<Completion<'_>> = claimed
             .iter()
             .enumerate()
-            .map(|(i, c)| Completion {
-                worker: "loader",
-                id: &c.id,
-                attempt: c.attempt,
-                outcome: if (finished + i) % 2 == 0 { Outcome::Ok } else { Outcome::Permanent },
-                now: 0,
-                jitter: 0.0,
+            .map(|(i, c)| {
+                let outcome = if (finished + i) % 2 == 0 { Outcome::Ok } else { Outcome::Permanent };
+                Completion::new(&c.lease, outcome, 0, 0.0)
             })
             .collect();
         for result in queue.complete_batch(&completions)? {
@@ -143,7 +140,7 @@ fn sample_queue(queue: &mut Queue, now: &mut u64, n: usize) -> Result<f64, Bench
         let claimed = queue.claim("bench", *now)?;
         timed += start.elapsed();
         let claimed = claimed.ok_or_else(|| BenchError::Setup("no due job to claim".into()))?;
-        queue.complete("bench", &claimed.id, claimed.attempt, Outcome::Retryable, *now, 0.0)?;
+        queue.complete(&Completion::new(&claimed.lease, Outcome::Retryable, *now, 0.0))?;
     }
     Ok(timed.as_secs_f64() * 1e6 / n as f64)
 }
@@ -325,6 +322,6 @@ mod tests {
             .query_row("SELECT id FROM jobs WHERE status = 'leased'", [], |r| r.get(0))
             .or_else(|_| bare.query_row("SELECT id FROM jobs WHERE updated_at = 1", [], |r| r.get(0)))
             .expect("bare leased");
-        assert_eq!(leased, claimed.id);
+        assert_eq!(leased, claimed.id());
     }
 }

@@ -10,9 +10,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use retryq::{NewJob, Outcome, Queue};
+use retryq::{Completion, NewJob, Outcome, Queue};
 use serde::{Deserialize, Serialize};
 
 use crate::{BenchError, floor};
@@ -65,9 +65,10 @@ impl Launcher {
     }
 }
 
-/// Milliseconds since the Unix epoch: the production clock.
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+/// Milliseconds since the Unix epoch: the production clock, `retryq-core`'s, so a benchmark
+/// times its jobs exactly as a worker would (a clock the queue cannot store fails the run).
+pub fn now_ms() -> Result<u64, BenchError> {
+    Ok(retryq_core::now_ms()?)
 }
 
 /// The child's side: open, say `ready`, wait for `go`, run the window, print the report.
@@ -91,7 +92,7 @@ pub fn worker_main(spec: &str) -> Result<(), BenchError> {
             start = Instant::now();
             while start.elapsed() < window {
                 next(&mut id, jobs + misses);
-                let now = now_ms();
+                let now = now_ms()?;
                 queue.enqueue(&NewJob {
                     id: &id,
                     payload: PAYLOAD,
@@ -99,17 +100,10 @@ pub fn worker_main(spec: &str) -> Result<(), BenchError> {
                     deadline: now + 3_600_000,
                     now,
                 })?;
-                let now = now_ms();
+                let now = now_ms()?;
                 match queue.claim(&spec.name, now)? {
                     Some(job) => {
-                        queue.complete(
-                            &spec.name,
-                            &job.id,
-                            job.attempt,
-                            Outcome::Ok,
-                            now_ms().max(now),
-                            0.0,
-                        )?;
+                        queue.complete(&Completion::new(&job.lease, Outcome::Ok, now_ms()?.max(now), 0.0))?;
                         jobs += 1;
                     }
                     None => misses += 1,
@@ -123,7 +117,7 @@ pub fn worker_main(spec: &str) -> Result<(), BenchError> {
             start = Instant::now();
             while start.elapsed() < window {
                 next(&mut id, jobs + misses);
-                if statements.cycle(&id, PAYLOAD, &spec.name, now_ms())? {
+                if statements.cycle(&id, PAYLOAD, &spec.name, now_ms()?)? {
                     jobs += 1;
                 } else {
                     misses += 1;

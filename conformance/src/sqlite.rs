@@ -8,7 +8,10 @@
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
-use retryq::{Claimed, Completed, Enqueued, Error, NewJob, OpenOptions, Queue, Ran, RunError, Settings};
+use retryq::{
+    Claimed, Completed, Completion, Enqueued, Error, Lease, NewJob, OpenOptions, Queue, Ran, Redrive,
+    RunError, Settings,
+};
 use retryq_model::{
     DeadReason, Failure, JobView, MAX_INT, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status,
 };
@@ -101,18 +104,23 @@ impl Sqlite {
                 match q.enqueue(&job)? {
                     Enqueued::New => Reply::Enqueued,
                     Enqueued::Existing => Reply::Existing,
+                    other => return Err(unnamed(other)),
                 }
             }
             Op::Claim { worker, now } => match q.claim(worker, *now)? {
-                Some(Claimed { id, attempt, lease_until, .. }) => Reply::Claimed { id, attempt, lease_until },
+                Some(Claimed { lease: Lease { id, attempt, .. }, lease_until, .. }) => {
+                    Reply::Claimed { id, attempt, lease_until }
+                }
                 None => Reply::None,
             },
             Op::Complete { worker, id, attempt, outcome, now, jitter } => {
                 let jitter = jitter_for(*outcome == Outcome::Retryable, *jitter)?;
-                match q.complete(worker, id, *attempt, outcome_of(*outcome), *now, jitter)? {
+                let lease = Lease::new(worker, id, *attempt);
+                match q.complete(&Completion::new(&lease, outcome_of(*outcome), *now, jitter))? {
                     Completed::Done => Reply::Done,
                     Completed::Retry { available_at } => Reply::Retry { available_at },
-                    Completed::Dead { reason } => Reply::Dead { reason: reason_of(reason) },
+                    Completed::Dead { reason } => Reply::Dead { reason: reason_of(reason)? },
+                    other => return Err(unnamed(other)),
                 }
             }
             Op::RunOnce { worker, now, after, outcome, jitter } => {
@@ -124,12 +132,12 @@ impl Sqlite {
                 run_once(q, worker, *now, after, *outcome, jitter)?
             }
             Op::Redrive { id, now, add_attempts, deadline } => {
-                q.redrive(id, *now, *add_attempts, *deadline)?;
+                q.redrive(&Redrive { id, add_attempts: *add_attempts, deadline: *deadline, now: *now })?;
                 Reply::Redriven
             }
             Op::Reap { now } => Reply::Reaped { count: q.reap(*now)? },
             Op::Get { id } => match q.get(id)? {
-                Some(job) => Reply::Job(job_view(&job)),
+                Some(job) => Reply::Job(job_view(&job)?),
                 None => return Err(Refusal::Failure(Failure::NotFound)),
             },
             Op::Stats { now } => Reply::Stats(stats_view(&q.stats(*now)?)),
@@ -180,7 +188,7 @@ fn run_once(
     let Some(classified) = outcome.classified() else {
         if outcome == RunOutcome::Crash {
             return Ok(match q.claim(worker, now)? {
-                Some(Claimed { id, attempt, .. }) => Reply::Crashed { id, attempt },
+                Some(Claimed { lease: Lease { id, attempt, .. }, .. }) => Reply::Crashed { id, attempt },
                 None => Reply::None,
             });
         }
@@ -206,8 +214,9 @@ fn transport_run(
         Ok(Ran::Done { id, attempt }) => Ok(Reply::RanDone { id, attempt }),
         Ok(Ran::Retry { id, attempt, available_at }) => Ok(Reply::RanRetry { id, attempt, available_at }),
         Ok(Ran::Dead { id, attempt, reason }) => {
-            Ok(Reply::RanDead { id, attempt, reason: reason_of(reason) })
+            Ok(Reply::RanDead { id, attempt, reason: reason_of(reason)? })
         }
+        Ok(other) => Err(unnamed(other)),
         Err(RunError::ClockWentBackwards { id, attempt, .. }) => {
             Err(Refusal::Failure(Failure::RanClockWentBackwards { id, attempt }))
         }
@@ -215,6 +224,7 @@ fn transport_run(
             Err(Refusal::Failure(Failure::UnknownError { id, attempt }))
         }
         Err(RunError::Queue(e)) => Err(e.into()),
+        Err(other) => Err(unnamed(other)),
     }
 }
 
@@ -272,31 +282,29 @@ impl From<Infallible> for Refusal {
     }
 }
 
-/// What SPEC section 5's `get` shows of a stored job. The one place the library's [`Job`]
-/// becomes the SPEC's object: the replay and the `retryq get` command both print this, so
-/// their shapes cannot drift apart.
+/// What SPEC section 5's `get` shows of a stored job: the one place the replay turns the
+/// library's [`Job`] into the SPEC's object.
 ///
 /// [`Job`]: retryq::Job
-pub fn job_view(job: &retryq::Job) -> JobView {
-    JobView {
+pub fn job_view(job: &retryq::Job) -> Result<JobView, ReplayError> {
+    Ok(JobView {
         id: job.id.clone(),
-        status: status_of(job.status),
+        status: status_of(job.status)?,
         attempts: job.attempts,
         max_attempts: job.max_attempts,
         available_at: job.available_at,
         deadline: job.deadline,
-        dead_reason: job.dead_reason.map(reason_of),
+        dead_reason: job.dead_reason.map(reason_of).transpose()?,
         redrives: job.redrives,
         // The library stores no schedule nor own backoff yet: every job it holds was enqueued
         // without them, so its first `available_at` is its enqueue's `now`.
         not_before: job.enqueued_at,
         base_ms: None,
         cap_ms: None,
-    }
+    })
 }
 
-/// What SPEC section 5's `stats` shows of the store, from the library's [`Stats`]; shared
-/// with `retryq stats --json` like [`job_view`].
+/// What SPEC section 5's `stats` shows of the store, from the library's [`Stats`].
 ///
 /// [`Stats`]: retryq::Stats
 pub fn stats_view(s: &retryq::Stats) -> StatsView {
@@ -323,23 +331,30 @@ fn outcome_of(outcome: Outcome) -> retryq::Outcome {
     }
 }
 
-/// The SPEC's word for a status.
-pub fn status_of(status: retryq::Status) -> Status {
-    match status {
+/// The SPEC's word for a status; a status the SPEC does not name stops the replay.
+pub fn status_of(status: retryq::Status) -> Result<Status, ReplayError> {
+    Ok(match status {
         retryq::Status::Pending => Status::Pending,
         retryq::Status::Leased => Status::Leased,
         retryq::Status::Done => Status::Done,
         retryq::Status::Dead => Status::Dead,
-    }
+        other => return Err(ReplayError::Unnamed(format!("status {other}"))),
+    })
 }
 
-/// The SPEC's word for a dead reason.
-pub fn reason_of(reason: retryq::DeadReason) -> DeadReason {
-    match reason {
+/// The SPEC's word for a dead reason; a reason the SPEC does not name stops the replay.
+pub fn reason_of(reason: retryq::DeadReason) -> Result<DeadReason, ReplayError> {
+    Ok(match reason {
         retryq::DeadReason::Exhausted => DeadReason::Exhausted,
         retryq::DeadReason::Deadline => DeadReason::Deadline,
         retryq::DeadReason::Permanent => DeadReason::Permanent,
-    }
+        other => return Err(ReplayError::Unnamed(format!("dead reason {other}"))),
+    })
+}
+
+/// A result of the queue the SPEC has no reply for: the replay stops rather than guess.
+fn unnamed(answer: impl std::fmt::Debug) -> Refusal {
+    Refusal::Fatal(ReplayError::Unnamed(format!("{answer:?}")))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! - [`Backoff::Fixed`], [`Backoff::Linear`], [`Backoff::Random`]: the seed's fixed, linear
 //!   and random-in-a-range waits;
 //! - [`Backoff::Exponential`]: SPEC section 2's formula, `floor(min(cap, base·2^(n−1)) ·
-//!   jitter)`, computed by [`retryq::retry_delay`] itself, with the jitter ratio drawn as
+//!   jitter)`, computed by [`retryq_core::retry_delay`] itself, with the jitter ratio drawn as
 //!   [`Jitter`] says (none, full, equal);
 //! - [`Backoff::Decorrelated`]: AWS's `sleep = min(cap, random_between(base, sleep·3))`.
 //!
@@ -20,7 +20,7 @@
 use rand::{Rng, RngExt};
 
 /// The largest time SPEC section 2's formula accepts, 2^53 − 1 ms (about 285,000 years).
-const MAX_MS: u64 = retryq::MAX_INT;
+const MAX_MS: u64 = retryq_core::MAX_INT;
 
 /// A backoff strategy: which wait follows the `n`-th consecutive failure.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,7 +100,7 @@ impl Backoff {
                 // The arguments are in the formula's range by construction (1 ≤ n, base and cap ≤
                 // 2^53 − 1; ratio in [0, 1]), so the error arm is never taken; it keeps
                 // the function total should that ever change.
-                retryq::retry_delay(n.min(MAX_MS), base, cap, ratio).unwrap_or(0).min(cap)
+                retryq_core::retry_delay(n.min(MAX_MS), base, cap, ratio).unwrap_or(0).min(cap)
             }
             Backoff::Decorrelated { base_ms, cap_ms } => {
                 let previous = previous_ms.unwrap_or(base_ms);
@@ -160,7 +160,10 @@ mod tests {
         let b = Backoff::Exponential { base_ms: 100, cap_ms: 1000, jitter: Jitter::Full };
         let mut mirror = rng();
         let u: f64 = mirror.random();
-        assert_eq!(b.delay(3, None, &mut rng()), retryq::retry_delay(3, 100, 1000, u).unwrap_or(u64::MAX));
+        assert_eq!(
+            b.delay(3, None, &mut rng()),
+            retryq_core::retry_delay(3, 100, 1000, u).unwrap_or(u64::MAX)
+        );
     }
 
     #[test]

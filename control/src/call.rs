@@ -23,6 +23,7 @@
 use rand::Rng;
 
 use crate::budget::Budget;
+use crate::clock::ClockError;
 use crate::policy::Policy;
 use crate::pushback::Pushback;
 
@@ -48,6 +49,10 @@ pub enum Stop {
     /// The retry budget refused.
     #[error("the retry budget is spent")]
     BudgetSpent,
+    /// The clock could not be read (before 1970, past 2^53 − 1 ms): with no time to compare
+    /// with the deadline, no further attempt is started.
+    #[error("the clock cannot be read: {0}")]
+    ClockUnreadable(ClockError),
 }
 
 impl Stop {

@@ -5,28 +5,33 @@
 //! current instant and a way to wait — so it takes both from a [`Clock`]. Two exist: the
 //! [`SystemClock`] (Unix-epoch milliseconds, the SPEC's shared base, and a real sleep) and
 //! the [`ManualClock`] of tests and simulations, where sleeping moves time forward at once.
+//!
+//! A reading can fail: the system clock is `retryq-core`'s, which refuses a time before 1970
+//! or past 2^53 − 1 ms rather than clamping it (see [`retryq_core::clock`] for why), and the
+//! attempt loop stops the call on such a reading ([`crate::Stop::ClockUnreadable`]).
 
 use std::cell::Cell;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+pub use retryq_core::ClockError;
 
 /// Where the attempt loop reads the time and waits.
 pub trait Clock {
-    /// Milliseconds on the caller's time base.
-    fn now_ms(&self) -> u64;
+    /// Milliseconds on the caller's time base, or why the clock cannot say.
+    fn now_ms(&self) -> Result<u64, ClockError>;
     /// Wait `ms` milliseconds.
     fn sleep_ms(&self, ms: u64);
 }
 
-/// Unix-epoch milliseconds and a real [`std::thread::sleep`]. A system clock set before
-/// 1970 reads as 0; a wall clock may step backwards, and the loop copes (it only ever
-/// compares `now` with the deadline).
+/// Unix-epoch milliseconds ([`retryq_core::now_ms`]) and a real [`std::thread::sleep`]. A
+/// system clock set before 1970 or past 2^53 − 1 ms is a [`ClockError`]; a wall clock may step
+/// backwards, and the loop copes (it only ever compares `now` with the deadline).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    fn now_ms(&self) -> u64 {
-        let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
-        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    fn now_ms(&self) -> Result<u64, ClockError> {
+        retryq_core::now_ms()
     }
 
     fn sleep_ms(&self, ms: u64) {
@@ -49,6 +54,11 @@ impl ManualClock {
         ManualClock { now: Cell::new(now_ms), slept: Cell::new(0) }
     }
 
+    /// The time it reads, without the [`Clock`] trait's `Result`: a manual clock cannot fail.
+    pub fn now(&self) -> u64 {
+        self.now.get()
+    }
+
     /// Move time forward by `ms` (saturating).
     pub fn advance(&self, ms: u64) {
         self.now.set(self.now.get().saturating_add(ms));
@@ -61,8 +71,9 @@ impl ManualClock {
 }
 
 impl Clock for ManualClock {
-    fn now_ms(&self) -> u64 {
-        self.now.get()
+    /// Never fails: a manual clock holds any `u64` the caller gives it.
+    fn now_ms(&self) -> Result<u64, ClockError> {
+        Ok(self.now.get())
     }
 
     fn sleep_ms(&self, ms: u64) {
@@ -80,12 +91,12 @@ mod tests {
         let clock = ManualClock::new(100);
         clock.sleep_ms(50);
         clock.advance(5);
-        assert_eq!((clock.now_ms(), clock.slept_ms()), (155, 50));
+        assert_eq!((clock.now_ms(), clock.slept_ms()), (Ok(155), 50));
     }
 
     #[test]
     fn the_system_clock_reads_the_unix_epoch() {
         // 2020-01-01 in Unix milliseconds: any machine running this is later.
-        assert!(SystemClock.now_ms() > 1_577_836_800_000);
+        assert!(SystemClock.now_ms().is_ok_and(|now| now > 1_577_836_800_000));
     }
 }

@@ -64,7 +64,7 @@ pub mod simulate;
 pub use backoff::{Backoff, Jitter};
 pub use budget::{Budget, PerTarget, RetryThrottle, SuccessRateGate, TpsBudget, Unlimited};
 pub use call::{Call, Next, Plan, Stop};
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ClockError, ManualClock, SystemClock};
 pub use error::ConfigError;
 pub use nodes::{FaultTable, NodeSelector, Observed, UnknownNode};
 pub use policy::Policy;

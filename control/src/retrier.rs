@@ -16,7 +16,7 @@ use rand::Rng;
 
 use crate::budget::Budget;
 use crate::call::{Call, Next, Stop};
-use crate::clock::Clock;
+use crate::clock::{Clock, ClockError};
 use crate::nodes::{NodeSelector, Observed};
 use crate::policy::Policy;
 use crate::pushback::Pushback;
@@ -118,7 +118,16 @@ impl<K: PartialEq, B: Budget, R: Rng> Retrier<K, B, R> {
         // The node the previous attempt failed on: the next one goes elsewhere if it can.
         let mut avoid: Option<usize> = None;
         loop {
-            let started = clock.now_ms();
+            let started = match clock.now_ms() {
+                Ok(now) => now,
+                Err(e) => {
+                    return Err(RetryError {
+                        stop: Stop::ClockUnreadable(e),
+                        attempts: call.attempts(),
+                        last,
+                    });
+                }
+            };
             let plan = match call.start(&self.policy, &mut self.budget, started) {
                 Ok(plan) => plan,
                 Err(stop) => return Err(RetryError { stop, attempts: call.attempts(), last }),
@@ -126,7 +135,10 @@ impl<K: PartialEq, B: Budget, R: Rng> Retrier<K, B, R> {
             let node = self.nodes.pick(started, avoid);
             let attempt = Attempt { number: plan.attempt, node, timeout_ms: plan.timeout_ms, deadline_ms };
             let result = op(&attempt);
-            let ended = clock.now_ms();
+            let ended = match clock.now_ms() {
+                Ok(now) => now,
+                Err(e) => return self.undated(&mut call, node, started, result, e),
+            };
             let latency = Observed::Latency(ended.saturating_sub(started));
             match result {
                 Ok(value) => {
@@ -174,6 +186,30 @@ impl<K: PartialEq, B: Budget, R: Rng> Retrier<K, B, R> {
     /// The node selector, to inspect or to feed outcomes observed elsewhere.
     pub fn nodes_mut(&mut self) -> &mut NodeSelector {
         &mut self.nodes
+    }
+
+    /// An attempt whose end the clock cannot date. Its value is still the caller's: a success
+    /// is returned (counted in the budget at its start; no latency is recorded, none was
+    /// measured). A failure stops the call, since no retry can be timed against the deadline.
+    fn undated<T, E>(
+        &mut self,
+        call: &mut Call,
+        node: usize,
+        started: u64,
+        result: Result<T, Failure<K, E>>,
+        error: ClockError,
+    ) -> Result<Done<T>, RetryError<K, E>> {
+        match result {
+            Ok(value) => {
+                call.succeeded(&mut self.budget, started);
+                Ok(Done { value, attempts: call.attempts(), node })
+            }
+            Err(failure) => Err(RetryError {
+                stop: Stop::ClockUnreadable(error),
+                attempts: call.attempts(),
+                last: Some(failure),
+            }),
+        }
     }
 
     fn record(&mut self, node: usize, now_ms: u64, observed: Observed) {
@@ -269,6 +305,49 @@ mod tests {
         assert_eq!(clock.slept_ms(), 2500);
     }
 
+    /// A clock that reads 0 for its first `good` readings, then fails.
+    struct FailsAfter {
+        good: Cell<u32>,
+    }
+
+    impl Clock for FailsAfter {
+        fn now_ms(&self) -> Result<u64, ClockError> {
+            let left = self.good.get();
+            self.good.set(left.saturating_sub(1));
+            if left == 0 { Err(ClockError::BeforeEpoch) } else { Ok(0) }
+        }
+
+        fn sleep_ms(&self, _ms: u64) {}
+    }
+
+    #[test]
+    fn an_unreadable_clock_makes_no_attempt() {
+        let clock = FailsAfter { good: Cell::new(0) };
+        let err = retrier(3, 1).call(&clock, 10_000, |_| -> Outcome { Ok("never") }).unwrap_err();
+        assert!(!err.is_timeout());
+        assert_eq!(
+            (err.stop, err.attempts, err.last),
+            (Stop::ClockUnreadable(ClockError::BeforeEpoch), 0, None)
+        );
+    }
+
+    #[test]
+    fn a_clock_that_fails_mid_call_stops_the_retries_but_keeps_a_success() {
+        // Readings: start of attempt 1, its end, start of attempt 2 (fails).
+        let clock = FailsAfter { good: Cell::new(2) };
+        let err = retrier(5, 1).call(&clock, 10_000, |_| unavailable()).unwrap_err();
+        assert_eq!((err.stop, err.attempts), (Stop::ClockUnreadable(ClockError::BeforeEpoch), 1));
+        assert_eq!(err.last.map(|f| f.error), Some("503"));
+        // The end of the attempt cannot be read: a failure is not retried blind…
+        let clock = FailsAfter { good: Cell::new(1) };
+        let err = retrier(5, 1).call(&clock, 10_000, |_| unavailable()).unwrap_err();
+        assert_eq!((err.stop, err.attempts), (Stop::ClockUnreadable(ClockError::BeforeEpoch), 1));
+        // …and a success is still the caller's.
+        let clock = FailsAfter { good: Cell::new(1) };
+        let done = retrier(5, 1).call(&clock, 10_000, |_| -> Outcome { Ok("ok") });
+        assert_eq!(done, Ok(Done { value: "ok", attempts: 1, node: 0 }));
+    }
+
     #[test]
     fn a_deadline_already_passed_makes_no_attempt() {
         let clock = ManualClock::new(500);
@@ -291,7 +370,7 @@ mod tests {
         // 0: 1000 ms, fails at 1000, waits 100; 1100: 400 ms left; fails at 1500: timeout.
         assert_eq!(*timeouts.borrow(), [1000, 400]);
         assert_eq!(err.stop, Stop::DeadlinePassed);
-        assert_eq!(clock.now_ms(), 1500);
+        assert_eq!(clock.now_ms(), Ok(1500));
     }
 
     #[test]

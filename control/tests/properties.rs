@@ -9,8 +9,8 @@ use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
 use retryq_control::amplification;
 use retryq_control::{
-    Backoff, Budget, Clock, Failure, FaultTable, Jitter, ManualClock, NodeSelector, Observed, Policy,
-    Pushback, Retrier, RetryThrottle, Stop, SuccessRateGate, TpsBudget, Unlimited,
+    Backoff, Budget, Failure, FaultTable, Jitter, ManualClock, NodeSelector, Observed, Policy, Pushback,
+    Retrier, RetryThrottle, Stop, SuccessRateGate, TpsBudget, Unlimited,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl Script {
         let attempts = RefCell::new(Vec::new());
         let result = retrier.call(&clock, self.deadline_ms, |a| {
             let step = steps[attempts.borrow().len().min(steps.len() - 1)];
-            attempts.borrow_mut().push((clock.now_ms(), a.timeout_ms, a.node, step.ending));
+            attempts.borrow_mut().push((clock.now(), a.timeout_ms, a.node, step.ending));
             clock.advance(if self.respect_timeouts {
                 step.takes_ms.min(a.timeout_ms)
             } else {
@@ -126,7 +126,7 @@ impl Script {
         Trace {
             attempts: attempts.into_inner(),
             result: result.map(|d| d.attempts).map_err(|e| (e.stop, e.attempts)),
-            end_ms: clock.now_ms(),
+            end_ms: clock.now(),
         }
     }
 }

@@ -27,6 +27,8 @@
 //! and refuses new orders past that (507) instead of forgetting old ones; and `GET /inbox`
 //! copies one page, never the whole inbox.
 
+#![forbid(unsafe_code)]
+
 mod http;
 mod server;
 

@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use retryq::{MAX_ATTEMPTS, MAX_INT, NewJob, Outcome, Queue};
+use retryq::{Completion, MAX_ATTEMPTS, MAX_INT, NewJob, Outcome, Queue};
 
 /// Loads `pending` pending jobs, plus `finished` jobs already done or dead around them.
 fn load(queue: &mut Queue, pending: usize, finished: usize) {
@@ -36,7 +36,7 @@ fn load(queue: &mut Queue, pending: usize, finished: usize) {
     for i in 0..finished {
         let claimed = queue.claim("loader", 0).expect("claim").expect("a due job");
         let outcome = if i % 2 == 0 { Outcome::Ok } else { Outcome::Permanent };
-        queue.complete("loader", &claimed.id, claimed.attempt, outcome, 0, 0.0).expect("finish");
+        queue.complete(&Completion::new(&claimed.lease, outcome, 0, 0.0)).expect("finish");
     }
 }
 
@@ -48,9 +48,7 @@ fn claim_cost(queue: &mut Queue, iters: u64, now: &mut u64) -> Duration {
         let claimed = queue.claim("bench", *now).expect("claim");
         total += start.elapsed();
         let claimed = black_box(claimed).expect("a due job");
-        queue
-            .complete("bench", &claimed.id, claimed.attempt, Outcome::Retryable, *now, 0.0)
-            .expect("put back");
+        queue.complete(&Completion::new(&claimed.lease, Outcome::Retryable, *now, 0.0)).expect("put back");
     }
     total
 }

@@ -26,7 +26,7 @@ fn jobs(queue: &mut Queue, next: &mut u64, k: usize) {
         let job = NewJob { id: &ids[0], payload: PAYLOAD, max_attempts: 5, deadline: now + 1_000_000, now };
         queue.enqueue(&job).expect("enqueue");
         let claimed = queue.claim("w", now).expect("claim").expect("a due job");
-        queue.complete("w", &claimed.id, claimed.attempt, Outcome::Ok, now, 0.0).expect("complete");
+        queue.complete(&Completion::new(&claimed.lease, Outcome::Ok, now, 0.0)).expect("complete");
         return;
     }
     let new: Vec<NewJob<'_>> = ids
@@ -36,17 +36,8 @@ fn jobs(queue: &mut Queue, next: &mut u64, k: usize) {
     queue.enqueue_many(&new).expect("enqueue_many");
     let claimed = queue.claim_batch("w", now, k).expect("claim_batch");
     assert_eq!(claimed.len(), k);
-    let completions: Vec<Completion<'_>> = claimed
-        .iter()
-        .map(|c| Completion {
-            worker: "w",
-            id: &c.id,
-            attempt: c.attempt,
-            outcome: Outcome::Ok,
-            now,
-            jitter: 0.0,
-        })
-        .collect();
+    let completions: Vec<Completion<'_>> =
+        claimed.iter().map(|c| Completion::new(&c.lease, Outcome::Ok, now, 0.0)).collect();
     queue.complete_batch(&completions).expect("complete_batch");
 }
 

@@ -25,13 +25,21 @@
 //! Any other pair — leaving `done`, leaving `dead` but by a redrive, `pending → pending`,
 //! `pending → done` — breaks invariant 3. Outside a redrive, `deadline`, `max_attempts` and
 //! `redrives` never change.
+//!
+//! The checks are tables of rules, one per thing a rule looks at — any state ([`STATE`]), the
+//! row ([`ROW`]), the enqueue ([`ENQUEUE`]), a transition ([`TRANSITION`]), the whole history
+//! against the row ([`HISTORY`]) — each rule a [`Check`] and a function that says what broke
+//! it; one loop applies a table. Statuses and reasons are read as the typed [`Status`] and
+//! [`DeadReason`]; a word neither type knows is itself a finding.
 
 use std::fmt;
 
+use rusqlite::types::{FromSql, FromSqlResult, ValueRef};
 use rusqlite::{Row, Transaction};
 
 use crate::error::Result;
 use crate::input::MAX_ATTEMPTS;
+use crate::job::{DeadReason, Status};
 use crate::queue::Queue;
 
 /// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6, and the history
@@ -130,27 +138,414 @@ impl Audit {
     }
 }
 
+/// A word column (a status, a reason) as read: the typed word, or, when the type cannot read
+/// it, what the column held instead. An unreadable word is a finding, never an error that
+/// would stop the audit: the audit reads files it cannot trust.
+#[derive(Clone, PartialEq, Eq)]
+enum Word<T> {
+    Known(T),
+    Unknown(String),
+}
+
+impl<T: FromSql> FromSql for Word<T> {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        Ok(match T::column_result(value) {
+            Ok(word) => Word::Known(word),
+            Err(_) => Word::Unknown(held(value)),
+        })
+    }
+}
+
+/// What a column held, in words, for a finding.
+fn held(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Null => "NULL".into(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(r) => r.to_string(),
+        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Blob(b) => format!("a blob of {} bytes", b.len()),
+    }
+}
+
+impl<T: Copy + PartialEq> Word<T> {
+    /// Whether this is `word`; an unreadable word is no word.
+    fn is(&self, word: T) -> bool {
+        matches!(self, Word::Known(w) if *w == word)
+    }
+
+    fn known(&self) -> Option<T> {
+        match self {
+            Word::Known(w) => Some(*w),
+            Word::Unknown(_) => None,
+        }
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for Word<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Word::Known(w) => w.fmt(f),
+            Word::Unknown(raw) => f.write_str(raw),
+        }
+    }
+}
+
+/// Quoted, as a column's text: findings show `"pending"` and `"frozen"` alike.
+impl<T: fmt::Display> fmt::Debug for Word<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.to_string())
+    }
+}
+
 /// A job's state as a row or a history entry holds it, read without trusting it.
 #[derive(Clone, Debug)]
 struct State {
-    status: String,
+    status: Word<Status>,
     attempts: i64,
     max_attempts: i64,
     available_at: Option<i64>,
     deadline: i64,
-    reason: Option<String>,
+    reason: Option<Word<DeadReason>>,
     redrives: i64,
     /// The row's owner, or the entry's lease holder.
     worker: Option<String>,
+}
+
+impl State {
+    fn is(&self, status: Status) -> bool {
+        self.status.is(status)
+    }
+
+    /// `pending` or `leased`: a job that still holds an `available_at`.
+    fn open(&self) -> bool {
+        self.is(Status::Pending) || self.is(Status::Leased)
+    }
+}
+
+/// A job's row: its state and when its current lease began.
+struct Stored {
+    id: String,
+    state: State,
+    claimed_at: Option<i64>,
 }
 
 /// One history entry.
 #[derive(Clone, Debug)]
 struct Entry {
     n: i64,
-    from: Option<String>,
+    /// `None` for an insert: the enqueue, or a second insert of the same id.
+    from: Option<Word<Status>>,
     at: i64,
     state: State,
+}
+
+impl Entry {
+    /// The enqueue's entry: an insert that left the job pending.
+    fn is_enqueue(&self) -> bool {
+        self.from.is_none() && self.state.is(Status::Pending)
+    }
+}
+
+/// The operation a recorded transition was, read from its pair of statuses (the table at the
+/// top of this file). A pair no operation makes has no `Move`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Move {
+    /// pending/leased → leased.
+    Claim,
+    /// leased → pending.
+    Retry,
+    /// leased → done.
+    Done,
+    /// leased → dead: a completion, or a reap of an expired lease.
+    Close,
+    /// pending → dead.
+    Reap,
+    /// dead → pending.
+    Redrive,
+}
+
+impl Move {
+    fn of(from: Status, to: Status) -> Option<Move> {
+        use Status::{Dead, Done, Leased, Pending};
+        Some(match (from, to) {
+            (Pending | Leased, Leased) => Move::Claim,
+            (Leased, Pending) => Move::Retry,
+            (Leased, Done) => Move::Done,
+            (Leased, Dead) => Move::Close,
+            (Pending, Dead) => Move::Reap,
+            (Dead, Pending) => Move::Redrive,
+            _ => return None,
+        })
+    }
+}
+
+/// Two consecutive entries of one job, the second an update (it has a `from`).
+struct Step<'a> {
+    prev: &'a Entry,
+    cur: &'a Entry,
+    from: &'a Word<Status>,
+    /// `None` when either status is unreadable or the pair is no operation's.
+    kind: Option<Move>,
+}
+
+impl<'a> Step<'a> {
+    /// The step from `prev` to `cur`, unless `cur` is an insert (and so no transition).
+    fn new(prev: &'a Entry, cur: &'a Entry) -> Option<Step<'a>> {
+        let from = cur.from.as_ref()?;
+        let kind = match (from.known(), cur.state.status.known()) {
+            (Some(from), Some(to)) => Move::of(from, to),
+            _ => None,
+        };
+        Some(Step { prev, cur, from, kind })
+    }
+
+    fn p(&self) -> &State {
+        &self.prev.state
+    }
+
+    fn c(&self) -> &State {
+        &self.cur.state
+    }
+
+    fn is(&self, kind: Move) -> bool {
+        self.kind == Some(kind)
+    }
+}
+
+/// A job's row and everything its history recorded.
+struct Recorded<'a> {
+    row: &'a State,
+    entries: &'a [Entry],
+}
+
+/// One promise and how it is broken: the function says what was found in the subject it is
+/// given, or `None` if the promise holds. `F` is that function's type.
+type Rule<F> = (Check, F);
+
+/// A rule's function on a subject that owns its data.
+type Judge<T> = fn(&T) -> Option<String>;
+/// A rule's function on a [`Step`], of any lifetime (a `Judge<Step<'_>>` would fix one).
+type JudgeStep = fn(&Step<'_>) -> Option<String>;
+/// A rule's function on a [`Recorded`], of any lifetime.
+type JudgeRecorded = fn(&Recorded<'_>) -> Option<String>;
+
+/// What must hold of any state, stored or recorded.
+const STATE: &[Rule<Judge<State>>] = &[
+    (Check::NoSilentDrop, |s| match &s.status {
+        Word::Unknown(raw) => Some(format!("unknown status {raw:?}")),
+        Word::Known(_) => None,
+    }),
+    (Check::AttemptsCountClaims, |s| {
+        (s.attempts < 0).then(|| format!("attempts {} is negative", s.attempts))
+    }),
+    (Check::AttemptsCountClaims, |s| {
+        (s.attempts > s.max_attempts)
+            .then(|| format!("attempts {} exceed max_attempts {}", s.attempts, s.max_attempts))
+    }),
+    (Check::ClaimWithinBudget, |s| {
+        (s.max_attempts < 1 || s.max_attempts > MAX_ATTEMPTS as i64)
+            .then(|| format!("max_attempts {} outside 1 … 2^31-1", s.max_attempts))
+    }),
+    // Dead exactly when it has a reason, and the reason one of the three.
+    (Check::NoSilentDrop, |s| match (&s.reason, s.is(Status::Dead)) {
+        (None, true) => Some("dead without a reason".into()),
+        (Some(Word::Unknown(raw)), true) => Some(format!("dead for an unknown reason {raw:?}")),
+        (Some(r), false) => Some(format!("{} with a dead reason {r:?}", s.status)),
+        (None, false) | (Some(Word::Known(_)), true) => None,
+    }),
+    (Check::NoSilentDrop, |s| match (s.open(), s.available_at) {
+        (true, None) => Some(format!("{} open without an available_at", s.status)),
+        (false, Some(_)) => Some(format!("{} closed with an available_at", s.status)),
+        _ => None,
+    }),
+    (Check::PendingBeforeDeadline, |s| match s.available_at {
+        Some(at) if s.is(Status::Pending) && at >= s.deadline => {
+            Some(format!("pending with available_at {at} not before the deadline {}", s.deadline))
+        }
+        _ => None,
+    }),
+];
+
+/// What must hold of a job's row beyond its state.
+const ROW: &[Rule<Judge<Stored>>] = &[(Check::NoSilentDrop, |r| {
+    (r.state.is(Status::Leased) && (r.state.worker.is_none() || r.claimed_at.is_none()))
+        .then(|| "leased without a lease holder and claim time".into())
+})];
+
+/// What must hold of a job's first history entry: its enqueue.
+const ENQUEUE: &[Rule<Judge<Entry>>] = &[
+    (Check::HistoryMatchesRow, |e| {
+        let from = e.from.as_ref().map_or_else(|| "nothing".to_owned(), ToString::to_string);
+        (!e.is_enqueue()).then(|| format!("first entry is {from} → {}, not the enqueue", e.state.status))
+    }),
+    (Check::AttemptsCountClaims, |e| {
+        (e.is_enqueue() && (e.state.attempts != 0 || e.state.redrives != 0))
+            .then(|| format!("enqueued with attempts {} and redrives {}", e.state.attempts, e.state.redrives))
+    }),
+    (Check::NoSilentDrop, |e| {
+        (e.is_enqueue() && e.state.available_at != Some(e.at))
+            .then(|| format!("enqueued at {} with available_at {:?}", e.at, e.state.available_at))
+    }),
+];
+
+/// What must hold of every recorded transition (SPEC section 3, by operation).
+const TRANSITION: &[Rule<JudgeStep>] = &[
+    (Check::HistoryMatchesRow, |s| {
+        (*s.from != s.p().status)
+            .then(|| format!("from {}, but the previous entry left the job {}", s.from, s.p().status))
+    }),
+    // Invariant 1: attempts move only by one, only in a claim.
+    (Check::AttemptsCountClaims, |s| {
+        let claim = s.is(Move::Claim);
+        let expected = if claim { s.p().attempts + 1 } else { s.p().attempts };
+        let by = if claim { "a claim" } else { "no claim" };
+        (s.c().attempts != expected).then(|| {
+            format!(
+                "attempts {} → {} by {by} ({} → {})",
+                s.p().attempts,
+                s.c().attempts,
+                s.from,
+                s.c().status
+            )
+        })
+    }),
+    // Invariant 2 and the budget: only a redrive moves the deadline, redrives, max_attempts.
+    (Check::DeadlineOnlyByRedrive, |s| only_by_redrive(s, "deadline", |x| x.deadline)),
+    (Check::DeadlineOnlyByRedrive, |s| only_by_redrive(s, "redrives", |x| x.redrives)),
+    (Check::ClaimWithinBudget, |s| only_by_redrive(s, "max_attempts", |x| x.max_attempts)),
+    // Invariant 3: every move is some operation's.
+    (Check::NoSilentDrop, |s| {
+        s.kind.is_none().then(|| format!("{} → {} is no operation's move", s.from, s.c().status))
+    }),
+    // Claims: invariant 4, invariant 5, and due at all.
+    (Check::ClaimWithinBudget, |s| {
+        (s.is(Move::Claim) && s.p().attempts >= s.p().max_attempts).then(|| {
+            format!("claimed with {} of {} attempts already spent", s.p().attempts, s.p().max_attempts)
+        })
+    }),
+    (Check::ClaimWithinBudget, |s| {
+        (s.is(Move::Claim) && s.cur.at >= s.p().deadline)
+            .then(|| format!("claimed at {}, not before the deadline {}", s.cur.at, s.p().deadline))
+    }),
+    (Check::OneLiveLease, |s| {
+        let live = not_yet_due(s).filter(|_| s.p().is(Status::Leased))?;
+        Some(format!(
+            "claimed by {:?} at {} while {:?}'s lease ran until {live}",
+            s.c().worker,
+            s.cur.at,
+            s.p().worker
+        ))
+    }),
+    (Check::NoSilentDrop, |s| {
+        let due = not_yet_due(s).filter(|_| !s.p().is(Status::Leased))?;
+        Some(format!("claimed at {} before it was due at {due}", s.cur.at))
+    }),
+    (Check::OneLiveLease, |s| {
+        (s.is(Move::Claim) && s.c().worker.is_none()).then(|| "a lease without a holder".into())
+    }),
+    (Check::OneLiveLease, |s| {
+        (s.is(Move::Claim) && s.c().available_at.is_none_or(|until| until <= s.cur.at))
+            .then(|| format!("a lease until {:?}, not after the claim at {}", s.c().available_at, s.cur.at))
+    }),
+    // A retry reserves a time not before its completion.
+    (Check::NoSilentDrop, |s| {
+        (s.is(Move::Retry) && s.c().available_at.is_some_and(|a| a < s.cur.at)).then(|| {
+            format!("retry reserved for {:?}, before the completion at {}", s.c().available_at, s.cur.at)
+        })
+    }),
+    // `exhausted` only once every attempt is spent.
+    (Check::NoSilentDrop, |s| {
+        let c = s.c();
+        let early =
+            c.reason.as_ref().is_some_and(|r| r.is(DeadReason::Exhausted)) && c.attempts < c.max_attempts;
+        (s.is(Move::Close) && early)
+            .then(|| format!("dead as exhausted with {} of {} attempts spent", c.attempts, c.max_attempts))
+    }),
+    // A pending job dies only by a reap at its deadline.
+    (Check::NoSilentDrop, |s| {
+        let c = s.c();
+        let by_reap = c.reason.as_ref().is_some_and(|r| r.is(DeadReason::Deadline)) && s.cur.at >= c.deadline;
+        (s.is(Move::Reap) && !by_reap).then(|| {
+            let reason = c.reason.as_ref().map_or_else(|| "no reason".to_owned(), |r| format!("{r:?}"));
+            format!(
+                "pending → dead ({reason}) at {}, deadline {}: only a reap at the deadline does that",
+                s.cur.at, c.deadline
+            )
+        })
+    }),
+    // Redrives: one more, a deadline after it, due at once, attempts added.
+    (Check::DeadlineOnlyByRedrive, |s| {
+        (s.is(Move::Redrive) && s.c().redrives != s.p().redrives + 1)
+            .then(|| format!("redrive took redrives {} → {}, not + 1", s.p().redrives, s.c().redrives))
+    }),
+    (Check::DeadlineOnlyByRedrive, |s| {
+        (s.is(Move::Redrive) && s.c().deadline <= s.cur.at)
+            .then(|| format!("redriven at {} with a deadline {} not after it", s.cur.at, s.c().deadline))
+    }),
+    (Check::NoSilentDrop, |s| {
+        (s.is(Move::Redrive) && s.c().available_at != Some(s.cur.at))
+            .then(|| format!("redriven at {} with available_at {:?}", s.cur.at, s.c().available_at))
+    }),
+    (Check::ClaimWithinBudget, |s| {
+        (s.is(Move::Redrive) && s.c().max_attempts <= s.c().attempts).then(|| {
+            format!(
+                "redriven with max_attempts {} for {} spent: no attempt added",
+                s.c().max_attempts,
+                s.c().attempts
+            )
+        })
+    }),
+];
+
+/// What must hold between a job's row and its whole history.
+const HISTORY: &[Rule<JudgeRecorded>] = &[
+    (Check::HistoryMatchesRow, |h| {
+        h.entries.is_empty().then(|| "no recorded history (not even its enqueue)".into())
+    }),
+    (Check::AttemptsCountClaims, |h| {
+        let claims = h.entries.iter().filter(|e| e.state.is(Status::Leased)).count() as i64;
+        (!h.entries.is_empty() && h.row.attempts != claims)
+            .then(|| format!("attempts {} but {claims} claims recorded", h.row.attempts))
+    }),
+    (Check::HistoryMatchesRow, |h| {
+        let last = h.entries.last()?;
+        let differ: Vec<String> =
+            SAME_AS_LAST_ENTRY.iter().filter_map(|field| field(h.row, &last.state)).collect();
+        (!differ.is_empty()).then(|| {
+            format!("the row differs from its last history entry #{}: {}", last.n, differ.join(", "))
+        })
+    }),
+];
+
+/// The columns a row and its last history entry must agree on, each compared the same way.
+const SAME_AS_LAST_ENTRY: &[fn(&State, &State) -> Option<String>] = &[
+    |r, l| differ("status", &r.status, &l.status),
+    |r, l| differ("attempts", r.attempts, l.attempts),
+    |r, l| differ("max_attempts", r.max_attempts, l.max_attempts),
+    |r, l| differ("available_at", r.available_at, l.available_at),
+    |r, l| differ("deadline", r.deadline, l.deadline),
+    |r, l| differ("dead_reason", &r.reason, &l.reason),
+    |r, l| differ("redrives", r.redrives, l.redrives),
+    // The owner is the row's only while it is leased; a finished job keeps no holder.
+    |r, l| if r.is(Status::Leased) { differ("owner", &r.worker, &l.worker) } else { None },
+];
+
+/// `field` as the row holds it against the last entry, if they differ.
+fn differ<T: PartialEq + fmt::Debug>(field: &str, row: T, last: T) -> Option<String> {
+    (row != last).then(|| format!("{field} {row:?} vs {last:?}"))
+}
+
+/// A column that only a redrive may change, changed by another move.
+fn only_by_redrive(s: &Step<'_>, field: &str, value: fn(&State) -> i64) -> Option<String> {
+    let (before, after) = (value(s.p()), value(s.c()));
+    (!s.is(Move::Redrive) && before != after)
+        .then(|| format!("{field} {before} → {after} without a redrive ({} → {})", s.from, s.c().status))
+}
+
+/// A claim of a job whose `available_at` (a reservation, or a lease's expiry) had not come:
+/// that time.
+fn not_yet_due(s: &Step<'_>) -> Option<i64> {
+    s.p().available_at.filter(|&due| s.is(Move::Claim) && due > s.cur.at)
 }
 
 const JOBS: &str = "
@@ -158,22 +553,56 @@ const JOBS: &str = "
            owner, claimed_at
     FROM jobs ORDER BY seq";
 
-const HISTORY: &str = "
+/// A row of [`JOBS`].
+fn stored(row: &Row<'_>) -> rusqlite::Result<Stored> {
+    Ok(Stored {
+        id: row.get(0)?,
+        state: State {
+            status: row.get(1)?,
+            attempts: row.get(2)?,
+            max_attempts: row.get(3)?,
+            available_at: row.get(4)?,
+            deadline: row.get(5)?,
+            reason: row.get(6)?,
+            redrives: row.get(7)?,
+            worker: row.get(8)?,
+        },
+        claimed_at: row.get(9)?,
+    })
+}
+
+const HISTORY_OF: &str = "
     SELECT n, from_status, to_status, attempt, max_attempts, deadline, available_at, redrives,
            reason, worker, at
     FROM history WHERE job = ?1 ORDER BY n";
+
+/// A row of [`HISTORY_OF`].
+fn entry(row: &Row<'_>) -> rusqlite::Result<Entry> {
+    Ok(Entry {
+        n: row.get(0)?,
+        from: row.get(1)?,
+        at: row.get(10)?,
+        state: State {
+            status: row.get(2)?,
+            attempts: row.get(3)?,
+            max_attempts: row.get(4)?,
+            deadline: row.get(5)?,
+            available_at: row.get(6)?,
+            redrives: row.get(7)?,
+            reason: row.get(8)?,
+            worker: row.get(9)?,
+        },
+    })
+}
 
 /// History of ids no row holds: a job that vanished.
 const ORPHANS: &str = "
     SELECT job, min(n), count(*) FROM history WHERE job NOT IN (SELECT id FROM jobs) GROUP BY job";
 
-const STATUSES: [&str; 4] = ["pending", "leased", "done", "dead"];
-const REASONS: [&str; 3] = ["exhausted", "deadline", "permanent"];
-
 impl Queue {
     /// Checks SPEC section 4's invariants 1 to 6 on every job's row and on every recorded
-    /// transition, in one read snapshot. Changes nothing.
-    pub fn audit(&mut self) -> Result<Audit> {
+    /// transition, in one read snapshot. Changes nothing, and so borrows the queue shared.
+    pub fn audit(&self) -> Result<Audit> {
         self.read(audit)
     }
 }
@@ -181,36 +610,14 @@ impl Queue {
 fn audit(tx: &Transaction<'_>) -> Result<Audit> {
     let mut found = Audit::default();
     let mut jobs = tx.prepare(JOBS)?;
-    let mut history = tx.prepare(HISTORY)?;
+    let mut history = tx.prepare(HISTORY_OF)?;
     let mut rows = jobs.query([])?;
     while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let state = state_of_row(row)?;
-        let claimed_at: Option<i64> = row.get(9)?;
-        let entries = history
-            .query_map([&id], |r| {
-                Ok(Entry {
-                    n: r.get(0)?,
-                    from: r.get(1)?,
-                    at: r.get(10)?,
-                    state: State {
-                        status: r.get(2)?,
-                        attempts: r.get(3)?,
-                        max_attempts: r.get(4)?,
-                        deadline: r.get(5)?,
-                        available_at: r.get(6)?,
-                        redrives: r.get(7)?,
-                        reason: r.get(8)?,
-                        worker: r.get(9)?,
-                    },
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let row = stored(row)?;
+        let entries = history.query_map([&row.id], entry)?.collect::<rusqlite::Result<Vec<_>>>()?;
         found.jobs += 1;
         found.entries += entries.len() as u64;
-        let mut job = Job { id: &id, violations: &mut found.violations };
-        job.row(&state, claimed_at);
-        job.history(&entries, &state);
+        Findings { id: &row.id, violations: &mut found.violations }.job(&row, &entries);
     }
     let mut orphans = tx.prepare(ORPHANS)?;
     let mut rows = orphans.query([])?;
@@ -227,366 +634,58 @@ fn audit(tx: &Transaction<'_>) -> Result<Audit> {
     Ok(found)
 }
 
-fn state_of_row(row: &Row<'_>) -> rusqlite::Result<State> {
-    Ok(State {
-        status: row.get(1)?,
-        attempts: row.get(2)?,
-        max_attempts: row.get(3)?,
-        available_at: row.get(4)?,
-        deadline: row.get(5)?,
-        reason: row.get(6)?,
-        redrives: row.get(7)?,
-        worker: row.get(8)?,
-    })
-}
-
 /// The findings about one job.
-struct Job<'a> {
+struct Findings<'a> {
     id: &'a str,
     violations: &'a mut Vec<Violation>,
 }
 
-impl Job<'_> {
-    fn flag(&mut self, check: Check, entry: Option<i64>, what: String) {
-        self.violations.push(Violation { check, job: self.id.to_owned(), entry, what });
-    }
-
-    /// The job's row as it stands.
-    fn row(&mut self, row: &State, claimed_at: Option<i64>) {
-        self.state(row, None);
-        if row.status == "leased" && (row.worker.is_none() || claimed_at.is_none()) {
-            self.flag(Check::NoSilentDrop, None, "leased without a lease holder and claim time".into());
+impl Findings<'_> {
+    /// Every table's rules on the row, then on the history, in the order an operator reads a
+    /// job: as it stands, its enqueue, each recorded state, each transition, the whole.
+    fn job(&mut self, row: &Stored, entries: &[Entry]) {
+        self.apply(STATE, None, |broken| broken(&row.state));
+        self.apply(ROW, None, |broken| broken(row));
+        if let Some(first) = entries.first() {
+            self.apply(ENQUEUE, Some(first.n), |broken| broken(first));
         }
-    }
-
-    /// What must hold of any state, stored or recorded.
-    fn state(&mut self, s: &State, entry: Option<i64>) {
-        if !STATUSES.contains(&s.status.as_str()) {
-            self.flag(Check::NoSilentDrop, entry, format!("unknown status {:?}", s.status));
-        }
-        if s.attempts < 0 {
-            self.flag(Check::AttemptsCountClaims, entry, format!("attempts {} is negative", s.attempts));
-        }
-        if s.attempts > s.max_attempts {
-            self.flag(
-                Check::AttemptsCountClaims,
-                entry,
-                format!("attempts {} exceed max_attempts {}", s.attempts, s.max_attempts),
-            );
-        }
-        if s.max_attempts < 1 || s.max_attempts > MAX_ATTEMPTS as i64 {
-            self.flag(
-                Check::ClaimWithinBudget,
-                entry,
-                format!("max_attempts {} outside 1 … 2^31-1", s.max_attempts),
-            );
-        }
-        let dead = s.status == "dead";
-        match (&s.reason, dead) {
-            (None, true) => self.flag(Check::NoSilentDrop, entry, "dead without a reason".into()),
-            (Some(r), true) if !REASONS.contains(&r.as_str()) => {
-                self.flag(Check::NoSilentDrop, entry, format!("dead for an unknown reason {r:?}"))
-            }
-            (Some(r), false) => {
-                self.flag(Check::NoSilentDrop, entry, format!("{} with a dead reason {r:?}", s.status))
-            }
-            _ => {}
-        }
-        let open = s.status == "pending" || s.status == "leased";
-        if open != s.available_at.is_some() {
-            let what = if open { "open without an available_at" } else { "closed with an available_at" };
-            self.flag(Check::NoSilentDrop, entry, format!("{} {what}", s.status));
-        }
-        if s.status == "pending"
-            && let Some(at) = s.available_at
-            && at >= s.deadline
-        {
-            self.flag(
-                Check::PendingBeforeDeadline,
-                entry,
-                format!("pending with available_at {at} not before the deadline {}", s.deadline),
-            );
-        }
-    }
-
-    /// Every recorded transition, and the last one against the row.
-    fn history(&mut self, entries: &[Entry], row: &State) {
-        let Some(first) = entries.first() else {
-            self.flag(Check::HistoryMatchesRow, None, "no recorded history (not even its enqueue)".into());
-            return;
-        };
-        self.enqueue(first);
-        for entry in entries {
-            self.state(&entry.state, Some(entry.n));
+        for e in entries {
+            self.apply(STATE, Some(e.n), |broken| broken(&e.state));
         }
         for pair in entries.windows(2) {
-            self.transition(&pair[0], &pair[1]);
-        }
-        let claims = entries.iter().filter(|e| e.state.status == "leased").count() as i64;
-        if row.attempts != claims {
-            self.flag(
-                Check::AttemptsCountClaims,
-                None,
-                format!("attempts {} but {claims} claims recorded", row.attempts),
-            );
-        }
-        if let Some(last) = entries.last() {
-            self.matches(row, last);
-        }
-    }
-
-    fn enqueue(&mut self, e: &Entry) {
-        let s = &e.state;
-        let n = Some(e.n);
-        if e.from.is_some() || s.status != "pending" {
-            let from = e.from.as_deref().unwrap_or("nothing");
-            self.flag(
-                Check::HistoryMatchesRow,
-                n,
-                format!("first entry is {from} → {}, not the enqueue", s.status),
-            );
-            return;
-        }
-        if s.attempts != 0 || s.redrives != 0 {
-            self.flag(
-                Check::AttemptsCountClaims,
-                n,
-                format!("enqueued with attempts {} and redrives {}", s.attempts, s.redrives),
-            );
-        }
-        if s.available_at != Some(e.at) {
-            self.flag(
-                Check::NoSilentDrop,
-                n,
-                format!("enqueued at {} with available_at {:?}", e.at, s.available_at),
-            );
-        }
-    }
-
-    fn transition(&mut self, prev: &Entry, cur: &Entry) {
-        let (p, c, n) = (&prev.state, &cur.state, Some(cur.n));
-        let Some(from) = cur.from.as_deref() else {
-            self.flag(Check::NoSilentDrop, n, "enqueued again: a second insert of the same id".into());
-            return;
-        };
-        if from != p.status {
-            self.flag(
-                Check::HistoryMatchesRow,
-                n,
-                format!("from {from}, but the previous entry left the job {}", p.status),
-            );
-        }
-        let redrive = from == "dead" && c.status == "pending";
-        let claim = (from == "pending" || from == "leased") && c.status == "leased";
-        // Invariant 1: attempts move only by one, only in a claim.
-        let expected = if claim { p.attempts + 1 } else { p.attempts };
-        if c.attempts != expected {
-            let what = if claim { "a claim" } else { "no claim" };
-            self.flag(
-                Check::AttemptsCountClaims,
-                n,
-                format!("attempts {} → {} by {what} ({from} → {})", p.attempts, c.attempts, c.status),
-            );
-        }
-        // Invariant 2 and the budget: only a redrive moves the deadline, max_attempts, redrives.
-        if redrive {
-            self.redrive(cur, p);
-        } else {
-            if c.deadline != p.deadline {
-                self.flag(
-                    Check::DeadlineOnlyByRedrive,
-                    n,
-                    format!(
-                        "deadline {} → {} without a redrive ({from} → {})",
-                        p.deadline, c.deadline, c.status
-                    ),
-                );
-            }
-            if c.redrives != p.redrives {
-                self.flag(
-                    Check::DeadlineOnlyByRedrive,
-                    n,
-                    format!(
-                        "redrives {} → {} without a redrive ({from} → {})",
-                        p.redrives, c.redrives, c.status
-                    ),
-                );
-            }
-            if c.max_attempts != p.max_attempts {
-                self.flag(
-                    Check::ClaimWithinBudget,
-                    n,
-                    format!("max_attempts {} → {} without a redrive", p.max_attempts, c.max_attempts),
-                );
-            }
-        }
-        match (from, c.status.as_str()) {
-            ("pending" | "leased", "leased") => self.claim(prev, cur),
-            ("leased", "pending") => {
-                if c.available_at.is_some_and(|a| a < cur.at) {
-                    self.flag(
-                        Check::NoSilentDrop,
-                        n,
-                        format!(
-                            "retry reserved for {:?}, before the completion at {}",
-                            c.available_at, cur.at
-                        ),
-                    );
-                }
-            }
-            ("leased", "done") => {}
-            ("leased", "dead") => {
-                if c.reason.as_deref() == Some("exhausted") && c.attempts < c.max_attempts {
-                    self.flag(
-                        Check::NoSilentDrop,
-                        n,
-                        format!("dead as exhausted with {} of {} attempts spent", c.attempts, c.max_attempts),
-                    );
-                }
-            }
-            ("pending", "dead") => {
-                if c.reason.as_deref() != Some("deadline") || cur.at < c.deadline {
-                    self.flag(
-                        Check::NoSilentDrop,
-                        n,
-                        format!(
-                            "pending → dead ({:?}) at {}, deadline {}: only a reap at the deadline does that",
-                            c.reason, cur.at, c.deadline
-                        ),
-                    );
-                }
-            }
-            ("dead", "pending") => {}
-            (from, to) => self.flag(Check::NoSilentDrop, n, format!("{from} → {to} is no operation's move")),
-        }
-    }
-
-    /// A claim: invariants 4 and 5, and due at all.
-    fn claim(&mut self, prev: &Entry, cur: &Entry) {
-        let (p, c, n) = (&prev.state, &cur.state, Some(cur.n));
-        if p.attempts >= p.max_attempts {
-            self.flag(
-                Check::ClaimWithinBudget,
-                n,
-                format!("claimed with {} of {} attempts already spent", p.attempts, p.max_attempts),
-            );
-        }
-        if cur.at >= p.deadline {
-            self.flag(
-                Check::ClaimWithinBudget,
-                n,
-                format!("claimed at {}, not before the deadline {}", cur.at, p.deadline),
-            );
-        }
-        if let Some(due) = p.available_at
-            && due > cur.at
-        {
-            if p.status == "leased" {
-                self.flag(
-                    Check::OneLiveLease,
-                    n,
-                    format!(
-                        "claimed by {:?} at {} while {:?}'s lease ran until {due}",
-                        c.worker, cur.at, p.worker
-                    ),
-                );
-            } else {
-                self.flag(
+            let (prev, cur) = (&pair[0], &pair[1]);
+            match Step::new(prev, cur) {
+                Some(step) => self.apply(TRANSITION, Some(cur.n), |broken| broken(&step)),
+                None => self.flag(
                     Check::NoSilentDrop,
-                    n,
-                    format!("claimed at {} before it was due at {due}", cur.at),
-                );
+                    Some(cur.n),
+                    "enqueued again: a second insert of the same id".into(),
+                ),
             }
         }
-        if c.worker.is_none() {
-            self.flag(Check::OneLiveLease, n, "a lease without a holder".into());
-        }
-        if c.available_at.is_none_or(|until| until <= cur.at) {
-            self.flag(
-                Check::OneLiveLease,
-                n,
-                format!("a lease until {:?}, not after the claim at {}", c.available_at, cur.at),
-            );
+        let recorded = Recorded { row: &row.state, entries };
+        self.apply(HISTORY, None, |broken| broken(&recorded));
+    }
+
+    /// The one loop: each rule of a table judged on its subject (`judge` hands the subject to
+    /// the rule's function), every broken one flagged.
+    fn apply<F>(&mut self, rules: &[Rule<F>], entry: Option<i64>, judge: impl Fn(&F) -> Option<String>) {
+        for (check, broken) in rules {
+            if let Some(what) = judge(broken) {
+                self.flag(*check, entry, what);
+            }
         }
     }
 
-    fn redrive(&mut self, cur: &Entry, p: &State) {
-        let (c, n) = (&cur.state, Some(cur.n));
-        if c.redrives != p.redrives + 1 {
-            self.flag(
-                Check::DeadlineOnlyByRedrive,
-                n,
-                format!("redrive took redrives {} → {}, not + 1", p.redrives, c.redrives),
-            );
-        }
-        if c.deadline <= cur.at {
-            self.flag(
-                Check::DeadlineOnlyByRedrive,
-                n,
-                format!("redriven at {} with a deadline {} not after it", cur.at, c.deadline),
-            );
-        }
-        if c.available_at != Some(cur.at) {
-            self.flag(
-                Check::NoSilentDrop,
-                n,
-                format!("redriven at {} with available_at {:?}", cur.at, c.available_at),
-            );
-        }
-        if c.max_attempts <= c.attempts {
-            self.flag(
-                Check::ClaimWithinBudget,
-                n,
-                format!(
-                    "redriven with max_attempts {} for {} spent: no attempt added",
-                    c.max_attempts, c.attempts
-                ),
-            );
-        }
-    }
-
-    /// The row agrees with the last recorded state.
-    fn matches(&mut self, row: &State, last: &Entry) {
-        let l = &last.state;
-        let mut differ = Vec::new();
-        if row.status != l.status {
-            differ.push(format!("status {} vs {}", row.status, l.status));
-        }
-        if row.attempts != l.attempts {
-            differ.push(format!("attempts {} vs {}", row.attempts, l.attempts));
-        }
-        if row.max_attempts != l.max_attempts {
-            differ.push(format!("max_attempts {} vs {}", row.max_attempts, l.max_attempts));
-        }
-        if row.available_at != l.available_at {
-            differ.push(format!("available_at {:?} vs {:?}", row.available_at, l.available_at));
-        }
-        if row.deadline != l.deadline {
-            differ.push(format!("deadline {} vs {}", row.deadline, l.deadline));
-        }
-        if row.reason != l.reason {
-            differ.push(format!("dead_reason {:?} vs {:?}", row.reason, l.reason));
-        }
-        if row.redrives != l.redrives {
-            differ.push(format!("redrives {} vs {}", row.redrives, l.redrives));
-        }
-        if row.status == "leased" && row.worker != l.worker {
-            differ.push(format!("owner {:?} vs {:?}", row.worker, l.worker));
-        }
-        if !differ.is_empty() {
-            self.flag(
-                Check::HistoryMatchesRow,
-                None,
-                format!("the row differs from its last history entry #{}: {}", last.n, differ.join(", ")),
-            );
-        }
+    fn flag(&mut self, check: Check, entry: Option<i64>, what: String) {
+        self.violations.push(Violation { check, job: self.id.to_owned(), entry, what });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{NewJob, Outcome, Settings};
+    use crate::{Completion, Lease, NewJob, Outcome, Redrive, Settings};
 
     /// A queue where every kind of transition happened: enqueue, claims, a retry, done,
     /// dead by each reason, a reap of a pending job, a crash reclaimed after its lease, a
@@ -599,24 +698,25 @@ mod tests {
         }
         let run = |q: &mut Queue, now: u64, outcome: Outcome| {
             let c = q.claim("w1", now).expect("claim").expect("claimed");
-            q.complete("w1", &c.id, c.attempt, outcome, now + 1, 0.5).expect("complete");
+            q.complete(&Completion::new(&c.lease, outcome, now + 1, 0.5)).expect("complete");
         };
         run(&mut q, 0, Outcome::Retryable); // ok: retry at 1 + 50
         run(&mut q, 1, Outcome::Permanent); // perm
         run(&mut q, 2, Outcome::Retryable); // exh: exhausted
         let c = q.claim("w3", 10).expect("claim").expect("claimed");
-        assert_eq!(c.id, "crash");
-        q.record_error("w3", "crash", c.attempt, "exit 3", None).expect("note"); // then w3 dies
+        assert_eq!(c.id(), "crash");
+        q.record_error(&Lease::new("w3", "crash", c.attempt()), "exit 3", None).expect("note"); // then w3 dies
         let c = q.claim("w2", 60).expect("claim").expect("claimed");
-        assert_eq!(c.id, "ok");
-        q.complete("w2", "ok", c.attempt, Outcome::Ok, 61, 0.0).expect("done");
+        assert_eq!(c.id(), "ok");
+        q.complete(&Completion::new(&Lease::new("w2", "ok", c.attempt()), Outcome::Ok, 61, 0.0))
+            .expect("done");
         q.enqueue(&NewJob { id: "late", payload: "", max_attempts: 3, deadline: 300, now: 100 })
             .expect("enqueue");
         assert_eq!(q.reap(300).expect("reap"), 1, "late: dead(deadline) while pending");
         let again = q.claim("w4", 1010).expect("claim").expect("reclaimed at expiry");
-        assert_eq!((again.id.as_str(), again.attempt), ("crash", 2));
-        q.complete("w4", "crash", 2, Outcome::Ok, 1011, 0.0).expect("done");
-        q.redrive("perm", 1400, 2, 20_000).expect("redrive");
+        assert_eq!((again.id(), again.attempt()), ("crash", 2));
+        q.complete(&Completion::new(&Lease::new("w4", "crash", 2), Outcome::Ok, 1011, 0.0)).expect("done");
+        q.redrive(&Redrive { id: "perm", add_attempts: 2, deadline: 20_000, now: 1400 }).expect("redrive");
         q
     }
 
@@ -626,7 +726,7 @@ mod tests {
 
     #[test]
     fn a_store_written_by_the_rules_is_clean() {
-        let mut q = busy();
+        let q = busy();
         let audit = q.audit().expect("audit");
         assert_eq!(audit.violations, [], "{:#?}", audit.violations);
         assert_eq!(audit.jobs, 5);
@@ -638,7 +738,7 @@ mod tests {
 
     #[test]
     fn an_empty_store_is_clean() {
-        let mut q = Queue::open_in_memory().expect("memory queue");
+        let q = Queue::open_in_memory().expect("memory queue");
         assert_eq!(q.audit().expect("audit"), Audit::default());
     }
 
@@ -728,7 +828,7 @@ mod tests {
             ),
         ];
         for (what, sql, check, job) in cases {
-            let mut q = busy();
+            let q = busy();
             tamper(&q, sql);
             let audit = q.audit().expect("audit");
             assert!(
@@ -741,7 +841,7 @@ mod tests {
 
     #[test]
     fn violations_print_the_invariant_and_the_entry() {
-        let mut q = busy();
+        let q = busy();
         tamper(&q, "UPDATE jobs SET deadline = 99999, updated_at = 1500 WHERE id = 'ok'");
         let audit = q.audit().expect("audit");
         let printed: Vec<String> = audit.violations.iter().map(ToString::to_string).collect();
@@ -749,5 +849,393 @@ mod tests {
             printed.iter().any(|p| p.starts_with("job \"ok\" history #") && p.contains("invariant 2")),
             "{printed:#?}"
         );
+    }
+
+    /// Rows edited without the triggers or the CHECK constraints that would refuse the edit.
+    const RAW: &str = "DROP TRIGGER jobs_history_update; PRAGMA ignore_check_constraints = ON;";
+    /// History edited in place, as a hand edit would.
+    const RAW_HISTORY: &str = "DROP TRIGGER history_no_update; DROP TRIGGER history_no_delete;";
+
+    /// The violations of the busy store after `sql`.
+    fn after(sql: &str) -> Vec<Violation> {
+        let q = busy();
+        tamper(&q, sql);
+        q.audit().expect("an audit reports, it does not fail").violations
+    }
+
+    /// `sql` makes the audit flag `check` on `job`, in words containing `what`.
+    fn fires(sql: &str, check: Check, job: &str, what: &str) {
+        let found = after(sql);
+        assert!(
+            found.iter().any(|v| v.check == check && v.job == job && v.what.contains(what)),
+            "expected {check} on {job} saying {what:?}, found {found:#?}"
+        );
+    }
+
+    /// A claim of `perm` (redriven at 1400: pending, attempts 1 of 3, deadline 20000,
+    /// redrives 1) recorded by hand.
+    fn claim_of_perm(attempt: u64, until: u64, worker: &str, at: u64) -> String {
+        format!(
+            "INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                                  available_at, redrives, reason, worker, at)
+             VALUES ('perm', 'pending', 'leased', {attempt}, 3, 20000, {until}, 1, NULL, {worker}, {at});"
+        )
+    }
+
+    #[test]
+    fn attempts_count_claims_fires() {
+        fires(
+            &format!("{RAW} UPDATE jobs SET attempts = 2 WHERE id = 'perm'"),
+            Check::AttemptsCountClaims,
+            "perm",
+            "attempts 2 but 1 claims recorded",
+        );
+    }
+
+    #[test]
+    fn deadline_only_by_redrive_fires() {
+        fires(
+            "UPDATE jobs SET deadline = 99999, updated_at = 1500 WHERE id = 'ok'",
+            Check::DeadlineOnlyByRedrive,
+            "ok",
+            "deadline 10000 → 99999 without a redrive (done → done)",
+        );
+    }
+
+    #[test]
+    fn no_silent_drop_fires() {
+        fires(
+            "DROP TRIGGER jobs_never_deleted; DELETE FROM jobs WHERE id = 'late'",
+            Check::NoSilentDrop,
+            "late",
+            "no longer in the store",
+        );
+    }
+
+    #[test]
+    fn claim_within_budget_fires() {
+        fires(
+            &claim_of_perm(2, 21000, "'w1'", 20000),
+            Check::ClaimWithinBudget,
+            "perm",
+            "not before the deadline",
+        );
+    }
+
+    #[test]
+    fn one_live_lease_fires() {
+        let live = claim_of_perm(2, 2500, "'w1'", 1500)
+            + "INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                                    available_at, redrives, reason, worker, at)
+               VALUES ('perm', 'leased', 'leased', 3, 3, 20000, 2600, 1, NULL, 'w9', 1600);";
+        fires(&live, Check::OneLiveLease, "perm", "lease ran until 2500");
+    }
+
+    #[test]
+    fn pending_before_deadline_fires() {
+        fires(
+            &format!("{RAW} UPDATE jobs SET available_at = 20000 WHERE id = 'perm'"),
+            Check::PendingBeforeDeadline,
+            "perm",
+            "not before the deadline 20000",
+        );
+    }
+
+    #[test]
+    fn history_matches_row_fires() {
+        fires(
+            &format!("{RAW} UPDATE jobs SET deadline = 99999 WHERE id = 'ok'"),
+            Check::HistoryMatchesRow,
+            "ok",
+            "deadline 99999 vs 10000",
+        );
+    }
+
+    /// Each rule of each table, made to fire by one tampering. A rule no case reaches would be
+    /// dead code, or a promise the audit no longer checks.
+    #[test]
+    fn every_rule_can_fire() {
+        let history_of = |job: &str, filter: &str, set: &str| {
+            format!("{RAW_HISTORY} UPDATE history SET {set} WHERE job = '{job}' AND {filter}")
+        };
+        let first = "n = (SELECT min(n) FROM history WHERE job = 'late')";
+        let redrive = "from_status = 'dead' AND to_status = 'pending'";
+        let cases: Vec<(String, Check, &str, &str)> = vec![
+            // Every state.
+            (
+                format!("{RAW} UPDATE jobs SET status = 'frozen' WHERE id = 'ok'"),
+                Check::NoSilentDrop,
+                "ok",
+                "unknown status \"frozen\"",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET attempts = -1 WHERE id = 'ok'"),
+                Check::AttemptsCountClaims,
+                "ok",
+                "attempts -1 is negative",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET attempts = 9 WHERE id = 'exh'"),
+                Check::AttemptsCountClaims,
+                "exh",
+                "exceed max_attempts 1",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET max_attempts = 0 WHERE id = 'late'"),
+                Check::ClaimWithinBudget,
+                "late",
+                "max_attempts 0 outside",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET dead_reason = NULL WHERE id = 'exh'"),
+                Check::NoSilentDrop,
+                "exh",
+                "dead without a reason",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET dead_reason = 'tired' WHERE id = 'exh'"),
+                Check::NoSilentDrop,
+                "exh",
+                "dead for an unknown reason \"tired\"",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET dead_reason = 'permanent' WHERE id = 'ok'"),
+                Check::NoSilentDrop,
+                "ok",
+                "done with a dead reason \"permanent\"",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET available_at = NULL WHERE id = 'perm'"),
+                Check::NoSilentDrop,
+                "perm",
+                "pending open without an available_at",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET available_at = 5 WHERE id = 'ok'"),
+                Check::NoSilentDrop,
+                "ok",
+                "done closed with an available_at",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET available_at = 20000 WHERE id = 'perm'"),
+                Check::PendingBeforeDeadline,
+                "perm",
+                "pending with available_at 20000",
+            ),
+            // The row.
+            (
+                format!("{RAW} UPDATE jobs SET status = 'leased', available_at = 3000 WHERE id = 'perm'"),
+                Check::NoSilentDrop,
+                "perm",
+                "leased without a lease holder",
+            ),
+            // The enqueue.
+            (
+                format!("{RAW_HISTORY} DELETE FROM history WHERE {first}"),
+                Check::HistoryMatchesRow,
+                "late",
+                "first entry is pending → dead, not the enqueue",
+            ),
+            (
+                history_of("late", first, "attempt = 1"),
+                Check::AttemptsCountClaims,
+                "late",
+                "enqueued with attempts 1 and redrives 0",
+            ),
+            (
+                history_of("late", first, "available_at = 7"),
+                Check::NoSilentDrop,
+                "late",
+                "enqueued at 100 with available_at Some(7)",
+            ),
+            // Every transition.
+            (
+                history_of("ok", "to_status = 'done'", "from_status = 'pending'"),
+                Check::HistoryMatchesRow,
+                "ok",
+                "from pending, but the previous entry left the job leased",
+            ),
+            (
+                "UPDATE jobs SET attempts = 2, updated_at = 1500 WHERE id = 'perm'".into(),
+                Check::AttemptsCountClaims,
+                "perm",
+                "attempts 1 → 2 by no claim (pending → pending)",
+            ),
+            (
+                "UPDATE jobs SET deadline = 99999, updated_at = 1500 WHERE id = 'ok'".into(),
+                Check::DeadlineOnlyByRedrive,
+                "ok",
+                "deadline 10000 → 99999 without a redrive",
+            ),
+            (
+                "UPDATE jobs SET redrives = 4, updated_at = 1500 WHERE id = 'ok'".into(),
+                Check::DeadlineOnlyByRedrive,
+                "ok",
+                "redrives 0 → 4 without a redrive",
+            ),
+            (
+                "UPDATE jobs SET max_attempts = 9, updated_at = 1500 WHERE id = 'ok'".into(),
+                Check::ClaimWithinBudget,
+                "ok",
+                "max_attempts 3 → 9 without a redrive",
+            ),
+            (
+                "UPDATE jobs SET status = 'pending', available_at = 5000, updated_at = 1500 WHERE id = 'ok'"
+                    .into(),
+                Check::NoSilentDrop,
+                "ok",
+                "done → pending is no operation's move",
+            ),
+            (
+                claim_of_perm(2, 2500, "'w1'", 1500)
+                    + "INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                                            available_at, redrives, reason, worker, at)
+                       VALUES ('perm', 'leased', 'leased', 3, 3, 20000, 3600, 1, NULL, 'w2', 2600),
+                              ('perm', 'leased', 'leased', 4, 3, 20000, 4700, 1, NULL, 'w3', 3700);",
+                Check::ClaimWithinBudget,
+                "perm",
+                "claimed with 3 of 3 attempts already spent",
+            ),
+            (
+                claim_of_perm(2, 21000, "'w1'", 20000),
+                Check::ClaimWithinBudget,
+                "perm",
+                "claimed at 20000, not before the deadline 20000",
+            ),
+            (
+                claim_of_perm(2, 2500, "'w1'", 1500)
+                    + "INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                                            available_at, redrives, reason, worker, at)
+                       VALUES ('perm', 'leased', 'leased', 3, 3, 20000, 2600, 1, NULL, 'w9', 1600);",
+                Check::OneLiveLease,
+                "perm",
+                "claimed by Some(\"w9\") at 1600 while Some(\"w1\")'s lease ran until 2500",
+            ),
+            (
+                claim_of_perm(2, 2350, "'w1'", 1350),
+                Check::NoSilentDrop,
+                "perm",
+                "claimed at 1350 before it was due at 1400",
+            ),
+            (claim_of_perm(2, 2500, "NULL", 1500), Check::OneLiveLease, "perm", "a lease without a holder"),
+            (
+                claim_of_perm(2, 1500, "'w1'", 1500),
+                Check::OneLiveLease,
+                "perm",
+                "a lease until Some(1500), not after the claim at 1500",
+            ),
+            (
+                history_of("ok", "from_status = 'leased' AND to_status = 'pending'", "available_at = 0"),
+                Check::NoSilentDrop,
+                "ok",
+                "retry reserved for Some(0), before the completion at 1",
+            ),
+            (
+                history_of("perm", "to_status = 'dead'", "reason = 'exhausted'"),
+                Check::NoSilentDrop,
+                "perm",
+                "dead as exhausted with 1 of 3 attempts spent",
+            ),
+            (
+                history_of("late", "to_status = 'dead'", "reason = 'permanent'"),
+                Check::NoSilentDrop,
+                "late",
+                "pending → dead (\"permanent\") at 300",
+            ),
+            (
+                history_of("perm", redrive, "redrives = 3"),
+                Check::DeadlineOnlyByRedrive,
+                "perm",
+                "redrive took redrives 0 → 3, not + 1",
+            ),
+            (
+                history_of("perm", redrive, "deadline = 1400"),
+                Check::DeadlineOnlyByRedrive,
+                "perm",
+                "redriven at 1400 with a deadline 1400 not after it",
+            ),
+            (
+                history_of("perm", redrive, "available_at = 1500"),
+                Check::NoSilentDrop,
+                "perm",
+                "redriven at 1400 with available_at Some(1500)",
+            ),
+            (
+                history_of("perm", redrive, "max_attempts = 1"),
+                Check::ClaimWithinBudget,
+                "perm",
+                "redriven with max_attempts 1 for 1 spent",
+            ),
+            (
+                "INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                                      available_at, redrives, reason, worker, at)
+                 VALUES ('ok', NULL, 'pending', 0, 3, 10000, 2000, 0, NULL, NULL, 2000)"
+                    .into(),
+                Check::NoSilentDrop,
+                "ok",
+                "enqueued again",
+            ),
+            // The whole history against the row.
+            (
+                "DROP TRIGGER jobs_never_deleted; DELETE FROM jobs WHERE id = 'late'".into(),
+                Check::NoSilentDrop,
+                "late",
+                "2 history entries for a job that is no longer in the store",
+            ),
+            (
+                format!("{RAW_HISTORY} DELETE FROM history WHERE job = 'ok'"),
+                Check::HistoryMatchesRow,
+                "ok",
+                "no recorded history",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET attempts = 2 WHERE id = 'perm'"),
+                Check::AttemptsCountClaims,
+                "perm",
+                "attempts 2 but 1 claims recorded",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET status = 'dead' WHERE id = 'ok'"),
+                Check::HistoryMatchesRow,
+                "ok",
+                "status \"dead\" vs \"done\"",
+            ),
+            (
+                claim_of_perm(2, 2500, "'w1'", 1500)
+                    + RAW
+                    + "UPDATE jobs SET status = 'leased', attempts = 2, available_at = 2500, owner = 'w9',
+                                       claimed_at = 1500
+                       WHERE id = 'perm'",
+                Check::HistoryMatchesRow,
+                "perm",
+                "owner Some(\"w9\") vs Some(\"w1\")",
+            ),
+        ];
+        for (sql, check, job, what) in &cases {
+            fires(sql, *check, job, what);
+        }
+    }
+
+    /// A word the types cannot read, in a row or in the history, is reported like any other
+    /// broken promise: the audit still reads every other job.
+    #[test]
+    fn an_unreadable_word_is_a_violation_not_an_error() {
+        let sql = format!(
+            "{RAW} UPDATE jobs SET status = 'frozen', available_at = NULL WHERE id = 'perm';
+             INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                                  available_at, redrives, reason, worker, at)
+             VALUES ('perm', 'pending', 'frozen', 1, 3, 20000, NULL, 1, NULL, NULL, 1500),
+                    ('exh', 'dead', 'dead', 1, 1, 10000, NULL, 0, 'bored', NULL, 1500);"
+        );
+        let found = after(&sql);
+        let on = |job: &str, entry: bool, what: &str| {
+            found.iter().any(|v| v.job == job && v.entry.is_some() == entry && v.what.contains(what))
+        };
+        assert!(on("perm", false, "unknown status \"frozen\""), "{found:#?}");
+        assert!(on("perm", true, "unknown status \"frozen\""), "{found:#?}");
+        assert!(on("perm", true, "pending → frozen is no operation's move"), "{found:#?}");
+        assert!(on("exh", true, "dead for an unknown reason \"bored\""), "{found:#?}");
+        // The others were read too: `ok`, `late` and `crash` are as the rules left them.
+        assert!(found.iter().all(|v| v.job == "perm" || v.job == "exh"), "{found:#?}");
     }
 }

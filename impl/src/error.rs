@@ -11,6 +11,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Why a queue operation did not apply. Each variant but [`Error::Storage`] is a decision
 /// the queue made on purpose, and left the database exactly as it was.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An argument was out of its range or of the wrong shape. Arguments are checked before
     /// any lookup, so this comes first even when the job does not exist.
@@ -49,10 +50,16 @@ pub enum Error {
     /// SQLite failed: the disk, the file, or a lock.
     #[error("storage: {0}")]
     Storage(#[from] rusqlite::Error),
+    /// The thread that owns the queue of an `AsyncQueue` (feature `tokio`) is gone: the
+    /// queue was closed, its thread could not be started, or it stopped on a panic. The
+    /// operation was not run; no later one will be.
+    #[error("the queue is closed")]
+    Closed,
 }
 
 /// The kind of an [`Error`], as SPEC section 5 names it (`invalid_input`, `conflict`, …).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     InvalidInput,
     Conflict,
@@ -92,7 +99,8 @@ impl Error {
             | Error::NewerSchema { .. }
             | Error::Refused { .. }
             | Error::Corrupt(_)
-            | Error::Storage(_) => ErrorKind::Storage,
+            | Error::Storage(_)
+            | Error::Closed => ErrorKind::Storage,
         }
     }
 
@@ -114,11 +122,21 @@ impl Error {
     }
 }
 
+/// The shared delay formula's refusal is the queue's `invalid_input`, field and reason
+/// unchanged, so the codes and messages the command line and the replay traces print stay
+/// what they were before the formula moved to `retryq-core`.
+impl From<retryq_core::DelayError> for Error {
+    fn from(e: retryq_core::DelayError) -> Error {
+        Error::invalid(e.field(), e.reason())
+    }
+}
+
 /// Why [`Queue::run_once`](crate::Queue::run_once) did not record an outcome.
 ///
 /// In every case but [`RunError::Queue`] before the claim, an attempt was spent and the job
 /// stays leased until its lease expires.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError<E> {
     /// The queue refused or failed (before the claim, or when recording the outcome).
     #[error(transparent)]

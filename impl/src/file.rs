@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 /// Why a path is not opened as a database. Each leaves the file, and the directory around
 /// it, as they were.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Refusal {
     /// `--db ""`: SQLite would open a private temporary database, which nothing else can see.
     #[error("the path is empty")]
@@ -59,6 +60,7 @@ pub enum Refusal {
 
 /// What a path that is not a regular file names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FileKind {
     Directory,
     Fifo,

@@ -2,14 +2,9 @@
 
 use crate::error::{Error, Result};
 
-/// Every integer argument lies in 0 … 2^53 − 1.
-pub const MAX_INT: u64 = (1 << 53) - 1;
-/// `max_attempts` and `add_attempts` lie in 1 … 2^31 − 1, and so does a redriven budget.
-pub const MAX_ATTEMPTS: u64 = (1 << 31) - 1;
-/// Ids and worker names are 1 … 256 bytes of UTF-8.
-pub const MAX_ID_BYTES: usize = 256;
-/// A payload is at most 1 MiB.
-pub const MAX_PAYLOAD_BYTES: usize = 1 << 20;
+/// The numbers are `retryq-core`'s, shared with the calling side, the worker and the
+/// benchmarks; the checks below, which refuse with the queue's own error, stay here.
+pub use retryq_core::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 
 /// An integer field in 0 … 2^53 − 1.
 pub(crate) fn int(field: &'static str, value: u64) -> Result<u64> {

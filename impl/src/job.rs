@@ -1,11 +1,15 @@
 //! A job as the store keeps it, and the words its columns hold.
 
 use std::fmt;
+use std::str::FromStr;
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
 /// Where a job is in its life. `Done` and `Dead` are terminal; only a redrive leaves `Dead`.
+///
+/// Its words (`Display`, `FromStr`) are the SPEC's: `pending`, `leased`, `done`, `dead`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Status {
     /// Waiting until `available_at`.
     Pending,
@@ -18,7 +22,10 @@ pub enum Status {
 }
 
 /// Why a job was quarantined.
+///
+/// Its words (`Display`, `FromStr`) are the SPEC's: `exhausted`, `deadline`, `permanent`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum DeadReason {
     /// Every attempt of the budget was spent.
     Exhausted,
@@ -30,7 +37,10 @@ pub enum DeadReason {
 
 /// What the transport made of an attempt. An error it could not classify is not an outcome:
 /// it is returned to the caller, and the job waits for its lease to expire.
+///
+/// Its words (`Display`, `FromStr`) are the SPEC's: `ok`, `retryable`, `permanent`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The receiver accepted the job.
     Ok,
@@ -50,7 +60,7 @@ pub enum Outcome {
 /// `retry_after_ms` is the receiver's pushback (an HTTP `Retry-After`, a gRPC
 /// `grpc-retry-pushback-ms`): the least time it asks to be left alone. It is a floor under
 /// the SPEC's retry delay and matters only for a `retryable` outcome (see
-/// [`crate::Queue::complete_with`]); `None` leaves every rule exactly as the SPEC has it.
+/// [`crate::Queue::complete`]); `None` leaves every rule exactly as the SPEC has it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     pub outcome: Outcome,
@@ -132,6 +142,52 @@ pub struct Job {
     pub last_node: Option<String>,
 }
 
+/// A word that names none of a vocabulary's values: what [`Status`], [`DeadReason`] and
+/// [`Outcome`]'s `FromStr` return.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {word:?}: expected one of {}", expected.join(", "))]
+pub struct UnknownWord {
+    /// What the word was meant to name (`status`, `dead reason`, `outcome`).
+    pub what: &'static str,
+    /// The word as given.
+    pub word: String,
+    /// Every word accepted, in the SPEC's order.
+    pub expected: &'static [&'static str],
+}
+
+/// One closed vocabulary of the SPEC: each value and its word, in the SPEC's order.
+trait Words: Sized + Copy + 'static {
+    /// What a value of the vocabulary names, for [`UnknownWord`].
+    const WHAT: &'static str;
+    const ALL: &'static [Self];
+    const WORDS: &'static [&'static str];
+
+    fn parse_word(word: &str) -> Result<Self, UnknownWord> {
+        match Self::WORDS.iter().position(|w| *w == word) {
+            Some(i) => Ok(Self::ALL[i]),
+            None => Err(UnknownWord { what: Self::WHAT, word: word.to_owned(), expected: Self::WORDS }),
+        }
+    }
+}
+
+impl Words for Status {
+    const WHAT: &'static str = "status";
+    const ALL: &'static [Status] = &[Status::Pending, Status::Leased, Status::Done, Status::Dead];
+    const WORDS: &'static [&'static str] = &["pending", "leased", "done", "dead"];
+}
+
+impl Words for DeadReason {
+    const WHAT: &'static str = "dead reason";
+    const ALL: &'static [DeadReason] = &[DeadReason::Exhausted, DeadReason::Deadline, DeadReason::Permanent];
+    const WORDS: &'static [&'static str] = &["exhausted", "deadline", "permanent"];
+}
+
+impl Words for Outcome {
+    const WHAT: &'static str = "outcome";
+    const ALL: &'static [Outcome] = &[Outcome::Ok, Outcome::Retryable, Outcome::Permanent];
+    const WORDS: &'static [&'static str] = &["ok", "retryable", "permanent"];
+}
+
 impl Status {
     /// The word stored in the `status` column and printed by SPEC section 5.
     pub fn as_str(self) -> &'static str {
@@ -141,16 +197,6 @@ impl Status {
             Status::Done => "done",
             Status::Dead => "dead",
         }
-    }
-
-    fn parse(word: &str) -> Option<Status> {
-        Some(match word {
-            "pending" => Status::Pending,
-            "leased" => Status::Leased,
-            "done" => Status::Done,
-            "dead" => Status::Dead,
-            _ => return None,
-        })
     }
 }
 
@@ -163,14 +209,16 @@ impl DeadReason {
             DeadReason::Permanent => "permanent",
         }
     }
+}
 
-    fn parse(word: &str) -> Option<DeadReason> {
-        Some(match word {
-            "exhausted" => DeadReason::Exhausted,
-            "deadline" => DeadReason::Deadline,
-            "permanent" => DeadReason::Permanent,
-            _ => return None,
-        })
+impl Outcome {
+    /// The word SPEC section 5 uses for this outcome.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Retryable => "retryable",
+            Outcome::Permanent => "permanent",
+        }
     }
 }
 
@@ -186,14 +234,43 @@ impl fmt::Display for DeadReason {
     }
 }
 
-fn word_from_sql<T>(value: ValueRef<'_>, parse: fn(&str) -> Option<T>) -> FromSqlResult<T> {
-    let word = value.as_str()?;
-    parse(word).ok_or_else(|| FromSqlError::Other(format!("unknown word {word:?}").into()))
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Status {
+    type Err = UnknownWord;
+
+    fn from_str(word: &str) -> Result<Self, UnknownWord> {
+        Status::parse_word(word)
+    }
+}
+
+impl FromStr for DeadReason {
+    type Err = UnknownWord;
+
+    fn from_str(word: &str) -> Result<Self, UnknownWord> {
+        DeadReason::parse_word(word)
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = UnknownWord;
+
+    fn from_str(word: &str) -> Result<Self, UnknownWord> {
+        Outcome::parse_word(word)
+    }
+}
+
+fn word_from_sql<T: Words>(value: ValueRef<'_>) -> FromSqlResult<T> {
+    T::parse_word(value.as_str()?).map_err(|e| FromSqlError::Other(Box::new(e)))
 }
 
 impl FromSql for Status {
     fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        word_from_sql(value, Status::parse)
+        word_from_sql(value)
     }
 }
 
@@ -205,7 +282,7 @@ impl ToSql for Status {
 
 impl FromSql for DeadReason {
     fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        word_from_sql(value, DeadReason::parse)
+        word_from_sql(value)
     }
 }
 
@@ -221,14 +298,30 @@ mod tests {
 
     #[test]
     fn words_round_trip() {
-        for s in [Status::Pending, Status::Leased, Status::Done, Status::Dead] {
-            assert_eq!(Status::parse(s.as_str()), Some(s));
+        for s in Status::ALL {
+            assert_eq!(s.to_string().parse::<Status>(), Ok(*s));
         }
-        for r in [DeadReason::Exhausted, DeadReason::Deadline, DeadReason::Permanent] {
-            assert_eq!(DeadReason::parse(r.as_str()), Some(r));
+        for r in DeadReason::ALL {
+            assert_eq!(r.to_string().parse::<DeadReason>(), Ok(*r));
         }
-        assert_eq!(Status::parse("Pending"), None);
-        assert_eq!(DeadReason::parse(""), None);
+        for o in Outcome::ALL {
+            assert_eq!(o.to_string().parse::<Outcome>(), Ok(*o));
+        }
+        assert!("Pending".parse::<Status>().is_err());
+        assert!("".parse::<DeadReason>().is_err());
+    }
+
+    #[test]
+    fn an_unknown_word_is_named_with_the_words_accepted() {
+        let err = "exhausted ".parse::<DeadReason>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"unknown dead reason "exhausted ": expected one of exhausted, deadline, permanent"#
+        );
+        let err = "OK".parse::<Outcome>().unwrap_err();
+        assert_eq!((err.what, err.word.as_str(), err.expected), ("outcome", "OK", Outcome::WORDS));
+        let err = "gone".parse::<Status>().unwrap_err();
+        assert!(err.to_string().contains("pending, leased, done, dead"), "{err}");
     }
 
     #[test]

@@ -24,9 +24,35 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Which entry point
+//!
+//! All of them are the same queue on the same file, with the same rules; they differ in who
+//! holds the connection and who waits for it.
+//!
+//! - [`Queue`]: synchronous, one connection, each call one transaction that returns when it
+//!   has committed. For worker threads and processes, command-line tools, tests: any code
+//!   that may block.
+//! - `AsyncQueue` (feature `tokio`): the same operations for async code. The `Queue` lives on
+//!   a thread of its own and each call awaits its answer, so neither a commit's fsync nor
+//!   the busy timeout stalls a runtime thread; `run_once` takes a transport that returns a
+//!   future. Clone one handle for every task: SQLite takes one writer at a time anyway.
+//! - [`enqueue_in`] (after [`install`]): when a job must commit, or roll back, together with
+//!   the application's own rows in the same SQLite file — an order and its delivery, never
+//!   one without the other. The application's connection and transaction do the writing;
+//!   any of the others works the jobs off.
+//! - The `retryq work` command (the `retryq-cli` package): when the transport is a command
+//!   or an HTTP endpoint, a ready worker — signals, timeouts, sleeping until the next due
+//!   job, the HTTP status table and pushback — instead of a `run_once` loop of your own.
+//!
+//! The project's `docs/library.md` says more, and `impl/examples/` has one program of each.
+//!
 //! The semantics are those of the project's `SPEC.md`; this crate is one of its two readings
 //! (the other, the model, never shares code with it).
 
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "tokio")]
+mod asynch;
 mod audit;
 mod delay;
 mod error;
@@ -36,14 +62,19 @@ mod job;
 mod queue;
 mod schema;
 
+#[cfg(feature = "tokio")]
+pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use file::{FileKind, Refusal};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
-pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status};
+pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
 pub use queue::{
-    Claimed, Completed, Completion, Enqueued, HistoryEntry, NewJob, OpenOptions, Queue, Ran, Settings, Stats,
-    Synchronous,
+    Claimed, Completed, Completion, Enqueued, HistoryEntry, Lease, NewJob, OpenOptions, Queue, Ran, Redrive,
+    RedriveDead, Settings, Stats, Synchronous, enqueue_in,
 };
-pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+/// The `rusqlite` this crate is built on: open the application's connection with it, so that
+/// the [`rusqlite::Transaction`] given to [`enqueue_in`] is of the same version.
+pub use rusqlite;
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION, install};

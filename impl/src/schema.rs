@@ -4,9 +4,9 @@
 //! `user_version` is the schema version. Any other file is refused, never "repaired": a
 //! file that is not SQLite, another program's database, or one written by a newer retryq.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, ErrorCode, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
@@ -155,11 +155,112 @@ pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
 pub(crate) fn create(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if inspect(&tx, path)? == Found::Empty {
-        tx.execute_batch(DDL)?;
-        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        write(&tx)?;
     }
     tx.commit()?;
+    Ok(())
+}
+
+/// The names of the schema's own objects (tables, indexes, triggers) that a database
+/// already has: one that has any cannot take the schema.
+const TAKEN: &str = "
+    SELECT group_concat(name, ', ') FROM sqlite_schema
+    WHERE name IN ('jobs', 'jobs_due', 'jobs_open_deadline', 'jobs_last_lease', 'history',
+                   'history_job', 'jobs_history_insert', 'jobs_history_update',
+                   'jobs_never_deleted', 'jobs_identity_fixed', 'history_no_update',
+                   'history_no_delete')";
+
+/// Installs retryq's schema into the database of the application's own connection, next to
+/// the application's tables, so that [`enqueue_in`](crate::enqueue_in) can enqueue jobs in
+/// the application's transactions and [`Queue::open`](crate::Queue::open) opens the file.
+///
+/// [`Queue::open`](crate::Queue::open) refuses a database that holds anything of another
+/// program, so that a mistyped path never turns someone else's file into a queue; installing
+/// next to an application's tables is the application's deliberate act on its own
+/// connection. It is refused ([`Error::NotRetryq`], nothing written) only where the two
+/// cannot share the file: the application uses `PRAGMA application_id` or
+/// `PRAGMA user_version` itself (retryq recognises its files by both), or it already has a
+/// table, index or trigger of one of the schema's names (`jobs`, `history`, …). A file that
+/// has the schema already is left as it is; one of a newer schema is
+/// [`Error::NewerSchema`].
+///
+/// A file on disk is switched to write-ahead logging first, as `Queue::open` does (it stays
+/// so: the journal mode is the file's). The connection must not be inside a transaction.
+pub fn install(conn: &Connection) -> Result<()> {
+    let path = path_of(conn);
+    // Checked before the journal mode changes, so that a refusal leaves the file as it was.
+    if !needs_schema(conn, &path)? {
+        return Ok(());
+    }
+    if conn.path().is_some_and(|p| !p.is_empty()) {
+        crate::queue::set_wal(conn)?;
+    }
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    // Again under the write lock: another connection may have installed it meanwhile.
+    if needs_schema(&tx, &path)? {
+        write(&tx)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Whether [`install`] has the schema to write (`false`: the file has it already, checked
+/// as an open checks it), or [`Error::NotRetryq`] if the file cannot take it.
+fn needs_schema(conn: &Connection, path: &Path) -> Result<bool> {
+    let refuse = |why: String| Error::NotRetryq { path: path.to_path_buf(), why };
+    let application_id: i64 = conn.pragma_query_value(None, "application_id", |row| row.get(0))?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if application_id == APPLICATION_ID {
+        // Ours already: the same checks as any open (a newer or an unknown version).
+        inspect(conn, path)?;
+        return Ok(false);
+    }
+    if application_id != 0 || version != 0 {
+        return Err(refuse(format!(
+            "application_id {application_id:#x} and user_version {version} are set: the \
+             application uses them, and retryq recognises its schema by both"
+        )));
+    }
+    let taken: Option<String> = conn.query_row(TAKEN, [], |row| row.get(0))?;
+    match taken {
+        Some(taken) => Err(refuse(format!("the database already has objects named {taken}"))),
+        None => Ok(true),
+    }
+}
+
+/// Refuses a connection whose database has no retryq schema (or a newer one), before a job
+/// is written through it: [`crate::enqueue_in`]'s check of a file no `Queue` opened.
+pub(crate) fn require(conn: &Connection) -> Result<()> {
+    let application_id: i64 = conn.pragma_query_value(None, "application_id", |row| row.get(0))?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if application_id == 0 && version == 0 {
+        return Err(Error::NotRetryq {
+            path: path_of(conn),
+            why: "the database has no retryq schema: call retryq::install on it, or open it once \
+                  with Queue::open"
+                .into(),
+        });
+    }
+    if application_id == APPLICATION_ID && version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    // Another program's marks, or another version of the schema: refused as an open is.
+    inspect(conn, &path_of(conn)).map(drop)
+}
+
+/// The file a connection is on, for error messages (`:memory:` when it has none).
+fn path_of(conn: &Connection) -> PathBuf {
+    match conn.path() {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(":memory:"),
+    }
+}
+
+/// Writes the schema and its marks inside the caller's write transaction.
+fn write(tx: &Transaction<'_>) -> Result<()> {
+    tx.execute_batch(DDL)?;
+    tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
 }
 
@@ -176,6 +277,48 @@ mod tests {
         assert_eq!(inspect(&conn, path).expect("inspect"), Found::Retryq);
         // Creating again is a no-op, not an error.
         create(&mut conn, path).expect("create twice");
+    }
+
+    #[test]
+    fn install_names_every_object_the_schema_creates() {
+        let mut conn = Connection::open_in_memory().expect("memory database");
+        create(&mut conn, Path::new(":memory:")).expect("create");
+        let mut created: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
+            .expect("names")
+            .query_map([], |row| row.get(0))
+            .expect("rows")
+            .collect::<rusqlite::Result<_>>()
+            .expect("names");
+        let taken: String = conn.query_row(TAKEN, [], |row| row.get(0)).expect("taken");
+        let mut named: Vec<&str> = taken.split(", ").collect();
+        created.sort();
+        named.sort_unstable();
+        assert_eq!(created, named, "TAKEN must list every object of DDL");
+    }
+
+    #[test]
+    fn install_goes_next_to_the_applications_tables_and_nowhere_it_cannot() {
+        let path = Path::new(":memory:");
+        let conn = Connection::open_in_memory().expect("memory database");
+        conn.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER)").expect("app");
+        assert!(matches!(inspect(&conn, path), Err(Error::NotRetryq { .. })), "create would refuse it");
+        install(&conn).expect("install");
+        assert_eq!(inspect(&conn, path).expect("inspect"), Found::Retryq);
+        install(&conn).expect("installing twice is a no-op");
+
+        let clash = Connection::open_in_memory().expect("memory database");
+        clash.execute_batch("CREATE TABLE history (at INTEGER)").expect("app");
+        let err = install(&clash).unwrap_err();
+        assert!(err.to_string().contains("objects named history"), "{err}");
+
+        let versioned = Connection::open_in_memory().expect("memory database");
+        versioned.pragma_update(None, "user_version", 3).expect("app's own version");
+        let err = install(&versioned).unwrap_err();
+        assert!(err.to_string().contains("user_version 3"), "{err}");
+        let objects: i64 =
+            versioned.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).expect("count");
+        assert_eq!(objects, 0, "a refused install writes nothing");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! must be the same on both, as must every answer.
 
 use proptest::prelude::*;
-use retryq::{Claimed, Completed, Completion, NewJob, Outcome, Queue, Settings};
+use retryq::{Claimed, Completed, Completion, Lease, NewJob, Outcome, Queue, Redrive, Settings};
 
 const IDS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
 const WORKERS: [&str; 2] = ["w1", "w2"];
@@ -122,29 +122,32 @@ fn run(steps: &[Step]) -> Result<Queue, TestCaseError> {
                 leases.extend(batched.into_iter().map(|c| (worker, c)));
             }
             Step::Complete(finishes) => {
-                let completions: Vec<Completion<'_>> = finishes
+                let named: Vec<Lease> = finishes
                     .iter()
                     .map(|f| {
                         let (worker, id, attempt) = match leases.get(f.lease % leases.len().max(1)) {
-                            Some((worker, c)) => (*worker, c.id.as_str(), c.attempt),
+                            Some((worker, c)) => (*worker, c.id(), c.attempt()),
                             None => ("w1", "a", 1),
                         };
                         let worker =
                             if f.other_worker { if worker == "w1" { "w2" } else { "w1" } } else { worker };
-                        Completion {
-                            worker,
-                            id,
-                            attempt: attempt + u64::from(f.stale),
-                            outcome: f.outcome,
-                            now: now.saturating_sub(f.back),
-                            jitter: f64::from(f.jitter) / 100.0,
-                        }
+                        Lease::new(worker, id, attempt + u64::from(f.stale))
                     })
                     .collect();
-                let one_by_one: Vec<retryq::Result<Completed>> = completions
+                let completions: Vec<Completion<'_>> = finishes
                     .iter()
-                    .map(|c| single.complete(c.worker, c.id, c.attempt, c.outcome, c.now, c.jitter))
+                    .zip(&named)
+                    .map(|(f, lease)| {
+                        Completion::new(
+                            lease,
+                            f.outcome,
+                            now.saturating_sub(f.back),
+                            f64::from(f.jitter) / 100.0,
+                        )
+                    })
                     .collect();
+                let one_by_one: Vec<retryq::Result<Completed>> =
+                    completions.iter().map(|c| single.complete(c)).collect();
                 let batched = batch.complete_batch(&completions).expect("complete_batch");
                 let one_by_one: Vec<String> = one_by_one.iter().map(answer).collect();
                 let batched: Vec<String> = batched.iter().map(answer).collect();
@@ -155,8 +158,8 @@ fn run(steps: &[Step]) -> Result<Queue, TestCaseError> {
             Step::Redrive { id, add, ttl } => {
                 let (id, deadline) = (IDS[*id], now + ttl);
                 prop_assert_eq!(
-                    answer(&single.redrive(id, now, *add, deadline)),
-                    answer(&batch.redrive(id, now, *add, deadline))
+                    answer(&single.redrive(&Redrive { id, add_attempts: *add, deadline, now })),
+                    answer(&batch.redrive(&Redrive { id, add_attempts: *add, deadline, now }))
                 );
             }
         }
@@ -198,7 +201,7 @@ fn a_scenario_with_every_kind_of_step() {
         Step::Advance(2000),
         Step::Reap,
     ];
-    let mut q = run(&steps).expect("equivalent");
+    let q = run(&steps).expect("equivalent");
     // The scenario is not vacuous: it claimed, retried, finished, reaped and redrove.
     let stats = q.stats(0).expect("stats");
     assert_eq!((stats.done, stats.dead, stats.pending + stats.leased), (1, 2, 0), "{stats:?}");

@@ -23,7 +23,7 @@ fn a_new_file_becomes_a_retryq_database_and_reopens() {
         .expect("pragmas");
     assert_eq!((app, version, mode.as_str()), (retryq::APPLICATION_ID, SCHEMA_VERSION, "wal"));
     drop(conn);
-    let mut q = Queue::open(&path).expect("reopen");
+    let q = Queue::open(&path).expect("reopen");
     assert_eq!(q.get("a").expect("get").expect("job").payload, "p");
 }
 
@@ -101,6 +101,6 @@ fn two_connections_share_one_file() {
     let mut b = Queue::open(&path).expect("open b");
     a.enqueue(&NewJob { id: "x", payload: "", max_attempts: 2, deadline: 99_999, now: 0 }).expect("enqueue");
     let claimed = b.claim("w", 0).expect("claim").expect("b sees a's job");
-    assert_eq!(claimed.id, "x");
+    assert_eq!(claimed.id(), "x");
     assert_eq!(a.claim("w2", 1).expect("claim"), None, "the lease is held across connections");
 }

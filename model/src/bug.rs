@@ -4,6 +4,11 @@
 //! They exist to prove that the properties have teeth: `retryq check --bug NAME` checks the
 //! same properties against the store with one bug, and each bug must be reported as a
 //! violation with a counterexample. The store makes no bug unless asked ([`crate::Store::with_bug`]).
+//!
+//! Layer: beside the SPEC's vocabulary, below the reference store that consults it. A bug is a
+//! plain name here, knowing nothing of properties or of the checker: the store must be
+//! buildable, and its bugs nameable, without the model that hunts them. Which property catches
+//! which bug is said above both, in [`crate::catches`].
 
 use std::fmt;
 
@@ -214,48 +219,6 @@ impl Bug {
             Bug::ScheduledClaimableEarly => "a scheduled job is claimable before its not_before",
             Bug::RetryIgnoresOwnBackoff => "a retry ignores the job's own base_ms and cap_ms",
             Bug::CancelLeasedJob => "cancel kills a leased job, cutting its attempt short",
-        }
-    }
-
-    /// The property that reports this bug (each is also checked by the tests).
-    pub fn caught_by(self) -> &'static str {
-        use crate::properties::names::*;
-        match self {
-            Bug::RollbackAttemptOnCrash => ATTEMPTS_COUNT_CLAIMS,
-            Bug::ExtendDeadlineOnRetry => DEADLINE_ONLY_BY_REDRIVE,
-            Bug::RetryAtDeadline => PENDING_BEFORE_DEADLINE,
-            Bug::ReenqueueResetsBudget => ATTEMPTS_COUNT_CLAIMS,
-            Bug::AcceptStaleCompletion => ONE_LIVE_HOLDER,
-            Bug::RetryPastMaxAttempts => ATTEMPTS_COUNT_CLAIMS,
-            Bug::DropExpiredLease => NO_SILENT_DROP,
-            Bug::IgnoreExpiredLease => EVERY_JOB_ENDS,
-            Bug::UnknownErrorAsSuccess => NO_SILENT_DROP,
-            Bug::CountAttemptOnEveryJob => ATTEMPTS_COUNT_CLAIMS,
-            Bug::StealLiveLease => ONE_LIVE_HOLDER,
-            Bug::ClaimTieToNewest => PROGRESS,
-            Bug::ClaimFirstEnqueued => PROGRESS,
-            Bug::ClaimOnlyFirstJob => PROGRESS,
-            Bug::RoundDelay => DELAY_RULE,
-            Bug::ExactProductDelay => DELAY_RULE,
-            Bug::JitterBeforeCap => DELAY_RULE,
-            Bug::ShortLease => CLAIM_RULE,
-            Bug::CompleteSkipsClockCheck => COMPLETE_RULE,
-            Bug::FenceIgnoresOwner => ONE_LIVE_HOLDER,
-            Bug::RestartForgetsConfig => RESTART_KEEPS_ALL,
-            Bug::RestartReleasesLeases => RESTART_KEEPS_ALL,
-            Bug::RedriveLiveJob => REDRIVE_RULE,
-            Bug::LookupBeforeValidation => ARGUMENTS_FIRST,
-            Bug::ReapLiveLease => REAP_RULE,
-            Bug::ReapDeadlineFirst => REAP_RULE,
-            Bug::RunOnceIgnoresBackwardsClock => RUN_ONCE_RULE,
-            Bug::StatsStrictExpiry => READS_RULE,
-            Bug::DeadlineAtNowAccepted => ARGUMENTS_FIRST,
-            Bug::HeartbeatPastDeadline => LEASE_BOUND,
-            Bug::HeartbeatIgnoresAttempt => ONE_LIVE_HOLDER,
-            Bug::HeartbeatShrinksLease => HEARTBEAT_RULE,
-            Bug::ScheduledClaimableEarly => SCHEDULE_WAITS,
-            Bug::RetryIgnoresOwnBackoff => DELAY_RULE,
-            Bug::CancelLeasedJob => NO_SILENT_DROP,
         }
     }
 

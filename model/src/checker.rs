@@ -1,5 +1,10 @@
 //! A breadth-first model checker that reports *shortest* counterexamples.
 //!
+//! Layer: generic, beside the SPEC's vocabulary rather than above it: it knows stateright's
+//! `Model` trait and nothing of the queue. It may not reach up to the queue's world or
+//! properties, so that what it reports (a path, a verdict) cannot depend on what it checks;
+//! [`crate::search`] runs it on the queue model with [`crate::properties`].
+//!
 //! Stateright 0.31's BFS records a discovery each time a state shows it, so a later, deeper
 //! state overwrites the first path found (on this model, even single-threaded, it reports 13
 //! steps for a 2-step counterexample: see the tests); its threads share one queue; and its
@@ -39,14 +44,37 @@ use std::time::Instant;
 
 use stateright::Model;
 
-use crate::properties::Kind;
+/// How a property is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Must hold in every reachable state; a state where it fails is a counterexample.
+    Always,
+    /// Must hold somewhere: a state where it holds is an example; none is a vacuity warning.
+    Sometimes,
+    /// Must hold in every reachable state, like `Always`, but stands for a liveness property
+    /// made checkable as an invariant (SPEC 4.7: see [`crate::properties`]); a liveness
+    /// counterexample's trace runs one more reap at its end ([`crate::trace`]).
+    Liveness,
+}
 
-/// A named predicate the checker judges on every state.
-pub struct Property<M: Model> {
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Always => "always",
+            Kind::Sometimes => "sometimes",
+            Kind::Liveness => "liveness",
+        }
+    }
+}
+
+/// A named predicate the checker judges on every state of a model `M` whose states are `S`.
+/// It names no trait of `M`, so a list of properties is plain data about a model, needing
+/// nothing of how that model is searched.
+pub struct Property<M, S> {
     pub name: &'static str,
     pub kind: Kind,
     /// For `Always` and `Liveness`: the state is fine. For `Sometimes`: the state is an example.
-    pub holds: fn(&M, &M::State) -> bool,
+    pub holds: fn(&M, &S) -> bool,
 }
 
 /// How to check.
@@ -140,7 +168,7 @@ pub struct Finding<S, A> {
 
 /// The result of a check.
 #[derive(Clone, Debug)]
-pub struct Report<S, A> {
+pub struct CheckReport<S, A> {
     pub unique_states: usize,
     /// Every successor generated, repeats included.
     pub states: usize,
@@ -152,7 +180,7 @@ pub struct Report<S, A> {
     pub findings: Vec<Finding<S, A>>,
 }
 
-impl<S, A> Report<S, A> {
+impl<S, A> CheckReport<S, A> {
     pub fn states_per_second(&self) -> f64 {
         if self.seconds > 0.0 { self.states as f64 / self.seconds } else { 0.0 }
     }
@@ -227,9 +255,9 @@ struct Share<S> {
 /// Checks every property on every state reachable in `model`.
 pub fn check<M>(
     model: &M,
-    properties: &[Property<M>],
+    properties: &[Property<M, M::State>],
     options: &Options<'_, M::State>,
-) -> Report<M::State, M::Action>
+) -> CheckReport<M::State, M::Action>
 where
     M: Model + Sync,
     M::State: Hash + Clone + Send + Sync,
@@ -326,7 +354,7 @@ where
             }
         })
         .collect();
-    Report {
+    CheckReport {
         unique_states: seen.len(),
         states,
         outside_boundary,
@@ -340,7 +368,7 @@ where
 /// back in frontier order.
 fn expand_level<M>(
     model: &M,
-    properties: &[Property<M>],
+    properties: &[Property<M, M::State>],
     frontier: &[(u32, M::State)],
     decided: &[Option<Hit>],
     seen: &Seen,
@@ -376,7 +404,7 @@ where
 
 fn expand_chunk<M>(
     model: &M,
-    properties: &[Property<M>],
+    properties: &[Property<M, M::State>],
     chunk: &[(u32, M::State)],
     decided: &[Option<Hit>],
     seen: &Seen,
@@ -419,7 +447,7 @@ where
 /// Returns whether it fails an `always` or liveness property.
 fn judge<M: Model>(
     model: &M,
-    properties: &[Property<M>],
+    properties: &[Property<M, M::State>],
     state: &M::State,
     decided: &[Option<Hit>],
     hits: &mut [Option<Hit>],

@@ -4,6 +4,10 @@
 //! window   = min(cap_ms, base_ms * 2^(attempt - 1))      -- exact integers, no overflow
 //! delay_ms = floor(window * jitter)                       -- one IEEE-754 binary64 multiply, then floor
 //! ```
+//!
+//! Layer: the SPEC's vocabulary, the bottom: pure arithmetic that uses nothing of the crate.
+//! It may not reach up, so the store, the seeded bugs that bend it and the conformance
+//! generator all compute one and the same formula.
 
 /// The delay after failed attempt number `attempt`, for arguments already checked: `attempt`
 /// ≥ 1, `jitter` in [0, 1], every integer at most 2^53 − 1.

@@ -6,8 +6,13 @@
 //! (malformed JSON, wrong JSON types, unknown fields) are the conformance suite's business.
 //! A payload above 1 MiB is left out here: a megabyte copied on every state the checker
 //! expands costs far more than it shows, and the replay tests cover it.
+//!
+//! Layer: part of the world, beside [`crate::model`] and below it: it uses the SPEC's
+//! vocabulary and the model's names for jobs and workers ([`crate::ids`]), and the world offers
+//! its operations as actions. It may not reach up to the world: a bad argument is bad
+//! whatever the world around it holds.
 
-use crate::model::{PAYLOAD, job_name, worker_name};
+use crate::ids::{PAYLOAD, job_name, worker_name};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
 
 /// The largest budget, 2^31 − 1.

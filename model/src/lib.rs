@@ -1,23 +1,34 @@
 //! The reference reading of retryq's SPEC.
 //!
 //! This crate is the second, independent reading of `SPEC.md`: it never links the SQLite
-//! implementation. It holds
+//! implementation. Its modules form layers, each using only the ones below it (a test,
+//! `tests/module_graph.rs`, fails on any import cycle):
 //!
-//! - the vocabulary of SPEC section 5 ([`op`], [`response`]): the operations a trace is made of
-//!   and the results they give, so that a trace generated here, a counterexample printed by the
-//!   model checker and a line read by `retryq replay` are one and the same thing;
-//! - the reference store ([`reference`]): a pure step function over those operations, the
-//!   conformance harness's oracle;
-//! - the model ([`model`]): the store, a clock and a few workers in a bounded, hostile world
-//!   ([`invalid`] holds its bad arguments) that [`checker`] explores exhaustively against SPEC
-//!   section 4's invariants and the transition rules of sections 2 and 3 ([`properties`]),
-//!   with seeded bugs ([`bug`]) to show each property can fail;
-//! - the transition rules ([`rules`]): the contract read a second time, never calling the
-//!   store, judging every step the checker takes.
+//! 1. the SPEC's vocabulary ([`op`], [`response`], [`validate`], [`delay`]): the operations a
+//!    trace is made of and the results they give, so that a trace generated here, a
+//!    counterexample printed by the model checker and a line read by `retryq replay` are one
+//!    and the same thing; beside it, the generic breadth-first [`checker`], which knows
+//!    nothing of the queue;
+//! 2. the seeded bugs ([`bug`]), plain names the store can be told to make;
+//! 3. the reference store ([`reference`](mod@reference)): a pure step function over those operations, the
+//!    conformance harness's oracle;
+//! 4. the transition rules ([`rules`]): the contract read a second time, never calling the
+//!    store;
+//! 5. the world ([`ids`], [`invalid`], [`model`]): the store, a clock and a few workers in a
+//!    bounded, hostile world, every step judged by the rules;
+//! 6. the properties ([`properties`]): SPEC section 4's invariants, the rules one by one, and
+//!    the examples that show none holds vacuously; and [`trace`], a path as replay lines;
+//! 7. the top, tying them together: which property catches which bug ([`catches`]), the
+//!    checker run on the world's properties ([`search`]), and the world as a stateright model
+//!    for its own checkers and Explorer ([`stateright_model`]).
+//!
+//! The oracle (layers 1–3) thus never depends on the checker that hunts its bugs.
 
 pub mod bug;
+pub mod catches;
 pub mod checker;
 pub mod delay;
+pub mod ids;
 pub mod invalid;
 pub mod model;
 pub mod op;
@@ -25,6 +36,8 @@ pub mod properties;
 pub mod reference;
 pub mod response;
 pub mod rules;
+pub mod search;
+pub mod stateright_model;
 pub mod trace;
 pub mod validate;
 

@@ -1,5 +1,11 @@
-//! The model: the reference store in a small world of a clock and a few workers, as a
-//! stateright [`Model`].
+//! The model: the reference store in a small world of a clock and a few workers.
+//!
+//! Layer: the world, above the store ([`crate::reference`]) and the second reading
+//! ([`crate::rules`]) it runs on every step, below the properties judged on it
+//! ([`crate::properties`]) and the checker that searches it. It may not reach up: what a world
+//! is and which steps it can take must not depend on what is then asked of it, so the model
+//! keeps no list of properties and runs no search. [`crate::stateright_model`] joins the two
+//! for stateright, and [`crate::search`] for this crate's checker.
 //!
 //! A [`World`] is the store, the time, what each worker remembers holding, and ghost fields:
 //! what the world knows about each job independently of the store (how often it was claimed,
@@ -32,12 +38,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use stateright::{Model, Property, Representative};
+use stateright::Representative;
 
 use crate::bug::Bug;
-use crate::checker::{self, Options};
+pub use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_index, job_name, worker_index, worker_name};
 use crate::invalid::Invalid;
-use crate::properties::{self, Kind};
 use crate::reference::{Config, Phase, Store};
 use crate::rules::{self, Broken};
 use crate::{DeadReason, Failure, Op, Outcome, Reply, Response, RunOutcome};
@@ -227,30 +232,6 @@ impl Shape {
     }
 }
 
-/// The payload every job is enqueued with; a re-enqueue with [`OTHER_PAYLOAD`] conflicts.
-pub const PAYLOAD: &str = "p";
-pub const OTHER_PAYLOAD: &str = "q";
-
-/// The id of the `index`-th job enqueued (0-based): `job-1`, `job-2`, …
-pub fn job_name(index: usize) -> String {
-    format!("job-{}", index + 1)
-}
-
-/// The index of a job named by [`job_name`].
-pub fn job_index(name: &str) -> Option<usize> {
-    name.strip_prefix("job-")?.parse::<usize>().ok()?.checked_sub(1)
-}
-
-/// The name of worker `index` (0-based): `w1`, `w2`, …
-pub fn worker_name(index: usize) -> String {
-    format!("w{}", index + 1)
-}
-
-/// The index of a worker named by [`worker_name`].
-pub fn worker_index(name: &str) -> Option<usize> {
-    name.strip_prefix('w')?.parse::<usize>().ok()?.checked_sub(1)
-}
-
 /// What a worker remembers of the claim it holds: what `claim` answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Held {
@@ -265,7 +246,7 @@ pub struct Held {
 
 /// What the holder of a job's latest claim said about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Report {
+pub enum HolderReport {
     /// Nothing yet (or never claimed).
     Nothing,
     /// Its process died after the claim.
@@ -289,7 +270,7 @@ pub struct Ghost {
     /// Redrives the store accepted.
     pub redrives: u64,
     /// What the holder of the latest claim reported.
-    pub report: Report,
+    pub report: HolderReport,
     /// The end of the latest claim's lease while it is live and not yet completed, whoever
     /// holds it — a crashed holder included: the store cannot tell a dead process from a slow
     /// one, so its lease must be respected all the same (SPEC 4.5). 0 once expired or
@@ -510,16 +491,100 @@ pub enum Action {
     },
 }
 
+impl fmt::Display for Action {
+    /// The action in a few words, naming workers and jobs as traces do (`w1`, `job-1`), not
+    /// by their index in the world.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let w = |worker: usize| worker_name(worker);
+        let lower = |name: String| name.to_lowercase();
+        match *self {
+            Action::Enqueue { max_attempts, deadline_in, shape } => {
+                write!(f, "enqueue a new job: max_attempts {max_attempts}, deadline now+{deadline_in}")?;
+                match shape {
+                    None => Ok(()),
+                    Some(Shape::Scheduled { after }) => write!(f, ", not before now+{after}"),
+                    Some(Shape::OwnBackoff) => f.write_str(", its own backoff"),
+                }
+            }
+            Action::Reenqueue { job, same_payload } => write!(
+                f,
+                "enqueue {} again, {} payload",
+                job_name(job),
+                if same_payload { "same" } else { "another" }
+            ),
+            Action::Claim { worker } => write!(f, "{} claims", w(worker)),
+            Action::Complete { worker, outcome, jitter: None } => {
+                write!(f, "{} completes {}", w(worker), lower(format!("{outcome:?}")))
+            }
+            Action::Complete { worker, outcome, jitter: Some(jitter) } => {
+                write!(f, "{} completes {}, jitter {jitter}", w(worker), lower(format!("{outcome:?}")))
+            }
+            Action::CompleteAsOther { worker, holder } => {
+                write!(f, "{} completes {}'s claim", w(worker), w(holder))
+            }
+            Action::CompleteEarly { worker } => {
+                write!(f, "{} completes ok, dated before its claim", w(worker))
+            }
+            Action::Crash { worker } => write!(f, "{} crashes", w(worker)),
+            Action::RunOnce { worker, outcome } => {
+                write!(f, "{} run_once, transport {}", w(worker), lower(format!("{outcome:?}")))
+            }
+            Action::RunOnceClockBack { worker } => write!(f, "{} run_once, clock goes back", w(worker)),
+            Action::Tick => f.write_str("tick"),
+            Action::Reap => f.write_str("reap"),
+            Action::Redrive { job } => write!(f, "redrive {}", job_name(job)),
+            Action::Restart => f.write_str("restart"),
+            Action::Invalid { class } => write!(f, "bad argument: {class:?}"),
+            Action::Stats => f.write_str("stats"),
+            Action::Get { job } => write!(f, "get {}", job_name(job)),
+            Action::Delay { probe } => write!(f, "retry_delay probe {}", probe + 1),
+            Action::Heartbeat { worker } => write!(f, "{} heartbeats", w(worker)),
+            Action::HeartbeatBack { worker } => write!(f, "{} heartbeats, clock gone back", w(worker)),
+            Action::HeartbeatStale { worker } => write!(f, "{} heartbeats with a stale attempt", w(worker)),
+            Action::HeartbeatAsOther { worker, holder } => {
+                write!(f, "{} heartbeats {}'s claim", w(worker), w(holder))
+            }
+            Action::Cancel { job } => write!(f, "cancel {}", job_name(job)),
+        }
+    }
+}
+
 /// The bounded world, checking the store with `bug` (none by default).
 #[derive(Clone, Debug, Default)]
 pub struct QueueModel {
     pub bounds: Bounds,
     pub bug: Option<Bug>,
+    /// Whether each step leads to the representative of the world it reaches
+    /// ([`World::canonical`]) rather than to that world itself: symmetry reduction for a
+    /// search that has none of its own (stateright's Explorer, whose checker ignores
+    /// stateright's `symmetry` option). The checker of [`crate::checker`] reduces by
+    /// fingerprint instead and keeps the worlds it reaches, so its paths name the workers
+    /// that acted; both merge exactly the same worlds.
+    pub representatives: bool,
 }
 
 impl QueueModel {
     pub fn new(bounds: Bounds, bug: Option<Bug>) -> QueueModel {
-        QueueModel { bounds, bug }
+        QueueModel { bounds, bug, representatives: false }
+    }
+
+    /// The same model, stepping to representatives (see [`QueueModel::representatives`]).
+    pub fn stepping_to_representatives(self) -> QueueModel {
+        QueueModel { representatives: true, ..self }
+    }
+
+    /// The world `action` leads to from `world`: [`QueueModel::step`]'s, or its representative
+    /// if this model steps to representatives.
+    pub fn next_world(&self, world: &World, action: &Action) -> Option<World> {
+        let (next, _) = self.step(world, action)?;
+        if !self.representatives {
+            return Some(next);
+        }
+        let renumbered = match next.canonical() {
+            Cow::Owned(representative) => Some(representative),
+            Cow::Borrowed(_) => None,
+        };
+        Some(renumbered.unwrap_or(next))
     }
 
     /// The `config` line that sets `config`: every trace starts with its world's.
@@ -672,7 +737,7 @@ impl QueueModel {
                     sends: 0,
                     deadline,
                     redrives: 0,
-                    report: Report::Nothing,
+                    report: HolderReport::Nothing,
                     lease_until: 0,
                     longest_lease: 0,
                     not_before: not_before.unwrap_or(now),
@@ -719,13 +784,13 @@ impl QueueModel {
             }
             (Action::RunOnce { .. } | Action::RunOnceClockBack { .. }, _, response) => {
                 let claimed = match response {
-                    Response::Ok(Reply::Crashed { id, .. }) => Some((id, Report::Crashed)),
+                    Response::Ok(Reply::Crashed { id, .. }) => Some((id, HolderReport::Crashed)),
                     Response::Err(
                         Failure::UnknownError { id, .. } | Failure::RanClockWentBackwards { id, .. },
-                    ) => Some((id, Report::Unknown)),
+                    ) => Some((id, HolderReport::Unknown)),
                     // With a bug the store may answer otherwise; the worker still reported
                     // what its transport said.
-                    Response::Ok(Reply::RanDone { id, .. }) => Some((id, Report::Unknown)),
+                    Response::Ok(Reply::RanDone { id, .. }) => Some((id, HolderReport::Unknown)),
                     _ => None,
                 };
                 if matches!(response, Response::Err(Failure::RanClockWentBackwards { .. })) {
@@ -781,7 +846,7 @@ impl QueueModel {
         if ghost.lease_until > now {
             next.events.insert(Events::LEASE_STOLEN);
         }
-        if ghost.report == Report::Crashed {
+        if ghost.report == HolderReport::Crashed {
             next.events.insert(Events::CRASHED_RECLAIMED);
         }
         if now < ghost.not_before {
@@ -794,7 +859,7 @@ impl QueueModel {
         ghost.longest_lease = ghost.longest_lease.max(before.config.lease_ms);
         ghost.claims += 1;
         ghost.sends += 1;
-        ghost.report = Report::Nothing;
+        ghost.report = HolderReport::Nothing;
         ghost.lease_until = lease_until;
         Some(job)
     }
@@ -841,7 +906,7 @@ impl QueueModel {
             }
             return;
         }
-        ghost.report = Report::Completed(outcome);
+        ghost.report = HolderReport::Completed(outcome);
         if matches!(response, Response::Ok(_)) {
             ghost.lease_until = 0;
             if held.lease_until <= now {
@@ -928,31 +993,6 @@ impl QueueModel {
         }
     }
 
-    /// Checks every property of [`properties::all`] on every reachable world, with `threads`
-    /// threads, reducing by worker symmetry if `symmetry`.
-    pub fn check(&self, threads: usize, symmetry: bool) -> checker::Report<World, Action> {
-        self.check_with(threads, symmetry, &|_| {}, None)
-    }
-
-    /// Shows this model's seeded bug: searches until the property that names it
-    /// ([`Bug::caught_by`]) is decided, leaving the rest unchecked. Without a bug, [`Self::check`].
-    pub fn show_bug(&self, threads: usize) -> checker::Report<World, Action> {
-        self.check_with(threads, true, &|_| {}, self.bug.map(Bug::caught_by))
-    }
-
-    /// [`Self::check`], calling `progress` after each level of the search, and stopping after
-    /// the level where `until` is decided, if given.
-    pub fn check_with(
-        &self,
-        threads: usize,
-        symmetry: bool,
-        progress: &(dyn Fn(&checker::Progress) + Sync),
-        until: Option<&'static str>,
-    ) -> checker::Report<World, Action> {
-        let symmetry = if symmetry { Some(World::canonical as fn(&World) -> Cow<'_, World>) } else { None };
-        checker::check(self, &properties::all(), &Options { threads, symmetry, progress, until })
-    }
-
     /// The worlds before anything happened: an empty store configured with each of the
     /// bounds' settings.
     pub fn initial_worlds(&self) -> Vec<World> {
@@ -989,15 +1029,10 @@ fn op_id(op: &Op) -> Option<&str> {
     }
 }
 
-impl Model for QueueModel {
-    type State = World;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<World> {
-        self.initial_worlds()
-    }
-
-    fn actions(&self, world: &World, actions: &mut Vec<Action>) {
+impl QueueModel {
+    /// Every action possible in `world`, in a fixed order (a path names its steps by their
+    /// index in this list).
+    pub fn possible_actions(&self, world: &World, actions: &mut Vec<Action>) {
         let b = &self.bounds;
         let now = world.now;
         // A job of a SPEC 1.1 shape is the world's only job: its edges are its own (a claim at
@@ -1108,27 +1143,13 @@ impl Model for QueueModel {
         }
     }
 
-    fn next_state(&self, world: &World, action: Action) -> Option<World> {
-        self.step(world, &action).map(|(next, _)| next)
-    }
-
     /// Keeps the world finite whatever the store does: no job claimed, and no `attempts`,
     /// more than one past [`Bounds::max_claims`]. A store that keeps SPEC 4.1 never gets there
     /// (the checker counts the states cut, and the tests require none for the SPEC's store).
-    fn within_boundary(&self, world: &World) -> bool {
+    pub fn within_bounds(&self, world: &World) -> bool {
         let limit = self.bounds.max_claims() + 1;
         world.ghosts.iter().all(|g| g.claims <= limit)
             && world.store.jobs().iter().all(|j| j.attempts <= limit)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        properties::all()
-            .into_iter()
-            .map(|p| match p.kind {
-                Kind::Always | Kind::Liveness => Property::always(p.name, p.holds),
-                Kind::Sometimes => Property::sometimes(p.name, p.holds),
-            })
-            .collect()
     }
 }
 
@@ -1186,20 +1207,5 @@ impl Representative for World {
     /// [`World::canonical`], for stateright's checkers.
     fn representative(&self) -> World {
         self.canonical().into_owned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for i in 0..12 {
-            assert_eq!(job_index(&job_name(i)), Some(i));
-            assert_eq!(worker_index(&worker_name(i)), Some(i));
-        }
-        assert_eq!(job_index("job-0"), None);
-        assert_eq!(worker_index("x1"), None);
     }
 }

@@ -3,6 +3,10 @@
 //! Field values are kept as the trace gave them (any `u64`, any `f64`): deciding that a
 //! `max_attempts` of 0 or a `jitter` of 2 is `invalid_input` is the job of whoever executes
 //! the operation, so that both readings of the SPEC make that decision on their own.
+//!
+//! Layer: the SPEC's vocabulary, the bottom. It uses only [`crate::response`]'s line writer
+//! and may not reach up: a trace line means the same to the store, the checker and
+//! `retryq replay`, so it cannot depend on any of them.
 
 use serde::Serialize;
 

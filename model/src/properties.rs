@@ -2,6 +2,12 @@
 //! rules of sections 2 and 3, each its own property; and the examples that show none of them
 //! holds vacuously.
 //!
+//! Layer: above the world ([`crate::model`]) and the checker's vocabulary ([`Kind`],
+//! [`Property`]), which it uses; below the search that judges them ([`crate::search`]) and the
+//! mapping from seeded bugs to the property that catches each ([`crate::catches`]). It may not
+//! reach up: a property says what must hold of a world, whoever searches for it and whichever
+//! bug is seeded.
+//!
 //! Each property is a predicate on one [`World`]. Invariants about transitions (attempts move
 //! only with a claim, deadlines only with a redrive, claims only in time, completions by
 //! anyone but the holder change nothing) read the world's ghost fields and the events of the
@@ -47,35 +53,14 @@
 //! found by the same breadth-first search as every invariant, with nothing depending on how
 //! paths end.
 
-use crate::checker::Property;
-use crate::model::{Events, QueueModel, Report, World, job_index};
-use crate::reference::Phase;
+use crate::checker::{Kind, Property};
+use crate::model::{Events, Ghost, HolderReport, QueueModel, World, job_index};
+use crate::reference::{Job, Phase};
 use crate::rules::Broken;
 use crate::{DeadReason, Op, Outcome};
 
-/// How a property is judged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// Must hold in every reachable state; a state where it fails is a counterexample.
-    Always,
-    /// Must hold somewhere: a state where it holds is an example; none is a vacuity warning.
-    Sometimes,
-    /// SPEC 4.7, checked as an invariant on the states at the horizon (see the module doc).
-    Liveness,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Always => "always",
-            Kind::Sometimes => "sometimes",
-            Kind::Liveness => "liveness",
-        }
-    }
-}
-
 /// A property of the queue model.
-pub type Check = Property<QueueModel>;
+pub type Check = Property<QueueModel, World>;
 
 /// The property names, as reports print them.
 pub mod names {
@@ -268,7 +253,7 @@ pub fn by_name(name: &str) -> Option<Check> {
 }
 
 /// Each stored job with its ghost fields (a job the store lost has none to pair with).
-fn jobs_with_ghosts(world: &World) -> impl Iterator<Item = (&crate::Job, &crate::model::Ghost)> {
+fn jobs_with_ghosts(world: &World) -> impl Iterator<Item = (&Job, &Ghost)> {
     world
         .store
         .jobs()
@@ -312,8 +297,8 @@ fn no_silent_drop(_: &QueueModel, world: &World) -> bool {
     }
     seen.iter().all(|&s| s)
         && jobs_with_ghosts(world).all(|(job, ghost)| match job.phase {
-            Phase::Done => ghost.report == Report::Completed(Outcome::Ok),
-            Phase::Dead(DeadReason::Permanent) => ghost.report == Report::Completed(Outcome::Permanent),
+            Phase::Done => ghost.report == HolderReport::Completed(Outcome::Ok),
+            Phase::Dead(DeadReason::Permanent) => ghost.report == HolderReport::Completed(Outcome::Permanent),
             Phase::Dead(DeadReason::Exhausted) => job.attempts >= job.max_attempts,
             _ => true,
         })
@@ -381,7 +366,7 @@ fn every_job_ends(model: &QueueModel, world: &World) -> bool {
 
 fn crash_on_last_attempt(_: &QueueModel, world: &World) -> bool {
     jobs_with_ghosts(world).any(|(job, ghost)| {
-        job.phase == Phase::Dead(DeadReason::Exhausted) && ghost.report == Report::Crashed
+        job.phase == Phase::Dead(DeadReason::Exhausted) && ghost.report == HolderReport::Crashed
     })
 }
 

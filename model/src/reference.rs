@@ -11,6 +11,12 @@
 //! pending, the owner, claim time and lease expiry for leased, the reason for dead. What a job
 //! keeps whatever its status — its schedule (`not_before`) and its own backoff settings — are
 //! fields of [`Job`].
+//!
+//! Layer: the reference store, above the SPEC's vocabulary ([`crate::op`],
+//! [`crate::response`], [`crate::validate`], [`crate::delay`]) and the seeded bugs it consults
+//! ([`crate::bug`]). It may not reach up to the rules, the world, the properties or the
+//! checker: it is the conformance harness's oracle, and an oracle that depended on the checker
+//! hunting its bugs would be judged by itself.
 
 use crate::bug::Bug;
 use crate::delay::retry_delay;

@@ -2,6 +2,10 @@
 //!
 //! Keys come out in the order SPEC lists them, so a replay's output can be compared with the
 //! SPEC's worked trace to the letter.
+//!
+//! Layer: the SPEC's vocabulary, the bottom. It uses nothing of the crate and may not reach
+//! up: an answer is compared line for line between the model and SQLite, so it cannot depend
+//! on either side.
 
 use serde::Serialize;
 

@@ -15,6 +15,10 @@
 //! Claim's tie-break is the order of each id's *first* enqueue (SPEC 6.1), which the caller
 //! knows independently of the store (`first_enqueue`), so a store that keeps its jobs in the
 //! wrong order is caught rather than trusted.
+//!
+//! Layer: the second reading, above the reference store, whose plain data (jobs, settings) it
+//! reads, and below the world ([`crate::model`]) that asks it to judge each step. It may not
+//! reach up: a rule states what the SPEC requires of one step, whoever takes the step.
 
 use std::fmt;
 

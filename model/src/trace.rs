@@ -10,9 +10,16 @@
 //! horizon that should have ended every job; a path that restarts or sends a config ends with
 //! a claim, whose lease shows the settings. After each operation a comment gives the model's
 //! response, so a replay's output can be compared with it line by line.
+//!
+//! Layer: above the world ([`crate::model`]) and the checker's [`Path`], below what prints a
+//! search's findings. It may not reach up: a trace is what a path *is*, as operations, whoever
+//! found the path and why.
 
 use crate::checker::Path;
-use crate::model::{Action, QueueModel, World, job_name};
+use crate::ids::{PAYLOAD, job_name};
+use crate::invalid::Invalid;
+use crate::model::{Action, QueueModel, World};
+use crate::reference::Store;
 use crate::{Op, Response};
 
 /// The id and worker of the probe that shows a trace's settings at its end.
@@ -37,19 +44,11 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         return lines;
     };
     let config = QueueModel::config_op(first.config);
-    let mut fresh = crate::Store::new();
+    let mut fresh = Store::new();
     let response = fresh.step(&config);
     lines.push(Line::Op { op: config, model: response });
     for (world, action) in path.states.iter().zip(&path.actions) {
-        match model.step(world, action) {
-            Some((_, Some((op, response)))) => lines.push(Line::Op { op, model: response }),
-            Some((next, None)) if *action == Action::Tick => {
-                lines.push(Line::Comment(format!("time passes: now = {}", next.now)))
-            }
-            None => lines.push(Line::Comment(format!("{action:?} is not possible here"))),
-            Some((_, None)) => lines
-                .push(Line::Comment(format!("{action:?}: the worker dies, its lease stays in the store"))),
-        }
+        lines.push(step_line(model, world, action));
     }
     if let Some(last) = path.last_state() {
         let mut store = last.store.clone();
@@ -65,13 +64,14 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         }
         // The settings are seen only through what they do: a path that restarts or sends a
         // config ends with a claim, whose `lease_until` shows `lease_ms`.
-        let touches_settings = path.actions.iter().any(|a| {
-            matches!(a, Action::Restart | Action::Invalid { class: crate::invalid::Invalid::ZeroLease })
-        });
+        let touches_settings = path
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Restart | Action::Invalid { class: Invalid::ZeroLease }));
         if touches_settings {
             probe(Op::Enqueue {
                 id: SETTINGS_PROBE.into(),
-                payload: crate::model::PAYLOAD.into(),
+                payload: PAYLOAD.into(),
                 max_attempts: 1,
                 deadline: last.now + 1,
                 now: last.now,
@@ -83,6 +83,19 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         }
     }
     lines
+}
+
+/// The line of a trace for `action` taken in `world`: the operation it runs and what the model
+/// answered, or a comment for a step that runs none (a tick, a crash).
+pub fn step_line(model: &QueueModel, world: &World, action: &Action) -> Line {
+    match model.step(world, action) {
+        Some((_, Some((op, response)))) => Line::Op { op, model: response },
+        Some((next, None)) if *action == Action::Tick => {
+            Line::Comment(format!("time passes: now = {}", next.now))
+        }
+        None => Line::Comment(format!("{action} is not possible here")),
+        Some((_, None)) => Line::Comment(format!("{action}: the worker dies, its lease stays in the store")),
+    }
 }
 
 /// The trace as text: one JSON object per operation, each followed by the model's response

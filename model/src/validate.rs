@@ -4,6 +4,10 @@
 //! integer at most 2^53 − 1, names of 1–256 bytes, payloads of at most 1 MiB, budgets in
 //! 1 … 2^31 − 1, deadlines after `now`, a jitter in [0, 1]. Each failure is `invalid_input`
 //! with a detail naming the field; the wording is not part of the contract.
+//!
+//! Layer: the SPEC's vocabulary, the bottom, using only [`crate::response`]'s failures. It may
+//! not reach up: the argument checks are the contract's, shared by whoever executes an
+//! operation, not the store's own.
 
 use crate::{Failure, MAX_INT};
 

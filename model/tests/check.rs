@@ -3,14 +3,14 @@
 
 use std::collections::HashSet;
 
-use retryq_model::checker::{Report, Status};
+use retryq_model::checker::{CheckReport, Kind, Status};
 use retryq_model::model::{Action, Bounds, QueueModel, World};
-use retryq_model::properties::{self, Kind};
+use retryq_model::properties;
 use retryq_model::trace::{self, Line};
 use retryq_model::{Bug, Store};
 use stateright::{Checker, Model};
 
-fn check(bounds: Bounds, bug: Option<Bug>, symmetry: bool) -> Report<World, Action> {
+fn check(bounds: Bounds, bug: Option<Bug>, symmetry: bool) -> CheckReport<World, Action> {
     QueueModel::new(bounds, bug).check(2, symmetry)
 }
 

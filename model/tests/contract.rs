@@ -3,9 +3,9 @@
 //! each mutant of the reference store and of the model's delay (`.cargo/mutants-model.toml`):
 //! a mutant that survives it is a change to the store the model check cannot see.
 
-use retryq_model::checker::Status;
+use retryq_model::checker::{Kind, Status};
 use retryq_model::model::{Bounds, QueueModel};
-use retryq_model::properties::{Kind, names};
+use retryq_model::properties::names;
 
 /// One job, two workers, a clock up to 5, both settings, the hostile world; then two jobs and
 /// one worker up to 4, for what only two jobs show (claim's choice between them).

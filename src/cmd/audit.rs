@@ -14,7 +14,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let mut queue = args.db.open_read()?;
+    let queue = args.db.open_read()?;
     let audit = queue.audit().map_err(|e| args.db.explain(e))?;
     for violation in &audit.violations {
         // A violation quotes what it found: the stored text, made printable.

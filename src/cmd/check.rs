@@ -16,21 +16,18 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use retryq_model::checker::{Finding, Progress, Report, Status};
+use retryq_model::checker::{CheckReport, Finding, Kind, Progress, Status};
 use retryq_model::model::{Action, Bounds, QueueModel, World};
-use retryq_model::properties::Kind;
 use retryq_model::trace;
 use serde::Serialize;
 
 use super::CliError;
 use crate::out::{noteln, out, outln};
 
-/// The bounds of the model, shared by `check` and `explore`.
+/// The bounds of the model, shared by `check` and `explore` (each has its own `--bug`, whose
+/// help names what that command offers).
 #[derive(clap::Args)]
 pub struct BoundsArgs {
-    /// Check the store with this seeded bug (see --list-bugs).
-    #[arg(long, value_name = "NAME", value_parser = parse_bug)]
-    pub bug: Option<Bug>,
     /// How many job ids [default: 2].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
     pub jobs: Option<u64>,
@@ -62,7 +59,8 @@ impl BoundsArgs {
     }
 }
 
-fn parse_bug(name: &str) -> Result<Bug, String> {
+/// The seeded bug called `name`; an unknown name is refused with the list of them all.
+pub fn parse_bug(name: &str) -> Result<Bug, String> {
     Bug::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
         format!("no seeded bug named {name:?}; the bugs are: {}", names.join(", "))
@@ -71,6 +69,9 @@ fn parse_bug(name: &str) -> Result<Bug, String> {
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Check the store with this seeded bug (see --list-bugs).
+    #[arg(long, value_name = "NAME", value_parser = parse_bug)]
+    bug: Option<Bug>,
     #[command(flatten)]
     bounds: BoundsArgs,
     /// List the seeded bugs and the property that catches each, then exit.
@@ -102,7 +103,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let bug = args.bounds.bug;
+    let bug = args.bug;
     let model = QueueModel::new(args.bounds.bounds(), bug);
     let threads = match args.threads {
         Some(n) => n as usize,
@@ -171,7 +172,7 @@ impl ProgressLine {
 }
 
 /// Any violation; or, for the SPEC's store, an example not found.
-pub fn failed(report: &Report<World, Action>, seeded_bug: bool) -> bool {
+pub fn failed(report: &CheckReport<World, Action>, seeded_bug: bool) -> bool {
     report
         .findings
         .iter()
@@ -194,7 +195,7 @@ struct JsonProperty<'a> {
     status: &'a str,
 }
 
-fn json_report(report: &Report<World, Action>) -> String {
+fn json_report(report: &CheckReport<World, Action>) -> String {
     let json = JsonReport {
         unique_states: report.unique_states,
         states: report.states,
@@ -219,7 +220,7 @@ fn store_line(model: &QueueModel) -> String {
 
 fn print_report(
     model: &QueueModel,
-    report: &Report<World, Action>,
+    report: &CheckReport<World, Action>,
     threads: usize,
     symmetry: bool,
 ) -> Result<(), CliError> {

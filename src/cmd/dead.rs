@@ -4,10 +4,9 @@
 use std::process::ExitCode;
 
 use retryq::{DeadReason, Job};
-use retryq_conformance::sqlite::job_view;
-use retryq_model::JobView;
 use serde::Serialize;
 
+use super::view::JobFields;
 use super::{CliError, Db, print_json};
 use crate::out::{noteln, outln};
 use crate::printable::printable;
@@ -17,7 +16,7 @@ pub struct Args {
     #[command(flatten)]
     db: Db,
     /// Only the jobs dead for this reason.
-    #[arg(long, value_name = "R", value_parser = reason)]
+    #[arg(long, value_name = "R")]
     reason: Option<DeadReason>,
     /// One JSON object per job: SPEC's `get` fields plus `last_error` and `last_node`.
     #[arg(long)]
@@ -28,28 +27,18 @@ pub struct Args {
 #[derive(Serialize)]
 struct DeadJob<'a> {
     #[serde(flatten)]
-    job: JobView,
+    job: JobFields<'a>,
     last_error: Option<&'a str>,
     last_node: Option<&'a str>,
 }
 
-/// `exhausted`, `deadline` or `permanent`.
-pub fn reason(word: &str) -> Result<DeadReason, String> {
-    match word {
-        "exhausted" => Ok(DeadReason::Exhausted),
-        "deadline" => Ok(DeadReason::Deadline),
-        "permanent" => Ok(DeadReason::Permanent),
-        _ => Err("must be exhausted, deadline or permanent".into()),
-    }
-}
-
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let mut queue = args.db.open_read()?;
+    let queue = args.db.open_read()?;
     let jobs = queue.dead_jobs(args.reason).map_err(|e| args.db.explain(e))?;
     if args.json {
         for job in &jobs {
             let line = DeadJob {
-                job: job_view(job),
+                job: JobFields::of(job),
                 last_error: job.last_error.as_deref(),
                 last_node: job.last_node.as_deref(),
             };

@@ -1,24 +1,38 @@
 //! `retryq explore [--port P]`: stateright's Explorer on the model, served on 127.0.0.1, to
 //! click through states, actions and properties in a browser. `--port 0` picks a free port,
 //! and the address printed is the one served.
+//!
+//! It explores the world `retryq check` checks, reduced the same way: worlds that differ only
+//! by a renumbering of workers are one state (stateright's Explorer ignores stateright's own
+//! symmetry option, so the model steps to each world's representative instead; the states
+//! counted are the ones `check` counts). Actions and steps name workers and jobs as `check`'s
+//! traces do (`w1`, `job-1`), each step shown as its trace line.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 
+use retryq_model::Bug;
 use retryq_model::model::QueueModel;
 use stateright::{Checker, Model};
 
 use super::CliError;
-use super::check::BoundsArgs;
+use super::check::{BoundsArgs, parse_bug};
 use crate::out::outln;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Explore the store with this seeded bug (an unknown NAME is refused with the list of
+    /// every bug).
+    #[arg(long, value_name = "NAME", value_parser = parse_bug)]
+    bug: Option<Bug>,
     #[command(flatten)]
     bounds: BoundsArgs,
     /// The port to listen on, on 127.0.0.1; 0 picks a free one (printed).
     #[arg(long, default_value_t = 3000)]
     port: u16,
+    /// Explore without symmetry reduction over workers (for comparison).
+    #[arg(long)]
+    no_symmetry: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -31,8 +45,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let address = TcpListener::bind(wanted)
         .and_then(|listener| listener.local_addr())
         .map_err(|e| CliError::Other(format!("cannot listen on {wanted}: {e}")))?;
-    let model = QueueModel::new(args.bounds.bounds(), args.bounds.bug);
-    outln!("retryq explore: http://{address}/ (the model with {}; Ctrl-C stops)", model.bounds)?;
+    let mut model = QueueModel::new(args.bounds.bounds(), args.bug);
+    if !args.no_symmetry {
+        model = model.stepping_to_representatives();
+    }
+    outln!(
+        "retryq explore: http://{address}/ (the model with {}, {}; Ctrl-C stops)",
+        model.bounds,
+        if args.no_symmetry { "no symmetry reduction" } else { "symmetry reduction over workers" }
+    )?;
     let checker = model.checker().serve(address);
     // `serve` returns only if its server stops.
     outln!("retryq explore: stopped after {} states", checker.unique_state_count())?;

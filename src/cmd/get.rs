@@ -3,10 +3,7 @@
 
 use std::process::ExitCode;
 
-use retryq_conformance::sqlite::job_view;
-use retryq_model::{Failure, Reply, Response};
-
-use super::{CliError, Db, print_json};
+use super::{CliError, Db, print_json, view};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -18,14 +15,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let mut queue = args.db.open_read()?;
+    let queue = args.db.open_read()?;
     match queue.get(&args.id).map_err(|e| args.db.explain(e))? {
         Some(job) => {
-            print_json(&Response::Ok(Reply::Job(job_view(&job))))?;
+            print_json(&view::job(&job))?;
             Ok(ExitCode::SUCCESS)
         }
         None => {
-            print_json(&Response::Err(Failure::NotFound))?;
+            print_json(&view::NOT_FOUND)?;
             Ok(ExitCode::FAILURE)
         }
     }

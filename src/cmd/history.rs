@@ -37,7 +37,7 @@ struct Line<'a> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let mut queue = args.db.open_read()?;
+    let queue = args.db.open_read()?;
     let entries = queue.history(&args.id).map_err(|e| args.db.explain(e))?;
     if entries.is_empty() {
         noteln!("retryq: no job {:?}", args.id);

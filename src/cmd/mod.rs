@@ -10,6 +10,7 @@ pub mod bench;
 pub mod check;
 pub mod conform;
 pub mod dead;
+pub mod duration;
 pub mod enqueue;
 pub mod explore;
 pub mod get;
@@ -19,7 +20,10 @@ pub mod replay;
 pub mod serve_demo;
 pub mod simulate;
 pub mod stats;
+pub mod trampoline;
+pub mod usage;
 pub mod verify;
+pub mod view;
 pub mod work;
 
 use std::path::{Path, PathBuf};
@@ -189,15 +193,16 @@ pub fn now() -> Result<u64, CliError> {
     retryq_worker::now_ms().map_err(|e| CliError::Other(e.to_string()))
 }
 
-/// `--deadline UNIX_MS` or `--ttl MS`: exactly one.
+/// `--deadline UNIX_MS` or `--ttl DURATION`: exactly one.
 #[derive(clap::Args, Debug)]
 #[group(required = true, multiple = false)]
 pub struct Deadline {
     /// The new deadline, in Unix milliseconds: no attempt starts at or after it.
     #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
     deadline: Option<u64>,
-    /// The deadline as milliseconds from now.
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    /// The deadline as a duration from now: 90s, 1h, 1h30m, 7d, or a bare number of
+    /// milliseconds.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
     ttl: Option<u64>,
 }
 

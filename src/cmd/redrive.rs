@@ -1,5 +1,5 @@
 //! `retryq redrive (--id ID | --all-dead [--reason R]) --add-attempts N
-//! (--deadline UNIX_MS | --ttl MS)`: the operator's way out of `dead`, with a new budget.
+//! (--deadline UNIX_MS | --ttl DURATION)`: the operator's way out of `dead`, with a new budget.
 //!
 //! Prints one JSON line per job: `{"ok":"redriven","id":…}` or the refusal
 //! (`{"error":"not_found"|"not_dead"|"invalid_input","id":…}`); exit 1 if any was refused.
@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use retryq::{DeadReason, Error, ErrorKind, MAX_ATTEMPTS};
+use retryq::{DeadReason, Error, ErrorKind, MAX_ATTEMPTS, Redrive, RedriveDead};
 use serde::Serialize;
 
 use super::{CliError, Db, Deadline, print_json};
@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long)]
     all_dead: bool,
     /// With --all-dead: only jobs dead for this reason (exhausted, deadline, permanent).
-    #[arg(long, value_name = "R", conflicts_with = "id", value_parser = super::dead::reason)]
+    #[arg(long, value_name = "R", conflicts_with = "id")]
     reason: Option<DeadReason>,
     /// How many attempts to grant beyond those spent (1 to 2^31-1).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS))]
@@ -57,12 +57,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let deadline = args.deadline.at(now)?;
     let mut queue = args.db.open_write(false)?;
     let results = match &args.id {
-        Some(id) => match queue.redrive(id, now, args.add_attempts, deadline) {
+        Some(id) => match queue.redrive(&Redrive { id, add_attempts: args.add_attempts, deadline, now }) {
             Err(e) if e.kind() == ErrorKind::Storage => return Err(args.db.explain(e)),
             result => vec![(id.clone(), result)],
         },
         None => queue
-            .redrive_dead(args.reason, now, args.add_attempts, deadline)
+            .redrive_dead(&RedriveDead {
+                reason: args.reason,
+                add_attempts: args.add_attempts,
+                deadline,
+                now,
+            })
             .map_err(|e| args.db.explain(e))?,
     };
     let mut refused = 0;

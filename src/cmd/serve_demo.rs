@@ -28,8 +28,9 @@ pub struct Args {
     #[arg(long, value_name = "P", default_value_t = 0)]
     port: u16,
     /// How long a slow order request takes before it is decided and answered (the order is
-    /// accepted even if the sender gave up meanwhile).
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    /// accepted even if the sender gave up meanwhile): up to 1h, as 250ms, 2s, or a bare
+    /// number of milliseconds.
+    #[arg(long, visible_alias = "slow", value_name = "DURATION", allow_hyphen_values = true, default_value_t = 0, value_parser = super::duration::millis(0, 3_600_000))]
     slow_ms: u64,
     /// The share of order requests that are slow, 0 to 1.
     #[arg(long, value_name = "R", allow_negative_numbers = true, default_value_t = 1.0)]
@@ -53,9 +54,9 @@ pub struct Args {
     /// wait, and any more are answered 503.
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = 16)]
     threads: usize,
-    /// How long a client has to send its whole request, head and body (1 to 3600000); a
-    /// slower one is answered 408 and closed.
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = DEFAULT_READ_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    /// How long a client has to send its whole request, head and body (1ms to 1h; a bare
+    /// number is milliseconds); a slower one is answered 408 and closed.
+    #[arg(long, visible_alias = "read-timeout", value_name = "DURATION", allow_hyphen_values = true, default_value_t = DEFAULT_READ_TIMEOUT.as_millis() as u64, value_parser = super::duration::millis(1, 3_600_000))]
     read_timeout_ms: u64,
     /// The most orders the inbox keeps; new orders past it are answered 507.
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = DEFAULT_INBOX_MAX_ORDERS)]
@@ -64,8 +65,9 @@ pub struct Args {
     /// 507.
     #[arg(long, value_name = "B", allow_negative_numbers = true, default_value_t = DEFAULT_INBOX_MAX_BYTES)]
     inbox_max_bytes: u64,
-    /// Print the counts every MS milliseconds (0: only at the end).
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    /// Print the counts at this interval (10s, 1m, or a bare number of milliseconds; up to
+    /// 1d; 0: only at the end).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value_t = 0, value_parser = super::duration::millis(0, 86_400_000))]
     stats_every: u64,
 }
 

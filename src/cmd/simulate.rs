@@ -42,7 +42,8 @@ pub struct Args {
     /// The seed: the same seed and flags give the same output.
     #[arg(long, value_name = "S", default_value_t = 1)]
     seed: u64,
-    /// Also write an SVG plot of calls against clients to FILE.
+    /// Also write an SVG plot to FILE: calls, and below them the success rate, against
+    /// clients, one line per strategy (dashed with a budget).
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
     /// Print one JSON object per row instead of the table.

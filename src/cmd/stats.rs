@@ -7,10 +7,8 @@
 use std::process::ExitCode;
 
 use retryq::Stats;
-use retryq_conformance::sqlite::stats_view;
-use retryq_model::{Reply, Response};
 
-use super::{CliError, Db, print_json};
+use super::{CliError, Db, print_json, view};
 use crate::out::out;
 
 #[derive(clap::Args, Debug)]
@@ -26,11 +24,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let mut queue = args.db.open_read()?;
+    let queue = args.db.open_read()?;
     let now = super::now()?;
     let stats = queue.stats(now).map_err(|e| args.db.explain(e))?;
     if args.json {
-        print_json(&Response::Ok(Reply::Stats(stats_view(&stats))))?;
+        print_json(&view::stats(&stats))?;
     } else if args.prometheus {
         out!("{}", prometheus(&stats))?;
     } else {

@@ -1,6 +1,7 @@
-//! `retryq work --worker NAME (--exec 'CMD' | --url URL…) [--lease-ms] [--base-ms] [--cap-ms]
-//! [--timeout-ms] [--until-idle]` and, with `--url`, the HTTP transport's flags: a worker
-//! process (the loop is `retryq_worker::work`, the transports `Exec` and `Http`).
+//! `retryq work --worker NAME (--exec 'CMD' | --url URL…) [--lease DURATION] [--base DURATION]
+//! [--cap DURATION] [--timeout DURATION] [--until-idle]` (each duration flag also under its
+//! older `-ms` name) and, with `--url`, the HTTP transport's flags: a worker process (the
+//! loop is `retryq_worker::work`, the transports `Exec` and `Http`).
 //!
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
 //! one line per attempt. Exit 0 after SIGTERM or SIGINT (the attempt under way finished
@@ -14,14 +15,14 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use retryq::{MAX_INT, Settings};
+use retryq::Settings;
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
 use retryq_worker::{Config, ConfigError, Exec, Http, MARGIN, Stop, Transport, WorkError};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
 
-use super::{CliError, Db};
+use super::{CliError, Db, duration};
 use crate::out::noteln;
 use crate::printable::printable;
 
@@ -46,18 +47,20 @@ pub struct Args {
     #[command(flatten)]
     http: HttpArgs,
     /// How long a claim holds a job; must hold --timeout-ms, what the worker may wait past
-    /// it (--exec: 500 ms for the command to be gone) and 500 ms to record the outcome.
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    /// it (--exec: 500 ms for the command to be gone) and 500 ms to record the outcome. A
+    /// duration: 30s, 2m, 1h30m, or a bare number of milliseconds.
+    #[arg(long, visible_alias = "lease", value_name = "DURATION", allow_hyphen_values = true, default_value = "30s", value_parser = duration::positive)]
     lease_ms: u64,
-    /// The first retry's backoff window.
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=MAX_INT))]
+    /// The first retry's backoff window: 100ms, 2s, or a bare number of milliseconds.
+    #[arg(long, visible_alias = "base", value_name = "DURATION", allow_hyphen_values = true, default_value = "100ms", value_parser = duration::parse_ms)]
     base_ms: u64,
-    /// The largest backoff window.
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_INT))]
+    /// The largest backoff window: 1s, 5m, or a bare number of milliseconds.
+    #[arg(long, visible_alias = "cap", value_name = "DURATION", allow_hyphen_values = true, default_value = "1s", value_parser = duration::parse_ms)]
     cap_ms: u64,
     /// The longest one attempt may run (also never past the job's deadline); then its
-    /// process group is killed and the attempt counts as retryable.
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    /// process group is killed and the attempt counts as retryable. A duration: 20s, 2m, or
+    /// a bare number of milliseconds.
+    #[arg(long, visible_alias = "timeout", value_name = "DURATION", allow_hyphen_values = true, default_value = "20s", value_parser = duration::positive)]
     timeout_ms: u64,
     /// Exit once no job is pending or leased.
     #[arg(long)]
@@ -95,22 +98,26 @@ struct HttpArgs {
         conflicts_with = "exec"
     )]
     retry_budget_min_per_sec: u32,
-    /// The budget's window (1000 to 60000). A retry the budget refuses is not sent; it
-    /// counts as retryable and waits at least a tenth of the window.
+    /// The budget's window (1s to 60s; a bare number is milliseconds). A retry the budget
+    /// refuses is not sent; it counts as retryable and waits at least a tenth of the window.
     #[arg(
         long,
-        value_name = "MS",
-        allow_negative_numbers = true,
-        default_value_t = 10_000,
+        visible_alias = "retry-budget-ttl",
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        default_value = "10s",
+        value_parser = duration::parse_ms,
         conflicts_with = "exec"
     )]
     retry_budget_ttl_ms: u64,
     /// Latency bands of the URL selector, ascending: a URL whose answer took at least a band
-    /// is left out for that band's duration. Default RocketMQ's 50,100,550,1000,2000,3000,15000.
+    /// is left out for that band's duration. Durations (bare numbers are milliseconds).
+    /// Default RocketMQ's 50,100,550,1000,2000,3000,15000.
     #[arg(long, value_name = "LIST", conflicts_with = "exec")]
     fault_latency_ms: Option<String>,
-    /// How long a URL is left out, per band; a failure counts as the top band. Default
-    /// RocketMQ's 0,0,30000,60000,120000,180000,600000.
+    /// How long a URL is left out, per band; a failure counts as the top band. Durations
+    /// (`0,0,30s,1m,2m,3m,10m`; bare numbers are milliseconds). Default RocketMQ's
+    /// 0,0,30000,60000,120000,180000,600000.
     #[arg(long, value_name = "LIST", conflicts_with = "exec")]
     fault_unavailable_ms: Option<String>,
     /// The Content-Type of each POST.
@@ -193,13 +200,12 @@ impl HttpArgs {
     }
 }
 
-/// A comma-separated list of milliseconds, or `default` when not given.
+/// A comma-separated list of durations in milliseconds, or `default` when not given.
 fn numbers(flag: &str, text: Option<&str>, default: &[u64]) -> Result<Vec<u64>, CliError> {
     let Some(text) = text else { return Ok(default.to_vec()) };
     text.split(',')
-        .map(|item| match item.trim().parse::<u64>() {
-            Ok(ms) if ms <= MAX_INT => Ok(ms),
-            _ => Err(CliError::flag(flag, format!("{:?} is not a number of milliseconds", item.trim()))),
+        .map(|item| {
+            duration::parse_ms(item).map_err(|e| CliError::flag(flag, format!("{:?}: {e}", item.trim())))
         })
         .collect()
 }
@@ -207,7 +213,8 @@ fn numbers(flag: &str, text: Option<&str>, default: &[u64]) -> Result<Vec<u64>, 
 /// The transport the flags name.
 fn transport(args: &Args, stop: &Stop) -> Result<Box<dyn Transport>, CliError> {
     if let Some(command) = &args.exec {
-        return Ok(Box::new(Exec::new(command.clone()).with_stop(stop)));
+        let trampoline = super::trampoline::this_binary()?;
+        return Ok(Box::new(Exec::new(command.clone()).with_stop(stop).with_trampoline(trampoline)));
     }
     let options = args.http.options()?;
     let statuses = options.statuses.to_string();

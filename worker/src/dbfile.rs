@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// The database file is no longer the one the worker opened.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DbFileError {
     #[error(
         "{path}: the database file was deleted while the worker ran (its link count is 0); \

@@ -18,8 +18,9 @@
 //!
 //! When the command ends, whatever it left running in its process group is killed too: an
 //! attempt is over when its command is, and nothing of it may run on into the next attempt.
-//! On Linux the command also gets SIGKILL if the worker dies first, so a worker killed with
-//! SIGKILL does not leave its command running past the lease.
+//! Started through a [`Trampoline`] ([`Exec::with_trampoline`]), the command on Linux also
+//! gets SIGKILL if the worker dies first, so a worker killed with SIGKILL does not leave its
+//! command running past the lease; without one, such a command runs until it ends by itself.
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -33,6 +34,7 @@ use retryq::{Claimed, Outcome, Report};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
 
 use crate::stop::Stop;
+use crate::trampoline::Trampoline;
 use crate::transport::{Transport, Unclassified};
 use crate::window::{Cut, POLL, Window};
 
@@ -54,12 +56,20 @@ pub struct Exec {
     command: String,
     shell: String,
     stop: Option<Stop>,
+    trampoline: Option<Trampoline>,
 }
 
 impl Exec {
     /// A transport that runs `command` with `sh -c`.
     pub fn new(command: impl Into<String>) -> Exec {
-        Exec { command: command.into(), shell: "sh".into(), stop: None }
+        Exec { command: command.into(), shell: "sh".into(), stop: None, trampoline: None }
+    }
+
+    /// Starts each command through `trampoline`, so that on Linux it is killed when the
+    /// worker dies, even by SIGKILL (see [`Trampoline`]). The `retryq` binary passes itself.
+    pub fn with_trampoline(mut self, trampoline: Trampoline) -> Exec {
+        self.trampoline = Some(trampoline);
+        self
     }
 
     /// Lets `stop` kill the running command if the process is told to exit at once.
@@ -69,32 +79,20 @@ impl Exec {
     }
 
     fn spawn(&self, job: &Claimed) -> io::Result<Child> {
-        let mut command = Command::new(&self.shell);
+        let mut command = match &self.trampoline {
+            Some(trampoline) => trampoline.command(rustix::process::getpid(), &self.shell),
+            None => Command::new(&self.shell),
+        };
         command
             .arg("-c")
             .arg(&self.command)
-            .env("RETRYQ_JOB_ID", &job.id)
-            .env("RETRYQ_ATTEMPT", job.attempt.to_string())
+            .env("RETRYQ_JOB_ID", job.id())
+            .env("RETRYQ_ATTEMPT", job.attempt().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::inherit())
             .stderr(Stdio::piped())
+            // The trampoline, if any, becomes the shell in this same process and group.
             .process_group(0);
-        #[cfg(target_os = "linux")]
-        {
-            let parent = rustix::process::getpid();
-            // SAFETY: runs in the child between fork and exec, and only makes two system
-            // calls (prctl, getppid), both async-signal-safe; it allocates nothing.
-            unsafe {
-                command.pre_exec(move || {
-                    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-                    // The worker may have died before the prctl: then nobody will kill us.
-                    if rustix::process::getppid() != Some(parent) {
-                        return Err(io::Error::other("the worker exited before the command started"));
-                    }
-                    Ok(())
-                });
-            }
-        }
         command.spawn()
     }
 }
@@ -320,11 +318,11 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use retryq::Lease;
 
     fn job(id: &str, attempt: u64, payload: &str) -> Claimed {
         Claimed {
-            id: id.into(),
-            attempt,
+            lease: Lease::new("w", id, attempt),
             lease_until: 0,
             payload: payload.into(),
             deadline: 0,
@@ -369,7 +367,7 @@ mod tests {
 
     #[test]
     fn a_command_that_ignores_a_large_payload_does_not_block() {
-        let payload = "x".repeat(retryq::MAX_PAYLOAD_BYTES);
+        let payload = "x".repeat(retryq_core::MAX_PAYLOAD_BYTES);
         let r = Exec::new("exit 0").attempt(&job("a", 1, &payload), &Window::new(Duration::from_secs(5)));
         assert_eq!(r, Ok(Report::from(Outcome::Ok)));
     }

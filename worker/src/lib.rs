@@ -10,7 +10,8 @@
 //!   sleep (never a spin) when nothing is due, one log line per attempt; it stops when its
 //!   database file is deleted or replaced under it ([`DbFile`]);
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
-//!   command per attempt and reads the outcome from its exit status, and [`Http`], which
+//!   command per attempt and reads the outcome from its exit status (through a
+//!   [`Trampoline`] it dies with its worker, even one killed with SIGKILL), and [`Http`], which
 //!   POSTs the payload to one of several URLs and reads the outcome from a status table and
 //!   the receiver's pushback, with the control crate's node avoidance and retry budget;
 //! - [`Stop`]: SIGTERM and SIGINT — the first lets the current attempt finish and be
@@ -22,12 +23,15 @@
 //! nothing. The job keeps its lease until it expires, and another claim (this worker's or
 //! another's) spends a new attempt on it; the error text is noted for the operator.
 
+#![forbid(unsafe_code)]
+
 mod clock;
 mod dbfile;
 mod exec;
 mod fsize;
 pub mod http;
 mod stop;
+mod trampoline;
 mod transport;
 mod window;
 mod work;
@@ -38,6 +42,7 @@ pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
 pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use stop::Stop;
+pub use trampoline::{EXIT_NOT_STARTED, Trampoline, bounce};
 pub use transport::{Transport, Unclassified};
 pub use window::{Cut, MARGIN, POLL, Window};
 pub use work::{Config, ConfigError, Summary, WorkError, work, work_with_clock};

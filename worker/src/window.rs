@@ -39,6 +39,7 @@ pub const POLL: Duration = Duration::from_millis(50);
 
 /// What ends an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Cut {
     /// Its timeout, or the job's deadline.
     Timeout,
@@ -164,7 +165,7 @@ mod tests {
         assert!(left <= 10 * S && left > 9 * S, "{left:?}");
         assert_eq!(Window::new(Duration::ZERO).left(), (Duration::ZERO, Cut::Timeout));
         // A timeout of 2^53 - 1 ms is not an instant in the future to overflow.
-        assert_eq!(Window::new(Duration::from_millis(retryq::MAX_INT)).left().1, Cut::Timeout);
+        assert_eq!(Window::new(Duration::from_millis(retryq_core::MAX_INT)).left().1, Cut::Timeout);
     }
 
     #[test]

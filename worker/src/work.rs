@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::RngExt;
-use retryq::{Claimed, Error, ErrorKind, Queue, Ran, RunError, Settings};
+use retryq::{Claimed, Error, ErrorKind, Lease, Queue, Ran, RunError, Settings};
 use tracing::{debug, error, info, warn};
 
 use crate::clock::{Clock, ClockError, SystemClock};
@@ -58,7 +58,7 @@ impl Config {
     /// grace and the [`MARGIN`] (see [`crate::Window`] for the argument).
     pub fn validate(&self, grace: Duration) -> Result<(), ConfigError> {
         self.settings.validate().map_err(ConfigError::Settings)?;
-        if self.worker.is_empty() || self.worker.len() > retryq::MAX_ID_BYTES {
+        if self.worker.is_empty() || self.worker.len() > retryq_core::MAX_ID_BYTES {
             return Err(ConfigError::Worker { bytes: self.worker.len() });
         }
         if self.timeout.is_zero() {
@@ -82,6 +82,7 @@ impl Config {
 
 /// A [`Config`] the loop refuses to start with.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     #[error(transparent)]
     Settings(retryq::Error),
@@ -113,6 +114,7 @@ impl ConfigError {
 
 /// Why the loop gave up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WorkError {
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -219,7 +221,7 @@ pub fn work_with_clock(
             let window = Window::leased(timeout, turn, lease, job.lease_until, reserve, clock);
             let (given, cut) = window.left();
             debug!(
-                job = %job.id, attempt = job.attempt, timeout_ms = given.as_millis() as u64,
+                job = %job.id(), attempt = job.attempt(), timeout_ms = given.as_millis() as u64,
                 until = %cut, "sending"
             );
             let answer = transport.attempt(job, &window);
@@ -228,7 +230,7 @@ pub fn work_with_clock(
             }
             answer
         };
-        let ran = queue.run_once_with(worker, &read, send, jitter);
+        let ran = queue.run_once(worker, &read, send, jitter);
         if claimed.is_some() {
             summary.attempts += 1;
         }
@@ -258,13 +260,16 @@ pub fn work_with_clock(
                 summary.dead += 1;
                 warn!(job = %id, attempt, outcome = "dead", reason = %reason, error = said, "attempt");
             }
+            Ok(other) => {
+                warn!(ran = ?other, error = said, "attempt recorded, with a result this worker does not name")
+            }
             Err(RunError::Unclassified { id, attempt, error: Unclassified(error) }) => {
                 summary.unrecorded += 1;
                 warn!(
                     job = %id, attempt, outcome = "unclassified", next_at = claimed, error,
                     "attempt; the job waits for its lease to expire"
                 );
-                match queue.record_error(worker, &id, attempt, &error, None) {
+                match queue.record_error(&Lease::new(worker, &id, attempt), &error, None) {
                     Ok(()) => {}
                     Err(e) if e.kind() == ErrorKind::Storage => pause_or_fail(e, stop, config)?,
                     Err(e) => debug!(job = %id, attempt, error = %e, "error not noted"),
@@ -292,6 +297,10 @@ pub fn work_with_clock(
                     }
                     _ => pause_or_fail(e, stop, config)?,
                 }
+            }
+            Err(other) => {
+                summary.unrecorded += 1;
+                warn!(error = ?other, next_at = claimed, "attempt not recorded, for a reason this worker does not name");
             }
         }
     }
@@ -360,7 +369,7 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::thread;
 
-    use retryq::{NewJob, Outcome, Report, Status};
+    use retryq::{Completion, NewJob, Outcome, Report, Status};
 
     use super::*;
     use crate::clock::now_ms;
@@ -374,7 +383,7 @@ mod tests {
 
     impl Transport for Scripted {
         fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified> {
-            self.asked.push((job.id.clone(), job.attempt, window.left().0));
+            self.asked.push((job.id().to_owned(), job.attempt(), window.left().0));
             self.answers.pop_front().unwrap_or(Ok(Report::from(Outcome::Ok)))
         }
     }
@@ -583,13 +592,15 @@ mod tests {
         let stepped = || now_ms().expect("clock") + offset.load(Ordering::SeqCst);
         let claimed =
             other.claim("w2", stepped()).expect("claim").expect("the lease is over by the stepped clock");
-        assert_eq!(claimed.attempt, 2);
+        assert_eq!(claimed.attempt(), 2);
         let since = Instant::now();
         while running(&pid) {
             assert!(since.elapsed() < Duration::from_millis(500), "attempt 1 ran on beside attempt 2");
             thread::sleep(Duration::from_millis(5));
         }
-        other.complete("w2", "a", 2, Outcome::Ok, stepped(), 0.0).expect("complete");
+        other
+            .complete(&Completion::new(&Lease::new("w2", "a", 2), Outcome::Ok, stepped(), 0.0))
+            .expect("complete");
         let summary = w1.join().expect("w1").expect("work");
         assert_eq!(summary, Summary { attempts: 1, unrecorded: 1, ..Summary::default() }, "lease lost");
         let log = std::fs::read_to_string(&log).expect("log");

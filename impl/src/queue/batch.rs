@@ -8,23 +8,10 @@
 //! and its whole history).
 
 use super::claim::{lease_next, reap};
-use super::complete::{self, Completed};
+use super::complete::{self, Completed, Completion};
 use super::{Claimed, Queue};
 use crate::error::{ErrorKind, Result};
 use crate::input;
-use crate::job::{Outcome, Report};
-
-/// The arguments of one [`Queue::complete`], for [`Queue::complete_batch`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Completion<'a> {
-    pub worker: &'a str,
-    pub id: &'a str,
-    /// The attempt being completed: the fencing token its claim returned.
-    pub attempt: u64,
-    pub outcome: Outcome,
-    pub now: u64,
-    pub jitter: f64,
-}
 
 impl Queue {
     /// Claims up to `k` due jobs for `worker` at `now` in one transaction: exactly what `k`
@@ -67,10 +54,7 @@ impl Queue {
         self.write(|tx| {
             let mut results = Vec::with_capacity(completions.len());
             for c in completions {
-                let result = complete::validate(c.worker, c.id, c.attempt, c.now, c.jitter).and_then(|()| {
-                    let report = Report::from(c.outcome);
-                    complete::record(tx, &settings, c.worker, c.id, c.attempt, &report, c.now, c.jitter)
-                });
+                let result = complete::validate(c).and_then(|()| complete::record(tx, &settings, c));
                 match result {
                     Err(e) if e.kind() == ErrorKind::Storage => return Err(e),
                     result => results.push(result),
@@ -85,6 +69,7 @@ impl Queue {
 mod tests {
     use super::super::tests::queue;
     use super::*;
+    use crate::{Completion, Lease, Outcome};
     use crate::{DeadReason, Error, NewJob, Status};
 
     fn enqueue(q: &mut Queue, id: &str, deadline: u64, now: u64) {
@@ -99,7 +84,7 @@ mod tests {
         enqueue(&mut q, "a", 10_000, 10);
         enqueue(&mut q, "future", 10_000, 500);
         let got = q.claim_batch("w", 100, 10).expect("batch");
-        let ids: Vec<_> = got.iter().map(|c| (c.id.as_str(), c.attempt, c.lease_until)).collect();
+        let ids: Vec<_> = got.iter().map(|c| (c.id(), c.attempt(), c.lease_until)).collect();
         assert_eq!(ids, [("b", 1, 1100), ("a", 1, 1100), ("late", 1, 1100)]);
         assert_eq!(q.claim_batch("w", 100, 10).expect("batch"), []);
         assert_eq!(q.claim_batch("w", 500, 0).expect("k = 0"), []);
@@ -112,7 +97,7 @@ mod tests {
         enqueue(&mut q, "old", 100, 0);
         enqueue(&mut q, "new", 10_000, 0);
         let got = q.claim_batch("w", 100, 2).expect("batch");
-        assert_eq!(got.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["new"]);
+        assert_eq!(got.iter().map(|c| c.id()).collect::<Vec<_>>(), ["new"]);
         assert_eq!(q.get("old").expect("get").expect("job").dead_reason, Some(DeadReason::Deadline));
     }
 
@@ -123,16 +108,16 @@ mod tests {
         enqueue(&mut q, "b", 10_000, 0);
         let claimed = q.claim_batch("w", 5, 2).expect("batch");
         assert_eq!(claimed.len(), 2);
-        let c =
-            |id, attempt, outcome, now, jitter| Completion { worker: "w", id, attempt, outcome, now, jitter };
+        let (a, b, missing) =
+            (Lease::new("w", "a", 1), Lease::new("w", "b", 1), Lease::new("w", "missing", 1));
         let results = q
             .complete_batch(&[
-                c("a", 1, Outcome::Ok, 6, 0.0),
-                c("a", 1, Outcome::Ok, 6, 0.0),
-                c("missing", 1, Outcome::Ok, 6, 0.0),
-                c("b", 1, Outcome::Ok, 6, 1.5),
-                c("b", 1, Outcome::Retryable, 4, 0.5),
-                c("b", 1, Outcome::Retryable, 6, 0.5),
+                Completion::new(&a, Outcome::Ok, 6, 0.0),
+                Completion::new(&a, Outcome::Ok, 6, 0.0),
+                Completion::new(&missing, Outcome::Ok, 6, 0.0),
+                Completion::new(&b, Outcome::Ok, 6, 1.5),
+                Completion::new(&b, Outcome::Retryable, 4, 0.5),
+                Completion::new(&b, Outcome::Retryable, 6, 0.5),
             ])
             .expect("batch");
         let kinds: Vec<_> = results.iter().map(|r| r.as_ref().map_err(Error::kind).copied()).collect();

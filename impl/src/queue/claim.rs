@@ -7,16 +7,15 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::Queue;
+use super::lease::Lease;
 use crate::error::Result;
 use crate::input;
 
 /// A job leased by [`Queue::claim`]: the holder may send it until `lease_until`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claimed {
-    pub id: String,
-    /// This attempt's number: the job's `attempts` after the claim, and the fencing token the
-    /// completion must present.
-    pub attempt: u64,
+    /// Who holds which attempt of which job: what the completion must present.
+    pub lease: Lease,
     /// `now + lease_ms`: when the lease expires and the job may be claimed again.
     pub lease_until: u64,
     pub payload: String,
@@ -26,6 +25,18 @@ pub struct Claimed {
     /// a transport that picks among several can send this attempt elsewhere. A job being
     /// claimed has not succeeded, so that attempt did not succeed either.
     pub last_node: Option<String>,
+}
+
+impl Claimed {
+    /// The job's id.
+    pub fn id(&self) -> &str {
+        &self.lease.id
+    }
+
+    /// This attempt's number: the job's `attempts` after the claim.
+    pub fn attempt(&self) -> u64 {
+        self.lease.attempt
+    }
 }
 
 /// A lease on the last attempt that expired: the budget is spent.
@@ -87,8 +98,7 @@ pub(super) fn lease_next(
         .prepare_cached(CLAIM)?
         .query_row(params![now, worker, lease_until], |row| {
             Ok(Claimed {
-                id: row.get(0)?,
-                attempt: row.get(1)?,
+                lease: Lease { worker: worker.to_owned(), id: row.get(0)?, attempt: row.get(1)? },
                 lease_until,
                 payload: row.get(2)?,
                 deadline: row.get(3)?,
@@ -111,6 +121,7 @@ pub(super) fn reap(tx: &Transaction<'_>, now: u64) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::super::tests::queue;
+    use crate::{Completion, Lease};
     use crate::{DeadReason, NewJob, Status};
 
     fn enqueue(q: &mut crate::Queue, id: &str, max_attempts: u64, deadline: u64, now: u64) {
@@ -122,14 +133,14 @@ mod tests {
         let mut q = queue();
         enqueue(&mut q, "a", 3, 10_000, 0);
         let c = q.claim("w1", 7).expect("claim").expect("claimed");
-        assert_eq!((c.id.as_str(), c.attempt, c.lease_until, c.deadline), ("a", 1, 1007, 10_000));
+        assert_eq!((c.id(), c.attempt(), c.lease_until, c.deadline), ("a", 1, 1007, 10_000));
         let job = q.get("a").expect("get").expect("job");
         assert_eq!((job.status, job.attempts, job.available_at), (Status::Leased, 1, Some(1007)));
         assert_eq!((job.owner.as_deref(), job.claimed_at), (Some("w1"), Some(7)));
         // The lease is live: nobody else gets the job until it expires.
         assert_eq!(q.claim("w2", 1006).expect("claim"), None);
         let again = q.claim("w2", 1007).expect("claim").expect("reclaimed at expiry");
-        assert_eq!((again.attempt, again.lease_until), (2, 2007));
+        assert_eq!((again.attempt(), again.lease_until), (2, 2007));
     }
 
     #[test]
@@ -139,7 +150,7 @@ mod tests {
         let c = q.claim("w1", 0).expect("claim").expect("claimed");
         assert_eq!(c.last_node, None);
         let report = crate::Report::from(crate::Outcome::Retryable).node("http://a.example/");
-        q.complete_with("w1", "a", c.attempt, &report, 1, 0.0).expect("complete");
+        q.complete(&Completion::new(&Lease::new("w1", "a", c.attempt()), report, 1, 0.0)).expect("complete");
         let c = q.claim("w1", 1).expect("claim").expect("claimed");
         assert_eq!(c.last_node.as_deref(), Some("http://a.example/"));
     }
@@ -151,7 +162,7 @@ mod tests {
         enqueue(&mut q, "b", 3, 10_000, 10);
         enqueue(&mut q, "a", 3, 10_000, 10);
         let order: Vec<String> =
-            (0..3).map(|_| q.claim("w", 100).expect("claim").expect("claimed").id).collect();
+            (0..3).map(|_| q.claim("w", 100).expect("claim").expect("claimed").lease.id).collect();
         assert_eq!(order, ["b", "a", "late"]);
         assert_eq!(q.claim("w", 100).expect("claim"), None);
     }
@@ -207,7 +218,7 @@ mod tests {
         assert_eq!(q.reap(499).expect("reap"), 0);
         // At the deadline no attempt may start: claim reaps `a` and leases `b`.
         let c = q.claim("w", 500).expect("claim").expect("claimed");
-        assert_eq!(c.id, "b");
+        assert_eq!(c.id(), "b");
         assert_eq!(q.get("a").expect("get").expect("job").dead_reason, Some(DeadReason::Deadline));
     }
 
@@ -215,8 +226,8 @@ mod tests {
     fn claims_never_exceed_the_budget() {
         let mut q = queue();
         enqueue(&mut q, "a", 2, 1_000_000, 0);
-        assert_eq!(q.claim("w", 0).expect("claim").expect("first").attempt, 1);
-        assert_eq!(q.claim("w", 1000).expect("claim").expect("second").attempt, 2);
+        assert_eq!(q.claim("w", 0).expect("claim").expect("first").attempt(), 1);
+        assert_eq!(q.claim("w", 1000).expect("claim").expect("second").attempt(), 2);
         assert_eq!(q.claim("w", 2000).expect("claim"), None);
         let job = q.get("a").expect("get").expect("job");
         assert_eq!((job.attempts, job.dead_reason), (2, Some(DeadReason::Exhausted)));

@@ -2,6 +2,7 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
+use super::lease::Lease;
 use super::{Queue, Settings};
 use crate::delay::{retry_delay, validate_jitter};
 use crate::error::{Error, Result};
@@ -10,6 +11,7 @@ use crate::job::{self, DeadReason, Outcome, Report, Status};
 
 /// Where a completed attempt left its job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Completed {
     Done,
     /// Pending again, reserved until `available_at`.
@@ -22,7 +24,7 @@ pub enum Completed {
 }
 
 /// What a completion needs to know of the job it completes.
-struct Lease {
+struct Held {
     status: Status,
     owner: Option<String>,
     attempts: u64,
@@ -31,7 +33,28 @@ struct Lease {
     claimed_at: Option<u64>,
 }
 
-const LEASE: &str = "
+/// The arguments of one [`Queue::complete`] (and of each item of
+/// [`Queue::complete_batch`]): which lease, what its attempt came to, when, and the jitter
+/// of the retry delay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion<'a> {
+    /// The lease being completed: the store checks it is still held as named.
+    pub lease: &'a Lease,
+    /// The attempt's outcome and the notes that go with it.
+    pub report: Report,
+    pub now: u64,
+    /// Where in its window the retry delay falls, in `[0, 1]`; checked whatever the outcome.
+    pub jitter: f64,
+}
+
+impl<'a> Completion<'a> {
+    /// A completion of `lease` with `report` (an [`Outcome`] alone will do) at `now`.
+    pub fn new(lease: &'a Lease, report: impl Into<Report>, now: u64, jitter: f64) -> Completion<'a> {
+        Completion { lease, report: report.into(), now, jitter }
+    }
+}
+
+const HELD: &str = "
     SELECT status, owner, attempts, max_attempts, deadline, claimed_at FROM jobs WHERE id = ?1";
 
 const FINISH: &str = "
@@ -51,32 +74,13 @@ const NOTE: &str = "
     WHERE id = ?1 AND status = 'leased' AND owner = ?2 AND attempts = ?3";
 
 impl Queue {
-    /// Records the outcome of attempt `attempt` of job `id`, which `worker` must hold.
+    /// Records the outcome of the attempt `c.lease` names, which must still be held.
     ///
     /// `ok` → done; `permanent` → dead(permanent); `retryable` → dead(exhausted) if the
     /// budget is spent, else dead(deadline) if `now + delay` reaches the deadline, else
     /// pending until `now + delay`, where `delay` is [`retry_delay`] of this attempt with
-    /// `jitter`. `jitter` is checked whatever the outcome.
-    ///
-    /// A lease that expired but was neither claimed again nor reaped still counts. Refused
-    /// with nothing changed: [`Error::NotFound`]; [`Error::LeaseLost`] unless the job is
-    /// leased to `worker` on this very attempt; [`Error::ClockWentBackwards`] if `now` is
-    /// before the claim.
-    pub fn complete(
-        &mut self,
-        worker: &str,
-        id: &str,
-        attempt: u64,
-        outcome: Outcome,
-        now: u64,
-        jitter: f64,
-    ) -> Result<Completed> {
-        self.complete_with(worker, id, attempt, &Report::from(outcome), now, jitter)
-    }
-
-    /// [`Queue::complete`] with the transport's whole [`Report`]: the same rules for its
-    /// outcome, and in the same transaction its error text and node become the job's
-    /// `last_error` and `last_node`.
+    /// `jitter`. `jitter` is checked whatever the outcome. In the same transaction the
+    /// report's error text and node become the job's `last_error` and `last_node`.
     ///
     /// The report's `retry_after_ms`, the receiver's pushback, is a floor under the retry
     /// delay: for `retryable` the delay is `max(retry_delay(…), retry_after_ms)`, and the
@@ -84,38 +88,28 @@ impl Queue {
     /// `now + delay` ≥ `deadline` → `dead(deadline)`, else `pending` until `now + delay`. A
     /// pushback longer than the time left thus ends the job now, as one the deadline would
     /// end anyway; the deadline never moves. For `ok` and `permanent` it is ignored, and
-    /// without one every result is [`Queue::complete`]'s.
-    pub fn complete_with(
-        &mut self,
-        worker: &str,
-        id: &str,
-        attempt: u64,
-        report: &Report,
-        now: u64,
-        jitter: f64,
-    ) -> Result<Completed> {
-        validate(worker, id, attempt, now, jitter)?;
+    /// without one every result is the SPEC's `complete`.
+    ///
+    /// A lease that expired but was neither claimed again nor reaped still counts. Refused
+    /// with nothing changed: [`Error::NotFound`]; [`Error::LeaseLost`] unless the job is
+    /// leased to the lease's worker on this very attempt; [`Error::ClockWentBackwards`] if
+    /// `now` is before the claim.
+    pub fn complete(&mut self, c: &Completion<'_>) -> Result<Completed> {
+        validate(c)?;
         let settings = self.settings;
-        self.write(|tx| record(tx, &settings, worker, id, attempt, report, now, jitter))
+        self.write(|tx| record(tx, &settings, c))
     }
 
-    /// Notes an error on a lease that `worker` holds on attempt `attempt` of job `id`, without
-    /// recording an outcome: for an error the transport could not classify, after which the
-    /// job waits for its lease to expire. The note becomes the job's `last_error` (and
-    /// `last_node`), so an operator sees it if the job later dies. Nothing else changes; it
-    /// is not a transition and adds no history.
+    /// Notes an error on a lease still held, without recording an outcome: for an error the
+    /// transport could not classify, after which the job waits for its lease to expire. The
+    /// note becomes the job's `last_error` (and `last_node`), so an operator sees it if the
+    /// job later dies. Nothing else changes; it is not a transition and adds no history.
     ///
     /// [`Error::LeaseLost`] (and no change) unless the lease is still held as named;
     /// [`Error::NotFound`] if there is no such job.
-    pub fn record_error(
-        &mut self,
-        worker: &str,
-        id: &str,
-        attempt: u64,
-        error: &str,
-        node: Option<&str>,
-    ) -> Result<()> {
-        validate_lease(worker, id, attempt)?;
+    pub fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()> {
+        validate_lease(lease)?;
+        let Lease { worker, id, attempt } = lease;
         let error = job::note(Some(error));
         let node = job::note(node);
         self.write(|tx| {
@@ -124,61 +118,58 @@ impl Queue {
                 return Ok(());
             }
             if load(tx, id)?.is_none() {
-                return Err(Error::NotFound { id: id.to_owned() });
+                return Err(Error::NotFound { id: id.clone() });
             }
-            Err(Error::LeaseLost { id: id.to_owned(), worker: worker.to_owned(), attempt })
+            Err(lease_lost(lease))
         })
     }
 }
 
 /// `complete`'s checks of its own arguments, which come before any lookup.
-pub(super) fn validate(worker: &str, id: &str, attempt: u64, now: u64, jitter: f64) -> Result<()> {
-    validate_lease(worker, id, attempt)?;
-    input::int("now", now)?;
-    validate_jitter(jitter)?;
+pub(super) fn validate(c: &Completion<'_>) -> Result<()> {
+    validate_lease(c.lease)?;
+    input::int("now", c.now)?;
+    validate_jitter(c.jitter)?;
     Ok(())
 }
 
 /// The checks of a lease's name (`worker`, `id`, `attempt`) that every call acting on a
 /// held lease makes first, so that each refuses the same input with the same message.
-fn validate_lease(worker: &str, id: &str, attempt: u64) -> Result<()> {
-    input::name("worker", worker)?;
-    input::name("id", id)?;
-    input::int("attempt", attempt)?;
-    if attempt == 0 {
+fn validate_lease(lease: &Lease) -> Result<()> {
+    input::name("worker", &lease.worker)?;
+    input::name("id", &lease.id)?;
+    input::int("attempt", lease.attempt)?;
+    if lease.attempt == 0 {
         return Err(Error::invalid("attempt", "must be at least 1"));
     }
     Ok(())
 }
 
+fn lease_lost(lease: &Lease) -> Error {
+    Error::LeaseLost { id: lease.id.clone(), worker: lease.worker.clone(), attempt: lease.attempt }
+}
+
 /// `complete`'s lookup, fence and write inside the caller's transaction, once validated.
 /// A refusal comes before any write.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn record(
-    tx: &Transaction<'_>,
-    settings: &Settings,
-    worker: &str,
-    id: &str,
-    attempt: u64,
-    report: &Report,
-    now: u64,
-    jitter: f64,
-) -> Result<Completed> {
+pub(super) fn record(tx: &Transaction<'_>, settings: &Settings, c: &Completion<'_>) -> Result<Completed> {
+    let Completion { lease, report, now, jitter } = c;
+    let (id, now) = (&lease.id, *now);
     let (outcome, error, node) =
         (report.outcome, job::note(report.error.as_deref()), job::note(report.node.as_deref()));
-    let lease = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
-    let holds =
-        lease.status == Status::Leased && lease.owner.as_deref() == Some(worker) && lease.attempts == attempt;
+    let held = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.clone() })?;
+    let holds = held.status == Status::Leased
+        && held.owner.as_deref() == Some(lease.worker.as_str())
+        && held.attempts == lease.attempt;
     if !holds {
-        return Err(Error::LeaseLost { id: id.to_owned(), worker: worker.to_owned(), attempt });
+        return Err(lease_lost(lease));
     }
-    let claimed_at = lease
+    let claimed_at = held
         .claimed_at
         .ok_or_else(|| Error::Corrupt(format!("job {id:?} is leased without a claim time")))?;
     if now < claimed_at {
         return Err(Error::ClockWentBackwards { now, claimed_at });
     }
-    let completed = settle(&lease, outcome, report.retry_after_ms, now, settings, jitter)?;
+    let completed = settle(&held, outcome, report.retry_after_ms, now, settings, *jitter)?;
     match completed {
         Completed::Done => tx.prepare_cached(FINISH)?.execute(params![
             id,
@@ -198,11 +189,11 @@ pub(super) fn record(
     Ok(completed)
 }
 
-fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Lease>> {
-    let lease = tx
-        .prepare_cached(LEASE)?
+fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Held>> {
+    let held = tx
+        .prepare_cached(HELD)?
         .query_row([id], |row| {
-            Ok(Lease {
+            Ok(Held {
                 status: row.get(0)?,
                 owner: row.get(1)?,
                 attempts: row.get(2)?,
@@ -212,14 +203,14 @@ fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Lease>> {
             })
         })
         .optional()?;
-    Ok(lease)
+    Ok(held)
 }
 
 /// The SPEC's rule for where an attempt's outcome takes the job. The deadline is never
 /// moved: at `now + delay` ≥ `deadline` there is no time left to start another attempt.
 /// `floor` (a pushback) raises the delay, never lowers it.
 fn settle(
-    lease: &Lease,
+    held: &Held,
     outcome: Outcome,
     floor: Option<u64>,
     now: u64,
@@ -229,17 +220,17 @@ fn settle(
     Ok(match outcome {
         Outcome::Ok => Completed::Done,
         Outcome::Permanent => Completed::Dead { reason: DeadReason::Permanent },
-        Outcome::Retryable if lease.attempts >= lease.max_attempts => {
+        Outcome::Retryable if held.attempts >= held.max_attempts => {
             Completed::Dead { reason: DeadReason::Exhausted }
         }
         Outcome::Retryable => {
-            let delay = retry_delay(lease.attempts, settings.base_ms, settings.cap_ms, jitter)?;
+            let delay = retry_delay(held.attempts, settings.base_ms, settings.cap_ms, jitter)?;
             // A pushback past 2^53 − 1 ends the job just as one at 2^53 − 1 does (the deadline
             // is below it); capped there, now and delay are both below 2^53 and the sum
             // cannot overflow.
             let delay = delay.max(floor.unwrap_or(0).min(input::MAX_INT));
             let available_at = now + delay;
-            if available_at >= lease.deadline {
+            if available_at >= held.deadline {
                 Completed::Dead { reason: DeadReason::Deadline }
             } else {
                 Completed::Retry { available_at }
@@ -252,12 +243,13 @@ fn settle(
 mod tests {
     use super::super::tests::queue;
     use super::*;
+    use crate::{Completion, Lease, Outcome};
     use crate::{Job, NewJob, Queue};
 
     /// Enqueues `a` at 0 and claims it as `w1` at `at`.
     fn leased(q: &mut Queue, max_attempts: u64, deadline: u64, at: u64) -> u64 {
         q.enqueue(&NewJob { id: "a", payload: "", max_attempts, deadline, now: 0 }).expect("enqueue");
-        q.claim("w1", at).expect("claim").expect("claimed").attempt
+        q.claim("w1", at).expect("claim").expect("claimed").attempt()
     }
 
     fn status(q: &mut Queue) -> (Status, Option<u64>, Option<DeadReason>) {
@@ -269,18 +261,25 @@ mod tests {
     fn outcomes_move_the_job() {
         let mut q = queue();
         let n = leased(&mut q, 5, 10_000, 0);
-        assert_eq!(q.complete("w1", "a", n, Outcome::Ok, 10, 0.0).expect("complete"), Completed::Done);
+        assert_eq!(
+            q.complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Ok, 10, 0.0)).expect("complete"),
+            Completed::Done
+        );
         assert_eq!(status(&mut q), (Status::Done, None, None));
 
         let mut q = queue();
         let n = leased(&mut q, 5, 10_000, 0);
-        let done = q.complete("w1", "a", n, Outcome::Permanent, 10, 0.0).expect("complete");
+        let done = q
+            .complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Permanent, 10, 0.0))
+            .expect("complete");
         assert_eq!(done, Completed::Dead { reason: DeadReason::Permanent });
         assert_eq!(status(&mut q), (Status::Dead, None, Some(DeadReason::Permanent)));
 
         let mut q = queue();
         let n = leased(&mut q, 5, 10_000, 0);
-        let done = q.complete("w1", "a", n, Outcome::Retryable, 10, 0.5).expect("complete");
+        let done = q
+            .complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Retryable, 10, 0.5))
+            .expect("complete");
         assert_eq!(done, Completed::Retry { available_at: 60 });
         assert_eq!(status(&mut q), (Status::Pending, Some(60), None));
     }
@@ -290,12 +289,16 @@ mod tests {
         // attempt 1, base 100, jitter 1 → delay 100.
         let mut q = queue();
         let n = leased(&mut q, 5, 1100, 0);
-        let done = q.complete("w1", "a", n, Outcome::Retryable, 1000, 1.0).expect("complete");
+        let done = q
+            .complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Retryable, 1000, 1.0))
+            .expect("complete");
         assert_eq!(done, Completed::Dead { reason: DeadReason::Deadline });
 
         let mut q = queue();
         let n = leased(&mut q, 5, 1101, 0);
-        let done = q.complete("w1", "a", n, Outcome::Retryable, 1000, 1.0).expect("complete");
+        let done = q
+            .complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Retryable, 1000, 1.0))
+            .expect("complete");
         assert_eq!(done, Completed::Retry { available_at: 1100 });
     }
 
@@ -303,7 +306,9 @@ mod tests {
     fn a_retry_on_the_last_attempt_is_exhausted() {
         let mut q = queue();
         let n = leased(&mut q, 1, 10_000, 0);
-        let done = q.complete("w1", "a", n, Outcome::Retryable, 10, 0.0).expect("complete");
+        let done = q
+            .complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Retryable, 10, 0.0))
+            .expect("complete");
         assert_eq!(done, Completed::Dead { reason: DeadReason::Exhausted });
     }
 
@@ -311,17 +316,24 @@ mod tests {
     fn a_stale_completion_after_a_reclaim_changes_nothing() {
         let mut q = queue();
         let first = leased(&mut q, 5, 100_000, 0);
-        let second = q.claim("w2", 1000).expect("claim").expect("reclaimed").attempt;
+        let second = q.claim("w2", 1000).expect("claim").expect("reclaimed").attempt();
         assert_eq!(second, 2);
         let before = q.get("a").expect("get");
         for (worker, attempt) in [("w1", first), ("w2", first), ("w1", second)] {
-            let err = q.complete(worker, "a", attempt, Outcome::Ok, 1001, 0.0).unwrap_err();
+            let err = q
+                .complete(&Completion::new(&Lease::new(worker, "a", attempt), Outcome::Ok, 1001, 0.0))
+                .unwrap_err();
             assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
         }
         assert_eq!(q.get("a").expect("get"), before);
-        assert_eq!(q.complete("w2", "a", second, Outcome::Ok, 1001, 0.0).expect("complete"), Completed::Done);
+        assert_eq!(
+            q.complete(&Completion::new(&Lease::new("w2", "a", second), Outcome::Ok, 1001, 0.0))
+                .expect("complete"),
+            Completed::Done
+        );
         // Completing a finished job is a lost lease too.
-        let err = q.complete("w2", "a", second, Outcome::Ok, 1002, 0.0).unwrap_err();
+        let err =
+            q.complete(&Completion::new(&Lease::new("w2", "a", second), Outcome::Ok, 1002, 0.0)).unwrap_err();
         assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
     }
 
@@ -330,7 +342,11 @@ mod tests {
         let mut q = queue();
         let n = leased(&mut q, 1, 500, 0);
         // Lease expired at 1000, deadline and budget both gone, nobody reaped or reclaimed.
-        assert_eq!(q.complete("w1", "a", n, Outcome::Ok, 5000, 0.0).expect("complete"), Completed::Done);
+        assert_eq!(
+            q.complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Ok, 5000, 0.0))
+                .expect("complete"),
+            Completed::Done
+        );
     }
 
     #[test]
@@ -338,10 +354,13 @@ mod tests {
         let mut q = queue();
         let n = leased(&mut q, 5, 10_000, 100);
         let before = q.get("a").expect("get");
-        let err = q.complete("w1", "a", n, Outcome::Ok, 99, 0.0).unwrap_err();
+        let err = q.complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Ok, 99, 0.0)).unwrap_err();
         assert!(matches!(err, Error::ClockWentBackwards { now: 99, claimed_at: 100 }), "{err}");
         assert_eq!(q.get("a").expect("get"), before);
-        assert_eq!(q.complete("w1", "a", n, Outcome::Ok, 100, 0.0).expect("complete"), Completed::Done);
+        assert_eq!(
+            q.complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Ok, 100, 0.0)).expect("complete"),
+            Completed::Done
+        );
     }
 
     #[test]
@@ -349,15 +368,16 @@ mod tests {
         let mut q = queue();
         let n = leased(&mut q, 5, 100_000, 0);
         let report = Report::with_error(Outcome::Retryable, "exit 75: busy");
-        let done = q.complete_with("w1", "a", n, &report, 10, 0.0).expect("complete");
+        let done =
+            q.complete(&Completion::new(&Lease::new("w1", "a", n), report, 10, 0.0)).expect("complete");
         assert_eq!(done, Completed::Retry { available_at: 10 });
         let job = q.get("a").expect("get").expect("job");
         assert_eq!((job.last_error.as_deref(), job.last_node), (Some("exit 75: busy"), None));
         // A claim does not touch the notes; the next recorded attempt replaces them.
-        let n = q.claim("w1", 10).expect("claim").expect("claimed").attempt;
+        let n = q.claim("w1", 10).expect("claim").expect("claimed").attempt();
         assert_eq!(q.get("a").expect("get").expect("job").last_error.as_deref(), Some("exit 75: busy"));
         let report = Report::from(Outcome::Permanent).node("node-2");
-        q.complete_with("w1", "a", n, &report, 11, 0.0).expect("complete");
+        q.complete(&Completion::new(&Lease::new("w1", "a", n), report, 11, 0.0)).expect("complete");
         let job = q.get("a").expect("get").expect("job");
         assert_eq!(
             (job.status, job.last_error, job.last_node.as_deref()),
@@ -371,12 +391,22 @@ mod tests {
         let n = leased(&mut q, 5, 100_000, 0);
         let long = "x".repeat(crate::MAX_NOTE_BYTES + 10);
         let err = q
-            .complete_with("w2", "a", n, &Report::with_error(Outcome::Retryable, long.clone()), 5, 0.0)
+            .complete(&Completion::new(
+                &Lease::new("w2", "a", n),
+                Report::with_error(Outcome::Retryable, long.clone()),
+                5,
+                0.0,
+            ))
             .unwrap_err();
         assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
         assert_eq!(q.get("a").expect("get").expect("job").last_error, None);
-        q.complete_with("w1", "a", n, &Report::with_error(Outcome::Retryable, long), 5, 0.0)
-            .expect("complete");
+        q.complete(&Completion::new(
+            &Lease::new("w1", "a", n),
+            Report::with_error(Outcome::Retryable, long),
+            5,
+            0.0,
+        ))
+        .expect("complete");
         let job = q.get("a").expect("get").expect("job");
         assert_eq!(job.last_error.map(|e| e.len()), Some(crate::MAX_NOTE_BYTES));
     }
@@ -387,7 +417,7 @@ mod tests {
         let n = leased(&mut q, 1, 100_000, 0);
         let before = q.get("a").expect("get").expect("job");
         let steps = q.history("a").expect("history").len();
-        q.record_error("w1", "a", n, "exit 3: no such table", None).expect("note");
+        q.record_error(&Lease::new("w1", "a", n), "exit 3: no such table", None).expect("note");
         let after = q.get("a").expect("get").expect("job");
         assert_eq!(after.last_error.as_deref(), Some("exit 3: no such table"));
         assert_eq!(Job { last_error: None, ..after }, before, "nothing but the note changed");
@@ -400,11 +430,11 @@ mod tests {
             (Some(DeadReason::Exhausted), Some("exit 3: no such table"))
         );
         // Fenced like a completion.
-        let err = q.record_error("w1", "a", n, "late", None).unwrap_err();
+        let err = q.record_error(&Lease::new("w1", "a", n), "late", None).unwrap_err();
         assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
-        let err = q.record_error("w1", "missing", 1, "x", None).unwrap_err();
+        let err = q.record_error(&Lease::new("w1", "missing", 1), "x", None).unwrap_err();
         assert!(matches!(err, Error::NotFound { .. }), "{err}");
-        let err = q.record_error("w1", "a", 0, "x", None).unwrap_err();
+        let err = q.record_error(&Lease::new("w1", "a", 0), "x", None).unwrap_err();
         assert!(matches!(err, Error::InvalidInput { field: "attempt", .. }), "{err}");
         assert_eq!(
             q.get("a").expect("get").expect("job").last_error.as_deref(),
@@ -417,7 +447,7 @@ mod tests {
     fn pushed(max_attempts: u64, deadline: u64, report: &Report, now: u64) -> Completed {
         let mut q = queue();
         let n = leased(&mut q, max_attempts, deadline, 0);
-        q.complete_with("w1", "a", n, report, now, 1.0).expect("complete")
+        q.complete(&Completion::new(&Lease::new("w1", "a", n), report.clone(), now, 1.0)).expect("complete")
     }
 
     #[test]
@@ -456,9 +486,9 @@ mod tests {
     }
 
     #[test]
-    fn without_a_pushback_complete_with_is_complete() {
+    fn a_pushback_of_zero_is_no_pushback() {
         // Every outcome, budget, deadline, time and jitter of a small grid: the same result
-        // and the same row as the SPEC's `complete`; with a floor of 0, too.
+        // and the same row as the SPEC's `complete` of the bare outcome.
         let outcomes = [Outcome::Ok, Outcome::Retryable, Outcome::Permanent];
         for outcome in outcomes {
             for max_attempts in [1, 2] {
@@ -466,35 +496,19 @@ mod tests {
                     for now in [0, 50, 99, 100, 2_000] {
                         for jitter in [0.0, 0.5, 1.0] {
                             let mut spec = queue();
-                            let mut with = queue();
                             let mut zero = queue();
                             let n = leased(&mut spec, max_attempts, deadline, 0);
-                            leased(&mut with, max_attempts, deadline, 0);
                             leased(&mut zero, max_attempts, deadline, 0);
-                            let a = spec.complete("w1", "a", n, outcome, now, jitter).expect("complete");
-                            let b = with
-                                .complete_with("w1", "a", n, &Report::from(outcome), now, jitter)
+                            let lease = Lease::new("w1", "a", n);
+                            let a = spec
+                                .complete(&Completion::new(&lease, outcome, now, jitter))
                                 .expect("complete");
-                            let c = zero
-                                .complete_with(
-                                    "w1",
-                                    "a",
-                                    n,
-                                    &Report::from(outcome).retry_after(0),
-                                    now,
-                                    jitter,
-                                )
+                            let floor = Report::from(outcome).retry_after(0);
+                            let b = zero
+                                .complete(&Completion::new(&lease, floor, now, jitter))
                                 .expect("complete");
-                            assert_eq!(
-                                (&a, &a),
-                                (&b, &c),
-                                "{outcome:?} {max_attempts} {deadline} {now} {jitter}"
-                            );
-                            let row = spec.get("a").expect("get");
-                            assert_eq!(
-                                (&row, &row),
-                                (&with.get("a").expect("get"), &zero.get("a").expect("get"))
-                            );
+                            assert_eq!(a, b, "{outcome:?} {max_attempts} {deadline} {now} {jitter}");
+                            assert_eq!(spec.get("a").expect("get"), zero.get("a").expect("get"));
                         }
                     }
                 }
@@ -508,12 +522,12 @@ mod tests {
         let n = leased(&mut q, 5, 100_000, 0);
         let report = Report::with_error(Outcome::Retryable, "HTTP 503").retry_after(30_000);
         assert_eq!(
-            q.complete_with("w1", "a", n, &report, 10, 0.3).expect("complete"),
+            q.complete(&Completion::new(&Lease::new("w1", "a", n), report, 10, 0.3)).expect("complete"),
             Completed::Retry { available_at: 30_010 }
         );
         assert_eq!(q.claim("w1", 30_009).expect("claim"), None, "the reservation holds");
-        let n = q.claim("w1", 30_010).expect("claim").expect("claimed").attempt;
-        q.complete("w1", "a", n, Outcome::Ok, 30_020, 0.0).expect("complete");
+        let n = q.claim("w1", 30_010).expect("claim").expect("claimed").attempt();
+        q.complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Ok, 30_020, 0.0)).expect("complete");
         let audit = q.audit().expect("audit");
         assert!(audit.violations.is_empty(), "{:?}", audit.violations);
     }
@@ -523,14 +537,17 @@ mod tests {
         let mut q = queue();
         let n = leased(&mut q, 5, 10_000, 100);
         // Arguments before the lookup: a bad jitter on a missing job is invalid input.
-        let err = q.complete("w1", "missing", 1, Outcome::Ok, 0, 2.0).unwrap_err();
+        let err =
+            q.complete(&Completion::new(&Lease::new("w1", "missing", 1), Outcome::Ok, 0, 2.0)).unwrap_err();
         assert!(matches!(err, Error::InvalidInput { field: "jitter", .. }), "{err}");
-        let err = q.complete("w1", "missing", 0, Outcome::Ok, 0, 0.0).unwrap_err();
+        let err =
+            q.complete(&Completion::new(&Lease::new("w1", "missing", 0), Outcome::Ok, 0, 0.0)).unwrap_err();
         assert!(matches!(err, Error::InvalidInput { field: "attempt", .. }), "{err}");
-        let err = q.complete("w1", "missing", 1, Outcome::Ok, 0, 0.0).unwrap_err();
+        let err =
+            q.complete(&Completion::new(&Lease::new("w1", "missing", 1), Outcome::Ok, 0, 0.0)).unwrap_err();
         assert!(matches!(err, Error::NotFound { .. }), "{err}");
         // The fence before the clock.
-        let err = q.complete("w2", "a", n, Outcome::Ok, 0, 0.0).unwrap_err();
+        let err = q.complete(&Completion::new(&Lease::new("w2", "a", n), Outcome::Ok, 0, 0.0)).unwrap_err();
         assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
     }
 }

@@ -5,6 +5,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::Queue;
 use crate::error::{Error, Result};
 use crate::input;
+use crate::schema;
 
 /// A job to enqueue.
 #[derive(Clone, Copy, Debug)]
@@ -22,6 +23,7 @@ pub struct NewJob<'a> {
 
 /// What `enqueue` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Enqueued {
     /// A new job, pending from `now`.
     New,
@@ -76,6 +78,37 @@ impl Queue {
     }
 }
 
+/// Enqueues `job` inside the application's own transaction `tx`, on the application's own
+/// connection to the queue's database file: the job is stored if and only if `tx` commits,
+/// together with whatever else the application wrote in it (the transactional outbox).
+///
+/// The rules are [`Queue::enqueue`]'s, by the same code: the arguments are checked first
+/// ([`Error::InvalidInput`]); a new id is stored `pending` at `now`; an existing id with the
+/// same payload is [`Enqueued::Existing`] and changes nothing; with another payload it is
+/// [`Error::Conflict`]. The history entry is written by the same trigger, in the same
+/// transaction, so a rollback leaves neither the job nor its history. A refusal writes
+/// nothing, and `tx` stays usable: the application decides whether to commit the rest.
+///
+/// The database must have retryq's schema — installed by [`crate::install`] on a file
+/// that already has the application's tables, or by one [`Queue::open`] of the file —
+/// otherwise this is [`Error::NotRetryq`] (or [`Error::NewerSchema`]).
+///
+/// It is a free function over a [`Transaction`] rather than a `Queue` method because no
+/// `Queue` takes part: the connection, its transaction and its durability are the
+/// application's. In particular the commit is only as durable as the connection's
+/// `PRAGMA synchronous` makes it (SQLite's default, `FULL`, is what `Queue::open` uses); a
+/// job whose commit was lost to a power cut was never enqueued, and neither was the
+/// application's row. Begin `tx` as `IMMEDIATE`
+/// ([`rusqlite::TransactionBehavior::Immediate`]), as every queue write does: a deferred
+/// transaction that read first can fail with `SQLITE_BUSY` when it comes to write.
+pub fn enqueue_in(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
+    job.validate()?;
+    schema::require(tx)?;
+    insert(tx, job)
+}
+
+/// The one write of `enqueue` (and of each job of `enqueue_many` and `enqueue_in`) inside a
+/// write transaction, once the job is validated.
 fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
     let inserted = tx.prepare_cached(INSERT)?.execute(params![
         job.id,

@@ -97,14 +97,14 @@ fn job_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
 
 impl Queue {
     /// The job with this id, if there is one.
-    pub fn get(&mut self, id: &str) -> Result<Option<Job>> {
+    pub fn get(&self, id: &str) -> Result<Option<Job>> {
         input::name("id", id)?;
         self.read(|tx| Ok(tx.prepare_cached(GET)?.query_row([id], job_of).optional()?))
     }
 
     /// The dead jobs, with `reason` only those dead for it, in the order they were first
     /// enqueued.
-    pub fn dead_jobs(&mut self, reason: Option<DeadReason>) -> Result<Vec<Job>> {
+    pub fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>> {
         let sql = format!(
             "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'dead' AND (?1 IS NULL OR dead_reason = ?1) \
              ORDER BY seq"
@@ -120,13 +120,13 @@ impl Queue {
     /// leased jobs (a reservation or a lease expiry), which may already have passed. `None`
     /// when no job is pending or leased. Reads only; a worker with nothing due sleeps until
     /// then.
-    pub fn next_due(&mut self) -> Result<Option<u64>> {
+    pub fn next_due(&self) -> Result<Option<u64>> {
         self.read(|tx| Ok(tx.prepare_cached(NEXT_DUE)?.query_row([], |row| row.get(0))?))
     }
 
     /// Counts by status and dead reason, expired leases, and the oldest open job's age, as of
     /// `now`.
-    pub fn stats(&mut self, now: u64) -> Result<Stats> {
+    pub fn stats(&self, now: u64) -> Result<Stats> {
         input::int("now", now)?;
         self.read(|tx| {
             let stats = tx.prepare_cached(STATS)?.query_row([now], |row| {
@@ -148,7 +148,7 @@ impl Queue {
     }
 
     /// Every recorded transition of the job, oldest first (empty if there is no such job).
-    pub fn history(&mut self, id: &str) -> Result<Vec<HistoryEntry>> {
+    pub fn history(&self, id: &str) -> Result<Vec<HistoryEntry>> {
         input::name("id", id)?;
         self.read(|tx| {
             let mut statement = tx.prepare_cached(HISTORY)?;
@@ -175,6 +175,7 @@ impl Queue {
 mod tests {
     use super::super::tests::queue;
     use super::*;
+    use crate::{Completion, Lease, Redrive};
     use crate::{NewJob, Outcome};
 
     #[test]
@@ -185,9 +186,10 @@ mod tests {
             q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now }).expect("enqueue");
         }
         let a = q.claim("w", 100).expect("claim").expect("a");
-        q.complete("w", &a.id, 1, Outcome::Ok, 100, 0.0).expect("done");
+        q.complete(&Completion::new(&Lease::new("w", a.id(), 1), Outcome::Ok, 100, 0.0)).expect("done");
         let b = q.claim("w", 100).expect("claim").expect("b");
-        q.complete("w", &b.id, 1, Outcome::Permanent, 100, 0.0).expect("dead");
+        q.complete(&Completion::new(&Lease::new("w", b.id(), 1), Outcome::Permanent, 100, 0.0))
+            .expect("dead");
         q.claim("w", 100).expect("claim").expect("c");
         // At 1100 c's lease has expired but nothing reaped it: stats shows it as stored.
         let stats = q.stats(1100).expect("stats");
@@ -223,12 +225,12 @@ mod tests {
         assert_eq!(q.next_due().expect("next"), Some(20));
         let b = q.claim("w", 40).expect("claim").expect("b");
         assert_eq!(q.next_due().expect("next"), Some(1030));
-        q.complete("w", &b.id, b.attempt, Outcome::Retryable, 50, 1.0).expect("retry");
+        q.complete(&Completion::new(&b.lease, Outcome::Retryable, 50, 1.0)).expect("retry");
         assert_eq!(q.next_due().expect("next"), Some(150), "b's retry at 50 + 100");
-        q.complete("w", "a", 1, Outcome::Ok, 60, 0.0).expect("done");
-        q.complete("w", "b", 1, Outcome::Ok, 60, 0.0).unwrap_err();
+        q.complete(&Completion::new(&Lease::new("w", "a", 1), Outcome::Ok, 60, 0.0)).expect("done");
+        q.complete(&Completion::new(&Lease::new("w", "b", 1), Outcome::Ok, 60, 0.0)).unwrap_err();
         let b = q.claim("w", 150).expect("claim").expect("b again");
-        q.complete("w", &b.id, b.attempt, Outcome::Permanent, 151, 0.0).expect("dead");
+        q.complete(&Completion::new(&b.lease, Outcome::Permanent, 151, 0.0)).expect("dead");
         assert_eq!(q.next_due().expect("next"), None, "done and dead jobs need nobody");
     }
 
@@ -254,7 +256,7 @@ mod tests {
         }
         for outcome in [Outcome::Permanent, Outcome::Ok, Outcome::Permanent] {
             let c = q.claim("w", 1).expect("claim").expect("claimed");
-            q.complete("w", &c.id, c.attempt, outcome, 1, 0.0).expect("complete");
+            q.complete(&Completion::new(&c.lease, outcome, 1, 0.0)).expect("complete");
         }
         q.reap(5000).expect("reap");
         let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
@@ -270,10 +272,10 @@ mod tests {
         q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 2, deadline: 5000, now: 1 })
             .expect("enqueue");
         q.claim("w1", 2).expect("claim").expect("claimed");
-        q.complete("w1", "a", 1, Outcome::Retryable, 3, 0.0).expect("retry");
+        q.complete(&Completion::new(&Lease::new("w1", "a", 1), Outcome::Retryable, 3, 0.0)).expect("retry");
         q.claim("w2", 4).expect("claim").expect("claimed");
         q.reap(1004).expect("reap");
-        q.redrive("a", 1005, 1, 6000).expect("redrive");
+        q.redrive(&Redrive { id: "a", add_attempts: 1, deadline: 6000, now: 1005 }).expect("redrive");
         let steps: Vec<_> = q
             .history("a")
             .expect("history")

@@ -6,29 +6,34 @@ mod claim;
 mod complete;
 mod enqueue;
 mod inspect;
+mod lease;
 mod redrive;
 mod run_once;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, FileControl, MAIN_DB, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::{Error, Result};
 use crate::file;
 use crate::input;
 use crate::schema::{self, Found};
 
-pub use batch::Completion;
 pub use claim::Claimed;
-pub use complete::Completed;
-pub use enqueue::{Enqueued, NewJob};
+pub use complete::{Completed, Completion};
+pub use enqueue::{Enqueued, NewJob, enqueue_in};
 pub use inspect::{HistoryEntry, Stats};
+pub use lease::Lease;
+pub use redrive::{Redrive, RedriveDead};
 pub use run_once::Ran;
+#[cfg(feature = "tokio")]
+pub(crate) use run_once::{check_args, ran, reported};
 
 /// How hard a commit waits for the disk. The default is [`Synchronous::Full`]: a commit that
 /// returned survives a power cut.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Synchronous {
     /// `PRAGMA synchronous = FULL`: every commit is on the disk before it returns.
     #[default]
@@ -191,9 +196,15 @@ impl Queue {
         Ok(value)
     }
 
-    /// Runs `f` in one read transaction, so that it sees a single snapshot.
-    pub(crate) fn read<T>(&mut self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    /// Runs `f` in one read transaction, so that it sees a single snapshot even when it runs
+    /// several statements.
+    ///
+    /// `unchecked_transaction` is what lets a read take `&self`: the connection is owned by
+    /// this `Queue`, which is not `Sync`, and every transaction it opens ends before its method
+    /// returns, so no transaction can be open here already. The transaction is deferred: it
+    /// takes no write lock.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let tx = self.conn.unchecked_transaction()?;
         let value = f(&tx)?;
         tx.finish()?;
         Ok(value)
@@ -204,25 +215,12 @@ impl Queue {
 /// may grow as far as RAM allows, as a `:memory:` one does.
 fn lift_memdb_size_limit(conn: &Connection) -> Result<()> {
     let mut limit: i64 = i64::MAX;
-    // SAFETY: `conn.handle()` is the live connection this `Connection` owns, used on this
-    // thread only; the schema name is a NUL-terminated literal; SQLITE_FCNTL_SIZE_LIMIT
-    // reads and writes one sqlite3_int64 through the pointer, which outlives the call.
-    let rc = unsafe {
-        rusqlite::ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            rusqlite::ffi::SQLITE_FCNTL_SIZE_LIMIT,
-            (&raw mut limit).cast(),
-        )
-    };
-    if rc != rusqlite::ffi::SQLITE_OK {
-        return Err(Error::Storage(rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rc), None)));
-    }
+    conn.file_control(Some(MAIN_DB), FileControl::SizeLimit(&mut limit))?;
     Ok(())
 }
 
 /// Switches the file to write-ahead logging (persistent: done once per file).
-fn set_wal(conn: &Connection) -> Result<()> {
+pub(crate) fn set_wal(conn: &Connection) -> Result<()> {
     let mode: String = conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
@@ -280,7 +278,7 @@ pub(crate) mod tests {
         assert_eq!(q.get(&format!("job-{stored}")).expect("get"), None, "the refused job is not half there");
         assert_eq!(q.stats(0).expect("stats").pending, stored);
         drop(q);
-        let mut q = Queue::open(&path).expect("reopen");
+        let q = Queue::open(&path).expect("reopen");
         assert_eq!(q.stats(0).expect("stats").pending, stored);
         let audit = q.audit().expect("audit");
         assert!(audit.is_clean(), "{:#?}", audit.violations);
@@ -290,22 +288,14 @@ pub(crate) mod tests {
     #[test]
     fn in_memory_queues_are_private_and_may_grow_past_a_gibibyte() {
         let mut a = Queue::open_in_memory().expect("memory queue");
-        let mut b = Queue::open_in_memory().expect("memory queue");
+        let b = Queue::open_in_memory().expect("memory queue");
         a.enqueue(&crate::NewJob { id: "x", payload: "", max_attempts: 1, deadline: 9, now: 0 })
             .expect("enqueue");
         assert!(a.get("x").expect("get").is_some());
         assert_eq!(b.get("x").expect("get"), None, "each in-memory queue is its own database");
         let mut limit: i64 = -1;
-        // SAFETY: as in `lift_memdb_size_limit`; a negative limit only reads the current one.
-        let rc = unsafe {
-            rusqlite::ffi::sqlite3_file_control(
-                a.conn.handle(),
-                c"main".as_ptr(),
-                rusqlite::ffi::SQLITE_FCNTL_SIZE_LIMIT,
-                (&raw mut limit).cast(),
-            )
-        };
-        assert_eq!(rc, rusqlite::ffi::SQLITE_OK);
+        // A negative limit only reads the current one.
+        a.conn.file_control(Some(MAIN_DB), FileControl::SizeLimit(&mut limit)).expect("file control");
         assert_eq!(limit, i64::MAX);
     }
 

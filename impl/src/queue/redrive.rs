@@ -17,6 +17,47 @@ const REDRIVE: &str = "
                     dead_reason = NULL, redrives = redrives + 1, updated_at = ?2
     WHERE id = ?1";
 
+/// The arguments of [`Queue::redrive`]: which dead job, and its new budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Redrive<'a> {
+    pub id: &'a str,
+    /// How many attempts the job gets on top of those it has spent.
+    pub add_attempts: u64,
+    /// The new deadline, after `now`.
+    pub deadline: u64,
+    pub now: u64,
+}
+
+/// The arguments of [`Queue::redrive_dead`]: which dead jobs, and the budget each gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RedriveDead {
+    /// Only the jobs dead for this reason; every dead job with `None`.
+    pub reason: Option<DeadReason>,
+    /// How many attempts each job gets on top of those it has spent.
+    pub add_attempts: u64,
+    /// The new deadline of every job, after `now`.
+    pub deadline: u64,
+    pub now: u64,
+}
+
+/// The budget a redrive grants, once its arguments are checked.
+#[derive(Clone, Copy)]
+struct Budget {
+    add_attempts: u64,
+    deadline: u64,
+    now: u64,
+}
+
+impl Budget {
+    /// Checks the budget's arguments, which come before any lookup.
+    fn checked(add_attempts: u64, deadline: u64, now: u64) -> Result<Budget> {
+        input::int("now", now)?;
+        input::attempts("add_attempts", add_attempts)?;
+        input::deadline(deadline, now)?;
+        Ok(Budget { add_attempts, deadline, now })
+    }
+}
+
 impl Queue {
     /// Gives a dead job a new budget: pending from `now`, `add_attempts` more attempts than
     /// it has spent, and a new `deadline`. Nothing else changes: `attempts` is not reset and
@@ -24,12 +65,10 @@ impl Queue {
     ///
     /// [`Error::NotDead`] unless the job is dead; [`Error::InvalidInput`] if the new budget
     /// would pass 2^31 − 1.
-    pub fn redrive(&mut self, id: &str, now: u64, add_attempts: u64, deadline: u64) -> Result<()> {
-        input::name("id", id)?;
-        input::int("now", now)?;
-        input::attempts("add_attempts", add_attempts)?;
-        input::deadline(deadline, now)?;
-        self.write(|tx| redrive(tx, id, now, add_attempts, deadline))
+    pub fn redrive(&mut self, r: &Redrive<'_>) -> Result<()> {
+        input::name("id", r.id)?;
+        let budget = Budget::checked(r.add_attempts, r.deadline, r.now)?;
+        self.write(|tx| redrive(tx, r.id, budget))
     }
 
     /// Redrives every dead job (with `reason`, only those dead for it) in one transaction,
@@ -37,23 +76,15 @@ impl Queue {
     /// Returns each job's id and result, in the order the jobs were first enqueued; a job
     /// whose new budget would pass 2^31 − 1 is refused and stays dead without stopping the
     /// others.
-    pub fn redrive_dead(
-        &mut self,
-        reason: Option<DeadReason>,
-        now: u64,
-        add_attempts: u64,
-        deadline: u64,
-    ) -> Result<Vec<(String, Result<()>)>> {
-        input::int("now", now)?;
-        input::attempts("add_attempts", add_attempts)?;
-        input::deadline(deadline, now)?;
+    pub fn redrive_dead(&mut self, r: &RedriveDead) -> Result<Vec<(String, Result<()>)>> {
+        let budget = Budget::checked(r.add_attempts, r.deadline, r.now)?;
         self.write(|tx| {
             let mut dead = tx.prepare_cached(DEAD)?;
             let ids =
-                dead.query_map([reason], |row| row.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+                dead.query_map([r.reason], |row| row.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
             let mut results = Vec::with_capacity(ids.len());
             for id in ids {
-                let result = redrive(tx, &id, now, add_attempts, deadline);
+                let result = redrive(tx, &id, budget);
                 if let Err(Error::Storage(e)) = result {
                     return Err(Error::Storage(e));
                 }
@@ -65,7 +96,8 @@ impl Queue {
 }
 
 /// One job's redrive inside a write transaction; the arguments are already checked.
-fn redrive(tx: &Transaction<'_>, id: &str, now: u64, add_attempts: u64, deadline: u64) -> Result<()> {
+fn redrive(tx: &Transaction<'_>, id: &str, budget: Budget) -> Result<()> {
+    let Budget { add_attempts, deadline, now } = budget;
     let found: Option<(Status, u64)> =
         tx.prepare_cached(LOOKUP)?.query_row([id], |row| Ok((row.get(0)?, row.get(1)?))).optional()?;
     let (status, attempts) = found.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
@@ -87,6 +119,7 @@ fn redrive(tx: &Transaction<'_>, id: &str, now: u64, add_attempts: u64, deadline
 mod tests {
     use super::super::tests::queue;
     use super::*;
+    use crate::{Completion, Lease, Redrive, RedriveDead};
     use crate::{DeadReason, NewJob, Outcome};
 
     #[test]
@@ -94,18 +127,19 @@ mod tests {
         let mut q = queue();
         q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 1, deadline: 500, now: 3 }).expect("enqueue");
         let c = q.claim("w", 3).expect("claim").expect("claimed");
-        q.complete("w", "a", c.attempt, Outcome::Retryable, 10, 0.0).expect("complete");
+        q.complete(&Completion::new(&Lease::new("w", "a", c.attempt()), Outcome::Retryable, 10, 0.0))
+            .expect("complete");
         let dead = q.get("a").expect("get").expect("job");
         assert_eq!((dead.status, dead.dead_reason), (Status::Dead, Some(DeadReason::Exhausted)));
 
-        q.redrive("a", 600, 2, 9000).expect("redrive");
+        q.redrive(&Redrive { id: "a", add_attempts: 2, deadline: 9000, now: 600 }).expect("redrive");
         let job = q.get("a").expect("get").expect("job");
         assert_eq!((job.status, job.attempts, job.max_attempts), (Status::Pending, 1, 3));
         assert_eq!((job.available_at, job.deadline, job.dead_reason), (Some(600), 9000, None));
         assert_eq!((job.redrives, job.enqueued_at), (1, 3));
         let c = q.claim("w", 600).expect("claim").expect("claimed");
-        assert_eq!(c.attempt, 2);
-        q.complete("w", "a", 2, Outcome::Ok, 601, 0.0).expect("complete");
+        assert_eq!(c.attempt(), 2);
+        q.complete(&Completion::new(&Lease::new("w", "a", 2), Outcome::Ok, 601, 0.0)).expect("complete");
         assert_eq!(q.get("a").expect("get").expect("job").status, Status::Done);
     }
 
@@ -117,20 +151,36 @@ mod tests {
         }
         for outcome in [Outcome::Permanent, Outcome::Retryable] {
             let c = q.claim("w", 1).expect("claim").expect("claimed");
-            q.complete("w", &c.id, c.attempt, outcome, 1, 0.0).expect("complete");
+            q.complete(&Completion::new(&c.lease, outcome, 1, 0.0)).expect("complete");
         }
         // a permanent, b exhausted, c and d still pending.
-        let err = q.redrive_dead(None, 10, 1, 10).unwrap_err();
+        let err = q
+            .redrive_dead(&RedriveDead { reason: None, add_attempts: 1, deadline: 10, now: 10 })
+            .unwrap_err();
         assert!(matches!(err, Error::InvalidInput { field: "deadline", .. }), "{err}");
-        let only = q.redrive_dead(Some(DeadReason::Permanent), 10, 2, 900).expect("redrive");
+        let only = q
+            .redrive_dead(&RedriveDead {
+                reason: Some(DeadReason::Permanent),
+                add_attempts: 2,
+                deadline: 900,
+                now: 10,
+            })
+            .expect("redrive");
         assert_eq!(only.iter().map(|(id, r)| (id.as_str(), r.is_ok())).collect::<Vec<_>>(), [("a", true)]);
         let job = q.get("a").expect("get").expect("job");
         assert_eq!((job.status, job.max_attempts, job.deadline, job.redrives), (Status::Pending, 3, 900, 1));
         q.reap(500).expect("reap");
-        let all = q.redrive_dead(None, 600, 1, 900).expect("redrive");
+        let all = q
+            .redrive_dead(&RedriveDead { reason: None, add_attempts: 1, deadline: 900, now: 600 })
+            .expect("redrive");
         assert_eq!(all.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["b", "c", "d"]);
         assert_eq!(q.stats(600).expect("stats").pending, 4);
-        assert!(q.redrive_dead(None, 600, 1, 900).expect("redrive").is_empty(), "nothing left dead");
+        assert!(
+            q.redrive_dead(&RedriveDead { reason: None, add_attempts: 1, deadline: 900, now: 600 })
+                .expect("redrive")
+                .is_empty(),
+            "nothing left dead"
+        );
     }
 
     #[test]
@@ -141,10 +191,13 @@ mod tests {
         }
         q.reap(500).expect("reap");
         // a gets the largest budget, spends one attempt, and dies again.
-        q.redrive("a", 500, MAX_ATTEMPTS, 900).expect("redrive");
+        q.redrive(&Redrive { id: "a", add_attempts: MAX_ATTEMPTS, deadline: 900, now: 500 })
+            .expect("redrive");
         let c = q.claim("w", 500).expect("claim").expect("a");
-        q.complete("w", &c.id, c.attempt, Outcome::Permanent, 500, 0.0).expect("complete");
-        let results = q.redrive_dead(None, 600, MAX_ATTEMPTS, 900).expect("redrive");
+        q.complete(&Completion::new(&c.lease, Outcome::Permanent, 500, 0.0)).expect("complete");
+        let results = q
+            .redrive_dead(&RedriveDead { reason: None, add_attempts: MAX_ATTEMPTS, deadline: 900, now: 600 })
+            .expect("redrive");
         assert!(
             matches!(&results[0], (id, Err(Error::InvalidInput { field: "add_attempts", .. })) if id == "a")
         );
@@ -156,10 +209,10 @@ mod tests {
     #[test]
     fn only_dead_jobs_are_redriven() {
         let mut q = queue();
-        let err = q.redrive("a", 0, 1, 10).unwrap_err();
+        let err = q.redrive(&Redrive { id: "a", add_attempts: 1, deadline: 10, now: 0 }).unwrap_err();
         assert!(matches!(err, Error::NotFound { .. }), "{err}");
         q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 1, deadline: 500, now: 0 }).expect("enqueue");
-        let err = q.redrive("a", 0, 1, 10).unwrap_err();
+        let err = q.redrive(&Redrive { id: "a", add_attempts: 1, deadline: 10, now: 0 }).unwrap_err();
         assert!(matches!(err, Error::NotDead { status: Status::Pending, .. }), "{err}");
     }
 
@@ -172,17 +225,22 @@ mod tests {
             ((10, 1, 10), "deadline"),
             ((1 << 53, 1, 10), "now"),
         ] {
-            let err = q.redrive("missing", args.0, args.1, args.2).unwrap_err();
+            let err = q
+                .redrive(&Redrive { id: "missing", add_attempts: args.1, deadline: args.2, now: args.0 })
+                .unwrap_err();
             assert!(matches!(&err, Error::InvalidInput { field: f, .. } if *f == field), "{err}");
         }
         q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 1, deadline: 500, now: 0 }).expect("enqueue");
         q.reap(500).expect("reap");
         // attempts is 0: 0 + (2^31 − 1) is the largest budget allowed.
-        q.redrive("a", 500, MAX_ATTEMPTS, 600).expect("largest budget");
+        q.redrive(&Redrive { id: "a", add_attempts: MAX_ATTEMPTS, deadline: 600, now: 500 })
+            .expect("largest budget");
         let c = q.claim("w", 500).expect("claim").expect("claimed");
-        q.complete("w", "a", c.attempt, Outcome::Permanent, 500, 0.0).expect("complete");
+        q.complete(&Completion::new(&Lease::new("w", "a", c.attempt()), Outcome::Permanent, 500, 0.0))
+            .expect("complete");
         let before = q.get("a").expect("get");
-        let err = q.redrive("a", 501, MAX_ATTEMPTS, 600).unwrap_err();
+        let err =
+            q.redrive(&Redrive { id: "a", add_attempts: MAX_ATTEMPTS, deadline: 600, now: 501 }).unwrap_err();
         assert!(matches!(err, Error::InvalidInput { field: "add_attempts", .. }), "{err}");
         assert_eq!(q.get("a").expect("get"), before);
     }

@@ -2,14 +2,16 @@
 
 use super::Queue;
 use super::claim::Claimed;
-use super::complete::Completed;
+use super::complete::{Completed, Completion};
+use super::lease::Lease;
 use crate::delay::validate_jitter;
 use crate::error::{Result, RunError};
 use crate::input;
-use crate::job::{DeadReason, Outcome, Report};
+use crate::job::{DeadReason, Report};
 
 /// What one [`Queue::run_once`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Ran {
     /// Nothing was due.
     Idle,
@@ -31,60 +33,78 @@ pub enum Ran {
 }
 
 impl Queue {
-    /// Claims the next due job for `worker`, sends it through `transport`, and records the
-    /// outcome with `jitter`.
+    /// Claims the next due job for `worker`, sends it through `transport`, and records
+    /// what the transport answered with `jitter`: an [`Outcome`](crate::Outcome) or a whole
+    /// [`Report`] with notes and a pushback (see [`Queue::complete`]).
     ///
     /// `clock` is read twice: before the claim (`t0`) and after the send (`t1`); the outcome
     /// is recorded at `t1`. If `t1 < t0` the result is not recorded
     /// ([`RunError::ClockWentBackwards`]). An error the transport did not classify comes back
     /// untouched as [`RunError::Unclassified`]. In both cases the attempt stays spent and the
     /// job stays leased until its lease expires — as it would had the process died.
-    pub fn run_once<E>(
-        &mut self,
-        worker: &str,
-        clock: impl FnMut() -> u64,
-        transport: impl FnOnce(&Claimed) -> std::result::Result<Outcome, E>,
-        jitter: f64,
-    ) -> Result<Ran, RunError<E>> {
-        self.run_once_with(worker, clock, |claimed| transport(claimed).map(Report::from), jitter)
-    }
-
-    /// [`Queue::run_once`] with a transport that answers a whole [`Report`]: the outcome is
-    /// recorded by the same rules, and the report's notes with it (see
-    /// [`Queue::complete_with`]).
-    pub fn run_once_with<E>(
+    pub fn run_once<R: Into<Report>, E>(
         &mut self,
         worker: &str,
         mut clock: impl FnMut() -> u64,
-        transport: impl FnOnce(&Claimed) -> std::result::Result<Report, E>,
+        transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
         jitter: f64,
     ) -> Result<Ran, RunError<E>> {
-        input::name("worker", worker)?;
-        validate_jitter(jitter)?;
+        check_args(worker, jitter)?;
         let before = input::int("clock", clock())?;
         let Some(claimed) = self.claim(worker, before)? else {
             return Ok(Ran::Idle);
         };
         let sent = transport(&claimed);
         let after = input::int("clock", clock())?;
-        let Claimed { id, attempt, .. } = claimed;
-        if after < before {
-            return Err(RunError::ClockWentBackwards { id, attempt, before, after });
+        let lease = claimed.lease;
+        let report = reported(&lease, before, after, sent)?;
+        let completed = self.complete(&Completion { lease: &lease, report, now: after, jitter })?;
+        Ok(ran(lease, completed))
+    }
+}
+
+/// `run_once`'s checks before the claim: the worker's name and the jitter.
+pub(crate) fn check_args(worker: &str, jitter: f64) -> Result<()> {
+    input::name("worker", worker)?;
+    validate_jitter(jitter)?;
+    Ok(())
+}
+
+/// What `run_once` records of a send, once the clock has been read on both sides of it: the
+/// clock's check comes first, then the transport's own unclassified error. Shared by the
+/// sync and the async `run_once`, so that both decide alike.
+pub(crate) fn reported<R: Into<Report>, E>(
+    lease: &Lease,
+    before: u64,
+    after: u64,
+    sent: std::result::Result<R, E>,
+) -> Result<Report, RunError<E>> {
+    if after < before {
+        let Lease { id, attempt, .. } = lease.clone();
+        return Err(RunError::ClockWentBackwards { id, attempt, before, after });
+    }
+    match sent {
+        Ok(report) => Ok(report.into()),
+        Err(error) => {
+            let Lease { id, attempt, .. } = lease.clone();
+            Err(RunError::Unclassified { id, attempt, error })
         }
-        let report = match sent {
-            Ok(report) => report,
-            Err(error) => return Err(RunError::Unclassified { id, attempt, error }),
-        };
-        Ok(match self.complete_with(worker, &id, attempt, &report, after, jitter)? {
-            Completed::Done => Ran::Done { id, attempt },
-            Completed::Retry { available_at } => Ran::Retry { id, attempt, available_at },
-            Completed::Dead { reason } => Ran::Dead { id, attempt, reason },
-        })
+    }
+}
+
+/// What a recorded attempt comes to, named by its lease.
+pub(crate) fn ran(lease: Lease, completed: Completed) -> Ran {
+    let Lease { id, attempt, .. } = lease;
+    match completed {
+        Completed::Done => Ran::Done { id, attempt },
+        Completed::Retry { available_at } => Ran::Retry { id, attempt, available_at },
+        Completed::Dead { reason } => Ran::Dead { id, attempt, reason },
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::Outcome;
     use std::cell::Cell;
     use std::convert::Infallible;
 
@@ -117,7 +137,7 @@ mod tests {
         }
         // A crash after the fourth claim: the attempt is spent, the lease stays.
         let crashed = q.claim("w1", 275).expect("claim").expect("claimed");
-        assert_eq!(crashed.attempt, 4);
+        assert_eq!(crashed.attempt(), 4);
         assert_eq!(q.claim("w2", 1274).expect("claim"), None);
         assert_eq!(q.claim("w2", 1275).expect("claim"), None);
         let job = q.get("order-7").expect("get").expect("job");
@@ -193,7 +213,7 @@ mod tests {
         let transport = |c: &Claimed| {
             Ok::<_, Infallible>(Report::with_error(Outcome::Permanent, format!("exit 65: bad {}", c.payload)))
         };
-        let ran = q.run_once_with("w", clock(&[1, 2]), transport, 0.0).expect("run");
+        let ran = q.run_once("w", clock(&[1, 2]), transport, 0.0).expect("run");
         assert_eq!(ran, Ran::Dead { id: "a".into(), attempt: 1, reason: DeadReason::Permanent });
         assert_eq!(q.get("a").expect("get").expect("job").last_error.as_deref(), Some("exit 65: bad p"));
     }

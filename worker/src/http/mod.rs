@@ -86,6 +86,7 @@ impl Default for HttpOptions {
 
 /// A transport that cannot be built from what it was given.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     #[error("at least one URL is needed")]
     NoUrl,
@@ -160,8 +161,8 @@ impl Http {
             .config()
             .timeout_global(Some(timeout))
             .build()
-            .header(IDEMPOTENCY_KEY, idempotency_key(&job.id).as_ref())
-            .header(RETRY_ATTEMPT, job.attempt.to_string())
+            .header(IDEMPOTENCY_KEY, idempotency_key(job.id()).as_ref())
+            .header(RETRY_ATTEMPT, job.attempt().to_string())
             .header(CONTENT_TYPE, self.content_type.clone());
         if let Some(authorization) = &target.authorization {
             request = request.header(AUTHORIZATION, authorization.clone());
@@ -256,7 +257,7 @@ impl Transport for Http {
             return Err(Unclassified(format!("no URL number {node} among {}", self.targets.len())));
         };
         let budget = self.budgets.get(&target.host);
-        if job.attempt <= 1 {
+        if job.attempt() <= 1 {
             budget.deposit(now);
         } else if !budget.withdraw(now) {
             let wait = self.budget_wait.as_millis();
@@ -267,7 +268,7 @@ impl Transport for Http {
             );
             return Ok(Report::with_error(Outcome::Retryable, why).retry_after(ms_u64(wait)));
         }
-        debug!(job = %job.id, attempt = job.attempt, url = %target.shown, "posting");
+        debug!(job = %job.id(), attempt = job.attempt(), url = %target.shown, "posting");
         let answer = self.post(&target, job, timeout);
         let after = self.now();
         if let Err(e) = self.nodes.record(node, after, answer.observed) {

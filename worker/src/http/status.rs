@@ -23,6 +23,7 @@ use std::fmt;
 
 /// What a status means for the job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Class {
     Ok,
     Retryable,

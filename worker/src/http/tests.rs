@@ -6,6 +6,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::thread;
 
+use retryq::Lease;
 use retryq_control::budget::TpsBudget;
 
 use super::*;
@@ -96,8 +97,7 @@ fn dead_url() -> String {
 
 fn job(id: &str, attempt: u64) -> Claimed {
     Claimed {
-        id: id.into(),
-        attempt,
+        lease: Lease::new("w", id, attempt),
         lease_until: 0,
         payload: "{\"sku\":42}".into(),
         deadline: 0,

@@ -1,0 +1,42 @@
+//! The queue model searched by this crate's checker: every property of
+//! [`crate::properties::all`] judged on every step, or the search stopped once a seeded bug's
+//! own property is decided.
+//!
+//! Layer: the top, above the generic checker ([`crate::checker`]), the world
+//! ([`crate::model`]), the properties, and which property catches which bug
+//! ([`crate::catches`]). Running a search is what ties them together, so it lives above all of
+//! them and none of them reaches it.
+
+use std::borrow::Cow;
+
+use crate::bug::Bug;
+use crate::checker::{self, CheckReport, Options};
+use crate::model::{Action, QueueModel, World};
+use crate::properties;
+
+impl QueueModel {
+    /// Checks every property of [`properties::all`] on every reachable world, with `threads`
+    /// threads, reducing by worker symmetry if `symmetry`.
+    pub fn check(&self, threads: usize, symmetry: bool) -> CheckReport<World, Action> {
+        self.check_with(threads, symmetry, &|_| {}, None)
+    }
+
+    /// Shows this model's seeded bug: searches until the property that names it
+    /// ([`Bug::caught_by`]) is decided, leaving the rest unchecked. Without a bug, [`Self::check`].
+    pub fn show_bug(&self, threads: usize) -> CheckReport<World, Action> {
+        self.check_with(threads, true, &|_| {}, self.bug.map(Bug::caught_by))
+    }
+
+    /// [`Self::check`], calling `progress` after each level of the search, and stopping after
+    /// the level where `until` is decided, if given.
+    pub fn check_with(
+        &self,
+        threads: usize,
+        symmetry: bool,
+        progress: &(dyn Fn(&checker::Progress) + Sync),
+        until: Option<&'static str>,
+    ) -> CheckReport<World, Action> {
+        let symmetry = if symmetry { Some(World::canonical as fn(&World) -> Cow<'_, World>) } else { None };
+        checker::check(self, &properties::all(), &Options { threads, symmetry, progress, until })
+    }
+}

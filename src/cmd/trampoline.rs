@@ -1,0 +1,31 @@
+//! `retryq exec-trampoline WORKER_PID SHELL -c COMMAND` (hidden): how `retryq work --exec`
+//! starts each command, so that the command dies with its worker even when the worker is
+//! killed with SIGKILL. It asks the kernel for that (see `retryq_worker::Trampoline`), then
+//! becomes the shell: it never returns but on failure.
+//!
+//! It is handled before the command line is parsed: its arguments belong to the shell, and
+//! nothing of the usual flag handling may stand between the worker and the command.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use retryq_worker::{EXIT_NOT_STARTED, Trampoline, bounce};
+
+/// The subcommand's name, as the worker passes it.
+pub const NAME: &str = "exec-trampoline";
+
+/// The trampoline that is this very binary. On Linux `/proc/self/exe`, read in the new
+/// process before it runs anything, is the worker's own binary even if the file was
+/// replaced or deleted since the worker started; elsewhere the path the binary was run from.
+pub fn this_binary() -> std::io::Result<Trampoline> {
+    let program = if cfg!(target_os = "linux") { "/proc/self/exe".into() } else { std::env::current_exe()? };
+    Ok(Trampoline::new(program, [NAME]))
+}
+
+/// Runs the trampoline on the arguments after [`NAME`]; returns only if the command could
+/// not be started, after saying why on standard error (the worker keeps its tail).
+pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let error = bounce(args);
+    eprintln!("retryq {NAME}: {error}");
+    ExitCode::from(EXIT_NOT_STARTED as u8)
+}

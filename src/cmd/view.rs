@@ -1,0 +1,135 @@
+//! How the operator commands show the queue's own types ([`Job`], [`Stats`]) as JSON: the
+//! shapes of SPEC section 5's `get` and `stats` results, built here from the library's
+//! values rather than borrowed from the replay's, so the CLI depends on the queue alone.
+//!
+//! The keys and their order are SPEC section 5's; `tests/cli.rs` and `tests/output.rs`
+//! compare these lines with the replay's byte for byte.
+
+use retryq::{Job, Stats};
+use serde::Serialize;
+
+/// A successful result: `{"ok":KIND,…fields}`.
+#[derive(Serialize)]
+pub struct Ok<T> {
+    ok: &'static str,
+    #[serde(flatten)]
+    fields: T,
+}
+
+/// `{"ok":"job",…}`: SPEC section 5's `get` result.
+pub fn job(job: &Job) -> Ok<JobFields<'_>> {
+    Ok { ok: "job", fields: JobFields::of(job) }
+}
+
+/// `{"ok":"stats",…}`: SPEC section 5's `stats` result.
+pub fn stats(stats: &Stats) -> Ok<StatsFields> {
+    Ok { ok: "stats", fields: StatsFields::of(stats) }
+}
+
+/// `{"error":"not_found"}`: SPEC section 5's refusal of a job that does not exist.
+#[derive(Serialize)]
+pub struct NotFound {
+    error: &'static str,
+}
+
+pub const NOT_FOUND: NotFound = NotFound { error: "not_found" };
+
+/// The fields SPEC section 5's `get` shows of a job, in its order. The job's notes
+/// (`last_error`, `last_node`) are not among them: `retryq dead` adds those itself.
+#[derive(Serialize)]
+pub struct JobFields<'a> {
+    id: &'a str,
+    status: &'static str,
+    attempts: u64,
+    max_attempts: u64,
+    available_at: Option<u64>,
+    deadline: u64,
+    dead_reason: Option<&'static str>,
+    redrives: u64,
+}
+
+impl<'a> JobFields<'a> {
+    pub fn of(job: &'a Job) -> JobFields<'a> {
+        JobFields {
+            id: &job.id,
+            status: job.status.as_str(),
+            attempts: job.attempts,
+            max_attempts: job.max_attempts,
+            available_at: job.available_at,
+            deadline: job.deadline,
+            dead_reason: job.dead_reason.map(|r| r.as_str()),
+            redrives: job.redrives,
+        }
+    }
+}
+
+/// The fields SPEC section 5's `stats` shows, in its order.
+#[derive(Serialize)]
+pub struct StatsFields {
+    pending: u64,
+    leased: u64,
+    done: u64,
+    dead: u64,
+    dead_exhausted: u64,
+    dead_deadline: u64,
+    dead_permanent: u64,
+    leased_expired: u64,
+    oldest_open_age_ms: Option<u64>,
+}
+
+impl StatsFields {
+    fn of(s: &Stats) -> StatsFields {
+        StatsFields {
+            pending: s.pending,
+            leased: s.leased,
+            done: s.done,
+            dead: s.dead,
+            dead_exhausted: s.dead_exhausted,
+            dead_deadline: s.dead_deadline,
+            dead_permanent: s.dead_permanent,
+            leased_expired: s.leased_expired,
+            oldest_open_age_ms: s.oldest_open_age_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use retryq::{DeadReason, Status};
+
+    #[test]
+    fn a_job_is_shown_with_the_spec_keys_in_order() {
+        let job = Job {
+            id: "order-7".into(),
+            payload: "{}".into(),
+            status: Status::Dead,
+            attempts: 4,
+            max_attempts: 5,
+            available_at: None,
+            deadline: 700,
+            dead_reason: Some(DeadReason::Deadline),
+            redrives: 0,
+            enqueued_at: 0,
+            owner: None,
+            claimed_at: None,
+            last_error: Some("exit 3".into()),
+            last_node: None,
+        };
+        let line = serde_json::to_string(&super::job(&job)).expect("json");
+        assert_eq!(
+            line,
+            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0}"#
+        );
+    }
+
+    #[test]
+    fn stats_are_shown_with_the_spec_keys_in_order() {
+        let line = serde_json::to_string(&stats(&Stats { pending: 2, ..Stats::default() })).expect("json");
+        assert_eq!(
+            line,
+            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"leased_expired":0,"oldest_open_age_ms":null}"#
+        );
+        assert_eq!(serde_json::to_string(&NOT_FOUND).expect("json"), r#"{"error":"not_found"}"#);
+    }
+}

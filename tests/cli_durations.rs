@@ -1,0 +1,176 @@
+//! Duration flags through the real binary: units (`1h`, `30s`, `1h30m`) and bare numbers of
+//! milliseconds both work, the short names are aliases of the `-ms` ones, and a value the
+//! queue cannot hold is refused naming the flag and why, with nothing changed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const BIN: &str = env!("CARGO_BIN_EXE_retryq");
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn retryq(db: &Path, args: &[&str]) -> Ran {
+    let out: Output = Command::new(BIN)
+        .args(args)
+        .env("RETRYQ_DB", db)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run retryq");
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn fresh() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new().prefix("retryq-durations-").tempdir().expect("tempdir");
+    let db = dir.path().join("q.db");
+    (dir, db)
+}
+
+fn now_ms() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970");
+    u64::try_from(since.as_millis()).expect("milliseconds fit")
+}
+
+/// The deadline `get` shows for `id`.
+fn deadline(db: &Path, id: &str) -> u64 {
+    let r = retryq(db, &["get", id]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let job: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    job["deadline"].as_u64().expect("a deadline")
+}
+
+#[test]
+fn ttl_takes_units_and_a_bare_number_stays_milliseconds() {
+    let (_dir, db) = fresh();
+    let cases = [("hour", "1h", 3_600_000), ("mixed", "1h30m", 5_400_000), ("bare", "90000", 90_000)];
+    for (id, ttl, ms) in cases {
+        let before = now_ms();
+        let r = retryq(&db, &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", ttl]);
+        let after = now_ms();
+        assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"enqueued\"}\n"), "{ttl}: {}", r.stderr);
+        let at = deadline(&db, id);
+        assert!((before + ms..=after + ms).contains(&at), "--ttl {ttl}: deadline {at}, now {before}…{after}");
+    }
+    // redrive's --ttl is the same flag.
+    let r = retryq(&db, &["redrive", "--id", "hour", "--add-attempts", "1", "--ttl", "2d"]);
+    assert_eq!(r.code, Some(1), "not dead: refused, but the flag was read: {}", r.stderr);
+    assert!(r.stdout.contains("not_dead"), "{}", r.stdout);
+}
+
+#[test]
+fn work_reads_units_under_the_short_names_and_the_old_ones() {
+    let (_dir, db) = fresh();
+    // 30 s of lease cannot hold a 2 minute timeout: the message shows both in milliseconds.
+    for args in [["--lease", "30s", "--timeout", "2m"], ["--lease-ms", "30000", "--timeout-ms", "120000"]] {
+        let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("--lease-ms: 30000 ms cannot hold --timeout-ms (120000 ms)"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    let r = retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let flags = ["--lease", "3m", "--timeout", "2m", "--base", "50ms", "--cap", "1.5s", "--until-idle"];
+    let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &flags[..]].concat());
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = retryq(&db, &["get", "a"]);
+    assert!(r.stdout.contains("\"status\":\"done\""), "{}", r.stdout);
+}
+
+#[test]
+fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
+    let (dir, db) = fresh();
+    let values = [
+        ("1.5ms", "whole number of milliseconds"),
+        ("-1s", "negative"),
+        ("-5", "negative"),
+        ("9007199254740992", "too large"),
+        ("104249991375d", "too large"),
+        ("99999999999999999999999999", "too large"),
+        ("10 parsecs", "unknown unit \"parsecs\""),
+        ("1h30", "30 has no unit"),
+        ("", "empty"),
+    ];
+    let enqueue = ["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl"];
+    let redrive = ["redrive", "--all-dead", "--add-attempts", "1", "--ttl"];
+    let work = ["work", "--worker", "w", "--exec", "true"];
+    let url = ["work", "--worker", "w", "--url", "http://127.0.0.1:9/"];
+    let commands: Vec<(Vec<&str>, &str)> = vec![
+        (enqueue.to_vec(), "--ttl"),
+        (redrive.to_vec(), "--ttl"),
+        ([&work[..], &["--lease"]].concat(), "--lease-ms"),
+        ([&work[..], &["--lease-ms"]].concat(), "--lease-ms"),
+        ([&work[..], &["--timeout"]].concat(), "--timeout-ms"),
+        ([&work[..], &["--base-ms"]].concat(), "--base-ms"),
+        ([&work[..], &["--cap"]].concat(), "--cap-ms"),
+        ([&url[..], &["--retry-budget-ttl"]].concat(), "--retry-budget-ttl-ms"),
+        (vec!["serve-demo", "--slow-ms"], "--slow-ms"),
+        (vec!["serve-demo", "--read-timeout"], "--read-timeout-ms"),
+        (vec!["serve-demo", "--stats-every"], "--stats-every"),
+    ];
+    for (command, flag) in &commands {
+        for (value, why) in values {
+            let args = [&command[..], &[value]].concat();
+            let r = retryq(&db, &args);
+            assert_eq!(r.code, Some(2), "{args:?}: {}{}", r.stdout, r.stderr);
+            assert!(
+                r.stderr.contains(&format!("'{flag} <DURATION>'")),
+                "{args:?} should name {flag}: {}",
+                r.stderr
+            );
+            assert!(r.stderr.contains(why), "{args:?} should say {why:?}: {}", r.stderr);
+        }
+    }
+    // Bounds of each flag, in its own terms.
+    let cases: [(Vec<&str>, &str); 4] = [
+        ([&enqueue[..], &["0s"]].concat(), "0 ms is too short; at least 1 ms needed"),
+        ([&work[..], &["--timeout", "0"]].concat(), "0 ms is too short; at least 1 ms needed"),
+        (vec!["serve-demo", "--slow", "2h"], "at most 3600000 ms (1h) allowed"),
+        (vec!["serve-demo", "--stats-every", "2d"], "at most 86400000 ms (1day) allowed"),
+    ];
+    for (args, why) in cases {
+        let r = retryq(&db, &args);
+        assert!(r.code == Some(2) && r.stderr.contains(why), "{args:?}: {}", r.stderr);
+    }
+    // A list of durations names the item.
+    let r = retryq(&db, &[&url[..], &["--fault-unavailable-ms", "0,0,30s,1m,2m,3m,1.5ms"]].concat());
+    assert!(
+        r.code == Some(2) && r.stderr.contains("--fault-unavailable-ms: \"1.5ms\": not a whole number"),
+        "{}",
+        r.stderr
+    );
+    // Nothing was created, let alone changed.
+    assert!(!db.exists(), "{:?}", std::fs::read_dir(dir.path()).map(|d| d.count()));
+}
+
+#[test]
+fn help_shows_the_accepted_forms_and_the_short_names() {
+    let (_dir, db) = fresh();
+    let r = retryq(&db, &["work", "--help"]);
+    for text in [
+        "--lease-ms <DURATION>",
+        "[default: 30s] [alias: --lease]",
+        "[default: 100ms] [alias: --base]",
+        "[default: 1s] [alias: --cap]",
+        "[default: 20s] [alias: --timeout]",
+        "A duration: 30s, 2m, 1h30m, or a bare number of milliseconds",
+    ] {
+        assert!(r.stdout.contains(text), "work --help lacks {text:?}:\n{}", r.stdout);
+    }
+    for command in ["enqueue", "redrive"] {
+        let r = retryq(&db, &[command, "--help"]);
+        assert!(r.stdout.contains("--ttl <DURATION>"), "{}", r.stdout);
+        assert!(r.stdout.contains("90s, 1h, 1h30m, 7d, or a bare number of milliseconds"), "{}", r.stdout);
+    }
+}
