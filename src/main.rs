@@ -34,6 +34,8 @@ enum Command {
     Stats(cmd::stats::Args),
     /// One job, as SPEC's `get` shows it.
     Get(cmd::get::Args),
+    /// The jobs of one status, in claim order (pending, leased) or newest first (done, dead).
+    List(cmd::list::Args),
     /// The dead jobs, why, and their last error.
     Dead(cmd::dead::Args),
     /// Every recorded transition of one job.
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
         Command::Work(args) => cmd::work::run(args),
         Command::Stats(args) => cmd::stats::run(args),
         Command::Get(args) => cmd::get::run(args),
+        Command::List(args) => cmd::list::run(args),
         Command::Dead(args) => cmd::dead::run(args),
         Command::History(args) => cmd::history::run(args),
         Command::Redrive(args) => cmd::redrive::run(args),

@@ -71,8 +71,8 @@ pub use file::{FileKind, Refusal};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
 pub use queue::{
-    Claimed, Completed, Completion, Enqueued, HistoryEntry, Lease, NewJob, OpenOptions, Queue, Ran, Redrive,
-    RedriveDead, Settings, Stats, Synchronous, enqueue_in,
+    Claimed, Completed, Completion, Enqueued, HistoryEntry, JobPage, Lease, NewJob, OpenOptions, Queue, Ran,
+    Redrive, RedriveDead, Settings, Stats, Synchronous, enqueue_in,
 };
 /// The `rusqlite` this crate is built on: open the application's connection with it, so that
 /// the [`rusqlite::Transaction`] given to [`enqueue_in`] is of the same version.

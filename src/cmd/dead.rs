@@ -1,12 +1,13 @@
 //! `retryq dead [--reason R] [--json]`: the dead jobs, why, and what their last recorded
-//! attempt said went wrong.
+//! attempt said went wrong. The table shows when each was enqueued and its deadline in Unix
+//! milliseconds and in UTC; `--json` keeps the milliseconds alone.
 
 use std::process::ExitCode;
 
 use retryq::{DeadReason, Job};
 use serde::Serialize;
 
-use super::view::JobFields;
+use super::view::{JobFields, stamp};
 use super::{CliError, Db, print_json};
 use crate::out::{noteln, outln};
 use crate::printable::printable;
@@ -50,7 +51,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         noteln!("no dead jobs");
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("{:<24} {:<9} {:>8} {:>8}  last error", "id", "reason", "attempts", "redrives")?;
+    outln!(
+        "{:<24} {:<9} {:>8} {:>8}  {:<40}  {:<40}  last error",
+        "id",
+        "reason",
+        "attempts",
+        "redrives",
+        "enqueued at",
+        "deadline"
+    )?;
     for job in &jobs {
         outln!("{}", line(job))?;
     }
@@ -64,5 +73,11 @@ fn line(job: &Job) -> String {
     let error = job.last_error.as_deref().unwrap_or("-").split_whitespace().collect::<Vec<_>>().join(" ");
     let error = printable(&error);
     let attempts = format!("{}/{}", job.attempts, job.max_attempts);
-    format!("{:<24} {reason:<9} {attempts:>8} {:>8}  {error}", printable(&job.id), job.redrives)
+    format!(
+        "{:<24} {reason:<9} {attempts:>8} {:>8}  {:<40}  {:<40}  {error}",
+        printable(&job.id),
+        job.redrives,
+        stamp(job.enqueued_at),
+        stamp(job.deadline)
+    )
 }

@@ -13,7 +13,7 @@
 
 use std::io::{self, IsTerminal, Read};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use retryq::{Enqueued, MAX_ATTEMPTS, MAX_PAYLOAD_BYTES, NewJob};
 use retryq_model::{Failure, Reply, Response};
@@ -87,7 +87,7 @@ fn say(response: &Response, job: &NewJob) {
             "enqueued \"{id}\": {} of payload, up to {}, deadline {} (in {})",
             plural(job.payload.len() as u64, "byte"),
             plural(job.max_attempts, "attempt"),
-            utc(job.deadline),
+            super::view::utc(job.deadline),
             humantime::format_duration(Duration::from_millis(job.deadline.saturating_sub(job.now)))
         ),
         Response::Ok(Reply::Existing) => noteln!(
@@ -104,15 +104,6 @@ fn say(response: &Response, job: &NewJob) {
 /// `1 byte`, `2 bytes`.
 fn plural(n: u64, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
-}
-
-/// Unix milliseconds as an RFC 3339 instant in UTC, to the millisecond.
-fn utc(unix_ms: u64) -> String {
-    let instant = SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(unix_ms));
-    instant.map_or_else(
-        || format!("{unix_ms} ms since 1970"),
-        |at| humantime::format_rfc3339_millis(at).to_string(),
-    )
 }
 
 /// The payload from standard input: 1 byte to 1 MiB of UTF-8, and never from a terminal (a

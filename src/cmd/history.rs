@@ -1,10 +1,12 @@
-//! `retryq history ID [--json]`: every recorded transition of a job, oldest first.
+//! `retryq history ID [--json]`: every recorded transition of a job, oldest first. The text
+//! shows each time in Unix milliseconds and in UTC; `--json` keeps the milliseconds alone.
 
 use std::process::ExitCode;
 
 use retryq::{HistoryEntry, Status};
 use serde::Serialize;
 
+use super::view::stamp;
 use super::{CliError, Db, print_json};
 use crate::out::{noteln, outln};
 use crate::printable::printable;
@@ -68,11 +70,15 @@ fn line(e: &HistoryEntry) -> String {
     let from = e.from.map_or("(new)", Status::as_str);
     let mut text = format!(
         "{}  {from:>7} -> {:<7}  attempts {}/{}  deadline {}",
-        e.at, e.to, e.attempt, e.max_attempts, e.deadline
+        stamp(e.at),
+        e.to,
+        e.attempt,
+        e.max_attempts,
+        stamp(e.deadline)
     );
     if let Some(at) = e.available_at {
         let word = if e.to == Status::Leased { "lease until" } else { "available at" };
-        text.push_str(&format!("  {word} {at}"));
+        text.push_str(&format!("  {word} {}", stamp(at)));
     }
     if let Some(reason) = e.reason {
         text.push_str(&format!("  reason {reason}"));

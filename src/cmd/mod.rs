@@ -15,6 +15,7 @@ pub mod enqueue;
 pub mod explore;
 pub mod get;
 pub mod history;
+pub mod list;
 pub mod redrive;
 pub mod replay;
 pub mod serve_demo;

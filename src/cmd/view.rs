@@ -5,8 +5,32 @@
 //! The keys and their order are SPEC section 5's; `tests/cli.rs` and `tests/output.rs`
 //! compare these lines with the replay's byte for byte.
 
+use std::time::{Duration, UNIX_EPOCH};
+
 use retryq::{Job, Stats};
 use serde::Serialize;
+
+/// The first millisecond RFC 3339 cannot write: 10000-01-01T00:00:00Z. `humantime` refuses
+/// (with a formatting error, which `format!` turns into a panic) anything from there on.
+const YEAR_10000_MS: u64 = 253_402_300_800_000;
+
+/// A Unix-millisecond time as UTC in RFC 3339 with milliseconds, `2026-11-30T18:22:36.712Z`:
+/// what an operator compares with logs and clocks. A time past the year 9999 — a deadline
+/// or a lease expiry can be as far as 2^53−1 or 2^54−2 ms, some 285,000 years, which in
+/// practice means "never" — is said as such rather than as a date nothing else can read.
+pub fn utc(ms: u64) -> String {
+    if ms >= YEAR_10000_MS {
+        return "after the year 9999".to_owned();
+    }
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+/// A time as the human-readable outputs show it: the milliseconds, which scripts and the
+/// JSON outputs use, and the same instant in UTC beside them, `1796062956712
+/// (2026-11-30T18:22:36.712Z)`.
+pub fn stamp(ms: u64) -> String {
+    format!("{ms} ({})", utc(ms))
+}
 
 /// A successful result: `{"ok":KIND,…fields}`.
 #[derive(Serialize)]
@@ -121,6 +145,16 @@ mod tests {
             line,
             r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0}"#
         );
+    }
+
+    #[test]
+    fn times_are_utc_with_milliseconds_up_to_the_year_9999_and_said_past_it() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(stamp(1_796_062_956_712), "1796062956712 (2026-11-30T18:22:36.712Z)");
+        assert_eq!(utc(YEAR_10000_MS - 1), "9999-12-31T23:59:59.999Z");
+        for far in [YEAR_10000_MS, retryq::MAX_INT, 2 * retryq::MAX_INT, u64::MAX] {
+            assert_eq!(utc(far), "after the year 9999", "{far}");
+        }
     }
 
     #[test]

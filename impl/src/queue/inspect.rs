@@ -171,6 +171,79 @@ impl Queue {
     }
 }
 
+/// One page of [`Queue::list`]: the first jobs in the listing's order, and how many more
+/// match past them, so that an operator knows whether the page is the whole story.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobPage {
+    pub jobs: Vec<Job>,
+    /// Matching jobs not on the page.
+    pub more: u64,
+}
+
+/// Pending or leased jobs in claim's order: `available_at`, then first enqueue. The
+/// `status IN (…)` term repeats what `status = ?1` says for these two words; it is what lets
+/// SQLite walk the partial index `jobs_due` (in `seq` order within a time, as every index
+/// carries the rowid last) instead of scanning and sorting.
+const LIST_OPEN: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node
+    FROM jobs WHERE status IN ('pending', 'leased') AND status = ?1
+    ORDER BY available_at, seq LIMIT ?2";
+
+/// How many pending (or leased) jobs there are: one pass over a partial index that holds only
+/// the open jobs (`jobs_due` or `jobs_open_deadline`, as SQLite picks), not over the table.
+const COUNT_OPEN: &str = "SELECT count(*) FROM jobs WHERE status IN ('pending', 'leased') AND status = ?1";
+
+/// Done or dead jobs (dead ones only for `?2`'s reason, if any), the most recently enqueued
+/// first. No index orders finished jobs by when they finished (`updated_at` has none, and the
+/// schema is not changed for a listing), so this walks the table backwards by `seq`, its
+/// rowid, and stops once the page is full: no sort, and a page costs as many rows as lie
+/// between the newest job and the page's last one.
+const LIST_CLOSED: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node
+    FROM jobs WHERE status = ?1 AND (?2 IS NULL OR dead_reason = ?2)
+    ORDER BY seq DESC LIMIT ?3";
+
+/// How many done (or dead) jobs there are: a scan of the whole table, as `stats` does; run
+/// only when a page is full.
+const COUNT_CLOSED: &str = "SELECT count(*) FROM jobs WHERE status = ?1 AND (?2 IS NULL OR dead_reason = ?2)";
+
+impl Queue {
+    /// Up to `limit` jobs of one status, in the order an operator needs them: pending and
+    /// leased jobs as claim would take them (`available_at`, then first enqueue), done and
+    /// dead jobs the most recently enqueued first. `reason` keeps only the dead jobs dead for
+    /// it; a job of any other status has no reason, so with another status the page is empty.
+    /// One read transaction: the page and its count agree.
+    pub fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
+        self.read(|tx| {
+            let open = matches!(status, Status::Pending | Status::Leased);
+            let (jobs, total) = if open && reason.is_some() {
+                (Vec::new(), 0)
+            } else if open {
+                let jobs = tx
+                    .prepare_cached(LIST_OPEN)?
+                    .query_map(params![status, limit], job_of)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                let count = || tx.prepare_cached(COUNT_OPEN)?.query_row(params![status], |row| row.get(0));
+                let total: u64 = if jobs.len() < limit as usize { jobs.len() as u64 } else { count()? };
+                (jobs, total)
+            } else {
+                let jobs = tx
+                    .prepare_cached(LIST_CLOSED)?
+                    .query_map(params![status, reason, limit], job_of)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                let count =
+                    || tx.prepare_cached(COUNT_CLOSED)?.query_row(params![status, reason], |row| row.get(0));
+                let total: u64 = if jobs.len() < limit as usize { jobs.len() as u64 } else { count()? };
+                (jobs, total)
+            };
+            let more = total.saturating_sub(jobs.len() as u64);
+            Ok(JobPage { jobs, more })
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::queue;
@@ -295,5 +368,63 @@ mod tests {
             ]
         );
         assert!(q.history("nobody").expect("history").is_empty());
+    }
+
+    fn plan(q: &Queue, sql: &str, params: impl rusqlite::Params) -> String {
+        let rows: Vec<String> = q
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("explain")
+            .query_map(params, |row| row.get::<_, String>(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        rows.join("\n")
+    }
+
+    #[test]
+    fn listing_open_jobs_walks_jobs_due_and_finished_ones_the_rowid_without_sorting() {
+        let q = queue();
+        let open = plan(&q, LIST_OPEN, params![Status::Pending, 10]);
+        assert!(open.contains("jobs_due") && !open.contains("TEMP B-TREE"), "{open}");
+        let count = plan(&q, COUNT_OPEN, params![Status::Leased]);
+        assert!(count.contains("jobs_due") || count.contains("jobs_open_deadline"), "{count}");
+        let closed = plan(&q, LIST_CLOSED, params![Status::Dead, DeadReason::Deadline, 10]);
+        assert!(!closed.contains("TEMP B-TREE"), "{closed}");
+    }
+
+    #[test]
+    fn a_listing_is_in_claim_order_or_newest_first_and_counts_what_is_left() {
+        let mut q = queue();
+        for (id, now) in [("late", 50), ("b", 10), ("a", 10), ("c", 20), ("d", 30)] {
+            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now }).expect("enqueue");
+        }
+        let ids = |page: &JobPage| page.jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>().join(" ");
+        let page = q.list(Status::Pending, None, 3).expect("list");
+        assert_eq!((ids(&page).as_str(), page.more), ("b a c", 2));
+        let page = q.list(Status::Pending, None, 5).expect("list");
+        assert_eq!((ids(&page).as_str(), page.more), ("b a c d late", 0));
+        assert_eq!(q.list(Status::Pending, None, 0).expect("list").more, 5);
+
+        // b and a leave for done and dead; c is leased.
+        for outcome in [Outcome::Ok, Outcome::Permanent] {
+            let c = q.claim("w", 60).expect("claim").expect("claimed");
+            q.complete(&Completion::new(&c.lease, outcome, 60, 0.0)).expect("complete");
+        }
+        q.claim("w", 60).expect("claim").expect("c");
+        assert_eq!(ids(&q.list(Status::Leased, None, 10).expect("list")), "c");
+        assert_eq!(ids(&q.list(Status::Done, None, 10).expect("list")), "b");
+        // At 5000 every open job dies: c's lease was its last attempt, d and late reach their
+        // deadline. The dead are listed newest first, and by reason.
+        q.reap(5000).expect("reap");
+        let page = q.list(Status::Dead, None, 1).expect("list");
+        assert_eq!((ids(&page).as_str(), page.more), ("d", 3));
+        assert_eq!(ids(&q.list(Status::Dead, None, 10).expect("list")), "d c a late");
+        assert_eq!(ids(&q.list(Status::Dead, Some(DeadReason::Permanent), 10).expect("list")), "a");
+        assert_eq!(ids(&q.list(Status::Dead, Some(DeadReason::Exhausted), 10).expect("list")), "c");
+        let page = q.list(Status::Dead, Some(DeadReason::Deadline), 1).expect("list");
+        assert_eq!((ids(&page).as_str(), page.more), ("d", 1));
+        // Only a dead job has a reason.
+        assert_eq!(q.list(Status::Leased, Some(DeadReason::Deadline), 10).expect("list"), JobPage::default());
     }
 }

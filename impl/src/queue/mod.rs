@@ -23,7 +23,7 @@ use crate::schema::{self, Found};
 pub use claim::Claimed;
 pub use complete::{Completed, Completion};
 pub use enqueue::{Enqueued, NewJob, enqueue_in};
-pub use inspect::{HistoryEntry, Stats};
+pub use inspect::{HistoryEntry, JobPage, Stats};
 pub use lease::Lease;
 pub use redrive::{Redrive, RedriveDead};
 pub use run_once::Ran;

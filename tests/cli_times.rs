@@ -1,0 +1,174 @@
+//! Times as an operator reads them, through the real binary: `get --human`, `history` and
+//! `dead` show every time in Unix milliseconds with the same instant in UTC beside it, `get`'s
+//! JSON and the `--json` outputs stay milliseconds alone, and a time past the year 9999 — a
+//! deadline of 2^53−1, a lease expiry past 2^53 — is said in words, never a panic.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_retryq");
+
+/// 2100-01-01T00:00:00.123Z: a deadline every run of these tests is before.
+const DEADLINE: &str = "4102444800123";
+const DEADLINE_UTC: &str = "4102444800123 (2100-01-01T00:00:00.123Z)";
+/// SPEC's largest integer, as a deadline: some 285,000 years from 1970.
+const FAR: &str = "9007199254740991";
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn retryq(db: &Path, args: &[&str]) -> Ran {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("RETRYQ_DB", db)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run retryq");
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn fresh() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new().prefix("retryq-times-").tempdir().expect("tempdir");
+    let db = dir.path().join("q.db");
+    (dir, db)
+}
+
+fn enqueue(db: &Path, id: &str, deadline: &str, max_attempts: &str) {
+    let r = retryq(
+        db,
+        &["enqueue", "--id", id, "--payload", "x", "--max-attempts", max_attempts, "--deadline", deadline],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+/// Whether `text` holds a UTC time in RFC 3339 with milliseconds right after `ms ` in
+/// parentheses: `1796062956712 (2026-11-30T18:22:36.712Z)`.
+fn has_stamp(text: &str) -> bool {
+    text.split(" (").skip(1).any(|rest| {
+        let time: Vec<char> = rest.chars().take(25).collect();
+        time.len() == 25
+            && time[4] == '-'
+            && time[10] == 'T'
+            && time[19] == '.'
+            && time[23] == 'Z'
+            && time[24] == ')'
+    })
+}
+
+#[test]
+fn get_stays_spec_json_and_human_shows_utc_beside_the_milliseconds() {
+    let (_dir, db) = fresh();
+    enqueue(&db, "order-7", DEADLINE, "3");
+
+    let json = retryq(&db, &["get", "order-7"]);
+    assert_eq!(json.code, Some(0), "{}", json.stderr);
+    // SPEC's keys in SPEC's order, times in milliseconds alone.
+    let (head, tail) = json.stdout.split_once(r#""available_at":"#).expect("available_at");
+    assert_eq!(head, r#"{"ok":"job","id":"order-7","status":"pending","attempts":0,"max_attempts":3,"#);
+    let (available_at, tail) = tail.split_once(',').expect("more keys");
+    assert!(available_at.parse::<u64>().is_ok(), "{}", json.stdout);
+    assert_eq!(tail, format!(r#""deadline":{DEADLINE},"dead_reason":null,"redrives":0}}"#) + "\n");
+
+    let human = retryq(&db, &["get", "order-7", "--human"]);
+    assert_eq!(human.code, Some(0), "{}", human.stderr);
+    let line = |name: &str| {
+        human
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name}:\n{}", human.stdout))
+    };
+    assert_eq!(line("deadline"), format!("deadline      {DEADLINE_UTC}"));
+    assert!(has_stamp(line("available at")) && has_stamp(line("enqueued at")), "{}", human.stdout);
+    assert_eq!(line("status"), "status        pending");
+    assert_eq!(line("attempts"), "attempts      0 of 3");
+
+    let missing = retryq(&db, &["get", "nobody", "--human"]);
+    assert_eq!((missing.code, missing.stdout.as_str()), (Some(1), ""));
+    assert!(missing.stderr.contains("no job \"nobody\""), "{}", missing.stderr);
+}
+
+#[test]
+fn history_and_dead_show_utc_beside_the_milliseconds_and_json_does_not() {
+    let (_dir, db) = fresh();
+    enqueue(&db, "bad", DEADLINE, "2");
+    let r = retryq(&db, &["work", "--worker", "w1", "--exec", "exit 65", "--until-idle"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+
+    let history = retryq(&db, &["history", "bad"]);
+    assert_eq!(history.code, Some(0), "{}", history.stderr);
+    let steps: Vec<&str> = history.stdout.lines().collect();
+    assert_eq!(steps.len(), 3, "enqueue, claim, dead:\n{}", history.stdout);
+    for step in &steps {
+        // Each entry begins with its time, both ways.
+        let (at, _) = step.split_once("  ").expect("columns");
+        assert!(has_stamp(at) && at.len() == "1796062956712 (2026-11-30T18:22:36.712Z)".len(), "{step}");
+        assert!(step.contains(&format!("deadline {DEADLINE_UTC}")), "{step}");
+    }
+    assert!(steps[0].contains("available at ") && steps[1].contains("lease until "), "{}", history.stdout);
+    assert!(has_stamp(steps[1].split("lease until ").nth(1).expect("expiry")), "{}", steps[1]);
+    let json = retryq(&db, &["history", "bad", "--json"]);
+    for line in json.stdout.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).expect("json");
+        assert!(entry["at"].is_u64() && entry["deadline"].as_u64() == DEADLINE.parse().ok(), "{line}");
+    }
+
+    let dead = retryq(&db, &["dead"]);
+    assert_eq!(dead.code, Some(0), "{}", dead.stderr);
+    let lines: Vec<&str> = dead.stdout.lines().collect();
+    assert!(lines[0].contains("enqueued at") && lines[0].contains("deadline"), "{}", dead.stdout);
+    assert!(
+        lines[1].starts_with("bad ") && lines[1].contains(DEADLINE_UTC) && has_stamp(lines[1]),
+        "{}",
+        dead.stdout
+    );
+    assert!(lines[1].contains("exit 65 (permanent)"), "{}", lines[1]);
+    let json = retryq(&db, &["dead", "--json"]);
+    assert!(!json.stdout.contains("(2"), "{}", json.stdout);
+}
+
+#[test]
+fn times_past_the_year_9999_are_said_in_words() {
+    let (dir, db) = fresh();
+    let r =
+        retryq(&db, &["enqueue", "--id", "far", "--payload", "x", "--max-attempts", "2", "--deadline", FAR]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("deadline after the year 9999 (in "), "{}", r.stderr);
+    let human = retryq(&db, &["get", "far", "--human"]);
+    assert_eq!(human.code, Some(0), "{}", human.stderr);
+    assert!(human.stdout.contains(&format!("deadline      {FAR} (after the year 9999)")), "{}", human.stdout);
+    let history = retryq(&db, &["history", "far"]);
+    assert!(history.stdout.contains(&format!("deadline {FAR} (after the year 9999)")), "{}", history.stdout);
+
+    // A lease of 2^53−1 ms expires past 2^53 (SPEC 6.10). The attempt itself looks at the
+    // job while it holds it, which is the only time the lease is there to be seen.
+    let seen = dir.path().join("seen");
+    let exec = format!(
+        "{BIN} get far --human > {seen}; {BIN} list --status leased >> {seen}; {BIN} history far >> {seen}",
+        seen = seen.display()
+    );
+    let r = retryq(&db, &["work", "--worker", "w1", "--lease", FAR, "--exec", &exec, "--until-idle"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let seen = fs::read_to_string(&seen).expect("what the attempt saw");
+    assert!(!seen.contains("panicked"), "{seen}");
+    let expiry = seen.lines().find(|l| l.starts_with("lease until")).unwrap_or_else(|| panic!("{seen}"));
+    let ms: u64 = expiry.split_whitespace().nth(2).and_then(|ms| ms.parse().ok()).expect("milliseconds");
+    assert!(ms > 1 << 53, "{expiry}");
+    assert!(expiry.ends_with("(after the year 9999)"), "{expiry}");
+    assert!(
+        seen.lines().any(|l| l.starts_with("far ")
+            && l.contains("leased")
+            && l.contains(&format!("{ms} (after the year 9999)"))),
+        "{seen}"
+    );
+    assert!(seen.contains(&format!("lease until {ms} (after the year 9999)")), "{seen}");
+}
