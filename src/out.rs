@@ -16,7 +16,7 @@
 use std::fmt;
 use std::io::{self, Write};
 
-use crate::cmd::CliError;
+use crate::cmd::error::CliError;
 
 /// Writes to standard output and flushes, so that a failure shows here and not at exit.
 pub fn print(text: fmt::Arguments<'_>) -> Result<(), CliError> {

@@ -3,17 +3,19 @@
 //! floor, and a worker refusing a spec it cannot read. (The full `retryq bench` runs for
 //! minutes and times things; it is not a test. Speed is measured, never asserted.)
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use common::BIN;
+
 use retryq_bench::Launcher;
 use retryq_bench::throughput::{Side, measure};
 
-const RETRYQ: &str = env!("CARGO_BIN_EXE_retryq");
-
 fn launcher() -> Launcher {
-    Launcher { program: PathBuf::from(RETRYQ), args: vec!["bench-worker".into()] }
+    Launcher { program: PathBuf::from(BIN), args: vec!["bench-worker".into()] }
 }
 
 #[test]
@@ -33,7 +35,7 @@ fn workers_take_jobs_through_for_the_queue_and_the_floor() {
 
 #[test]
 fn a_worker_refuses_a_spec_it_cannot_read() {
-    let out = Command::new(RETRYQ).args(["bench-worker", "{\"side\":\"sideways\"}"]).output().expect("run");
+    let out = Command::new(BIN).args(["bench-worker", "{\"side\":\"sideways\"}"]).output().expect("run");
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("json"), "{stderr}");

@@ -1,14 +1,8 @@
 //! `retryq check` as a user runs it (`retryq explore`: `explore_cli.rs`).
 
-use std::process::{Command, Output};
+mod common;
 
-fn retryq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retryq")).args(args).output().expect("retryq runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use common::{retryq, stdout};
 
 /// One job: every property holds and every example is found but the two that need two jobs,
 /// so the check fails (exit 1) naming exactly those.

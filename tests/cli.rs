@@ -2,38 +2,19 @@
 //! wrong flag (exit 2, naming it), and what they do to a database that is missing, foreign,
 //! corrupt, read-only or full (a clear error, the file left as it was).
 
+mod common;
+
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
+use common::{BIN, Ran, command, db_commands, files, fresh, ran};
 use retryq::{OpenOptions, Queue};
 use retryq_conformance::sqlite::{job_view, stats_view};
 use retryq_model::{Reply, Response};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn ran(out: Output) -> Ran {
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn command(db: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    command.args(args).env("RETRYQ_DB", db).env_remove("RUST_LOG").stdin(Stdio::null());
-    command
-}
 
 fn retryq(db: &Path, args: &[&str]) -> Ran {
     ran(command(db, args).output().expect("run retryq"))
@@ -52,24 +33,9 @@ fn retryq_stdin(db: &Path, args: &[&str], input: &[u8]) -> Ran {
     ran(child.wait_with_output().expect("wait"))
 }
 
-fn fresh() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("retryq-cli-").tempdir().expect("tempdir");
-    let db = dir.path().join("q.db");
-    (dir, db)
-}
-
-fn files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .expect("read dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn enqueue_get_and_stats_print_the_spec_objects() {
-    let (_dir, db) = fresh();
+    let (_dir, db) = fresh("retryq-cli-");
     let r = retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "3", "--ttl", "60000"]);
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"enqueued\"}\n"), "{}", r.stderr);
     // The payload from standard input; the same again is `existing`; another is a conflict.
@@ -131,7 +97,7 @@ fn enqueue_get_and_stats_print_the_spec_objects() {
 
 #[test]
 fn work_dead_history_redrive_and_audit() {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-cli-");
     for (id, payload) in [("good", "ok"), ("bad", "reject"), ("flaky", "retry")] {
         let r = retryq(
             &db,
@@ -218,7 +184,7 @@ fn work_dead_history_redrive_and_audit() {
 
 #[test]
 fn audit_prints_each_violation_and_exits_1() {
-    let (_dir, db) = fresh();
+    let (_dir, db) = fresh("retryq-cli-");
     retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "2", "--ttl", "60000"]);
     // A hand edit that skips the history: the row no longer matches what was recorded.
     let conn = rusqlite::Connection::open(&db).expect("open");
@@ -240,7 +206,7 @@ fn audit_prints_each_violation_and_exits_1() {
 
 #[test]
 fn every_flag_is_validated_by_name_with_exit_2() {
-    let (_dir, db) = fresh();
+    let (_dir, db) = fresh("retryq-cli-");
     let long = "x".repeat(257);
     let enqueue = ["enqueue", "--id", "a", "--payload", "p"];
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -311,7 +277,7 @@ fn every_flag_is_validated_by_name_with_exit_2() {
 
 #[test]
 fn read_only_commands_never_create_a_database() {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-cli-");
     for args in [vec!["get", "a"], vec!["stats"], vec!["dead"], vec!["history", "a"], vec!["audit"]] {
         let r = retryq(&db, &args);
         assert_eq!(r.code, Some(1), "{args:?}");
@@ -330,7 +296,7 @@ fn read_only_commands_never_create_a_database() {
 /// says what the file is, and the file byte for byte as it was, with nothing beside it.
 #[test]
 fn foreign_text_corrupt_and_newer_files_are_refused_and_left_as_they_were() {
-    let (dir, _) = fresh();
+    let (dir, _) = fresh("retryq-cli-");
     let foreign = dir.path().join("foreign.db");
     let conn = rusqlite::Connection::open(&foreign).expect("foreign");
     conn.execute_batch(
@@ -369,16 +335,7 @@ fn foreign_text_corrupt_and_newer_files_are_refused_and_left_as_they_were() {
     bytes.truncate(len / 2);
     fs::write(&corrupt, &bytes).expect("truncate");
 
-    let commands: Vec<Vec<&str>> = vec![
-        vec!["get", "a"],
-        vec!["stats"],
-        vec!["dead"],
-        vec!["history", "a"],
-        vec!["audit"],
-        vec!["enqueue", "--id", "z", "--payload", "p", "--max-attempts", "1", "--ttl", "60000"],
-        vec!["redrive", "--all-dead", "--add-attempts", "1", "--ttl", "60000"],
-        vec!["work", "--worker", "w", "--exec", "true", "--until-idle"],
-    ];
+    let commands = db_commands();
     let cases = [
         (&foreign, "not a retryq database: a SQLite database with 1 objects of another program"),
         (&text, "not a retryq database: the file is not a SQLite database"),
@@ -426,7 +383,7 @@ fn user_command(dir: &Path, db: &Path, args: &[&str]) -> Ran {
 
 #[test]
 fn a_read_only_file_is_a_clear_error_and_stays_as_it_was() {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-cli-");
     retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "600000"]);
     // chmod 444 on the file; the directory stays writable (for the reader's -wal and -shm).
     fs::set_permissions(&db, fs::Permissions::from_mode(0o444)).expect("chmod 444");
@@ -468,7 +425,7 @@ fn a_read_only_file_is_a_clear_error_and_stays_as_it_was() {
 /// full disk does (EFBIG instead of ENOSPC), which SQLite reports as an I/O error.
 #[test]
 fn a_full_disk_is_a_clear_error_with_nothing_half_written() {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-cli-");
     retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "600000"]);
     let before = fs::read(&db).expect("read");
     let big = dir.path().join("big");

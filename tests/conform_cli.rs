@@ -2,12 +2,14 @@
 //! model's paths, and replay processes killed with SIGKILL — on a small fixed-seed sample
 //! (the full default run is `retryq conform`, and `retryq verify` runs one too).
 
+mod common;
+
 use std::process::Command;
 
-const RETRYQ: &str = env!("CARGO_BIN_EXE_retryq");
+use common::BIN;
 
 fn conform(args: &[&str]) -> (i32, String) {
-    let out = Command::new(RETRYQ).arg("conform").args(args).output().expect("run retryq conform");
+    let out = Command::new(BIN).arg("conform").args(args).output().expect("run retryq conform");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.code().unwrap_or(-1), text)
 }

@@ -4,19 +4,15 @@
 //! with an error naming the path, before SQLite touches it; and `--db` is never read as a
 //! SQLite URI or as `:memory:`.
 
+mod common;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
+use common::{BIN, Ran, db_commands, files, fresh, ran};
 
 /// Runs retryq on `db` (as `RETRYQ_DB`) in `dir`; a run that takes over 20 s is killed and
 /// fails the test (a FIFO used to block a reader for ever).
@@ -40,51 +36,16 @@ fn retryq_in(dir: &Path, db: &Path, args: &[&str]) -> Ran {
         }
         thread::sleep(Duration::from_millis(10));
     }
-    let out = child.wait_with_output().expect("output");
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn fresh() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("retryq-file-").tempdir().expect("tempdir");
-    let db = dir.path().join("q.db");
-    (dir, db)
-}
-
-fn files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .expect("read dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
+    ran(child.wait_with_output().expect("output"))
 }
 
 fn enqueue(dir: &Path, db: &Path, id: &str) -> Ran {
     retryq_in(dir, db, &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", "600000"])
 }
 
-/// Every command that opens the database, readers and writers.
-fn every_command() -> Vec<Vec<&'static str>> {
-    vec![
-        vec!["get", "a"],
-        vec!["stats"],
-        vec!["dead"],
-        vec!["history", "a"],
-        vec!["audit"],
-        vec!["enqueue", "--id", "z", "--payload", "p", "--max-attempts", "1", "--ttl", "60000"],
-        vec!["redrive", "--all-dead", "--add-attempts", "1", "--ttl", "60000"],
-        vec!["work", "--worker", "w", "--exec", "true", "--until-idle"],
-    ]
-}
-
-/// Each command on `db`: exit 1 and a message naming the path and saying `what`.
 fn every_command_refuses(dir: &Path, db: &Path, what: &str) {
     let named = format!("{}: {what}", db.display());
-    for args in every_command() {
+    for args in db_commands() {
         let r = retryq_in(dir, db, &args);
         assert_eq!(r.code, Some(1), "{args:?} on {}: {}{}", db.display(), r.stdout, r.stderr);
         assert!(r.stderr.contains(&named), "{args:?} should say {named:?}: {}", r.stderr);
@@ -96,8 +57,8 @@ fn every_command_refuses(dir: &Path, db: &Path, what: &str) {
 /// held "the" lock and ran every job twice. Both names are refused; with one name again,
 /// the file works as before.
 #[test]
-fn a_database_file_with_two_hard_links_is_refused_by_every_command() {
-    let (dir, db) = fresh();
+fn a_database_file_with_two_hard_links_is_refused_by_db_commands() {
+    let (dir, db) = fresh("retryq-file-");
     assert_eq!(enqueue(dir.path(), &db, "a").code, Some(0));
     let other = dir.path().join("b.db");
     fs::hard_link(&db, &other).expect("ln");
@@ -120,7 +81,7 @@ fn a_database_file_with_two_hard_links_is_refused_by_every_command() {
 /// test's own (needs `unshare` and the right to use it, as root in CI; skipped otherwise).
 #[test]
 fn a_single_file_bind_mount_is_refused() {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-file-");
     assert_eq!(enqueue(dir.path(), &db, "a").code, Some(0));
     let mounted = dir.path().join("mnt").join("q.db");
     fs::create_dir(dir.path().join("mnt")).expect("mkdir");
@@ -158,7 +119,7 @@ fn a_single_file_bind_mount_is_refused() {
 /// table whatever the path, so a link is not refused.
 #[test]
 fn a_symbolic_link_to_the_database_is_accepted() {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-file-");
     assert_eq!(enqueue(dir.path(), &db, "a").code, Some(0));
     let link = dir.path().join("link.db");
     std::os::unix::fs::symlink(&db, &link).expect("symlink");
@@ -170,8 +131,8 @@ fn a_symbolic_link_to_the_database_is_accepted() {
 /// `mkfifo f.db; RETRYQ_DB=f.db retryq stats` blocked for ever: SQLite opened the FIFO
 /// and waited for a writer.
 #[test]
-fn a_fifo_is_refused_at_once_by_every_command() {
-    let (dir, _) = fresh();
+fn a_fifo_is_refused_at_once_by_db_commands() {
+    let (dir, _) = fresh("retryq-file-");
     let fifo = dir.path().join("f.db");
     let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
     assert!(made.success());
@@ -186,7 +147,7 @@ fn a_fifo_is_refused_at_once_by_every_command() {
 /// `RETRYQ_DB=/dev/null retryq enqueue` created `/dev/null-journal`.
 #[test]
 fn a_device_is_refused_and_nothing_is_created_beside_it() {
-    let (dir, _) = fresh();
+    let (dir, _) = fresh("retryq-file-");
     let journal = Path::new("/dev/null-journal");
     let was_there = journal.exists();
     every_command_refuses(dir.path(), Path::new("/dev/null"), "is a character device, not a regular file");
@@ -197,8 +158,8 @@ fn a_device_is_refused_and_nothing_is_created_beside_it() {
 
 /// A directory said "no such directory, or no permission" to writers.
 #[test]
-fn a_directory_is_reported_as_one_by_every_command() {
-    let (dir, db) = fresh();
+fn a_directory_is_reported_as_one_by_db_commands() {
+    let (dir, db) = fresh("retryq-file-");
     fs::create_dir(&db).expect("mkdir");
     every_command_refuses(dir.path(), &db, "is a directory");
     assert!(files(&db).is_empty(), "nothing was created in the directory");
@@ -209,7 +170,7 @@ fn a_directory_is_reported_as_one_by_every_command() {
 /// "journal_mode stayed …". A path is a path.
 #[test]
 fn db_is_always_a_plain_path_never_a_uri_or_memory() {
-    let (dir, _) = fresh();
+    let (dir, _) = fresh("retryq-file-");
     for name in ["file:uri.db", ":memory:", "file:y.db?nolock=1", "q.db?mode=ro"] {
         let path = Path::new(name);
         let r = enqueue(dir.path(), path, "a");

@@ -1,18 +1,14 @@
 //! `retryq explore` as a user runs it: its help, and what its server answers (the Explorer's
 //! JSON endpoints, read here without a browser).
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn retryq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retryq")).args(args).output().expect("retryq runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use common::{BIN, retryq, stdout};
 
 /// Kills the child when dropped, so a failing test leaves no server behind.
 struct Running(std::process::Child);
@@ -34,7 +30,7 @@ impl Explorer {
     /// Starts `retryq explore` with `args` and waits until it answers.
     fn start(args: &[&str]) -> Explorer {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        let child = Command::new(env!("CARGO_BIN_EXE_retryq"))
+        let child = Command::new(BIN)
             .arg("explore")
             .args(["--port", &port.to_string()])
             .args(args)

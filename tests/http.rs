@@ -2,23 +2,18 @@
 //! dropped, pushback stored, permanent statuses, node avoidance across URLs, timeouts within
 //! the deadline, and the flags of both commands.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use retryq::{DeadReason, Job, NewJob, OpenOptions, Queue, Status};
+use common::{BIN, FAST, enqueue, kill, now_ms, read_only, spawn_logged, start_demo, url_worker, wait};
+use retryq::{DeadReason, Job, Queue, Status};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
-const PROXIES: [&str; 6] =
-    ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"];
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis() as u64
-}
 
 /// A `retryq serve-demo` process.
 struct Demo {
@@ -30,19 +25,7 @@ struct Demo {
 
 impl Demo {
     fn start(flags: &[&str]) -> Demo {
-        let mut child = Command::new(BIN)
-            .args(["serve-demo", "--port", "0"])
-            .args(flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn serve-demo");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("first line");
-        let first: Value = serde_json::from_str(&line).expect("a JSON line");
-        let url = first["listening"].as_str().expect("listening").to_owned();
+        let (child, stdout, url) = start_demo(flags, Stdio::piped());
         let base = url.trim_end_matches("/orders").to_owned();
         Demo { child, stdout, url, base }
     }
@@ -100,26 +83,6 @@ impl Drop for Demo {
     }
 }
 
-fn kill(pid: u32, signal: &str) {
-    let status = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().expect("kill");
-    assert!(status.success());
-}
-
-/// Waits for `child`, killing it if it is still running after `within`.
-fn wait(child: &mut Child, within: Duration) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if start.elapsed() > within {
-            let _ = child.kill();
-            panic!("pid {} did not exit within {within:?}", child.id());
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// A database in a temporary directory.
 struct Store {
     _dir: tempfile::TempDir,
@@ -134,15 +97,11 @@ impl Store {
     }
 
     fn enqueue(&self, id: &str, payload: &str, max_attempts: u64, ttl_ms: u64) -> u64 {
-        let mut q = Queue::open(&self.db).expect("open");
-        let now = now_ms();
-        q.enqueue(&NewJob { id, payload, max_attempts, deadline: now + ttl_ms, now }).expect("enqueue");
-        now + ttl_ms
+        enqueue(&self.db, id, payload, max_attempts, ttl_ms)
     }
 
     fn queue(&self) -> Queue {
-        let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
-        Queue::open_with(&self.db, &options).expect("open")
+        read_only(&self.db)
     }
 
     fn job(&self, id: &str) -> Job {
@@ -150,22 +109,7 @@ impl Store {
     }
 
     fn worker(&self, urls: &[&str], flags: &[&str]) -> Child {
-        let mut command = Command::new(BIN);
-        command.args(["work", "--worker", "w1"]).arg("--db").arg(&self.db);
-        for url in urls {
-            command.args(["--url", url]);
-        }
-        for proxy in PROXIES {
-            command.env_remove(proxy);
-        }
-        command
-            .args(flags)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn worker")
+        spawn_logged(url_worker(&self.db, urls).args(flags))
     }
 
     /// Runs a worker `--until-idle`; its log. It must exit 0 within `within`.
@@ -189,9 +133,6 @@ fn dead_url() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     format!("http://{}/orders", listener.local_addr().expect("addr"))
 }
-
-/// Short backoff (10 ms doubling to 50), a 5 s lease and a 2 s timeout.
-const FAST: [&str; 8] = ["--base-ms", "10", "--cap-ms", "50", "--lease-ms", "5000", "--timeout-ms", "2000"];
 
 #[test]
 fn a_flaky_slow_warehouse_gets_every_order_once() {

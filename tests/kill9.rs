@@ -19,16 +19,19 @@
 //!
 //! `RETRYQ_KILL9_SEED=N` repeats a run; the seed is printed either way.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::{BIN, now_ms, read_only};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use retryq::{DeadReason, NewJob, OpenOptions, Queue, Status};
+use retryq::{DeadReason, NewJob, Queue, Status};
 
 const JOBS: usize = 200;
 const UP_FRONT: usize = 100;
@@ -68,7 +71,7 @@ impl Run {
         let name = format!("w{}", self.started);
         self.started += 1;
         let stderr = File::create(self.dir.path().join(format!("{name}.log"))).expect("worker log");
-        let child = Command::new(env!("CARGO_BIN_EXE_retryq"))
+        let child = Command::new(BIN)
             .args(["work", "--worker", &name, "--exec"])
             .arg(format!("sh {}", self.handler.display()))
             .args(["--lease-ms", "1500", "--timeout-ms", "500", "--base-ms", "20", "--cap-ms", "200"])
@@ -121,15 +124,6 @@ fn words(plan: &[u8]) -> String {
     plan.iter().map(u8::to_string).collect::<Vec<_>>().join(" ")
 }
 
-fn now_ms() -> u64 {
-    retryq_worker::now_ms().expect("clock")
-}
-
-fn read_only(db: &Path) -> Queue {
-    let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
-    Queue::open_with(db, &options).expect("open read-only")
-}
-
 #[test]
 fn workers_killed_with_sigkill_lose_nothing() {
     let seed: u64 =
@@ -178,7 +172,7 @@ fn workers_killed_with_sigkill_lose_nothing() {
         thread::sleep(Duration::from_millis(rng.random_range(150..=450)));
         // The rest of the jobs arrive while the workers run, through the command line.
         for (id, plan, max_attempts, ttl) in jobs.iter().skip(enqueued).take(10) {
-            let out = Command::new(env!("CARGO_BIN_EXE_retryq"))
+            let out = Command::new(BIN)
                 .args(["enqueue", "--id", id, "--payload", &words(plan)])
                 .args(["--max-attempts", &max_attempts.to_string(), "--ttl", &ttl.to_string()])
                 .env("RETRYQ_DB", &run.db)
@@ -255,11 +249,7 @@ fn workers_killed_with_sigkill_lose_nothing() {
     }
 
     // The audit, through the command line.
-    let out = Command::new(env!("CARGO_BIN_EXE_retryq"))
-        .args(["audit", "--db"])
-        .arg(&run.db)
-        .output()
-        .expect("audit");
+    let out = Command::new(BIN).args(["audit", "--db"]).arg(&run.db).output().expect("audit");
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && report.contains("audit: clean"), "audit (seed {seed}):\n{report}");
 

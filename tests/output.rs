@@ -3,26 +3,16 @@
 //! error naming standard output, a standard error that cannot be written stops nothing, and
 //! stored text never reaches the terminal with its control characters.
 
+mod common;
+
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
-
-fn fresh() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("retryq-out-").tempdir().expect("tempdir");
-    let db = dir.path().join("q.db");
-    (dir, db)
-}
-
-fn command(db: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    command.args(args).env("RETRYQ_DB", db).env_remove("RUST_LOG").stdin(Stdio::null());
-    command
-}
+use common::{BIN, command, fresh};
 
 fn run(command: &mut Command) -> (Option<i32>, String, String) {
     let out: Output = command.output().expect("run retryq");
@@ -35,7 +25,7 @@ fn run(command: &mut Command) -> (Option<i32>, String, String) {
 
 /// A database with a done job `a` and a dead job `b` whose error is long.
 fn with_jobs() -> (tempfile::TempDir, PathBuf) {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-out-");
     for id in ["a", "b"] {
         let (code, _, err) = run(&mut command(
             &db,
@@ -111,7 +101,7 @@ fn a_full_standard_output_is_an_error_naming_it() {
 /// not stop the worker. Nor does a note or an error message.
 #[test]
 fn a_standard_error_that_cannot_be_written_stops_nothing() {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-out-");
     let (code, _, err) = run(&mut command(
         &db,
         &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "600000"],
@@ -140,7 +130,7 @@ fn has_control(text: &str) -> bool {
 /// errors come from outside; every text output escapes their control characters.
 #[test]
 fn stored_text_reaches_the_terminal_escaped() {
-    let (dir, db) = fresh();
+    let (dir, db) = fresh("retryq-out-");
     let id = "evil\x1b]0;pwned\x07\x1b[2J\rINFO forged";
     let worker = "w\x1b[31m\nred";
     let (code, _, err) = run(&mut command(

@@ -1,20 +1,22 @@
 //! `retryq replay` through the real binary: every saved regression case, the SPEC's worked
 //! trace to the letter, standard input, `--db`, and a process killed mid-trace.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use retryq_conformance::regress::{self, Verdict};
+use common::BIN;
 
-const RETRYQ: &str = env!("CARGO_BIN_EXE_retryq");
+use retryq_conformance::regress::{self, Verdict};
 
 fn traces_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces")
 }
 
 fn replay(args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(RETRYQ)
+    let mut child = Command::new(BIN)
         .arg("replay")
         .args(args)
         .stdin(Stdio::piped())
@@ -106,7 +108,7 @@ fn a_named_database_outlives_the_process() {
 fn a_claim_survives_the_process_being_killed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("q.db");
-    let mut child = Command::new(RETRYQ)
+    let mut child = Command::new(BIN)
         .args(["replay", "--db", db.to_str().expect("utf-8 path"), "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -5,20 +5,17 @@
 //!
 //! Everything runs on 127.0.0.1, every socket has a timeout and every wait a bound.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use retryq::{DeadReason, NewJob, OpenOptions, Queue, Status};
+use common::{BIN, FAST, enqueue, read_only, start_demo, url_worker, wait};
+use retryq::{DeadReason, Status};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
-const PROXIES: [&str; 6] =
-    ["ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"];
-/// Short backoff (10 ms doubling to 50), a 5 s lease and a 2 s timeout.
-const FAST: [&str; 8] = ["--base-ms", "10", "--cap-ms", "50", "--lease-ms", "5000", "--timeout-ms", "2000"];
 
 /// A `retryq serve-demo` process, killed when dropped.
 struct Demo {
@@ -30,18 +27,8 @@ struct Demo {
 
 impl Demo {
     fn start(flags: &[&str]) -> Demo {
-        let mut child = Command::new(BIN)
-            .args(["serve-demo", "--port", "0"])
-            .args(flags)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn serve-demo");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
-        let first: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not listening: {line:?}"));
-        let url = first["listening"].as_str().expect("listening").to_owned();
+        // Only the first line is read: the rest of standard output goes with the reader.
+        let (child, _, url) = start_demo(flags, Stdio::null());
         let addr = url.trim_start_matches("http://").trim_end_matches("/orders").to_owned();
         Demo { child, addr, url }
     }
@@ -68,25 +55,6 @@ impl Drop for Demo {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis() as u64
-}
-
-/// Waits for `child`, killing it if it is still running after `within`.
-fn wait(child: &mut Child, within: Duration) -> Option<i32> {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status.code();
-        }
-        if start.elapsed() > within {
-            let _ = child.kill();
-            panic!("pid {} did not exit within {within:?}", child.id());
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// A database in a temporary directory, and a worker on it.
 struct Store {
     dir: tempfile::TempDir,
@@ -98,33 +66,24 @@ impl Store {
     }
 
     fn enqueue(&self, id: &str, payload: &str) {
-        let mut q = Queue::open(self.dir.path().join("q.db")).expect("open");
-        let now = now_ms();
-        q.enqueue(&NewJob { id, payload, max_attempts: 3, deadline: now + 60_000, now }).expect("enqueue");
+        enqueue(&self.dir.path().join("q.db"), id, payload, 3, 60_000);
     }
 
     fn job(&self, id: &str) -> retryq::Job {
-        let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
-        let q = Queue::open_with(self.dir.path().join("q.db"), &options).expect("open");
-        q.get(id).expect("get").expect("job")
+        read_only(&self.dir.path().join("q.db")).get(id).expect("get").expect("job")
     }
 
     /// Runs a worker `--until-idle` against `url`; it must exit 0 within 20 s.
     fn work(&self, url: &str, flags: &[&str]) {
-        let mut command = Command::new(BIN);
-        command.args(["work", "--worker", "w1", "--until-idle", "--url", url]);
-        command.arg("--db").arg(self.dir.path().join("q.db"));
-        for proxy in PROXIES {
-            command.env_remove(proxy);
-        }
-        let mut child = command
+        let mut child = url_worker(&self.dir.path().join("q.db"), &[url])
+            .arg("--until-idle")
             .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("work");
-        assert_eq!(wait(&mut child, Duration::from_secs(20)), Some(0));
+        assert_eq!(wait(&mut child, Duration::from_secs(20)).code(), Some(0));
     }
 }
 
@@ -215,7 +174,7 @@ fn bad_limits_are_refused_by_name() {
             .spawn()
             .expect("spawn");
         // Bounded: a value taken by mistake would start a server that runs until killed.
-        let code = wait(&mut child, Duration::from_secs(5));
+        let code = wait(&mut child, Duration::from_secs(5)).code();
         let mut err = String::new();
         child.stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
         assert_eq!(code, Some(2), "{flags:?}: {err}");

@@ -1,14 +1,14 @@
 //! `retryq simulate` from the outside: its JSON rows, its determinism, its plot, and a
 //! message naming the flag for every bad value.
 
+mod common;
+
 use std::process::{Command, Output};
 
-fn simulate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retryq")).arg("simulate").args(args).output().expect("run retryq")
-}
+use common::{BIN, stderr};
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+fn simulate(args: &[&str]) -> Output {
+    Command::new(BIN).arg("simulate").args(args).output().expect("run retryq")
 }
 
 #[test]

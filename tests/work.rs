@@ -1,15 +1,16 @@
 //! `retryq work` as a process: signals, timeouts bounded by the deadline, unclassified exits,
 //! the lease holding every wait, a database file deleted under the worker, a file size limit.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use retryq::{DeadReason, HistoryEntry, Job, NewJob, OpenOptions, Queue, Status};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
+use common::{BIN, fresh, kill, read_only, spawn_logged, wait_until};
+use retryq::{DeadReason, HistoryEntry, Job, NewJob, Queue, Status};
 
 struct Setup {
     dir: tempfile::TempDir,
@@ -18,8 +19,7 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
-        let dir = tempfile::Builder::new().prefix("retryq-work-").tempdir().expect("tempdir");
-        let db = dir.path().join("q.db");
+        let (dir, db) = fresh("retryq-work-");
         Setup { dir, db }
     }
 
@@ -41,17 +41,13 @@ impl Setup {
     fn work(&self, script: &str, flags: &[&str]) -> Child {
         let handler = self.path("handler.sh");
         fs::write(&handler, script).expect("handler");
-        Command::new(BIN)
-            .args(["work", "--worker", "w1", "--exec"])
-            .arg(format!("sh {}", handler.display()))
-            .args(flags)
-            .env("RETRYQ_DB", &self.db)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn worker")
+        spawn_logged(
+            Command::new(BIN)
+                .args(["work", "--worker", "w1", "--exec"])
+                .arg(format!("sh {}", handler.display()))
+                .args(flags)
+                .env("RETRYQ_DB", &self.db),
+        )
     }
 
     fn job(&self, id: &str) -> Job {
@@ -63,8 +59,7 @@ impl Setup {
     }
 
     fn read(&self) -> Queue {
-        let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
-        Queue::open_with(&self.db, &options).expect("open")
+        read_only(&self.db)
     }
 }
 
@@ -86,12 +81,6 @@ fn wait_for(path: &Path, within: Duration) {
         assert!(start.elapsed() < within, "{} did not appear", path.display());
         thread::sleep(Duration::from_millis(10));
     }
-}
-
-fn signal(child: &Child, name: &str) {
-    let status =
-        Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().expect("kill");
-    assert!(status.success());
 }
 
 /// Waits for the worker, at most `within`; its status and its log.
@@ -120,7 +109,7 @@ fn sigterm_lets_the_attempt_finish_records_it_and_exits_0() {
     let child = s.work(&script, &[]);
     wait_for(&started, Duration::from_secs(10));
     let signalled = Instant::now();
-    signal(&child, "TERM");
+    kill(child.id(), "TERM");
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");
     assert!(signalled.elapsed() >= Duration::from_millis(500), "it did not wait for the attempt");
@@ -135,13 +124,9 @@ fn sigint_while_idle_exits_0_at_once() {
     s.enqueue("a", 1, 60_000);
     let child = s.work("exit 0\n", &[]);
     // Let it finish the job and go idle, then interrupt its sleep.
-    let start = Instant::now();
-    while s.job("a").status != Status::Done {
-        assert!(start.elapsed() < Duration::from_secs(10));
-        thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the job was not done", Duration::from_secs(10), || s.job("a").status == Status::Done);
     let signalled = Instant::now();
-    signal(&child, "INT");
+    kill(child.id(), "INT");
     let (status, log) = finish(child, Duration::from_secs(5));
     assert_eq!(status.code(), Some(0), "{log}");
     assert!(
@@ -160,10 +145,10 @@ fn a_second_signal_exits_at_once_and_kills_the_command() {
     let script = format!("echo $$ > {}; touch {}; sleep 30\n", pid.display(), started.display());
     let child = s.work(&script, &[]);
     wait_for(&started, Duration::from_secs(10));
-    signal(&child, "TERM");
+    kill(child.id(), "TERM");
     thread::sleep(Duration::from_millis(100));
     let signalled = Instant::now();
-    signal(&child, "INT");
+    kill(child.id(), "INT");
     let (status, log) = finish(child, Duration::from_secs(5));
     assert!(signalled.elapsed() < Duration::from_secs(2), "{:?}", signalled.elapsed());
     assert_eq!(status.code(), Some(128 + 2), "{log}");
@@ -308,11 +293,7 @@ fn a_database_deleted_under_the_worker_stops_it_with_exit_1() {
     let s = Setup::new();
     s.enqueue("a", 1, 60_000);
     let child = s.work("exit 0\n", &[]);
-    let start = Instant::now();
-    while s.job("a").status != Status::Done {
-        assert!(start.elapsed() < Duration::from_secs(10));
-        thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the job was not done", Duration::from_secs(10), || s.job("a").status == Status::Done);
     // The operator removes the file and starts over: a new file of that name gets a job.
     for suffix in ["", "-wal", "-shm"] {
         let _ = fs::remove_file(format!("{}{suffix}", s.db.display()));

@@ -13,11 +13,15 @@ use serde::Serialize;
 /// One model-checking run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CheckerRun {
+    /// Distinct states reached; `null` when the run could not be made.
     pub unique_states: Option<u64>,
     /// States generated, duplicates included (what stateright's own rate counts).
     pub states: Option<u64>,
+    /// Wall-clock seconds of the run.
     pub seconds: Option<f64>,
+    /// Distinct states per second: the figure comparable across bounds.
     pub unique_states_per_s: Option<f64>,
+    /// The child's peak resident memory, as the kernel counted it.
     pub peak_memory_bytes: Option<u64>,
 }
 

@@ -58,6 +58,7 @@ pub struct Floor<'c> {
 }
 
 impl<'c> Floor<'c> {
+    /// Prepares the three statements once, so that the floor times only their execution.
     pub fn new(conn: &'c Connection) -> Result<Floor<'c>, BenchError> {
         Ok(Floor { insert: conn.prepare(INSERT)?, claim: conn.prepare(CLAIM)?, done: conn.prepare(DONE)? })
     }

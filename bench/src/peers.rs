@@ -25,19 +25,24 @@ const PERSIST_QUEUE: &str = include_str!("../peers/persist_queue.py");
 /// One run of a peer.
 #[derive(Debug)]
 pub enum PeerRun {
+    /// The peer ran: its throughput over the window.
     JobsPerSecond(f64),
+    /// The peer could not run here, and why (not installed, failed).
     Unavailable(String),
 }
 
 /// A peer's line in the report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Peer {
+    /// The peer's name as the report shows it.
     pub name: &'static str,
+    /// Whether it could run on this machine.
     pub available: bool,
     /// Median jobs per second, one process (null when unavailable).
     pub jobs_per_s: Option<f64>,
     /// Its median over the queue's median at one process, runs paired by round.
     pub ratio_to_queue: Option<f64>,
+    /// Why it is unavailable, or how it was run.
     pub note: String,
 }
 

@@ -49,6 +49,7 @@ const BARE_LOAD: &str = "
 /// One queue size.
 #[derive(Clone, Copy, Debug)]
 pub struct Size {
+    /// Pending jobs, the ones a claim chooses among.
     pub pending: usize,
     /// Done and dead jobs around the pending ones.
     pub finished: usize,
@@ -57,14 +58,18 @@ pub struct Size {
 /// How many claims to time.
 #[derive(Clone, Copy, Debug)]
 pub struct Sampling {
+    /// Timed samples, of which the median is kept.
     pub samples: usize,
+    /// Claims timed in each sample (their mean is the sample).
     pub claims_per_sample: usize,
 }
 
 /// Median microseconds per claim, the queue's and the bare statement's.
 #[derive(Clone, Copy, Debug)]
 pub struct Cost {
+    /// The queue's claim.
     pub queue_us: f64,
+    /// SQLite's own claim statement on the same rows.
     pub bare_us: f64,
 }
 

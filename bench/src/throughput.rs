@@ -33,18 +33,24 @@ pub enum Side {
 /// What one worker process is told to do (passed as one JSON argument).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WorkerSpec {
+    /// The queue or the floor.
     pub side: Side,
+    /// The shared database file.
     pub db: PathBuf,
+    /// The worker's name in its claims.
     pub name: String,
+    /// How long to work, in milliseconds.
     pub window_ms: u64,
 }
 
 /// What one worker process reports when its window is over.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WorkerReport {
+    /// Jobs taken through in the window.
     pub jobs: u64,
     /// Claims that found nothing due (the other process took the last one).
     pub misses: u64,
+    /// Seconds actually spent.
     pub seconds: f64,
 }
 
@@ -52,7 +58,9 @@ pub struct WorkerReport {
 /// as the last argument.
 #[derive(Clone, Debug)]
 pub struct Launcher {
+    /// The program to run (this executable, in the command).
     pub program: PathBuf,
+    /// Arguments before the spec (a subcommand naming the worker's role).
     pub args: Vec<String>,
 }
 

@@ -20,7 +20,9 @@ pub struct Divergence {
     pub line: String,
     /// What was compared: the step's own response, a `get`, or `stats`.
     pub probe: String,
+    /// What SQLite answered, as a line.
     pub sqlite: String,
+    /// What the model answered, as a line.
     pub model: String,
 }
 
@@ -43,6 +45,7 @@ impl fmt::Display for Divergence {
 pub enum Comparison {
     /// Every step and every probe agreed; the model's responses, one per step.
     Agree(Vec<Response>),
+    /// The first step or probe where they disagree.
     Diverge(Divergence),
 }
 

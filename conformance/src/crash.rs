@@ -23,6 +23,7 @@ use crate::{ReplayError, Sqlite};
 /// What the kills found.
 #[derive(Clone, Debug, Default)]
 pub struct CrashTally {
+    /// Kill-and-reopen runs made.
     pub runs: u64,
     /// Lines answered before the kills, in all: how far into their traces the kills landed.
     pub answered: u64,
@@ -31,12 +32,14 @@ pub struct CrashTally {
     /// Of those, how often the file held the state before the running operation, and how
     /// often the state after it (committed, not yet printed).
     pub before: u64,
+    /// See `before`.
     pub after: u64,
     /// Of those, how often a `run_once` was killed between its claim and its completion (two
     /// transactions by design): the job claimed and nothing more, as a crash leaves it.
     pub claimed: u64,
     /// The first run whose reopened state matched neither, or broke an invariant.
     pub problem: Option<String>,
+    /// Seconds the runs took.
     pub seconds: f64,
 }
 

@@ -23,6 +23,7 @@ use crate::trace::{Step, Trace};
 pub struct Coverage {
     /// Distinct states (up to worker symmetry) reached within the depth.
     pub states: u64,
+    /// The traces run, and any mismatch.
     pub tally: Tally,
 }
 

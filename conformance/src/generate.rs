@@ -38,12 +38,29 @@ pub enum When {
     Earlier(u64),
     /// Exactly at a lease's expiry, or one before or after: the `job`-th live lease (the
     /// job's own `available_at` if no lease is live; the previous time if it has none).
-    Expiry { job: usize, offset: i8 },
+    Expiry {
+        /// Which live lease, wrapping around.
+        job: usize,
+        /// -1, 0 or +1 ms around the expiry.
+        offset: i8,
+    },
     /// At a job's deadline, or one either side.
-    Deadline { job: usize, offset: i8 },
+    Deadline {
+        /// Which job, by index.
+        job: usize,
+        /// -1, 0 or +1 ms around the deadline.
+        offset: i8,
+    },
     /// So that `now + delay` of a retry of the job's current attempt (at the given jitter)
     /// lands on its deadline, or one either side.
-    DelayOnDeadline { job: usize, jitter: usize, offset: i8 },
+    DelayOnDeadline {
+        /// Which job, by index.
+        job: usize,
+        /// An index into [`JITTERS`].
+        jitter: usize,
+        /// -1, 0 or +1 ms around the deadline.
+        offset: i8,
+    },
 }
 
 /// Which attempt number a completion presents as its fencing token.
@@ -69,58 +86,101 @@ pub enum Completer {
 /// One abstract step.
 #[derive(Clone, Debug)]
 pub enum Abstract {
+    /// Becomes `config`; an absent setting keeps its value.
     Config {
+        /// The first retry's window.
         base_ms: Option<u64>,
+        /// The largest retry window.
         cap_ms: Option<u64>,
+        /// The lease length.
         lease_ms: Option<u64>,
     },
+    /// Becomes `enqueue` of one of a few fixed ids, so that re-enqueues and conflicts happen.
     Enqueue {
+        /// Which id, by index.
         job: usize,
+        /// A payload other than the id's own: a conflict when the id is stored.
         other_payload: bool,
+        /// The attempt budget (out-of-range ones included).
         max_attempts: u64,
+        /// How far past `now` the deadline lies.
         ttl: u64,
+        /// When.
         now: When,
     },
+    /// Becomes `claim`.
     Claim {
+        /// Which worker, by index.
         worker: usize,
+        /// When.
         now: When,
     },
+    /// Becomes `complete`, current or stale, from the holder or another worker.
     Complete {
+        /// Who presents the lease.
         by: Completer,
+        /// Which job, by index.
         job: usize,
+        /// Which attempt number it presents.
         token: Token,
+        /// The outcome reported.
         outcome: Outcome,
+        /// When.
         now: When,
+        /// An index into [`JITTERS`]; `None` leaves the jitter out.
         jitter: Option<usize>,
     },
+    /// Becomes `run_once`.
     RunOnce {
+        /// Which worker, by index.
         worker: usize,
+        /// When the claim is made.
         now: When,
+        /// When the outcome is recorded; `None` for the same time.
         after: Option<When>,
+        /// What the transport did.
         outcome: RunOutcome,
+        /// An index into [`JITTERS`]; `None` leaves the jitter out.
         jitter: Option<usize>,
     },
+    /// Becomes `redrive`.
     Redrive {
+        /// Which job, by index.
         job: usize,
+        /// When.
         now: When,
+        /// Attempts added.
         add_attempts: u64,
+        /// How far past `now` the new deadline lies.
         ttl: u64,
     },
+    /// Becomes `reap`.
     Reap {
+        /// When.
         now: When,
     },
+    /// Becomes `get`.
     Get {
+        /// Which job, by index.
         job: usize,
     },
+    /// Becomes `stats`.
     Stats {
+        /// When.
         now: When,
     },
+    /// Becomes `retry_delay`, the formula alone.
     RetryDelay {
+        /// The attempt that failed.
         attempt: u64,
+        /// The first window.
         base_ms: u64,
+        /// The largest window.
         cap_ms: u64,
+        /// An index into [`JITTERS`].
         jitter: usize,
     },
+    /// Becomes `restart`.
     Restart,
     /// A line the replay format must refuse.
     Invalid(usize),

@@ -5,7 +5,7 @@
 //! - [`sqlite`] runs operations against the real SQLite queue and answers in the SPEC's
 //!   results. It reads the SPEC through `retryq` only; the model is used here for its
 //!   vocabulary (the operation and result types), never for its logic.
-//! - [`replay`] drives a whole trace: lines in, one JSON object out per operation.
+//! - [`replay()`] drives a whole trace: lines in, one JSON object out per operation.
 //! - [`regress`] finds the saved regression cases (`NAME.jsonl` beside
 //!   `NAME.expected.jsonl`) and checks a replay's output against them.
 //! - [`generate`] makes traces nobody wrote by hand (a proptest strategy and a quickcheck
@@ -14,6 +14,7 @@
 //!   checks the file it leaves.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod compare;
 pub mod crash;
@@ -34,8 +35,10 @@ pub use sqlite::Sqlite;
 /// being refused (which is an output line like any other).
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// The database could not be opened or failed under an operation.
     #[error("storage failed: {0}")]
     Storage(#[from] retryq::Error),
+    /// The trace or the output could not be read or written.
     #[error("{0}")]
     Io(#[from] std::io::Error),
     /// The queue answered with a value the SPEC has no word for (a variant added to the

@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 pub enum Line {
     /// Empty, white space, or a `#` comment: produces no output.
     Skip,
+    /// An operation to run.
     Op(Op),
     /// Refused: the detail names the field (or says what is wrong with the line).
     Invalid(String),

@@ -18,8 +18,11 @@ use crate::{ReplayError, Sqlite};
 /// One saved case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Case {
+    /// The file name without its suffix.
     pub name: String,
+    /// The trace to replay.
     pub trace: PathBuf,
+    /// What the replay must print (an `invalid_input` detail need only contain the expected one).
     pub expected: PathBuf,
 }
 
@@ -53,9 +56,19 @@ pub fn discover(dir: &Path) -> io::Result<Vec<Case>> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Every output line matched; `steps` lines were compared.
-    Pass { steps: usize },
+    Pass {
+        /// Output lines compared.
+        steps: usize,
+    },
     /// The first difference: the 1-based output line, what was expected, what came.
-    Mismatch { line: usize, expected: String, actual: String },
+    Mismatch {
+        /// The 1-based output line.
+        line: usize,
+        /// What the expected file has there (`(nothing)` past its end).
+        expected: String,
+        /// What the replay printed (`(nothing)` past its end).
+        actual: String,
+    },
 }
 
 /// Replays `case` against a fresh temporary database file and compares its output.

@@ -27,6 +27,7 @@ pub enum Storage {
 }
 
 impl Storage {
+    /// A fresh database of this kind for one trace.
     pub fn open(self) -> Result<Sqlite, ReplayError> {
         match self {
             Storage::File => Sqlite::temporary(),
@@ -40,20 +41,27 @@ impl Storage {
 pub struct Mismatch {
     /// Which generator found it: `proptest`, `quickcheck`, `regression`, `exhaustive`.
     pub source: String,
+    /// The trace, shrunk as far as the generator could.
     pub trace: Trace,
+    /// Where the readings first disagree on it.
     pub divergence: Divergence,
 }
 
 /// What a run went through.
 #[derive(Clone, Debug, Default)]
 pub struct Tally {
+    /// Traces run.
     pub traces: u64,
+    /// Steps run, over all traces.
     pub steps: u64,
+    /// The first divergence found, if any: a run stops at it.
     pub mismatch: Option<Mismatch>,
+    /// Seconds spent.
     pub seconds: f64,
 }
 
 impl Tally {
+    /// Throughput of the harness: both readings, every probe.
     pub fn traces_per_second(&self) -> f64 {
         if self.seconds > 0.0 { self.traces as f64 / self.seconds } else { 0.0 }
     }
@@ -73,11 +81,14 @@ impl Tally {
 /// it to show that the harness notices).
 #[derive(Clone, Debug)]
 pub struct Setup {
+    /// Where SQLite keeps each trace's database.
     pub storage: Storage,
+    /// The model store each trace starts from.
     pub model: Store,
 }
 
 impl Setup {
+    /// SQLite of `storage` against a fresh reference store.
     pub fn new(storage: Storage) -> Setup {
         Setup { storage, model: Store::new() }
     }

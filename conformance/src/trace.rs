@@ -9,6 +9,7 @@ use crate::parse::{Line, parse_line};
 /// One line of a trace.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
+    /// An operation, replayed as is.
     Op(Op),
     /// A line the replay format refuses (`invalid_input`), kept as written.
     Invalid(String),
@@ -17,6 +18,7 @@ pub enum Step {
 /// The lines of one replay, in order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Trace {
+    /// The lines, in order.
     pub steps: Vec<Step>,
 }
 
@@ -56,10 +58,12 @@ impl Trace {
         text
     }
 
+    /// The number of lines.
     pub fn len(&self) -> usize {
         self.steps.len()
     }
 
+    /// Whether the trace has no line.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }

@@ -16,6 +16,12 @@
 
 /// The factor r^(m−1) by which the last of `layers` layers sees more calls than the first
 /// sends, when each hop makes `attempts_per_hop` attempts. `layers` 0 reads as 1.
+///
+/// ```
+/// // Three layers, each trying 3 times: one failing request becomes 3^2 = 9 calls at the bottom.
+/// assert_eq!(retryq_control::amplification::factor(3, 3), 9);
+/// assert_eq!(retryq_control::amplification::worst_case_calls(100, 3, 3), 900);
+/// ```
 pub fn factor(attempts_per_hop: u64, layers: u32) -> u64 {
     attempts_per_hop.checked_pow(layers.saturating_sub(1)).unwrap_or(u64::MAX)
 }

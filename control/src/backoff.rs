@@ -24,6 +24,7 @@ const MAX_MS: u64 = retryq_core::MAX_INT;
 
 /// A backoff strategy: which wait follows the `n`-th consecutive failure.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum Backoff {
     /// The same wait every time (`0` retries at once).
     Fixed {
@@ -68,6 +69,7 @@ pub enum Backoff {
 
 /// How [`Backoff::Exponential`] draws the ratio its window is multiplied by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Jitter {
     /// Ratio 1: the whole window, the same for every caller ("exponential, no jitter").
     None,
@@ -82,6 +84,21 @@ impl Backoff {
     ///
     /// `previous_ms` is the wait this sequence used last time, `None` before the first; only
     /// [`Backoff::Decorrelated`] reads it. Never more than [`Backoff::cap_ms`].
+    ///
+    /// ```
+    /// use rand::SeedableRng;
+    /// use rand::rngs::ChaCha8Rng;
+    /// use retryq_control::{Backoff, Jitter};
+    ///
+    /// let mut rng = ChaCha8Rng::seed_from_u64(1);
+    /// // Without jitter: SPEC section 2's window, base · 2^(n−1) up to the cap.
+    /// let plain = Backoff::Exponential { base_ms: 100, cap_ms: 1000, jitter: Jitter::None };
+    /// let waits: Vec<u64> = (1..=5).map(|n| plain.delay(n, None, &mut rng)).collect();
+    /// assert_eq!(waits, [100, 200, 400, 800, 1000]);
+    /// // With full jitter, anywhere in the window: clients that failed together spread out.
+    /// let jittered = Backoff::Exponential { base_ms: 100, cap_ms: 1000, jitter: Jitter::Full };
+    /// assert!((0..100).all(|_| jittered.delay(3, None, &mut rng) < 400));
+    /// ```
     pub fn delay<R: Rng + ?Sized>(&self, failures: u64, previous_ms: Option<u64>, rng: &mut R) -> u64 {
         let n = failures.max(1);
         match *self {

@@ -29,6 +29,7 @@ use crate::pushback::Pushback;
 
 /// Why a call stopped without success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Stop {
     /// The error's kind is not in the policy's retryable list.
     #[error("the error is not retryable")]
@@ -138,6 +139,25 @@ impl Call {
 
     /// The attempt failed at `now_ms` with an error of `kind`, the response saying `pushback`:
     /// retry after a wait, or stop.
+    ///
+    /// ```
+    /// use rand::SeedableRng;
+    /// use rand::rngs::ChaCha8Rng;
+    /// use retryq_control::{Backoff, Call, Next, Policy, Pushback, Stop, Unlimited};
+    ///
+    /// let policy = Policy::new(3, 1000, Backoff::Fixed { delay_ms: 100 }, ["unavailable"])?;
+    /// let (mut budget, mut rng) = (Unlimited, ChaCha8Rng::seed_from_u64(1));
+    /// let mut call = Call::new(1_000);
+    /// let plan = call.start(&policy, &mut budget, 0)?;
+    /// assert_eq!((plan.attempt, plan.timeout_ms), (1, 1000));
+    /// let next = call.failed(&policy, &mut budget, &mut rng, 50, &"unavailable", Pushback::None);
+    /// assert_eq!(next, Next::Retry { after_ms: 100 });
+    /// // The callee asks for 2 s, past the deadline: the call ends now instead of sleeping into it.
+    /// call.start(&policy, &mut budget, 150)?;
+    /// let next = call.failed(&policy, &mut budget, &mut rng, 200, &"unavailable", Pushback::RetryAfter(2000));
+    /// assert_eq!(next, Next::Stop(Stop::NoTimeToWait));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn failed<K: PartialEq, B: Budget + ?Sized, R: Rng + ?Sized>(
         &mut self,
         policy: &Policy<K>,

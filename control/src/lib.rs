@@ -49,6 +49,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 pub mod amplification;
 pub mod backoff;
 pub mod budget;

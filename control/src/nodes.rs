@@ -31,6 +31,7 @@ pub const ROCKETMQ_NOT_AVAILABLE_MS: [u64; 7] = [0, 0, 30000, 60000, 120000, 180
 
 /// What an attempt on a node showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Observed {
     /// An answer that took this many milliseconds.
     Latency(u64),
@@ -173,6 +174,19 @@ impl NodeSelector {
 
     /// The node for the next attempt at `now_ms`. `avoid` is the node the previous attempt
     /// failed on, if any: it is chosen only when it is the sole node.
+    ///
+    /// ```
+    /// use retryq_control::{FaultTable, NodeSelector, Observed};
+    ///
+    /// let mut nodes = NodeSelector::new(3, FaultTable::rocketmq())?;
+    /// let first = nodes.pick(0, None);
+    /// nodes.record(first, 10, Observed::Failed)?;
+    /// // The retry goes elsewhere, and the failed node sits out the table's penalty.
+    /// let retry = nodes.pick(10, Some(first));
+    /// assert_ne!(retry, first);
+    /// assert!(!nodes.is_available(first, 10));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pick(&mut self, now_ms: u64, avoid: Option<usize>) -> usize {
         let count = self.nodes.len();
         let allowed = |i: usize| count == 1 || Some(i) != avoid;

@@ -33,6 +33,14 @@ impl Pushback {
     /// clear delay into a refusal. One too large for a `u64` is still a delay, the longest
     /// there is, as `Retry-After` reads too many digits: a receiver asking for more time than
     /// can be counted has not asked never to be retried.
+    ///
+    /// ```
+    /// use retryq_control::Pushback;
+    ///
+    /// assert_eq!(Pushback::from_grpc_header("250"), Pushback::RetryAfter(250));
+    /// assert_eq!(Pushback::from_grpc_header("-1"), Pushback::DontRetry);
+    /// assert_eq!(Pushback::from_grpc_header("soon"), Pushback::DontRetry);
+    /// ```
     pub fn from_grpc_header(value: &str) -> Pushback {
         let value = value.trim();
         let digits = value.strip_prefix('+').unwrap_or(value);

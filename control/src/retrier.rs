@@ -107,6 +107,32 @@ impl<K: PartialEq, B: Budget, R: Rng> Retrier<K, B, R> {
     /// Never starts an attempt at or after the deadline, never gives an attempt more than the
     /// time left, never sleeps into the deadline. The operation is trusted to keep to its
     /// attempt's `timeout_ms`; if it overruns, the loop notices afterwards.
+    ///
+    /// ```
+    /// use rand::SeedableRng;
+    /// use rand::rngs::ChaCha8Rng;
+    /// use retryq_control::{Backoff, Failure, FaultTable, ManualClock, NodeSelector, Policy, Retrier, Stop, Unlimited};
+    ///
+    /// #[derive(Debug, PartialEq)]
+    /// enum Kind { Unavailable, BadRequest }
+    ///
+    /// let policy = Policy::new(5, 1000, Backoff::Fixed { delay_ms: 100 }, [Kind::Unavailable])?;
+    /// let nodes = NodeSelector::new(1, FaultTable::rocketmq())?;
+    /// let mut retrier = Retrier::new(policy, Unlimited, nodes, ChaCha8Rng::seed_from_u64(7));
+    /// let clock = ManualClock::new(0);
+    /// // An error the policy does not list is not retried, however many attempts are left.
+    /// let err = retrier
+    ///     .call(&clock, 10_000, |_| Err::<(), _>(Failure::new(Kind::BadRequest, "malformed")))
+    ///     .expect_err("not retryable");
+    /// assert_eq!((err.stop, err.attempts), (Stop::NotRetryable, 1));
+    /// // A listed one is, until the attempts run out: four waits of 100 ms between five attempts.
+    /// let err = retrier
+    ///     .call(&clock, 10_000, |_| Err::<(), _>(Failure::new(Kind::Unavailable, "503")))
+    ///     .expect_err("always failing");
+    /// assert_eq!((err.stop, err.attempts), (Stop::Exhausted, 5));
+    /// assert_eq!(clock.slept_ms(), 400);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn call<T, E, C: Clock + ?Sized>(
         &mut self,
         clock: &C,

@@ -15,6 +15,7 @@ use crate::limits::MAX_INT;
 
 /// The wall clock cannot be used as the queue's time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClockError {
     /// The system clock reads a time before 1970-01-01T00:00:00Z.
     #[error("the system clock is before 1970")]

@@ -12,6 +12,7 @@ use crate::limits::MAX_INT;
 /// it. Typed, so that each side can report it its own way; [`DelayError::field`] and
 /// [`DelayError::reason`] are the two halves the queue's `invalid_input` prints.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum DelayError {
     /// `attempt` was 0: the formula is about an attempt that failed, and the first is 1.
     AttemptZero,
@@ -64,6 +65,16 @@ impl std::error::Error for DelayError {}
 /// chooses (uniformly random in production, fixed in tests). `cap_ms` may be below `base_ms`
 /// and either may be 0. Defined for every input: an out-of-range argument is a
 /// [`DelayError`], never an overflow or a panic.
+///
+/// ```
+/// use retryq_core::{DelayError, retry_delay};
+///
+/// // The third attempt failed: its window is min(1000, 100 · 2^2) = 400 ms; half of it with 0.5.
+/// assert_eq!(retry_delay(3, 100, 1000, 0.5), Ok(200));
+/// // Past the cap the window stops growing.
+/// assert_eq!(retry_delay(10, 100, 1000, 1.0), Ok(1000));
+/// assert_eq!(retry_delay(0, 100, 1000, 0.5), Err(DelayError::AttemptZero));
+/// ```
 pub fn retry_delay(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> Result<u64, DelayError> {
     if attempt == 0 {
         return Err(DelayError::AttemptZero);

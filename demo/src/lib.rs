@@ -28,6 +28,7 @@
 //! copies one page, never the whole inbox.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod http;
 mod server;
@@ -136,7 +137,9 @@ impl Default for Config {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {reason}")]
 pub struct ConfigError {
+    /// The setting at fault.
     pub field: &'static str,
+    /// What is wrong with its value.
     pub reason: String,
 }
 
@@ -205,7 +208,9 @@ pub struct Stats {
 pub struct Order {
     /// Its place in the inbox, from 1: `GET /inbox?after=SEQ` starts after it.
     pub seq: u64,
+    /// The order's idempotency key: one order per key, however often it is sent.
     pub key: String,
+    /// What was posted.
     pub payload: String,
     /// Requests received with this key so far, the accepted one and any before or after it
     /// (failed ones before it are missed while [`Config::inbox_max_orders`] other keys wait
@@ -225,7 +230,9 @@ pub struct Page {
 /// The answer to one order request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
+    /// The HTTP status.
     pub status: u16,
+    /// The pushback headers to send (`Retry-After`, `Retry-Pushback-Ms`), if any.
     pub headers: Vec<(&'static str, String)>,
     /// A JSON object.
     pub body: String,

@@ -46,10 +46,18 @@ pub struct Server {
 /// Why the server did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// A setting is out of range.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The port could not be bound.
     #[error("cannot listen on 127.0.0.1:{port}: {reason}")]
-    Listen { port: u16, reason: String },
+    Listen {
+        /// The port asked for.
+        port: u16,
+        /// What the system said.
+        reason: String,
+    },
+    /// A serving thread could not be spawned.
     #[error("cannot start a serving thread: {0}")]
     Thread(io::Error),
 }

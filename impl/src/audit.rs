@@ -40,11 +40,12 @@ use rusqlite::{Row, Transaction};
 use crate::error::Result;
 use crate::input::MAX_ATTEMPTS;
 use crate::job::{DeadReason, Status};
-use crate::queue::Queue;
+use crate::queue::store::Queue;
 
 /// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6, and the history
 /// being a faithful record of the rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Check {
     /// 1. `attempts` counts claims: never down, moved only by a claim, at most `max_attempts`.
     AttemptsCountClaims,
@@ -103,6 +104,7 @@ impl fmt::Display for Check {
 /// One broken promise.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
+    /// Which promise.
     pub check: Check,
     /// The job it is about.
     pub job: String,
@@ -128,6 +130,7 @@ pub struct Audit {
     pub jobs: u64,
     /// History entries read.
     pub entries: u64,
+    /// Every broken promise found; empty for a sound database.
     pub violations: Vec<Violation>,
 }
 
@@ -602,6 +605,18 @@ const ORPHANS: &str = "
 impl Queue {
     /// Checks SPEC section 4's invariants 1 to 6 on every job's row and on every recorded
     /// transition, in one read snapshot. Changes nothing, and so borrows the queue shared.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.claim("w1", 10)?;
+    /// let audit = q.audit()?;
+    /// assert!(audit.is_clean(), "{:?}", audit.violations);
+    /// assert_eq!((audit.jobs, audit.entries), (1, 2));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn audit(&self) -> Result<Audit> {
         self.read(audit)
     }

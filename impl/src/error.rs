@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::file::Refusal;
 use crate::job::Status;
+use crate::refusal::Refusal;
 
 /// The result of a queue operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -16,34 +16,79 @@ pub enum Error {
     /// An argument was out of its range or of the wrong shape. Arguments are checked before
     /// any lookup, so this comes first even when the job does not exist.
     #[error("invalid input: {field}: {reason}")]
-    InvalidInput { field: &'static str, reason: String },
+    InvalidInput {
+        /// The argument, by its SPEC name.
+        field: &'static str,
+        /// What was wrong with it.
+        reason: String,
+    },
     /// `enqueue` of an existing id with a different payload.
     #[error("conflict: job {id:?} already exists with a different payload")]
-    Conflict { id: String },
+    Conflict {
+        /// The job already stored.
+        id: String,
+    },
     /// No job has this id.
     #[error("not found: no job {id:?}")]
-    NotFound { id: String },
+    NotFound {
+        /// The job asked for.
+        id: String,
+    },
     /// The caller does not hold the lease it names: the job is not leased, is leased to
     /// another worker, or is on another attempt (the attempt is the fencing token).
     #[error("lease lost: job {id:?} attempt {attempt} is not leased to {worker:?}")]
-    LeaseLost { id: String, worker: String, attempt: u64 },
+    LeaseLost {
+        /// The job named.
+        id: String,
+        /// The worker that claimed to hold it.
+        worker: String,
+        /// The attempt it named.
+        attempt: u64,
+    },
     /// `redrive` of a job that is not `dead`.
     #[error("not dead: job {id:?} is {status}")]
-    NotDead { id: String, status: Status },
+    NotDead {
+        /// The job named.
+        id: String,
+        /// Where it is instead.
+        status: Status,
+    },
     /// `now` is before the time the lease was claimed at.
     #[error("clock went backwards: now {now} is before the claim at {claimed_at}")]
-    ClockWentBackwards { now: u64, claimed_at: u64 },
+    ClockWentBackwards {
+        /// The completion's time.
+        now: u64,
+        /// The claim's time.
+        claimed_at: u64,
+    },
     /// The file is not a retryq database (another program's SQLite file, or not SQLite at
     /// all). It was not changed.
     #[error("{}: not a retryq database: {why}", path.display())]
-    NotRetryq { path: PathBuf, why: String },
+    NotRetryq {
+        /// The file.
+        path: PathBuf,
+        /// What gave it away.
+        why: String,
+    },
     /// The file was written by a newer retryq. It was not changed.
     #[error("{}: schema version {found} is newer than this build of retryq supports ({supported})", path.display())]
-    NewerSchema { path: PathBuf, found: i64, supported: i64 },
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// The schema version in the file.
+        found: i64,
+        /// The newest this build reads.
+        supported: i64,
+    },
     /// The path is not one retryq opens as a database: not a regular file, a file with
     /// several names, a mount point of its own (see [`Refusal`]). Nothing was opened.
     #[error("{}: {why}", path.display())]
-    Refused { path: PathBuf, why: Refusal },
+    Refused {
+        /// The path as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: Refusal,
+    },
     /// A row holds a value no version of retryq writes.
     #[error("corrupt row: {0}")]
     Corrupt(String),
@@ -61,12 +106,19 @@ pub enum Error {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// [`Error::InvalidInput`]: `invalid_input`.
     InvalidInput,
+    /// [`Error::Conflict`]: `conflict`.
     Conflict,
+    /// [`Error::NotFound`]: `not_found`.
     NotFound,
+    /// [`Error::LeaseLost`]: `lease_lost`.
     LeaseLost,
+    /// [`Error::NotDead`]: `not_dead`.
     NotDead,
+    /// [`Error::ClockWentBackwards`]: `clock_went_backwards`.
     ClockWentBackwards,
+    /// Everything the SPEC has no code for: a storage failure, a file not opened, a corrupt row.
     Storage,
 }
 
@@ -144,13 +196,25 @@ pub enum RunError<E> {
     /// The clock read after sending was earlier than the one read before the claim. The
     /// result is not recorded; the job stays leased.
     #[error("clock went backwards during job {id:?} attempt {attempt}: {after} < {before}")]
-    ClockWentBackwards { id: String, attempt: u64, before: u64, after: u64 },
+    ClockWentBackwards {
+        /// The job.
+        id: String,
+        /// The attempt left open.
+        attempt: u64,
+        /// The clock at the claim.
+        before: u64,
+        /// The clock after sending.
+        after: u64,
+    },
     /// The transport failed in a way it did not classify. Returned untouched; the job stays
     /// leased until its lease expires.
     #[error("job {id:?} attempt {attempt}: unclassified transport error")]
     Unclassified {
+        /// The job.
         id: String,
+        /// The attempt left open.
         attempt: u64,
+        /// The transport's own error.
         #[source]
         error: E,
     },

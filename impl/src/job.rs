@@ -63,6 +63,7 @@ pub enum Outcome {
 /// [`crate::Queue::complete`]); `None` leaves every rule exactly as the SPEC has it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
+    /// What the attempt came to.
     pub outcome: Outcome,
     /// What went wrong, in words: an exit status, the tail of an error stream.
     pub error: Option<String>,
@@ -118,15 +119,21 @@ pub(crate) fn note(text: Option<&str>) -> Option<&str> {
 /// A job as `get` returns it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {
+    /// The job's name, unique in the queue.
     pub id: String,
+    /// What the transport sends.
     pub payload: String,
+    /// Where the job is in its life.
     pub status: Status,
     /// Successful claims so far; never decreases.
     pub attempts: u64,
+    /// The attempt budget: no claim past it.
     pub max_attempts: u64,
     /// When a pending job may be claimed, or when a lease expires; `None` once done or dead.
     pub available_at: Option<u64>,
+    /// The time budget: no claim at or after it.
     pub deadline: u64,
+    /// Why the job is dead; `None` unless dead.
     pub dead_reason: Option<DeadReason>,
     /// How many times an operator redrove the job.
     pub redrives: u64,

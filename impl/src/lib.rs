@@ -50,6 +50,7 @@
 //! (the other, the model, never shares code with it).
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 #[cfg(feature = "tokio")]
 mod asynch;
@@ -60,6 +61,7 @@ mod file;
 mod input;
 mod job;
 mod queue;
+mod refusal;
 mod schema;
 
 #[cfg(feature = "tokio")]
@@ -67,13 +69,17 @@ pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
-pub use file::{FileKind, Refusal};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
-pub use queue::{
-    Claimed, Completed, Completion, Enqueued, HistoryEntry, JobPage, Lease, NewJob, OpenOptions, Queue, Ran,
-    Redrive, RedriveDead, Settings, Stats, Synchronous, enqueue_in,
-};
+pub use queue::claim::Claimed;
+pub use queue::complete::{Completed, Completion};
+pub use queue::enqueue::{Enqueued, NewJob, enqueue_in};
+pub use queue::inspect::{HistoryEntry, JobPage, Stats};
+pub use queue::lease::Lease;
+pub use queue::redrive::{Redrive, RedriveDead};
+pub use queue::run_once::Ran;
+pub use queue::store::{OpenOptions, Queue, Settings, Synchronous};
+pub use refusal::{FileKind, Refusal};
 /// The `rusqlite` this crate is built on: open the application's connection with it, so that
 /// the [`rusqlite::Transaction`] given to [`enqueue_in`] is of the same version.
 pub use rusqlite;

@@ -193,7 +193,7 @@ pub fn install(conn: &Connection) -> Result<()> {
         return Ok(());
     }
     if conn.path().is_some_and(|p| !p.is_empty()) {
-        crate::queue::set_wal(conn)?;
+        set_wal(conn)?;
     }
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     // Again under the write lock: another connection may have installed it meanwhile.
@@ -261,6 +261,18 @@ fn write(tx: &Transaction<'_>) -> Result<()> {
     tx.execute_batch(DDL)?;
     tx.pragma_update(None, "application_id", APPLICATION_ID)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    Ok(())
+}
+
+/// Switches the file to write-ahead logging (persistent: done once per file).
+pub(crate) fn set_wal(conn: &Connection) -> Result<()> {
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::Corrupt(format!("journal_mode stayed {mode:?} instead of WAL")));
+        }
+    }
     Ok(())
 }
 

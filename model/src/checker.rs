@@ -58,6 +58,7 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind as reports print it.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Always => "always",
@@ -71,7 +72,9 @@ impl Kind {
 /// It names no trait of `M`, so a list of properties is plain data about a model, needing
 /// nothing of how that model is searched.
 pub struct Property<M, S> {
+    /// What reports call it: a SPEC section number and a few words.
     pub name: &'static str,
+    /// How it is judged.
     pub kind: Kind,
     /// For `Always` and `Liveness`: the state is fine. For `Sometimes`: the state is an example.
     pub holds: fn(&M, &S) -> bool,
@@ -96,9 +99,11 @@ pub struct Options<'a, S: Clone> {
 pub struct Progress {
     /// The level just finished: every state at this distance has been judged.
     pub depth: usize,
+    /// Distinct states judged so far.
     pub unique_states: usize,
     /// Every successor generated so far, repeats included.
     pub states: usize,
+    /// Seconds since the search started.
     pub seconds: f64,
 }
 
@@ -118,6 +123,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status as reports print it.
     pub fn name(self) -> &'static str {
         match self {
             Status::Holds => "holds",
@@ -138,7 +144,9 @@ impl Status {
 /// to `states[i + 1]`.
 #[derive(Clone, Debug)]
 pub struct Path<S, A> {
+    /// The states visited, the initial one first.
     pub states: Vec<S>,
+    /// The steps between them: one fewer than the states.
     pub actions: Vec<A>,
 }
 
@@ -148,10 +156,12 @@ impl<S, A> Path<S, A> {
         self.actions.len()
     }
 
+    /// Whether the path has no step (the initial state itself is the finding).
     pub fn is_empty(&self) -> bool {
         self.actions.is_empty()
     }
 
+    /// The state the path ends in: the counterexample or the example.
     pub fn last_state(&self) -> Option<&S> {
         self.states.last()
     }
@@ -160,15 +170,21 @@ impl<S, A> Path<S, A> {
 /// One property's verdict, with a shortest path to the counterexample or example.
 #[derive(Clone, Debug)]
 pub struct Finding<S, A> {
+    /// The property's name.
     pub name: &'static str,
+    /// How it was judged.
     pub kind: Kind,
+    /// The verdict.
     pub status: Status,
+    /// A shortest path to the state that decided it; `None` when no state did (it held, or no
+    /// example exists).
     pub path: Option<Path<S, A>>,
 }
 
 /// The result of a check.
 #[derive(Clone, Debug)]
 pub struct CheckReport<S, A> {
+    /// Distinct states reached: the search's size, and what pinned counts compare.
     pub unique_states: usize,
     /// Every successor generated, repeats included.
     pub states: usize,
@@ -176,11 +192,14 @@ pub struct CheckReport<S, A> {
     pub outside_boundary: usize,
     /// The largest distance (in steps) of any reachable state from the initial state.
     pub max_depth: usize,
+    /// Seconds the search took.
     pub seconds: f64,
+    /// One verdict per property, in the order the properties were given.
     pub findings: Vec<Finding<S, A>>,
 }
 
 impl<S, A> CheckReport<S, A> {
+    /// Distinct states per second: the checker's speed.
     pub fn states_per_second(&self) -> f64 {
         if self.seconds > 0.0 { self.states as f64 / self.seconds } else { 0.0 }
     }
@@ -190,6 +209,7 @@ impl<S, A> CheckReport<S, A> {
         self.findings.iter().any(|f| f.status.is_failure())
     }
 
+    /// The finding of the property called `name`, if it was checked.
     pub fn finding(&self, name: &str) -> Option<&Finding<S, A>> {
         self.findings.iter().find(|f| f.name == name)
     }

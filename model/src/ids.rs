@@ -8,6 +8,7 @@
 
 /// The payload every job is enqueued with; a re-enqueue with [`OTHER_PAYLOAD`] conflicts.
 pub const PAYLOAD: &str = "p";
+/// The payload of a re-enqueue that must conflict: any text other than [`PAYLOAD`].
 pub const OTHER_PAYLOAD: &str = "q";
 
 /// The id of the `index`-th job enqueued (0-based): `job-1`, `job-2`, …

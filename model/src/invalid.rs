@@ -67,6 +67,7 @@ pub enum Invalid {
 }
 
 impl Invalid {
+    /// Every class, so that the world can offer each bad argument as a step.
     pub const ALL: [Invalid; 20] = [
         Invalid::EmptyId,
         Invalid::NulInId,

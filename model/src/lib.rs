@@ -24,6 +24,8 @@
 //!
 //! The oracle (layers 1–3) thus never depends on the checker that hunts its bugs.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 pub mod bug;
 pub mod catches;
 pub mod checker;

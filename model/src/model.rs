@@ -235,6 +235,7 @@ impl Shape {
 /// What a worker remembers of the claim it holds: what `claim` answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Held {
+    /// The job's index in the world (`job-1` is 0).
     pub job: usize,
     /// The fencing token.
     pub attempt: u64,
@@ -343,6 +344,7 @@ impl Events {
     /// A heartbeat with a stale token (an older attempt, or another worker) was refused.
     pub const STALE_HEARTBEAT_REFUSED: Events = Events(1 << 23);
 
+    /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
         self.0 & event.0 != 0
     }
@@ -357,7 +359,9 @@ impl Events {
 /// those fields on every step it takes, before it asks whether the state is new.
 #[derive(Clone, Debug)]
 pub struct World {
+    /// The world's clock: every operation is dated by it.
     pub now: u64,
+    /// The store under test (the reference store, or one with a seeded bug).
     pub store: Store,
     /// The settings this world configured, as the world (not the store) knows them.
     pub config: Config,
@@ -398,33 +402,44 @@ pub enum Action {
     /// Enqueue the next new id with this budget and a deadline `deadline_in` ms from now, and
     /// (the first job only) a SPEC 1.1 shape.
     Enqueue {
+        /// The attempt budget.
         max_attempts: u64,
+        /// How far ahead of now the deadline lies.
         deadline_in: u64,
         shape: Option<Shape>,
     },
     /// Enqueue job `job` again, with its own or another payload (and another budget and
     /// deadline, which must change nothing).
     Reenqueue {
+        /// The job's index.
         job: usize,
+        /// Whether the payload is the job's own (a no-op) or another (a conflict).
         same_payload: bool,
     },
     /// An idle worker claims.
     Claim {
+        /// The worker's index.
         worker: usize,
     },
     /// A worker completes the claim it holds, whether or not it is still the holder.
     Complete {
+        /// The worker's index.
         worker: usize,
+        /// The outcome it reports.
         outcome: Outcome,
+        /// The jitter draw for a retry; `None` when none can follow.
         jitter: Option<f64>,
     },
     /// A worker presents the claim `holder` holds — the current token, the wrong owner.
     CompleteAsOther {
+        /// The worker presenting the claim.
         worker: usize,
+        /// The worker that holds it.
         holder: usize,
     },
     /// The holder completes `ok` with a clock one millisecond before its claim.
     CompleteEarly {
+        /// The worker's index.
         worker: usize,
     },
     /// The holder heartbeats its claim at the current time.
@@ -452,41 +467,50 @@ pub enum Action {
     },
     /// A worker holding a claim dies: it forgets the claim, the store keeps the lease.
     Crash {
+        /// The worker's index.
         worker: usize,
     },
     /// An idle worker's `run_once` whose transport fails unclassified (`unknown`) or whose
     /// process dies after the claim (`crash`): either way it holds nothing afterwards and the
     /// job stays leased until its lease expires.
     RunOnce {
+        /// The worker's index.
         worker: usize,
+        /// `unknown` or `crash`.
         outcome: RunOutcome,
     },
     /// An idle worker's `run_once` whose second clock reading is one millisecond before the
     /// first (transport `ok`): `clock_went_backwards`, the claim stands.
     RunOnceClockBack {
+        /// The worker's index.
         worker: usize,
     },
     /// The clock advances one millisecond.
     Tick,
+    /// `reap` at the current time.
     Reap,
     /// The operator redrives job `job`.
     Redrive {
+        /// The job's index.
         job: usize,
     },
     /// The database is closed and opened again.
     Restart,
     /// An operation with a bad argument of this class.
     Invalid {
+        /// The kind of bad argument.
         class: Invalid,
     },
     /// `stats` at the current time.
     Stats,
     /// `get` of job `job`.
     Get {
+        /// The job's index.
         job: usize,
     },
     /// `retry_delay` with the arguments of [`DELAY_PROBES`]`[probe]`.
     Delay {
+        /// An index into [`DELAY_PROBES`].
         probe: usize,
     },
 }
@@ -552,7 +576,9 @@ impl fmt::Display for Action {
 /// The bounded world, checking the store with `bug` (none by default).
 #[derive(Clone, Debug, Default)]
 pub struct QueueModel {
+    /// How far the world may go: jobs, workers, attempts, time.
     pub bounds: Bounds,
+    /// A seeded bug the store makes, for checking that the checker finds it.
     pub bug: Option<Bug>,
     /// Whether each step leads to the representative of the world it reaches
     /// ([`World::canonical`]) rather than to that world itself: symmetry reduction for a
@@ -564,6 +590,7 @@ pub struct QueueModel {
 }
 
 impl QueueModel {
+    /// The model of `bounds` with `bug`, stepping to the worlds themselves.
     pub fn new(bounds: Bounds, bug: Option<Bug>) -> QueueModel {
         QueueModel { bounds, bug, representatives: false }
     }

@@ -14,8 +14,12 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The attempt succeeded: the job ends `done`.
     Ok,
+    /// The attempt failed in a way a later attempt may not: retry after the backoff, budget
+    /// permitting.
     Retryable,
+    /// The attempt failed in a way no retry can fix: the job ends `dead(permanent)` at once.
     Permanent,
 }
 
@@ -24,10 +28,17 @@ pub enum Outcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunOutcome {
+    /// The transport said `ok`.
     Ok,
+    /// The transport said `retryable`.
     Retryable,
+    /// The transport said `permanent`.
     Permanent,
+    /// The transport failed without a classification: the job stays leased until its lease
+    /// runs out, so the attempt is neither wasted nor repeated early.
     Unknown,
+    /// The process died after its claim: nothing is recorded, and the lease running out is the
+    /// only way the job comes back.
     Crash,
 }
 
@@ -47,19 +58,29 @@ impl RunOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
+    /// `config`: sets the timing parameters later operations use; an absent one keeps its value.
     Config {
+        /// The first retry's window.
         #[serde(skip_serializing_if = "Option::is_none")]
         base_ms: Option<u64>,
+        /// The largest retry window.
         #[serde(skip_serializing_if = "Option::is_none")]
         cap_ms: Option<u64>,
+        /// How long a claim leases its job.
         #[serde(skip_serializing_if = "Option::is_none")]
         lease_ms: Option<u64>,
     },
+    /// `enqueue`: stores a new job with its budget, or does nothing for an identical one.
     Enqueue {
+        /// The job's name, unique in the store.
         id: String,
+        /// What the transport sends; compared on a repeated enqueue.
         payload: String,
+        /// The attempt budget (at least 1).
         max_attempts: u64,
+        /// The time budget: no claim at or after it.
         deadline: u64,
+        /// The caller's clock.
         now: u64,
         /// The job's first `available_at` (SPEC 3.2); absent means `now`.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,25 +92,41 @@ pub enum Op {
         #[serde(skip_serializing_if = "Option::is_none")]
         cap_ms: Option<u64>,
     },
+    /// `claim`: leases the earliest due job to `worker`, reaping first.
     Claim {
+        /// Who takes the lease.
         worker: String,
+        /// The caller's clock.
         now: u64,
     },
+    /// `complete`: records an attempt's outcome, fenced by the lease it names.
     Complete {
+        /// Who claims to hold the lease.
         worker: String,
+        /// The job.
         id: String,
+        /// The attempt number the claim returned: the fencing token.
         attempt: u64,
+        /// What the attempt came to.
         outcome: Outcome,
+        /// The caller's clock.
         now: u64,
+        /// The jitter draw in `[0, 1)` for a retry's delay; absent when no retry can follow.
         #[serde(skip_serializing_if = "Option::is_none")]
         jitter: Option<f64>,
     },
+    /// `run_once`: a claim, one attempt through a transport, and its completion.
     RunOnce {
+        /// Who runs the attempt.
         worker: String,
+        /// The clock at the claim.
         now: u64,
+        /// The clock after sending; absent means the same as `now`.
         #[serde(skip_serializing_if = "Option::is_none")]
         after: Option<u64>,
+        /// What happened to the attempt.
         outcome: RunOutcome,
+        /// The jitter draw for a retry's delay, as in `complete`.
         #[serde(skip_serializing_if = "Option::is_none")]
         jitter: Option<f64>,
     },
@@ -100,10 +137,15 @@ pub enum Op {
         attempt: u64,
         now: u64,
     },
+    /// `redrive`: gives a dead job a new budget and makes it pending.
     Redrive {
+        /// The dead job.
         id: String,
+        /// The caller's clock: the job is due at once.
         now: u64,
+        /// Attempts added to those already spent.
         add_attempts: u64,
+        /// The new deadline.
         deadline: u64,
     },
     /// An operator takes a pending job off the queue (SPEC 3.13).
@@ -111,21 +153,33 @@ pub enum Op {
         id: String,
         now: u64,
     },
+    /// `reap`: ends the due jobs that are out of attempts or time.
     Reap {
+        /// The caller's clock.
         now: u64,
     },
+    /// `get`: shows one job.
     Get {
+        /// The job.
         id: String,
     },
+    /// `stats`: counts the store.
     Stats {
+        /// The caller's clock, for the expired-lease and age figures.
         now: u64,
     },
+    /// `retry_delay`: evaluates SPEC section 2's formula alone, without a job.
     RetryDelay {
+        /// The attempt that failed (1, 2, …).
         attempt: u64,
+        /// The first window.
         base_ms: u64,
+        /// The largest window.
         cap_ms: u64,
+        /// The jitter draw in `[0, 1)`.
         jitter: f64,
     },
+    /// `restart`: the process stops and comes back; what was committed stays.
     Restart,
 }
 

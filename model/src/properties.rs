@@ -64,48 +64,120 @@ pub type Check = Property<QueueModel, World>;
 
 /// The property names, as reports print them.
 pub mod names {
+    /// SPEC section 4.1, an invariant: checked in every reachable state.
     pub const ATTEMPTS_COUNT_CLAIMS: &str = "4.1 attempts count claims, never fall, never pass max_attempts";
+    /// SPEC section 4.2, an invariant: checked in every reachable state.
     pub const DEADLINE_ONLY_BY_REDRIVE: &str = "4.2 a deadline changes only in a redrive";
+    /// SPEC section 4.3, an invariant: checked in every reachable state.
     pub const NO_SILENT_DROP: &str = "4.3 no silent drop: every job stays, ends only by the rules";
+    /// SPEC section 4.4, an invariant: checked in every reachable state.
     pub const CLAIMS_IN_TIME: &str = "4.4 claims only before the deadline and within budget";
+    /// SPEC section 4.5, an invariant: checked in every reachable state.
     pub const ONE_LIVE_HOLDER: &str =
         "4.5 one unexpired lease holder; no one else's completion changes anything";
+    /// SPEC section 4.6, an invariant: checked in every reachable state.
     pub const PENDING_BEFORE_DEADLINE: &str = "4.6 a pending job is due before its deadline";
+    /// SPEC section 4.8, an invariant: checked in every reachable state.
     pub const PROGRESS: &str = "4.8 progress: a claim passes no claimable job over";
+    /// SPEC section 4.9, an invariant: checked in every reachable state.
     pub const REFUSALS_CHANGE_NOTHING: &str = "4.9 a refused operation changes nothing";
+    /// SPEC section 4.10, an invariant: checked in every reachable state.
     pub const RESTART_KEEPS_ALL: &str = "4.10 a restart changes nothing";
+    /// SPEC 4.11: a heartbeat cannot hold a job past its deadline plus one lease.
     pub const LEASE_BOUND: &str = "4.11 a lease ends by its deadline - 1 + the longest lease_ms used";
+    /// SPEC 4.12: a scheduled job waits for its `not_before`.
     pub const SCHEDULE_WAITS: &str = "4.12 no claim before not_before until a redrive";
+    /// A payload goes out only under a claim, so a job is never sent more often than its
+    /// `attempts` counts (an invariant: what makes the attempt budget a bound on calls).
     pub const SENDS_WITHIN_ATTEMPTS: &str = "sends never exceed attempts";
+    /// SPEC section 2, an invariant: every stored retry time is the formula's, to the bit.
     pub const DELAY_RULE: &str = "2 a retry waits exactly the formula's delay, in binary64";
+    /// SPEC section 3.1, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const ARGUMENTS_FIRST: &str = "3.1 bad arguments are invalid_input, before any lookup";
+    /// SPEC section 3.2, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const ENQUEUE_RULE: &str = "3.2 enqueue follows its rule";
+    /// SPEC section 3.3, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const CLAIM_RULE: &str = "3.3 claim reaps, then leases for exactly lease_ms";
+    /// SPEC section 3.4, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const COMPLETE_RULE: &str = "3.4 complete fences, checks the clock, then applies the outcome";
+    /// SPEC section 3.5, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const RUN_ONCE_RULE: &str = "3.5 run_once is a claim, a clock check, then complete";
+    /// SPEC section 3.6, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const REDRIVE_RULE: &str = "3.6 redrive follows its rule";
+    /// SPEC section 3.12, an invariant: every heartbeat answers and changes exactly what
+    /// the rule says.
     pub const HEARTBEAT_RULE: &str = "3.12 heartbeat fences, checks clock and deadline, never shrinks";
+    /// SPEC section 3.13, an invariant: every cancel answers and changes exactly what the
+    /// rule says.
     pub const CANCEL_RULE: &str = "3.13 cancel takes only pending jobs";
+    /// SPEC section 3.7, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const REAP_RULE: &str = "3.7 reap ends exactly the due jobs out of budget or time";
+    /// SPEC section 3.8, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const READS_RULE: &str = "3.8 stats and 3.9 get answer what is stored";
+    /// SPEC section 3.11, an invariant: every step that applies the operation
+    /// answers and changes exactly what the rule says.
     pub const CONFIG_RULE: &str = "3.11 config follows its rule";
+    /// SPEC section 4.7, a liveness property checked as an invariant at the horizon: there,
+    /// one reap leaves no job pending or leased.
     pub const EVERY_JOB_ENDS: &str = "4.7 every job ends done or dead";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const EXACT_DEADLINE_DEATH: &str = "a retry landing exactly on the deadline dies by deadline";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const CRASH_ON_LAST_ATTEMPT: &str = "a crash on the last attempt ends dead(exhausted)";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const STALE_REJECTED: &str = "a stale completion is rejected after a reclaim";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const LATE_ACCEPTED: &str = "a late completion after lease expiry is accepted";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const REDRIVEN_DONE: &str = "a redriven job ends done";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const REDRIVE_AFTER_DEADLINE: &str = "a job dead by its deadline is redriven";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const TWO_REDRIVES: &str = "a job is redriven twice";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const CLOCK_BACK_REFUSED: &str = "a completion dated before its claim is refused";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const RUN_ONCE_CLOCK_BACK: &str = "run_once reports a clock that went back";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const WRONG_OWNER_REFUSED: &str = "the current token from the wrong worker is refused";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const CRASHED_RECLAIMED: &str = "a crashed holder's job is claimed again after its lease";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const RESTART_WITH_LEASE: &str = "a restart with a lease held";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const INVALID_BEFORE_LOOKUP: &str = "a bad argument for a missing job is invalid_input";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const BINARY64_EDGE: &str = "a retry where binary64 floors above exact arithmetic";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const CAP_BELOW_BASE_RETRY: &str = "a retry under a cap below the base";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const TIE_BROKEN: &str = "a claim breaks a tie by first enqueue";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const EARLIER_DUE_FIRST: &str = "a claim takes a later-enqueued job due earlier";
     pub const HEARTBEAT_LAST_INSTANT: &str = "a heartbeat is accepted at deadline - 1";
     pub const HEARTBEAT_AT_DEADLINE_REFUSED: &str = "a heartbeat at the deadline is refused";

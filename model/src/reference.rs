@@ -30,8 +30,11 @@ pub type Text = smol_str::SmolStr;
 /// The settings of SPEC section 5's `config`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
+    /// The first retry's window.
     pub base_ms: u64,
+    /// The largest retry window.
     pub cap_ms: u64,
+    /// How long a claim leases its job.
     pub lease_ms: u64,
 }
 
@@ -47,19 +50,26 @@ impl Default for Config {
 pub enum Phase {
     /// Waiting until `available_at`.
     Pending {
+        /// When it becomes claimable.
         available_at: u64,
     },
     /// Claimed by `owner` at `claimed_at`, until `until` (the job's `available_at`).
     Leased {
+        /// The worker holding the lease.
         owner: Text,
+        /// When it was claimed: a completion dated before it is refused.
         claimed_at: u64,
+        /// When the lease runs out.
         until: u64,
     },
+    /// Finished by an `ok` outcome.
     Done,
+    /// Ended without success, for this reason.
     Dead(DeadReason),
 }
 
 impl Phase {
+    /// The status `get` shows for this phase.
     pub fn status(&self) -> Status {
         match self {
             Phase::Pending { .. } => Status::Pending,
@@ -87,13 +97,21 @@ impl Phase {
 /// One stored job.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Job {
+    /// The job's name.
     pub id: Text,
+    /// What the transport sends.
     pub payload: Text,
+    /// Where it is in its life.
     pub phase: Phase,
+    /// Claims so far; never rolls back.
     pub attempts: u64,
+    /// The attempt budget.
     pub max_attempts: u64,
+    /// The time budget.
     pub deadline: u64,
+    /// How often an operator redrove it.
     pub redrives: u64,
+    /// When it was first enqueued: the claim order's tie-break and `stats`' age.
     pub enqueued_at: u64,
     /// The first `available_at`: the enqueue's `not_before`, or its `now` (SPEC 3.2).
     pub not_before: u64,
@@ -151,6 +169,7 @@ impl Store {
         Store { bug, ..self }
     }
 
+    /// The settings operations use now.
     pub fn config(&self) -> Config {
         self.config
     }
@@ -160,6 +179,7 @@ impl Store {
         &self.jobs
     }
 
+    /// The job called `id`, if stored.
     pub fn job(&self, id: &str) -> Option<&Job> {
         self.jobs.iter().find(|job| &*job.id == id)
     }

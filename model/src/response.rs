@@ -13,9 +13,13 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// Waiting for a claim: due at `available_at`.
     Pending,
+    /// Claimed by a worker, whose lease runs until `lease_until`.
     Leased,
+    /// Finished: an attempt's outcome was `ok`. Final unless redriven (never: only `dead` is).
     Done,
+    /// Out of budget, time or luck: kept with its reason until an operator redrives it.
     Dead,
 }
 
@@ -23,8 +27,11 @@ pub enum Status {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeadReason {
+    /// Every allowed attempt was claimed and none succeeded.
     Exhausted,
+    /// The deadline came before an attempt could succeed (or before the next could start).
     Deadline,
+    /// An attempt's outcome said retrying could never help.
     Permanent,
     /// An operator cancelled the job while it was pending (SPEC 3.13).
     Cancelled,
@@ -33,13 +40,21 @@ pub enum DeadReason {
 /// What `get` shows of a job.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct JobView {
+    /// The job's name, unique in the store.
     pub id: String,
+    /// Where the job is in its life.
     pub status: Status,
+    /// Claims so far: never rolls back, so a crashed attempt counts.
     pub attempts: u64,
+    /// The attempt budget: no claim past it.
     pub max_attempts: u64,
+    /// When a pending job becomes claimable; `null` unless pending.
     pub available_at: Option<u64>,
+    /// The time budget: no claim at or after it.
     pub deadline: u64,
+    /// Why the job is dead; `null` unless dead.
     pub dead_reason: Option<DeadReason>,
+    /// How often an operator granted a new budget.
     pub redrives: u64,
     /// The job's first `available_at`: its enqueue's `not_before`, or its enqueue's `now`.
     pub not_before: u64,
@@ -51,15 +66,26 @@ pub struct JobView {
 /// What `stats` shows of the store.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct StatsView {
+    /// Jobs waiting for a claim.
     pub pending: u64,
+    /// Jobs under a lease, expired or not.
     pub leased: u64,
+    /// Jobs that succeeded.
     pub done: u64,
+    /// Jobs that ended without success: the sum of the three reasons below.
     pub dead: u64,
+    /// Dead jobs whose attempts ran out.
     pub dead_exhausted: u64,
+    /// Dead jobs whose deadline passed.
     pub dead_deadline: u64,
+    /// Dead jobs an attempt declared hopeless.
     pub dead_permanent: u64,
+    /// Dead jobs cancelled by an operator (SPEC 3.13).
     pub dead_cancelled: u64,
+    /// Leased jobs whose lease has run out: their holder is presumed gone.
     pub leased_expired: u64,
+    /// `now − min(enqueued_at)` over pending and leased jobs (SPEC 3.8): the one figure that
+    /// shows a queue falling behind.
     pub oldest_open_age_ms: Option<u64>,
 }
 
@@ -67,65 +93,93 @@ pub struct StatsView {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "ok", rename_all = "snake_case")]
 pub enum Reply {
+    /// `config` applied.
     Config,
+    /// `enqueue` stored a new job.
     Enqueued,
+    /// `enqueue` of an id already stored with the same payload: nothing changed (idempotent).
     Existing,
+    /// `claim` leased a job.
     Claimed {
+        /// The job leased.
         id: String,
+        /// Its attempt number: the fencing token a completion must present.
         attempt: u64,
+        /// When the lease runs out and the job may be claimed again.
         lease_until: u64,
     },
+    /// `claim` found nothing due (or `run_once` nothing to run).
     None,
     /// `complete` → `ok`.
     Done,
     /// `complete` → `retryable` with time left.
     Retry {
+        /// When the retry becomes claimable.
         available_at: u64,
     },
     /// `complete` → quarantined.
     Dead {
+        /// Why it ended.
         reason: DeadReason,
     },
     /// `run_once` → `done`, naming the job it ran.
     #[serde(rename = "done")]
     RanDone {
+        /// The job run.
         id: String,
+        /// The attempt that succeeded.
         attempt: u64,
     },
     /// `run_once` → `retry`.
     #[serde(rename = "retry")]
     RanRetry {
+        /// The job run.
         id: String,
+        /// The attempt that failed.
         attempt: u64,
+        /// When the retry becomes claimable.
         available_at: u64,
     },
     /// `run_once` → `dead`.
     #[serde(rename = "dead")]
     RanDead {
+        /// The job run.
         id: String,
+        /// The attempt that ended it.
         attempt: u64,
+        /// Why it ended.
         reason: DeadReason,
     },
     /// `run_once` → the process died after its claim.
     Crashed {
+        /// The job run.
         id: String,
+        /// The attempt spent by the crash: attempts never roll back.
         attempt: u64,
     },
     /// `heartbeat` → the lease's new expiry.
     Extended {
         lease_until: u64,
     },
+    /// `redrive` granted a dead job a new budget.
     Redriven,
     /// `cancel` of a pending job.
     Cancelled,
+    /// `reap` ended jobs out of budget or time.
     Reaped {
+        /// How many jobs it ended.
         count: u64,
     },
+    /// `get`'s view of a job.
     Job(JobView),
+    /// `stats`' view of the store.
     Stats(StatsView),
+    /// `retry_delay`: the delay SPEC section 2's formula gives.
     Delay {
+        /// The delay in milliseconds.
         delay_ms: u64,
     },
+    /// `restart`: the process stopped and came back; leases and jobs are as stored.
     Restart,
 }
 
@@ -136,12 +190,18 @@ pub enum Failure {
     /// `detail` names the field and what was wrong with it. Its wording is not part of the
     /// contract; two readings compare only the fact that input was refused.
     InvalidInput {
+        /// What was wrong, for people; not compared.
         detail: String,
     },
+    /// `enqueue` of an existing id with a different payload.
     Conflict,
+    /// No job has this id.
     NotFound,
+    /// The completer does not hold the lease it names (another worker, another attempt, or none).
     LeaseLost,
+    /// `redrive` of a job that is not dead.
     NotDead,
+    /// `complete` dated before the claim it completes.
     ClockWentBackwards,
     /// `heartbeat` at or after the job's deadline (SPEC 3.12).
     DeadlinePassed,
@@ -151,13 +211,17 @@ pub enum Failure {
     NotCancellable,
     /// `run_once`: the transport failed in a way it did not classify; the job stays leased.
     UnknownError {
+        /// The job left leased.
         id: String,
+        /// The attempt left open.
         attempt: u64,
     },
     /// `run_once`: the clock read after sending was before the one read at the claim.
     #[serde(rename = "clock_went_backwards")]
     RanClockWentBackwards {
+        /// The job whose attempt was refused.
         id: String,
+        /// The attempt left open.
         attempt: u64,
     },
 }
@@ -166,7 +230,9 @@ pub enum Failure {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum Response {
+    /// The operation applied.
     Ok(Reply),
+    /// The operation was refused and changed nothing.
     Err(Failure),
 }
 

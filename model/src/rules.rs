@@ -35,6 +35,7 @@ const MAX_BUDGET: u64 = (1 << 31) - 1;
 pub struct Broken(u16);
 
 impl Broken {
+    /// No rule broken.
     pub const NONE: Broken = Broken(0);
     /// SPEC 3.1: every argument is checked, before any lookup; a bad one is `invalid_input`.
     pub const ARGUMENTS: Broken = Broken(1);
@@ -70,10 +71,12 @@ impl Broken {
     /// SPEC 3.13: cancel (pending → dead(cancelled); leased, done and dead refused).
     pub const CANCEL: Broken = Broken(1 << 14);
 
+    /// Whether `rule` is among those broken.
     pub fn contains(self, rule: Broken) -> bool {
         self.0 & rule.0 != 0
     }
 
+    /// Whether no rule is broken.
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }

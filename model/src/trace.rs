@@ -33,7 +33,12 @@ pub enum Line {
     /// A `#` line, skipped by replay.
     Comment(String),
     /// An operation, and what the model answered.
-    Op { op: Op, model: Response },
+    Op {
+        /// The operation.
+        op: Op,
+        /// What the model answered.
+        model: Response,
+    },
 }
 
 /// The trace of `path`: its operations, then the probes that show its final state

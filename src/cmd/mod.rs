@@ -12,6 +12,7 @@ pub mod conform;
 pub mod dead;
 pub mod duration;
 pub mod enqueue;
+pub mod error;
 pub mod explore;
 pub mod get;
 pub mod history;
@@ -28,67 +29,19 @@ pub mod view;
 pub mod work;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use retryq::{MAX_ID_BYTES, MAX_INT, OpenOptions, Queue};
 use rusqlite::ErrorCode;
 
 use crate::out::outln;
 
+pub use error::CliError;
+
 /// `tests/traces` under the working directory, or else under this checkout: where the
 /// regression cases live.
 pub fn default_traces() -> PathBuf {
     let here = PathBuf::from("tests/traces");
     if here.is_dir() { here } else { Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/traces") }
-}
-
-/// A failure that ends a command: printed as `retryq: error: …`.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    /// A flag's value is wrong: exit 2.
-    #[error("{0}")]
-    Usage(String),
-    /// The database cannot be used, said in an operator's words.
-    #[error("{0}")]
-    Database(String),
-    #[error(transparent)]
-    Queue(#[from] retryq::Error),
-    #[error(transparent)]
-    Bench(#[from] retryq_bench::BenchError),
-    #[error(transparent)]
-    Replay(#[from] retryq_conformance::ReplayError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    /// Standard output's reader went away (`| head`): the command ends quietly.
-    #[error("standard output was closed")]
-    OutputClosed,
-    /// Standard output cannot be written (a full disk, an I/O error).
-    #[error("cannot write standard output: {0}")]
-    Output(std::io::Error),
-    #[error("{0}")]
-    Other(String),
-}
-
-impl CliError {
-    /// The process's exit status for this failure.
-    pub fn exit_code(&self) -> ExitCode {
-        match self {
-            CliError::Usage(_) => ExitCode::from(2),
-            // 128 + SIGPIPE: what a shell reports for a program a closed pipe stopped.
-            CliError::OutputClosed => ExitCode::from(141),
-            _ => ExitCode::FAILURE,
-        }
-    }
-
-    /// Whether the failure goes without saying (nothing is printed for it).
-    pub fn is_quiet(&self) -> bool {
-        matches!(self, CliError::OutputClosed)
-    }
-
-    /// A usage error naming `flag`.
-    pub fn flag(flag: &str, why: impl std::fmt::Display) -> CliError {
-        CliError::Usage(format!("{flag}: {why}"))
-    }
 }
 
 /// The database file every operating command works on.

@@ -67,6 +67,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             too_long @ SimError::TooLong { .. } => {
                 CliError::Other(format!("--clients: {too_long}; try fewer clients or an --attempts limit"))
             }
+            other => CliError::Other(other.to_string()),
         })?;
     if let Some(path) = &args.svg {
         let svg = simulate::svg(&rows).map_err(|e| CliError::Other(format!("--svg: {e}")))?;

@@ -20,20 +20,46 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DbFileError {
+    /// The file has no name left: the worker would work on a file no other process can open.
     #[error(
         "{path}: the database file was deleted while the worker ran (its link count is 0); \
          stopping rather than working on a file nobody else can reach"
     )]
-    Deleted { path: PathBuf },
+    Deleted {
+        /// The database path.
+        path: PathBuf,
+    },
+    /// Nothing is at the path any more.
     #[error("{path}: the database file is gone (deleted or renamed) while the worker ran; stopping")]
-    Gone { path: PathBuf },
+    Gone {
+        /// The database path.
+        path: PathBuf,
+    },
+    /// Another file is at the path: the workers that open it now share no lock with this one.
     #[error(
         "{path}: the path now names another file (device {dev}, inode {ino}; the worker opened \
          device {opened_dev}, inode {opened_ino}): the database was deleted or replaced; stopping"
     )]
-    Replaced { path: PathBuf, dev: u64, ino: u64, opened_dev: u64, opened_ino: u64 },
+    Replaced {
+        /// The database path.
+        path: PathBuf,
+        /// The device of the file now at the path.
+        dev: u64,
+        /// The inode of the file now at the path.
+        ino: u64,
+        /// The device of the file the worker opened.
+        opened_dev: u64,
+        /// The inode of the file the worker opened.
+        opened_ino: u64,
+    },
+    /// The check itself failed: the state of the file is unknown.
     #[error("{path}: cannot check the database file: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The database path.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
 }
 
 /// The file the worker opened, identified by device and inode.

@@ -22,8 +22,12 @@
 //! What the loop does with an error it cannot classify is the SPEC's rule for `unknown`:
 //! nothing. The job keeps its lease until it expires, and another claim (this worker's or
 //! another's) spends a new attempt on it; the error text is noted for the operator.
+//!
+//! A transport of your own is one method: [`Transport`] shows one, driven by [`work`] over
+//! an in-memory queue; [`work`] shows the loop refusing a lease too short for its timeout.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod clock;
 mod dbfile;

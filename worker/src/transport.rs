@@ -12,6 +12,48 @@ use crate::window::Window;
 /// up when its [`Window`] closes (the timeout, the job's deadline, or the lease running out
 /// by either clock), and return within [`Transport::grace`] after that, so that no attempt
 /// outlives its lease or starts past the deadline.
+///
+/// ```
+/// use std::collections::HashSet;
+///
+/// use retryq::{Claimed, NewJob, Outcome, Queue, Report};
+/// use retryq_worker::{Config, Stop, Transport, Unclassified, Window, now_ms, work};
+///
+/// /// Hands each payload to an in-process handler; the first attempt at each job fails, to show
+/// /// the queue's retry doing its work.
+/// struct Flaky {
+///     seen: HashSet<String>,
+///     delivered: Vec<String>,
+/// }
+///
+/// impl Transport for Flaky {
+///     fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified> {
+///         // Whatever the transport waits on must give up when the window closes: the lease
+///         // has to outlive the attempt.
+///         if window.left().0.is_zero() {
+///             return Err(Unclassified("out of time".into()));
+///         }
+///         if self.seen.insert(job.id().to_owned()) {
+///             return Ok(Report::with_error(Outcome::Retryable, "first try always fails"));
+///         }
+///         self.delivered.push(job.payload.clone());
+///         Ok(Outcome::Ok.into())
+///     }
+/// }
+///
+/// let mut queue = Queue::open_in_memory()?;
+/// let now = now_ms()?;
+/// for id in ["a", "b"] {
+///     queue.enqueue(&NewJob { id, payload: id, max_attempts: 3, deadline: now + 60_000, now })?;
+/// }
+/// let mut transport = Flaky { seen: HashSet::new(), delivered: Vec::new() };
+/// let config = Config { until_idle: true, ..Config::new("w1") };
+/// let summary = work(&mut queue, &config, &mut transport, &Stop::new())?;
+/// assert_eq!((summary.attempts, summary.retried, summary.done), (4, 2, 2));
+/// transport.delivered.sort();
+/// assert_eq!(transport.delivered, ["a", "b"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Transport {
     /// One attempt of `job` within `window`: an outcome with notes for the operator (a
     /// [`Report`]), or an error the transport could not classify — after which the job waits

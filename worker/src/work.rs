@@ -84,18 +84,36 @@ impl Config {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
+    /// The queue refused the lease and backoff settings.
     #[error(transparent)]
     Settings(retryq::Error),
+    /// The worker name is empty or too long for the queue.
     #[error("worker: the name must be 1 to 256 bytes, not {bytes}")]
-    Worker { bytes: usize },
+    Worker {
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// A zero timeout would kill every attempt before it starts.
     #[error("timeout: must be at least 1 ms")]
     ZeroTimeout,
+    /// The lease would run out while the attempt may still run, letting another worker claim
+    /// the job meanwhile.
     #[error(
         "lease: {lease_ms} ms cannot hold the timeout ({timeout_ms} ms), what the worker may wait \
          past it ({grace_ms} ms) and the margin to record the outcome ({margin_ms} ms); another \
          worker could claim the job while this one still runs or records it"
     )]
-    LeaseTooShort { lease_ms: u64, timeout_ms: u128, grace_ms: u128, margin_ms: u128 },
+    LeaseTooShort {
+        /// The lease asked for.
+        lease_ms: u64,
+        /// The attempt's timeout.
+        timeout_ms: u128,
+        /// How long the worker waits after the timeout for the attempt to stop.
+        grace_ms: u128,
+        /// The time kept to record the outcome.
+        margin_ms: u128,
+    },
+    /// A zero sleep would spin on an empty queue.
     #[error("max_sleep: must be at least 1 ms")]
     ZeroSleep,
 }
@@ -116,6 +134,7 @@ impl ConfigError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkError {
+    /// The configuration was refused before the loop started.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The store cannot be used (not a passing lock or a full disk, which the loop waits
@@ -131,7 +150,12 @@ pub enum WorkError {
     DbFile(#[from] DbFileError),
     /// A write went past the process's file size limit (`ulimit -f`) and failed.
     #[error("{why}: {source}")]
-    FileTooLarge { why: String, source: Error },
+    FileTooLarge {
+        /// Which write, and the limit it hit.
+        why: String,
+        /// The queue's error for the failed write.
+        source: Error,
+    },
 }
 
 /// What a loop did, when it returns.
@@ -139,8 +163,11 @@ pub enum WorkError {
 pub struct Summary {
     /// Attempts started (claims), whatever came of them.
     pub attempts: u64,
+    /// Attempts whose outcome was `ok`.
     pub done: u64,
+    /// Attempts recorded as retries.
     pub retried: u64,
+    /// Attempts that ended their job `dead`.
     pub dead: u64,
     /// Attempts whose result was not recorded: unclassified, the clock went back, the lease
     /// was lost, or the store failed while recording.
@@ -156,6 +183,40 @@ pub struct Summary {
 /// after a pause. Any other storage failure ends the loop with [`WorkError::Queue`]; a
 /// database file deleted or replaced under it with [`WorkError::DbFile`]; a clock out of
 /// range with [`WorkError::Clock`].
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use retryq::{Claimed, DeadReason, NewJob, Outcome, Queue, Report};
+/// use retryq_worker::{Config, Stop, Transport, Unclassified, Window, now_ms, work};
+///
+/// /// A receiver that refuses everything for good.
+/// struct Refuse;
+///
+/// impl Transport for Refuse {
+///     fn attempt(&mut self, _: &Claimed, _: &Window<'_>) -> Result<Report, Unclassified> {
+///         Ok(Report::with_error(Outcome::Permanent, "422 unprocessable"))
+///     }
+/// }
+///
+/// let mut queue = Queue::open_in_memory()?;
+/// let now = now_ms()?;
+/// queue.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 5, deadline: now + 60_000, now })?;
+///
+/// // A lease shorter than the timeout would let a second worker claim a job still running.
+/// let unsafe_config = Config { timeout: Duration::from_secs(60), ..Config::new("w1") };
+/// let err = work(&mut queue, &unsafe_config, &mut Refuse, &Stop::new()).expect_err("refused");
+/// assert!(err.to_string().contains("lease"), "{err}");
+///
+/// let config = Config { until_idle: true, ..Config::new("w1") };
+/// let summary = work(&mut queue, &config, &mut Refuse, &Stop::new())?;
+/// // A permanent failure spends one attempt, not five.
+/// assert_eq!((summary.attempts, summary.dead), (1, 1));
+/// let job = queue.get("a")?.expect("kept");
+/// assert_eq!(job.dead_reason, Some(DeadReason::Permanent));
+/// assert_eq!(job.last_error.as_deref(), Some("422 unprocessable"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn work(
     queue: &mut Queue,
     config: &Config,

@@ -30,6 +30,7 @@
 //! [`Budget::record`] after each attempt that succeeded or failed in a way worth retrying,
 //! and [`Budget::withdraw`] when a retry is about to be scheduled: `false` ends the call.
 
+mod limit;
 mod success_rate;
 mod throttle;
 mod tps;
@@ -37,51 +38,10 @@ mod window;
 
 use std::collections::HashMap;
 
+pub use limit::{Budget, Unlimited};
 pub use success_rate::SuccessRateGate;
 pub use throttle::RetryThrottle;
 pub use tps::TpsBudget;
-
-/// A limit on retries shared by every call to one target. `now_ms` is the caller's clock.
-pub trait Budget {
-    /// A call starts: its first attempt is about to be sent (not a retry).
-    fn deposit(&mut self, now_ms: u64);
-
-    /// An attempt ended: `success`, or a failure of a kind worth retrying (a failure the
-    /// policy would never retry, like a malformed request, is not recorded: it says nothing
-    /// about the target's health, as gRPC's throttling rules put it).
-    fn record(&mut self, now_ms: u64, success: bool);
-
-    /// May one more retry be sent? `true` spends it.
-    fn withdraw(&mut self, now_ms: u64) -> bool;
-}
-
-/// No budget: every retry the policy allows is sent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Unlimited;
-
-impl Budget for Unlimited {
-    fn deposit(&mut self, _now_ms: u64) {}
-
-    fn record(&mut self, _now_ms: u64, _success: bool) {}
-
-    fn withdraw(&mut self, _now_ms: u64) -> bool {
-        true
-    }
-}
-
-impl<B: Budget + ?Sized> Budget for &mut B {
-    fn deposit(&mut self, now_ms: u64) {
-        (**self).deposit(now_ms)
-    }
-
-    fn record(&mut self, now_ms: u64, success: bool) {
-        (**self).record(now_ms, success)
-    }
-
-    fn withdraw(&mut self, now_ms: u64) -> bool {
-        (**self).withdraw(now_ms)
-    }
-}
 
 /// One budget per target, each a fresh copy of a template the first time its target is seen.
 /// Targets are never forgotten: meant for a known set (the hosts of a list of URLs).
@@ -98,6 +58,17 @@ impl<B: Budget + Clone> PerTarget<B> {
     }
 
     /// The budget of `target`.
+    ///
+    /// ```
+    /// use retryq_control::{Budget, PerTarget, TpsBudget};
+    ///
+    /// let mut budgets = PerTarget::new(TpsBudget::new(10_000, 0, 1.0)?);
+    /// budgets.get("a.example:443").deposit(0);
+    /// // One target's traffic earns nothing for another.
+    /// assert!(!budgets.get("b.example:443").withdraw(0));
+    /// assert!(budgets.get("a.example:443").withdraw(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(&mut self, target: &str) -> &mut B {
         self.budgets.entry(target.to_owned()).or_insert_with(|| self.template.clone())
     }

@@ -7,7 +7,7 @@
 //! down). The comparison is exact: `successes · 10^6 ≥ threshold_ppm · attempts`, the
 //! threshold counted in millionths.
 
-use super::Budget;
+use super::limit::Budget;
 use super::window::{SLOTS, Window};
 use crate::error::{ConfigError, ratio_in};
 
@@ -30,6 +30,21 @@ impl SuccessRateGate {
     /// A gate over `window_ms` (at least 10 ms) that allows retries while at least `threshold`
     /// (0 to 1) of the window's attempts succeeded, or while it holds fewer than
     /// `min_samples` attempts.
+    ///
+    /// ```
+    /// use retryq_control::{Budget, SuccessRateGate};
+    ///
+    /// // Retries only while at least half of the last second's attempts succeeded.
+    /// let mut gate = SuccessRateGate::new(1000, 0.5, 4)?;
+    /// gate.record(0, false);
+    /// gate.record(0, false);
+    /// assert!(gate.withdraw(0), "too few samples to judge");
+    /// gate.record(0, false);
+    /// gate.record(0, true);
+    /// assert!(!gate.withdraw(0), "1 success in 4 attempts");
+    /// assert_eq!(gate.counts(0), (1, 4));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(window_ms: u64, threshold: f64, min_samples: u64) -> Result<Self, ConfigError> {
         if window_ms < SLOTS {
             return Err(ConfigError::new("window_ms", format!("{window_ms} is below {SLOTS}")));

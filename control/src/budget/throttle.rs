@@ -6,7 +6,7 @@
 //! outnumber successes by about ten to one. As in gRPC's C core, tokens are counted in
 //! thousandths (A6: "up to 3 decimal places are supported"), so the arithmetic is exact.
 
-use super::Budget;
+use super::limit::Budget;
 use crate::error::{ConfigError, ratio_in};
 
 /// One token, in thousandths.
@@ -23,6 +23,24 @@ pub struct RetryThrottle {
 impl RetryThrottle {
     /// A throttle with `max_tokens` (above 0, at most 1000, as gRPC's service config allows)
     /// that gains `token_ratio` (above 0, at most 1000) a success; both to a thousandth.
+    ///
+    /// ```
+    /// use retryq_control::{Budget, RetryThrottle};
+    ///
+    /// let mut throttle = RetryThrottle::new(10.0, 0.1)?;
+    /// assert!(throttle.withdraw(0));
+    /// // Each failure takes a token; at half of the maximum, retries stop.
+    /// for _ in 0..5 {
+    ///     throttle.record(0, false);
+    /// }
+    /// assert!(!throttle.withdraw(0));
+    /// // Successes earn tokens back slowly (0.1 each): recovery is gradual, not a stampede.
+    /// for _ in 0..10 {
+    ///     throttle.record(0, true);
+    /// }
+    /// assert!(throttle.withdraw(0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(max_tokens: f64, token_ratio: f64) -> Result<Self, ConfigError> {
         let max_milli = (ratio_in("max_tokens", max_tokens, 0.0, 1000.0)? * 1000.0).round() as u64;
         let ratio_milli = (ratio_in("token_ratio", token_ratio, 0.0, 1000.0)? * 1000.0).round() as u64;

@@ -12,7 +12,7 @@
 //! retry_ratio)` units (the ratio counts to a thousandth), where tower rounds `1/ratio` down
 //! to an integer number of deposits per retry.
 
-use super::Budget;
+use super::limit::Budget;
 use super::window::{SLOTS, Window};
 use crate::error::{ConfigError, ratio_in};
 
@@ -37,6 +37,26 @@ impl Default for TpsBudget {
 impl TpsBudget {
     /// A budget over `ttl_ms` (1 to 60 seconds, Finagle's bounds) that lets `retry_ratio` (0 to
     /// 1000) retries through per request deposited, plus `min_per_sec` retries a second.
+    ///
+    /// ```
+    /// use retryq_control::{Budget, TpsBudget};
+    ///
+    /// // 20 % of requests, no floor, over 10 s.
+    /// let mut budget = TpsBudget::new(10_000, 0, 0.2)?;
+    /// for _ in 0..10 {
+    ///     budget.deposit(0);
+    /// }
+    /// // Ten requests earn two retries; the third is refused however badly it is needed.
+    /// assert_eq!([budget.withdraw(0), budget.withdraw(0), budget.withdraw(0)], [true, true, false]);
+    /// // Five more requests earn one more.
+    /// for _ in 0..5 {
+    ///     budget.deposit(100);
+    /// }
+    /// assert!(budget.withdraw(100));
+    /// // Deposits age out with the window: an idle target starts again from nothing.
+    /// assert!(!budget.withdraw(30_000));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(ttl_ms: u64, min_per_sec: u32, retry_ratio: f64) -> Result<Self, ConfigError> {
         if !(1000..=60_000).contains(&ttl_ms) {
             return Err(ConfigError::new("ttl_ms", format!("{ttl_ms} is outside [1000, 60000]")));

@@ -18,7 +18,7 @@
 //!   retries reach exactly n·r^(m−1) calls.
 //!
 //! Each hop's decisions are the library's own [`Call`] — the same code as the attempt loop —
-//! with its [`Backoff`]; "with a budget" gives each hop a tower/Finagle [`TpsBudget`] with
+//! with its [`Backoff`](crate::Backoff); "with a budget" gives each hop a tower/Finagle [`TpsBudget`] with
 //! their defaults (20 % of requests, 10 retries a second, 10 s), shared by all the callers in
 //! that layer (one budget per caller process, one process per layer). No deadlines or attempt
 //! timeouts are modelled (the AWS model has none); answers always arrive.
@@ -29,6 +29,8 @@
 
 #[cfg(feature = "plot")]
 mod plot;
+mod row;
+mod strategy;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -37,7 +39,6 @@ use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-use crate::backoff::{Backoff, Jitter};
 use crate::budget::{Budget, TpsBudget, Unlimited};
 use crate::call::{Call, Next};
 use crate::error::ConfigError;
@@ -46,48 +47,12 @@ use crate::pushback::Pushback;
 
 #[cfg(feature = "plot")]
 pub use plot::{PlotError, svg};
-
-/// The backoff strategies compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Strategy {
-    /// Retry as soon as the failure arrives.
-    Immediate,
-    /// Exponential backoff, no jitter: everyone who failed together comes back together.
-    Exponential,
-    /// Exponential backoff with full jitter.
-    FullJitter,
-    /// Decorrelated jitter.
-    Decorrelated,
-}
-
-impl Strategy {
-    /// Every strategy, in table order.
-    pub const ALL: [Strategy; 4] =
-        [Strategy::Immediate, Strategy::Exponential, Strategy::FullJitter, Strategy::Decorrelated];
-
-    /// The name used in the table and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Immediate => "immediate",
-            Strategy::Exponential => "exponential",
-            Strategy::FullJitter => "full-jitter",
-            Strategy::Decorrelated => "decorrelated",
-        }
-    }
-
-    /// The backoff, with the AWS simulator's parameters (base 5 ms, cap 2000 ms).
-    pub fn backoff(self) -> Backoff {
-        match self {
-            Strategy::Immediate => Backoff::Fixed { delay_ms: 0 },
-            Strategy::Exponential => Backoff::Exponential { base_ms: 10, cap_ms: 2000, jitter: Jitter::None },
-            Strategy::FullJitter => Backoff::Exponential { base_ms: 10, cap_ms: 2000, jitter: Jitter::Full },
-            Strategy::Decorrelated => Backoff::Decorrelated { base_ms: 5, cap_ms: 2000 },
-        }
-    }
-}
+pub use row::Row;
+pub use strategy::Strategy;
 
 /// What the server at the bottom does with a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Server {
     /// One row under optimistic concurrency: a write succeeds if nothing was written since
     /// its read (the AWS model).
@@ -118,29 +83,9 @@ pub struct Scenario {
     pub seed: u64,
 }
 
-/// The averaged outcome of a scenario.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Row {
-    /// The strategy.
-    pub strategy: Strategy,
-    /// Whether hops had a budget.
-    pub budget: bool,
-    /// Clients.
-    pub clients: u32,
-    /// Layers.
-    pub layers: u32,
-    /// Writes reaching the server, per run.
-    pub calls: f64,
-    /// `calls / clients`.
-    pub amplification: f64,
-    /// When the last client got its final answer, in ms, per run.
-    pub completion_ms: f64,
-    /// The share of clients whose request succeeded.
-    pub success_rate: f64,
-}
-
 /// Why a simulation could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimError {
     /// A setting out of range.
     #[error(transparent)]

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
-use crate::queue::{OpenOptions, Queue};
+use crate::queue::store::{OpenOptions, Queue};
 
 /// One operation for the queue's thread: a closure over its `Queue` that sends its own
 /// answer.

@@ -5,9 +5,13 @@
 use super::AsyncQueue;
 use crate::error::Result;
 use crate::job::{Job, Report};
-use crate::queue::{
-    Claimed, Completed, Completion, Enqueued, HistoryEntry, Lease, NewJob, Redrive, Settings, Stats,
-};
+use crate::queue::claim::Claimed;
+use crate::queue::complete::{Completed, Completion};
+use crate::queue::enqueue::{Enqueued, NewJob};
+use crate::queue::inspect::{HistoryEntry, Stats};
+use crate::queue::lease::Lease;
+use crate::queue::redrive::Redrive;
+use crate::queue::store::Settings;
 
 /// A [`NewJob`]'s fields, owned, to cross to the queue's thread.
 struct OwnedJob {

@@ -7,7 +7,9 @@ use super::AsyncQueue;
 use crate::error::{Result, RunError};
 use crate::input;
 use crate::job::Report;
-use crate::queue::{self, Claimed, Completion, Ran};
+use crate::queue::claim::Claimed;
+use crate::queue::complete::Completion;
+use crate::queue::run_once::{self as queue, Ran};
 
 impl AsyncQueue {
     /// [`Queue::run_once`](crate::Queue::run_once) with an async transport: claims the next

@@ -7,9 +7,10 @@
 //! same refusals (`tests/batch.rs` runs random scenarios both ways and compares every job
 //! and its whole history).
 
+use super::claim::Claimed;
 use super::claim::{lease_next, reap};
 use super::complete::{self, Completed, Completion};
-use super::{Claimed, Queue};
+use super::store::Queue;
 use crate::error::{ErrorKind, Result};
 use crate::input;
 
@@ -19,6 +20,19 @@ impl Queue {
     /// `available_at` first, ties to the first enqueued), each with its own attempt and a
     /// lease until `now + lease_ms`, after the same reaping. Fewer than `k` when fewer are
     /// due; empty (and no transaction) when `k` is 0.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// for id in ["a", "b", "c"] {
+    ///     q.enqueue(&NewJob { id, payload: "{}", max_attempts: 3, deadline: 60_000, now: 0 })?;
+    /// }
+    /// let batch = q.claim_batch("w1", 10, 2)?;
+    /// let ids: Vec<&str> = batch.iter().map(|c| c.id()).collect();
+    /// assert_eq!(ids, ["a", "b"]);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
         input::name("worker", worker)?;
         input::int("now", now)?;
@@ -46,6 +60,20 @@ impl Queue {
     /// (invalid input, not found, lease lost, clock went backwards) changes nothing and does
     /// not stop the others. A storage failure fails the whole batch, and then none is
     /// recorded.
+    ///
+    /// ```
+    /// use retryq::{Completed, Completion, NewJob, Outcome, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// let claimed = q.claim_batch("w1", 10, 2)?;
+    /// let completions: Vec<Completion<'_>> =
+    ///     claimed.iter().map(|c| Completion::new(&c.lease, Outcome::Ok, 20, 0.5)).collect();
+    /// let results = q.complete_batch(&completions)?;
+    /// assert!(results.iter().all(|r| matches!(r, Ok(Completed::Done))));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn complete_batch(&mut self, completions: &[Completion<'_>]) -> Result<Vec<Result<Completed>>> {
         if completions.is_empty() {
             return Ok(Vec::new());
@@ -67,7 +95,7 @@ impl Queue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Completion, Lease, Outcome};
     use crate::{DeadReason, Error, NewJob, Status};

@@ -6,8 +6,8 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Queue;
 use super::lease::Lease;
+use super::store::Queue;
 use crate::error::Result;
 use crate::input;
 
@@ -18,6 +18,7 @@ pub struct Claimed {
     pub lease: Lease,
     /// `now + lease_ms`: when the lease expires and the job may be claimed again.
     pub lease_until: u64,
+    /// What the transport sends.
     pub payload: String,
     /// The job's deadline: an attempt should not run past it.
     pub deadline: u64,
@@ -66,6 +67,19 @@ impl Queue {
     /// with the smallest `available_at` to `worker` until `now + lease_ms`, spending one
     /// attempt. `None` when nothing is due. One transaction: the attempt is durable before
     /// the caller sends anything.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// let claimed = q.claim("w1", 10)?.expect("a job is due");
+    /// assert_eq!((claimed.id(), claimed.attempt()), ("a", 1));
+    /// assert_eq!(claimed.lease_until, 10 + q.settings().lease_ms);
+    /// // Leased: no other worker gets it until the lease runs out.
+    /// assert!(q.claim("w2", 20)?.is_none());
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
         input::name("worker", worker)?;
         input::int("now", now)?;
@@ -79,6 +93,18 @@ impl Queue {
     /// Quarantines every job that is due and out of budget (claim's first step alone) and
     /// returns how many moved to `dead`. A lease that has not expired is never reaped: an
     /// attempt started in time may finish.
+    ///
+    /// ```
+    /// use retryq::{DeadReason, NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 100, now: 0 })?;
+    /// assert_eq!(q.reap(99)?, 0);
+    /// // At its deadline a pending job can never be claimed again: reaping ends it.
+    /// assert_eq!(q.reap(100)?, 1);
+    /// assert_eq!(q.get("a")?.and_then(|job| job.dead_reason), Some(DeadReason::Deadline));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn reap(&mut self, now: u64) -> Result<u64> {
         input::int("now", now)?;
         self.write(|tx| reap(tx, now))
@@ -120,7 +146,7 @@ pub(super) fn reap(tx: &Transaction<'_>, now: u64) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use crate::{Completion, Lease};
     use crate::{DeadReason, NewJob, Status};
 

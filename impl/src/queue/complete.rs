@@ -3,7 +3,7 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::lease::Lease;
-use super::{Queue, Settings};
+use super::store::{Queue, Settings};
 use crate::delay::{retry_delay, validate_jitter};
 use crate::error::{Error, Result};
 use crate::input;
@@ -13,12 +13,16 @@ use crate::job::{self, DeadReason, Outcome, Report, Status};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Completed {
+    /// The attempt succeeded; the job is finished.
     Done,
     /// Pending again, reserved until `available_at`.
     Retry {
+        /// The earliest time the next attempt may be claimed.
         available_at: u64,
     },
+    /// Finished without success; an operator may redrive it.
     Dead {
+        /// Why it ended.
         reason: DeadReason,
     },
 }
@@ -42,6 +46,7 @@ pub struct Completion<'a> {
     pub lease: &'a Lease,
     /// The attempt's outcome and the notes that go with it.
     pub report: Report,
+    /// When the attempt ended: checked against the claim, dates the retry and the history.
     pub now: u64,
     /// Where in its window the retry delay falls, in `[0, 1]`; checked whatever the outcome.
     pub jitter: f64,
@@ -94,6 +99,23 @@ impl Queue {
     /// with nothing changed: [`Error::NotFound`]; [`Error::LeaseLost`] unless the job is
     /// leased to the lease's worker on this very attempt; [`Error::ClockWentBackwards`] if
     /// `now` is before the claim.
+    ///
+    /// ```
+    /// use retryq::{Completed, Completion, ErrorKind, NewJob, Outcome, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// let first = q.claim("w1", 10)?.expect("due");
+    /// // A retryable failure: the retry waits floor(min(cap, base) · jitter) = floor(100 · 0.5) ms.
+    /// let retry = q.complete(&Completion::new(&first.lease, Outcome::Retryable, 10, 0.5))?;
+    /// assert_eq!(retry, Completed::Retry { available_at: 60 });
+    /// let second = q.claim("w1", 60)?.expect("due again");
+    /// assert_eq!(q.complete(&Completion::new(&second.lease, Outcome::Ok, 70, 0.5))?, Completed::Done);
+    /// // The first attempt's lease is stale: its late answer cannot change the job.
+    /// let late = q.complete(&Completion::new(&first.lease, Outcome::Permanent, 80, 0.5));
+    /// assert_eq!(late.map_err(|e| e.kind()), Err(ErrorKind::LeaseLost));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn complete(&mut self, c: &Completion<'_>) -> Result<Completed> {
         validate(c)?;
         let settings = self.settings;
@@ -107,6 +129,20 @@ impl Queue {
     ///
     /// [`Error::LeaseLost`] (and no change) unless the lease is still held as named;
     /// [`Error::NotFound`] if there is no such job.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue, Status};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// let claimed = q.claim("w1", 10)?.expect("due");
+    /// q.record_error(&claimed.lease, "connection reset", Some("http://a.example/"))?;
+    /// let job = q.get("a")?.expect("stored");
+    /// assert_eq!(job.last_error.as_deref(), Some("connection reset"));
+    /// // Still leased: the job waits for its lease to run out, as if the worker had died.
+    /// assert_eq!(job.status, Status::Leased);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()> {
         validate_lease(lease)?;
         let Lease { worker, id, attempt } = lease;
@@ -241,7 +277,7 @@ fn settle(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Completion, Lease, Outcome};
     use crate::{Job, NewJob, Queue};

@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Queue;
+use super::store::Queue;
 use crate::error::{Error, Result};
 use crate::input;
 use crate::schema;
@@ -18,6 +18,7 @@ pub struct NewJob<'a> {
     pub max_attempts: u64,
     /// No attempt starts at or after this time. Must be after `now`.
     pub deadline: u64,
+    /// The caller's clock: the job is due at once, and `stats` ages it from here.
     pub now: u64,
 }
 
@@ -55,6 +56,20 @@ impl Queue {
     /// Accepts a job: a new id is stored `pending` with `attempts` 0 and `available_at` =
     /// `now`. An existing id with the same payload changes nothing (not its deadline, not its
     /// attempts); with a different payload it is [`Error::Conflict`].
+    ///
+    /// ```
+    /// use retryq::{Enqueued, ErrorKind, NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// let job = NewJob { id: "order-7", payload: "sku=1", max_attempts: 5, deadline: 60_000, now: 0 };
+    /// assert_eq!(q.enqueue(&job)?, Enqueued::New);
+    /// // Enqueueing again after a lost reply is safe: the same payload changes nothing…
+    /// assert_eq!(q.enqueue(&job)?, Enqueued::Existing);
+    /// // …and another payload under the same id is a conflict, not an overwrite.
+    /// let other = NewJob { payload: "sku=2", ..job };
+    /// assert_eq!(q.enqueue(&other).map_err(|e| e.kind()), Err(ErrorKind::Conflict));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued> {
         job.validate()?;
         self.write(|tx| insert(tx, job))
@@ -63,6 +78,22 @@ impl Queue {
     /// Enqueues many jobs in one transaction (one commit, one fsync), each with exactly the
     /// rules of [`Queue::enqueue`]. Each job gets its own result; a refused job does not stop
     /// the others. Only a storage failure fails the whole batch, and then none is stored.
+    ///
+    /// ```
+    /// use retryq::{Enqueued, ErrorKind, NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// let jobs = [
+    ///     NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0 },
+    ///     NewJob { id: "", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0 },
+    /// ];
+    /// let results = q.enqueue_many(&jobs)?;
+    /// assert!(matches!(results[0], Ok(Enqueued::New)));
+    /// // The empty id is refused on its own; it does not undo the job beside it.
+    /// assert_eq!(results[1].as_ref().map_err(|e| e.kind()), Err(ErrorKind::InvalidInput));
+    /// assert_eq!(q.stats(0)?.pending, 1);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
         self.write(|tx| {
             let mut results = Vec::with_capacity(jobs.len());
@@ -131,7 +162,7 @@ fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::Status;
 

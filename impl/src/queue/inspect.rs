@@ -3,7 +3,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::Queue;
+use super::store::Queue;
 use crate::error::Result;
 use crate::input;
 use crate::job::{DeadReason, Job, Status};
@@ -11,12 +11,19 @@ use crate::job::{DeadReason, Job, Status};
 /// Counts of the store at one instant.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// Jobs waiting for a claim.
     pub pending: u64,
+    /// Jobs under a lease, expired or not.
     pub leased: u64,
+    /// Jobs that succeeded.
     pub done: u64,
+    /// Jobs that ended without success: the sum of the three reasons below.
     pub dead: u64,
+    /// Dead jobs whose attempts ran out.
     pub dead_exhausted: u64,
+    /// Dead jobs whose deadline passed.
     pub dead_deadline: u64,
+    /// Dead jobs an attempt declared hopeless.
     pub dead_permanent: u64,
     /// Leased jobs whose lease has expired: their workers may have died.
     pub leased_expired: u64,
@@ -31,13 +38,20 @@ pub struct Stats {
 pub struct HistoryEntry {
     /// `None` for the first enqueue.
     pub from: Option<Status>,
+    /// The status it moved to.
     pub to: Status,
     /// The job's attempts after the transition.
     pub attempt: u64,
+    /// The attempt budget after the transition (a redrive raises it).
     pub max_attempts: u64,
+    /// The deadline after the transition (a redrive moves it).
     pub deadline: u64,
+    /// The job's `available_at` after the transition: when a pending job is due or a lease
+    /// runs out; `None` once done or dead.
     pub available_at: Option<u64>,
+    /// The job's redrives after the transition.
     pub redrives: u64,
+    /// Why the job died, for a transition to dead.
     pub reason: Option<DeadReason>,
     /// The lease holder involved, if any.
     pub worker: Option<String>,
@@ -97,6 +111,17 @@ fn job_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
 
 impl Queue {
     /// The job with this id, if there is one.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue, Status};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// assert_eq!(q.get("a")?, None);
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// let job = q.get("a")?.expect("stored");
+    /// assert_eq!((job.status, job.attempts, job.available_at), (Status::Pending, 0, Some(0)));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn get(&self, id: &str) -> Result<Option<Job>> {
         input::name("id", id)?;
         self.read(|tx| Ok(tx.prepare_cached(GET)?.query_row([id], job_of).optional()?))
@@ -104,6 +129,21 @@ impl Queue {
 
     /// The dead jobs, with `reason` only those dead for it, in the order they were first
     /// enqueued.
+    ///
+    /// ```
+    /// use retryq::{Completion, DeadReason, NewJob, Outcome, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// let claimed = q.claim("w1", 10)?.expect("due");
+    /// q.complete(&Completion::new(&claimed.lease, Outcome::Permanent, 20, 0.5))?;
+    /// let dead = q.dead_jobs(None)?;
+    /// assert_eq!(dead.len(), 1);
+    /// assert_eq!(dead[0].id, "a");
+    /// assert!(q.dead_jobs(Some(DeadReason::Exhausted))?.is_empty());
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>> {
         let sql = format!(
             "SELECT {JOB_COLUMNS} FROM jobs WHERE status = 'dead' AND (?1 IS NULL OR dead_reason = ?1) \
@@ -120,12 +160,40 @@ impl Queue {
     /// leased jobs (a reservation or a lease expiry), which may already have passed. `None`
     /// when no job is pending or leased. Reads only; a worker with nothing due sleeps until
     /// then.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// assert_eq!(q.next_due()?, None);
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 5 })?;
+    /// assert_eq!(q.next_due()?, Some(5));
+    /// q.claim("w1", 10)?;
+    /// // Leased: the next time anything can change is the lease's expiry.
+    /// assert_eq!(q.next_due()?, Some(10 + q.settings().lease_ms));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn next_due(&self) -> Result<Option<u64>> {
         self.read(|tx| Ok(tx.prepare_cached(NEXT_DUE)?.query_row([], |row| row.get(0))?))
     }
 
     /// Counts by status and dead reason, expired leases, and the oldest open job's age, as of
     /// `now`.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Queue};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.claim("w1", 10)?;
+    /// let stats = q.stats(40_000)?;
+    /// assert_eq!((stats.pending, stats.leased), (1, 1));
+    /// // 40 s later the 30 s lease has run out: its worker may be gone.
+    /// assert_eq!(stats.leased_expired, 1);
+    /// assert_eq!(stats.oldest_open_age_ms, Some(40_000));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn stats(&self, now: u64) -> Result<Stats> {
         input::int("now", now)?;
         self.read(|tx| {
@@ -148,6 +216,22 @@ impl Queue {
     }
 
     /// Every recorded transition of the job, oldest first (empty if there is no such job).
+    ///
+    /// ```
+    /// use retryq::{Completion, NewJob, Outcome, Queue, Status};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// let claimed = q.claim("w1", 10)?.expect("due");
+    /// q.complete(&Completion::new(&claimed.lease, Outcome::Ok, 20, 0.5))?;
+    /// let steps: Vec<_> = q.history("a")?.iter().map(|e| (e.from, e.to, e.at)).collect();
+    /// assert_eq!(steps, [
+    ///     (None, Status::Pending, 0),
+    ///     (Some(Status::Pending), Status::Leased, 10),
+    ///     (Some(Status::Leased), Status::Done, 20),
+    /// ]);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn history(&self, id: &str) -> Result<Vec<HistoryEntry>> {
         input::name("id", id)?;
         self.read(|tx| {
@@ -175,6 +259,7 @@ impl Queue {
 /// match past them, so that an operator knows whether the page is the whole story.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JobPage {
+    /// The jobs on this page, in the listing's order.
     pub jobs: Vec<Job>,
     /// Matching jobs not on the page.
     pub more: u64,
@@ -246,7 +331,7 @@ impl Queue {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Completion, Lease, Redrive};
     use crate::{NewJob, Outcome};

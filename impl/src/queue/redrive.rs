@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::Queue;
+use super::store::Queue;
 use crate::error::{Error, Result};
 use crate::input::{self, MAX_ATTEMPTS};
 use crate::job::{DeadReason, Status};
@@ -20,11 +20,13 @@ const REDRIVE: &str = "
 /// The arguments of [`Queue::redrive`]: which dead job, and its new budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Redrive<'a> {
+    /// The dead job.
     pub id: &'a str,
     /// How many attempts the job gets on top of those it has spent.
     pub add_attempts: u64,
     /// The new deadline, after `now`.
     pub deadline: u64,
+    /// The operator's clock: the job is due at once.
     pub now: u64,
 }
 
@@ -37,6 +39,7 @@ pub struct RedriveDead {
     pub add_attempts: u64,
     /// The new deadline of every job, after `now`.
     pub deadline: u64,
+    /// The operator's clock: each job is due at once.
     pub now: u64,
 }
 
@@ -65,6 +68,21 @@ impl Queue {
     ///
     /// [`Error::NotDead`] unless the job is dead; [`Error::InvalidInput`] if the new budget
     /// would pass 2^31 − 1.
+    ///
+    /// ```
+    /// use retryq::{Completion, DeadReason, NewJob, Outcome, Queue, Redrive, Status};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 1, deadline: 60000, now: 0 })?;
+    /// let claimed = q.claim("w1", 10)?.expect("due");
+    /// q.complete(&Completion::new(&claimed.lease, Outcome::Retryable, 20, 0.5))?;
+    /// assert_eq!(q.get("a")?.and_then(|job| job.dead_reason), Some(DeadReason::Exhausted));
+    /// // Only an operator grants a new budget: two more attempts, a new deadline.
+    /// q.redrive(&Redrive { id: "a", add_attempts: 2, deadline: 90_000, now: 30 })?;
+    /// let job = q.get("a")?.expect("stored");
+    /// assert_eq!((job.status, job.attempts, job.max_attempts, job.redrives), (Status::Pending, 1, 3, 1));
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn redrive(&mut self, r: &Redrive<'_>) -> Result<()> {
         input::name("id", r.id)?;
         let budget = Budget::checked(r.add_attempts, r.deadline, r.now)?;
@@ -76,6 +94,26 @@ impl Queue {
     /// Returns each job's id and result, in the order the jobs were first enqueued; a job
     /// whose new budget would pass 2^31 − 1 is refused and stays dead without stopping the
     /// others.
+    ///
+    /// ```
+    /// use retryq::{Completion, DeadReason, NewJob, Outcome, Queue, RedriveDead};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 1, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 1, deadline: 60000, now: 0 })?;
+    /// let a = q.claim("w1", 10)?.expect("due");
+    /// q.complete(&Completion::new(&a.lease, Outcome::Permanent, 20, 0.5))?;
+    /// let b = q.claim("w1", 20)?.expect("due");
+    /// q.complete(&Completion::new(&b.lease, Outcome::Retryable, 30, 0.5))?;
+    /// // After fixing what made "a" fail for good, redrive only the permanent failures.
+    /// let fix = RedriveDead { reason: Some(DeadReason::Permanent), add_attempts: 1, deadline: 90_000, now: 40 };
+    /// let redriven = q.redrive_dead(&fix)?;
+    /// assert_eq!(redriven.len(), 1);
+    /// assert_eq!(redriven[0].0, "a");
+    /// assert!(redriven[0].1.is_ok());
+    /// assert_eq!(q.dead_jobs(None)?.len(), 1);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
     pub fn redrive_dead(&mut self, r: &RedriveDead) -> Result<Vec<(String, Result<()>)>> {
         let budget = Budget::checked(r.add_attempts, r.deadline, r.now)?;
         self.write(|tx| {
@@ -117,7 +155,7 @@ fn redrive(tx: &Transaction<'_>, id: &str, budget: Budget) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Completion, Lease, Redrive, RedriveDead};
     use crate::{DeadReason, NewJob, Outcome};

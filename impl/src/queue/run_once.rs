@@ -1,9 +1,9 @@
 //! `run_once`: the unit of work — claim, send, record — with no sleeping and no daemon.
 
-use super::Queue;
 use super::claim::Claimed;
 use super::complete::{Completed, Completion};
 use super::lease::Lease;
+use super::store::Queue;
 use crate::delay::validate_jitter;
 use crate::error::{Result, RunError};
 use crate::input;
@@ -15,19 +15,29 @@ use crate::job::{DeadReason, Report};
 pub enum Ran {
     /// Nothing was due.
     Idle,
+    /// The attempt succeeded; the job is finished.
     Done {
+        /// The job run.
         id: String,
+        /// The attempt that succeeded.
         attempt: u64,
     },
     /// The attempt failed and the job is reserved for another at `available_at`.
     Retry {
+        /// The job run.
         id: String,
+        /// The attempt that failed.
         attempt: u64,
+        /// When the next attempt may be claimed.
         available_at: u64,
     },
+    /// The job ended without success.
     Dead {
+        /// The job run.
         id: String,
+        /// The attempt that ended it.
         attempt: u64,
+        /// Why it ended.
         reason: DeadReason,
     },
 }
@@ -42,6 +52,21 @@ impl Queue {
     /// ([`RunError::ClockWentBackwards`]). An error the transport did not classify comes back
     /// untouched as [`RunError::Unclassified`]. In both cases the attempt stays spent and the
     /// job stays leased until its lease expires — as it would had the process died.
+    ///
+    /// ```
+    /// use retryq::{NewJob, Outcome, Queue, Ran, RunError};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// let send = |_: &retryq::Claimed| Ok::<_, std::io::Error>(Outcome::Retryable);
+    /// let ran = q.run_once("w1", || 10, send, 0.5)?;
+    /// assert_eq!(ran, Ran::Retry { id: "a".into(), attempt: 1, available_at: 60 });
+    /// // An error the transport cannot classify comes back as it was; the attempt stays spent.
+    /// let fail = |_: &retryq::Claimed| Err::<Outcome, _>("socket closed");
+    /// let err = q.run_once("w1", || 60, fail, 0.5).expect_err("unclassified");
+    /// assert!(matches!(err, RunError::Unclassified { attempt: 2, error: "socket closed", .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run_once<R: Into<Report>, E>(
         &mut self,
         worker: &str,
@@ -108,7 +133,7 @@ mod tests {
     use std::cell::Cell;
     use std::convert::Infallible;
 
-    use super::super::tests::queue;
+    use super::super::store::tests::queue;
     use super::*;
     use crate::{Error, NewJob, Status};
 

@@ -26,6 +26,7 @@
 //!   deposits, each later attempt withdraws; a refused retry is not sent and counts as
 //!   `retryable` with the budget's wait as its floor.
 
+mod error;
 mod status;
 mod target;
 
@@ -39,6 +40,7 @@ use retryq_control::{Budget, FaultTable, NodeSelector, Observed, PerTarget, Push
 use tracing::debug;
 use ureq::http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 
+pub use error::HttpError;
 pub use status::{Class, DEFAULT_RETRYABLE, StatusError, StatusTable};
 pub use target::redact;
 use target::{Target, target};
@@ -60,6 +62,7 @@ pub const BODY_BYTES: u64 = 512;
 /// How the transport classifies, picks and budgets.
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
+    /// Which statuses are retryable and which permanent.
     pub statuses: StatusTable,
     /// Latency bands and how long a slow or failed URL is left out.
     pub faults: FaultTable,
@@ -67,6 +70,7 @@ pub struct HttpOptions {
     pub budget: TpsBudget,
     /// The least wait of a retry the budget refused.
     pub budget_wait: Duration,
+    /// The `Content-Type` of every POST.
     pub content_type: String,
 }
 
@@ -82,18 +86,6 @@ impl Default for HttpOptions {
             content_type: "text/plain; charset=utf-8".into(),
         }
     }
-}
-
-/// A transport that cannot be built from what it was given.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HttpError {
-    #[error("at least one URL is needed")]
-    NoUrl,
-    #[error("{url:?}: {reason}")]
-    Url { url: String, reason: String },
-    #[error("{0:?} is not a valid header value")]
-    ContentType(String),
 }
 
 /// POSTs each attempt to one of its URLs.

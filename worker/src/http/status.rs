@@ -25,9 +25,14 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Class {
+    /// The job is done (every 2xx).
     Ok,
+    /// Worth another attempt: the receiver may recover (408, 429, 5xx by default).
     Retryable,
+    /// No attempt can succeed: the job ends `dead(permanent)`.
     Permanent,
+    /// Neither listed nor 2xx: the attempt's result is left unrecorded, so an unexpected answer
+    /// is neither retried early nor taken for failure.
     Unclassified,
 }
 
@@ -46,7 +51,9 @@ pub const DEFAULT_RETRYABLE: [u16; 6] = [408, 429, 500, 502, 503, 504];
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 pub struct StatusError {
+    /// `"retryable"` or `"permanent"`.
     pub list: &'static str,
+    /// What is wrong with it.
     pub reason: String,
 }
 

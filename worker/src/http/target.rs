@@ -17,7 +17,7 @@ use percent_encoding::percent_decode_str;
 use ureq::http::HeaderValue;
 use ureq::http::Uri;
 
-use super::HttpError;
+use super::error::HttpError;
 
 /// One URL and the target its budget is kept under.
 #[derive(Clone, Debug)]

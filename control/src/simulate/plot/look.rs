@@ -10,7 +10,7 @@
 use plotters::element::{ComposedElement, DashedPathElement};
 use plotters::prelude::*;
 
-use crate::simulate::Strategy;
+use crate::simulate::strategy::Strategy;
 
 /// A point's marker; sizes in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

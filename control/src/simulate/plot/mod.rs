@@ -17,7 +17,8 @@ use plotters::coord::types::{RangedCoordf64, RangedCoordu32};
 use plotters::prelude::*;
 
 use self::look::look;
-use super::{Row, Strategy};
+use super::row::Row;
+use super::strategy::Strategy;
 
 /// The drawing failed (plotters' error, as text).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

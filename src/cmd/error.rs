@@ -1,0 +1,53 @@
+//! How a command fails, and the exit status each failure gives. Its own module so that the
+//! output helpers (`out.rs`) can name it without depending on the commands that use them.
+
+use std::process::ExitCode;
+
+/// A failure that ends a command: printed as `retryq: error: …`.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A flag's value is wrong: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// The database cannot be used, said in an operator's words.
+    #[error("{0}")]
+    Database(String),
+    #[error(transparent)]
+    Queue(#[from] retryq::Error),
+    #[error(transparent)]
+    Bench(#[from] retryq_bench::BenchError),
+    #[error(transparent)]
+    Replay(#[from] retryq_conformance::ReplayError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Standard output's reader went away (`| head`): the command ends quietly.
+    #[error("standard output was closed")]
+    OutputClosed,
+    /// Standard output cannot be written (a full disk, an I/O error).
+    #[error("cannot write standard output: {0}")]
+    Output(std::io::Error),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl CliError {
+    /// The process's exit status for this failure.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Usage(_) => ExitCode::from(2),
+            // 128 + SIGPIPE: what a shell reports for a program a closed pipe stopped.
+            CliError::OutputClosed => ExitCode::from(141),
+            _ => ExitCode::FAILURE,
+        }
+    }
+
+    /// Whether the failure goes without saying (nothing is printed for it).
+    pub fn is_quiet(&self) -> bool {
+        matches!(self, CliError::OutputClosed)
+    }
+
+    /// A usage error naming `flag`.
+    pub fn flag(flag: &str, why: impl std::fmt::Display) -> CliError {
+        CliError::Usage(format!("{flag}: {why}"))
+    }
+}
