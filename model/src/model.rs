@@ -212,7 +212,10 @@ pub const DELAY_PROBES: [(u64, u64, u64, f64); 12] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Shape {
     /// Scheduled: `not_before` = `now + after` (SPEC 3.2, 4.12).
-    Scheduled { after: u64 },
+    Scheduled {
+        /// How far after the enqueue's `now` the job first becomes claimable.
+        after: u64,
+    },
     /// Its own backoff, one setting of the two, chosen so that its retries wait otherwise
     /// than the queue's would (SPEC 6.23): under a cap below the base, its own `cap_ms` of 1
     /// (below the queue's); otherwise its own `base_ms`, twice the queue's.
@@ -406,6 +409,7 @@ pub enum Action {
         max_attempts: u64,
         /// How far ahead of now the deadline lies.
         deadline_in: u64,
+        /// The SPEC 1.1 shape of the enqueue; `None` for a 1.0 enqueue.
         shape: Option<Shape>,
     },
     /// Enqueue job `job` again, with its own or another payload (and another budget and
@@ -444,25 +448,31 @@ pub enum Action {
     },
     /// The holder heartbeats its claim at the current time.
     Heartbeat {
+        /// The holder's index.
         worker: usize,
     },
     /// The holder heartbeats dated one millisecond back: before its claim
     /// (`clock_went_backwards`), or before an earlier heartbeat (the lease must not shrink).
     HeartbeatBack {
+        /// The holder's index.
         worker: usize,
     },
     /// The holder heartbeats with the attempt before the one it holds: a stale token of the
     /// same worker.
     HeartbeatStale {
+        /// The holder's index.
         worker: usize,
     },
     /// A worker heartbeats the claim `holder` holds — the current token, the wrong owner.
     HeartbeatAsOther {
+        /// The worker presenting the claim.
         worker: usize,
+        /// The worker that holds it.
         holder: usize,
     },
     /// The operator cancels job `job`, whatever its status.
     Cancel {
+        /// The job's index.
         job: usize,
     },
     /// A worker holding a claim dies: it forgets the claim, the store keeps the lease.

@@ -132,9 +132,13 @@ pub enum Op {
     },
     /// The holder of a running attempt keeps its lease (SPEC 3.12).
     Heartbeat {
+        /// Who claims to hold the lease.
         worker: String,
+        /// The job.
         id: String,
+        /// The attempt number the claim returned: the fencing token, as in `complete`.
         attempt: u64,
+        /// The caller's clock: the lease runs `lease_ms` from it, never shorter than before.
         now: u64,
     },
     /// `redrive`: gives a dead job a new budget and makes it pending.
@@ -150,7 +154,9 @@ pub enum Op {
     },
     /// An operator takes a pending job off the queue (SPEC 3.13).
     Cancel {
+        /// The pending job.
         id: String,
+        /// The caller's clock, recorded in the history.
         now: u64,
     },
     /// `reap`: ends the due jobs that are out of attempts or time.

@@ -179,11 +179,23 @@ pub mod names {
     /// A `sometimes` property: a state where this happened must be reachable, or the bounds
     /// are too small to test the rule behind it (the report warns of vacuity).
     pub const EARLIER_DUE_FIRST: &str = "a claim takes a later-enqueued job due earlier";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const HEARTBEAT_LAST_INSTANT: &str = "a heartbeat is accepted at deadline - 1";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const HEARTBEAT_AT_DEADLINE_REFUSED: &str = "a heartbeat at the deadline is refused";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const STALE_HEARTBEAT_REFUSED: &str = "a heartbeat with a stale token is refused";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const SCHEDULED_ON_TIME: &str = "a scheduled job is first claimed at exactly not_before";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const OWN_CAP_RETRY: &str = "a retry under the job's own cap, not the queue's";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
     pub const CANCELLED_REDRIVEN_DONE: &str = "a cancelled job is redriven and ends done";
 }
 

@@ -58,8 +58,10 @@ pub struct JobView {
     pub redrives: u64,
     /// The job's first `available_at`: its enqueue's `not_before`, or its enqueue's `now`.
     pub not_before: u64,
-    /// The job's own backoff settings, `null` unless it was enqueued with them.
+    /// The job's own `base_ms`, `null` unless it was enqueued with one: an absent one means
+    /// the queue's setting at each retry (SPEC 6.23), so it is never filled in.
     pub base_ms: Option<u64>,
+    /// The job's own `cap_ms`, `null` unless it was enqueued with one (SPEC 6.23).
     pub cap_ms: Option<u64>,
 }
 
@@ -159,6 +161,7 @@ pub enum Reply {
     },
     /// `heartbeat` → the lease's new expiry.
     Extended {
+        /// The lease's expiry after the heartbeat; it may exceed 2^53−1 (SPEC 6.10).
         lease_until: u64,
     },
     /// `redrive` granted a dead job a new budget.
