@@ -155,6 +155,7 @@ fn workers_killed_with_sigkill_lose_nothing() {
                 max_attempts: *max_attempts,
                 deadline: now + ttl,
                 now,
+                ..NewJob::default()
             })
             .collect();
         for result in q.enqueue_many(&batch).expect("enqueue") {

@@ -37,9 +37,6 @@ pub fn exhaustive(
     progress: &dyn Fn(),
 ) -> Result<Coverage, ReplayError> {
     let start = Instant::now();
-    // The SQLite side runs no SPEC 1.1 operation yet (`sqlite.rs` stops on them): until it
-    // does, the model's paths are those of the contract 1.0 world.
-    let bounds = Bounds { contract_1_1: false, ..bounds };
     let (states, traces) = frontier_traces(&QueueModel::new(bounds, None), depth);
     let (mut tally, found) = run_parallel(&traces, setup, threads, progress)?;
     if let Some((i, divergence)) = found {

@@ -93,14 +93,17 @@ impl Sqlite {
                 })?;
                 Reply::Config
             }
-            Op::Enqueue { not_before: Some(_), .. } => return Err(not_on_sqlite_yet("enqueue's not_before")),
-            Op::Enqueue { base_ms: Some(_), .. } | Op::Enqueue { cap_ms: Some(_), .. } => {
-                return Err(not_on_sqlite_yet("enqueue's own base_ms and cap_ms"));
-            }
-            Op::Heartbeat { .. } => return Err(not_on_sqlite_yet("heartbeat")),
-            Op::Cancel { .. } => return Err(not_on_sqlite_yet("cancel")),
-            Op::Enqueue { id, payload, max_attempts, deadline, now, .. } => {
-                let job = NewJob { id, payload, max_attempts: *max_attempts, deadline: *deadline, now: *now };
+            Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+                let job = NewJob {
+                    id,
+                    payload,
+                    max_attempts: *max_attempts,
+                    deadline: *deadline,
+                    now: *now,
+                    not_before: *not_before,
+                    base_ms: *base_ms,
+                    cap_ms: *cap_ms,
+                };
                 match q.enqueue(&job)? {
                     Enqueued::New => Reply::Enqueued,
                     Enqueued::Existing => Reply::Existing,
@@ -130,6 +133,13 @@ impl Sqlite {
                     return Err(refused("after", "is above 2^53-1"));
                 }
                 run_once(q, worker, *now, after, *outcome, jitter)?
+            }
+            Op::Heartbeat { worker, id, attempt, now } => {
+                Reply::Extended { lease_until: q.heartbeat(&Lease::new(worker, id, *attempt), *now)? }
+            }
+            Op::Cancel { id, now } => {
+                q.cancel(id, *now)?;
+                Reply::Cancelled
             }
             Op::Redrive { id, now, add_attempts, deadline } => {
                 q.redrive(&Redrive { id, add_attempts: *add_attempts, deadline: *deadline, now: *now })?;
@@ -166,13 +176,6 @@ impl Sqlite {
         self.queue.set_settings(settings)?;
         Ok(())
     }
-}
-
-/// A SPEC 1.1 operation or field the library does not run yet: the replay stops with this
-/// message rather than answer something the contract does not say.
-fn not_on_sqlite_yet(what: &str) -> Refusal {
-    let message = format!("{what}: not implemented on SQLite yet");
-    Refusal::Fatal(ReplayError::Io(std::io::Error::new(std::io::ErrorKind::Unsupported, message)))
 }
 
 /// `run_once` with a clock that reads `now` then `after`, and a transport that answers
@@ -265,6 +268,9 @@ impl From<Error> for Refusal {
             Error::LeaseLost { .. } => Failure::LeaseLost,
             Error::NotDead { .. } => Failure::NotDead,
             Error::ClockWentBackwards { .. } => Failure::ClockWentBackwards,
+            Error::DeadlinePassed { .. } => Failure::DeadlinePassed,
+            Error::Leased { .. } => Failure::Leased,
+            Error::NotCancellable { .. } => Failure::NotCancellable,
             fatal => return Refusal::Fatal(ReplayError::Storage(fatal)),
         })
     }
@@ -296,11 +302,9 @@ pub fn job_view(job: &retryq::Job) -> Result<JobView, ReplayError> {
         deadline: job.deadline,
         dead_reason: job.dead_reason.map(reason_of).transpose()?,
         redrives: job.redrives,
-        // The library stores no schedule nor own backoff yet: every job it holds was enqueued
-        // without them, so its first `available_at` is its enqueue's `now`.
-        not_before: job.enqueued_at,
-        base_ms: None,
-        cap_ms: None,
+        not_before: job.not_before,
+        base_ms: job.base_ms,
+        cap_ms: job.cap_ms,
     })
 }
 
@@ -316,8 +320,7 @@ pub fn stats_view(s: &retryq::Stats) -> StatsView {
         dead_exhausted: s.dead_exhausted,
         dead_deadline: s.dead_deadline,
         dead_permanent: s.dead_permanent,
-        // The library has no cancel yet.
-        dead_cancelled: 0,
+        dead_cancelled: s.dead_cancelled,
         leased_expired: s.leased_expired,
         oldest_open_age_ms: s.oldest_open_age_ms,
     }
@@ -348,6 +351,7 @@ pub fn reason_of(reason: retryq::DeadReason) -> Result<DeadReason, ReplayError> 
         retryq::DeadReason::Exhausted => DeadReason::Exhausted,
         retryq::DeadReason::Deadline => DeadReason::Deadline,
         retryq::DeadReason::Permanent => DeadReason::Permanent,
+        retryq::DeadReason::Cancelled => DeadReason::Cancelled,
         other => return Err(ReplayError::Unnamed(format!("dead reason {other}"))),
     })
 }

@@ -37,9 +37,7 @@ fn every_model_path_of_depth_four_agrees() {
 
 #[test]
 fn every_bug_seeded_into_the_model_is_a_divergence() {
-    // The generators write no SPEC 1.1 operation yet (the SQLite side runs none): a bug in
-    // one cannot show in their traces.
-    for bug in Bug::ALL.into_iter().filter(|bug| !bug.added_in_1_1()) {
+    for bug in Bug::ALL {
         let setup = Setup { storage: Storage::Memory, model: Store::new().with_bug(Some(bug)) };
         let tally = run::random(600, 7, 40, &setup, 2, &|| {}).expect("run");
         let mismatch = tally

@@ -610,7 +610,7 @@ impl Queue {
     /// use retryq::{NewJob, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// q.claim("w1", 10)?;
     /// let audit = q.audit()?;
     /// assert!(audit.is_clean(), "{:?}", audit.violations);
@@ -709,7 +709,15 @@ mod tests {
         let mut q = Queue::open_in_memory().expect("memory queue");
         q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
         for (id, max_attempts) in [("ok", 3), ("perm", 3), ("exh", 1), ("crash", 3)] {
-            q.enqueue(&NewJob { id, payload: "", max_attempts, deadline: 10_000, now: 0 }).expect("enqueue");
+            q.enqueue(&NewJob {
+                id,
+                payload: "",
+                max_attempts,
+                deadline: 10_000,
+                now: 0,
+                ..NewJob::default()
+            })
+            .expect("enqueue");
         }
         let run = |q: &mut Queue, now: u64, outcome: Outcome| {
             let c = q.claim("w1", now).expect("claim").expect("claimed");
@@ -725,8 +733,15 @@ mod tests {
         assert_eq!(c.id(), "ok");
         q.complete(&Completion::new(&Lease::new("w2", "ok", c.attempt()), Outcome::Ok, 61, 0.0))
             .expect("done");
-        q.enqueue(&NewJob { id: "late", payload: "", max_attempts: 3, deadline: 300, now: 100 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "late",
+            payload: "",
+            max_attempts: 3,
+            deadline: 300,
+            now: 100,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         assert_eq!(q.reap(300).expect("reap"), 1, "late: dead(deadline) while pending");
         let again = q.claim("w4", 1010).expect("claim").expect("reclaimed at expiry");
         assert_eq!((again.id(), again.attempt()), ("crash", 2));

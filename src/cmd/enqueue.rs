@@ -58,7 +58,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let now = super::now()?;
     let deadline = args.deadline.at(now)?;
     let mut queue = args.db.open_write(true)?;
-    let job = NewJob { id: &args.id, payload: &payload, max_attempts: args.max_attempts, deadline, now };
+    let job = NewJob {
+        id: &args.id,
+        payload: &payload,
+        max_attempts: args.max_attempts,
+        deadline,
+        now,
+        ..NewJob::default()
+    };
     let (response, code) = match queue.enqueue(&job) {
         Ok(Enqueued::New) => (Response::Ok(Reply::Enqueued), ExitCode::SUCCESS),
         Ok(Enqueued::Existing) => (Response::Ok(Reply::Existing), ExitCode::SUCCESS),

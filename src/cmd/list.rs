@@ -159,6 +159,9 @@ mod tests {
             claimed_at: None,
             last_error: None,
             last_node: None,
+            not_before: 1_796_059_356_712,
+            base_ms: None,
+            cap_ms: None,
         };
         let head =
             row(columns(Status::Dead), columns(Status::Dead).iter().map(|c| c.0.to_string()).collect());

@@ -201,7 +201,7 @@ pub struct Summary {
 ///
 /// let mut queue = Queue::open_in_memory()?;
 /// let now = now_ms()?;
-/// queue.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 5, deadline: now + 60_000, now })?;
+/// queue.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 5, deadline: now + 60_000, now, ..NewJob::default() })?;
 ///
 /// // A lease shorter than the timeout would let a second worker claim a job still running.
 /// let unsafe_config = Config { timeout: Duration::from_secs(60), ..Config::new("w1") };
@@ -465,7 +465,15 @@ mod tests {
 
     fn enqueue(q: &mut Queue, id: &str, max_attempts: u64, ttl_ms: u64) {
         let now = now_ms().expect("clock");
-        q.enqueue(&NewJob { id, payload: "p", max_attempts, deadline: now + ttl_ms, now }).expect("enqueue");
+        q.enqueue(&NewJob {
+            id,
+            payload: "p",
+            max_attempts,
+            deadline: now + ttl_ms,
+            now,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
     }
 
     #[test]
@@ -724,6 +732,7 @@ mod tests {
             max_attempts: 1,
             deadline: start + 60_000,
             now: start - 1,
+            ..NewJob::default()
         })
         .expect("enqueue");
         let c = Config {
@@ -754,6 +763,7 @@ mod tests {
             max_attempts: 3,
             deadline: start + 60_000,
             now: start - 1,
+            ..NewJob::default()
         })
         .expect("enqueue");
         let err =
