@@ -333,6 +333,54 @@ mod tests {
     }
 
     #[test]
+    fn a_jobs_own_backoff_replaces_the_queues_setting_by_setting() {
+        // The queue: base 100, cap 250. Jitter 1 gives the whole window.
+        let retry_at = |base_ms: Option<u64>, cap_ms: Option<u64>, attempts: u64| {
+            let mut q = queue();
+            let job = NewJob {
+                id: "a",
+                payload: "",
+                max_attempts: 9,
+                deadline: 100_000,
+                now: 0,
+                base_ms,
+                cap_ms,
+                ..NewJob::default()
+            };
+            q.enqueue(&job).expect("enqueue");
+            let mut at = 0;
+            let mut last = None;
+            for _ in 0..attempts {
+                let c = q.claim("w1", at).expect("claim").expect("claimed");
+                last = Some(
+                    q.complete(&Completion::new(&c.lease, Outcome::Retryable, at, 1.0)).expect("complete"),
+                );
+                if let Some(Completed::Retry { available_at }) = last {
+                    at = available_at;
+                }
+            }
+            (last, q)
+        };
+        let window = |base_ms, cap_ms| {
+            let (last, _) = retry_at(base_ms, cap_ms, 1);
+            match last {
+                Some(Completed::Retry { available_at }) => available_at,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(window(None, None), 100);
+        assert_eq!(window(Some(10), None), 10);
+        assert_eq!(window(None, Some(40)), 40, "its own cap below the queue's base");
+        assert_eq!(window(Some(500), None), 250, "its own base under the queue's cap");
+        // Base only: the queue's cap as set at the retry, not at the enqueue.
+        let (_, mut q) = retry_at(Some(200), None, 1);
+        q.set_settings(Settings { cap_ms: 300, ..q.settings() }).expect("settings");
+        let c = q.claim("w1", 200).expect("claim").expect("claimed");
+        let next = q.complete(&Completion::new(&c.lease, Outcome::Retryable, 200, 1.0)).expect("complete");
+        assert_eq!(next, Completed::Retry { available_at: 500 }, "window min(300, 400)");
+    }
+
+    #[test]
     fn now_plus_delay_on_the_deadline_is_dead_one_less_is_a_retry() {
         // attempt 1, base 100, jitter 1 → delay 100.
         let mut q = queue();

@@ -258,6 +258,49 @@ mod tests {
     }
 
     #[test]
+    fn a_schedule_and_an_own_backoff_are_stored_and_an_existing_id_keeps_its_own() {
+        let mut q = queue();
+        let scheduled = NewJob { not_before: Some(40), base_ms: Some(7), ..job("a", "p") };
+        assert_eq!(q.enqueue(&scheduled).expect("enqueue"), Enqueued::New);
+        let got = q.get("a").expect("get").expect("stored");
+        assert_eq!(
+            (got.available_at, got.not_before, got.base_ms, got.cap_ms, got.enqueued_at),
+            (Some(40), 40, Some(7), None, 0)
+        );
+        let before = q.get("a").expect("get");
+        let other = NewJob { not_before: Some(900), base_ms: None, cap_ms: Some(3), now: 5, ..job("a", "p") };
+        assert_eq!(q.enqueue(&other).expect("re-enqueue"), Enqueued::Existing);
+        assert_eq!(q.get("a").expect("get"), before, "an existing id keeps its schedule and backoff");
+        assert_eq!(q.claim("w", 39).expect("claim"), None, "not before not_before");
+        assert!(q.claim("w", 40).expect("claim").is_some());
+    }
+
+    #[test]
+    fn not_before_is_checked_at_both_ends_even_for_an_existing_id() {
+        let mut q = queue();
+        q.enqueue(&job("a", "p")).expect("enqueue");
+        for (id, not_before) in [("b", 9), ("b", 1000), ("a", 1000), ("b", 1 << 53)] {
+            let bad = NewJob { now: 10, not_before: Some(not_before), ..job(id, "p") };
+            let err = q.enqueue(&bad).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidInput { field: "not_before", .. }),
+                "{id} {not_before}: {err}"
+            );
+        }
+        for (field, bad) in [
+            ("base_ms", NewJob { base_ms: Some(1 << 53), ..job("b", "p") }),
+            ("cap_ms", NewJob { cap_ms: Some(1 << 53), ..job("b", "p") }),
+        ] {
+            let err = q.enqueue(&bad).unwrap_err();
+            assert!(matches!(&err, Error::InvalidInput { field: f, .. } if *f == field), "{err}");
+        }
+        assert!(
+            q.enqueue(&NewJob { now: 10, not_before: Some(999), ..job("b", "p") }).is_ok(),
+            "deadline - 1"
+        );
+    }
+
+    #[test]
     fn enqueue_many_applies_each_rule_per_job() {
         let mut q = queue();
         q.enqueue(&job("a", "p")).expect("enqueue");

@@ -111,3 +111,88 @@ pub(super) fn extend(tx: &Transaction<'_>, lease: &Lease, now: u64, lease_ms: u6
     }
     Err(Error::Corrupt(format!("job {id:?}: a heartbeat every check accepts was not applied")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::store::tests::queue;
+    use crate::{Error, ErrorKind, Lease, NewJob, Settings, Status};
+
+    /// `a` enqueued at 0 with deadline 5000, claimed by `w1` at 100 (lease 1000): until 1100.
+    fn held(q: &mut crate::Queue) -> Lease {
+        let job =
+            NewJob { id: "a", payload: "", max_attempts: 3, deadline: 5000, now: 0, ..NewJob::default() };
+        q.enqueue(&job).expect("enqueue");
+        q.claim("w1", 100).expect("claim").expect("claimed").lease
+    }
+
+    #[test]
+    fn a_heartbeat_extends_from_now_and_never_shrinks() {
+        let mut q = queue();
+        let lease = held(&mut q);
+        assert_eq!(q.heartbeat(&lease, 600).expect("heartbeat"), 1600);
+        // A shorter lease_ms now never shortens what was granted.
+        q.set_settings(Settings { lease_ms: 10, ..q.settings() }).expect("settings");
+        assert_eq!(q.heartbeat(&lease, 700).expect("heartbeat"), 1600);
+        // Nothing else changes: still leased to w1 on attempt 1, claimed at 100.
+        let job = q.get("a").expect("get").expect("job");
+        assert_eq!(
+            (job.status, job.attempts, job.owner.as_deref(), job.claimed_at, job.available_at),
+            (Status::Leased, 1, Some("w1"), Some(100), Some(1600))
+        );
+    }
+
+    #[test]
+    fn an_expired_lease_nobody_took_is_renewed_from_now() {
+        let mut q = queue();
+        let lease = held(&mut q);
+        assert_eq!(q.heartbeat(&lease, 3000).expect("heartbeat"), 4000);
+    }
+
+    #[test]
+    fn the_last_instant_is_deadline_minus_one() {
+        let mut q = queue();
+        let lease = held(&mut q);
+        assert_eq!(q.heartbeat(&lease, 4999).expect("heartbeat"), 5999);
+        let err = q.heartbeat(&lease, 5000).unwrap_err();
+        assert!(matches!(&err, Error::DeadlinePassed { id } if id == "a"), "{err}");
+        assert_eq!(q.get("a").expect("get").expect("job").available_at, Some(5999));
+    }
+
+    #[test]
+    fn refusals_come_in_the_spec_order_and_change_nothing() {
+        let mut q = queue();
+        let lease = held(&mut q);
+        let kind =
+            |q: &mut crate::Queue, lease: &Lease, now: u64| q.heartbeat(lease, now).map_err(|e| e.kind());
+        assert_eq!(kind(&mut q, &Lease::new("w1", "nope", 0), 200), Err(ErrorKind::InvalidInput));
+        assert_eq!(kind(&mut q, &Lease::new("w1", "nope", 1), 200), Err(ErrorKind::NotFound));
+        assert_eq!(kind(&mut q, &Lease::new("w2", "a", 1), 200), Err(ErrorKind::LeaseLost));
+        assert_eq!(kind(&mut q, &Lease::new("w1", "a", 2), 200), Err(ErrorKind::LeaseLost));
+        // The fence before the clock, the clock before the deadline.
+        assert_eq!(kind(&mut q, &Lease::new("w2", "a", 1), 99), Err(ErrorKind::LeaseLost));
+        assert_eq!(kind(&mut q, &lease, 99), Err(ErrorKind::ClockWentBackwards));
+        assert_eq!(kind(&mut q, &lease, crate::MAX_INT + 1), Err(ErrorKind::InvalidInput));
+        assert_eq!(q.get("a").expect("get").expect("job").available_at, Some(1100));
+        assert_eq!(q.history("a").expect("history").len(), 2, "no refusal is recorded");
+    }
+
+    #[test]
+    fn the_expiry_may_pass_2_pow_53() {
+        let mut q = queue();
+        let lease = held(&mut q);
+        q.set_settings(Settings { lease_ms: crate::MAX_INT, ..q.settings() }).expect("settings");
+        assert_eq!(q.heartbeat(&lease, 4999).expect("heartbeat"), 4999 + crate::MAX_INT);
+    }
+
+    #[test]
+    fn a_heartbeat_is_recorded_as_an_extension() {
+        let mut q = queue();
+        let lease = held(&mut q);
+        q.heartbeat(&lease, 600).expect("heartbeat");
+        let last = q.history("a").expect("history").pop().expect("entries");
+        assert_eq!(
+            (last.from, last.to, last.attempt, last.available_at, last.worker.as_deref(), last.at),
+            (Some(Status::Leased), Status::Leased, 1, Some(1600), Some("w1"), 600)
+        );
+    }
+}
