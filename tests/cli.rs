@@ -310,7 +310,7 @@ fn foreign_text_corrupt_and_newer_files_are_refused_and_left_as_they_were() {
     retryq(&newer, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "60000"]);
     rusqlite::Connection::open(&newer)
         .expect("newer")
-        .pragma_update(None, "user_version", 2)
+        .pragma_update(None, "user_version", retryq::SCHEMA_VERSION + 1)
         .expect("version");
     let corrupt = dir.path().join("corrupt.db");
     for n in 0..40 {
@@ -339,7 +339,7 @@ fn foreign_text_corrupt_and_newer_files_are_refused_and_left_as_they_were() {
     let cases = [
         (&foreign, "not a retryq database: a SQLite database with 1 objects of another program"),
         (&text, "not a retryq database: the file is not a SQLite database"),
-        (&newer, "schema version 2 is newer than this build of retryq supports"),
+        (&newer, "schema version 3 is newer than this build of retryq supports"),
         (&corrupt, "the database file is corrupt"),
     ];
     for (path, message) in cases {

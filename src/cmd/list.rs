@@ -23,7 +23,7 @@ pub struct Args {
     /// Which jobs: pending, leased, done or dead (dead if only --reason is given).
     #[arg(long, value_name = "S")]
     status: Option<Status>,
-    /// Only the dead jobs dead for this reason: exhausted, deadline or permanent.
+    /// Only the dead jobs dead for this reason: exhausted, deadline, permanent or cancelled.
     #[arg(long, value_name = "R")]
     reason: Option<DeadReason>,
     /// At most this many jobs; how many more there are is said on standard error.
