@@ -42,6 +42,8 @@ enum Command {
     History(cmd::history::Args),
     /// Give dead jobs a new budget.
     Redrive(cmd::redrive::Args),
+    /// Take a pending job off the queue (dead, reason cancelled).
+    Cancel(cmd::cancel::Args),
     /// Check SPEC section 4's invariants on every job and recorded transition.
     Audit(cmd::audit::Args),
     /// Run a JSON Lines trace (SPEC section 5) against a SQLite database.
@@ -82,6 +84,7 @@ fn main() -> ExitCode {
         Command::Dead(args) => cmd::dead::run(args),
         Command::History(args) => cmd::history::run(args),
         Command::Redrive(args) => cmd::redrive::run(args),
+        Command::Cancel(args) => cmd::cancel::run(args),
         Command::Audit(args) => cmd::audit::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),

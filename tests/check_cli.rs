@@ -15,11 +15,11 @@ fn json_report_has_every_property_with_its_kind_and_status() {
         assert!(report[key].as_u64().is_some_and(|n| n > 0), "{key}");
     }
     assert!(report["seconds"].as_f64().is_some());
-    assert_eq!(report["unique_states"], 6053);
+    assert_eq!(report["unique_states"], 18_479);
     let properties = report["properties"].as_array().expect("properties");
-    assert_eq!(properties.len(), 38);
+    assert_eq!(properties.len(), 48);
     let kinds = |kind: &str| properties.iter().filter(|p| p["kind"] == kind).count();
-    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (20, 1, 17));
+    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (24, 1, 23));
     let two_jobs =
         ["a claim breaks a tie by first enqueue", "a claim takes a later-enqueued job due earlier"];
     for p in properties {

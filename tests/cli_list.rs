@@ -56,7 +56,8 @@ fn queue_with_every_status(db: &Path) {
     for (id, max_attempts, now) in
         [("late", 3, 50), ("b", 3, 10), ("a", 3, 10), ("c", 3, 20), ("d", 1, 30), ("e", 3, 40)]
     {
-        q.enqueue(&NewJob { id, payload: "x", max_attempts, deadline: DEADLINE, now }).expect("enqueue");
+        q.enqueue(&NewJob { id, payload: "x", max_attempts, deadline: DEADLINE, now, ..NewJob::default() })
+            .expect("enqueue");
     }
     for outcome in [Outcome::Ok, Outcome::Permanent] {
         let claimed = q.claim("w0", 60).expect("claim").expect("claimed");
@@ -134,8 +135,15 @@ fn a_page_says_how_many_more_and_json_lines_are_gets() {
     let mut q = Queue::open_with(&db, &OpenOptions { create: true, ..OpenOptions::default() }).expect("open");
     for n in 0..5u64 {
         let id = format!("job-{n}");
-        q.enqueue(&NewJob { id: &id, payload: "x", max_attempts: 2, deadline: DEADLINE, now: 100 - n })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: &id,
+            payload: "x",
+            max_attempts: 2,
+            deadline: DEADLINE,
+            now: 100 - n,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
     }
     drop(q);
 

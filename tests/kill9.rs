@@ -209,6 +209,7 @@ fn killed_with_sigkill(seed: u64, shape: Shape) {
                 max_attempts: *max_attempts,
                 deadline: now + ttl,
                 now,
+                ..NewJob::default()
             })
             .collect();
         for result in q.enqueue_many(&batch).expect("enqueue") {

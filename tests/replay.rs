@@ -69,7 +69,7 @@ fn the_spec_worked_trace_prints_exactly_the_spec_output() {
 {\"ok\":\"crashed\",\"id\":\"order-7\",\"attempt\":4}
 {\"ok\":\"none\"}
 {\"ok\":\"none\"}
-{\"ok\":\"job\",\"id\":\"order-7\",\"status\":\"dead\",\"attempts\":4,\"max_attempts\":5,\"available_at\":null,\"deadline\":700,\"dead_reason\":\"deadline\",\"redrives\":0}
+{\"ok\":\"job\",\"id\":\"order-7\",\"status\":\"dead\",\"attempts\":4,\"max_attempts\":5,\"available_at\":null,\"deadline\":700,\"dead_reason\":\"deadline\",\"redrives\":0,\"not_before\":0,\"base_ms\":null,\"cap_ms\":null}
 ";
     assert_eq!(stdout, expected);
 }

@@ -322,8 +322,15 @@ fn a_write_past_the_file_size_limit_is_a_clear_error_not_a_signal() {
         let payload = "x".repeat(2000);
         for i in 0..40 {
             let id = format!("job-{i}");
-            q.enqueue(&NewJob { id: &id, payload: &payload, max_attempts: 3, deadline: now + 600_000, now })
-                .expect("enqueue");
+            q.enqueue(&NewJob {
+                id: &id,
+                payload: &payload,
+                max_attempts: 3,
+                deadline: now + 600_000,
+                now,
+                ..NewJob::default()
+            })
+            .expect("enqueue");
         }
     }
     // 100 blocks of 512 bytes: the log of the worker's writes soon passes it.

@@ -28,7 +28,14 @@ pub fn measure(dir: &Path, k: usize, window: Duration, round: usize) -> Result<f
         let now = now_ms()?;
         let new: Vec<NewJob<'_>> = names
             .iter()
-            .map(|id| NewJob { id, payload: PAYLOAD, max_attempts: 5, deadline: now + 3_600_000, now })
+            .map(|id| NewJob {
+                id,
+                payload: PAYLOAD,
+                max_attempts: 5,
+                deadline: now + 3_600_000,
+                now,
+                ..NewJob::default()
+            })
             .collect();
         for result in queue.enqueue_many(&new)? {
             result?;

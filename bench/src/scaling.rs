@@ -87,7 +87,14 @@ pub fn load_queue(queue: &mut Queue, size: Size) -> Result<(), BenchError> {
         let ids: Vec<String> = (start..total.min(start + CHUNK)).map(id).collect();
         let jobs: Vec<NewJob<'_>> = ids
             .iter()
-            .map(|id| NewJob { id, payload: PAYLOAD, max_attempts: MAX_ATTEMPTS, deadline: MAX_INT, now: 0 })
+            .map(|id| NewJob {
+                id,
+                payload: PAYLOAD,
+                max_attempts: MAX_ATTEMPTS,
+                deadline: MAX_INT,
+                now: 0,
+                ..NewJob::default()
+            })
             .collect();
         for result in queue.enqueue_many(&jobs)? {
             result?;

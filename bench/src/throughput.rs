@@ -107,6 +107,7 @@ pub fn worker_main(spec: &str) -> Result<(), BenchError> {
                     max_attempts: 5,
                     deadline: now + 3_600_000,
                     now,
+                    ..NewJob::default()
                 })?;
                 let now = now_ms()?;
                 match queue.claim(&spec.name, now)? {

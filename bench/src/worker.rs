@@ -217,7 +217,14 @@ fn run<T: Transport + Send>(
     let ids: Vec<String> = (0..jobs).map(|n| format!("job-{n:06}")).collect();
     let batch: Vec<NewJob<'_>> = ids
         .iter()
-        .map(|id| NewJob { id, payload: "{}", max_attempts: 3, deadline: now + 3_600_000, now })
+        .map(|id| NewJob {
+            id,
+            payload: "{}",
+            max_attempts: 3,
+            deadline: now + 3_600_000,
+            now,
+            ..NewJob::default()
+        })
         .collect();
     for enqueued in queue.enqueue_many(&batch)? {
         enqueued?;

@@ -118,7 +118,10 @@ pub fn compare_with(trace: &Trace, sqlite: &mut Sqlite, mut model: Store) -> Res
 fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
     let (id, now) = match op {
         Op::Enqueue { id, now, .. } => (Some(id), Some(*now)),
-        Op::Complete { id, now, .. } | Op::Redrive { id, now, .. } => (Some(id), Some(*now)),
+        Op::Complete { id, now, .. }
+        | Op::Heartbeat { id, now, .. }
+        | Op::Redrive { id, now, .. }
+        | Op::Cancel { id, now } => (Some(id), Some(*now)),
         Op::Get { id } => (Some(id), None),
         Op::Claim { now, .. } | Op::Reap { now } | Op::Stats { now } => (None, Some(*now)),
         Op::RunOnce { now, after, .. } => (None, Some(after.unwrap_or(*now).max(*now))),

@@ -9,7 +9,9 @@
 //!   not by luck: lease expiry exactly at `now`, `now + delay` on the deadline and one
 //!   either side, stale fencing tokens after a reclaim, crashes at every point, the clock
 //!   going back, re-enqueue with the same and a different payload, redrive, restart, ids
-//!   reused, invalid lines mixed in. proptest shrinks the abstract steps, and the
+//!   reused, invalid lines mixed in; and SPEC 1.1's: heartbeats by the holder, with a stale
+//!   token, by another worker, at the deadline and with the clock back; cancels in every
+//!   status; scheduled starts (out of range at both ends too) and a job's own backoff. proptest shrinks the abstract steps, and the
 //!   materialized trace shrinks with them.
 //! - [`RandomTrace`], a quickcheck `Arbitrary` that draws concrete operations directly from
 //!   small domains (a few ids and workers, times in a narrow window, tiny leases) so that
@@ -83,6 +85,17 @@ pub enum Completer {
     Worker(usize),
 }
 
+/// An enqueue's schedule (SPEC 3.2's `not_before`).
+#[derive(Clone, Copy, Debug)]
+pub enum Schedule {
+    /// None given: due at `now`.
+    Unscheduled,
+    /// `now + d`; at or past the deadline when `d` ≥ the ttl (refused).
+    After(u64),
+    /// One before `now` (refused), or `now` itself at time 0.
+    BeforeNow,
+}
+
 /// One abstract step.
 #[derive(Clone, Debug)]
 pub enum Abstract {
@@ -105,6 +118,30 @@ pub enum Abstract {
         max_attempts: u64,
         /// How far past `now` the deadline lies.
         ttl: u64,
+        /// When.
+        now: When,
+        /// Its scheduled start.
+        schedule: Schedule,
+        /// Its own `base_ms`, if any.
+        base_ms: Option<u64>,
+        /// Its own `cap_ms`, if any.
+        cap_ms: Option<u64>,
+    },
+    /// Becomes `heartbeat`, current or stale, from the holder or another worker.
+    Heartbeat {
+        /// Who presents the lease.
+        by: Completer,
+        /// Which job, by index.
+        job: usize,
+        /// Which attempt number it presents.
+        token: Token,
+        /// When: at the deadline, or with the clock back, as often as not.
+        now: When,
+    },
+    /// Becomes `cancel`, whatever the job's status.
+    Cancel {
+        /// Which job, by index.
+        job: usize,
         /// When.
         now: When,
     },
@@ -252,6 +289,32 @@ fn run_outcome() -> impl Strategy<Value = RunOutcome> {
     ]
 }
 
+fn schedule() -> impl Strategy<Value = Schedule> {
+    prop_oneof![
+        8 => Just(Schedule::Unscheduled),
+        3 => prop_oneof![Just(0u64), Just(1), 2u64..40].prop_map(Schedule::After),
+        1 => Just(Schedule::After(600)),
+        1 => Just(Schedule::BeforeNow),
+    ]
+}
+
+/// A job's own `base_ms` or `cap_ms`: mostly none; otherwise the edges (0, a cap below a
+/// base) and the windows whose binary64 product with a jitter of 0.7 differs from the exact
+/// one (10).
+fn own_setting() -> impl Strategy<Value = Option<u64>> {
+    prop_oneof![6 => Just(None), 1 => Just(Some(0)), 1 => Just(Some(1)), 2 => Just(Some(10)), 1 => Just(Some(50))]
+}
+
+/// A heartbeat's time: the lease-keeping edges (the deadline, one before it, the clock back
+/// before the claim) as often as an ordinary time.
+fn heartbeat_when() -> impl Strategy<Value = When> {
+    prop_oneof![
+        2 => when(),
+        1 => (0..IDS.len(), -1i8..=0).prop_map(|(job, offset)| When::Deadline { job, offset }),
+        1 => (1u64..3).prop_map(When::Earlier),
+    ]
+}
+
 /// One abstract step, weighted toward the operations that move jobs.
 pub fn abstract_step() -> impl Strategy<Value = Abstract> {
     let job = 0..IDS.len();
@@ -260,8 +323,12 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
     prop_oneof![
         1 => (proptest::option::of(small.clone()), proptest::option::of(small), proptest::option::of(prop_oneof![Just(0u64), Just(1), Just(5), Just(30), Just(100)]))
             .prop_map(|(base_ms, cap_ms, lease_ms)| Abstract::Config { base_ms, cap_ms, lease_ms }),
-        6 => (job.clone(), proptest::bool::weighted(0.1), 1u64..5, prop_oneof![Just(0u64), Just(1), 2u64..60, 60u64..600], when())
-            .prop_map(|(job, other_payload, max_attempts, ttl, now)| Abstract::Enqueue { job, other_payload, max_attempts, ttl, now }),
+        6 => (job.clone(), proptest::bool::weighted(0.1), 1u64..5, prop_oneof![Just(0u64), Just(1), 2u64..60, 60u64..600], when(), schedule(), own_setting(), own_setting())
+            .prop_map(|(job, other_payload, max_attempts, ttl, now, schedule, base_ms, cap_ms)| Abstract::Enqueue { job, other_payload, max_attempts, ttl, now, schedule, base_ms, cap_ms }),
+        2 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)], job.clone(),
+              prop_oneof![6 => Just(Token::Current), 2 => Just(Token::Stale), 1 => Just(Token::Ahead)], heartbeat_when())
+            .prop_map(|(by, job, token, now)| Abstract::Heartbeat { by, job, token, now }),
+        1 => (job.clone(), when()).prop_map(|(job, now)| Abstract::Cancel { job, now }),
         4 => (worker.clone(), claim_when()).prop_map(|(worker, now)| Abstract::Claim { worker, now }),
         5 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)], job.clone(),
               prop_oneof![6 => Just(Token::Current), 2 => Just(Token::Stale), 1 => Just(Token::Ahead)], outcome(), settle_when(), jitter())
@@ -326,33 +393,47 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
         Abstract::Config { base_ms, cap_ms, lease_ms } => {
             Op::Config { base_ms: *base_ms, cap_ms: *cap_ms, lease_ms: *lease_ms }
         }
-        Abstract::Enqueue { job, other_payload, max_attempts, ttl, now } => {
+        Abstract::Enqueue { job, other_payload, max_attempts, ttl, now, schedule, base_ms, cap_ms } => {
             let now = at(now);
             let id = IDS[*job];
             let payload = if *other_payload { format!("other {id}") } else { format!("order {id}") };
+            let not_before = match schedule {
+                Schedule::Unscheduled => None,
+                Schedule::After(d) => Some(now.saturating_add(*d).min(MAX_INT)),
+                Schedule::BeforeNow => Some(now.saturating_sub(1)),
+            };
             Op::Enqueue {
                 id: id.into(),
                 payload,
                 max_attempts: *max_attempts,
                 deadline: now.saturating_add(*ttl),
                 now,
+                not_before,
+                base_ms: *base_ms,
+                cap_ms: *cap_ms,
             }
         }
+        Abstract::Heartbeat { by, job, token, now } => {
+            // Heartbeats are about leases: the `job`-th leased job when there is one, so that
+            // most are made on a lease rather than refused for lack of one.
+            let leased: Vec<&str> = store
+                .jobs()
+                .iter()
+                .filter(|j| matches!(j.phase, Phase::Leased { .. }))
+                .map(|j| j.id.as_str())
+                .collect();
+            let id = if leased.is_empty() { IDS[*job] } else { leased[*job % leased.len()] };
+            let (worker, attempt) = presented(store, id, *by, *token);
+            // A heartbeat's deadline edges are about the job it keeps.
+            let now = resolve(now, store, *clock, Some((id, None)));
+            *clock = now;
+            Op::Heartbeat { worker, id: id.into(), attempt, now }
+        }
+        Abstract::Cancel { job, now } => Op::Cancel { id: IDS[*job].into(), now: at(now) },
         Abstract::Claim { worker, now } => Op::Claim { worker: WORKERS[*worker].into(), now: at(now) },
         Abstract::Complete { by, job, token, outcome, now, jitter } => {
             let id = IDS[*job];
-            let found = store.job(id);
-            let attempts = found.map_or(1, |j| j.attempts);
-            let worker = match (by, found.map(|j| &j.phase)) {
-                (Completer::Holder, Some(Phase::Leased { owner, .. })) => owner.to_string(),
-                (Completer::Holder, _) => WORKERS[0].to_owned(),
-                (Completer::Worker(w), _) => WORKERS[*w].to_owned(),
-            };
-            let attempt = match token {
-                Token::Current => attempts.max(1),
-                Token::Stale => attempts.saturating_sub(1),
-                Token::Ahead => attempts + 1,
-            };
+            let (worker, attempt) = presented(store, id, *by, *token);
             // A completion's deadline edges are about the job it completes.
             let now = resolve(now, store, *clock, Some((id, jitter.map(|j| JITTERS[j]))));
             *clock = now;
@@ -402,6 +483,23 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
     }
 }
 
+/// The worker and attempt number a completion or a heartbeat of job `id` presents.
+fn presented(store: &Store, id: &str, by: Completer, token: Token) -> (String, u64) {
+    let found = store.job(id);
+    let attempts = found.map_or(1, |j| j.attempts);
+    let worker = match (by, found.map(|j| &j.phase)) {
+        (Completer::Holder, Some(Phase::Leased { owner, .. })) => owner.to_string(),
+        (Completer::Holder, _) => WORKERS[0].to_owned(),
+        (Completer::Worker(w), _) => WORKERS[w].to_owned(),
+    };
+    let attempt = match token {
+        Token::Current => attempts.max(1),
+        Token::Stale => attempts.saturating_sub(1),
+        Token::Ahead => attempts + 1,
+    };
+    (worker, attempt)
+}
+
 /// When each lease in the model expires, in the jobs' order.
 fn live_leases(store: &Store) -> Vec<u64> {
     store
@@ -449,10 +547,11 @@ fn resolve(when: &When, store: &Store, previous: u64, focus: Option<(&str, Optio
                 // The step's own jitter when it has one, so that the edge is exact.
                 let jitter =
                     focus.and_then(|(_, j)| j).filter(|j| (0.0..=1.0).contains(j)).unwrap_or(JITTERS[jitter]);
+                // The job's own backoff where it has one (SPEC 6.23).
                 let delay = retryq_model::delay::retry_delay(
                     j.attempts.max(1),
-                    config.base_ms,
-                    config.cap_ms,
+                    j.base_ms.unwrap_or(config.base_ms),
+                    j.cap_ms.unwrap_or(config.cap_ms),
                     jitter,
                 );
                 shift(j.deadline.saturating_sub(delay), offset)
@@ -504,7 +603,7 @@ fn random_step(g: &mut Gen) -> Step {
     let id = pick(g, &IDS).to_owned();
     let worker = pick(g, &WORKERS).to_owned();
     let jitter = if u8::arbitrary(g) % 8 == 0 { None } else { Some(pick(g, &JITTERS)) };
-    let op = match u8::arbitrary(g) % 16 {
+    let op = match u8::arbitrary(g) % 19 {
         0 => Op::Config {
             base_ms: Option::<u8>::arbitrary(g).map(|b| u64::from(b % 16)),
             cap_ms: Option::<u8>::arbitrary(g).map(|c| u64::from(c % 32)),
@@ -512,12 +611,20 @@ fn random_step(g: &mut Gen) -> Step {
         },
         1 | 2 => {
             let now = time(g);
+            let deadline = now + u64::from(u8::arbitrary(g) % 48);
+            // Scheduled one time in four, within or (now and then) outside now … deadline − 1.
+            let not_before = (u8::arbitrary(g) % 4 == 0)
+                .then(|| (now + u64::from(u8::arbitrary(g) % 24)).saturating_sub(1));
+            let own = |g: &mut Gen| (u8::arbitrary(g) % 4 == 0).then(|| u64::from(u8::arbitrary(g) % 24));
             Op::Enqueue {
                 id,
                 payload: pick(g, &["", "x", "y"]).to_owned(),
                 max_attempts: u64::from(u8::arbitrary(g) % 4),
-                deadline: now + u64::from(u8::arbitrary(g) % 48),
+                deadline,
                 now,
+                not_before,
+                base_ms: own(g),
+                cap_ms: own(g),
             }
         }
         3..=5 => Op::Claim { worker, now: time(g) },
@@ -556,6 +663,8 @@ fn random_step(g: &mut Gen) -> Step {
         }
         13 => Op::Reap { now: time(g) },
         14 => Op::Restart,
+        15 | 16 => Op::Heartbeat { worker, id, attempt: u64::from(u8::arbitrary(g) % 5), now: time(g) },
+        17 => Op::Cancel { id, now: time(g) },
         _ => return Step::Invalid(pick(g, &INVALID_LINES).to_owned()),
     };
     Step::Op(op)
@@ -570,11 +679,12 @@ mod tests {
 
     #[test]
     fn materialized_traces_reach_the_edges() {
-        // Over a few hundred generated traces, every edge the generator aims at is hit.
+        // Over four hundred generated traces, every edge the generator aims at is hit.
         let mut runner = TestRunner::deterministic();
         let strategy = abstract_trace(40);
         let (mut expiry_claims, mut deadline_deaths, mut stale, mut crashes) = (0, 0, 0, 0);
-        for _ in 0..300 {
+        let (mut extended, mut late_heartbeats, mut cancelled, mut not_cancelled) = (0, 0, 0, 0);
+        for _ in 0..400 {
             let steps = strategy.new_tree(&mut runner).expect("tree").current();
             let trace = materialize(&steps);
             let mut store = Store::new();
@@ -600,6 +710,10 @@ mod tests {
                 if line.contains("crashed") {
                     crashes += 1;
                 }
+                extended += usize::from(line.contains("\"extended\""));
+                late_heartbeats += usize::from(line.contains("deadline_passed"));
+                cancelled += usize::from(line.contains("\"cancelled\""));
+                not_cancelled += usize::from(line.contains("\"leased\"") || line.contains("not_cancellable"));
             }
         }
         println!(
@@ -609,5 +723,12 @@ mod tests {
         assert!(deadline_deaths > 10, "retries dead by deadline: {deadline_deaths}");
         assert!(stale > 10, "stale completions: {stale}");
         assert!(crashes > 10, "crashes: {crashes}");
+        println!(
+            "1.1: extended {extended}, late {late_heartbeats}, cancelled {cancelled}, refused {not_cancelled}"
+        );
+        assert!(extended > 10, "accepted heartbeats: {extended}");
+        assert!(late_heartbeats > 3, "heartbeats at or past the deadline: {late_heartbeats}");
+        assert!(cancelled > 10, "cancels: {cancelled}");
+        assert!(not_cancelled > 10, "refused cancels: {not_cancelled}");
     }
 }

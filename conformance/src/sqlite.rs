@@ -93,8 +93,17 @@ impl Sqlite {
                 })?;
                 Reply::Config
             }
-            Op::Enqueue { id, payload, max_attempts, deadline, now } => {
-                let job = NewJob { id, payload, max_attempts: *max_attempts, deadline: *deadline, now: *now };
+            Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+                let job = NewJob {
+                    id,
+                    payload,
+                    max_attempts: *max_attempts,
+                    deadline: *deadline,
+                    now: *now,
+                    not_before: *not_before,
+                    base_ms: *base_ms,
+                    cap_ms: *cap_ms,
+                };
                 match q.enqueue(&job)? {
                     Enqueued::New => Reply::Enqueued,
                     Enqueued::Existing => Reply::Existing,
@@ -124,6 +133,13 @@ impl Sqlite {
                     return Err(refused("after", "is above 2^53-1"));
                 }
                 run_once(q, worker, *now, after, *outcome, jitter)?
+            }
+            Op::Heartbeat { worker, id, attempt, now } => {
+                Reply::Extended { lease_until: q.heartbeat(&Lease::new(worker, id, *attempt), *now)? }
+            }
+            Op::Cancel { id, now } => {
+                q.cancel(id, *now)?;
+                Reply::Cancelled
             }
             Op::Redrive { id, now, add_attempts, deadline } => {
                 q.redrive(&Redrive { id, add_attempts: *add_attempts, deadline: *deadline, now: *now })?;
@@ -252,6 +268,9 @@ impl From<Error> for Refusal {
             Error::LeaseLost { .. } => Failure::LeaseLost,
             Error::NotDead { .. } => Failure::NotDead,
             Error::ClockWentBackwards { .. } => Failure::ClockWentBackwards,
+            Error::DeadlinePassed { .. } => Failure::DeadlinePassed,
+            Error::Leased { .. } => Failure::Leased,
+            Error::NotCancellable { .. } => Failure::NotCancellable,
             fatal => return Refusal::Fatal(ReplayError::Storage(fatal)),
         })
     }
@@ -283,6 +302,9 @@ pub fn job_view(job: &retryq::Job) -> Result<JobView, ReplayError> {
         deadline: job.deadline,
         dead_reason: job.dead_reason.map(reason_of).transpose()?,
         redrives: job.redrives,
+        not_before: job.not_before,
+        base_ms: job.base_ms,
+        cap_ms: job.cap_ms,
     })
 }
 
@@ -298,6 +320,7 @@ pub fn stats_view(s: &retryq::Stats) -> StatsView {
         dead_exhausted: s.dead_exhausted,
         dead_deadline: s.dead_deadline,
         dead_permanent: s.dead_permanent,
+        dead_cancelled: s.dead_cancelled,
         leased_expired: s.leased_expired,
         oldest_open_age_ms: s.oldest_open_age_ms,
     }
@@ -328,6 +351,7 @@ pub fn reason_of(reason: retryq::DeadReason) -> Result<DeadReason, ReplayError> 
         retryq::DeadReason::Exhausted => DeadReason::Exhausted,
         retryq::DeadReason::Deadline => DeadReason::Deadline,
         retryq::DeadReason::Permanent => DeadReason::Permanent,
+        retryq::DeadReason::Cancelled => DeadReason::Cancelled,
         other => return Err(ReplayError::Unnamed(format!("dead reason {other}"))),
     })
 }
@@ -346,7 +370,16 @@ mod tests {
         let mut side = Sqlite::temporary().expect("temporary database");
         let steps = [
             Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(1000) },
-            Op::Enqueue { id: "a".into(), payload: "p".into(), max_attempts: 3, deadline: 10_000, now: 0 },
+            Op::Enqueue {
+                id: "a".into(),
+                payload: "p".into(),
+                max_attempts: 3,
+                deadline: 10_000,
+                now: 0,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
+            },
             Op::Claim { worker: "w1".into(), now: 0 },
             Op::Restart,
             Op::Claim { worker: "w2".into(), now: 999 },
@@ -370,6 +403,9 @@ mod tests {
             max_attempts: 3,
             deadline: 10_000,
             now: 0,
+            not_before: None,
+            base_ms: None,
+            cap_ms: None,
         })
         .expect("enqueue");
         let r = side

@@ -29,7 +29,16 @@ fn agree(ops: Vec<Op>) -> Vec<String> {
 }
 
 fn enqueue(id: &str, payload: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
-    Op::Enqueue { id: id.into(), payload: payload.into(), max_attempts, deadline, now }
+    Op::Enqueue {
+        id: id.into(),
+        payload: payload.into(),
+        max_attempts,
+        deadline,
+        now,
+        not_before: None,
+        base_ms: None,
+        cap_ms: None,
+    }
 }
 
 #[test]
@@ -253,6 +262,9 @@ mod durability {
             max_attempts: 1,
             deadline: 9,
             now: 0,
+            not_before: None,
+            base_ms: None,
+            cap_ms: None,
         })
         .expect("enqueue");
         drop(side);

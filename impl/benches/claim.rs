@@ -28,6 +28,7 @@ fn load(queue: &mut Queue, pending: usize, finished: usize) {
                 max_attempts: MAX_ATTEMPTS,
                 deadline: MAX_INT,
                 now: 0,
+                ..NewJob::default()
             })
             .collect();
         queue.enqueue_many(&jobs).expect("load");

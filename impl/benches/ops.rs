@@ -23,7 +23,14 @@ fn jobs(queue: &mut Queue, next: &mut u64, k: usize) {
         .collect();
     let now = *next;
     if k == 1 {
-        let job = NewJob { id: &ids[0], payload: PAYLOAD, max_attempts: 5, deadline: now + 1_000_000, now };
+        let job = NewJob {
+            id: &ids[0],
+            payload: PAYLOAD,
+            max_attempts: 5,
+            deadline: now + 1_000_000,
+            now,
+            ..NewJob::default()
+        };
         queue.enqueue(&job).expect("enqueue");
         let claimed = queue.claim("w", now).expect("claim").expect("a due job");
         queue.complete(&Completion::new(&claimed.lease, Outcome::Ok, now, 0.0)).expect("complete");
@@ -31,7 +38,14 @@ fn jobs(queue: &mut Queue, next: &mut u64, k: usize) {
     }
     let new: Vec<NewJob<'_>> = ids
         .iter()
-        .map(|id| NewJob { id, payload: PAYLOAD, max_attempts: 5, deadline: now + 1_000_000, now })
+        .map(|id| NewJob {
+            id,
+            payload: PAYLOAD,
+            max_attempts: 5,
+            deadline: now + 1_000_000,
+            now,
+            ..NewJob::default()
+        })
         .collect();
     queue.enqueue_many(&new).expect("enqueue_many");
     let claimed = queue.claim_batch("w", now, k).expect("claim_batch");

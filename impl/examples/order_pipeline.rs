@@ -99,7 +99,14 @@ fn place_order(conn: &mut Connection, order: &Order, now: u64) -> Result<(), Box
         params![order.id, order.customer, order.total_cents],
     )?;
     let (id, payload) = (delivery_id(order.id), order.id.to_string());
-    let job = NewJob { id: &id, payload: &payload, max_attempts: 5, deadline: now + 60_000, now };
+    let job = NewJob {
+        id: &id,
+        payload: &payload,
+        max_attempts: 5,
+        deadline: now + 60_000,
+        now,
+        ..NewJob::default()
+    };
     retryq::enqueue_in(&tx, &job)?;
     if order.total_cents <= 0 {
         return Err("an order must cost something".into()); // dropping `tx` rolls both back

@@ -35,7 +35,14 @@ pub fn run(out: &mut impl Write) -> Result<(), Box<dyn Error>> {
         ("invoice-paid-19", "/hooks/gone", r#"{"invoice":19,"event":"paid"}"#),
     ] {
         let payload = format!("{path}\n{body}");
-        queue.enqueue(&NewJob { id, payload: &payload, max_attempts: 5, deadline: now + 60_000, now })?;
+        queue.enqueue(&NewJob {
+            id,
+            payload: &payload,
+            max_attempts: 5,
+            deadline: now + 60_000,
+            now,
+            ..NewJob::default()
+        })?;
     }
 
     // The worker loop: one claim, one send, one record per call; when nothing is due, sleep

@@ -1,5 +1,5 @@
 //! `audit`: reads the store and its history and checks SPEC section 4's invariants 1 to 6,
-//! on every job as it stands and on every transition the history recorded.
+//! 11 and 12, on every job as it stands and on every transition the history recorded.
 //!
 //! The schema's CHECK constraints and triggers already refuse most lies at write time; the
 //! audit is the second look, for a file that was written by another build, edited by hand,
@@ -10,16 +10,19 @@
 //! Reading a transition. History keeps, for each job, the state after every insert and
 //! every update of a state column, with the operation's `now` (`at`) and the lease holder.
 //! Between two consecutive entries exactly one operation ran, so its kind follows from the
-//! pair of statuses, and each kind has its rule (SPEC section 3):
+//! pair of statuses (and, for two of them, the attempt or the reason), and each kind has its
+//! rule (SPEC section 3):
 //!
 //! | from → to | operation | what must hold |
 //! |---|---|---|
-//! | — → pending | enqueue | attempts 0, redrives 0, `available_at` = `at` < deadline |
-//! | pending/leased → leased | claim | attempts + 1; before it attempts < max_attempts; `at` < deadline; due (`available_at` ≤ `at`: for a lease, expired) |
+//! | — → pending | enqueue | attempts 0, redrives 0, `at` ≤ `available_at` = the row's `not_before` < deadline |
+//! | pending/leased → leased | claim | attempts + 1; before it attempts < max_attempts; `at` < deadline; due (`available_at` ≤ `at`: for a lease, expired); before the first redrive, `at` ≥ `not_before` (4.12) |
+//! | leased → leased, attempts kept | heartbeat | the same holder; `at` < deadline; the expiry never shrinks (4.11) |
 //! | leased → pending | retryable | attempts kept; `at` ≤ `available_at` < deadline |
 //! | leased → done | ok | attempts kept |
 //! | leased → dead | completion or reap | attempts kept; `exhausted` only with attempts = max_attempts; `deadline` by a reap only once the lease expired and the deadline came — or by a completion |
 //! | pending → dead | reap | reason `deadline`, deadline ≤ `at`, attempts kept |
+//! | pending → dead(cancelled) | cancel | attempts kept (and never from leased: 6.25) |
 //! | dead → pending | redrive | redrives + 1, attempts kept, `available_at` = `at` < new deadline, max_attempts > attempts |
 //!
 //! Any other pair — leaving `done`, leaving `dead` but by a redrive, `pending → pending`,
@@ -60,6 +63,11 @@ pub enum Check {
     OneLiveLease,
     /// 6. A pending job has `available_at` < `deadline`.
     PendingBeforeDeadline,
+    /// 11. A lease ends by its deadline plus one lease: heartbeats only strictly before the
+    ///     deadline, and they never shorten a lease.
+    LeaseEndsByDeadline,
+    /// 12. A scheduled job waits: no claim before its `not_before` until its first redrive.
+    ScheduledJobWaits,
     /// The history is complete and agrees with the job's row.
     HistoryMatchesRow,
 }
@@ -74,6 +82,8 @@ impl Check {
             Check::ClaimWithinBudget => 4,
             Check::OneLiveLease => 5,
             Check::PendingBeforeDeadline => 6,
+            Check::LeaseEndsByDeadline => 11,
+            Check::ScheduledJobWaits => 12,
             Check::HistoryMatchesRow => return None,
         })
     }
@@ -87,6 +97,8 @@ impl Check {
             Check::ClaimWithinBudget => "claims within budget",
             Check::OneLiveLease => "one live lease",
             Check::PendingBeforeDeadline => "pending before deadline",
+            Check::LeaseEndsByDeadline => "a lease ends by its deadline plus one lease",
+            Check::ScheduledJobWaits => "a scheduled job waits",
             Check::HistoryMatchesRow => "history matches row",
         }
     }
@@ -225,11 +237,13 @@ impl State {
     }
 }
 
-/// A job's row: its state and when its current lease began.
+/// A job's row: its state, when its current lease began, and its schedule.
 struct Stored {
     id: String,
     state: State,
     claimed_at: Option<i64>,
+    /// The first `available_at` the enqueue gave it.
+    not_before: i64,
 }
 
 /// One history entry.
@@ -253,28 +267,38 @@ impl Entry {
 /// top of this file). A pair no operation makes has no `Move`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Move {
-    /// pending/leased → leased.
+    /// pending/leased → leased, one more attempt.
     Claim,
+    /// leased → leased, the attempt kept: a heartbeat.
+    Extend,
     /// leased → pending.
     Retry,
     /// leased → done.
     Done,
     /// leased → dead: a completion, or a reap of an expired lease.
     Close,
-    /// pending → dead.
+    /// pending → dead, but for a cancel.
     Reap,
+    /// pending → dead(cancelled).
+    Cancel,
     /// dead → pending.
     Redrive,
 }
 
 impl Move {
-    fn of(from: Status, to: Status) -> Option<Move> {
+    /// The move from `prev` (of status `from`) to `cur` (of status `to`). Two pairs of
+    /// statuses are two operations each: leased → leased is a heartbeat when the attempt is
+    /// kept (a claim always adds one), and pending → dead is a cancel when the reason says so.
+    fn of(from: Status, to: Status, prev: &State, cur: &State) -> Option<Move> {
         use Status::{Dead, Done, Leased, Pending};
+        let cancelled = cur.reason.as_ref().is_some_and(|r| r.is(DeadReason::Cancelled));
         Some(match (from, to) {
+            (Leased, Leased) if prev.attempts == cur.attempts => Move::Extend,
             (Pending | Leased, Leased) => Move::Claim,
             (Leased, Pending) => Move::Retry,
             (Leased, Done) => Move::Done,
             (Leased, Dead) => Move::Close,
+            (Pending, Dead) if cancelled => Move::Cancel,
             (Pending, Dead) => Move::Reap,
             (Dead, Pending) => Move::Redrive,
             _ => return None,
@@ -296,7 +320,7 @@ impl<'a> Step<'a> {
     fn new(prev: &'a Entry, cur: &'a Entry) -> Option<Step<'a>> {
         let from = cur.from.as_ref()?;
         let kind = match (from.known(), cur.state.status.known()) {
-            (Some(from), Some(to)) => Move::of(from, to),
+            (Some(from), Some(to)) => Move::of(from, to, &prev.state, &cur.state),
             _ => None,
         };
         Some(Step { prev, cur, from, kind })
@@ -318,7 +342,20 @@ impl<'a> Step<'a> {
 /// A job's row and everything its history recorded.
 struct Recorded<'a> {
     row: &'a State,
+    /// The row's `not_before`.
+    not_before: i64,
     entries: &'a [Entry],
+}
+
+impl Recorded<'_> {
+    /// The claims recorded, as consecutive pairs of entries: every move to leased but a
+    /// heartbeat's.
+    fn claims(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.windows(2).filter_map(|pair| {
+            let step = Step::new(&pair[0], &pair[1])?;
+            step.is(Move::Claim).then_some(&pair[1])
+        })
+    }
 }
 
 /// One promise and how it is broken: the function says what was found in the subject it is
@@ -386,7 +423,7 @@ const ENQUEUE: &[Rule<Judge<Entry>>] = &[
             .then(|| format!("enqueued with attempts {} and redrives {}", e.state.attempts, e.state.redrives))
     }),
     (Check::NoSilentDrop, |e| {
-        (e.is_enqueue() && e.state.available_at != Some(e.at))
+        (e.is_enqueue() && e.state.available_at.is_none_or(|at| at < e.at))
             .then(|| format!("enqueued at {} with available_at {:?}", e.at, e.state.available_at))
     }),
 ];
@@ -489,6 +526,25 @@ const TRANSITION: &[Rule<JudgeStep>] = &[
         (s.is(Move::Redrive) && s.c().available_at != Some(s.cur.at))
             .then(|| format!("redriven at {} with available_at {:?}", s.cur.at, s.c().available_at))
     }),
+    // Heartbeats: the holder's own, strictly before the deadline, never shortening the lease.
+    (Check::OneLiveLease, |s| {
+        (s.is(Move::Extend) && s.c().worker != s.p().worker)
+            .then(|| format!("{:?} extended the lease {:?} holds", s.c().worker, s.p().worker))
+    }),
+    (Check::LeaseEndsByDeadline, |s| {
+        (s.is(Move::Extend) && s.cur.at >= s.c().deadline)
+            .then(|| format!("a lease extended at {}, not before the deadline {}", s.cur.at, s.c().deadline))
+    }),
+    (Check::LeaseEndsByDeadline, |s| {
+        let (before, after) = (s.p().available_at, s.c().available_at);
+        (s.is(Move::Extend) && after < before)
+            .then(|| format!("a heartbeat at {} shortened the lease from {before:?} to {after:?}", s.cur.at))
+    }),
+    // Cancel takes only what no worker holds.
+    (Check::NoSilentDrop, |s| {
+        let cancelled = s.c().reason.as_ref().is_some_and(|r| r.is(DeadReason::Cancelled));
+        (s.is(Move::Close) && cancelled).then(|| format!("a leased job cancelled at {}", s.cur.at))
+    }),
     (Check::ClaimWithinBudget, |s| {
         (s.is(Move::Redrive) && s.c().max_attempts <= s.c().attempts).then(|| {
             format!(
@@ -506,9 +562,29 @@ const HISTORY: &[Rule<JudgeRecorded>] = &[
         h.entries.is_empty().then(|| "no recorded history (not even its enqueue)".into())
     }),
     (Check::AttemptsCountClaims, |h| {
-        let claims = h.entries.iter().filter(|e| e.state.is(Status::Leased)).count() as i64;
+        let claims = h.claims().count() as i64;
         (!h.entries.is_empty() && h.row.attempts != claims)
             .then(|| format!("attempts {} but {claims} claims recorded", h.row.attempts))
+    }),
+    (Check::HistoryMatchesRow, |h| {
+        let first = h.entries.first().filter(|e| e.is_enqueue())?;
+        (first.state.available_at != Some(h.not_before)).then(|| {
+            format!(
+                "enqueued with available_at {:?}, but the row's not_before is {}",
+                first.state.available_at, h.not_before
+            )
+        })
+    }),
+    // Invariant 12: until the first redrive (the operator's say replaces the schedule), no
+    // claim before `not_before`.
+    (Check::ScheduledJobWaits, |h| {
+        let first_redrive = h
+            .entries
+            .windows(2)
+            .find(|pair| Step::new(&pair[0], &pair[1]).is_some_and(|s| s.is(Move::Redrive)))
+            .map_or(i64::MAX, |pair| pair[1].n);
+        let early = h.claims().find(|e| e.n < first_redrive && e.at < h.not_before)?;
+        Some(format!("claimed at {} (#{}), before its not_before {}", early.at, early.n, h.not_before))
     }),
     (Check::HistoryMatchesRow, |h| {
         let last = h.entries.last()?;
@@ -553,7 +629,7 @@ fn not_yet_due(s: &Step<'_>) -> Option<i64> {
 
 const JOBS: &str = "
     SELECT id, status, attempts, max_attempts, available_at, deadline, dead_reason, redrives,
-           owner, claimed_at
+           owner, claimed_at, not_before
     FROM jobs ORDER BY seq";
 
 /// A row of [`JOBS`].
@@ -571,6 +647,7 @@ fn stored(row: &Row<'_>) -> rusqlite::Result<Stored> {
             worker: row.get(8)?,
         },
         claimed_at: row.get(9)?,
+        not_before: row.get(10)?,
     })
 }
 
@@ -610,7 +687,7 @@ impl Queue {
     /// use retryq::{NewJob, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// q.claim("w1", 10)?;
     /// let audit = q.audit()?;
     /// assert!(audit.is_clean(), "{:?}", audit.violations);
@@ -678,7 +755,7 @@ impl Findings<'_> {
                 ),
             }
         }
-        let recorded = Recorded { row: &row.state, entries };
+        let recorded = Recorded { row: &row.state, not_before: row.not_before, entries };
         self.apply(HISTORY, None, |broken| broken(&recorded));
     }
 
@@ -709,7 +786,15 @@ mod tests {
         let mut q = Queue::open_in_memory().expect("memory queue");
         q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
         for (id, max_attempts) in [("ok", 3), ("perm", 3), ("exh", 1), ("crash", 3)] {
-            q.enqueue(&NewJob { id, payload: "", max_attempts, deadline: 10_000, now: 0 }).expect("enqueue");
+            q.enqueue(&NewJob {
+                id,
+                payload: "",
+                max_attempts,
+                deadline: 10_000,
+                now: 0,
+                ..NewJob::default()
+            })
+            .expect("enqueue");
         }
         let run = |q: &mut Queue, now: u64, outcome: Outcome| {
             let c = q.claim("w1", now).expect("claim").expect("claimed");
@@ -725,8 +810,15 @@ mod tests {
         assert_eq!(c.id(), "ok");
         q.complete(&Completion::new(&Lease::new("w2", "ok", c.attempt()), Outcome::Ok, 61, 0.0))
             .expect("done");
-        q.enqueue(&NewJob { id: "late", payload: "", max_attempts: 3, deadline: 300, now: 100 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "late",
+            payload: "",
+            max_attempts: 3,
+            deadline: 300,
+            now: 100,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         assert_eq!(q.reap(300).expect("reap"), 1, "late: dead(deadline) while pending");
         let again = q.claim("w4", 1010).expect("claim").expect("reclaimed at expiry");
         assert_eq!((again.id(), again.attempt()), ("crash", 2));
@@ -749,6 +841,94 @@ mod tests {
             audit.entries,
             q.conn().query_row("SELECT count(*) FROM history", [], |r| r.get::<_, u64>(0)).expect("count")
         );
+    }
+
+    /// A queue where contract 1.1's moves happened: a heartbeat, a cancel (then redriven to
+    /// done), and a scheduled job claimed at its `not_before`.
+    fn busy_1_1() -> Queue {
+        let mut q = Queue::open_in_memory().expect("memory queue");
+        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+        let job = NewJob { payload: "", max_attempts: 3, deadline: 5000, now: 0, ..NewJob::default() };
+        q.enqueue(&NewJob { id: "beat", ..job }).expect("enqueue");
+        q.enqueue(&NewJob { id: "sched", not_before: Some(3000), deadline: 9000, ..job }).expect("enqueue");
+        q.enqueue(&NewJob { id: "gone", ..job }).expect("enqueue");
+        let c = q.claim("w1", 10).expect("claim").expect("claimed");
+        assert_eq!(c.id(), "beat");
+        assert_eq!(q.heartbeat(&c.lease, 500).expect("heartbeat"), 1500);
+        q.cancel("gone", 600).expect("cancel");
+        q.complete(&Completion::new(&c.lease, Outcome::Ok, 700, 0.0)).expect("done");
+        assert_eq!(q.claim("w2", 2999).expect("claim"), None, "sched waits for its not_before");
+        let c = q.claim("w2", 3000).expect("claim").expect("claimed");
+        assert_eq!(c.id(), "sched");
+        q.redrive(&Redrive { id: "gone", add_attempts: 1, deadline: 9000, now: 3500 }).expect("redrive");
+        let c = q.claim("w3", 3600).expect("claim").expect("claimed");
+        assert_eq!(c.id(), "gone");
+        q.complete(&Completion::new(&c.lease, Outcome::Ok, 3700, 0.0)).expect("done");
+        q
+    }
+
+    #[test]
+    fn a_store_with_heartbeats_cancels_and_schedules_is_clean() {
+        let q = busy_1_1();
+        let audit = q.audit().expect("audit");
+        assert_eq!(audit.violations, [], "{:#?}", audit.violations);
+        assert_eq!(audit.jobs, 3);
+    }
+
+    /// Each 1.1 rule, made to fire by one tampering of [`busy_1_1`].
+    #[test]
+    fn every_1_1_rule_can_fire() {
+        let extension = "job = 'beat' AND from_status = 'leased' AND to_status = 'leased'";
+        let sched_claim = "job = 'sched' AND to_status = 'leased'";
+        let cancel = "job = 'gone' AND reason = 'cancelled'";
+        let cases: Vec<(String, Check, &str, &str)> = vec![
+            (
+                format!("{RAW_HISTORY} UPDATE history SET worker = 'w9' WHERE {extension}"),
+                Check::OneLiveLease,
+                "beat",
+                "extended the lease",
+            ),
+            (
+                format!("{RAW_HISTORY} UPDATE history SET at = 5000 WHERE {extension}"),
+                Check::LeaseEndsByDeadline,
+                "beat",
+                "not before the deadline 5000",
+            ),
+            (
+                format!("{RAW_HISTORY} UPDATE history SET available_at = 1005 WHERE {extension}"),
+                Check::LeaseEndsByDeadline,
+                "beat",
+                "shortened the lease from Some(1010) to Some(1005)",
+            ),
+            (
+                format!("{RAW_HISTORY} UPDATE history SET from_status = 'leased' WHERE {cancel}"),
+                Check::NoSilentDrop,
+                "gone",
+                "a leased job cancelled",
+            ),
+            (
+                format!("{RAW_HISTORY} UPDATE history SET at = 2999 WHERE {sched_claim}"),
+                Check::ScheduledJobWaits,
+                "sched",
+                "before its not_before 3000",
+            ),
+            (
+                "DROP TRIGGER jobs_identity_fixed; UPDATE jobs SET not_before = 2000 WHERE id = 'sched'"
+                    .into(),
+                Check::HistoryMatchesRow,
+                "sched",
+                "the row's not_before is 2000",
+            ),
+        ];
+        for (sql, check, job, what) in cases {
+            let q = busy_1_1();
+            tamper(&q, &sql);
+            let found = q.audit().expect("audit").violations;
+            assert!(
+                found.iter().any(|v| v.check == check && v.job == job && v.what.contains(what)),
+                "{sql}: expected {check} on {job} saying {what:?}, found {found:#?}"
+            );
+        }
     }
 
     #[test]

@@ -61,6 +61,28 @@ pub enum Error {
         /// The claim's time.
         claimed_at: u64,
     },
+    /// `heartbeat` at or after the job's deadline: no lease is extended past the time an
+    /// attempt may start, so a lease ends by `deadline − 1 + lease_ms` (SPEC 3.12, 4.11).
+    #[error("deadline passed: job {id:?} cannot be heartbeaten at or after its deadline")]
+    DeadlinePassed {
+        /// The job named.
+        id: String,
+    },
+    /// `cancel` of a leased job, its lease live or expired: the attempt in flight decides
+    /// its outcome, so cancel never cuts one short (SPEC 3.13, 6.25).
+    #[error("leased: job {id:?} is leased; cancel it after its attempt ends")]
+    Leased {
+        /// The job named.
+        id: String,
+    },
+    /// `cancel` of a job that is already `done` or `dead`: there is nothing left to stop.
+    #[error("not cancellable: job {id:?} is {status}")]
+    NotCancellable {
+        /// The job named.
+        id: String,
+        /// Where it is instead.
+        status: Status,
+    },
     /// The file is not a retryq database (another program's SQLite file, or not SQLite at
     /// all). It was not changed.
     #[error("{}: not a retryq database: {why}", path.display())]
@@ -118,6 +140,12 @@ pub enum ErrorKind {
     NotDead,
     /// [`Error::ClockWentBackwards`]: `clock_went_backwards`.
     ClockWentBackwards,
+    /// [`Error::DeadlinePassed`]: `deadline_passed`.
+    DeadlinePassed,
+    /// [`Error::Leased`]: `leased`.
+    Leased,
+    /// [`Error::NotCancellable`]: `not_cancellable`.
+    NotCancellable,
     /// Everything the SPEC has no code for: a storage failure, a file not opened, a corrupt row.
     Storage,
 }
@@ -132,6 +160,9 @@ impl ErrorKind {
             ErrorKind::LeaseLost => "lease_lost",
             ErrorKind::NotDead => "not_dead",
             ErrorKind::ClockWentBackwards => "clock_went_backwards",
+            ErrorKind::DeadlinePassed => "deadline_passed",
+            ErrorKind::Leased => "leased",
+            ErrorKind::NotCancellable => "not_cancellable",
             ErrorKind::Storage => "storage",
         }
     }
@@ -147,6 +178,9 @@ impl Error {
             Error::LeaseLost { .. } => ErrorKind::LeaseLost,
             Error::NotDead { .. } => ErrorKind::NotDead,
             Error::ClockWentBackwards { .. } => ErrorKind::ClockWentBackwards,
+            Error::DeadlinePassed { .. } => ErrorKind::DeadlinePassed,
+            Error::Leased { .. } => ErrorKind::Leased,
+            Error::NotCancellable { .. } => ErrorKind::NotCancellable,
             Error::NotRetryq { .. }
             | Error::NewerSchema { .. }
             | Error::Refused { .. }

@@ -56,6 +56,19 @@ pub(crate) fn deadline(value: u64, now: u64) -> Result<u64> {
     Ok(value)
 }
 
+/// A scheduled start: `now` ≤ `not_before` < `deadline` (SPEC 3.2), so a scheduled job is
+/// due before its deadline like any pending job (invariant 6).
+pub(crate) fn not_before(value: u64, now: u64, deadline: u64) -> Result<u64> {
+    int("not_before", value)?;
+    if value < now {
+        return Err(Error::invalid("not_before", format!("{value} is before now ({now})")));
+    }
+    if value >= deadline {
+        return Err(Error::invalid("not_before", format!("{value} is not before the deadline ({deadline})")));
+    }
+    Ok(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +94,10 @@ mod tests {
         assert!(deadline(1, 0).is_ok());
         assert!(deadline(0, 0).is_err());
         assert!(deadline(MAX_INT + 1, 0).is_err());
+        assert!(not_before(5, 5, 10).is_ok());
+        assert!(not_before(9, 5, 10).is_ok());
+        assert!(not_before(4, 5, 10).is_err());
+        assert!(not_before(10, 5, 10).is_err());
     }
 
     #[test]

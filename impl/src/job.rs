@@ -23,7 +23,8 @@ pub enum Status {
 
 /// Why a job was quarantined.
 ///
-/// Its words (`Display`, `FromStr`) are the SPEC's: `exhausted`, `deadline`, `permanent`.
+/// Its words (`Display`, `FromStr`) are the SPEC's: `exhausted`, `deadline`, `permanent`,
+/// `cancelled`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum DeadReason {
@@ -33,6 +34,9 @@ pub enum DeadReason {
     Deadline,
     /// The transport said a person has to change the content.
     Permanent,
+    /// An operator cancelled it while it was pending ([`crate::Queue::cancel`]); no attempt
+    /// was cut short. A redrive brings it back like any dead job.
+    Cancelled,
 }
 
 /// What the transport made of an attempt. An error it could not classify is not an outcome:
@@ -147,6 +151,15 @@ pub struct Job {
     pub last_error: Option<String>,
     /// The receiver the last recorded attempt reached (see [`Report`]).
     pub last_node: Option<String>,
+    /// The job's first `available_at`: the `not_before` it was enqueued with, or its enqueue's
+    /// `now`. A redrive does not change it (it is the schedule the job was given).
+    pub not_before: u64,
+    /// The job's own first retry window, if it was enqueued with one; `None` means the
+    /// queue's setting at each retry, never a copy taken at enqueue (SPEC 6.23).
+    pub base_ms: Option<u64>,
+    /// The job's own largest retry window, if it was enqueued with one; `None` as for
+    /// `base_ms`.
+    pub cap_ms: Option<u64>,
 }
 
 /// A word that names none of a vocabulary's values: what [`Status`], [`DeadReason`] and
@@ -185,8 +198,9 @@ impl Words for Status {
 
 impl Words for DeadReason {
     const WHAT: &'static str = "dead reason";
-    const ALL: &'static [DeadReason] = &[DeadReason::Exhausted, DeadReason::Deadline, DeadReason::Permanent];
-    const WORDS: &'static [&'static str] = &["exhausted", "deadline", "permanent"];
+    const ALL: &'static [DeadReason] =
+        &[DeadReason::Exhausted, DeadReason::Deadline, DeadReason::Permanent, DeadReason::Cancelled];
+    const WORDS: &'static [&'static str] = &["exhausted", "deadline", "permanent", "cancelled"];
 }
 
 impl Words for Outcome {
@@ -214,6 +228,7 @@ impl DeadReason {
             DeadReason::Exhausted => "exhausted",
             DeadReason::Deadline => "deadline",
             DeadReason::Permanent => "permanent",
+            DeadReason::Cancelled => "cancelled",
         }
     }
 }
@@ -323,7 +338,7 @@ mod tests {
         let err = "exhausted ".parse::<DeadReason>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            r#"unknown dead reason "exhausted ": expected one of exhausted, deadline, permanent"#
+            r#"unknown dead reason "exhausted ": expected one of exhausted, deadline, permanent, cancelled"#
         );
         let err = "OK".parse::<Outcome>().unwrap_err();
         assert_eq!((err.what, err.word.as_str(), err.expected), ("outcome", "OK", Outcome::WORDS));

@@ -17,7 +17,7 @@
 //! use retryq::{Claimed, NewJob, Outcome, Queue, Ran};
 //!
 //! let mut queue = Queue::open_in_memory()?;
-//! queue.enqueue(&NewJob { id: "order-7", payload: "{}", max_attempts: 5, deadline: 700, now: 0 })?;
+//! queue.enqueue(&NewJob { id: "order-7", payload: "{}", max_attempts: 5, deadline: 700, now: 0, ..NewJob::default() })?;
 //! let send = |_: &Claimed| Ok::<_, std::io::Error>(Outcome::Ok);
 //! let ran = queue.run_once("w1", || 10, send, 0.5)?;
 //! assert_eq!(ran, Ran::Done { id: "order-7".into(), attempt: 1 });
@@ -55,6 +55,7 @@
 #[cfg(feature = "tokio")]
 mod asynch;
 mod audit;
+mod ddl;
 mod delay;
 mod error;
 mod file;
@@ -63,10 +64,12 @@ mod job;
 mod queue;
 mod refusal;
 mod schema;
+mod upgrade;
 
 #[cfg(feature = "tokio")]
 pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
+pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
@@ -83,4 +86,4 @@ pub use refusal::{FileKind, Refusal};
 /// The `rusqlite` this crate is built on: open the application's connection with it, so that
 /// the [`rusqlite::Transaction`] given to [`enqueue_in`] is of the same version.
 pub use rusqlite;
-pub use schema::{APPLICATION_ID, SCHEMA_VERSION, install};
+pub use schema::install;

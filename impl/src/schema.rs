@@ -8,104 +8,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
+use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_VERSION, ddl};
 use crate::error::{Error, Result};
-
-/// `PRAGMA application_id` of every retryq database: "RTRQ" in ASCII.
-pub const APPLICATION_ID: i64 = 0x5254_5251;
-/// `PRAGMA user_version` this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
-
-/// The tables, indexes and triggers of schema version 1.
-///
-/// The CHECK constraints restate SPEC invariants the queue code already keeps, so that a bug
-/// turns into a refused write instead of a stored lie. They spell word lists as `=` … `OR`
-/// rather than `IN (…)`: SQLite evaluates an `IN` list of three or more constants through a
-/// temporary B-tree that it builds and drops again in every statement that writes a job.
-/// The triggers keep `history` append-only and complete: every insert of a job, and every
-/// update that names one of its state columns, is a transition, and the trigger, not the
-/// caller, records it. Only `last_error` and `last_node` — notes for operators, not state —
-/// are left out, so that noting an unclassified error on a live lease is not mistaken for a
-/// transition.
-const DDL: &str = "
-CREATE TABLE jobs (
-    seq          INTEGER PRIMARY KEY,   -- insertion order: claim's tie-break
-    id           TEXT    NOT NULL UNIQUE,
-    payload      TEXT    NOT NULL,
-    status       TEXT    NOT NULL
-                 CHECK (status = 'pending' OR status = 'leased' OR status = 'done' OR status = 'dead'),
-    attempts     INTEGER NOT NULL CHECK (attempts >= 0),
-    max_attempts INTEGER NOT NULL CHECK (max_attempts BETWEEN 1 AND 2147483647),
-    available_at INTEGER,               -- reservation (pending) or lease expiry (leased)
-    deadline     INTEGER NOT NULL,
-    dead_reason  TEXT    CHECK (dead_reason = 'exhausted' OR dead_reason = 'deadline'
-                                OR dead_reason = 'permanent'),
-    redrives     INTEGER NOT NULL CHECK (redrives >= 0),
-    enqueued_at  INTEGER NOT NULL,
-    owner        TEXT,                  -- the lease holder, while leased
-    claimed_at   INTEGER,               -- when the current lease began, while leased
-    updated_at   INTEGER NOT NULL,      -- the `now` of the last transition
-    last_error   TEXT,                  -- what the last recorded attempt's transport said went wrong
-    last_node    TEXT,                  -- which receiver the last recorded attempt reached, if several
-    CHECK (attempts <= max_attempts),
-    CHECK ((status IN ('pending', 'leased')) = (available_at IS NOT NULL)),
-    CHECK ((status = 'dead') = (dead_reason IS NOT NULL)),
-    CHECK ((status = 'leased') = (owner IS NOT NULL AND claimed_at IS NOT NULL)),
-    CHECK (status <> 'pending' OR available_at < deadline)
-) STRICT;
-
--- claim's pick: the open job with the smallest available_at, ties by seq (the rowid, which
--- every index carries last).
-CREATE INDEX jobs_due ON jobs (available_at) WHERE status IN ('pending', 'leased');
--- reap by deadline: open jobs whose deadline has come.
-CREATE INDEX jobs_open_deadline ON jobs (deadline) WHERE status IN ('pending', 'leased');
--- reap by exhaustion: leases on a job's last attempt, by expiry.
-CREATE INDEX jobs_last_lease ON jobs (available_at)
-    WHERE status = 'leased' AND attempts >= max_attempts;
-
-CREATE TABLE history (
-    n            INTEGER PRIMARY KEY,
-    job          TEXT    NOT NULL,
-    from_status  TEXT,                  -- NULL for the first enqueue
-    to_status    TEXT    NOT NULL,
-    attempt      INTEGER NOT NULL,      -- the job's attempts after the transition
-    max_attempts INTEGER NOT NULL,
-    deadline     INTEGER NOT NULL,
-    available_at INTEGER,
-    redrives     INTEGER NOT NULL,
-    reason       TEXT,                  -- the dead_reason, for a move to dead
-    worker       TEXT,                  -- the lease holder involved, if any
-    at           INTEGER NOT NULL       -- the operation's now
-) STRICT;
-CREATE INDEX history_job ON history (job, n);
-
-CREATE TRIGGER jobs_history_insert AFTER INSERT ON jobs BEGIN
-    INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
-                         available_at, redrives, reason, worker, at)
-    VALUES (NEW.id, NULL, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
-            NEW.available_at, NEW.redrives, NEW.dead_reason, NEW.owner, NEW.updated_at);
-END;
-CREATE TRIGGER jobs_history_update
-AFTER UPDATE OF status, attempts, max_attempts, available_at, deadline, dead_reason, redrives,
-                owner, claimed_at, updated_at ON jobs BEGIN
-    INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
-                         available_at, redrives, reason, worker, at)
-    VALUES (NEW.id, OLD.status, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
-            NEW.available_at, NEW.redrives, NEW.dead_reason, coalesce(NEW.owner, OLD.owner),
-            NEW.updated_at);
-END;
-CREATE TRIGGER jobs_never_deleted BEFORE DELETE ON jobs BEGIN
-    SELECT RAISE(ABORT, 'retryq: jobs are never deleted (no silent drop)');
-END;
-CREATE TRIGGER jobs_identity_fixed BEFORE UPDATE OF seq, id, payload, enqueued_at ON jobs BEGIN
-    SELECT RAISE(ABORT, 'retryq: a job''s id, payload and first enqueue never change');
-END;
-CREATE TRIGGER history_no_update BEFORE UPDATE ON history BEGIN
-    SELECT RAISE(ABORT, 'retryq: history is append-only');
-END;
-CREATE TRIGGER history_no_delete BEFORE DELETE ON history BEGIN
-    SELECT RAISE(ABORT, 'retryq: history is append-only');
-END;
-";
+use crate::upgrade;
 
 /// What an opened file turned out to be.
 #[derive(Debug, PartialEq, Eq)]
@@ -114,6 +19,9 @@ pub(crate) enum Found {
     Empty,
     /// A retryq database of this schema version.
     Retryq,
+    /// A retryq database of schema 1 (contract 1.0): a read-write open upgrades it in place,
+    /// a read-only one reads it as it is (`upgrade.rs`).
+    Schema1,
 }
 
 /// Decides what the file is, reading only: a refused file is left exactly as it was.
@@ -144,6 +52,9 @@ pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
             supported: SCHEMA_VERSION,
         });
     }
+    if version == SCHEMA_1 {
+        return Ok(Found::Schema1);
+    }
     if version < SCHEMA_VERSION {
         return Err(refuse(format!("schema version {version}, which no retryq release wrote")));
     }
@@ -157,6 +68,15 @@ pub(crate) fn create(conn: &mut Connection, path: &Path) -> Result<()> {
     if inspect(&tx, path)? == Found::Empty {
         write(&tx)?;
     }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Upgrades a schema 1 file to schema 2 in one write transaction (`upgrade.rs`): committed
+/// whole, or not at all.
+pub(crate) fn upgrade(conn: &mut Connection, path: &Path) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    upgrade::from_schema_1(&tx, path)?;
     tx.commit()?;
     Ok(())
 }
@@ -190,6 +110,11 @@ pub fn install(conn: &Connection) -> Result<()> {
     let path = path_of(conn);
     // Checked before the journal mode changes, so that a refusal leaves the file as it was.
     if !needs_schema(conn, &path)? {
+        if inspect(conn, &path)? == Found::Schema1 {
+            let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+            upgrade::from_schema_1(&tx, &path)?;
+            tx.commit()?;
+        }
         return Ok(());
     }
     if conn.path().is_some_and(|p| !p.is_empty()) {
@@ -211,7 +136,8 @@ fn needs_schema(conn: &Connection, path: &Path) -> Result<bool> {
     let application_id: i64 = conn.pragma_query_value(None, "application_id", |row| row.get(0))?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
     if application_id == APPLICATION_ID {
-        // Ours already: the same checks as any open (a newer or an unknown version).
+        // Ours already: the same checks as any open (a newer or an unknown version); a
+        // schema 1 is upgraded by `install`'s caller-visible step, not written afresh.
         inspect(conn, path)?;
         return Ok(false);
     }
@@ -245,7 +171,17 @@ pub(crate) fn require(conn: &Connection) -> Result<()> {
         return Ok(());
     }
     // Another program's marks, or another version of the schema: refused as an open is.
-    inspect(conn, &path_of(conn)).map(drop)
+    // Schema 1 is refused too: the upgrade rebuilds the jobs table, which is not a step to
+    // take inside the application's transaction.
+    match inspect(conn, &path_of(conn))? {
+        Found::Schema1 => Err(Error::NotRetryq {
+            path: path_of(conn),
+            why: "schema version 1 must be upgraded first: call retryq::install on it, or open \
+                  it once with Queue::open"
+                .into(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The file a connection is on, for error messages (`:memory:` when it has none).
@@ -258,7 +194,7 @@ fn path_of(conn: &Connection) -> PathBuf {
 
 /// Writes the schema and its marks inside the caller's write transaction.
 fn write(tx: &Transaction<'_>) -> Result<()> {
-    tx.execute_batch(DDL)?;
+    tx.execute_batch(&ddl())?;
     tx.pragma_update(None, "application_id", APPLICATION_ID)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
@@ -339,8 +275,8 @@ mod tests {
         create(&mut conn, Path::new(":memory:")).expect("create");
         conn.execute(
             "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
-                               redrives, enqueued_at, updated_at)
-             VALUES ('a', '', 'pending', 0, 1, 0, 10, 0, 0, 0)",
+                               redrives, enqueued_at, updated_at, not_before)
+             VALUES ('a', '', 'pending', 0, 1, 0, 10, 0, 0, 0, 0)",
             [],
         )
         .expect("insert");
@@ -358,8 +294,8 @@ mod tests {
         create(&mut conn, Path::new(":memory:")).expect("create");
         for sql in [
             "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
-                               redrives, enqueued_at, updated_at)
-             VALUES ('a', '', 'pending', 0, 1, 0, 10, 0, 0, 0)",
+                               redrives, enqueued_at, updated_at, not_before)
+             VALUES ('a', '', 'pending', 0, 1, 0, 10, 0, 0, 0, 0)",
             "UPDATE jobs SET status = 'dead', dead_reason = 'permanent', available_at = NULL
              WHERE seq = 1",
         ] {
@@ -380,8 +316,8 @@ mod tests {
         create(&mut conn, Path::new(":memory:")).expect("create");
         conn.execute(
             "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
-                               redrives, enqueued_at, updated_at)
-             VALUES ('a', '', 'pending', 0, 5, 0, 10, 0, 0, 0)",
+                               redrives, enqueued_at, updated_at, not_before)
+             VALUES ('a', '', 'pending', 0, 5, 0, 10, 0, 0, 0, 0)",
             [],
         )
         .expect("insert");
@@ -398,7 +334,7 @@ mod tests {
             .expect("rows")
             .collect::<rusqlite::Result<_>>()
             .expect("names");
-        let frozen = ["seq", "id", "payload", "enqueued_at"];
+        let frozen = ["seq", "id", "payload", "enqueued_at", "not_before", "base_ms", "cap_ms"];
         let notes = ["last_error", "last_node"];
         let mut expected = 1;
         for column in columns.iter().filter(|c| !frozen.contains(&c.as_str()) && !notes.contains(&c.as_str()))
@@ -417,8 +353,9 @@ mod tests {
         let insert = |status: &str, attempts: i64, available_at: Option<i64>, reason: Option<&str>| {
             conn.execute(
                 "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at,
-                                   deadline, dead_reason, redrives, enqueued_at, updated_at)
-                 VALUES (hex(randomblob(8)), '', ?1, ?2, 3, ?3, 10, ?4, 0, 0, 0)",
+                                   deadline, dead_reason, redrives, enqueued_at, updated_at,
+                                   not_before)
+                 VALUES (hex(randomblob(8)), '', ?1, ?2, 3, ?3, 10, ?4, 0, 0, 0, 0)",
                 rusqlite::params![status, attempts, available_at, reason],
             )
         };
@@ -429,5 +366,33 @@ mod tests {
         assert!(insert("done", 1, Some(3), None).is_err(), "done with a reservation");
         assert!(insert("leased", 1, Some(3), None).is_err(), "leased without an owner");
         assert!(insert("waiting", 0, Some(0), None).is_err(), "unknown status");
+    }
+
+    #[test]
+    fn checks_refuse_schedules_and_backoffs_out_of_range_and_never_let_them_change() {
+        let mut conn = Connection::open_in_memory().expect("memory database");
+        create(&mut conn, Path::new(":memory:")).expect("create");
+        let insert = |enqueued_at: i64, not_before: i64, base_ms: Option<i64>, cap_ms: Option<i64>| {
+            conn.execute(
+                "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at,
+                                   deadline, redrives, enqueued_at, updated_at, not_before,
+                                   base_ms, cap_ms)
+                 VALUES (hex(randomblob(8)), '', 'pending', 0, 3, ?2, 100, 0, ?1, ?1, ?2, ?3, ?4)",
+                rusqlite::params![enqueued_at, not_before, base_ms, cap_ms],
+            )
+        };
+        let max = crate::MAX_INT as i64;
+        assert!(insert(5, 5, None, None).is_ok());
+        assert!(insert(5, 9, Some(0), Some(max)).is_ok());
+        assert!(insert(5, 4, None, None).is_err(), "a schedule before the enqueue");
+        assert!(insert(5, 9, Some(max + 1), None).is_err(), "base_ms above 2^53-1");
+        assert!(insert(5, 9, None, Some(-1)).is_err(), "a negative cap_ms");
+        for column in ["not_before", "base_ms", "cap_ms"] {
+            let err = conn.execute(&format!("UPDATE jobs SET {column} = 7"), []).unwrap_err();
+            assert!(err.to_string().contains("never change"), "{column}: {err}");
+        }
+        let cancelled = conn
+            .execute("UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL", []);
+        assert!(cancelled.is_ok(), "cancelled is a dead reason: {cancelled:?}");
     }
 }

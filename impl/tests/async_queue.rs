@@ -17,7 +17,7 @@ use retryq::{
 const SETTINGS: Settings = Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 };
 
 fn job<'a>(id: &'a str, payload: &'a str) -> NewJob<'a> {
-    NewJob { id, payload, max_attempts: 3, deadline: 10_000, now: 0 }
+    NewJob { id, payload, max_attempts: 3, deadline: 10_000, now: 0, ..NewJob::default() }
 }
 
 async fn open(path: &Path) -> AsyncQueue {
@@ -182,10 +182,10 @@ async fn run_once_over_an_async_transport_matches_the_sync_run_once() {
     sync.set_settings(SETTINGS).expect("settings");
     let q = open(&dir.path().join("async.db")).await;
     let jobs = [
-        NewJob { id: "a", payload: "1", max_attempts: 5, deadline: 10_000, now: 0 },
-        NewJob { id: "b", payload: "2", max_attempts: 2, deadline: 10_000, now: 0 },
-        NewJob { id: "c", payload: "3", max_attempts: 4, deadline: 10_000, now: 0 },
-        NewJob { id: "d", payload: "4", max_attempts: 3, deadline: 10_000, now: 0 },
+        NewJob { id: "a", payload: "1", max_attempts: 5, deadline: 10_000, now: 0, ..NewJob::default() },
+        NewJob { id: "b", payload: "2", max_attempts: 2, deadline: 10_000, now: 0, ..NewJob::default() },
+        NewJob { id: "c", payload: "3", max_attempts: 4, deadline: 10_000, now: 0, ..NewJob::default() },
+        NewJob { id: "d", payload: "4", max_attempts: 3, deadline: 10_000, now: 0, ..NewJob::default() },
     ];
     sync.enqueue_many(&jobs).expect("enqueue");
     q.enqueue_many(&jobs).await.expect("enqueue");

@@ -100,8 +100,14 @@ fn run(steps: &[Step]) -> Result<Queue, TestCaseError> {
         match step {
             Step::Enqueue { id, other_payload, max_attempts, ttl } => {
                 let payload = if *other_payload { "other" } else { "p" };
-                let job =
-                    NewJob { id: IDS[*id], payload, max_attempts: *max_attempts, deadline: now + ttl, now };
+                let job = NewJob {
+                    id: IDS[*id],
+                    payload,
+                    max_attempts: *max_attempts,
+                    deadline: now + ttl,
+                    now,
+                    ..NewJob::default()
+                };
                 prop_assert_eq!(answer(&single.enqueue(&job)), answer(&batch.enqueue(&job)));
             }
             Step::Claim { worker, k } => {

@@ -13,7 +13,15 @@ fn a_new_file_becomes_a_retryq_database_and_reopens() {
     let path = dir.path().join("q.db");
     {
         let mut q = Queue::open(&path).expect("create");
-        q.enqueue(&NewJob { id: "a", payload: "p", max_attempts: 1, deadline: 10, now: 0 }).expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "p",
+            max_attempts: 1,
+            deadline: 10,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
     }
     let conn = rusqlite::Connection::open(&path).expect("sqlite");
     let (app, version, mode): (i64, i64, String) = conn
@@ -99,7 +107,15 @@ fn two_connections_share_one_file() {
     let path = dir.path().join("q.db");
     let mut a = Queue::open(&path).expect("open a");
     let mut b = Queue::open(&path).expect("open b");
-    a.enqueue(&NewJob { id: "x", payload: "", max_attempts: 2, deadline: 99_999, now: 0 }).expect("enqueue");
+    a.enqueue(&NewJob {
+        id: "x",
+        payload: "",
+        max_attempts: 2,
+        deadline: 99_999,
+        now: 0,
+        ..NewJob::default()
+    })
+    .expect("enqueue");
     let claimed = b.claim("w", 0).expect("claim").expect("b sees a's job");
     assert_eq!(claimed.id(), "x");
     assert_eq!(a.claim("w2", 1).expect("claim"), None, "the lease is held across connections");

@@ -83,11 +83,26 @@ pub enum Bug {
     StatsStrictExpiry,
     /// `enqueue` accepts a deadline equal to `now` (`>=` for `>`).
     DeadlineAtNowAccepted,
+    /// `heartbeat` skips its deadline check: a heartbeat at or after the deadline extends the
+    /// lease past `deadline − 1 + lease_ms`.
+    HeartbeatPastDeadline,
+    /// `heartbeat` checks the owner but not the attempt: a stale attempt of the same worker
+    /// extends the current lease.
+    HeartbeatIgnoresAttempt,
+    /// `heartbeat` sets the expiry to `now + lease_ms` without the `max`: a heartbeat dated
+    /// earlier than the last one shortens the lease.
+    HeartbeatShrinksLease,
+    /// A job enqueued with a `not_before` is claimable at once, before its schedule.
+    ScheduledClaimableEarly,
+    /// A retry's delay uses the queue's settings, ignoring the job's own `base_ms`/`cap_ms`.
+    RetryIgnoresOwnBackoff,
+    /// `cancel` of a leased job kills it, cutting the attempt in flight short.
+    CancelLeasedJob,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 29] = [
+    pub const ALL: [Bug; 35] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -117,6 +132,12 @@ impl Bug {
         Bug::RunOnceIgnoresBackwardsClock,
         Bug::StatsStrictExpiry,
         Bug::DeadlineAtNowAccepted,
+        Bug::HeartbeatPastDeadline,
+        Bug::HeartbeatIgnoresAttempt,
+        Bug::HeartbeatShrinksLease,
+        Bug::ScheduledClaimableEarly,
+        Bug::RetryIgnoresOwnBackoff,
+        Bug::CancelLeasedJob,
     ];
 
     /// The name `--bug` takes.
@@ -151,6 +172,12 @@ impl Bug {
             Bug::RunOnceIgnoresBackwardsClock => "run-once-ignores-backwards-clock",
             Bug::StatsStrictExpiry => "stats-strict-expiry",
             Bug::DeadlineAtNowAccepted => "deadline-at-now-accepted",
+            Bug::HeartbeatPastDeadline => "heartbeat-past-deadline",
+            Bug::HeartbeatIgnoresAttempt => "heartbeat-ignores-attempt",
+            Bug::HeartbeatShrinksLease => "heartbeat-shrinks-lease",
+            Bug::ScheduledClaimableEarly => "scheduled-claimable-early",
+            Bug::RetryIgnoresOwnBackoff => "retry-ignores-own-backoff",
+            Bug::CancelLeasedJob => "cancel-leased-job",
         }
     }
 
@@ -186,7 +213,26 @@ impl Bug {
             Bug::RunOnceIgnoresBackwardsClock => "run_once records the outcome though the clock went back",
             Bug::StatsStrictExpiry => "stats counts a lease expired only after available_at (< for <=)",
             Bug::DeadlineAtNowAccepted => "enqueue accepts deadline == now (>= for >)",
+            Bug::HeartbeatPastDeadline => "heartbeat extends a lease at or after the deadline",
+            Bug::HeartbeatIgnoresAttempt => "heartbeat accepts a stale attempt of the same worker",
+            Bug::HeartbeatShrinksLease => "heartbeat sets now + lease_ms without max: a lease can shrink",
+            Bug::ScheduledClaimableEarly => "a scheduled job is claimable before its not_before",
+            Bug::RetryIgnoresOwnBackoff => "a retry ignores the job's own base_ms and cap_ms",
+            Bug::CancelLeasedJob => "cancel kills a leased job, cutting its attempt short",
         }
+    }
+
+    /// The bugs in SPEC 1.1's operations and fields: only a trace that uses them shows one.
+    pub fn added_in_1_1(self) -> bool {
+        matches!(
+            self,
+            Bug::HeartbeatPastDeadline
+                | Bug::HeartbeatIgnoresAttempt
+                | Bug::HeartbeatShrinksLease
+                | Bug::ScheduledClaimableEarly
+                | Bug::RetryIgnoresOwnBackoff
+                | Bug::CancelLeasedJob
+        )
     }
 
     /// The bug called `name`, if there is one.

@@ -41,6 +41,12 @@ impl Bug {
             Bug::RunOnceIgnoresBackwardsClock => RUN_ONCE_RULE,
             Bug::StatsStrictExpiry => READS_RULE,
             Bug::DeadlineAtNowAccepted => ARGUMENTS_FIRST,
+            Bug::HeartbeatPastDeadline => LEASE_BOUND,
+            Bug::HeartbeatIgnoresAttempt => ONE_LIVE_HOLDER,
+            Bug::HeartbeatShrinksLease => HEARTBEAT_RULE,
+            Bug::ScheduledClaimableEarly => SCHEDULE_WAITS,
+            Bug::RetryIgnoresOwnBackoff => DELAY_RULE,
+            Bug::CancelLeasedJob => NO_SILENT_DROP,
         }
     }
 }

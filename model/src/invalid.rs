@@ -53,11 +53,22 @@ pub enum Invalid {
     /// overflows the budget once the job has been claimed (checked after `not_found` and
     /// `not_dead`, SPEC 6.5).
     RedriveOverflow,
+    /// `enqueue` of the first job with `not_before` = `deadline`: refused even when the id
+    /// exists (SPEC 6.22).
+    NotBeforeAtDeadline,
+    /// `enqueue` of the next job with `not_before` one millisecond before `now`.
+    NotBeforeBeforeNow,
+    /// `enqueue` of the first job with its own `cap_ms` of 2^53.
+    OwnCapTooLarge,
+    /// `heartbeat` of the first job with `attempt` 0.
+    HeartbeatZeroAttempt,
+    /// `cancel` of the first job at `now` = 2^53.
+    CancelNowTooLarge,
 }
 
 impl Invalid {
     /// Every class, so that the world can offer each bad argument as a step.
-    pub const ALL: [Invalid; 15] = [
+    pub const ALL: [Invalid; 20] = [
         Invalid::EmptyId,
         Invalid::NulInId,
         Invalid::LongWorker,
@@ -73,20 +84,47 @@ impl Invalid {
         Invalid::ZeroAddAttempts,
         Invalid::RedriveDeadlineNotAfterNow,
         Invalid::RedriveOverflow,
+        Invalid::NotBeforeAtDeadline,
+        Invalid::NotBeforeBeforeNow,
+        Invalid::OwnCapTooLarge,
+        Invalid::HeartbeatZeroAttempt,
+        Invalid::CancelNowTooLarge,
     ];
+
+    /// The classes of SPEC 1.1's fields and operations. Each is a refusal that adds no state,
+    /// but one more successor of every state: the model offers them at `now` 0 only, where
+    /// the first job exists or not and has every status.
+    pub fn added_in_1_1(self) -> bool {
+        matches!(
+            self,
+            Invalid::NotBeforeAtDeadline
+                | Invalid::NotBeforeBeforeNow
+                | Invalid::OwnCapTooLarge
+                | Invalid::HeartbeatZeroAttempt
+                | Invalid::CancelNowTooLarge
+        )
+    }
 
     /// The operation, at `now`, in a world where `enqueued` ids exist. It names the first job
     /// whether or not it exists yet, so that "checked before any lookup" is tried both ways.
     pub fn op(self, now: u64, enqueued: usize) -> Op {
         let first = job_name(0);
         let next = job_name(enqueued);
-        let enqueue = |id: String, max_attempts: u64, deadline: u64| Op::Enqueue {
-            id,
-            payload: PAYLOAD.into(),
-            max_attempts,
-            deadline,
-            now,
+        let shaped = |id: String, max_attempts: u64, deadline: u64, now: u64, shape: [Option<u64>; 3]| {
+            let [not_before, base_ms, cap_ms] = shape;
+            Op::Enqueue {
+                id,
+                payload: PAYLOAD.into(),
+                max_attempts,
+                deadline,
+                now,
+                not_before,
+                base_ms,
+                cap_ms,
+            }
         };
+        let enqueue =
+            |id: String, max_attempts: u64, deadline: u64| shaped(id, max_attempts, deadline, now, [None; 3]);
         let complete = |attempt: u64, outcome: Outcome, jitter: Option<f64>| Op::Complete {
             worker: worker_name(0),
             id: first.clone(),
@@ -119,6 +157,17 @@ impl Invalid {
             Invalid::ZeroAddAttempts => redrive(0, now + 2),
             Invalid::RedriveDeadlineNotAfterNow => redrive(1, now),
             Invalid::RedriveOverflow => redrive(MAX_BUDGET, now + 2),
+            Invalid::NotBeforeAtDeadline => shaped(first, 1, now + 2, now, [Some(now + 2), None, None]),
+            // At `now` 0 there is no earlier millisecond: the line is dated 1 instead.
+            Invalid::NotBeforeBeforeNow => {
+                let now = now.max(1);
+                shaped(next, 1, now + 2, now, [Some(now - 1), None, None])
+            }
+            Invalid::OwnCapTooLarge => shaped(first, 1, now + 2, now, [None, None, Some(MAX_INT + 1)]),
+            Invalid::HeartbeatZeroAttempt => {
+                Op::Heartbeat { worker: worker_name(0), id: first, attempt: 0, now }
+            }
+            Invalid::CancelNowTooLarge => Op::Cancel { id: first, now: MAX_INT + 1 },
         }
     }
 }

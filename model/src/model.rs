@@ -74,6 +74,14 @@ pub struct Bounds {
     pub add_attempts: u64,
     /// A redrive's deadline, as milliseconds after `now`.
     pub redrive_deadline: u64,
+    /// The SPEC 1.1 shapes the *first* job may also be enqueued with (a schedule, its own
+    /// backoff), each with the largest budget and deadline: one job of each shape is enough
+    /// to reach their edges, and offering them to every enqueue would multiply the states.
+    pub shapes: Vec<Shape>,
+    /// Whether the world uses SPEC 1.1's operations and fields (heartbeat, cancel, the
+    /// shapes, their bad arguments). Off, it is the contract 1.0 world: what a reading that
+    /// does not run them yet can be compared on.
+    pub contract_1_1: bool,
     /// Whether the world is hostile: bad arguments of every class, clocks that go back,
     /// completions by the wrong worker, holders that crash, reads.
     pub hostile: bool,
@@ -100,6 +108,8 @@ impl Default for Bounds {
             redrives: 2,
             add_attempts: 1,
             redrive_deadline: 1,
+            shapes: vec![Shape::Scheduled { after: 1 }, Shape::OwnBackoff],
+            contract_1_1: true,
             hostile: true,
         }
     }
@@ -160,7 +170,7 @@ impl fmt::Display for Bounds {
         write!(
             f,
             "jobs {}, workers {}, horizon {} ms, settings [{}], jitter {:?}, max_attempts {:?}, \
-             deadlines now+{:?}, redrives {} (+{} attempts, deadline now+{}), {}",
+             deadlines now+{:?}, redrives {} (+{} attempts, deadline now+{}), first-job shapes {:?}, {}",
             self.jobs,
             self.workers,
             self.horizon,
@@ -171,6 +181,7 @@ impl fmt::Display for Bounds {
             self.redrives,
             self.add_attempts,
             self.redrive_deadline,
+            self.shapes,
             if self.hostile { "hostile" } else { "friendly" }
         )
     }
@@ -197,6 +208,33 @@ pub const DELAY_PROBES: [(u64, u64, u64, f64); 12] = [
     (2, 100, 0, 1.0),
 ];
 
+/// A SPEC 1.1 shape of enqueue ([`Bounds::shapes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// Scheduled: `not_before` = `now + after` (SPEC 3.2, 4.12).
+    Scheduled {
+        /// How far after the enqueue's `now` the job first becomes claimable.
+        after: u64,
+    },
+    /// Its own backoff, one setting of the two, chosen so that its retries wait otherwise
+    /// than the queue's would (SPEC 6.23): under a cap below the base, its own `cap_ms` of 1
+    /// (below the queue's); otherwise its own `base_ms`, twice the queue's.
+    OwnBackoff,
+}
+
+impl Shape {
+    /// The enqueue's `not_before`, `base_ms` and `cap_ms` for this shape at `now`, under the
+    /// queue's settings `queue`.
+    fn fields(shape: Option<Shape>, now: u64, queue: Config) -> (Option<u64>, Option<u64>, Option<u64>) {
+        match shape {
+            None => (None, None, None),
+            Some(Shape::Scheduled { after }) => (Some(now + after), None, None),
+            Some(Shape::OwnBackoff) if queue.cap_ms < queue.base_ms => (None, None, Some(1)),
+            Some(Shape::OwnBackoff) => (None, Some(queue.base_ms * 2), None),
+        }
+    }
+}
+
 /// What a worker remembers of the claim it holds: what `claim` answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Held {
@@ -204,7 +242,9 @@ pub struct Held {
     pub job: usize,
     /// The fencing token.
     pub attempt: u64,
-    /// When the lease runs out, as the claim answered: after it, a completion is late.
+    /// When the claim was made: a heartbeat moves `lease_until`, not this.
+    pub claimed_at: u64,
+    /// The lease's end, as the claim or the latest accepted heartbeat answered.
     pub lease_until: u64,
 }
 
@@ -240,6 +280,14 @@ pub struct Ghost {
     /// one, so its lease must be respected all the same (SPEC 4.5). 0 once expired or
     /// completed (cleared as the clock passes it, so it adds no states of its own).
     pub lease_until: u64,
+    /// The largest `lease_ms` in effect at a claim or an accepted heartbeat of this job: the
+    /// `L` of SPEC 4.11's bound `deadline − 1 + L`.
+    pub longest_lease: u64,
+    /// The `not_before` its enqueue asked for (its `now` when none) until its first redrive,
+    /// then 0: no claim before it (SPEC 4.12).
+    pub not_before: u64,
+    /// An operator cancelled it (and the store answered `cancelled`), at some point.
+    pub cancelled: bool,
 }
 
 /// Things the last step did, for the properties about transitions. Cleared at every step, so
@@ -250,8 +298,8 @@ pub struct Events(u32);
 impl Events {
     /// A claim at or after the caller's deadline, or with no budget left.
     pub const LATE_CLAIM: Events = Events(1);
-    /// A completion by anyone but the holder of the latest claim (an old token, or the
-    /// current token presented by another worker) changed the store.
+    /// A completion or a heartbeat by anyone but the holder of the latest claim (an old
+    /// token, or the current token presented by another worker) changed the store.
     pub const STALE_CHANGED: Events = Events(1 << 1);
     /// An operation refused with an error changed the store.
     pub const REFUSAL_CHANGED: Events = Events(1 << 2);
@@ -285,6 +333,19 @@ impl Events {
     pub const EARLIER_DUE_FIRST: Events = Events(1 << 16);
     /// A job whose holder crashed was claimed again once its lease expired.
     pub const CRASHED_RECLAIMED: Events = Events(1 << 17);
+    /// A claim took a job before the `not_before` of its enqueue, with no redrive since.
+    pub const EARLY_CLAIM: Events = Events(1 << 18);
+    /// A heartbeat was accepted at `deadline − 1`, the last instant it can be.
+    pub const HEARTBEAT_LAST_INSTANT: Events = Events(1 << 19);
+    /// The holder's heartbeat at exactly the deadline was refused `deadline_passed`.
+    pub const HEARTBEAT_AT_DEADLINE_REFUSED: Events = Events(1 << 20);
+    /// A scheduled job was first claimed at exactly its `not_before`.
+    pub const SCHEDULED_ON_TIME: Events = Events(1 << 21);
+    /// A retry of a job with its own `cap_ms`, other than the queue's, waited a delay the
+    /// queue's settings would not give.
+    pub const OWN_CAP_RETRY: Events = Events(1 << 22);
+    /// A heartbeat with a stale token (an older attempt, or another worker) was refused.
+    pub const STALE_HEARTBEAT_REFUSED: Events = Events(1 << 23);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -341,12 +402,15 @@ impl std::hash::Hash for World {
 /// One step of the world.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Enqueue the next new id with this budget and a deadline `deadline_in` ms from now.
+    /// Enqueue the next new id with this budget and a deadline `deadline_in` ms from now, and
+    /// (the first job only) a SPEC 1.1 shape.
     Enqueue {
         /// The attempt budget.
         max_attempts: u64,
         /// How far ahead of now the deadline lies.
         deadline_in: u64,
+        /// The SPEC 1.1 shape of the enqueue; `None` for a 1.0 enqueue.
+        shape: Option<Shape>,
     },
     /// Enqueue job `job` again, with its own or another payload (and another budget and
     /// deadline, which must change nothing).
@@ -381,6 +445,35 @@ pub enum Action {
     CompleteEarly {
         /// The worker's index.
         worker: usize,
+    },
+    /// The holder heartbeats its claim at the current time.
+    Heartbeat {
+        /// The holder's index.
+        worker: usize,
+    },
+    /// The holder heartbeats dated one millisecond back: before its claim
+    /// (`clock_went_backwards`), or before an earlier heartbeat (the lease must not shrink).
+    HeartbeatBack {
+        /// The holder's index.
+        worker: usize,
+    },
+    /// The holder heartbeats with the attempt before the one it holds: a stale token of the
+    /// same worker.
+    HeartbeatStale {
+        /// The holder's index.
+        worker: usize,
+    },
+    /// A worker heartbeats the claim `holder` holds — the current token, the wrong owner.
+    HeartbeatAsOther {
+        /// The worker presenting the claim.
+        worker: usize,
+        /// The worker that holds it.
+        holder: usize,
+    },
+    /// The operator cancels job `job`, whatever its status.
+    Cancel {
+        /// The job's index.
+        job: usize,
     },
     /// A worker holding a claim dies: it forgets the claim, the store keeps the lease.
     Crash {
@@ -439,8 +532,13 @@ impl fmt::Display for Action {
         let w = |worker: usize| worker_name(worker);
         let lower = |name: String| name.to_lowercase();
         match *self {
-            Action::Enqueue { max_attempts, deadline_in } => {
-                write!(f, "enqueue a new job: max_attempts {max_attempts}, deadline now+{deadline_in}")
+            Action::Enqueue { max_attempts, deadline_in, shape } => {
+                write!(f, "enqueue a new job: max_attempts {max_attempts}, deadline now+{deadline_in}")?;
+                match shape {
+                    None => Ok(()),
+                    Some(Shape::Scheduled { after }) => write!(f, ", not before now+{after}"),
+                    Some(Shape::OwnBackoff) => f.write_str(", its own backoff"),
+                }
             }
             Action::Reenqueue { job, same_payload } => write!(
                 f,
@@ -474,6 +572,13 @@ impl fmt::Display for Action {
             Action::Stats => f.write_str("stats"),
             Action::Get { job } => write!(f, "get {}", job_name(job)),
             Action::Delay { probe } => write!(f, "retry_delay probe {}", probe + 1),
+            Action::Heartbeat { worker } => write!(f, "{} heartbeats", w(worker)),
+            Action::HeartbeatBack { worker } => write!(f, "{} heartbeats, clock gone back", w(worker)),
+            Action::HeartbeatStale { worker } => write!(f, "{} heartbeats with a stale attempt", w(worker)),
+            Action::HeartbeatAsOther { worker, holder } => {
+                write!(f, "{} heartbeats {}'s claim", w(worker), w(holder))
+            }
+            Action::Cancel { job } => write!(f, "cancel {}", job_name(job)),
         }
     }
 }
@@ -542,20 +647,35 @@ impl QueueModel {
                 now,
                 jitter,
             };
+        // A heartbeat of `held`'s job by `worker`, with its token `older` attempts back.
+        let heartbeat = |worker: usize, held: Held, older: u64, now: u64| {
+            let attempt = held.attempt.checked_sub(older).filter(|&a| a >= 1)?;
+            Some(Op::Heartbeat { worker: worker_name(worker), id: job_name(held.job), attempt, now })
+        };
         Some(match *action {
-            Action::Enqueue { max_attempts, deadline_in } => Op::Enqueue {
-                id: job_name(world.ghosts.len()),
-                payload: PAYLOAD.into(),
-                max_attempts,
-                deadline: now + deadline_in,
-                now,
-            },
+            Action::Enqueue { max_attempts, deadline_in, shape } => {
+                let (not_before, base_ms, cap_ms) = Shape::fields(shape, now, world.config);
+                Op::Enqueue {
+                    id: job_name(world.ghosts.len()),
+                    payload: PAYLOAD.into(),
+                    max_attempts,
+                    deadline: now + deadline_in,
+                    now,
+                    not_before,
+                    base_ms,
+                    cap_ms,
+                }
+            }
             Action::Reenqueue { job, same_payload } => Op::Enqueue {
                 id: job_name(job),
                 payload: if same_payload { PAYLOAD } else { OTHER_PAYLOAD }.into(),
                 max_attempts: self.bounds.max_attempts.iter().max().map_or(1, |m| m + 1),
                 deadline: now + 1,
                 now,
+                // Another schedule and backoff, which must change nothing either (SPEC 6.22).
+                not_before: Some(now),
+                base_ms: Some(0),
+                cap_ms: None,
             },
             Action::Claim { worker } => Op::Claim { worker: worker_name(worker), now },
             Action::Complete { worker, outcome, jitter } => {
@@ -566,9 +686,13 @@ impl QueueModel {
             }
             Action::CompleteEarly { worker } => {
                 let held = held(worker)?;
-                let claimed_at = held.lease_until.checked_sub(world.config.lease_ms)?;
-                complete(worker, held, Outcome::Ok, claimed_at.checked_sub(1)?, None)
+                complete(worker, held, Outcome::Ok, held.claimed_at.checked_sub(1)?, None)
             }
+            Action::Heartbeat { worker } => heartbeat(worker, held(worker)?, 0, now)?,
+            Action::HeartbeatBack { worker } => heartbeat(worker, held(worker)?, 0, now.checked_sub(1)?)?,
+            Action::HeartbeatStale { worker } => heartbeat(worker, held(worker)?, 1, now)?,
+            Action::HeartbeatAsOther { worker, holder } => heartbeat(worker, held(holder)?, 0, now)?,
+            Action::Cancel { job } => Op::Cancel { id: job_name(job), now },
             Action::Crash { .. } | Action::Tick => return None,
             Action::RunOnce { worker, outcome } => {
                 Op::RunOnce { worker: worker_name(worker), now, after: None, outcome, jitter: None }
@@ -640,7 +764,11 @@ impl QueueModel {
             next.events.insert(Events::RESTART_WITH_LEASE);
         }
         match (action, op, response) {
-            (Action::Enqueue { .. }, &Op::Enqueue { deadline, .. }, Response::Ok(Reply::Enqueued)) => {
+            (
+                Action::Enqueue { .. },
+                &Op::Enqueue { deadline, now, not_before, .. },
+                Response::Ok(Reply::Enqueued),
+            ) => {
                 next.ghosts.push(Ghost {
                     claims: 0,
                     sends: 0,
@@ -648,8 +776,24 @@ impl QueueModel {
                     redrives: 0,
                     report: HolderReport::Nothing,
                     lease_until: 0,
+                    longest_lease: 0,
+                    not_before: not_before.unwrap_or(now),
+                    cancelled: false,
                 });
             }
+            (&Action::Cancel { job }, _, Response::Ok(Reply::Cancelled)) => {
+                if let Some(ghost) = next.ghosts.get_mut(job) {
+                    ghost.cancelled = true;
+                }
+            }
+            (
+                Action::Heartbeat { worker }
+                | Action::HeartbeatBack { worker }
+                | Action::HeartbeatStale { worker }
+                | Action::HeartbeatAsOther { worker, .. },
+                &Op::Heartbeat { attempt, now, .. },
+                response,
+            ) => self.heartbeat_seen(before, action, *worker, attempt, now, response, next),
             (
                 &Action::Redrive { job },
                 &Op::Redrive { deadline, ref id, .. },
@@ -661,11 +805,18 @@ impl QueueModel {
                 if let Some(ghost) = next.ghosts.get_mut(job) {
                     ghost.deadline = deadline;
                     ghost.redrives += 1;
+                    // The operator's say replaces the schedule (SPEC 4.12).
+                    ghost.not_before = 0;
                 }
             }
             (&Action::Claim { worker }, _, Response::Ok(Reply::Claimed { id, attempt, lease_until })) => {
                 if let Some(job) = self.claimed(before, id, *lease_until, next) {
-                    next.workers[worker] = Some(Held { job, attempt: *attempt, lease_until: *lease_until });
+                    next.workers[worker] = Some(Held {
+                        job,
+                        attempt: *attempt,
+                        claimed_at: before.now,
+                        lease_until: *lease_until,
+                    });
                 }
             }
             (Action::RunOnce { .. } | Action::RunOnceClockBack { .. }, _, response) => {
@@ -735,6 +886,14 @@ impl QueueModel {
         if ghost.report == HolderReport::Crashed {
             next.events.insert(Events::CRASHED_RECLAIMED);
         }
+        if now < ghost.not_before {
+            next.events.insert(Events::EARLY_CLAIM);
+        }
+        let scheduled = before.store.job(id).is_some_and(|j| j.not_before > j.enqueued_at);
+        if scheduled && ghost.claims == 0 && ghost.redrives == 0 && now == ghost.not_before {
+            next.events.insert(Events::SCHEDULED_ON_TIME);
+        }
+        ghost.longest_lease = ghost.longest_lease.max(before.config.lease_ms);
         ghost.claims += 1;
         ghost.sends += 1;
         ghost.report = HolderReport::Nothing;
@@ -792,7 +951,10 @@ impl QueueModel {
             }
         }
         let jitter = jitter.unwrap_or(0.0);
-        let delay = rules::delay(held.attempt, config.base_ms, config.cap_ms, jitter);
+        // The job's own settings where it has them (SPEC 6.23), as its enqueue set them.
+        let own = before.store.job(&job_name(held.job)).map_or((None, None), |j| (j.base_ms, j.cap_ms));
+        let (base_ms, cap_ms) = (own.0.unwrap_or(config.base_ms), own.1.unwrap_or(config.cap_ms));
+        let delay = rules::delay(held.attempt, base_ms, cap_ms, jitter);
         if *response == Response::Ok(Reply::Dead { reason: DeadReason::Deadline })
             && outcome == Outcome::Retryable
             && delay > 0
@@ -801,12 +963,70 @@ impl QueueModel {
             next.events.insert(Events::EXACT_DEADLINE_DEATH);
         }
         if let Response::Ok(Reply::Retry { .. }) = response {
-            if delay != rules::exact_delay(held.attempt, config.base_ms, config.cap_ms, jitter) {
+            if delay != rules::exact_delay(held.attempt, base_ms, cap_ms, jitter) {
                 next.events.insert(Events::BINARY64_EDGE);
             }
-            if config.cap_ms < config.base_ms && delay > 0 {
+            if cap_ms < base_ms && delay > 0 {
                 next.events.insert(Events::CAP_BELOW_BASE_RETRY);
             }
+            let queue_delay = rules::delay(held.attempt, config.base_ms, config.cap_ms, jitter);
+            if own.1.is_some_and(|cap| cap != config.cap_ms) && delay != queue_delay {
+                next.events.insert(Events::OWN_CAP_RETRY);
+            }
+        }
+    }
+
+    /// Bookkeeping for a heartbeat by `worker` presenting `attempt` at `now`: an accepted one
+    /// by the holder of the latest claim extends what the worker and the world know of the
+    /// lease; any other that changed the store is a stale token changing it (SPEC 4.5).
+    #[allow(clippy::too_many_arguments)]
+    fn heartbeat_seen(
+        &self,
+        before: &World,
+        action: &Action,
+        worker: usize,
+        attempt: u64,
+        now: u64,
+        response: &Response,
+        next: &mut World,
+    ) {
+        let holder = match *action {
+            Action::HeartbeatAsOther { holder, .. } => holder,
+            _ => worker,
+        };
+        let Some(held) = before.workers.get(holder).copied().flatten() else {
+            return;
+        };
+        let Some(ghost) = next.ghosts.get_mut(held.job) else {
+            return;
+        };
+        let current = holder == worker && attempt == held.attempt && attempt == ghost.claims;
+        if !current {
+            if next.store != before.store {
+                next.events.insert(Events::STALE_CHANGED);
+            }
+            if *response == Response::Err(Failure::LeaseLost) {
+                next.events.insert(Events::STALE_HEARTBEAT_REFUSED);
+            }
+            return;
+        }
+        match *response {
+            Response::Ok(Reply::Extended { lease_until }) => {
+                if now + 1 == ghost.deadline {
+                    next.events.insert(Events::HEARTBEAT_LAST_INSTANT);
+                }
+                ghost.longest_lease = ghost.longest_lease.max(before.config.lease_ms);
+                if lease_until > next.now {
+                    ghost.lease_until = lease_until;
+                }
+                if let Some(Some(held)) = next.workers.get_mut(worker) {
+                    held.lease_until = lease_until;
+                }
+            }
+            Response::Err(Failure::DeadlinePassed) if now == ghost.deadline => {
+                next.events.insert(Events::HEARTBEAT_AT_DEADLINE_REFUSED);
+            }
+            _ => {}
         }
     }
 
@@ -836,9 +1056,12 @@ impl QueueModel {
 /// The id an operation names, if it names one.
 fn op_id(op: &Op) -> Option<&str> {
     match op {
-        Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Redrive { id, .. } | Op::Get { id } => {
-            Some(id)
-        }
+        Op::Enqueue { id, .. }
+        | Op::Complete { id, .. }
+        | Op::Heartbeat { id, .. }
+        | Op::Redrive { id, .. }
+        | Op::Cancel { id, .. }
+        | Op::Get { id } => Some(id),
         _ => None,
     }
 }
@@ -849,10 +1072,28 @@ impl QueueModel {
     pub fn possible_actions(&self, world: &World, actions: &mut Vec<Action>) {
         let b = &self.bounds;
         let now = world.now;
-        if world.ghosts.len() < b.jobs {
+        // A job of a SPEC 1.1 shape is the world's only job: its edges are its own (a claim at
+        // its schedule, a retry under its own backoff), and a second job beside it would
+        // multiply the states by all their interleavings for nothing new.
+        let shaped = world
+            .store
+            .jobs()
+            .first()
+            .is_some_and(|j| j.not_before > j.enqueued_at || j.base_ms.is_some() || j.cap_ms.is_some());
+        if world.ghosts.len() < b.jobs && !shaped {
             for &max_attempts in &b.max_attempts {
                 for &deadline_in in b.deadlines.iter().filter(|&&d| b.room_for(now, d)) {
-                    actions.push(Action::Enqueue { max_attempts, deadline_in });
+                    actions.push(Action::Enqueue { max_attempts, deadline_in, shape: None });
+                }
+            }
+            // The largest budget and the nearest deadline: a retry with time left, a smaller
+            // subtree than the farthest deadline's.
+            let largest = (b.max_attempts.iter().max(), b.deadlines.iter().min());
+            if let (true, (Some(&max_attempts), Some(&deadline_in))) = (world.ghosts.is_empty(), largest)
+                && b.room_for(now, deadline_in)
+            {
+                for &shape in b.shapes.iter().filter(|_| b.contract_1_1) {
+                    actions.push(Action::Enqueue { max_attempts, deadline_in, shape: Some(shape) });
                 }
             }
         }
@@ -861,7 +1102,13 @@ impl QueueModel {
             actions.push(Action::Reenqueue { job, same_payload: false });
         }
         for (worker, held) in world.workers.iter().enumerate() {
-            if held.is_some() {
+            if let Some(held) = held {
+                // The holder's heartbeat at its edges only: the last instant before the deadline
+                // (where SPEC 4.11's bound is reached) and from the deadline on (refused). One
+                // in the middle of a lease extends it like any other and only adds states.
+                if b.contract_1_1 && world.ghosts.get(held.job).is_some_and(|g| now + 1 >= g.deadline) {
+                    actions.push(Action::Heartbeat { worker });
+                }
                 actions.push(Action::Complete { worker, outcome: Outcome::Ok, jitter: None });
                 actions.push(Action::Complete { worker, outcome: Outcome::Permanent, jitter: None });
                 for &jitter in &b.jitters {
@@ -874,8 +1121,17 @@ impl QueueModel {
                 if b.hostile {
                     actions.push(Action::CompleteEarly { worker });
                     actions.push(Action::Crash { worker });
+                    if b.contract_1_1 && now > 0 {
+                        actions.push(Action::HeartbeatBack { worker });
+                    }
+                    if b.contract_1_1 && held.attempt > 1 {
+                        actions.push(Action::HeartbeatStale { worker });
+                    }
                     for other in (0..world.workers.len()).filter(|&w| w != worker) {
                         actions.push(Action::CompleteAsOther { worker: other, holder: worker });
+                        if b.contract_1_1 {
+                            actions.push(Action::HeartbeatAsOther { worker: other, holder: worker });
+                        }
                     }
                 }
             } else {
@@ -896,11 +1152,25 @@ impl QueueModel {
                 actions.push(Action::Redrive { job });
             }
         }
+        for (job, ghost) in world.ghosts.iter().enumerate().filter(|_| b.contract_1_1) {
+            // A cancel of a leased, done or dead job is a refusal and adds no state: offered
+            // always. One that applies adds a dead(cancelled) state at every instant and a
+            // redrive out of it, so it is offered for the first job only, while it has never
+            // been claimed nor redriven (scheduled or not, past its deadline or not).
+            let pending =
+                world.store.job(&job_name(job)).is_some_and(|j| matches!(j.phase, Phase::Pending { .. }));
+            if !pending || (job == 0 && ghost.claims == 0 && ghost.redrives == 0) {
+                actions.push(Action::Cancel { job });
+            }
+        }
         actions.push(Action::Restart);
         if b.hostile {
             // A redrive adding 2^31 − 1 attempts is only bad once the job has been claimed.
             let claimed = world.ghosts.first().is_some_and(|g| g.claims >= 1);
-            let classes = Invalid::ALL.into_iter().filter(|&c| c != Invalid::RedriveOverflow || claimed);
+            let classes = Invalid::ALL
+                .into_iter()
+                .filter(|&c| c != Invalid::RedriveOverflow || claimed)
+                .filter(|&c| !c.added_in_1_1() || (now == 0 && b.contract_1_1));
             actions.extend(classes.map(|class| Action::Invalid { class }));
             actions.push(Action::Stats);
             actions.extend((0..world.ghosts.len()).map(|job| Action::Get { job }));

@@ -82,6 +82,15 @@ pub enum Op {
         deadline: u64,
         /// The caller's clock.
         now: u64,
+        /// The job's first `available_at` (SPEC 3.2); absent means `now`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        not_before: Option<u64>,
+        /// The job's own `base_ms`, replacing the queue's in its retries (SPEC 3.2, 6.23).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        base_ms: Option<u64>,
+        /// The job's own `cap_ms`, likewise.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cap_ms: Option<u64>,
     },
     /// `claim`: leases the earliest due job to `worker`, reaping first.
     Claim {
@@ -121,6 +130,17 @@ pub enum Op {
         #[serde(skip_serializing_if = "Option::is_none")]
         jitter: Option<f64>,
     },
+    /// The holder of a running attempt keeps its lease (SPEC 3.12).
+    Heartbeat {
+        /// Who claims to hold the lease.
+        worker: String,
+        /// The job.
+        id: String,
+        /// The attempt number the claim returned: the fencing token, as in `complete`.
+        attempt: u64,
+        /// The caller's clock: the lease runs `lease_ms` from it, never shorter than before.
+        now: u64,
+    },
     /// `redrive`: gives a dead job a new budget and makes it pending.
     Redrive {
         /// The dead job.
@@ -131,6 +151,13 @@ pub enum Op {
         add_attempts: u64,
         /// The new deadline.
         deadline: u64,
+    },
+    /// An operator takes a pending job off the queue (SPEC 3.13).
+    Cancel {
+        /// The pending job.
+        id: String,
+        /// The caller's clock, recorded in the history.
+        now: u64,
     },
     /// `reap`: ends the due jobs that are out of attempts or time.
     Reap {
@@ -193,6 +220,32 @@ mod tests {
         assert_eq!(Op::Restart.to_json_line(), r#"{"op":"restart"}"#);
         let config = Op::Config { base_ms: Some(100), cap_ms: None, lease_ms: Some(1000) };
         assert_eq!(config.to_json_line(), r#"{"op":"config","base_ms":100,"lease_ms":1000}"#);
+        let enqueue = |not_before, base_ms, cap_ms| Op::Enqueue {
+            id: "a".into(),
+            payload: String::new(),
+            max_attempts: 2,
+            deadline: 9,
+            now: 1,
+            not_before,
+            base_ms,
+            cap_ms,
+        };
+        assert_eq!(
+            enqueue(None, None, None).to_json_line(),
+            r#"{"op":"enqueue","id":"a","payload":"","max_attempts":2,"deadline":9,"now":1}"#,
+            "the 1.1 fields only when present"
+        );
+        assert_eq!(
+            enqueue(Some(3), Some(0), Some(7)).to_json_line(),
+            r#"{"op":"enqueue","id":"a","payload":"","max_attempts":2,"deadline":9,"now":1,"not_before":3,"base_ms":0,"cap_ms":7}"#
+        );
+        let heartbeat = Op::Heartbeat { worker: "w".into(), id: "a".into(), attempt: 2, now: 5 };
+        assert_eq!(
+            heartbeat.to_json_line(),
+            r#"{"op":"heartbeat","worker":"w","id":"a","attempt":2,"now":5}"#
+        );
+        let cancel = Op::Cancel { id: "a".into(), now: 5 };
+        assert_eq!(cancel.to_json_line(), r#"{"op":"cancel","id":"a","now":5}"#);
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub mod names {
     pub const REFUSALS_CHANGE_NOTHING: &str = "4.9 a refused operation changes nothing";
     /// SPEC section 4.10, an invariant: checked in every reachable state.
     pub const RESTART_KEEPS_ALL: &str = "4.10 a restart changes nothing";
+    /// SPEC 4.11: a heartbeat cannot hold a job past its deadline plus one lease.
+    pub const LEASE_BOUND: &str = "4.11 a lease ends by its deadline - 1 + the longest lease_ms used";
+    /// SPEC 4.12: a scheduled job waits for its `not_before`.
+    pub const SCHEDULE_WAITS: &str = "4.12 no claim before not_before until a redrive";
     /// A payload goes out only under a claim, so a job is never sent more often than its
     /// `attempts` counts (an invariant: what makes the attempt budget a bound on calls).
     pub const SENDS_WITHIN_ATTEMPTS: &str = "sends never exceed attempts";
@@ -106,6 +110,12 @@ pub mod names {
     /// SPEC section 3.6, an invariant: every step that applies the operation
     /// answers and changes exactly what the rule says.
     pub const REDRIVE_RULE: &str = "3.6 redrive follows its rule";
+    /// SPEC section 3.12, an invariant: every heartbeat answers and changes exactly what
+    /// the rule says.
+    pub const HEARTBEAT_RULE: &str = "3.12 heartbeat fences, checks clock and deadline, never shrinks";
+    /// SPEC section 3.13, an invariant: every cancel answers and changes exactly what the
+    /// rule says.
+    pub const CANCEL_RULE: &str = "3.13 cancel takes only pending jobs";
     /// SPEC section 3.7, an invariant: every step that applies the operation
     /// answers and changes exactly what the rule says.
     pub const REAP_RULE: &str = "3.7 reap ends exactly the due jobs out of budget or time";
@@ -169,6 +179,24 @@ pub mod names {
     /// A `sometimes` property: a state where this happened must be reachable, or the bounds
     /// are too small to test the rule behind it (the report warns of vacuity).
     pub const EARLIER_DUE_FIRST: &str = "a claim takes a later-enqueued job due earlier";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
+    pub const HEARTBEAT_LAST_INSTANT: &str = "a heartbeat is accepted at deadline - 1";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
+    pub const HEARTBEAT_AT_DEADLINE_REFUSED: &str = "a heartbeat at the deadline is refused";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
+    pub const STALE_HEARTBEAT_REFUSED: &str = "a heartbeat with a stale token is refused";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
+    pub const SCHEDULED_ON_TIME: &str = "a scheduled job is first claimed at exactly not_before";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
+    pub const OWN_CAP_RETRY: &str = "a retry under the job's own cap, not the queue's";
+    /// A `sometimes` property: a state where this happened must be reachable, or the bounds
+    /// are too small to test the rule behind it (the report warns of vacuity).
+    pub const CANCELLED_REDRIVEN_DONE: &str = "a cancelled job is redriven and ends done";
 }
 
 /// Every property, in report order.
@@ -185,6 +213,8 @@ pub fn all() -> Vec<Check> {
         Check { name: PROGRESS, kind: Always, holds: |_, w| !w.broken.contains(Broken::PROGRESS) },
         Check { name: REFUSALS_CHANGE_NOTHING, kind: Always, holds: refusals_change_nothing },
         Check { name: RESTART_KEEPS_ALL, kind: Always, holds: |_, w| !w.broken.contains(Broken::RESTART) },
+        Check { name: LEASE_BOUND, kind: Always, holds: lease_bound },
+        Check { name: SCHEDULE_WAITS, kind: Always, holds: |_, w| !w.events.contains(Events::EARLY_CLAIM) },
         Check { name: SENDS_WITHIN_ATTEMPTS, kind: Always, holds: sends_within_attempts },
         Check { name: DELAY_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::DELAY) },
         Check { name: ARGUMENTS_FIRST, kind: Always, holds: |_, w| !w.broken.contains(Broken::ARGUMENTS) },
@@ -193,6 +223,8 @@ pub fn all() -> Vec<Check> {
         Check { name: COMPLETE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::COMPLETE) },
         Check { name: RUN_ONCE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::RUN_ONCE) },
         Check { name: REDRIVE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::REDRIVE) },
+        Check { name: HEARTBEAT_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::HEARTBEAT) },
+        Check { name: CANCEL_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CANCEL) },
         Check { name: REAP_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::REAP) },
         Check { name: READS_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::READS) },
         Check { name: CONFIG_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CONFIG) },
@@ -270,6 +302,32 @@ pub fn all() -> Vec<Check> {
             kind: Sometimes,
             holds: |_, w| w.events.contains(Events::EARLIER_DUE_FIRST),
         },
+        Check {
+            name: HEARTBEAT_LAST_INSTANT,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::HEARTBEAT_LAST_INSTANT),
+        },
+        Check {
+            name: HEARTBEAT_AT_DEADLINE_REFUSED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::HEARTBEAT_AT_DEADLINE_REFUSED),
+        },
+        Check {
+            name: STALE_HEARTBEAT_REFUSED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::STALE_HEARTBEAT_REFUSED),
+        },
+        Check {
+            name: SCHEDULED_ON_TIME,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::SCHEDULED_ON_TIME),
+        },
+        Check {
+            name: OWN_CAP_RETRY,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::OWN_CAP_RETRY),
+        },
+        Check { name: CANCELLED_REDRIVEN_DONE, kind: Sometimes, holds: cancelled_redriven_done },
     ]
 }
 
@@ -358,6 +416,17 @@ fn pending_before_deadline(_: &QueueModel, world: &World) -> bool {
     })
 }
 
+/// SPEC 4.11: a leased job's expiry is at most `deadline − 1 + L`, `L` the longest `lease_ms`
+/// in effect at its claim or an accepted heartbeat, with the deadline its caller set. Claims
+/// and heartbeats happen strictly before the deadline, so no lease outlives it by more than
+/// one lease, however often its holder heartbeats.
+fn lease_bound(_: &QueueModel, world: &World) -> bool {
+    jobs_with_ghosts(world).all(|(job, ghost)| match job.phase {
+        Phase::Leased { until, .. } => until < ghost.deadline + ghost.longest_lease,
+        _ => true,
+    })
+}
+
 /// A payload goes out only under a claim: never more sends than attempts.
 fn sends_within_attempts(_: &QueueModel, world: &World) -> bool {
     jobs_with_ghosts(world).all(|(job, ghost)| ghost.sends <= job.attempts)
@@ -383,6 +452,10 @@ fn crash_on_last_attempt(_: &QueueModel, world: &World) -> bool {
     jobs_with_ghosts(world).any(|(job, ghost)| {
         job.phase == Phase::Dead(DeadReason::Exhausted) && ghost.report == HolderReport::Crashed
     })
+}
+
+fn cancelled_redriven_done(_: &QueueModel, world: &World) -> bool {
+    jobs_with_ghosts(world).any(|(job, ghost)| job.phase == Phase::Done && ghost.cancelled)
 }
 
 fn redriven_done(_: &QueueModel, world: &World) -> bool {

@@ -8,7 +8,9 @@
 //!
 //! Jobs are kept in a `Vec` in the order of their first enqueue, which is claim's tie-break.
 //! A job's [`Phase`] carries the fields that exist only in that status: `available_at` for
-//! pending, the owner, claim time and lease expiry for leased, the reason for dead.
+//! pending, the owner, claim time and lease expiry for leased, the reason for dead. What a job
+//! keeps whatever its status — its schedule (`not_before`) and its own backoff settings — are
+//! fields of [`Job`].
 //!
 //! Layer: the reference store, above the SPEC's vocabulary ([`crate::op`],
 //! [`crate::response`], [`crate::validate`], [`crate::delay`]) and the seeded bugs it consults
@@ -111,6 +113,13 @@ pub struct Job {
     pub redrives: u64,
     /// When it was first enqueued: the claim order's tie-break and `stats`' age.
     pub enqueued_at: u64,
+    /// The first `available_at`: the enqueue's `not_before`, or its `now` (SPEC 3.2).
+    pub not_before: u64,
+    /// The job's own `base_ms`, if it was enqueued with one: it replaces the queue's in
+    /// every retry of this job (SPEC 3.4, 6.23).
+    pub base_ms: Option<u64>,
+    /// The job's own `cap_ms`, likewise.
+    pub cap_ms: Option<u64>,
 }
 
 impl Job {
@@ -128,7 +137,16 @@ impl Job {
                 _ => None,
             },
             redrives: self.redrives,
+            not_before: self.not_before,
+            base_ms: self.base_ms,
+            cap_ms: self.cap_ms,
         }
+    }
+
+    /// The settings this job's retries use: its own where it has them, each one by one, else
+    /// the queue's in effect now (SPEC 6.23).
+    fn backoff(&self, queue: Config) -> (u64, u64) {
+        (self.base_ms.unwrap_or(queue.base_ms), self.cap_ms.unwrap_or(queue.cap_ms))
     }
 }
 
@@ -192,9 +210,15 @@ impl Store {
     pub fn step(&mut self, op: &Op) -> Response {
         let result = match op {
             Op::Config { base_ms, cap_ms, lease_ms } => self.configure(*base_ms, *cap_ms, *lease_ms),
-            Op::Enqueue { id, payload, max_attempts, deadline, now } => {
-                self.enqueue(id, payload, *max_attempts, *deadline, *now)
-            }
+            Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => self
+                .enqueue(
+                    id,
+                    payload,
+                    *max_attempts,
+                    *deadline,
+                    *now,
+                    Schedule { not_before: *not_before, base_ms: *base_ms, cap_ms: *cap_ms },
+                ),
             Op::Claim { worker, now } => self.claim(worker, *now),
             Op::Complete { worker, id, attempt, outcome, now, jitter } => {
                 self.complete(worker, id, *attempt, *outcome, *now, *jitter)
@@ -202,9 +226,11 @@ impl Store {
             Op::RunOnce { worker, now, after, outcome, jitter } => {
                 self.run_once(worker, *now, *after, *outcome, *jitter)
             }
+            Op::Heartbeat { worker, id, attempt, now } => self.heartbeat(worker, id, *attempt, *now),
             Op::Redrive { id, now, add_attempts, deadline } => {
                 self.redrive(id, *now, *add_attempts, *deadline)
             }
+            Op::Cancel { id, now } => self.cancel(id, *now),
             Op::Reap { now } => validate::int("now", *now).map(|now| Reply::Reaped { count: self.reap(now) }),
             Op::Get { id } => self.get(id),
             Op::Stats { now } => validate::int("now", *now).map(|now| Reply::Stats(self.stats(now))),
@@ -238,7 +264,8 @@ impl Store {
         Ok(Reply::Config)
     }
 
-    /// `enqueue`: a new id is stored pending; an existing id changes nothing.
+    /// `enqueue`: a new id is stored pending, at its `not_before`; an existing id changes
+    /// nothing, whatever schedule and backoff it is sent with (SPEC 6.22).
     fn enqueue(
         &mut self,
         id: &str,
@@ -246,6 +273,7 @@ impl Store {
         max_attempts: u64,
         deadline: u64,
         now: u64,
+        schedule: Schedule,
     ) -> Result<Reply, Failure> {
         validate::name("id", id)?;
         validate::payload(payload)?;
@@ -256,6 +284,12 @@ impl Store {
         } else {
             validate::deadline(deadline, now)?;
         }
+        let not_before = match schedule.not_before {
+            Some(at) => validate::not_before(at, now, deadline)?,
+            None => now,
+        };
+        let base_ms = validate::own_setting("base_ms", schedule.base_ms)?;
+        let cap_ms = validate::own_setting("cap_ms", schedule.cap_ms)?;
         if let Some(i) = self.position(id) {
             if *self.jobs[i].payload != *payload {
                 return Err(Failure::Conflict);
@@ -268,12 +302,15 @@ impl Store {
         self.jobs.push(Job {
             id: id.into(),
             payload: payload.into(),
-            phase: Phase::Pending { available_at: now },
+            phase: Phase::Pending { available_at: not_before },
             attempts: 0,
             max_attempts,
             deadline,
             redrives: 0,
             enqueued_at: now,
+            not_before,
+            base_ms,
+            cap_ms,
         });
         Ok(Reply::Enqueued)
     }
@@ -301,6 +338,7 @@ impl Store {
     /// enqueued (the lowest position, as `min_by_key` keeps the first of equal keys).
     fn pick(&self, now: u64) -> Option<usize> {
         let claimable = |job: &Job| match job.phase {
+            Phase::Pending { .. } if self.bug(Bug::ScheduledClaimableEarly) => seeded::unscheduled(job, now),
             Phase::Pending { available_at } => available_at <= now,
             Phase::Leased { until, .. } => match self.bug {
                 Some(Bug::IgnoreExpiredLease) => false,
@@ -381,9 +419,13 @@ impl Store {
     /// The outcome of a completion that passed its checks. A lease that expired but was
     /// neither claimed again nor reaped still counts, even past the deadline or the budget.
     fn apply_outcome(&mut self, i: usize, outcome: Outcome, now: u64, jitter: f64) -> Reply {
-        let Config { base_ms, cap_ms, .. } = self.config;
         let bug = self.bug;
         let job = &mut self.jobs[i];
+        let (base_ms, cap_ms) = if bug == Some(Bug::RetryIgnoresOwnBackoff) {
+            (self.config.base_ms, self.config.cap_ms)
+        } else {
+            job.backoff(self.config)
+        };
         let reply = match outcome {
             Outcome::Ok => {
                 job.phase = Phase::Done;
@@ -471,6 +513,57 @@ impl Store {
         }
     }
 
+    /// `heartbeat`: the holder keeps its lease. The same fence and clock check as `complete`,
+    /// then the deadline: accepted only strictly before it, so a lease never ends later than
+    /// `deadline − 1 + lease_ms` (SPEC 3.12, 4.11). The expiry never shrinks.
+    fn heartbeat(&mut self, worker: &str, id: &str, attempt: u64, now: u64) -> Result<Reply, Failure> {
+        validate::name("worker", worker)?;
+        validate::name("id", id)?;
+        validate::attempt(attempt)?;
+        validate::int("now", now)?;
+        let i = self.position(id).ok_or(Failure::NotFound)?;
+        let (lease_ms, bug) = (self.config.lease_ms, self.bug);
+        let job = &mut self.jobs[i];
+        let Phase::Leased { ref owner, claimed_at, until } = job.phase else {
+            return Err(Failure::LeaseLost);
+        };
+        let current = job.attempts == attempt || bug == Some(Bug::HeartbeatIgnoresAttempt);
+        if **owner != *worker || !current {
+            return Err(Failure::LeaseLost);
+        }
+        if now < claimed_at {
+            return Err(Failure::ClockWentBackwards);
+        }
+        if now >= job.deadline && bug != Some(Bug::HeartbeatPastDeadline) {
+            return Err(Failure::DeadlinePassed);
+        }
+        // A 64-bit sum of two values at most 2^53 − 1, like a claim's (SPEC 6.10).
+        let extended =
+            if bug == Some(Bug::HeartbeatShrinksLease) { now + lease_ms } else { until.max(now + lease_ms) };
+        if let Phase::Leased { until, .. } = &mut job.phase {
+            *until = extended;
+        }
+        Ok(Reply::Extended { lease_until: extended })
+    }
+
+    /// `cancel`: a pending job becomes dead(cancelled), whatever its deadline and schedule; a
+    /// leased one is the attempt in flight's to decide (SPEC 3.13, 6.25).
+    fn cancel(&mut self, id: &str, now: u64) -> Result<Reply, Failure> {
+        validate::name("id", id)?;
+        validate::int("now", now)?;
+        let i = self.position(id).ok_or(Failure::NotFound)?;
+        let bug = self.bug;
+        let job = &mut self.jobs[i];
+        match job.phase {
+            Phase::Pending { .. } => {}
+            Phase::Leased { .. } if bug == Some(Bug::CancelLeasedJob) => {}
+            Phase::Leased { .. } => return Err(Failure::Leased),
+            Phase::Done | Phase::Dead(_) => return Err(Failure::NotCancellable),
+        }
+        job.phase = Phase::Dead(DeadReason::Cancelled);
+        Ok(Reply::Cancelled)
+    }
+
     /// `redrive`: the operator's way out of `dead`.
     fn redrive(&mut self, id: &str, now: u64, add_attempts: u64, deadline: u64) -> Result<Reply, Failure> {
         validate::name("id", id)?;
@@ -538,6 +631,7 @@ impl Store {
                         DeadReason::Exhausted => s.dead_exhausted += 1,
                         DeadReason::Deadline => s.dead_deadline += 1,
                         DeadReason::Permanent => s.dead_permanent += 1,
+                        DeadReason::Cancelled => s.dead_cancelled += 1,
                     }
                 }
             }
@@ -548,6 +642,14 @@ impl Store {
         s.oldest_open_age_ms = oldest.map(|enqueued_at| now.saturating_sub(enqueued_at));
         s
     }
+}
+
+/// An enqueue's optional 1.1 arguments: the schedule and the job's own backoff.
+#[derive(Clone, Copy, Debug, Default)]
+struct Schedule {
+    not_before: Option<u64>,
+    base_ms: Option<u64>,
+    cap_ms: Option<u64>,
 }
 
 /// `retry_delay` as an operation: its arguments checked, then SPEC section 2.
@@ -708,6 +810,13 @@ mod seeded {
     /// The attempt given back (`rollback-attempt-on-crash`).
     pub fn give_back(job: &mut Job) {
         job.attempts -= 1;
+    }
+
+    /// A pending job claimable at `now`, or at any time before its first claim
+    /// (`scheduled-claimable-early`): the schedule ignored.
+    pub fn unscheduled(job: &Job, now: u64) -> bool {
+        let Phase::Pending { available_at } = job.phase else { return false };
+        available_at <= now || (job.attempts == 0 && job.redrives == 0)
     }
 
     /// `<` where the SPEC says `<=` (`stats-strict-expiry`).

@@ -33,6 +33,8 @@ pub enum DeadReason {
     Deadline,
     /// An attempt's outcome said retrying could never help.
     Permanent,
+    /// An operator cancelled the job while it was pending (SPEC 3.13).
+    Cancelled,
 }
 
 /// What `get` shows of a job.
@@ -54,6 +56,13 @@ pub struct JobView {
     pub dead_reason: Option<DeadReason>,
     /// How often an operator granted a new budget.
     pub redrives: u64,
+    /// The job's first `available_at`: its enqueue's `not_before`, or its enqueue's `now`.
+    pub not_before: u64,
+    /// The job's own `base_ms`, `null` unless it was enqueued with one: an absent one means
+    /// the queue's setting at each retry (SPEC 6.23), so it is never filled in.
+    pub base_ms: Option<u64>,
+    /// The job's own `cap_ms`, `null` unless it was enqueued with one (SPEC 6.23).
+    pub cap_ms: Option<u64>,
 }
 
 /// What `stats` shows of the store.
@@ -73,6 +82,8 @@ pub struct StatsView {
     pub dead_deadline: u64,
     /// Dead jobs an attempt declared hopeless.
     pub dead_permanent: u64,
+    /// Dead jobs cancelled by an operator (SPEC 3.13).
+    pub dead_cancelled: u64,
     /// Leased jobs whose lease has run out: their holder is presumed gone.
     pub leased_expired: u64,
     /// `now − min(enqueued_at)` over pending and leased jobs (SPEC 3.8): the one figure that
@@ -148,8 +159,15 @@ pub enum Reply {
         /// The attempt spent by the crash: attempts never roll back.
         attempt: u64,
     },
+    /// `heartbeat` → the lease's new expiry.
+    Extended {
+        /// The lease's expiry after the heartbeat; it may exceed 2^53−1 (SPEC 6.10).
+        lease_until: u64,
+    },
     /// `redrive` granted a dead job a new budget.
     Redriven,
+    /// `cancel` of a pending job.
+    Cancelled,
     /// `reap` ended jobs out of budget or time.
     Reaped {
         /// How many jobs it ended.
@@ -188,6 +206,12 @@ pub enum Failure {
     NotDead,
     /// `complete` dated before the claim it completes.
     ClockWentBackwards,
+    /// `heartbeat` at or after the job's deadline (SPEC 3.12).
+    DeadlinePassed,
+    /// `cancel` of a leased job: the attempt in flight decides (SPEC 3.13, 6.25).
+    Leased,
+    /// `cancel` of a job that is done or dead.
+    NotCancellable,
     /// `run_once`: the transport failed in a way it did not classify; the job stays leased.
     UnknownError {
         /// The job left leased.
@@ -288,16 +312,19 @@ mod tests {
             deadline: 700,
             dead_reason: Some(DeadReason::Deadline),
             redrives: 0,
+            not_before: 0,
+            base_ms: None,
+            cap_ms: None,
         })
         .into();
         assert_eq!(
             r.to_json_line(),
-            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0}"#
+            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":null,"cap_ms":null}"#
         );
         let r: Response = Reply::Stats(StatsView::default()).into();
         assert_eq!(
             r.to_json_line(),
-            r#"{"ok":"stats","pending":0,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"leased_expired":0,"oldest_open_age_ms":null}"#
+            r#"{"ok":"stats","pending":0,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null}"#
         );
     }
 
@@ -306,6 +333,16 @@ mod tests {
         let r: Response = Failure::RanClockWentBackwards { id: "a".into(), attempt: 2 }.into();
         assert_eq!(r.to_json_line(), r#"{"error":"clock_went_backwards","id":"a","attempt":2}"#);
         assert_eq!(Response::from(Failure::LeaseLost).to_json_line(), r#"{"error":"lease_lost"}"#);
+        assert_eq!(Response::from(Failure::DeadlinePassed).to_json_line(), r#"{"error":"deadline_passed"}"#);
+        assert_eq!(Response::from(Failure::Leased).to_json_line(), r#"{"error":"leased"}"#);
+        assert_eq!(Response::from(Failure::NotCancellable).to_json_line(), r#"{"error":"not_cancellable"}"#);
+        assert_eq!(
+            Response::from(Reply::Extended { lease_until: 7 }).to_json_line(),
+            r#"{"ok":"extended","lease_until":7}"#
+        );
+        assert_eq!(Response::from(Reply::Cancelled).to_json_line(), r#"{"ok":"cancelled"}"#);
+        let r: Response = Reply::Dead { reason: DeadReason::Cancelled }.into();
+        assert_eq!(r.to_json_line(), r#"{"ok":"dead","reason":"cancelled"}"#);
         assert_eq!(
             Response::invalid("now: x").to_json_line(),
             r#"{"error":"invalid_input","detail":"now: x"}"#

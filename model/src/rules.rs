@@ -66,6 +66,10 @@ impl Broken {
     /// dead(deadline) only when due at its deadline or when `now + delay` reaches it, out of
     /// `dead` only by a redrive, …).
     pub const LIFECYCLE: Broken = Broken(1 << 12);
+    /// SPEC 3.12: heartbeat (the fence, the clock, the deadline, then the `max` extension).
+    pub const HEARTBEAT: Broken = Broken(1 << 13);
+    /// SPEC 3.13: cancel (pending → dead(cancelled); leased, done and dead refused).
+    pub const CANCEL: Broken = Broken(1 << 14);
 
     /// Whether `rule` is among those broken.
     pub fn contains(self, rule: Broken) -> bool {
@@ -145,7 +149,9 @@ fn classify(op: &Op, expected: &Response, actual: &Response, picked_apart: bool)
         Op::Complete { .. } | Op::RunOnce { .. } if retried_apart(expected, actual) => Broken::DELAY,
         Op::Complete { .. } => Broken::COMPLETE,
         Op::RunOnce { .. } => Broken::RUN_ONCE,
+        Op::Heartbeat { .. } => Broken::HEARTBEAT,
         Op::Redrive { .. } => Broken::REDRIVE,
+        Op::Cancel { .. } => Broken::CANCEL,
         Op::Reap { .. } => Broken::REAP,
         Op::Get { .. } | Op::Stats { .. } => Broken::READS,
         Op::RetryDelay { .. } => Broken::DELAY,
@@ -209,14 +215,22 @@ fn arguments_hold(op: &Op) -> bool {
         Op::Config { base_ms, cap_ms, lease_ms } => {
             base_ms.is_none_or(int) && cap_ms.is_none_or(int) && lease_ms.is_none_or(|l| int(l) && l >= 1)
         }
-        Op::Enqueue { id, payload, max_attempts, deadline, now } => {
+        Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
             name(id)
                 && payload.len() <= 1 << 20
                 && budget(*max_attempts)
                 && int(*now)
                 && int(*deadline)
                 && deadline > now
+                // SPEC 3.2: a schedule within now … deadline − 1, also for an existing id (6.22).
+                && not_before.is_none_or(|at| now <= &at && at < *deadline)
+                && base_ms.is_none_or(int)
+                && cap_ms.is_none_or(int)
         }
+        Op::Heartbeat { worker, id, attempt, now } => {
+            name(worker) && name(id) && int(*attempt) && *attempt >= 1 && int(*now)
+        }
+        Op::Cancel { id, now } => name(id) && int(*now),
         Op::Claim { worker, now } => name(worker) && int(*now),
         Op::Complete { worker, id, attempt, outcome, now, jitter: j } => {
             name(worker)
@@ -258,23 +272,30 @@ fn apply(
             config.lease_ms = lease_ms.unwrap_or(config.lease_ms);
             Ok(Reply::Config)
         }
-        Op::Enqueue { id, payload, max_attempts, deadline, now } => match find(jobs, id) {
-            Some(job) if *job.payload == **payload => Ok(Reply::Existing),
-            Some(_) => Err(Failure::Conflict),
-            None => {
-                jobs.push(Job {
-                    id: id.as_str().into(),
-                    payload: payload.as_str().into(),
-                    phase: Phase::Pending { available_at: *now },
-                    attempts: 0,
-                    max_attempts: *max_attempts,
-                    deadline: *deadline,
-                    redrives: 0,
-                    enqueued_at: *now,
-                });
-                Ok(Reply::Enqueued)
+        Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+            match find(jobs, id) {
+                // SPEC 6.22: the payload alone decides; schedule and backoff are ignored.
+                Some(job) if *job.payload == **payload => Ok(Reply::Existing),
+                Some(_) => Err(Failure::Conflict),
+                None => {
+                    let first_due = not_before.unwrap_or(*now);
+                    jobs.push(Job {
+                        id: id.as_str().into(),
+                        payload: payload.as_str().into(),
+                        phase: Phase::Pending { available_at: first_due },
+                        attempts: 0,
+                        max_attempts: *max_attempts,
+                        deadline: *deadline,
+                        redrives: 0,
+                        enqueued_at: *now,
+                        not_before: first_due,
+                        base_ms: *base_ms,
+                        cap_ms: *cap_ms,
+                    });
+                    Ok(Reply::Enqueued)
+                }
             }
-        },
+        }
         Op::Claim { worker, now } => Ok(match claim(jobs, config.lease_ms, worker, *now, first_enqueue) {
             Some((id, attempt, lease_until)) => Reply::Claimed { id, attempt, lease_until },
             None => Reply::None,
@@ -303,6 +324,21 @@ fn apply(
                 Reply::Retry { available_at } => Ok(Reply::RanRetry { id, attempt, available_at }),
                 Reply::Dead { reason } => Ok(Reply::RanDead { id, attempt, reason }),
                 other => Ok(other),
+            }
+        }
+        Op::Heartbeat { worker, id, attempt, now } => {
+            heartbeat(jobs, config.lease_ms, worker, id, *attempt, *now)
+        }
+        Op::Cancel { id, .. } => {
+            let job = find_mut(jobs, id).ok_or(Failure::NotFound)?;
+            match job.phase {
+                Phase::Pending { .. } => {
+                    job.phase = Phase::Dead(DeadReason::Cancelled);
+                    Ok(Reply::Cancelled)
+                }
+                // SPEC 6.25: a lease, live or expired, is the attempt in flight's to decide.
+                Phase::Leased { .. } => Err(Failure::Leased),
+                Phase::Done | Phase::Dead(_) => Err(Failure::NotCancellable),
             }
         }
         Op::Redrive { id, now, add_attempts, deadline } => {
@@ -386,6 +422,52 @@ fn claim(
     Some((job.id.to_string(), job.attempts, until))
 }
 
+/// SPEC 3.12: the fence and the clock check as in `complete`, then the deadline; the expiry
+/// becomes the later of the current one and `now + lease_ms`, in exact 64-bit arithmetic.
+fn heartbeat(
+    jobs: &mut [Job],
+    lease_ms: u64,
+    worker: &str,
+    id: &str,
+    attempt: u64,
+    now: u64,
+) -> Result<Reply, Failure> {
+    let job = find_mut(jobs, id).ok_or(Failure::NotFound)?;
+    let deadline = job.deadline;
+    let current = job.attempts == attempt;
+    let Phase::Leased { owner, claimed_at, until } = &mut job.phase else {
+        return Err(Failure::LeaseLost);
+    };
+    if **owner != *worker || !current {
+        return Err(Failure::LeaseLost);
+    }
+    if now < *claimed_at {
+        return Err(Failure::ClockWentBackwards);
+    }
+    if now >= deadline {
+        return Err(Failure::DeadlinePassed);
+    }
+    let renewed = now + lease_ms;
+    if renewed > *until {
+        *until = renewed;
+    }
+    Ok(Reply::Extended { lease_until: *until })
+}
+
+/// The backoff settings of a job's retry: each of its own where it has one, else the queue's
+/// in effect at the retry (SPEC 2.1, 6.23).
+fn settings_for(job: &Job, config: &Config) -> (u64, u64) {
+    let base_ms = match job.base_ms {
+        Some(own) => own,
+        None => config.base_ms,
+    };
+    let cap_ms = match job.cap_ms {
+        Some(own) => own,
+        None => config.cap_ms,
+    };
+    (base_ms, cap_ms)
+}
+
 /// SPEC 3.4: the fence, the clock check, then the outcome.
 #[allow(clippy::too_many_arguments)]
 fn complete(
@@ -413,7 +495,8 @@ fn complete(
         Outcome::Permanent => dead(DeadReason::Permanent),
         Outcome::Retryable if job.attempts >= job.max_attempts => dead(DeadReason::Exhausted),
         Outcome::Retryable => {
-            let available_at = now + delay(job.attempts, config.base_ms, config.cap_ms, jitter);
+            let (base_ms, cap_ms) = settings_for(job, config);
+            let available_at = now + delay(job.attempts, base_ms, cap_ms, jitter);
             if available_at >= job.deadline {
                 dead(DeadReason::Deadline)
             } else {
@@ -446,6 +529,9 @@ fn view(job: &Job) -> JobView {
         deadline: job.deadline,
         dead_reason,
         redrives: job.redrives,
+        not_before: job.not_before,
+        base_ms: job.base_ms,
+        cap_ms: job.cap_ms,
     }
 }
 
@@ -462,6 +548,7 @@ fn stats(jobs: &[Job], now: u64) -> StatsView {
         dead_exhausted: dead_by(DeadReason::Exhausted),
         dead_deadline: dead_by(DeadReason::Deadline),
         dead_permanent: dead_by(DeadReason::Permanent),
+        dead_cancelled: dead_by(DeadReason::Cancelled),
         leased_expired: count(&|job| matches!(job.phase, Phase::Leased { until, .. } if until <= now)),
         oldest_open_age_ms: open.map(|job| job.enqueued_at).min().map(|oldest| now.saturating_sub(oldest)),
     }
@@ -569,11 +656,19 @@ fn may_become(b: &Job, a: &Job, op: &Op, config: Config) -> bool {
     };
     let claimed = claims && a.attempts == b.attempts + 1;
     let retried = |t: u64| {
-        let delay = delay(a.attempts, config.base_ms, config.cap_ms, op_jitter(op));
+        let (base_ms, cap_ms) = settings_for(a, &config);
+        let delay = delay(a.attempts, base_ms, cap_ms, op_jitter(op));
         t.checked_add(delay).is_some_and(|at| at >= a.deadline)
     };
+    // A heartbeat keeps the lease it extends: the same holder, claim and attempt.
+    let heartbeat = matches!(op, Op::Heartbeat { .. })
+        && a.attempts == b.attempts
+        && matches!((&b.phase, &a.phase), (
+            Phase::Leased { owner: o1, claimed_at: c1, .. },
+            Phase::Leased { owner: o2, claimed_at: c2, .. },
+        ) if o1 == o2 && c1 == c2);
     match a.phase {
-        Phase::Leased { .. } => claimed && reaps_at.is_some_and(due),
+        Phase::Leased { .. } => heartbeat || (claimed && reaps_at.is_some_and(due)),
         Phase::Done => matches!(completes, Some((Outcome::Ok, _))),
         Phase::Dead(DeadReason::Permanent) => matches!(completes, Some((Outcome::Permanent, _))),
         Phase::Dead(DeadReason::Exhausted) => {
@@ -586,6 +681,10 @@ fn may_become(b: &Job, a: &Job, op: &Op, config: Config) -> bool {
             let reaped = reaps_at.is_some_and(|now| due(now) && b.deadline <= now);
             let late = matches!(completes, Some((Outcome::Retryable, t)) if retried(t));
             reaped || late
+        }
+        // SPEC 4.3: only a cancel of a pending job.
+        Phase::Dead(DeadReason::Cancelled) => {
+            matches!(op, Op::Cancel { .. }) && matches!(b.phase, Phase::Pending { .. })
         }
         Phase::Pending { .. } => {
             let redriven = matches!(op, Op::Redrive { .. }) && matches!(b.phase, Phase::Dead(_));

@@ -25,8 +25,10 @@ use crate::{Op, Response};
 /// The id and worker of the probe that shows a trace's settings at its end.
 pub const SETTINGS_PROBE: &str = "settings-probe";
 
-/// One line of a trace.
+/// One line of a trace. A trace is a counterexample's few dozen lines, so an operation is kept
+/// inline rather than boxed, however much larger than a comment it is.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Line {
     /// A `#` line, skipped by replay.
     Comment(String),
@@ -78,6 +80,9 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
                 max_attempts: 1,
                 deadline: last.now + 1,
                 now: last.now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
             });
             probe(Op::Claim { worker: SETTINGS_PROBE.into(), now: last.now });
         }

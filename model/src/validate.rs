@@ -60,6 +60,25 @@ pub fn deadline(value: u64, now: u64) -> Result<u64, Failure> {
     if value > now { Ok(value) } else { Err(invalid("deadline", format!("{value} is not after now {now}"))) }
 }
 
+/// An enqueue's `not_before`: in range and within `now` … `deadline − 1` (SPEC 3.2, 5.2), so
+/// that a scheduled job is due before its deadline (SPEC 4.6). Checked with the other
+/// arguments, also for an id that exists (SPEC 6.22).
+pub fn not_before(value: u64, now: u64, deadline: u64) -> Result<u64, Failure> {
+    int("not_before", value)?;
+    if value < now {
+        Err(invalid("not_before", format!("{value} is before now {now}")))
+    } else if value >= deadline {
+        Err(invalid("not_before", format!("{value} is not before the deadline {deadline}")))
+    } else {
+        Ok(value)
+    }
+}
+
+/// A job's own `base_ms` or `cap_ms` in `enqueue`, if given: 0 … 2^53 − 1 (SPEC 3.2).
+pub fn own_setting(field: &str, value: Option<u64>) -> Result<Option<u64>, Failure> {
+    value.map(|v| int(field, v)).transpose()
+}
+
 /// An `attempt`: 1 … 2^53 − 1.
 pub fn attempt(value: u64) -> Result<u64, Failure> {
     int("attempt", value)?;
@@ -95,6 +114,19 @@ pub fn jitter(value: Option<f64>, retryable: bool) -> Result<f64, Failure> {
 mod tests {
     use super::*;
 
+    trait Detail {
+        fn unwrap_err_detail(self) -> String;
+    }
+
+    impl<T: std::fmt::Debug> Detail for Result<T, Failure> {
+        fn unwrap_err_detail(self) -> String {
+            match self {
+                Err(Failure::InvalidInput { detail }) => detail,
+                other => panic!("expected invalid_input, got {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn ranges() {
         assert!(int("now", MAX_INT).is_ok());
@@ -112,6 +144,13 @@ mod tests {
         assert!(deadline(5, 5).is_err());
         assert!(deadline(6, 5).is_ok());
         assert!(attempt(0).is_err());
+        assert!(not_before(5, 5, 6).is_ok(), "now itself");
+        assert!(not_before(4, 5, 9).unwrap_err_detail().starts_with("not_before:"));
+        assert!(not_before(9, 5, 9).unwrap_err_detail().starts_with("not_before:"), "the deadline itself");
+        assert!(not_before(MAX_INT + 1, 5, MAX_INT).unwrap_err_detail().starts_with("not_before:"));
+        assert_eq!(own_setting("cap_ms", None), Ok(None));
+        assert_eq!(own_setting("cap_ms", Some(0)), Ok(Some(0)));
+        assert!(own_setting("cap_ms", Some(MAX_INT + 1)).unwrap_err_detail().starts_with("cap_ms:"));
         assert!(lease_ms(0).is_err());
         assert!(ratio(f64::NAN).is_err());
         assert!(ratio(-0.0).is_ok());

@@ -22,11 +22,11 @@ fn sized(jobs: usize, workers: usize, horizon: u64) -> Bounds {
 #[test]
 fn pinned_state_counts() {
     for (bounds, symmetry, unique) in [
-        (sized(1, 1, 4), true, 1595),
-        (sized(1, 2, 5), true, 6053),
-        (sized(1, 2, 5), false, 8939),
-        (sized(2, 2, 4), true, 236_620),
-        (sized(2, 2, 4), false, 382_998),
+        (sized(1, 1, 4), true, 5448),
+        (sized(1, 2, 5), true, 18_479),
+        (sized(1, 2, 5), false, 26_439),
+        (sized(2, 2, 4), true, 357_296),
+        (sized(2, 2, 4), false, 585_202),
     ] {
         let report = check(bounds.clone(), None, symmetry);
         assert_eq!(report.unique_states, unique, "{bounds} symmetry {symmetry}");

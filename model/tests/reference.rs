@@ -5,7 +5,20 @@ use retryq_model::{
 };
 
 fn enqueue(id: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
-    Op::Enqueue { id: id.into(), payload: "p".into(), max_attempts, deadline, now }
+    enqueue_payload(id, "p", max_attempts, deadline, now)
+}
+
+fn enqueue_payload(id: &str, payload: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
+    Op::Enqueue {
+        id: id.into(),
+        payload: payload.into(),
+        max_attempts,
+        deadline,
+        now,
+        not_before: None,
+        base_ms: None,
+        cap_ms: None,
+    }
 }
 
 fn claim(worker: &str, now: u64) -> Op {
@@ -49,7 +62,7 @@ fn the_spec_worked_trace() {
     let mut store = Store::new();
     let ops = [
         config(100, 250, 1000),
-        Op::Enqueue { id: "order-7".into(), payload: String::new(), max_attempts: 5, deadline: 700, now: 0 },
+        enqueue_payload("order-7", "", 5, 700, 0),
         run_once("w1", 0, None, RunOutcome::Retryable, Some(0.5)),
         run_once("w1", 50, None, RunOutcome::Retryable, Some(0.5)),
         run_once("w1", 150, None, RunOutcome::Retryable, Some(0.5)),
@@ -87,13 +100,7 @@ fn enqueue_validates_everything_and_stores_nothing_when_invalid() {
     for op in [
         enqueue("", 1, 10, 0),
         enqueue(&"x".repeat(257), 1, 10, 0),
-        Op::Enqueue {
-            id: "a".into(),
-            payload: "x".repeat((1 << 20) + 1),
-            max_attempts: 1,
-            deadline: 10,
-            now: 0,
-        },
+        enqueue_payload("a", &"x".repeat((1 << 20) + 1), 1, 10, 0),
         enqueue("a", 0, 10, 0),
         enqueue("a", 1 << 31, 10, 0),
         enqueue("a", 1, 10, 10),
@@ -113,8 +120,7 @@ fn an_existing_id_changes_nothing_whatever_its_status() {
     store.step(&claim("w", 0));
     let before = store.clone();
     assert_eq!(store.step(&enqueue("a", 9, 500, 10)), ok(Reply::Existing));
-    let other =
-        Op::Enqueue { id: "a".into(), payload: "other".into(), max_attempts: 3, deadline: 100, now: 0 };
+    let other = enqueue_payload("a", "other", 3, 100, 0);
     assert_eq!(store.step(&other), err(Failure::Conflict));
     assert_eq!(store, before);
 }
@@ -323,4 +329,279 @@ fn retry_delay_as_an_operation() {
     assert_eq!(store.step(&op), ok(Reply::Delay { delay_ms: 125 }));
     assert!(is_invalid(&store.step(&Op::RetryDelay { attempt: 0, base_ms: 1, cap_ms: 1, jitter: 0.5 })));
     assert!(is_invalid(&store.step(&Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: 1, jitter: f64::NAN })));
+}
+
+fn scheduled(
+    id: &str,
+    deadline: u64,
+    now: u64,
+    not_before: Option<u64>,
+    base_ms: Option<u64>,
+    cap_ms: Option<u64>,
+) -> Op {
+    Op::Enqueue {
+        id: id.into(),
+        payload: "p".into(),
+        max_attempts: 3,
+        deadline,
+        now,
+        not_before,
+        base_ms,
+        cap_ms,
+    }
+}
+
+fn heartbeat(worker: &str, id: &str, attempt: u64, now: u64) -> Op {
+    Op::Heartbeat { worker: worker.into(), id: id.into(), attempt, now }
+}
+
+fn cancel(id: &str, now: u64) -> Op {
+    Op::Cancel { id: id.into(), now }
+}
+
+fn view(store: &mut Store, id: &str) -> retryq_model::JobView {
+    match store.step(&Op::Get { id: id.into() }) {
+        Response::Ok(Reply::Job(view)) => view,
+        other => panic!("get {id}: {other:?}"),
+    }
+}
+
+/// SPEC 3.2, 4.12: a scheduled job waits until `not_before`, then is claimed like any other.
+#[test]
+fn a_scheduled_job_is_claimable_from_not_before() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 1000));
+    assert_eq!(store.step(&scheduled("a", 100, 10, Some(50), None, None)), ok(Reply::Enqueued));
+    let a = view(&mut store, "a");
+    assert_eq!((a.available_at, a.not_before, a.base_ms, a.cap_ms), (Some(50), 50, None, None));
+    assert_eq!(store.step(&claim("w", 49)), ok(Reply::None), "one millisecond early");
+    assert_eq!(store.step(&claim("w", 50)), claimed("a", 1, 1050), "at exactly not_before");
+    // Without a schedule, not_before is the enqueue's now.
+    store.step(&enqueue("b", 1, 100, 20));
+    assert_eq!(view(&mut store, "b").not_before, 20);
+}
+
+/// SPEC 3.2, 5.2: `not_before` within now … deadline − 1, checked before any lookup and also
+/// for an id that exists (6.22); each refusal names the field.
+#[test]
+fn not_before_is_checked_naming_the_field() {
+    let mut store = Store::new();
+    store.step(&enqueue("a", 1, 100, 0));
+    let before = store.clone();
+    for op in [
+        scheduled("a", 100, 10, Some(9), None, None),
+        scheduled("a", 100, 10, Some(100), None, None),
+        scheduled("new", 100, 10, Some(101), None, None),
+        scheduled("new", 100, 10, Some(MAX_INT + 1), None, None),
+    ] {
+        match store.step(&op) {
+            Response::Err(Failure::InvalidInput { detail }) => {
+                assert!(detail.starts_with("not_before:"), "{detail}")
+            }
+            other => panic!("{op:?}: {other:?}"),
+        }
+    }
+    for (op, field) in [
+        (scheduled("new", 100, 10, None, Some(MAX_INT + 1), None), "base_ms:"),
+        (scheduled("new", 100, 10, None, None, Some(MAX_INT + 1)), "cap_ms:"),
+    ] {
+        match store.step(&op) {
+            Response::Err(Failure::InvalidInput { detail }) => assert!(detail.starts_with(field), "{detail}"),
+            other => panic!("{op:?}: {other:?}"),
+        }
+    }
+    assert_eq!(store, before);
+    // The edges are accepted: now itself and deadline − 1.
+    assert_eq!(store.step(&scheduled("b", 100, 10, Some(10), None, None)), ok(Reply::Enqueued));
+    assert_eq!(store.step(&scheduled("c", 100, 10, Some(99), Some(0), Some(MAX_INT))), ok(Reply::Enqueued));
+}
+
+/// SPEC 6.22: an existing id ignores the schedule and backoff it is sent with.
+#[test]
+fn an_existing_id_keeps_its_schedule_and_backoff() {
+    let mut store = Store::new();
+    store.step(&scheduled("a", 100, 0, Some(40), Some(7), None));
+    let before = store.clone();
+    assert_eq!(store.step(&scheduled("a", 200, 5, Some(5), Some(1), Some(2))), ok(Reply::Existing));
+    assert_eq!(store, before);
+    let a = view(&mut store, "a");
+    assert_eq!(
+        (a.available_at, a.not_before, a.base_ms, a.cap_ms, a.deadline),
+        (Some(40), 40, Some(7), None, 100)
+    );
+}
+
+/// SPEC 3.4, 6.23: a job's own settings replace the queue's one by one; an absent one is the
+/// queue's in effect at the retry, not a copy taken at the enqueue.
+#[test]
+fn a_retry_uses_the_jobs_own_backoff_setting_by_setting() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 1000));
+    store.step(&scheduled("base", 10_000, 0, None, Some(300), None));
+    store.step(&scheduled("cap", 10_000, 0, None, None, Some(40)));
+    store.step(&scheduled("both", 10_000, 0, None, Some(10), Some(5)));
+    for id in ["base", "cap", "both"] {
+        assert!(matches!(store.step(&claim("w", 0)), Response::Ok(Reply::Claimed { .. })), "{id}");
+    }
+    // The queue's settings change after the enqueues: base-only takes the new cap.
+    store.step(&config(100, 200, 1000));
+    let retry =
+        |store: &mut Store, id: &str| store.step(&complete("w", id, 1, Outcome::Retryable, 10, Some(1.0)));
+    assert_eq!(
+        retry(&mut store, "base"),
+        ok(Reply::Retry { available_at: 10 + 200 }),
+        "min(cap 200 now, 300)"
+    );
+    assert_eq!(
+        retry(&mut store, "cap"),
+        ok(Reply::Retry { available_at: 10 + 40 }),
+        "min(40, queue base 100)"
+    );
+    assert_eq!(
+        retry(&mut store, "both"),
+        ok(Reply::Retry { available_at: 10 + 5 }),
+        "its own cap below its base"
+    );
+    // A redrive keeps them (SPEC 3.6), and so does a restart (3.10).
+    store.step(&Op::Restart);
+    let cap = view(&mut store, "cap");
+    assert_eq!((cap.base_ms, cap.cap_ms, cap.not_before), (None, Some(40), 0));
+}
+
+/// SPEC 3.12: the fence, the clock, the deadline, each a refusal that changes nothing.
+#[test]
+fn heartbeat_refusals_change_nothing() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    store.step(&enqueue("a", 2, 100, 0));
+    store.step(&enqueue("done", 1, 100, 0));
+    assert_eq!(store.step(&claim("w", 5)), claimed("a", 1, 15));
+    store.step(&claim("x", 5));
+    store.step(&complete("x", "done", 1, Outcome::Ok, 5, None));
+    let before = store.clone();
+    for (op, expected) in [
+        (heartbeat("w", "missing", 1, 6), err(Failure::NotFound)),
+        (heartbeat("v", "a", 1, 6), err(Failure::LeaseLost)),
+        (heartbeat("w", "a", 2, 6), err(Failure::LeaseLost)),
+        (heartbeat("x", "done", 1, 6), err(Failure::LeaseLost)),
+        (heartbeat("w", "a", 1, 4), err(Failure::ClockWentBackwards)),
+        (heartbeat("w", "a", 1, 100), err(Failure::DeadlinePassed)),
+        (heartbeat("w", "a", 1, 101), err(Failure::DeadlinePassed)),
+    ] {
+        assert_eq!(store.step(&op), expected, "{op:?}");
+        assert_eq!(store, before, "{op:?}");
+    }
+    for op in [heartbeat("w", "a", 0, 6), heartbeat("", "a", 1, 6), heartbeat("w", "missing", 1, MAX_INT + 1)]
+    {
+        assert!(is_invalid(&store.step(&op)), "{op:?}: arguments before any lookup");
+    }
+    assert_eq!(store, before);
+}
+
+/// SPEC 3.12, 6.24, 4.11: the expiry becomes max(current, now + lease_ms), with the lease_ms
+/// in effect; accepted up to deadline − 1; an expired lease neither reclaimed nor reaped is
+/// renewed from now.
+#[test]
+fn heartbeat_extends_never_shrinks_and_stops_at_the_deadline() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    store.step(&enqueue("a", 2, 50, 0));
+    assert_eq!(store.step(&claim("w", 0)), claimed("a", 1, 10));
+    assert_eq!(store.step(&heartbeat("w", "a", 1, 0)), ok(Reply::Extended { lease_until: 10 }), "no change");
+    assert_eq!(store.step(&heartbeat("w", "a", 1, 4)), ok(Reply::Extended { lease_until: 14 }));
+    store.step(&config(100, 1000, 3));
+    assert_eq!(
+        store.step(&heartbeat("w", "a", 1, 6)),
+        ok(Reply::Extended { lease_until: 14 }),
+        "a shorter lease_ms never shortens"
+    );
+    assert_eq!(
+        store.step(&heartbeat("w", "a", 1, 12)),
+        ok(Reply::Extended { lease_until: 15 }),
+        "the lease_ms in effect"
+    );
+    // Expired (15 ≤ 20), neither reclaimed nor reaped: renewed from now.
+    assert_eq!(store.step(&heartbeat("w", "a", 1, 20)), ok(Reply::Extended { lease_until: 23 }));
+    assert_eq!(
+        store.step(&heartbeat("w", "a", 1, 49)),
+        ok(Reply::Extended { lease_until: 52 }),
+        "deadline − 1 + lease_ms"
+    );
+    assert_eq!(store.step(&heartbeat("w", "a", 1, 50)), err(Failure::DeadlinePassed));
+    let a = store.job("a").expect("a");
+    assert!(
+        matches!(a.phase, retryq_model::Phase::Leased { claimed_at: 0, until: 52, .. }),
+        "claimed_at stays the claim's"
+    );
+    assert_eq!(a.attempts, 1);
+    // A clock going back below an earlier heartbeat but not below the claim is accepted, unchanged.
+    assert_eq!(store.step(&heartbeat("w", "a", 1, 30)), ok(Reply::Extended { lease_until: 52 }));
+}
+
+/// SPEC 6.10: a heartbeat's expiry is an exact 64-bit sum, like a claim's.
+#[test]
+fn heartbeat_expiry_may_pass_2_53() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, MAX_INT));
+    store.step(&enqueue("a", 1, MAX_INT, 0));
+    assert_eq!(store.step(&claim("w", 0)), claimed("a", 1, MAX_INT));
+    let until = (MAX_INT - 1) + MAX_INT;
+    assert_eq!(store.step(&heartbeat("w", "a", 1, MAX_INT - 1)), ok(Reply::Extended { lease_until: until }));
+    assert_eq!(view(&mut store, "a").available_at, Some(until));
+}
+
+/// SPEC 3.13, 6.25: cancel by status; a cancelled job is dead, counted, and redriven like any.
+#[test]
+fn cancel_takes_only_pending_jobs() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    store.step(&enqueue("leased", 1, 100, 0));
+    store.step(&enqueue("done", 1, 100, 0));
+    store.step(&enqueue("dead", 1, 100, 0));
+    store.step(&scheduled("scheduled", 100, 0, Some(50), None, None));
+    store.step(&enqueue("late", 1, 5, 0));
+    assert_eq!(store.step(&claim("w", 0)), claimed("leased", 1, 10));
+    store.step(&claim("x", 0));
+    store.step(&complete("x", "done", 1, Outcome::Ok, 0, None));
+    store.step(&claim("y", 0));
+    store.step(&complete("y", "dead", 1, Outcome::Permanent, 0, None));
+    let before = store.clone();
+    for (op, expected) in [
+        (cancel("missing", 1), err(Failure::NotFound)),
+        (cancel("leased", 1), err(Failure::Leased)),
+        (cancel("leased", 10), err(Failure::Leased)),
+        (cancel("done", 1), err(Failure::NotCancellable)),
+        (cancel("dead", 1), err(Failure::NotCancellable)),
+    ] {
+        assert_eq!(store.step(&op), expected, "{op:?}");
+        assert_eq!(store, before, "{op:?}");
+    }
+    assert!(is_invalid(&store.step(&cancel("", 1))));
+    assert!(is_invalid(&store.step(&cancel("missing", MAX_INT + 1))), "arguments before any lookup");
+    assert_eq!(store, before);
+    assert_eq!(store.step(&cancel("scheduled", 1)), ok(Reply::Cancelled), "before its not_before");
+    assert_eq!(store.step(&cancel("late", 7)), ok(Reply::Cancelled), "past its deadline, not yet reaped");
+    assert_eq!(store.step(&cancel("late", 8)), err(Failure::NotCancellable));
+    assert_eq!(view(&mut store, "late").dead_reason, Some(DeadReason::Cancelled));
+    match store.step(&Op::Stats { now: 8 }) {
+        Response::Ok(Reply::Stats(s)) => {
+            assert_eq!((s.dead, s.dead_cancelled, s.dead_permanent), (3, 2, 1));
+        }
+        other => panic!("{other:?}"),
+    }
+    let redrive = Op::Redrive { id: "late".into(), now: 8, add_attempts: 1, deadline: 20 };
+    assert_eq!(store.step(&redrive), ok(Reply::Redriven));
+    assert_eq!(store.step(&claim("w", 8)), claimed("late", 1, 18), "claimable at the redrive's now");
+    assert_eq!(store.step(&complete("w", "late", 1, Outcome::Ok, 9, None)), ok(Reply::Done));
+}
+
+/// SPEC 4.12: a redrive replaces the schedule with its own `now`.
+#[test]
+fn a_redrive_replaces_the_schedule() {
+    let mut store = Store::new();
+    store.step(&scheduled("a", 100, 0, Some(60), None, None));
+    store.step(&cancel("a", 1));
+    store.step(&Op::Redrive { id: "a".into(), now: 2, add_attempts: 1, deadline: 100 });
+    assert!(matches!(store.step(&claim("w", 2)), Response::Ok(Reply::Claimed { .. })));
+    assert_eq!(view(&mut store, "a").not_before, 60, "not_before stays the job's");
 }

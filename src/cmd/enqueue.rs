@@ -1,6 +1,15 @@
 //! `retryq enqueue --id ID [--payload TEXT | --empty-payload | payload on stdin]
-//! --max-attempts N (--deadline UNIX_MS | --ttl DURATION)`: accept a job once, by its
+//! --max-attempts N (--deadline UNIX_MS | --ttl DURATION) [--not-before UNIX_MS | --start-in
+//! DURATION] [--backoff-base DURATION] [--backoff-cap DURATION]`: accept a job once, by its
 //! business id.
+//!
+//! A scheduled start is given as the deadline is: a point in Unix milliseconds
+//! (`--not-before`), or a duration from now (`--start-in`). The point is the primary form
+//! because a schedule is usually a time ("after midnight") that a script computes the way it
+//! computes a deadline; the duration is the shorthand, resolved against the same clock
+//! reading as the enqueue's `now`, so `--start-in 0` is due at once. `--backoff-base` and
+//! `--backoff-cap` are the job's own retry windows (SPEC 3.2): each one given replaces the
+//! worker's `--base-ms`/`--cap-ms` for this job alone, the other stays the worker's.
 //!
 //! Prints SPEC section 5's result: `{"ok":"enqueued"}`, `{"ok":"existing"}` (same id and
 //! payload: nothing changed) or `{"error":"conflict"}` (same id, another payload; exit 1),
@@ -15,10 +24,10 @@ use std::io::{self, IsTerminal, Read};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use retryq::{Enqueued, MAX_ATTEMPTS, MAX_PAYLOAD_BYTES, NewJob};
+use retryq::{Enqueued, MAX_ATTEMPTS, MAX_INT, MAX_PAYLOAD_BYTES, NewJob};
 use retryq_model::{Failure, Reply, Response};
 
-use super::{CliError, Db, Deadline, print_json};
+use super::{CliError, Db, Deadline, duration, print_json};
 use crate::out::noteln;
 use crate::printable::printable;
 
@@ -41,6 +50,18 @@ pub struct Args {
     max_attempts: u64,
     #[command(flatten)]
     deadline: Deadline,
+    /// No attempt before this time, in Unix milliseconds: from now up to the deadline − 1.
+    #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_INT), conflicts_with = "start_in")]
+    not_before: Option<u64>,
+    /// No attempt before this long from now: 90s, 1h, 2d, or a bare number of milliseconds.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
+    start_in: Option<u64>,
+    /// This job's own first retry window, in place of the worker's --base-ms.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
+    backoff_base: Option<u64>,
+    /// This job's own largest retry window, in place of the worker's --cap-ms.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
+    backoff_cap: Option<u64>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -57,8 +78,25 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let now = super::now()?;
     let deadline = args.deadline.at(now)?;
+    let not_before = match (args.not_before, args.start_in) {
+        (Some(at), _) => Some(at),
+        (None, Some(after)) => match now.checked_add(after) {
+            Some(at) if at <= MAX_INT => Some(at),
+            _ => return Err(CliError::flag("--start-in", format!("{after} ms from now passes 2^53-1"))),
+        },
+        (None, None) => None,
+    };
     let mut queue = args.db.open_write(true)?;
-    let job = NewJob { id: &args.id, payload: &payload, max_attempts: args.max_attempts, deadline, now };
+    let job = NewJob {
+        id: &args.id,
+        payload: &payload,
+        max_attempts: args.max_attempts,
+        deadline,
+        now,
+        not_before,
+        base_ms: args.backoff_base,
+        cap_ms: args.backoff_cap,
+    };
     let (response, code) = match queue.enqueue(&job) {
         Ok(Enqueued::New) => (Response::Ok(Reply::Enqueued), ExitCode::SUCCESS),
         Ok(Enqueued::Existing) => (Response::Ok(Reply::Existing), ExitCode::SUCCESS),
@@ -69,7 +107,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         Err(retryq::Error::Conflict { .. }) => (Response::Err(Failure::Conflict), ExitCode::FAILURE),
         Err(retryq::Error::InvalidInput { field, reason }) => {
-            return Err(CliError::flag(&format!("--{}", field.replace('_', "-")), reason));
+            let flag = match field {
+                "not_before" if args.start_in.is_some() => "--start-in".to_owned(),
+                "base_ms" => "--backoff-base".to_owned(),
+                "cap_ms" => "--backoff-cap".to_owned(),
+                field => format!("--{}", field.replace('_', "-")),
+            };
+            return Err(CliError::flag(&flag, reason));
         }
         Err(e) => return Err(args.db.explain(e)),
     };
@@ -82,17 +126,23 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 /// line, a person reads this.
 fn say(response: &Response, job: &NewJob) {
     let id = printable(job.id);
+    let from_now = |at: u64| humantime::format_duration(Duration::from_millis(at.saturating_sub(job.now)));
     match response {
-        Response::Ok(Reply::Enqueued) => noteln!(
-            "enqueued \"{id}\": {} of payload, up to {}, deadline {} (in {})",
-            plural(job.payload.len() as u64, "byte"),
-            plural(job.max_attempts, "attempt"),
-            super::view::utc(job.deadline),
-            humantime::format_duration(Duration::from_millis(job.deadline.saturating_sub(job.now)))
-        ),
+        Response::Ok(Reply::Enqueued) => {
+            noteln!(
+                "enqueued \"{id}\": {} of payload, up to {}, deadline {} (in {})",
+                plural(job.payload.len() as u64, "byte"),
+                plural(job.max_attempts, "attempt"),
+                super::view::utc(job.deadline),
+                from_now(job.deadline)
+            );
+            if let Some(at) = job.not_before {
+                noteln!("no attempt before {} (in {})", super::view::utc(at), from_now(at));
+            }
+        }
         Response::Ok(Reply::Existing) => noteln!(
-            "\"{id}\" was already enqueued with this payload: nothing changed (its attempts and deadline \
-             are those it was first given)"
+            "\"{id}\" was already enqueued with this payload: nothing changed (its attempts, deadline, \
+             schedule and backoff are those it was first given)"
         ),
         Response::Err(Failure::Conflict) => {
             noteln!("\"{id}\" was already enqueued with another payload: nothing changed")

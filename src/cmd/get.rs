@@ -74,6 +74,16 @@ fn fields(job: &Job) -> Vec<(&'static str, String)> {
     }
     lines.push(("deadline", view::stamp(job.deadline)));
     lines.push(("enqueued at", view::stamp(job.enqueued_at)));
+    // Only a schedule that differs from the enqueue: an unscheduled job was due at once.
+    if job.not_before != job.enqueued_at {
+        lines.push(("not before", view::stamp(job.not_before)));
+    }
+    if let Some(base_ms) = job.base_ms {
+        lines.push(("backoff base", format!("{base_ms} ms (its own)")));
+    }
+    if let Some(cap_ms) = job.cap_ms {
+        lines.push(("backoff cap", format!("{cap_ms} ms (its own)")));
+    }
     lines.push(("redrives", job.redrives.to_string()));
     if let Some(error) = &job.last_error {
         // One line: the error's own lines are joined.

@@ -23,7 +23,7 @@ pub struct Args {
     /// Which jobs: pending, leased, done or dead (dead if only --reason is given).
     #[arg(long, value_name = "S")]
     status: Option<Status>,
-    /// Only the dead jobs dead for this reason: exhausted, deadline or permanent.
+    /// Only the dead jobs dead for this reason: exhausted, deadline, permanent or cancelled.
     #[arg(long, value_name = "R")]
     reason: Option<DeadReason>,
     /// At most this many jobs; how many more there are is said on standard error.
@@ -159,6 +159,9 @@ mod tests {
             claimed_at: None,
             last_error: None,
             last_node: None,
+            not_before: 1_796_059_356_712,
+            base_ms: None,
+            cap_ms: None,
         };
         let head =
             row(columns(Status::Dead), columns(Status::Dead).iter().map(|c| c.0.to_string()).collect());

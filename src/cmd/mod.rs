@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod cancel;
 pub mod check;
 pub mod conform;
 pub mod dead;

@@ -24,7 +24,8 @@ pub struct Args {
     /// Every dead job (with --reason, only those dead for it).
     #[arg(long)]
     all_dead: bool,
-    /// With --all-dead: only jobs dead for this reason (exhausted, deadline, permanent).
+    /// With --all-dead: only jobs dead for this reason (exhausted, deadline, permanent,
+    /// cancelled).
     #[arg(long, value_name = "R", conflicts_with = "id")]
     reason: Option<DeadReason>,
     /// How many attempts to grant beyond those spent (1 to 2^31-1).

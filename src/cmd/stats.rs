@@ -89,7 +89,8 @@ fn human(s: &Stats) -> String {
     let oldest = s.oldest_open_age_ms.map_or_else(|| "-".to_owned(), |ms| format!("{ms} ms"));
     format!(
         "pending         {}\nleased          {} ({} expired)\ndone            {}\n\
-         dead            {} (exhausted {}, deadline {}, permanent {})\noldest open age {oldest}\n",
+         dead            {} (exhausted {}, deadline {}, permanent {}, cancelled {})\n\
+         oldest open age {oldest}\n",
         s.pending,
         s.leased,
         s.leased_expired,
@@ -97,7 +98,8 @@ fn human(s: &Stats) -> String {
         s.dead,
         s.dead_exhausted,
         s.dead_deadline,
-        s.dead_permanent
+        s.dead_permanent,
+        s.dead_cancelled
     )
 }
 
@@ -110,9 +112,12 @@ fn prometheus(s: &Stats) -> String {
         out.push_str(&format!("retryq_jobs{{status=\"{status}\"}} {n}\n"));
     }
     out.push_str("# HELP retryq_dead_jobs Dead jobs by reason.\n# TYPE retryq_dead_jobs gauge\n");
-    for (reason, n) in
-        [("exhausted", s.dead_exhausted), ("deadline", s.dead_deadline), ("permanent", s.dead_permanent)]
-    {
+    for (reason, n) in [
+        ("exhausted", s.dead_exhausted),
+        ("deadline", s.dead_deadline),
+        ("permanent", s.dead_permanent),
+        ("cancelled", s.dead_cancelled),
+    ] {
         out.push_str(&format!("retryq_dead_jobs{{reason=\"{reason}\"}} {n}\n"));
     }
     out.push_str(
@@ -140,12 +145,14 @@ mod tests {
             pending: 3,
             dead: 2,
             dead_deadline: 2,
+            dead_cancelled: 1,
             oldest_open_age_ms: Some(1500),
             ..Stats::default()
         };
         let text = prometheus(&s);
         assert!(text.contains("retryq_jobs{status=\"pending\"} 3\n"), "{text}");
         assert!(text.contains("retryq_dead_jobs{reason=\"deadline\"} 2\n"), "{text}");
+        assert!(text.contains("retryq_dead_jobs{reason=\"cancelled\"} 1\n"), "{text}");
         assert!(text.contains("retryq_oldest_open_age_seconds 1.500\n"), "{text}");
         let none = prometheus(&Stats::default());
         assert!(!none.contains("retryq_oldest_open_age_seconds 0"), "{none}");

@@ -70,6 +70,9 @@ pub struct JobFields<'a> {
     deadline: u64,
     dead_reason: Option<&'static str>,
     redrives: u64,
+    not_before: u64,
+    base_ms: Option<u64>,
+    cap_ms: Option<u64>,
 }
 
 impl<'a> JobFields<'a> {
@@ -83,6 +86,9 @@ impl<'a> JobFields<'a> {
             deadline: job.deadline,
             dead_reason: job.dead_reason.map(|r| r.as_str()),
             redrives: job.redrives,
+            not_before: job.not_before,
+            base_ms: job.base_ms,
+            cap_ms: job.cap_ms,
         }
     }
 }
@@ -97,6 +103,7 @@ pub struct StatsFields {
     dead_exhausted: u64,
     dead_deadline: u64,
     dead_permanent: u64,
+    dead_cancelled: u64,
     leased_expired: u64,
     oldest_open_age_ms: Option<u64>,
 }
@@ -111,6 +118,7 @@ impl StatsFields {
             dead_exhausted: s.dead_exhausted,
             dead_deadline: s.dead_deadline,
             dead_permanent: s.dead_permanent,
+            dead_cancelled: s.dead_cancelled,
             leased_expired: s.leased_expired,
             oldest_open_age_ms: s.oldest_open_age_ms,
         }
@@ -139,11 +147,14 @@ mod tests {
             claimed_at: None,
             last_error: Some("exit 3".into()),
             last_node: None,
+            not_before: 0,
+            base_ms: Some(50),
+            cap_ms: None,
         };
         let line = serde_json::to_string(&super::job(&job)).expect("json");
         assert_eq!(
             line,
-            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0}"#
+            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":50,"cap_ms":null}"#
         );
     }
 
@@ -162,7 +173,7 @@ mod tests {
         let line = serde_json::to_string(&stats(&Stats { pending: 2, ..Stats::default() })).expect("json");
         assert_eq!(
             line,
-            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"leased_expired":0,"oldest_open_age_ms":null}"#
+            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null}"#
         );
         assert_eq!(serde_json::to_string(&NOT_FOUND).expect("json"), r#"{"error":"not_found"}"#);
     }

@@ -85,7 +85,8 @@ pub fn read_only(db: &Path) -> Queue {
 pub fn enqueue(db: &Path, id: &str, payload: &str, max_attempts: u64, ttl_ms: u64) -> u64 {
     let mut q = Queue::open(db).expect("open");
     let now = now_ms();
-    q.enqueue(&NewJob { id, payload, max_attempts, deadline: now + ttl_ms, now }).expect("enqueue");
+    q.enqueue(&NewJob { id, payload, max_attempts, deadline: now + ttl_ms, now, ..NewJob::default() })
+        .expect("enqueue");
     now + ttl_ms
 }
 

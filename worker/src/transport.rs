@@ -44,7 +44,7 @@ use crate::window::Window;
 /// let mut queue = Queue::open_in_memory()?;
 /// let now = now_ms()?;
 /// for id in ["a", "b"] {
-///     queue.enqueue(&NewJob { id, payload: id, max_attempts: 3, deadline: now + 60_000, now })?;
+///     queue.enqueue(&NewJob { id, payload: id, max_attempts: 3, deadline: now + 60_000, now, ..NewJob::default() })?;
 /// }
 /// let mut transport = Flaky { seen: HashSet::new(), delivered: Vec::new() };
 /// let config = Config { until_idle: true, ..Config::new("w1") };

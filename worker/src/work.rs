@@ -54,7 +54,7 @@ use crate::window::Window;
 ///
 /// let mut queue = Queue::open_in_memory()?;
 /// let now = now_ms()?;
-/// queue.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 5, deadline: now + 60_000, now })?;
+/// queue.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 5, deadline: now + 60_000, now, ..NewJob::default() })?;
 ///
 /// // A lease shorter than the timeout would let a second worker claim a job still running.
 /// let unsafe_config = Config { timeout: Duration::from_secs(60), ..Config::new("w1") };
@@ -228,7 +228,15 @@ mod tests {
 
     fn enqueue(q: &mut Queue, id: &str, max_attempts: u64, ttl_ms: u64) {
         let now = now_ms().expect("clock");
-        q.enqueue(&NewJob { id, payload: "p", max_attempts, deadline: now + ttl_ms, now }).expect("enqueue");
+        q.enqueue(&NewJob {
+            id,
+            payload: "p",
+            max_attempts,
+            deadline: now + ttl_ms,
+            now,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
     }
 
     #[test]
@@ -505,6 +513,7 @@ mod tests {
             max_attempts: 1,
             deadline: start + 60_000,
             now: start - 1,
+            ..NewJob::default()
         })
         .expect("enqueue");
         let c = Config {
@@ -535,6 +544,7 @@ mod tests {
             max_attempts: 3,
             deadline: start + 60_000,
             now: start - 1,
+            ..NewJob::default()
         })
         .expect("enqueue");
         let err =

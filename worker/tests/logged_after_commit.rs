@@ -103,7 +103,14 @@ fn every_outcome_is_in_the_store_when_its_line_is_logged() {
     let now = retryq_worker::now_ms().expect("clock");
     for n in 0..60 {
         let id = format!("j{n}");
-        let job = NewJob { id: &id, payload: "", max_attempts: 2, deadline: now + 600_000, now };
+        let job = NewJob {
+            id: &id,
+            payload: "",
+            max_attempts: 2,
+            deadline: now + 600_000,
+            now,
+            ..NewJob::default()
+        };
         queue.enqueue(&job).expect("enqueue");
     }
     let config = Config {

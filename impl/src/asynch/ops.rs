@@ -20,17 +20,38 @@ struct OwnedJob {
     max_attempts: u64,
     deadline: u64,
     now: u64,
+    not_before: Option<u64>,
+    base_ms: Option<u64>,
+    cap_ms: Option<u64>,
 }
 
 impl OwnedJob {
     fn of(job: &NewJob<'_>) -> OwnedJob {
-        let NewJob { id, payload, max_attempts, deadline, now } = *job;
-        OwnedJob { id: id.to_owned(), payload: payload.to_owned(), max_attempts, deadline, now }
+        let NewJob { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } = *job;
+        OwnedJob {
+            id: id.to_owned(),
+            payload: payload.to_owned(),
+            max_attempts,
+            deadline,
+            now,
+            not_before,
+            base_ms,
+            cap_ms,
+        }
     }
 
     fn job(&self) -> NewJob<'_> {
-        let OwnedJob { id, payload, max_attempts, deadline, now } = self;
-        NewJob { id, payload, max_attempts: *max_attempts, deadline: *deadline, now: *now }
+        let OwnedJob { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } = self;
+        NewJob {
+            id,
+            payload,
+            max_attempts: *max_attempts,
+            deadline: *deadline,
+            now: *now,
+            not_before: *not_before,
+            base_ms: *base_ms,
+            cap_ms: *cap_ms,
+        }
     }
 }
 
@@ -99,6 +120,18 @@ impl AsyncQueue {
     pub async fn record_error(&self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()> {
         let (lease, error, node) = (lease.clone(), error.to_owned(), node.map(str::to_owned));
         self.run(move |q| q.record_error(&lease, &error, node.as_deref())).await
+    }
+
+    /// [`Queue::heartbeat`](crate::Queue::heartbeat): the lease's new expiry.
+    pub async fn heartbeat(&self, lease: &Lease, now: u64) -> Result<u64> {
+        let lease = lease.clone();
+        self.run(move |q| q.heartbeat(&lease, now)).await
+    }
+
+    /// [`Queue::cancel`](crate::Queue::cancel).
+    pub async fn cancel(&self, id: &str, now: u64) -> Result<()> {
+        let id = id.to_owned();
+        self.run(move |q| q.cancel(&id, now)).await
     }
 
     /// [`Queue::reap`](crate::Queue::reap).

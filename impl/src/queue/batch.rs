@@ -26,7 +26,7 @@ impl Queue {
     ///
     /// let mut q = Queue::open_in_memory()?;
     /// for id in ["a", "b", "c"] {
-    ///     q.enqueue(&NewJob { id, payload: "{}", max_attempts: 3, deadline: 60_000, now: 0 })?;
+    ///     q.enqueue(&NewJob { id, payload: "{}", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() })?;
     /// }
     /// let batch = q.claim_batch("w1", 10, 2)?;
     /// let ids: Vec<&str> = batch.iter().map(|c| c.id()).collect();
@@ -65,8 +65,8 @@ impl Queue {
     /// use retryq::{Completed, Completion, NewJob, Outcome, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
-    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
+    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let claimed = q.claim_batch("w1", 10, 2)?;
     /// let completions: Vec<Completion<'_>> =
     ///     claimed.iter().map(|c| Completion::new(&c.lease, Outcome::Ok, 20, 0.5)).collect();
@@ -101,7 +101,8 @@ mod tests {
     use crate::{DeadReason, Error, NewJob, Status};
 
     fn enqueue(q: &mut Queue, id: &str, deadline: u64, now: u64) {
-        q.enqueue(&NewJob { id, payload: "p", max_attempts: 2, deadline, now }).expect("enqueue");
+        q.enqueue(&NewJob { id, payload: "p", max_attempts: 2, deadline, now, ..NewJob::default() })
+            .expect("enqueue");
     }
 
     #[test]

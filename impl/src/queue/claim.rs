@@ -72,7 +72,7 @@ impl Queue {
     /// use retryq::{NewJob, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let claimed = q.claim("w1", 10)?.expect("a job is due");
     /// assert_eq!((claimed.id(), claimed.attempt()), ("a", 1));
     /// assert_eq!(claimed.lease_until, 10 + q.settings().lease_ms);
@@ -98,7 +98,7 @@ impl Queue {
     /// use retryq::{DeadReason, NewJob, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 100, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 100, now: 0, ..NewJob::default() })?;
     /// assert_eq!(q.reap(99)?, 0);
     /// // At its deadline a pending job can never be claimed again: reaping ends it.
     /// assert_eq!(q.reap(100)?, 1);
@@ -151,7 +151,8 @@ mod tests {
     use crate::{DeadReason, NewJob, Status};
 
     fn enqueue(q: &mut crate::Queue, id: &str, max_attempts: u64, deadline: u64, now: u64) {
-        q.enqueue(&NewJob { id, payload: "", max_attempts, deadline, now }).expect("enqueue");
+        q.enqueue(&NewJob { id, payload: "", max_attempts, deadline, now, ..NewJob::default() })
+            .expect("enqueue");
     }
 
     #[test]

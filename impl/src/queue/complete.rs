@@ -35,6 +35,9 @@ struct Held {
     max_attempts: u64,
     deadline: u64,
     claimed_at: Option<u64>,
+    /// The job's own backoff settings, each in place of the queue's where present.
+    base_ms: Option<u64>,
+    cap_ms: Option<u64>,
 }
 
 /// The arguments of one [`Queue::complete`] (and of each item of
@@ -60,7 +63,8 @@ impl<'a> Completion<'a> {
 }
 
 const HELD: &str = "
-    SELECT status, owner, attempts, max_attempts, deadline, claimed_at FROM jobs WHERE id = ?1";
+    SELECT status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms
+    FROM jobs WHERE id = ?1";
 
 const FINISH: &str = "
     UPDATE jobs SET status = ?2, dead_reason = ?3, available_at = NULL, owner = NULL,
@@ -84,7 +88,8 @@ impl Queue {
     /// `ok` → done; `permanent` → dead(permanent); `retryable` → dead(exhausted) if the
     /// budget is spent, else dead(deadline) if `now + delay` reaches the deadline, else
     /// pending until `now + delay`, where `delay` is [`retry_delay`] of this attempt with
-    /// `jitter`. `jitter` is checked whatever the outcome. In the same transaction the
+    /// `jitter` and the job's own `base_ms` and `cap_ms` where it has them (else the queue's
+    /// settings in effect, each one by one). `jitter` is checked whatever the outcome. In the same transaction the
     /// report's error text and node become the job's `last_error` and `last_node`.
     ///
     /// The report's `retry_after_ms`, the receiver's pushback, is a floor under the retry
@@ -104,7 +109,7 @@ impl Queue {
     /// use retryq::{Completed, Completion, ErrorKind, NewJob, Outcome, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let first = q.claim("w1", 10)?.expect("due");
     /// // A retryable failure: the retry waits floor(min(cap, base) · jitter) = floor(100 · 0.5) ms.
     /// let retry = q.complete(&Completion::new(&first.lease, Outcome::Retryable, 10, 0.5))?;
@@ -134,7 +139,7 @@ impl Queue {
     /// use retryq::{NewJob, Queue, Status};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let claimed = q.claim("w1", 10)?.expect("due");
     /// q.record_error(&claimed.lease, "connection reset", Some("http://a.example/"))?;
     /// let job = q.get("a")?.expect("stored");
@@ -171,7 +176,7 @@ pub(super) fn validate(c: &Completion<'_>) -> Result<()> {
 
 /// The checks of a lease's name (`worker`, `id`, `attempt`) that every call acting on a
 /// held lease makes first, so that each refuses the same input with the same message.
-fn validate_lease(lease: &Lease) -> Result<()> {
+pub(super) fn validate_lease(lease: &Lease) -> Result<()> {
     input::name("worker", &lease.worker)?;
     input::name("id", &lease.id)?;
     input::int("attempt", lease.attempt)?;
@@ -181,7 +186,7 @@ fn validate_lease(lease: &Lease) -> Result<()> {
     Ok(())
 }
 
-fn lease_lost(lease: &Lease) -> Error {
+pub(super) fn lease_lost(lease: &Lease) -> Error {
     Error::LeaseLost { id: lease.id.clone(), worker: lease.worker.clone(), attempt: lease.attempt }
 }
 
@@ -236,6 +241,8 @@ fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Held>> {
                 max_attempts: row.get(3)?,
                 deadline: row.get(4)?,
                 claimed_at: row.get(5)?,
+                base_ms: row.get(6)?,
+                cap_ms: row.get(7)?,
             })
         })
         .optional()?;
@@ -260,7 +267,11 @@ fn settle(
             Completed::Dead { reason: DeadReason::Exhausted }
         }
         Outcome::Retryable => {
-            let delay = retry_delay(held.attempts, settings.base_ms, settings.cap_ms, jitter)?;
+            // The job's own settings where it has them, each absent one the queue's in
+            // effect now, chosen one by one (SPEC 6.23).
+            let base_ms = held.base_ms.unwrap_or(settings.base_ms);
+            let cap_ms = held.cap_ms.unwrap_or(settings.cap_ms);
+            let delay = retry_delay(held.attempts, base_ms, cap_ms, jitter)?;
             // A pushback past 2^53 − 1 ends the job just as one at 2^53 − 1 does (the deadline
             // is below it); capped there, now and delay are both below 2^53 and the sum
             // cannot overflow.
@@ -284,7 +295,8 @@ mod tests {
 
     /// Enqueues `a` at 0 and claims it as `w1` at `at`.
     fn leased(q: &mut Queue, max_attempts: u64, deadline: u64, at: u64) -> u64 {
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts, deadline, now: 0 }).expect("enqueue");
+        q.enqueue(&NewJob { id: "a", payload: "", max_attempts, deadline, now: 0, ..NewJob::default() })
+            .expect("enqueue");
         q.claim("w1", at).expect("claim").expect("claimed").attempt()
     }
 
@@ -318,6 +330,54 @@ mod tests {
             .expect("complete");
         assert_eq!(done, Completed::Retry { available_at: 60 });
         assert_eq!(status(&mut q), (Status::Pending, Some(60), None));
+    }
+
+    #[test]
+    fn a_jobs_own_backoff_replaces_the_queues_setting_by_setting() {
+        // The queue: base 100, cap 250. Jitter 1 gives the whole window.
+        let retry_at = |base_ms: Option<u64>, cap_ms: Option<u64>, attempts: u64| {
+            let mut q = queue();
+            let job = NewJob {
+                id: "a",
+                payload: "",
+                max_attempts: 9,
+                deadline: 100_000,
+                now: 0,
+                base_ms,
+                cap_ms,
+                ..NewJob::default()
+            };
+            q.enqueue(&job).expect("enqueue");
+            let mut at = 0;
+            let mut last = None;
+            for _ in 0..attempts {
+                let c = q.claim("w1", at).expect("claim").expect("claimed");
+                last = Some(
+                    q.complete(&Completion::new(&c.lease, Outcome::Retryable, at, 1.0)).expect("complete"),
+                );
+                if let Some(Completed::Retry { available_at }) = last {
+                    at = available_at;
+                }
+            }
+            (last, q)
+        };
+        let window = |base_ms, cap_ms| {
+            let (last, _) = retry_at(base_ms, cap_ms, 1);
+            match last {
+                Some(Completed::Retry { available_at }) => available_at,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(window(None, None), 100);
+        assert_eq!(window(Some(10), None), 10);
+        assert_eq!(window(None, Some(40)), 40, "its own cap below the queue's base");
+        assert_eq!(window(Some(500), None), 250, "its own base under the queue's cap");
+        // Base only: the queue's cap as set at the retry, not at the enqueue.
+        let (_, mut q) = retry_at(Some(200), None, 1);
+        q.set_settings(Settings { cap_ms: 300, ..q.settings() }).expect("settings");
+        let c = q.claim("w1", 200).expect("claim").expect("claimed");
+        let next = q.complete(&Completion::new(&c.lease, Outcome::Retryable, 200, 1.0)).expect("complete");
+        assert_eq!(next, Completed::Retry { available_at: 500 }, "window min(300, 400)");
     }
 
     #[test]

@@ -8,7 +8,17 @@ use crate::input;
 use crate::schema;
 
 /// A job to enqueue.
-#[derive(Clone, Copy, Debug)]
+///
+/// The three optional fields are contract 1.1's; `..NewJob::default()` leaves them out (and
+/// gives an empty id, which `enqueue` refuses, so a literal must name its id).
+///
+/// ```
+/// use retryq::NewJob;
+///
+/// let job = NewJob { id: "order-7", payload: "{}", max_attempts: 5, deadline: 60_000, now: 0, ..NewJob::default() };
+/// assert_eq!(job.not_before, None);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
 pub struct NewJob<'a> {
     /// The business id: 1 … 256 bytes; receivers drop duplicates by it.
     pub id: &'a str,
@@ -18,25 +28,37 @@ pub struct NewJob<'a> {
     pub max_attempts: u64,
     /// No attempt starts at or after this time. Must be after `now`.
     pub deadline: u64,
-    /// The caller's clock: the job is due at once, and `stats` ages it from here.
+    /// The caller's clock: the job is due at once (unless scheduled), and `stats` ages it
+    /// from here.
     pub now: u64,
+    /// A scheduled start: no claim takes the job before it. In `now` … `deadline − 1`;
+    /// `None` is `now`. An id already stored keeps its own schedule (SPEC 6.22).
+    pub not_before: Option<u64>,
+    /// The job's own first retry window in place of the queue's `base_ms`; `None` uses the
+    /// queue's setting in effect at each retry (SPEC 6.23).
+    pub base_ms: Option<u64>,
+    /// The job's own largest retry window in place of the queue's `cap_ms`; `None` as for
+    /// `base_ms`.
+    pub cap_ms: Option<u64>,
 }
 
 /// What `enqueue` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Enqueued {
-    /// A new job, pending from `now`.
+    /// A new job, pending from `not_before` (or `now`).
     New,
     /// The id was already there with the same payload: nothing changed, whatever its status
     /// and whatever budget this call asked for.
     Existing,
 }
 
+/// A new job is pending from its `not_before` (`?6`, already `now` when none was given); an
+/// existing id is left exactly as it is, schedule and backoff included.
 const INSERT: &str = "
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
-                      redrives, enqueued_at, updated_at)
-    VALUES (?1, ?2, 'pending', 0, ?3, ?5, ?4, 0, ?5, ?5)
+                      redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms)
+    VALUES (?1, ?2, 'pending', 0, ?3, ?6, ?4, 0, ?5, ?5, ?6, ?7, ?8)
     ON CONFLICT (id) DO NOTHING";
 
 const SAME_PAYLOAD: &str = "SELECT payload = ?2 FROM jobs WHERE id = ?1";
@@ -48,20 +70,31 @@ impl NewJob<'_> {
         input::attempts("max_attempts", self.max_attempts)?;
         input::int("now", self.now)?;
         input::deadline(self.deadline, self.now)?;
+        if let Some(at) = self.not_before {
+            input::not_before(at, self.now, self.deadline)?;
+        }
+        if let Some(base_ms) = self.base_ms {
+            input::int("base_ms", base_ms)?;
+        }
+        if let Some(cap_ms) = self.cap_ms {
+            input::int("cap_ms", cap_ms)?;
+        }
         Ok(())
     }
 }
 
 impl Queue {
     /// Accepts a job: a new id is stored `pending` with `attempts` 0 and `available_at` =
-    /// `now`. An existing id with the same payload changes nothing (not its deadline, not its
-    /// attempts); with a different payload it is [`Error::Conflict`].
+    /// `not_before` (default `now`), with its own `base_ms` and `cap_ms` if given. An existing
+    /// id with the same payload changes nothing (not its deadline, not its attempts, not its
+    /// schedule or backoff); with a different payload it is [`Error::Conflict`]. Every
+    /// argument, `not_before` included, is checked first, also for an existing id.
     ///
     /// ```
     /// use retryq::{Enqueued, ErrorKind, NewJob, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// let job = NewJob { id: "order-7", payload: "sku=1", max_attempts: 5, deadline: 60_000, now: 0 };
+    /// let job = NewJob { id: "order-7", payload: "sku=1", max_attempts: 5, deadline: 60_000, now: 0, ..NewJob::default() };
     /// assert_eq!(q.enqueue(&job)?, Enqueued::New);
     /// // Enqueueing again after a lost reply is safe: the same payload changes nothing…
     /// assert_eq!(q.enqueue(&job)?, Enqueued::Existing);
@@ -84,8 +117,8 @@ impl Queue {
     ///
     /// let mut q = Queue::open_in_memory()?;
     /// let jobs = [
-    ///     NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0 },
-    ///     NewJob { id: "", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0 },
+    ///     NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() },
+    ///     NewJob { id: "", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() },
     /// ];
     /// let results = q.enqueue_many(&jobs)?;
     /// assert!(matches!(results[0], Ok(Enqueued::New)));
@@ -146,7 +179,10 @@ fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
         job.payload,
         job.max_attempts,
         job.deadline,
-        job.now
+        job.now,
+        job.not_before.unwrap_or(job.now),
+        job.base_ms,
+        job.cap_ms
     ])?;
     if inserted == 1 {
         return Ok(Enqueued::New);
@@ -167,7 +203,7 @@ mod tests {
     use crate::Status;
 
     fn job(id: &'static str, payload: &'static str) -> NewJob<'static> {
-        NewJob { id, payload, max_attempts: 3, deadline: 1000, now: 0 }
+        NewJob { id, payload, max_attempts: 3, deadline: 1000, now: 0, ..NewJob::default() }
     }
 
     #[test]
@@ -219,6 +255,49 @@ mod tests {
         assert!(matches!(&err, Error::InvalidInput { field: "payload", .. }), "{err}");
         assert_eq!(q.get("b").expect("get"), None);
         assert_eq!(q.stats(0).expect("stats").pending, 1);
+    }
+
+    #[test]
+    fn a_schedule_and_an_own_backoff_are_stored_and_an_existing_id_keeps_its_own() {
+        let mut q = queue();
+        let scheduled = NewJob { not_before: Some(40), base_ms: Some(7), ..job("a", "p") };
+        assert_eq!(q.enqueue(&scheduled).expect("enqueue"), Enqueued::New);
+        let got = q.get("a").expect("get").expect("stored");
+        assert_eq!(
+            (got.available_at, got.not_before, got.base_ms, got.cap_ms, got.enqueued_at),
+            (Some(40), 40, Some(7), None, 0)
+        );
+        let before = q.get("a").expect("get");
+        let other = NewJob { not_before: Some(900), base_ms: None, cap_ms: Some(3), now: 5, ..job("a", "p") };
+        assert_eq!(q.enqueue(&other).expect("re-enqueue"), Enqueued::Existing);
+        assert_eq!(q.get("a").expect("get"), before, "an existing id keeps its schedule and backoff");
+        assert_eq!(q.claim("w", 39).expect("claim"), None, "not before not_before");
+        assert!(q.claim("w", 40).expect("claim").is_some());
+    }
+
+    #[test]
+    fn not_before_is_checked_at_both_ends_even_for_an_existing_id() {
+        let mut q = queue();
+        q.enqueue(&job("a", "p")).expect("enqueue");
+        for (id, not_before) in [("b", 9), ("b", 1000), ("a", 1000), ("b", 1 << 53)] {
+            let bad = NewJob { now: 10, not_before: Some(not_before), ..job(id, "p") };
+            let err = q.enqueue(&bad).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidInput { field: "not_before", .. }),
+                "{id} {not_before}: {err}"
+            );
+        }
+        for (field, bad) in [
+            ("base_ms", NewJob { base_ms: Some(1 << 53), ..job("b", "p") }),
+            ("cap_ms", NewJob { cap_ms: Some(1 << 53), ..job("b", "p") }),
+        ] {
+            let err = q.enqueue(&bad).unwrap_err();
+            assert!(matches!(&err, Error::InvalidInput { field: f, .. } if *f == field), "{err}");
+        }
+        assert!(
+            q.enqueue(&NewJob { now: 10, not_before: Some(999), ..job("b", "p") }).is_ok(),
+            "deadline - 1"
+        );
     }
 
     #[test]

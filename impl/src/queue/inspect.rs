@@ -17,7 +17,7 @@ pub struct Stats {
     pub leased: u64,
     /// Jobs that succeeded.
     pub done: u64,
-    /// Jobs that ended without success: the sum of the three reasons below.
+    /// Jobs that ended without success: the sum of the four reasons below.
     pub dead: u64,
     /// Dead jobs whose attempts ran out.
     pub dead_exhausted: u64,
@@ -25,6 +25,8 @@ pub struct Stats {
     pub dead_deadline: u64,
     /// Dead jobs an attempt declared hopeless.
     pub dead_permanent: u64,
+    /// Dead jobs an operator cancelled while they were pending.
+    pub dead_cancelled: u64,
     /// Leased jobs whose lease has expired: their workers may have died.
     pub leased_expired: u64,
     /// How long the oldest open (pending or leased) job has been in the queue, 0 at least;
@@ -73,11 +75,13 @@ pub struct HistoryEntry {
 }
 
 const JOB_COLUMNS: &str = "id, payload, status, attempts, max_attempts, available_at, deadline, \
-                           dead_reason, redrives, enqueued_at, owner, claimed_at, last_error, last_node";
+                           dead_reason, redrives, enqueued_at, owner, claimed_at, last_error, last_node, \
+                           not_before, base_ms, cap_ms";
 
 const GET: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
-           redrives, enqueued_at, owner, claimed_at, last_error, last_node
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms
     FROM jobs WHERE id = ?1";
 
 /// The earliest time an open job needs a worker: a pending job's reservation or a lease's
@@ -94,6 +98,7 @@ const STATS: &str = "
            count(*) FILTER (WHERE dead_reason = 'exhausted'),
            count(*) FILTER (WHERE dead_reason = 'deadline'),
            count(*) FILTER (WHERE dead_reason = 'permanent'),
+           count(*) FILTER (WHERE dead_reason = 'cancelled'),
            count(*) FILTER (WHERE status = 'leased' AND available_at <= ?1),
            min(enqueued_at) FILTER (WHERE status IN ('pending', 'leased'))
     FROM jobs";
@@ -126,6 +131,9 @@ fn job_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
         claimed_at: row.get(11)?,
         last_error: row.get(12)?,
         last_node: row.get(13)?,
+        not_before: row.get(14)?,
+        base_ms: row.get(15)?,
+        cap_ms: row.get(16)?,
     })
 }
 
@@ -137,7 +145,7 @@ impl Queue {
     ///
     /// let mut q = Queue::open_in_memory()?;
     /// assert_eq!(q.get("a")?, None);
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let job = q.get("a")?.expect("stored");
     /// assert_eq!((job.status, job.attempts, job.available_at), (Status::Pending, 0, Some(0)));
     /// # Ok::<(), retryq::Error>(())
@@ -154,8 +162,8 @@ impl Queue {
     /// use retryq::{Completion, DeadReason, NewJob, Outcome, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
-    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
+    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let claimed = q.claim("w1", 10)?.expect("due");
     /// q.complete(&Completion::new(&claimed.lease, Outcome::Permanent, 20, 0.5))?;
     /// let dead = q.dead_jobs(None)?;
@@ -186,7 +194,7 @@ impl Queue {
     ///
     /// let mut q = Queue::open_in_memory()?;
     /// assert_eq!(q.next_due()?, None);
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 5 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 5, ..NewJob::default() })?;
     /// assert_eq!(q.next_due()?, Some(5));
     /// q.claim("w1", 10)?;
     /// // Leased: the next time anything can change is the lease's expiry.
@@ -204,8 +212,8 @@ impl Queue {
     /// use retryq::{NewJob, Queue};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
-    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
+    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// q.claim("w1", 10)?;
     /// let stats = q.stats(40_000)?;
     /// assert_eq!((stats.pending, stats.leased), (1, 1));
@@ -218,7 +226,7 @@ impl Queue {
         input::int("now", now)?;
         self.read(|tx| {
             let stats = tx.prepare_cached(STATS)?.query_row([now], |row| {
-                let oldest: Option<u64> = row.get(8)?;
+                let oldest: Option<u64> = row.get(9)?;
                 Ok(Stats {
                     pending: row.get(0)?,
                     leased: row.get(1)?,
@@ -227,7 +235,8 @@ impl Queue {
                     dead_exhausted: row.get(4)?,
                     dead_deadline: row.get(5)?,
                     dead_permanent: row.get(6)?,
-                    leased_expired: row.get(7)?,
+                    dead_cancelled: row.get(7)?,
+                    leased_expired: row.get(8)?,
                     oldest_open_age_ms: oldest.map(|at| now.saturating_sub(at)),
                 })
             })?;
@@ -254,7 +263,7 @@ impl Queue {
     /// use retryq::{Completion, NewJob, Outcome, Queue, Status};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let claimed = q.claim("w1", 10)?.expect("due");
     /// q.complete(&Completion::new(&claimed.lease, Outcome::Ok, 20, 0.5))?;
     /// let steps: Vec<_> = q.history("a")?.iter().map(|e| (e.from, e.to, e.at)).collect();
@@ -304,7 +313,8 @@ pub struct JobPage {
 /// carries the rowid last) instead of scanning and sorting.
 const LIST_OPEN: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
-           redrives, enqueued_at, owner, claimed_at, last_error, last_node
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms
     FROM jobs WHERE status IN ('pending', 'leased') AND status = ?1
     ORDER BY available_at, seq LIMIT ?2";
 
@@ -319,7 +329,8 @@ const COUNT_OPEN: &str = "SELECT count(*) FROM jobs WHERE status IN ('pending', 
 /// between the newest job and the page's last one.
 const LIST_CLOSED: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
-           redrives, enqueued_at, owner, claimed_at, last_error, last_node
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms
     FROM jobs WHERE status = ?1 AND (?2 IS NULL OR dead_reason = ?2)
     ORDER BY seq DESC LIMIT ?3";
 
@@ -374,7 +385,8 @@ mod tests {
         let mut q = queue();
         assert_eq!(q.stats(0).expect("stats"), Stats::default());
         for (id, now) in [("a", 10), ("b", 20), ("c", 30), ("d", 40)] {
-            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now }).expect("enqueue");
+            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now, ..NewJob::default() })
+                .expect("enqueue");
         }
         let a = q.claim("w", 100).expect("claim").expect("a");
         q.complete(&Completion::new(&Lease::new("w", a.id(), 1), Outcome::Ok, 100, 0.0)).expect("done");
@@ -406,10 +418,24 @@ mod tests {
     fn next_due_is_the_earliest_reservation_or_lease_expiry() {
         let mut q = queue();
         assert_eq!(q.next_due().expect("next"), None);
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 5000, now: 10 })
-            .expect("enqueue");
-        q.enqueue(&NewJob { id: "b", payload: "", max_attempts: 3, deadline: 5000, now: 20 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 3,
+            deadline: 5000,
+            now: 10,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "b",
+            payload: "",
+            max_attempts: 3,
+            deadline: 5000,
+            now: 20,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         assert_eq!(q.next_due().expect("next"), Some(10));
         q.claim("w", 30).expect("claim").expect("a");
         // a is leased until 1030; b is due since 20.
@@ -430,8 +456,15 @@ mod tests {
         let mut q = queue();
         assert_eq!(q.owners(0).expect("owners"), []);
         for id in ["a", "b", "c", "d"] {
-            q.enqueue(&NewJob { id, payload: "", max_attempts: 3, deadline: 50_000, now: 0 })
-                .expect("enqueue");
+            q.enqueue(&NewJob {
+                id,
+                payload: "",
+                max_attempts: 3,
+                deadline: 50_000,
+                now: 0,
+                ..NewJob::default()
+            })
+            .expect("enqueue");
         }
         q.claim_batch("w2", 10, 2).expect("claim");
         let c = q.claim("w1", 500).expect("claim").expect("c");
@@ -461,7 +494,15 @@ mod tests {
     fn dead_jobs_are_listed_by_reason_in_enqueue_order() {
         let mut q = queue();
         for id in ["a", "b", "c", "d"] {
-            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now: 0 }).expect("enqueue");
+            q.enqueue(&NewJob {
+                id,
+                payload: "",
+                max_attempts: 1,
+                deadline: 5000,
+                now: 0,
+                ..NewJob::default()
+            })
+            .expect("enqueue");
         }
         for outcome in [Outcome::Permanent, Outcome::Ok, Outcome::Permanent] {
             let c = q.claim("w", 1).expect("claim").expect("claimed");
@@ -478,8 +519,15 @@ mod tests {
     #[test]
     fn history_records_every_transition() {
         let mut q = queue();
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 2, deadline: 5000, now: 1 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 2,
+            deadline: 5000,
+            now: 1,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         q.claim("w1", 2).expect("claim").expect("claimed");
         q.complete(&Completion::new(&Lease::new("w1", "a", 1), Outcome::Retryable, 3, 0.0)).expect("retry");
         q.claim("w2", 4).expect("claim").expect("claimed");
@@ -533,7 +581,8 @@ mod tests {
     fn a_listing_is_in_claim_order_or_newest_first_and_counts_what_is_left() {
         let mut q = queue();
         for (id, now) in [("late", 50), ("b", 10), ("a", 10), ("c", 20), ("d", 30)] {
-            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now }).expect("enqueue");
+            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now, ..NewJob::default() })
+                .expect("enqueue");
         }
         let ids = |page: &JobPage| page.jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>().join(" ");
         let page = q.list(Status::Pending, None, 3).expect("list");

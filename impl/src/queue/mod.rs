@@ -6,9 +6,11 @@
 //! defines it, so no module here depends on this one.
 
 pub(crate) mod batch;
+pub(crate) mod cancel;
 pub(crate) mod claim;
 pub(crate) mod complete;
 pub(crate) mod enqueue;
+pub(crate) mod heartbeat;
 pub(crate) mod inspect;
 pub(crate) mod lease;
 pub(crate) mod redrive;

@@ -73,7 +73,7 @@ impl Queue {
     /// use retryq::{Completion, DeadReason, NewJob, Outcome, Queue, Redrive, Status};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 1, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 1, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let claimed = q.claim("w1", 10)?.expect("due");
     /// q.complete(&Completion::new(&claimed.lease, Outcome::Retryable, 20, 0.5))?;
     /// assert_eq!(q.get("a")?.and_then(|job| job.dead_reason), Some(DeadReason::Exhausted));
@@ -99,8 +99,8 @@ impl Queue {
     /// use retryq::{Completion, DeadReason, NewJob, Outcome, Queue, RedriveDead};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 1, deadline: 60000, now: 0 })?;
-    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 1, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 1, deadline: 60000, now: 0, ..NewJob::default() })?;
+    /// q.enqueue(&NewJob { id: "b", payload: "{}", max_attempts: 1, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let a = q.claim("w1", 10)?.expect("due");
     /// q.complete(&Completion::new(&a.lease, Outcome::Permanent, 20, 0.5))?;
     /// let b = q.claim("w1", 20)?.expect("due");
@@ -163,7 +163,15 @@ mod tests {
     #[test]
     fn a_redrive_grants_a_new_budget_and_keeps_the_spent_attempts() {
         let mut q = queue();
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 1, deadline: 500, now: 3 }).expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 1,
+            deadline: 500,
+            now: 3,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         let c = q.claim("w", 3).expect("claim").expect("claimed");
         q.complete(&Completion::new(&Lease::new("w", "a", c.attempt()), Outcome::Retryable, 10, 0.0))
             .expect("complete");
@@ -185,7 +193,15 @@ mod tests {
     fn redrive_dead_takes_every_dead_job_or_those_of_one_reason() {
         let mut q = queue();
         for id in ["a", "b", "c", "d"] {
-            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 500, now: 0 }).expect("enqueue");
+            q.enqueue(&NewJob {
+                id,
+                payload: "",
+                max_attempts: 1,
+                deadline: 500,
+                now: 0,
+                ..NewJob::default()
+            })
+            .expect("enqueue");
         }
         for outcome in [Outcome::Permanent, Outcome::Retryable] {
             let c = q.claim("w", 1).expect("claim").expect("claimed");
@@ -225,7 +241,15 @@ mod tests {
     fn redrive_dead_refuses_one_job_without_stopping_the_others() {
         let mut q = queue();
         for id in ["a", "b"] {
-            q.enqueue(&NewJob { id, payload: "", max_attempts: 1, deadline: 500, now: 0 }).expect("enqueue");
+            q.enqueue(&NewJob {
+                id,
+                payload: "",
+                max_attempts: 1,
+                deadline: 500,
+                now: 0,
+                ..NewJob::default()
+            })
+            .expect("enqueue");
         }
         q.reap(500).expect("reap");
         // a gets the largest budget, spends one attempt, and dies again.
@@ -249,7 +273,15 @@ mod tests {
         let mut q = queue();
         let err = q.redrive(&Redrive { id: "a", add_attempts: 1, deadline: 10, now: 0 }).unwrap_err();
         assert!(matches!(err, Error::NotFound { .. }), "{err}");
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 1, deadline: 500, now: 0 }).expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 1,
+            deadline: 500,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         let err = q.redrive(&Redrive { id: "a", add_attempts: 1, deadline: 10, now: 0 }).unwrap_err();
         assert!(matches!(err, Error::NotDead { status: Status::Pending, .. }), "{err}");
     }
@@ -268,7 +300,15 @@ mod tests {
                 .unwrap_err();
             assert!(matches!(&err, Error::InvalidInput { field: f, .. } if *f == field), "{err}");
         }
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 1, deadline: 500, now: 0 }).expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 1,
+            deadline: 500,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         q.reap(500).expect("reap");
         // attempts is 0: 0 + (2^31 − 1) is the largest budget allowed.
         q.redrive(&Redrive { id: "a", add_attempts: MAX_ATTEMPTS, deadline: 600, now: 500 })

@@ -57,7 +57,7 @@ impl Queue {
     /// use retryq::{NewJob, Outcome, Queue, Ran, RunError};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// let send = |_: &retryq::Claimed| Ok::<_, std::io::Error>(Outcome::Retryable);
     /// let ran = q.run_once("w1", || 10, send, 0.5)?;
     /// assert_eq!(ran, Ran::Retry { id: "a".into(), attempt: 1, available_at: 60 });
@@ -154,8 +154,15 @@ mod tests {
     fn the_spec_worked_trace() {
         // config base 100, cap 250, lease 1000; deadline 700, five attempts.
         let mut q = queue();
-        q.enqueue(&NewJob { id: "order-7", payload: "", max_attempts: 5, deadline: 700, now: 0 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "order-7",
+            payload: "",
+            max_attempts: 5,
+            deadline: 700,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         for (attempt, now, available_at) in [(1, 0, 50), (2, 50, 150), (3, 150, 275)] {
             let ran = q.run_once("w1", clock(&[now, now]), ok(Outcome::Retryable), 0.5).expect("run");
             assert_eq!(ran, Ran::Retry { id: "order-7".into(), attempt, available_at });
@@ -182,8 +189,15 @@ mod tests {
     #[test]
     fn an_unclassified_error_is_returned_and_the_job_stays_leased() {
         let mut q = queue();
-        q.enqueue(&NewJob { id: "a", payload: "p", max_attempts: 3, deadline: 10_000, now: 0 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "p",
+            max_attempts: 3,
+            deadline: 10_000,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         let err = q
             .run_once(
                 "w",
@@ -201,8 +215,15 @@ mod tests {
     #[test]
     fn the_clock_going_back_leaves_the_attempt_spent_and_the_job_leased() {
         let mut q = queue();
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 10_000, now: 0 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 3,
+            deadline: 10_000,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         let err = q.run_once("w", clock(&[10, 9]), ok(Outcome::Ok), 0.0).unwrap_err();
         assert!(
             matches!(err, RunError::ClockWentBackwards { attempt: 1, before: 10, after: 9, .. }),
@@ -215,8 +236,15 @@ mod tests {
     #[test]
     fn the_clock_check_comes_before_the_outcome() {
         let mut q = queue();
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 10_000, now: 0 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 3,
+            deadline: 10_000,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         let err = q.run_once("w", clock(&[10, 9]), |_| Err::<Outcome, _>("unknown"), 0.0).unwrap_err();
         assert!(matches!(err, RunError::ClockWentBackwards { .. }), "{err:?}");
     }
@@ -224,8 +252,15 @@ mod tests {
     #[test]
     fn the_outcome_is_recorded_at_the_second_reading() {
         let mut q = queue();
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 10_000, now: 0 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 3,
+            deadline: 10_000,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         let ran = q.run_once("w", clock(&[10, 400]), ok(Outcome::Retryable), 1.0).expect("run");
         assert_eq!(ran, Ran::Retry { id: "a".into(), attempt: 1, available_at: 500 });
     }
@@ -233,8 +268,15 @@ mod tests {
     #[test]
     fn a_report_is_recorded_with_its_outcome() {
         let mut q = queue();
-        q.enqueue(&NewJob { id: "a", payload: "p", max_attempts: 3, deadline: 10_000, now: 0 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "p",
+            max_attempts: 3,
+            deadline: 10_000,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         let transport = |c: &Claimed| {
             Ok::<_, Infallible>(Report::with_error(Outcome::Permanent, format!("exit 65: bad {}", c.payload)))
         };
@@ -246,8 +288,15 @@ mod tests {
     #[test]
     fn a_bad_jitter_or_worker_is_refused_before_the_claim() {
         let mut q = queue();
-        q.enqueue(&NewJob { id: "a", payload: "", max_attempts: 3, deadline: 10_000, now: 0 })
-            .expect("enqueue");
+        q.enqueue(&NewJob {
+            id: "a",
+            payload: "",
+            max_attempts: 3,
+            deadline: 10_000,
+            now: 0,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
         let err = q.run_once("w", clock(&[0, 0]), ok(Outcome::Ok), 1.5).unwrap_err();
         assert!(matches!(err, RunError::Queue(Error::InvalidInput { field: "jitter", .. })), "{err:?}");
         let err = q.run_once("", clock(&[0, 0]), ok(Outcome::Ok), 0.5).unwrap_err();

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::file;
 use crate::input;
 use crate::schema::{self, Found};
+use crate::upgrade;
 
 /// How hard a commit waits for the disk. The default is [`Synchronous::Full`]: a commit that
 /// returned survives a power cut.
@@ -34,7 +35,8 @@ pub struct OpenOptions {
     pub busy_timeout: Duration,
     /// Create the file (and the schema) if it does not exist.
     pub create: bool,
-    /// Open for reading only: never creates, never writes, refuses an empty file.
+    /// Open for reading only: never creates, never writes, refuses an empty file. A file of
+    /// schema 1 is read as it is (a read-write open upgrades it to schema 2 in place).
     pub read_only: bool,
 }
 
@@ -98,7 +100,7 @@ impl Queue {
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("jobs.db");
     /// let mut q = Queue::open(&path)?;
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// drop(q);
     /// // The job outlives the queue that stored it: a commit is on the disk when it returns.
     /// let q = Queue::open(&path)?;
@@ -111,7 +113,9 @@ impl Queue {
 
     /// Opens the database at `path`.
     ///
-    /// A file that is not a retryq database, or one of a newer schema, is refused and left
+    /// A file of schema 1 (written by contract 1.0's retryq) is upgraded to schema 2 in one
+    /// transaction, every job and history entry kept, unless the open is read-only. A file
+    /// that is not a retryq database, or one of a newer schema, is refused and left
     /// untouched; so is a path SQLite must not open as a database (anything but a regular
     /// file, a file with several names, a mount point of its own: see [`crate::Refusal`]).
     /// `path` is always a path, never a SQLite URI or `:memory:`.
@@ -157,7 +161,7 @@ impl Queue {
     ///
     /// let mut q = Queue::open_in_memory()?;
     /// assert_eq!(q.path(), std::path::Path::new(":memory:"));
-    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0 })?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60000, now: 0, ..NewJob::default() })?;
     /// assert_eq!(q.stats(0)?.pending, 1);
     /// # Ok::<(), retryq::Error>(())
     /// ```
@@ -171,16 +175,28 @@ impl Queue {
 
     fn prepare(mut conn: Connection, path: PathBuf, options: &OpenOptions, on_disk: bool) -> Result<Queue> {
         conn.busy_timeout(options.busy_timeout)?;
-        if schema::inspect(&conn, &path)? == Found::Empty {
-            if options.read_only {
-                return Err(Error::NotRetryq { path, why: "the database is empty".into() });
+        match schema::inspect(&conn, &path)? {
+            Found::Empty => {
+                if options.read_only {
+                    return Err(Error::NotRetryq { path, why: "the database is empty".into() });
+                }
+                if on_disk {
+                    schema::set_wal(&conn)?;
+                }
+                schema::create(&mut conn, &path)?;
             }
-            if on_disk {
-                schema::set_wal(&conn)?;
+            Found::Schema1 if options.read_only => upgrade::read_schema_1(&conn)?,
+            Found::Schema1 => {
+                if on_disk {
+                    schema::set_wal(&conn)?;
+                }
+                schema::upgrade(&mut conn, &path)?;
             }
-            schema::create(&mut conn, &path)?;
-        } else if on_disk && !options.read_only {
-            schema::set_wal(&conn)?;
+            Found::Retryq => {
+                if on_disk && !options.read_only {
+                    schema::set_wal(&conn)?;
+                }
+            }
         }
         let synchronous = match options.synchronous {
             Synchronous::Full => "FULL",

@@ -21,7 +21,14 @@ fn a_full_database_refuses_a_write_and_keeps_what_was_there() {
     let mut stored = 0;
     let err = loop {
         let id = format!("job-{stored}");
-        let job = NewJob { id: &id, payload: &payload, max_attempts: 3, deadline: 10_000, now: 0 };
+        let job = NewJob {
+            id: &id,
+            payload: &payload,
+            max_attempts: 3,
+            deadline: 10_000,
+            now: 0,
+            ..NewJob::default()
+        };
         match q.enqueue(&job) {
             Ok(_) => stored += 1,
             Err(e) => break e,
@@ -46,7 +53,8 @@ fn a_full_database_refuses_a_write_and_keeps_what_was_there() {
 fn in_memory_queues_are_private_and_may_grow_past_a_gibibyte() {
     let mut a = Queue::open_in_memory().expect("memory queue");
     let b = Queue::open_in_memory().expect("memory queue");
-    a.enqueue(&NewJob { id: "x", payload: "", max_attempts: 1, deadline: 9, now: 0 }).expect("enqueue");
+    a.enqueue(&NewJob { id: "x", payload: "", max_attempts: 1, deadline: 9, now: 0, ..NewJob::default() })
+        .expect("enqueue");
     assert!(a.get("x").expect("get").is_some());
     assert_eq!(b.get("x").expect("get"), None, "each in-memory queue is its own database");
     let mut limit: i64 = -1;

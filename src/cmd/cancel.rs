@@ -1,0 +1,71 @@
+//! `retryq cancel ID`: take a pending job off the queue (SPEC 3.13).
+//!
+//! Prints SPEC section 5's result: `{"ok":"cancelled"}`, or the refusal —
+//! `{"error":"leased"}` (a worker holds it: its attempt decides, so cancel after it ends),
+//! `{"error":"not_cancellable","status":…}` (already done or dead), `{"error":"not_found"}`
+//! — with exit 1, and on standard error what that means in words. A cancelled job is dead
+//! with reason `cancelled`: `retryq dead --reason cancelled` lists it and `retryq redrive`
+//! brings it back.
+
+use std::process::ExitCode;
+
+use retryq::Error;
+use serde::Serialize;
+
+use super::{CliError, Db, print_json};
+use crate::out::noteln;
+use crate::printable::printable;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    db: Db,
+    /// The pending job to cancel.
+    #[arg(value_name = "ID", value_parser = super::name)]
+    id: String,
+}
+
+/// The answer, keys in this order.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Line {
+    Ok {
+        ok: &'static str,
+    },
+    Refused {
+        error: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<&'static str>,
+    },
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let now = super::now()?;
+    let mut queue = args.db.open_write(false)?;
+    let id = printable(&args.id);
+    let (line, code) = match queue.cancel(&args.id, now) {
+        Ok(()) => {
+            noteln!("cancelled \"{id}\": dead with reason cancelled; `retryq redrive --id` brings it back");
+            (Line::Ok { ok: "cancelled" }, ExitCode::SUCCESS)
+        }
+        Err(Error::Leased { .. }) => {
+            noteln!(
+                "\"{id}\" is leased: a worker holds an attempt of it, and that attempt decides its \
+                 outcome; nothing changed. Cancel it after the attempt ends (if it is retried, it is \
+                 pending again)"
+            );
+            (Line::Refused { error: "leased", status: None }, ExitCode::FAILURE)
+        }
+        Err(Error::NotCancellable { status, .. }) => {
+            noteln!("\"{id}\" is {status} already: there is nothing left to cancel; nothing changed");
+            (Line::Refused { error: "not_cancellable", status: Some(status.as_str()) }, ExitCode::FAILURE)
+        }
+        Err(Error::NotFound { .. }) => {
+            noteln!("no job \"{id}\": nothing changed");
+            (Line::Refused { error: "not_found", status: None }, ExitCode::FAILURE)
+        }
+        Err(e) => return Err(args.db.explain(e)),
+    };
+    print_json(&line)?;
+    Ok(code)
+}
