@@ -52,10 +52,21 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let report = retryq_bench::run(&config)?;
+    let versus = retryq_bench::batch::versus_floor(&config)?;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| CliError::Other(e.to_string()))?)?;
+        let json_error = |e: serde_json::Error| CliError::Other(e.to_string());
+        let mut json = serde_json::to_value(&report).map_err(json_error)?;
+        json["batch"]["versus_floor"] = serde_json::to_value(&versus).map_err(json_error)?;
+        outln!("{}", serde_json::to_string_pretty(&json).map_err(json_error)?)?;
     } else {
         out!("{}", retryq_bench::render(&report))?;
+        outln!(
+            "{:<44} {:>14} {:>14} {:>8}",
+            format!("durable jobs/s, k = {}: batches vs batched floor", versus.k),
+            format!("{:.0}", versus.queue_jobs_per_s),
+            format!("floor {:.0}", versus.floor_jobs_per_s),
+            format!("{:.2}", versus.ratio)
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

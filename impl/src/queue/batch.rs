@@ -8,7 +8,7 @@
 //! and its whole history).
 
 use super::claim::Claimed;
-use super::claim::{lease_next, reap};
+use super::claim::{lease_picked, reap};
 use super::complete::{self, Completed, Completion};
 use super::store::Queue;
 use crate::error::{ErrorKind, Result};
@@ -44,14 +44,7 @@ impl Queue {
             // Every later single claim at this `now` would reap nothing more: a job just
             // leased expires at `now + lease_ms`, after `now`, so one reap is all of them.
             reap(tx, now)?;
-            let mut claimed = Vec::with_capacity(k.min(1024));
-            while claimed.len() < k {
-                match lease_next(tx, worker, now, lease_ms)? {
-                    Some(job) => claimed.push(job),
-                    None => break,
-                }
-            }
-            Ok(claimed)
+            lease_picked(tx, worker, now, lease_ms, k)
         })
     }
 

@@ -40,22 +40,29 @@ impl Claimed {
     }
 }
 
+// Every write here is `UPDATE OR ROLLBACK`: a write that breaks a constraint ends the whole
+// transaction, which is what the caller does with any error anyway (`Queue::write` rolls
+// back). The default, `OR ABORT`, would undo just the one statement, and for that SQLite
+// copies every page a statement is about to change into a statement journal first — for
+// each statement that also writes through a trigger, as every transition does (the history
+// trigger). That copy was the largest single cost of a claim (see `docs/benchmarks.md`).
+
 /// A lease on the last attempt that expired: the budget is spent.
 const REAP_EXHAUSTED: &str = "
-    UPDATE jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
+    UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
                     owner = NULL, claimed_at = NULL, updated_at = ?1
     WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= ?1";
 
 /// A pending job, or an expired lease, whose deadline has come: no time is left to start.
 const REAP_DEADLINE: &str = "
-    UPDATE jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
+    UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
                     owner = NULL, claimed_at = NULL, updated_at = ?1
     WHERE status IN ('pending', 'leased') AND deadline <= ?1
       AND (status = 'pending' OR available_at <= ?1)";
 
 /// Leases the due job with the smallest `available_at`, ties to the first enqueued.
 const CLAIM: &str = "
-    UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = ?2, claimed_at = ?1,
+    UPDATE OR ROLLBACK jobs SET status = 'leased', attempts = attempts + 1, owner = ?2, claimed_at = ?1,
                     available_at = ?3, updated_at = ?1
     WHERE seq = (SELECT seq FROM jobs
                  WHERE status IN ('pending', 'leased') AND available_at <= ?1
@@ -132,6 +139,54 @@ pub(super) fn lease_next(
             })
         })
         .optional()?;
+    Ok(claimed)
+}
+
+/// The seqs of up to `?2` due jobs in claim order: what `?2` picks of [`CLAIM`] one after
+/// another would take, since a job just leased expires after `now` and is due no more.
+const PICK: &str = "
+    SELECT seq FROM jobs
+    WHERE status IN ('pending', 'leased') AND available_at <= ?1
+    ORDER BY available_at, seq LIMIT ?2";
+
+/// Leases one picked job: [`CLAIM`]'s write, by seq.
+const LEASE: &str = "
+    UPDATE OR ROLLBACK jobs SET status = 'leased', attempts = attempts + 1, owner = ?2,
+                                claimed_at = ?1, available_at = ?3, updated_at = ?1
+    WHERE seq = ?4
+    RETURNING id, attempts, payload, deadline, last_node";
+
+/// Up to `k` claims inside the caller's transaction, once reaped: the due jobs are picked
+/// with one walk of the index, then leased one by one in claim order, so that each job's
+/// row and history are written exactly as `k` calls of [`lease_next`] would write them, in
+/// the same order.
+pub(super) fn lease_picked(
+    tx: &Transaction<'_>,
+    worker: &str,
+    now: u64,
+    lease_ms: u64,
+    k: usize,
+) -> Result<Vec<Claimed>> {
+    let limit = i64::try_from(k).unwrap_or(i64::MAX);
+    let seqs: Vec<i64> = tx
+        .prepare_cached(PICK)?
+        .query_map(params![now, limit], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
+    let lease_until = now + lease_ms;
+    let mut lease = tx.prepare_cached(LEASE)?;
+    let mut claimed = Vec::with_capacity(seqs.len());
+    for seq in seqs {
+        claimed.push(lease.query_row(params![now, worker, lease_until, seq], |row| {
+            Ok(Claimed {
+                lease: Lease { worker: worker.to_owned(), id: row.get(0)?, attempt: row.get(1)? },
+                lease_until,
+                payload: row.get(2)?,
+                deadline: row.get(3)?,
+                last_node: row.get(4)?,
+            })
+        })?);
+    }
     Ok(claimed)
 }
 
@@ -296,6 +351,26 @@ mod tests {
         let plan = plan.join("\n");
         assert!(plan.contains("jobs_due"), "{plan}");
         assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+        let plan: Vec<String> = q
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::PICK))
+            .expect("explain")
+            .query_map(rusqlite::params![0, 100], |row| row.get::<_, String>(3))
+            .expect("plan")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        let plan = plan.join("\n");
+        assert!(plan.contains("jobs_due"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+        let plan: Vec<String> = q
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::LEASE))
+            .expect("explain")
+            .query_map(rusqlite::params![0, "w", 0, 1], |row| row.get::<_, String>(3))
+            .expect("plan")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert!(plan.join("\n").contains("INTEGER PRIMARY KEY"), "{plan:?}");
         for (sql, index) in
             [(super::REAP_EXHAUSTED, "jobs_last_lease"), (super::REAP_DEADLINE, "jobs_open_deadline")]
         {

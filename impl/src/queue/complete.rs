@@ -29,6 +29,8 @@ pub enum Completed {
 
 /// What a completion needs to know of the job it completes.
 struct Held {
+    /// The row to write, so that the write needs no second lookup by id.
+    seq: i64,
     status: Status,
     owner: Option<String>,
     attempts: u64,
@@ -63,18 +65,30 @@ impl<'a> Completion<'a> {
 }
 
 const HELD: &str = "
-    SELECT status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms
+    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms
     FROM jobs WHERE id = ?1";
 
+// The two writes go by the seq `HELD` read, and are `OR ROLLBACK` for the reason given in
+// `claim.rs`: no statement journal for a write that the caller would roll back whole anyway.
+
 const FINISH: &str = "
-    UPDATE jobs SET status = ?2, dead_reason = ?3, available_at = NULL, owner = NULL,
-                    claimed_at = NULL, updated_at = ?4, last_error = ?5, last_node = ?6
-    WHERE id = ?1";
+    UPDATE OR ROLLBACK jobs SET status = ?2, dead_reason = ?3, available_at = NULL, owner = NULL,
+                                claimed_at = NULL, updated_at = ?4, last_error = ?5, last_node = ?6
+    WHERE seq = ?1";
 
 const RETRY: &str = "
-    UPDATE jobs SET status = 'pending', available_at = ?2, owner = NULL, claimed_at = NULL,
-                    updated_at = ?3, last_error = ?4, last_node = ?5
-    WHERE id = ?1";
+    UPDATE OR ROLLBACK jobs SET status = 'pending', available_at = ?2, owner = NULL,
+                                claimed_at = NULL, updated_at = ?3, last_error = ?4, last_node = ?5
+    WHERE seq = ?1";
+
+/// `ok` and `permanent` in one statement: their result does not depend on what the job
+/// holds, so the fence — leased to this worker on this very attempt, claimed no later than
+/// `now` — goes in the `WHERE`, and no lookup comes first. When it matches nothing, the
+/// general path (lookup, checks, write) finds out which refusal it is.
+const FINISH_FENCED: &str = "
+    UPDATE OR ROLLBACK jobs SET status = ?5, dead_reason = ?6, available_at = NULL, owner = NULL,
+                                claimed_at = NULL, updated_at = ?4, last_error = ?7, last_node = ?8
+    WHERE id = ?1 AND status = 'leased' AND owner = ?2 AND attempts = ?3 AND claimed_at <= ?4";
 
 /// Notes on a live lease, fenced like a completion. Names no state column, so it is not a
 /// transition (see `schema.rs`).
@@ -197,6 +211,29 @@ pub(super) fn record(tx: &Transaction<'_>, settings: &Settings, c: &Completion<'
     let (id, now) = (&lease.id, *now);
     let (outcome, error, node) =
         (report.outcome, job::note(report.error.as_deref()), job::note(report.node.as_deref()));
+    let finished = match outcome {
+        Outcome::Ok => Some((Status::Done, None)),
+        Outcome::Permanent => Some((Status::Dead, Some(DeadReason::Permanent))),
+        Outcome::Retryable => None,
+    };
+    if let Some((status, reason)) = finished {
+        let written = tx.prepare_cached(FINISH_FENCED)?.execute(params![
+            id,
+            lease.worker,
+            lease.attempt,
+            now,
+            status,
+            reason,
+            error,
+            node
+        ])?;
+        if written == 1 {
+            return Ok(match reason {
+                None => Completed::Done,
+                Some(reason) => Completed::Dead { reason },
+            });
+        }
+    }
     let held = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.clone() })?;
     let holds = held.status == Status::Leased
         && held.owner.as_deref() == Some(lease.worker.as_str())
@@ -211,9 +248,10 @@ pub(super) fn record(tx: &Transaction<'_>, settings: &Settings, c: &Completion<'
         return Err(Error::ClockWentBackwards { now, claimed_at });
     }
     let completed = settle(&held, outcome, report.retry_after_ms, now, settings, *jitter)?;
+    let seq = held.seq;
     match completed {
         Completed::Done => tx.prepare_cached(FINISH)?.execute(params![
-            id,
+            seq,
             Status::Done,
             None::<DeadReason>,
             now,
@@ -221,10 +259,10 @@ pub(super) fn record(tx: &Transaction<'_>, settings: &Settings, c: &Completion<'
             node
         ])?,
         Completed::Dead { reason } => {
-            tx.prepare_cached(FINISH)?.execute(params![id, Status::Dead, reason, now, error, node])?
+            tx.prepare_cached(FINISH)?.execute(params![seq, Status::Dead, reason, now, error, node])?
         }
         Completed::Retry { available_at } => {
-            tx.prepare_cached(RETRY)?.execute(params![id, available_at, now, error, node])?
+            tx.prepare_cached(RETRY)?.execute(params![seq, available_at, now, error, node])?
         }
     };
     Ok(completed)
@@ -235,14 +273,15 @@ fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Held>> {
         .prepare_cached(HELD)?
         .query_row([id], |row| {
             Ok(Held {
-                status: row.get(0)?,
-                owner: row.get(1)?,
-                attempts: row.get(2)?,
-                max_attempts: row.get(3)?,
-                deadline: row.get(4)?,
-                claimed_at: row.get(5)?,
-                base_ms: row.get(6)?,
-                cap_ms: row.get(7)?,
+                seq: row.get(0)?,
+                status: row.get(1)?,
+                owner: row.get(2)?,
+                attempts: row.get(3)?,
+                max_attempts: row.get(4)?,
+                deadline: row.get(5)?,
+                claimed_at: row.get(6)?,
+                base_ms: row.get(7)?,
+                cap_ms: row.get(8)?,
             })
         })
         .optional()?;
@@ -626,6 +665,51 @@ mod tests {
         q.complete(&Completion::new(&Lease::new("w1", "a", n), Outcome::Ok, 30_020, 0.0)).expect("complete");
         let audit = q.audit().expect("audit");
         assert!(audit.violations.is_empty(), "{:?}", audit.violations);
+    }
+
+    #[test]
+    fn the_fenced_finish_looks_the_job_up_by_id() {
+        let q = queue();
+        let plan: Vec<String> = q
+            .conn()
+            .prepare(&format!("EXPLAIN QUERY PLAN {FINISH_FENCED}"))
+            .expect("explain")
+            .query_map(
+                params!["a", "w", 1, 0, "done", None::<String>, None::<String>, None::<String>],
+                |row| row.get::<_, String>(3),
+            )
+            .expect("plan")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        let plan = plan.join("\n");
+        assert!(plan.contains("SEARCH jobs USING INDEX sqlite_autoindex_jobs_1 (id=?)"), "{plan}");
+    }
+
+    #[test]
+    fn a_refused_ok_or_permanent_is_the_same_refusal_as_a_retryable_one() {
+        // The fenced one-statement finish falls back to the checks, in the same order.
+        let mut q = queue();
+        let n = leased(&mut q, 5, 10_000, 100);
+        let before = q.get("a").expect("get");
+        for outcome in [Outcome::Ok, Outcome::Permanent, Outcome::Retryable] {
+            let tries = [
+                (Lease::new("w1", "missing", 1), 200),
+                (Lease::new("w2", "a", n), 200),
+                (Lease::new("w1", "a", n + 1), 200),
+                (Lease::new("w1", "a", n), 99),
+            ];
+            let mut kinds = Vec::new();
+            for (lease, now) in &tries {
+                kinds.push(q.complete(&Completion::new(lease, outcome, *now, 0.0)).map_err(|e| e.kind()));
+            }
+            use crate::ErrorKind::*;
+            assert_eq!(
+                kinds,
+                [Err(NotFound), Err(LeaseLost), Err(LeaseLost), Err(ClockWentBackwards)],
+                "{outcome:?}"
+            );
+            assert_eq!(q.get("a").expect("get"), before, "{outcome:?}: a refusal changes nothing");
+        }
     }
 
     #[test]
