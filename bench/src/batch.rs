@@ -7,14 +7,16 @@
 //! throughput: [`versus_floor`] pairs the two round by round, so that their ratio says how
 //! much of that CPU is the queue's own (its fencing, its reaping, its history).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use retryq::{Completion, NewJob, Outcome, Queue};
 use serde::Serialize;
 
+use crate::error::BenchError;
+use crate::floor;
+use crate::median::median;
 use crate::throughput::{PAYLOAD, now_ms, remove_db};
-use crate::{BenchError, Config, floor, median};
 
 /// The batch size [`versus_floor`] compares at: where the fsync is shared a hundredfold.
 pub const VERSUS_FLOOR_K: usize = 100;
@@ -104,20 +106,25 @@ pub fn measure_floor(dir: &Path, k: usize, window: Duration, round: usize) -> Re
 }
 
 /// The queue's batches and the batched floor at k = [`VERSUS_FLOOR_K`], in a fresh
-/// temporary directory (under `config.dir` if given), round by round with the order flipped
-/// every round, so that each ratio pairs runs that saw the machine in the same state.
-pub fn versus_floor(config: &Config) -> Result<BatchVersusFloor, BenchError> {
-    let dir = match &config.dir {
+/// temporary directory (under `dir` if given), round by round with the order flipped every
+/// round, so that each ratio pairs runs that saw the machine in the same state. As many
+/// rounds of as long a window as the rest of `retryq bench`: five of 3 s, or three of 0.6 s
+/// when `quick`.
+pub fn versus_floor(
+    dir: Option<&PathBuf>,
+    quick: bool,
+    progress: &dyn Fn(&str),
+) -> Result<BatchVersusFloor, BenchError> {
+    let dir = match dir {
         Some(dir) => tempfile::Builder::new().prefix("retryq-bench-").tempdir_in(dir)?,
         None => tempfile::Builder::new().prefix("retryq-bench-").tempdir()?,
     };
-    let (k, rounds, window) = (VERSUS_FLOOR_K, config.rounds(), config.window());
+    let (rounds, window) =
+        if quick { (3, Duration::from_millis(600)) } else { (5, Duration::from_millis(3000)) };
+    let k = VERSUS_FLOOR_K;
     let (mut queue, mut bare, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        (config.progress)(&format!(
-            "batches against the batched floor, k = {k}: round {}/{rounds}",
-            round + 1
-        ));
+        progress(&format!("batches against the batched floor, k = {k}: round {}/{rounds}", round + 1));
         let (q, f) = if round % 2 == 0 {
             let q = measure(dir.path(), k, window, round)?;
             (q, measure_floor(dir.path(), k, window, round)?)

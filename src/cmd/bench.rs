@@ -52,7 +52,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let report = retryq_bench::run(&config)?;
-    let versus = retryq_bench::batch::versus_floor(&config)?;
+    let versus = retryq_bench::batch::versus_floor(config.dir.as_ref(), config.quick, &|line| {
+        (config.progress)(line)
+    })?;
     if args.json {
         let json_error = |e: serde_json::Error| CliError::Other(e.to_string());
         let mut json = serde_json::to_value(&report).map_err(json_error)?;
