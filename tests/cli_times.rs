@@ -76,7 +76,14 @@ fn get_stays_spec_json_and_human_shows_utc_beside_the_milliseconds() {
     assert_eq!(head, r#"{"ok":"job","id":"order-7","status":"pending","attempts":0,"max_attempts":3,"#);
     let (available_at, tail) = tail.split_once(',').expect("more keys");
     assert!(available_at.parse::<u64>().is_ok(), "{}", json.stdout);
-    assert_eq!(tail, format!(r#""deadline":{DEADLINE},"dead_reason":null,"redrives":0}}"#) + "\n");
+    // SPEC 3.9 (1.1): a job enqueued without a schedule has `not_before` = its enqueue's `now`,
+    // which is also its first `available_at`.
+    assert_eq!(
+        tail,
+        format!(
+            r#""deadline":{DEADLINE},"dead_reason":null,"redrives":0,"not_before":{available_at},"base_ms":null,"cap_ms":null}}"#
+        ) + "\n"
+    );
 
     let human = retryq(&db, &["get", "order-7", "--human"]);
     assert_eq!(human.code, Some(0), "{}", human.stderr);
