@@ -2,42 +2,17 @@
 //! milliseconds both work, the short names are aliases of the `-ms` ones, and a value the
 //! queue cannot hold is refused naming the flag and why, with nothing changed.
 
+mod common;
+
+use common::{Ran, command, now_ms, ran};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{SystemTime, UNIX_EPOCH};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
 
 fn retryq(db: &Path, args: &[&str]) -> Ran {
-    let out: Output = Command::new(BIN)
-        .args(args)
-        .env("RETRYQ_DB", db)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run retryq");
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    ran(command(db, args).output().expect("run retryq"))
 }
 
 fn fresh() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("retryq-durations-").tempdir().expect("tempdir");
-    let db = dir.path().join("q.db");
-    (dir, db)
-}
-
-fn now_ms() -> u64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970");
-    u64::try_from(since.as_millis()).expect("milliseconds fit")
+    common::fresh("retryq-durations-")
 }
 
 /// The deadline `get` shows for `id`.

@@ -2,25 +2,17 @@
 //! payload only when said, a payload piped in as before, and a line in words saying what was
 //! enqueued beside the JSON result.
 
+mod common;
+
+use common::{Ran, command, ran};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, UNIX_EPOCH};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
 
 /// `retryq ARGS` with `input` on standard input (`None`: standard input is /dev/null).
 fn retryq(db: &Path, args: &[&str], input: Option<&[u8]>) -> Ran {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .env("RETRYQ_DB", db)
-        .env_remove("RUST_LOG")
+    let mut child = command(db, args)
         .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -33,18 +25,11 @@ fn retryq(db: &Path, args: &[&str], input: Option<&[u8]>) -> Ran {
             assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {e}");
         }
     }
-    let out = child.wait_with_output().expect("wait");
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    ran(child.wait_with_output().expect("wait"))
 }
 
 fn fresh() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("retryq-enqueue-").tempdir().expect("tempdir");
-    let db = dir.path().join("q.db");
-    (dir, db)
+    common::fresh("retryq-enqueue-")
 }
 
 fn job(db: &Path, id: &str) -> serde_json::Value {

@@ -6,41 +6,22 @@
 //! The jobs are made through the library with chosen clocks, so that the order under test
 //! is not an accident of when the test ran.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
+use common::{Ran, command, ran};
 use retryq::{Completion, NewJob, OpenOptions, Outcome, Queue};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
 
 /// 2100-01-01T00:00:00.123Z.
 const DEADLINE: u64 = 4_102_444_800_123;
 
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn retryq(db: &Path, args: &[&str]) -> Ran {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("RETRYQ_DB", db)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run retryq");
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    ran(command(db, args).output().expect("run retryq"))
 }
 
 fn fresh() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("retryq-list-").tempdir().expect("tempdir");
-    let db = dir.path().join("q.db");
-    (dir, db)
+    common::fresh("retryq-list-")
 }
 
 /// The first word of each line after the header: the ids, in the order listed.

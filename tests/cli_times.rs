@@ -3,11 +3,11 @@
 //! JSON and the `--json` outputs stay milliseconds alone, and a time past the year 9999 — a
 //! deadline of 2^53−1, a lease expiry past 2^53 — is said in words, never a panic.
 
+mod common;
+
+use common::{BIN, Ran, command, ran};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retryq");
 
 /// 2100-01-01T00:00:00.123Z: a deadline every run of these tests is before.
 const DEADLINE: &str = "4102444800123";
@@ -15,31 +15,12 @@ const DEADLINE_UTC: &str = "4102444800123 (2100-01-01T00:00:00.123Z)";
 /// SPEC's largest integer, as a deadline: some 285,000 years from 1970.
 const FAR: &str = "9007199254740991";
 
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn retryq(db: &Path, args: &[&str]) -> Ran {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("RETRYQ_DB", db)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run retryq");
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    ran(command(db, args).output().expect("run retryq"))
 }
 
 fn fresh() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("retryq-times-").tempdir().expect("tempdir");
-    let db = dir.path().join("q.db");
-    (dir, db)
+    common::fresh("retryq-times-")
 }
 
 fn enqueue(db: &Path, id: &str, deadline: &str, max_attempts: &str) {
