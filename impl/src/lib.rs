@@ -55,6 +55,7 @@
 #[cfg(feature = "tokio")]
 mod asynch;
 mod audit;
+mod backend;
 mod ddl;
 mod delay;
 mod error;
@@ -69,6 +70,7 @@ mod upgrade;
 #[cfg(feature = "tokio")]
 pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
+pub use backend::Backend;
 pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};

@@ -1,9 +1,10 @@
 //! `run_once`: the unit of work — claim, send, record — with no sleeping and no daemon.
 
 use super::claim::Claimed;
-use super::complete::{Completed, Completion};
+use super::complete::Completed;
 use super::lease::Lease;
 use super::store::Queue;
+use crate::backend::Backend;
 use crate::delay::validate_jitter;
 use crate::error::{Result, RunError};
 use crate::input;
@@ -70,21 +71,11 @@ impl Queue {
     pub fn run_once<R: Into<Report>, E>(
         &mut self,
         worker: &str,
-        mut clock: impl FnMut() -> u64,
+        clock: impl FnMut() -> u64,
         transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
         jitter: f64,
     ) -> Result<Ran, RunError<E>> {
-        check_args(worker, jitter)?;
-        let before = input::int("clock", clock())?;
-        let Some(claimed) = self.claim(worker, before)? else {
-            return Ok(Ran::Idle);
-        };
-        let sent = transport(&claimed);
-        let after = input::int("clock", clock())?;
-        let lease = claimed.lease;
-        let report = reported(&lease, before, after, sent)?;
-        let completed = self.complete(&Completion { lease: &lease, report, now: after, jitter })?;
-        Ok(ran(lease, completed))
+        (self as &mut dyn Backend).run_once(worker, clock, transport, jitter)
     }
 }
 

@@ -1,0 +1,196 @@
+//! `Backend`: the contract's operations, whatever store keeps the jobs.
+//!
+//! Two stores implement it — [`Queue`] on a SQLite file and, with the `postgres` feature,
+//! `PgQueue` on a PostgreSQL database — and both give the same answer to the same call: the
+//! replay harness, the worker and the command line are written against this trait, and
+//! conformance runs the same traces through either. A caller who knows its store may keep
+//! using the concrete type; every method here is that type's own method of the same name,
+//! documented there.
+//!
+//! The trait is object safe (`Box<dyn Backend>` is what `open` returns for a `--db` that may
+//! name either store), so `run_once`, generic over its transport, is a method of
+//! `dyn Backend` rather than of the trait.
+
+use crate::audit::Audit;
+use crate::error::{Result, RunError};
+use crate::input;
+use crate::job::{DeadReason, Job, Report, Status};
+use crate::queue::claim::Claimed;
+use crate::queue::complete::{Completed, Completion};
+use crate::queue::enqueue::{Enqueued, NewJob};
+use crate::queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
+use crate::queue::lease::Lease;
+use crate::queue::redrive::{Redrive, RedriveDead};
+use crate::queue::run_once::{Ran, check_args, ran, reported};
+use crate::queue::store::{Queue, Settings};
+
+/// A durable store of jobs that keeps SPEC sections 2 to 4. Every write is one transaction
+/// (or, for the `_batch`/`_many` calls, one for the whole batch); every read sees one
+/// snapshot.
+pub trait Backend: Send {
+    /// Which store this is, for messages: `sqlite` or `postgres`.
+    fn kind(&self) -> &'static str;
+    /// The lease and backoff parameters later operations use.
+    fn settings(&self) -> Settings;
+    /// Sets the lease and backoff parameters for later operations.
+    fn set_settings(&mut self, settings: Settings) -> Result<()>;
+    /// SPEC 3.2: stores a new job, or answers `Existing` for the same id and payload.
+    fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued>;
+    /// Several enqueues in one transaction, each answered on its own.
+    fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>>;
+    /// SPEC 3.3: reaps, then leases the next due job to `worker`.
+    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>>;
+    /// Up to `k` claims in one transaction, exactly as `k` single claims would answer.
+    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>>;
+    /// SPEC 3.4: records the outcome of a held attempt.
+    fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed>;
+    /// Several completions in one transaction, each answered on its own.
+    fn complete_batch(&mut self, completions: &[Completion<'_>]) -> Result<Vec<Result<Completed>>>;
+    /// Notes an unclassified error on a held lease; not a transition.
+    fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()>;
+    /// SPEC 3.12: the holder keeps its lease; the new expiry.
+    fn heartbeat(&mut self, lease: &Lease, now: u64) -> Result<u64>;
+    /// SPEC 3.13: a pending job becomes dead(cancelled).
+    fn cancel(&mut self, id: &str, now: u64) -> Result<()>;
+    /// SPEC 3.6: a dead job gets a new budget.
+    fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()>;
+    /// Every dead job (of one reason) redriven, each answered on its own.
+    fn redrive_dead(&mut self, redrive: &RedriveDead) -> Result<Vec<(String, Result<()>)>>;
+    /// SPEC 3.5: quarantines every due job that is out of budget; how many.
+    fn reap(&mut self, now: u64) -> Result<u64>;
+    /// SPEC 3.9: the job with this id.
+    fn get(&self, id: &str) -> Result<Option<Job>>;
+    /// SPEC 3.8: counts of the store at `now`.
+    fn stats(&self, now: u64) -> Result<Stats>;
+    /// The lease holders and their leases at `now`.
+    fn owners(&self, now: u64) -> Result<Vec<Owner>>;
+    /// Every recorded transition of one job, oldest first.
+    fn history(&self, id: &str) -> Result<Vec<HistoryEntry>>;
+    /// The dead jobs (of one reason), in enqueue order.
+    fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>>;
+    /// Up to `limit` jobs of one status, in an operator's order.
+    fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage>;
+    /// The smallest `available_at` of the open jobs.
+    fn next_due(&self) -> Result<Option<u64>>;
+    /// SPEC section 4's invariants checked on every row and every recorded transition.
+    fn audit(&self) -> Result<Audit>;
+}
+
+impl dyn Backend + '_ {
+    /// `run_once` on any store: claim, send, record — see [`Queue::run_once`], which is this
+    /// same code on a SQLite queue.
+    pub fn run_once<R: Into<Report>, E>(
+        &mut self,
+        worker: &str,
+        mut clock: impl FnMut() -> u64,
+        transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
+        jitter: f64,
+    ) -> Result<Ran, RunError<E>> {
+        check_args(worker, jitter)?;
+        let before = input::int("clock", clock())?;
+        let Some(claimed) = self.claim(worker, before)? else {
+            return Ok(Ran::Idle);
+        };
+        let sent = transport(&claimed);
+        let after = input::int("clock", clock())?;
+        let lease = claimed.lease;
+        let report = reported(&lease, before, after, sent)?;
+        let completed = self.complete(&Completion { lease: &lease, report, now: after, jitter })?;
+        Ok(ran(lease, completed))
+    }
+}
+
+/// Each method is the SQLite queue's own (the inherent method wins over the trait's, so
+/// these calls do not recurse).
+impl Backend for Queue {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+    fn settings(&self) -> Settings {
+        Queue::settings(self)
+    }
+    fn set_settings(&mut self, settings: Settings) -> Result<()> {
+        Queue::set_settings(self, settings)
+    }
+    fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued> {
+        Queue::enqueue(self, job)
+    }
+    fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
+        Queue::enqueue_many(self, jobs)
+    }
+    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
+        Queue::claim(self, worker, now)
+    }
+    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
+        Queue::claim_batch(self, worker, now, k)
+    }
+    fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed> {
+        Queue::complete(self, completion)
+    }
+    fn complete_batch(&mut self, completions: &[Completion<'_>]) -> Result<Vec<Result<Completed>>> {
+        Queue::complete_batch(self, completions)
+    }
+    fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()> {
+        Queue::record_error(self, lease, error, node)
+    }
+    fn heartbeat(&mut self, lease: &Lease, now: u64) -> Result<u64> {
+        Queue::heartbeat(self, lease, now)
+    }
+    fn cancel(&mut self, id: &str, now: u64) -> Result<()> {
+        Queue::cancel(self, id, now)
+    }
+    fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
+        Queue::redrive(self, redrive)
+    }
+    fn redrive_dead(&mut self, redrive: &RedriveDead) -> Result<Vec<(String, Result<()>)>> {
+        Queue::redrive_dead(self, redrive)
+    }
+    fn reap(&mut self, now: u64) -> Result<u64> {
+        Queue::reap(self, now)
+    }
+    fn get(&self, id: &str) -> Result<Option<Job>> {
+        Queue::get(self, id)
+    }
+    fn stats(&self, now: u64) -> Result<Stats> {
+        Queue::stats(self, now)
+    }
+    fn owners(&self, now: u64) -> Result<Vec<Owner>> {
+        Queue::owners(self, now)
+    }
+    fn history(&self, id: &str) -> Result<Vec<HistoryEntry>> {
+        Queue::history(self, id)
+    }
+    fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>> {
+        Queue::dead_jobs(self, reason)
+    }
+    fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
+        Queue::list(self, status, reason, limit)
+    }
+    fn next_due(&self) -> Result<Option<u64>> {
+        Queue::next_due(self)
+    }
+    fn audit(&self) -> Result<Audit> {
+        Queue::audit(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Outcome;
+
+    /// The trait object answers as the queue does, `run_once` included.
+    #[test]
+    fn a_queue_behind_the_trait_is_the_same_queue() {
+        let mut store: Box<dyn Backend> = Box::new(Queue::open_in_memory().expect("memory queue"));
+        assert_eq!(store.kind(), "sqlite");
+        let job =
+            NewJob { id: "a", payload: "{}", max_attempts: 2, deadline: 60_000, now: 0, ..NewJob::default() };
+        assert_eq!(store.enqueue(&job).expect("enqueue"), Enqueued::New);
+        let send = |_: &Claimed| Ok::<_, std::convert::Infallible>(Outcome::Ok);
+        let ran = store.run_once("w1", || 10, send, 0.5).expect("run");
+        assert_eq!(ran, Ran::Done { id: "a".into(), attempt: 1 });
+        assert_eq!(store.get("a").expect("get").map(|j| j.status), Some(Status::Done));
+        assert!(store.audit().expect("audit").is_clean());
+    }
+}

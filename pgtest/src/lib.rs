@@ -1,0 +1,360 @@
+//! A real PostgreSQL for tests, started by the tests themselves.
+//!
+//! The first test of a process that asks for a database starts a throwaway cluster: `initdb`
+//! into a temporary directory (as the `postgres` user when the tests run as root, since
+//! `initdb` refuses root), a server on 127.0.0.1 on a free port with its socket in that
+//! directory, and a watchdog that stops the server (`pg_ctl stop -m immediate`) and removes the
+//! directory once the test process is gone — Rust runs no destructor for a `static`, and a
+//! test binary may be killed. Each test then gets a database of its own on that cluster.
+//!
+//! `RETRYQ_PG_URL` points the tests at an existing server instead (a URL whose user may
+//! create databases); each test still gets a fresh database on it.
+//!
+//! Where PostgreSQL is not installed the tests that need it say so loudly on stderr and skip
+//! — except under CI (`CI` set), where a skipped PostgreSQL test is a failure: CI installs the
+//! package (see `.ci/run`), so a skip there would hide that nothing was tested.
+//!
+//! The throwaway cluster runs with `fsync=off`: these tests check semantics and crash
+//! consistency against a killed *process* (server or client), which the operating system's page
+//! cache survives; `synchronous_commit` stays `on`, so every commit still waits for its WAL
+//! write. Measuring durability costs is `retryq bench`'s business, on a cluster with fsync on
+//! ([`Cluster::start`] with `fsync: true`).
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+use std::fmt;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Why no cluster could be had.
+#[derive(Debug)]
+pub enum Unavailable {
+    /// No `initdb`/`pg_ctl` on this machine: the tests skip (or fail under CI).
+    NotInstalled,
+    /// PostgreSQL is installed but the cluster would not start, or a database could not be
+    /// created: always a failure.
+    Failed(String),
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::NotInstalled => write!(
+                f,
+                "PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin or on PATH) \
+                 and RETRYQ_PG_URL is not set"
+            ),
+            Unavailable::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A running PostgreSQL server the tests may create databases on.
+pub struct Cluster {
+    /// `postgres://user@host:port` with no database: append `/NAME`.
+    base: String,
+    /// The cluster's files, when this process started it (none for `RETRYQ_PG_URL`).
+    own: Option<Own>,
+}
+
+/// A cluster this process started: where it lives and how to drive it.
+struct Own {
+    _dir: tempfile::TempDir,
+    data: PathBuf,
+    bin: PathBuf,
+    port: u16,
+    socket_dir: PathBuf,
+    fsync: bool,
+}
+
+/// The cluster every test of this process shares.
+static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+/// Numbers the databases of this process.
+static NEXT_DB: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh database on the shared cluster, as a URL, or `None` (after a loud line on stderr)
+/// when PostgreSQL is not installed and this is not CI. `test` names it in that line.
+///
+/// Panics when the cluster cannot start, under CI when PostgreSQL is missing, and when the
+/// database cannot be created: each is a failed test, never a silent skip.
+pub fn database(test: &str) -> Option<String> {
+    let shared = SHARED.get_or_init(|| match Cluster::from_env() {
+        Some(cluster) => cluster,
+        None => Cluster::start(false).map_err(|e| match e {
+            Unavailable::NotInstalled => String::new(),
+            Unavailable::Failed(why) => why,
+        }),
+    });
+    match shared {
+        Ok(cluster) => match cluster.create_database() {
+            Ok(url) => Some(url),
+            Err(why) => panic!("{test}: {why}"),
+        },
+        Err(why) if why.is_empty() => skip(test),
+        Err(why) => panic!("{test}: PostgreSQL did not start: {why}"),
+    }
+}
+
+/// The skip: loud, and a failure under CI.
+fn skip(test: &str) -> Option<String> {
+    let why = Unavailable::NotInstalled;
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: {why}; under CI a PostgreSQL test must not skip (.ci/run installs it)");
+    }
+    eprintln!("SKIPPED {test}: {why}. Install PostgreSQL (Debian: apt-get install postgresql) to run it.");
+    None
+}
+
+impl Cluster {
+    /// The server `RETRYQ_PG_URL` names, if set.
+    fn from_env() -> Option<Result<Cluster, String>> {
+        let url = std::env::var("RETRYQ_PG_URL").ok()?;
+        // The URL may name a database; ours go beside it on the same server.
+        let base = match url.rfind('/') {
+            Some(slash) if slash > "postgres://".len() => url[..slash].to_owned(),
+            _ => url.clone(),
+        };
+        Some(Ok(Cluster { base, own: None }))
+    }
+
+    /// Starts a cluster of this process's own: `initdb`, then a server on a free port. With
+    /// `fsync` false the server does not flush to the disk (see the module's doc).
+    pub fn start(fsync: bool) -> Result<Cluster, Unavailable> {
+        let bin = find_bin().ok_or(Unavailable::NotInstalled)?;
+        let failed = |what: &str, e: &dyn fmt::Display| Unavailable::Failed(format!("{what}: {e}"));
+        let dir = tempfile::Builder::new()
+            .prefix("retryq-pg-")
+            .tempdir()
+            .map_err(|e| failed("temporary directory", &e))?;
+        let data = dir.path().join("data");
+        let socket_dir = dir.path().to_path_buf();
+        as_server_user_owned(dir.path()).map_err(|e| failed("chown to postgres", &e))?;
+        run(
+            server_command(&bin.join("initdb"))
+                .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "--locale=C", "-D"])
+                .arg(&data),
+            "initdb",
+        )?;
+        let mut own = Own { _dir: dir, data, bin, port: 0, socket_dir, fsync };
+        own.start_on_free_port()?;
+        own.watch(std::process::id())?;
+        Ok(Cluster { base: format!("postgres://postgres@127.0.0.1:{}", own.port), own: Some(own) })
+    }
+
+    /// The URL of database `name` on this server.
+    pub fn url(&self, name: &str) -> String {
+        format!("{}/{name}", self.base)
+    }
+
+    /// A new, empty database: its URL.
+    pub fn create_database(&self) -> Result<String, String> {
+        let name = format!("retryq_t{}_{}", std::process::id(), NEXT_DB.fetch_add(1, Ordering::Relaxed));
+        let mut admin = postgres::Client::connect(&self.url("postgres"), postgres::NoTls)
+            .map_err(|e| format!("connecting to {}: {e}", self.url("postgres")))?;
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .map_err(|e| format!("CREATE DATABASE {name}: {e}"))?;
+        Ok(self.url(&name))
+    }
+
+    /// Stops the server at once, as a crash would (`pg_ctl stop -m immediate`): committed
+    /// transactions are in the WAL, nothing else is kept.
+    pub fn stop_immediate(&self) -> Result<(), String> {
+        let own = self.own.as_ref().ok_or("RETRYQ_PG_URL's server is not ours to stop")?;
+        own.pg_ctl(&["stop", "-m", "immediate", "-w"]).map_err(|e| e.to_string())
+    }
+
+    /// Starts the server again on the same port after a stop; it recovers from its WAL.
+    pub fn restart(&self) -> Result<(), String> {
+        let own = self.own.as_ref().ok_or("RETRYQ_PG_URL's server is not ours to start")?;
+        own.start().map_err(|e| e.to_string())
+    }
+
+    /// Whether this process started the server (and so may stop and restart it).
+    pub fn is_own(&self) -> bool {
+        self.own.is_some()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(own) = &self.own {
+            // Best effort: the watchdog stops it anyway once this process ends.
+            let _ = own.pg_ctl(&["stop", "-m", "immediate", "-w"]);
+        }
+    }
+}
+
+impl Own {
+    /// Picks a free port and starts the server on it; another process may take a port
+    /// between the pick and the start, so a failed start tries another, a few times.
+    fn start_on_free_port(&mut self) -> Result<(), Unavailable> {
+        let mut last = String::new();
+        for _ in 0..5 {
+            self.port = free_port().map_err(|e| Unavailable::Failed(format!("free port: {e}")))?;
+            match self.start() {
+                Ok(()) => return Ok(()),
+                Err(Unavailable::Failed(why)) => last = why,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(Unavailable::Failed(format!("the server would not start: {last}")))
+    }
+
+    fn start(&self) -> Result<(), Unavailable> {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync={} -c max_connections=200",
+            self.port,
+            self.socket_dir.display(),
+            if self.fsync { "on" } else { "off" },
+        );
+        let log = self.socket_dir.join("server.log");
+        let log = log.to_string_lossy();
+        self.pg_ctl(&["start", "-w", "-t", "60", "-l", &log, "-o", &options]).map_err(|e| {
+            let tail = std::fs::read_to_string(self.socket_dir.join("server.log")).unwrap_or_default();
+            Unavailable::Failed(format!("{e}\n{tail}"))
+        })
+    }
+
+    fn pg_ctl(&self, args: &[&str]) -> Result<(), Unavailable> {
+        run(server_command(&self.bin.join("pg_ctl")).arg("-D").arg(&self.data).args(args), "pg_ctl")
+    }
+
+    /// A detached shell that waits for `pid` to end, then stops the server and removes its
+    /// files.
+    fn watch(&self, pid: u32) -> Result<(), Unavailable> {
+        let stop = format!(
+            "{} {} -D '{}' stop -m immediate",
+            if is_root() { "runuser -u postgres --" } else { "" },
+            self.bin.join("pg_ctl").display(),
+            self.data.display()
+        );
+        let script = format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {stop}; rm -rf '{}'",
+            self.socket_dir.display()
+        );
+        Command::new("setsid")
+            .args(["sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map(drop)
+            .map_err(|e| Unavailable::Failed(format!("watchdog: {e}")))
+    }
+}
+
+/// The directory of `initdb` and `pg_ctl`: Debian's newest `/usr/lib/postgresql/N/bin`, else
+/// the one on `PATH`.
+fn find_bin() -> Option<PathBuf> {
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .collect();
+    versions.sort();
+    if let Some((_, bin)) = versions.pop() {
+        return Some(bin);
+    }
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path).find(|dir| dir.join("initdb").exists() && dir.join("pg_ctl").exists())
+    })
+}
+
+fn is_root() -> bool {
+    rustix::process::getuid().is_root()
+}
+
+/// A command for a server program: as the `postgres` user when running as root (the server
+/// refuses root), as ourselves otherwise.
+fn server_command(program: &Path) -> Command {
+    let mut command = if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
+    command.stdin(Stdio::null());
+    command
+}
+
+/// Makes `dir` the `postgres` user's when running as root, so that `initdb` may write it.
+fn as_server_user_owned(dir: &Path) -> std::io::Result<()> {
+    if !is_root() {
+        return Ok(());
+    }
+    let status = Command::new("chown").arg("postgres:").arg(dir).status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!("chown postgres: {} failed ({status})", dir.display())))
+    }
+}
+
+fn run(command: &mut Command, what: &str) -> Result<(), Unavailable> {
+    let out = command.output().map_err(|e| Unavailable::Failed(format!("{what}: {e}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(Unavailable::Failed(format!(
+        "{what} failed ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )))
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_test_gets_an_empty_database_of_its_own() {
+        let (Some(a), Some(b)) = (database("pgtest a"), database("pgtest b")) else { return };
+        assert_ne!(a, b);
+        for url in [a, b] {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+            let tables: i64 = client
+                .query_one("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'", &[])
+                .expect("count")
+                .get(0);
+            assert_eq!(tables, 0, "{url} is empty");
+        }
+    }
+
+    #[test]
+    fn an_own_cluster_survives_an_immediate_stop() {
+        let cluster = match Cluster::start(false) {
+            Ok(cluster) => cluster,
+            Err(Unavailable::NotInstalled) => {
+                skip("pgtest immediate stop");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let url = cluster.create_database().expect("database");
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        client.batch_execute("CREATE TABLE t (x int); INSERT INTO t VALUES (1)").expect("write");
+        drop(client);
+        cluster.stop_immediate().expect("stop");
+        assert!(postgres::Client::connect(&url, postgres::NoTls).is_err(), "the server is down");
+        cluster.restart().expect("restart");
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("reconnect");
+        let x: i32 = client.query_one("SELECT x FROM t", &[]).expect("read").get(0);
+        assert_eq!(x, 1, "a committed row survives the crash");
+    }
+}
