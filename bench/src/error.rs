@@ -10,6 +10,9 @@ pub enum BenchError {
     /// A bare statement of the floor or of the scaling comparison failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A bare statement of the PostgreSQL floor, or the benchmark's own server, failed.
+    #[error("postgres: {0}")]
+    Postgres(#[from] postgres::Error),
     /// A file or a child process could not be used.
     #[error("{0}")]
     Io(#[from] std::io::Error),

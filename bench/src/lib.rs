@@ -26,6 +26,8 @@ pub mod batch;
 pub mod checker;
 pub mod floor;
 pub mod peers;
+pub mod pg_floor;
+pub mod postgres;
 pub mod scaling;
 pub mod throughput;
 pub mod worker;
@@ -64,6 +66,8 @@ pub struct Config {
     pub checker: Option<PathBuf>,
     /// Progress lines go here (stderr in the command).
     pub progress: fn(&str),
+    /// Where the PostgreSQL figures are measured.
+    pub postgres: postgres::Server,
 }
 
 impl Config {
@@ -254,7 +258,21 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
         model_checking,
         conformance: conformance(config, &progress),
         peers: vec![persist_queue, peers::effectum()],
+        postgres: postgres::measure(&config.launcher, dir.path(), &config.postgres, rounds, window, &progress)?,
     })
+}
+
+/// Only the PostgreSQL figures ([`postgres`]), in a fresh temporary directory (for the SQLite
+/// queue measured beside them).
+pub fn run_postgres(config: &Config) -> Result<postgres::PgThroughput, BenchError> {
+    let dir = match &config.dir {
+        Some(dir) => tempfile::Builder::new().prefix("retryq-bench-").tempdir_in(dir)?,
+        None => tempfile::Builder::new().prefix("retryq-bench-").tempdir()?,
+    };
+    let started = std::time::Instant::now();
+    let progress =
+        |line: &str| (config.progress)(&format!("[{:5.1} s] {line}", started.elapsed().as_secs_f64()));
+    postgres::measure(&config.launcher, dir.path(), &config.postgres, config.rounds(), config.window(), &progress)
 }
 
 /// Only the worker's figures ([`worker`]), in a fresh temporary directory: seconds, not

@@ -29,6 +29,8 @@ pub struct BenchReport {
     pub conformance: Conformance,
     /// Other queues on the same disk.
     pub peers: Vec<Peer>,
+    /// The queue on PostgreSQL, by worker processes, against the server's floor.
+    pub postgres: crate::postgres::PgThroughput,
 }
 
 /// The machine, as far as the run can see it.

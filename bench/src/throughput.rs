@@ -1,5 +1,6 @@
 //! End-to-end durable throughput with real worker processes: each job is enqueued, claimed
-//! and completed, three commits, by one process or by two sharing the file.
+//! and completed, three commits, by one process or by several sharing the database — a SQLite
+//! file, or a PostgreSQL database (`postgres.rs` runs those).
 //!
 //! The parent creates a fresh database, starts the children (the `retryq` binary again, as a
 //! hidden subcommand that calls [`worker_main`]), waits until each has opened the file and
@@ -12,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use retryq::{Completion, NewJob, Outcome, Queue};
+use retryq::{Backend, Completion, NewJob, Outcome, PgQueue, Queue};
 use serde::{Deserialize, Serialize};
 
-use crate::{BenchError, floor};
+use crate::{BenchError, floor, pg_floor};
 
 /// The payload every benchmark job carries: a small order, as a JSON text.
 pub const PAYLOAD: &str = r#"{"order":"order-7","sku":"snack","qty":3}"#;
@@ -28,6 +29,10 @@ pub enum Side {
     Queue,
     /// Bare statements: insert, lease, done.
     Floor,
+    /// `retryq::PgQueue`: enqueue, claim, complete, on PostgreSQL.
+    PgQueue,
+    /// Bare statements on PostgreSQL (`pg_floor.rs`).
+    PgFloor,
 }
 
 /// What one worker process is told to do (passed as one JSON argument).
@@ -35,8 +40,8 @@ pub enum Side {
 pub struct WorkerSpec {
     /// The queue or the floor.
     pub side: Side,
-    /// The shared database file.
-    pub db: PathBuf,
+    /// The shared database: a file for the SQLite sides, a URL for the PostgreSQL ones.
+    pub db: String,
     /// The worker's name in its claims.
     pub name: String,
     /// How long to work, in milliseconds.
@@ -92,46 +97,64 @@ pub fn worker_main(spec: &str) -> Result<(), BenchError> {
         let _ = write!(id, "{}-{n:09}", spec.name);
     };
     let (mut jobs, mut misses) = (0u64, 0u64);
-    let start;
-    match spec.side {
-        Side::Queue => {
-            let mut queue = Queue::open(&spec.db)?;
-            ready(&mut out, &mut line)?;
-            start = Instant::now();
-            while start.elapsed() < window {
-                next(&mut id, jobs + misses);
-                let now = now_ms()?;
-                queue.enqueue(&NewJob {
-                    id: &id,
-                    payload: PAYLOAD,
-                    max_attempts: 5,
-                    deadline: now + 3_600_000,
-                    now,
-                    ..NewJob::default()
-                })?;
-                let now = now_ms()?;
-                match queue.claim(&spec.name, now)? {
-                    Some(job) => {
-                        queue.complete(&Completion::new(&job.lease, Outcome::Ok, now_ms()?.max(now), 0.0))?;
-                        jobs += 1;
-                    }
-                    None => misses += 1,
-                }
-            }
-        }
+    let mut queue: Box<dyn Backend> = match spec.side {
+        Side::Queue => Box::new(Queue::open(&spec.db)?),
+        Side::PgQueue => Box::new(PgQueue::connect(&spec.db)?),
         Side::Floor => {
-            let conn = floor::open(&spec.db)?;
+            let conn = floor::open(Path::new(&spec.db))?;
             let mut statements = floor::Floor::new(&conn)?;
-            ready(&mut out, &mut line)?;
-            start = Instant::now();
-            while start.elapsed() < window {
-                next(&mut id, jobs + misses);
-                if statements.cycle(&id, PAYLOAD, &spec.name, now_ms()?)? {
-                    jobs += 1;
-                } else {
-                    misses += 1;
-                }
+            let cycle = |id: &str| statements.cycle(id, PAYLOAD, &spec.name, now_ms()?);
+            return floor_loop(cycle, &mut out, &mut line, window, &spec.name);
+        }
+        Side::PgFloor => {
+            let mut statements = pg_floor::Floor::new(pg_floor::open(&spec.db)?)?;
+            let cycle = |id: &str| statements.cycle(id, PAYLOAD, &spec.name, now_ms()?);
+            return floor_loop(cycle, &mut out, &mut line, window, &spec.name);
+        }
+    };
+    ready(&mut out, &mut line)?;
+    let start = Instant::now();
+    while start.elapsed() < window {
+        next(&mut id, jobs + misses);
+        let now = now_ms()?;
+        queue.enqueue(&NewJob {
+            id: &id,
+            payload: PAYLOAD,
+            max_attempts: 5,
+            deadline: now + 3_600_000,
+            now,
+            ..NewJob::default()
+        })?;
+        let now = now_ms()?;
+        match queue.claim(&spec.name, now)? {
+            Some(job) => {
+                queue.complete(&Completion::new(&job.lease, Outcome::Ok, now_ms()?.max(now), 0.0))?;
+                jobs += 1;
             }
+            None => misses += 1,
+        }
+    }
+    let report = WorkerReport { jobs, misses, seconds: start.elapsed().as_secs_f64() };
+    writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    Ok(())
+}
+
+/// A floor worker's window: `cycle` takes one job through (`false`: nothing was due).
+fn floor_loop(
+    mut cycle: impl FnMut(&str) -> Result<bool, BenchError>,
+    out: &mut impl Write,
+    line: &mut String,
+    window: Duration,
+    name: &str,
+) -> Result<(), BenchError> {
+    ready(out, line)?;
+    let (mut jobs, mut misses) = (0u64, 0u64);
+    let start = Instant::now();
+    while start.elapsed() < window {
+        if cycle(&format!("{name}-{:09}", jobs + misses))? {
+            jobs += 1;
+        } else {
+            misses += 1;
         }
     }
     let report = WorkerReport { jobs, misses, seconds: start.elapsed().as_secs_f64() };
@@ -163,12 +186,29 @@ pub fn measure(
         // Create the schema (and WAL mode) before the workers race to open the file.
         Side::Queue => drop(Queue::open(&db)?),
         Side::Floor => drop(floor::open(&db)?),
+        Side::PgQueue | Side::PgFloor => {
+            return Err(BenchError::Setup(format!("{side:?} runs on a PostgreSQL database, not in a directory")));
+        }
     }
+    let rate = measure_on(launcher, &db.to_string_lossy(), side, processes, window);
+    remove_db(&db);
+    rate
+}
+
+/// One measurement on a database made ready for `side` (its schema created): `processes`
+/// workers for `window`, jobs per second over them all.
+pub fn measure_on(
+    launcher: &Launcher,
+    db: &str,
+    side: Side,
+    processes: usize,
+    window: Duration,
+) -> Result<f64, BenchError> {
     let mut children = Vec::with_capacity(processes);
     for p in 0..processes {
         let spec = WorkerSpec {
             side,
-            db: db.clone(),
+            db: db.to_owned(),
             name: format!("w{}", p + 1),
             window_ms: window.as_millis() as u64,
         };
@@ -185,7 +225,6 @@ pub fn measure(
         let _ = child.child.wait();
     }
     let (jobs, seconds) = result?;
-    remove_db(&db);
     Ok(jobs as f64 / seconds)
 }
 

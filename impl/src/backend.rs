@@ -74,6 +74,12 @@ pub trait Backend: Send {
     fn next_due(&self) -> Result<Option<u64>>;
     /// SPEC section 4's invariants checked on every row and every recorded transition.
     fn audit(&self) -> Result<Audit>;
+    /// The store's own clock in Unix milliseconds, for a store that many hosts share: their
+    /// clocks may disagree, the server's is one. `None` for a store with no server (SQLite),
+    /// whose callers use their host's clock.
+    fn server_now(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 impl dyn Backend + '_ {

@@ -113,12 +113,28 @@ impl Cluster {
     /// The server `RETRYQ_PG_URL` names, if set.
     fn from_env() -> Option<Result<Cluster, String>> {
         let url = std::env::var("RETRYQ_PG_URL").ok()?;
-        // The URL may name a database; ours go beside it on the same server.
-        let base = match url.rfind('/') {
-            Some(slash) if slash > "postgres://".len() => url[..slash].to_owned(),
-            _ => url.clone(),
+        Some(Ok(Cluster::existing(&url)))
+    }
+
+    /// A server someone else runs, by the URL of any database on it (its user must be allowed
+    /// to create databases); new databases go beside that one. It is never stopped.
+    pub fn existing(url: &str) -> Cluster {
+        let after_scheme = url.find("://").map_or(0, |i| i + 3);
+        let base = match url[after_scheme..].find('/') {
+            Some(slash) => url[..after_scheme + slash].to_owned(),
+            None => url.to_owned(),
         };
-        Some(Ok(Cluster { base, own: None }))
+        Cluster { base, own: None }
+    }
+
+    /// Removes a database made by [`Cluster::create_database`], by its URL.
+    pub fn drop_database(&self, url: &str) -> Result<(), String> {
+        let name = url.rsplit('/').next().unwrap_or_default();
+        let mut admin = postgres::Client::connect(&self.url("postgres"), postgres::NoTls)
+            .map_err(|e| format!("connecting to {}: {e}", self.url("postgres")))?;
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .map_err(|e| format!("DROP DATABASE {name}: {e}"))
     }
 
     /// Starts a cluster of this process's own: `initdb`, then a server on a free port. With

@@ -26,6 +26,14 @@ pub struct Args {
     /// against 32 in flight): its section alone, `{"worker":{…}}` with --json.
     #[arg(long)]
     worker_only: bool,
+    /// Measure only PostgreSQL (the queue and the server's floor at 1, 2, 4 and 8 worker
+    /// processes, the SQLite queue beside): its section alone, `{"postgres":{…}}` with --json.
+    #[arg(long, conflicts_with = "worker_only")]
+    postgres_only: bool,
+    /// Measure PostgreSQL on this server (the URL of a database there; its user must be
+    /// allowed to create databases) instead of a throwaway local cluster.
+    #[arg(long, value_name = "URL")]
+    pg_url: Option<String>,
     /// The Python interpreter that runs the persist-queue peer.
     #[arg(long, value_name = "PROGRAM", default_value = "python3")]
     python: String,
@@ -40,7 +48,21 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         checker: Some(program),
         python: args.python,
         progress: |line| noteln!("bench: {line}"),
+        postgres: match args.pg_url {
+            Some(url) => retryq_bench::postgres::Server::At(url),
+            None => retryq_bench::postgres::Server::Own,
+        },
     };
+    if args.postgres_only {
+        let postgres = retryq_bench::run_postgres(&config)?;
+        if args.json {
+            let json = serde_json::json!({ "postgres": postgres });
+            outln!("{}", serde_json::to_string_pretty(&json).map_err(|e| CliError::Other(e.to_string()))?)?;
+        } else {
+            out!("{}", retryq_bench::postgres::render(&postgres))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.worker_only {
         let worker = retryq_bench::run_worker(&config)?;
         if args.json {
@@ -62,6 +84,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         outln!("{}", serde_json::to_string_pretty(&json).map_err(json_error)?)?;
     } else {
         out!("{}", retryq_bench::render(&report))?;
+        out!("{}", retryq_bench::postgres::render(&report.postgres))?;
         outln!(
             "{:<44} {:>14} {:>14} {:>8}",
             format!("durable jobs/s, k = {}: batches vs batched floor", versus.k),

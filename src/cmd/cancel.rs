@@ -40,8 +40,8 @@ enum Line {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let now = super::now()?;
     let mut queue = args.db.open_write(false)?;
+    let now = args.db.now(&*queue)?;
     let id = printable(&args.id);
     let (line, code) = match queue.cancel(&args.id, now) {
         Ok(()) => {

@@ -76,17 +76,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             format!("is {} bytes; at most 1 MiB allowed", payload.len()),
         ));
     }
-    let now = super::now()?;
-    let deadline = args.deadline.at(now)?;
-    let not_before = match (args.not_before, args.start_in) {
-        (Some(at), _) => Some(at),
-        (None, Some(after)) => match now.checked_add(after) {
-            Some(at) if at <= MAX_INT => Some(at),
-            _ => return Err(CliError::flag("--start-in", format!("{after} ms from now passes 2^53-1"))),
-        },
-        (None, None) => None,
-    };
+    // The flags are checked against this host's clock before anything is opened, so that a
+    // wrong one creates nothing; on PostgreSQL the server's clock then decides.
+    schedule(&args, super::now()?)?;
     let mut queue = args.db.open_write(true)?;
+    let now = args.db.now(&*queue)?;
+    let (deadline, not_before) = schedule(&args, now)?;
     let job = NewJob {
         id: &args.id,
         payload: &payload,
@@ -180,4 +175,18 @@ fn read_stdin() -> Result<String, CliError> {
         return Err(CliError::flag("--payload", "standard input holds more than 1 MiB"));
     }
     String::from_utf8(bytes).map_err(|_| CliError::flag("--payload", "standard input is not UTF-8 text"))
+}
+
+/// The deadline and the first start the flags ask for, as of `now`.
+fn schedule(args: &Args, now: u64) -> Result<(u64, Option<u64>), CliError> {
+    let deadline = args.deadline.at(now)?;
+    let not_before = match (args.not_before, args.start_in) {
+        (Some(at), _) => Some(at),
+        (None, Some(after)) => match now.checked_add(after) {
+            Some(at) if at <= MAX_INT => Some(at),
+            _ => return Err(CliError::flag("--start-in", format!("{after} ms from now passes 2^53-1"))),
+        },
+        (None, None) => None,
+    };
+    Ok((deadline, not_before))
 }

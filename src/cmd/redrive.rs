@@ -54,9 +54,12 @@ enum Line<'a> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let now = super::now()?;
-    let deadline = args.deadline.at(now)?;
+    // Checked against this host's clock before anything is opened; on PostgreSQL the
+    // server's clock then decides.
+    args.deadline.at(super::now()?)?;
     let mut queue = args.db.open_write(false)?;
+    let now = args.db.now(&*queue)?;
+    let deadline = args.deadline.at(now)?;
     let results = match &args.id {
         Some(id) => match queue.redrive(&Redrive { id, add_attempts: args.add_attempts, deadline, now }) {
             Err(e) if e.kind() == ErrorKind::Storage => return Err(args.db.explain(e)),

@@ -47,7 +47,7 @@ struct WorkerLeases<'a> {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let queue = args.db.open_read()?;
-    let now = super::now()?;
+    let now = args.db.now(&*queue)?;
     if args.workers {
         let owners = queue.owners(now).map_err(|e| args.db.explain(e))?;
         if args.json {

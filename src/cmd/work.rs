@@ -292,13 +292,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     // Before the first write: past the file size limit a write fails, it does not kill.
     retryq_worker::catch_file_size_signal()?;
     stop.on_signals()?;
-    let mut queue = args.db.open_write(true).map_err(|e| file_too_large(&args.db.db, e))?;
+    let Some(path) = args.db.file() else {
+        return Err(CliError::flag("--db", "`retryq work` runs on a SQLite file only in this version"));
+    };
+    let mut queue = args.db.open_file(&path, true).map_err(|e| file_too_large(&path, e))?;
     match retryq_worker::work_in_slots(&mut queue, &config, &mut transports, &stop, &SystemClock) {
         Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(WorkError::Queue(e)) => Err(file_too_large(&args.db.db, args.db.explain(e))),
+        Err(WorkError::Queue(e)) => Err(file_too_large(&path, args.db.explain(e))),
         Err(WorkError::FileTooLarge { why, source }) => Err(CliError::Database(format!(
             "{}: {why}: nothing was written ({source})",
-            args.db.db.display()
+            path.display()
         ))),
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
         Err(e @ WorkError::DbFile(_)) => Err(CliError::Database(e.to_string())),

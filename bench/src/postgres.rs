@@ -1,0 +1,169 @@
+//! PostgreSQL throughput: the queue's enqueue → claim → complete loop with 1, 2, 4 and 8
+//! worker processes sharing one PostgreSQL database, against the server's own floor (the same
+//! three writes as bare single-row transactions at the same `synchronous_commit = on`), and
+//! beside the SQLite queue with as many processes sharing one file — where SQLite's single
+//! writer cannot scale with processes and a server with row locks can.
+//!
+//! The server is the benchmark's own throwaway cluster (`retryq-pgtest`, fsync on, so that a
+//! commit costs what it costs in production) unless a URL names one. Each measurement gets a
+//! fresh database, dropped after it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use retryq::PgQueue;
+use retryq_pgtest::{Cluster, Unavailable};
+use serde::Serialize;
+
+use crate::throughput::{self, Launcher, Side};
+use crate::{BenchError, median, pg_floor};
+
+/// Worker process counts measured.
+pub const PROCESSES: [usize; 4] = [1, 2, 4, 8];
+
+/// The PostgreSQL section of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct PgThroughput {
+    /// Whether a server could be had; when not, `note` says why and there are no rows.
+    pub available: bool,
+    /// Which server, and how it was set up, or why there was none.
+    pub note: String,
+    /// One row per process count.
+    pub by_processes: Vec<PgRow>,
+    /// Rounds each median is over.
+    pub rounds: usize,
+    /// Seconds of each timed window.
+    pub window_s: f64,
+}
+
+/// Throughput at one number of worker processes.
+#[derive(Clone, Debug, Serialize)]
+pub struct PgRow {
+    /// Worker processes sharing the database.
+    pub processes: usize,
+    /// The queue on PostgreSQL: median jobs per second, summed over the processes.
+    pub queue_jobs_per_s: f64,
+    /// PostgreSQL's floor: median jobs per second, summed over the processes.
+    pub floor_jobs_per_s: f64,
+    /// Median over rounds of queue / floor, each round's pair measured back to back.
+    pub ratio: f64,
+    /// The SQLite queue with as many processes on one file, in the same rounds.
+    pub sqlite_jobs_per_s: f64,
+    /// Every round's queue figure, in order.
+    pub queue_rounds: Vec<f64>,
+    /// Every round's floor figure, in order.
+    pub floor_rounds: Vec<f64>,
+}
+
+/// Where the server comes from.
+pub enum Server {
+    /// Start a throwaway cluster with fsync on.
+    Own,
+    /// A running server, by the URL of a database on it.
+    At(String),
+}
+
+/// Measures every row; a server that cannot be had is a section that says so, not a failed run.
+pub fn measure(
+    launcher: &Launcher,
+    dir: &Path,
+    server: &Server,
+    rounds: usize,
+    window: Duration,
+    progress: &dyn Fn(&str),
+) -> Result<PgThroughput, BenchError> {
+    let (cluster, note) = match server {
+        Server::At(url) => (Cluster::existing(url), "the server named by --pg-url".to_owned()),
+        Server::Own => match Cluster::start(true) {
+            Ok(cluster) => (cluster, "a throwaway local cluster, fsync on, synchronous_commit on".to_owned()),
+            Err(why @ Unavailable::NotInstalled) => {
+                return Ok(PgThroughput {
+                    available: false,
+                    note: format!("unavailable: {why}"),
+                    by_processes: Vec::new(),
+                    rounds,
+                    window_s: window.as_secs_f64(),
+                });
+            }
+            Err(e) => return Err(BenchError::Setup(format!("PostgreSQL: {e}"))),
+        },
+    };
+    let mut queue = vec![Vec::new(); PROCESSES.len()];
+    let mut floor = vec![Vec::new(); PROCESSES.len()];
+    let mut ratios = vec![Vec::new(); PROCESSES.len()];
+    let mut sqlite = vec![Vec::new(); PROCESSES.len()];
+    for round in 0..rounds {
+        progress(&format!("round {}/{rounds}: PostgreSQL, 1 to 8 processes", round + 1));
+        for (i, &processes) in PROCESSES.iter().enumerate() {
+            let sides = if round % 2 == 0 { [Side::PgQueue, Side::PgFloor] } else { [Side::PgFloor, Side::PgQueue] };
+            let mut pair = [0.0; 2];
+            for side in sides {
+                pair[usize::from(side == Side::PgFloor)] = on_fresh_database(&cluster, launcher, side, processes, window)?;
+            }
+            queue[i].push(pair[0]);
+            floor[i].push(pair[1]);
+            ratios[i].push(pair[0] / pair[1]);
+            sqlite[i].push(throughput::measure(launcher, dir, Side::Queue, processes, window, round)?);
+        }
+    }
+    let by_processes = PROCESSES
+        .iter()
+        .enumerate()
+        .map(|(i, &processes)| PgRow {
+            processes,
+            queue_rounds: queue[i].clone(),
+            floor_rounds: floor[i].clone(),
+            queue_jobs_per_s: median(&mut queue[i]),
+            floor_jobs_per_s: median(&mut floor[i]),
+            ratio: median(&mut ratios[i]),
+            sqlite_jobs_per_s: median(&mut sqlite[i]),
+        })
+        .collect();
+    Ok(PgThroughput { available: true, note, by_processes, rounds, window_s: window.as_secs_f64() })
+}
+
+/// One measurement on a new database, with its schema made before the workers start.
+fn on_fresh_database(
+    cluster: &Cluster,
+    launcher: &Launcher,
+    side: Side,
+    processes: usize,
+    window: Duration,
+) -> Result<f64, BenchError> {
+    let url = cluster.create_database().map_err(BenchError::Setup)?;
+    match side {
+        Side::PgQueue => drop(PgQueue::connect(&url)?),
+        _ => drop(pg_floor::open(&url)?),
+    }
+    let rate = throughput::measure_on(launcher, &url, side, processes, window);
+    cluster.drop_database(&url).map_err(BenchError::Setup)?;
+    rate
+}
+
+/// The section as table lines.
+pub fn render(p: &PgThroughput) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if !p.available {
+        let _ = writeln!(out, "\nPostgreSQL: {}", p.note);
+        return out;
+    }
+    let _ = writeln!(out, "\nPostgreSQL ({}): medians of {} rounds of {:.1} s", p.note, p.rounds, p.window_s);
+    let _ = writeln!(
+        out,
+        "{:<44} {:>14} {:>14} {:>8} {:>14}",
+        "measure", "retryq", "reference", "ratio", "SQLite queue"
+    );
+    for row in &p.by_processes {
+        let _ = writeln!(
+            out,
+            "{:<44} {:>14} {:>14} {:>8} {:>14}",
+            format!("jobs/s on PostgreSQL, {} process{}", row.processes, if row.processes == 1 { "" } else { "es" }),
+            format!("{:.0}", row.queue_jobs_per_s),
+            format!("floor {:.0}", row.floor_jobs_per_s),
+            format!("{:.2}", row.ratio),
+            format!("{:.0}", row.sqlite_jobs_per_s),
+        );
+    }
+    out
+}

@@ -1,0 +1,255 @@
+//! `--db`: which store every operating command works on — a SQLite file or a PostgreSQL
+//! database — how it is opened for reading or writing, whose clock gives `now`, and how a
+//! storage failure is told to an operator.
+
+use std::path::{Path, PathBuf};
+
+use retryq::{Backend, OpenOptions, PgQueue, Queue};
+use rusqlite::ErrorCode;
+
+use super::CliError;
+
+/// The store every operating command works on.
+#[derive(clap::Args, Debug)]
+pub struct Db {
+    /// The database: a SQLite file, or a PostgreSQL URL (`postgres://user@host/dbname`).
+    #[arg(long, value_name = "PATH|URL", env = "RETRYQ_DB", default_value = "./retryq.db")]
+    pub db: String,
+    /// Whose clock gives `now` on PostgreSQL: the server's (default; hosts with skewed clocks
+    /// then agree on every lease), or this host's (`local`). SQLite always uses this host's.
+    #[arg(long, value_name = "WHOSE", value_enum, default_value_t = Clock::Server)]
+    pub clock: Clock,
+}
+
+/// Whose clock gives an operation's `now`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// The database server's, read when the operation starts (PostgreSQL).
+    Server,
+    /// This host's.
+    Local,
+}
+
+/// What `--db` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database, by its URL.
+    Postgres(String),
+}
+
+impl Target {
+    /// A `postgres://` or `postgresql://` URL names a PostgreSQL database; anything else is a
+    /// file path.
+    pub fn of(db: &str) -> Target {
+        if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+            Target::Postgres(db.to_owned())
+        } else {
+            Target::File(PathBuf::from(db))
+        }
+    }
+
+    /// How messages name it: the path, or the URL without its password.
+    pub fn shown(&self) -> String {
+        match self {
+            Target::File(path) => path.display().to_string(),
+            Target::Postgres(url) => redacted(url),
+        }
+    }
+}
+
+impl Db {
+    /// What `--db` names.
+    pub fn target(&self) -> Target {
+        Target::of(&self.db)
+    }
+
+    /// The SQLite file, for what only a file has (its size limit, say); `None` on PostgreSQL.
+    pub fn file(&self) -> Option<PathBuf> {
+        match self.target() {
+            Target::File(path) => Some(path),
+            Target::Postgres(_) => None,
+        }
+    }
+
+    /// Opens an existing store for reading only: never creates, never writes.
+    pub fn open_read(&self) -> Result<Box<dyn Backend>, CliError> {
+        match self.target() {
+            Target::File(path) => {
+                must_exist(&path, "read-only commands never create one")?;
+                let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
+                let queue = Queue::open_with(&path, &options).map_err(|e| match e.kind() {
+                    retryq::ErrorKind::Storage if read_only_code(&e) => CliError::Database(format!(
+                        "{}: cannot read: a database in write-ahead-log mode needs its -wal and -shm files, \
+                         and they are missing and cannot be created here (the directory is read-only for this user)",
+                        path.display()
+                    )),
+                    _ => self.explain(e),
+                })?;
+                Ok(Box::new(queue))
+            }
+            Target::Postgres(url) => self.connect(&url, false),
+        }
+    }
+
+    /// Opens the store for writing; creates it (a file and its schema, or the schema in an
+    /// empty PostgreSQL database) only if `create`.
+    pub fn open_write(&self, create: bool) -> Result<Box<dyn Backend>, CliError> {
+        match self.target() {
+            Target::File(path) => Ok(Box::new(self.open_file(&path, create)?)),
+            Target::Postgres(url) => self.connect(&url, create),
+        }
+    }
+
+    /// The SQLite queue itself, for writing.
+    pub fn open_file(&self, path: &Path, create: bool) -> Result<Queue, CliError> {
+        if !create {
+            must_exist(path, "`retryq enqueue` creates one")?;
+        }
+        let options = OpenOptions { create, ..OpenOptions::default() };
+        Queue::open_with(path, &options).map_err(|e| self.explain(e))
+    }
+
+    fn connect(&self, url: &str, create: bool) -> Result<Box<dyn Backend>, CliError> {
+        let queue = if create { PgQueue::connect(url) } else { PgQueue::connect_existing(url) };
+        Ok(Box::new(queue.map_err(|e| self.explain(e))?))
+    }
+
+    /// The operation's `now`: the server's clock on PostgreSQL unless `--clock local`, this
+    /// host's otherwise.
+    pub fn now(&self, store: &dyn Backend) -> Result<u64, CliError> {
+        if self.clock == Clock::Server {
+            if let Some(now) = store.server_now().map_err(|e| self.explain(e))? {
+                return Ok(now);
+            }
+        }
+        super::now()
+    }
+
+    /// A store error in an operator's words, naming `--db`.
+    pub fn explain(&self, error: retryq::Error) -> CliError {
+        match self.target() {
+            Target::File(path) => explain(&path, error),
+            Target::Postgres(url) => explain_postgres(&url, error),
+        }
+    }
+}
+
+/// Whether the file exists; what kind of file it is, the library checks for every command
+/// (`retryq::Refusal`).
+fn must_exist(path: &Path, hint: &str) -> Result<(), CliError> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(CliError::Database(format!("{}: no such database ({hint})", path.display())))
+        }
+        Err(e) => Err(CliError::Database(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// Storage failures say what happened to the file and that nothing was half-written (every
+/// operation is one transaction); the queue's own refusals pass through.
+pub fn explain(path: &Path, error: retryq::Error) -> CliError {
+    let path = path.display();
+    let retryq::Error::Storage(e) = &error else {
+        return match error {
+            retryq::Error::NotRetryq { .. }
+            | retryq::Error::NewerSchema { .. }
+            | retryq::Error::Refused { .. }
+            | retryq::Error::Corrupt(_) => {
+                CliError::Database(format!("{error}; the file was left as it was"))
+            }
+            other => CliError::Queue(other),
+        };
+    };
+    let what = match e.sqlite_error_code() {
+        Some(ErrorCode::ReadOnly) => {
+            "the database is read-only (the file, its directory or the mount): nothing was written"
+        }
+        Some(ErrorCode::DiskFull) => "the disk or the database is full: nothing was written",
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            "another process held the database's lock for too long: nothing was written"
+        }
+        Some(ErrorCode::CannotOpen) => "cannot open the database file (no such directory, or no permission)",
+        Some(ErrorCode::PermissionDenied) => "permission denied",
+        Some(ErrorCode::NotADatabase) => "not a SQLite database; the file was left as it was",
+        Some(ErrorCode::DatabaseCorrupt) => "the database file is corrupt",
+        Some(ErrorCode::SystemIoFailure) => {
+            "an I/O error (the disk may be full or failing): nothing was written"
+        }
+        _ => return CliError::Database(format!("{path}: {error}")),
+    };
+    CliError::Database(format!("{path}: {what} ({e})"))
+}
+
+/// A PostgreSQL failure naming `--db` (without its password): the server's refusals (no such
+/// database, wrong credentials, unreachable) and a database of another program change
+/// nothing; the queue's own refusals pass through.
+fn explain_postgres(url: &str, error: retryq::Error) -> CliError {
+    let shown = redacted(url);
+    match error {
+        retryq::Error::Postgres(e) => {
+            CliError::Database(format!("--db {shown}: {}; nothing was written", postgres_reason(&e)))
+        }
+        retryq::Error::NotRetryq { .. }
+        | retryq::Error::NewerSchema { .. }
+        | retryq::Error::Refused { .. }
+        | retryq::Error::Corrupt(_) => {
+            CliError::Database(format!("--db {shown}: {error}; the database was left as it was"))
+        }
+        other => CliError::Queue(other),
+    }
+}
+
+/// The server's own message where it sent one (it names what is wrong: the role, the
+/// database, the password), else the client's (a refused or lost connection).
+fn postgres_reason(e: &retryq::postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => match std::error::Error::source(e) {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// `url` with any password replaced by `***`, for messages and logs.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, tail) = match rest.find('/') {
+        Some(slash) => rest.split_at(slash),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _password)) => format!("{scheme}://{name}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+fn read_only_code(error: &retryq::Error) -> bool {
+    matches!(error, retryq::Error::Storage(e) if e.sqlite_error_code() == Some(ErrorCode::ReadOnly))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_names_postgres_and_anything_else_a_file() {
+        assert_eq!(Target::of("postgres://u@h/d"), Target::Postgres("postgres://u@h/d".into()));
+        assert_eq!(Target::of("postgresql://h/d"), Target::Postgres("postgresql://h/d".into()));
+        assert_eq!(Target::of("./postgres.db"), Target::File("./postgres.db".into()));
+    }
+
+    #[test]
+    fn passwords_never_reach_a_message() {
+        assert_eq!(redacted("postgres://u:s3cret@h:5432/d"), "postgres://u:***@h:5432/d");
+        assert_eq!(redacted("postgres://u@h/d"), "postgres://u@h/d");
+        assert_eq!(redacted("postgres://h/d?x=1"), "postgres://h/d?x=1");
+        assert!(!redacted("postgresql://u:p@ss@h/d").contains("p@ss"));
+    }
+}
