@@ -258,7 +258,14 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
         model_checking,
         conformance: conformance(config, &progress),
         peers: vec![persist_queue, peers::effectum()],
-        postgres: postgres::measure(&config.launcher, dir.path(), &config.postgres, rounds, window, &progress)?,
+        postgres: postgres::measure(
+            &config.launcher,
+            dir.path(),
+            &config.postgres,
+            rounds,
+            window,
+            &progress,
+        )?,
     })
 }
 
@@ -272,7 +279,14 @@ pub fn run_postgres(config: &Config) -> Result<postgres::PgThroughput, BenchErro
     let started = std::time::Instant::now();
     let progress =
         |line: &str| (config.progress)(&format!("[{:5.1} s] {line}", started.elapsed().as_secs_f64()));
-    postgres::measure(&config.launcher, dir.path(), &config.postgres, config.rounds(), config.window(), &progress)
+    postgres::measure(
+        &config.launcher,
+        dir.path(),
+        &config.postgres,
+        config.rounds(),
+        config.window(),
+        &progress,
+    )
 }
 
 /// Only the worker's figures ([`worker`]), in a fresh temporary directory: seconds, not

@@ -56,6 +56,7 @@ pub struct PgRow {
 }
 
 /// Where the server comes from.
+#[derive(Clone, Debug)]
 pub enum Server {
     /// Start a throwaway cluster with fsync on.
     Own,
@@ -95,10 +96,12 @@ pub fn measure(
     for round in 0..rounds {
         progress(&format!("round {}/{rounds}: PostgreSQL, 1 to 8 processes", round + 1));
         for (i, &processes) in PROCESSES.iter().enumerate() {
-            let sides = if round % 2 == 0 { [Side::PgQueue, Side::PgFloor] } else { [Side::PgFloor, Side::PgQueue] };
+            let sides =
+                if round % 2 == 0 { [Side::PgQueue, Side::PgFloor] } else { [Side::PgFloor, Side::PgQueue] };
             let mut pair = [0.0; 2];
             for side in sides {
-                pair[usize::from(side == Side::PgFloor)] = on_fresh_database(&cluster, launcher, side, processes, window)?;
+                pair[usize::from(side == Side::PgFloor)] =
+                    on_fresh_database(&cluster, launcher, side, processes, window)?;
             }
             queue[i].push(pair[0]);
             floor[i].push(pair[1]);
@@ -158,7 +161,11 @@ pub fn render(p: &PgThroughput) -> String {
         let _ = writeln!(
             out,
             "{:<44} {:>14} {:>14} {:>8} {:>14}",
-            format!("jobs/s on PostgreSQL, {} process{}", row.processes, if row.processes == 1 { "" } else { "es" }),
+            format!(
+                "jobs/s on PostgreSQL, {} process{}",
+                row.processes,
+                if row.processes == 1 { "" } else { "es" }
+            ),
             format!("{:.0}", row.queue_jobs_per_s),
             format!("floor {:.0}", row.floor_jobs_per_s),
             format!("{:.2}", row.ratio),

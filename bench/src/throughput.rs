@@ -187,7 +187,9 @@ pub fn measure(
         Side::Queue => drop(Queue::open(&db)?),
         Side::Floor => drop(floor::open(&db)?),
         Side::PgQueue | Side::PgFloor => {
-            return Err(BenchError::Setup(format!("{side:?} runs on a PostgreSQL database, not in a directory")));
+            return Err(BenchError::Setup(format!(
+                "{side:?} runs on a PostgreSQL database, not in a directory"
+            )));
         }
     }
     let rate = measure_on(launcher, &db.to_string_lossy(), side, processes, window);

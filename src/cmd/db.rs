@@ -49,14 +49,6 @@ impl Target {
             Target::File(PathBuf::from(db))
         }
     }
-
-    /// How messages name it: the path, or the URL without its password.
-    pub fn shown(&self) -> String {
-        match self {
-            Target::File(path) => path.display().to_string(),
-            Target::Postgres(url) => redacted(url),
-        }
-    }
 }
 
 impl Db {
@@ -119,10 +111,10 @@ impl Db {
     /// The operation's `now`: the server's clock on PostgreSQL unless `--clock local`, this
     /// host's otherwise.
     pub fn now(&self, store: &dyn Backend) -> Result<u64, CliError> {
-        if self.clock == Clock::Server {
-            if let Some(now) = store.server_now().map_err(|e| self.explain(e))? {
-                return Ok(now);
-            }
+        if self.clock == Clock::Server
+            && let Some(now) = store.server_now().map_err(|e| self.explain(e))?
+        {
+            return Ok(now);
         }
         super::now()
     }

@@ -64,8 +64,8 @@ pub struct Args {
     backoff_cap: Option<u64>,
 }
 
-pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let payload = match (args.payload, args.empty_payload) {
+pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
+    let payload = match (args.payload.take(), args.empty_payload) {
         (Some(payload), _) => payload,
         (None, true) => String::new(),
         (None, false) => read_stdin()?,

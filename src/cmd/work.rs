@@ -299,10 +299,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     match retryq_worker::work_in_slots(&mut queue, &config, &mut transports, &stop, &SystemClock) {
         Ok(_) => Ok(ExitCode::SUCCESS),
         Err(WorkError::Queue(e)) => Err(file_too_large(&path, args.db.explain(e))),
-        Err(WorkError::FileTooLarge { why, source }) => Err(CliError::Database(format!(
-            "{}: {why}: nothing was written ({source})",
-            path.display()
-        ))),
+        Err(WorkError::FileTooLarge { why, source }) => {
+            Err(CliError::Database(format!("{}: {why}: nothing was written ({source})", path.display())))
+        }
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
         Err(e @ WorkError::DbFile(_)) => Err(CliError::Database(e.to_string())),
         Err(e) => Err(CliError::Other(e.to_string())),

@@ -18,6 +18,9 @@ impl Backend for PgQueue {
     fn kind(&self) -> &'static str {
         "postgres"
     }
+    fn server_now(&self) -> Result<Option<u64>> {
+        PgQueue::server_now(self).map(Some)
+    }
     fn settings(&self) -> Settings {
         PgQueue::settings(self)
     }

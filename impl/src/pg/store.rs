@@ -127,6 +127,10 @@ impl Tx<'_> {
     }
 }
 
+/// The server's wall clock at this statement (not the transaction's start, `now()`), in
+/// whole milliseconds.
+const SERVER_NOW: &str = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8";
+
 impl PgQueue {
     /// Connects to the database `url` names (`postgres://user:password@host:port/dbname`,
     /// or any form the `postgres` crate reads; no TLS) and makes it a queue: an empty
@@ -151,6 +155,43 @@ impl PgQueue {
         let name = queue.name.clone();
         queue.write(|tx| schema::prepare(tx, &name))?;
         Ok(queue)
+    }
+
+    /// Connects to a database that is already a queue, for reading or operating on it:
+    /// never creates the schema. An empty database is refused ([`Error::NotRetryq`]) and left
+    /// empty, as a missing file is by the SQLite queue's read-only open.
+    pub fn connect_existing(url: &str) -> Result<PgQueue> {
+        let config: Config = url.parse()?;
+        let name = describe(&config);
+        let client = session(&config)?;
+        let queue = PgQueue {
+            conn: RefCell::new(Conn { client, statements: HashMap::new() }),
+            config,
+            name,
+            settings: Settings::default(),
+        };
+        let name = queue.name.clone();
+        let found = queue.read(|tx| schema::inspect(tx, &name))?;
+        if found != schema::Found::Retryq {
+            return Err(Error::NotRetryq {
+                path: name.into(),
+                why: "the database has no retryq schema (only `retryq enqueue` and `retryq work` create one)"
+                    .into(),
+            });
+        }
+        Ok(queue)
+    }
+
+    /// The server's clock, in Unix milliseconds: one clock for every host that shares the
+    /// database, read in a statement of its own. Every host's operations that take their `now`
+    /// from here compare leases and deadlines on the same clock, whatever their own clocks
+    /// say (see `docs/postgres.md`).
+    pub fn server_now(&self) -> Result<u64> {
+        let now = self.read(|tx| Ok(tx.query_one(SERVER_NOW, &[])?.try_get::<_, i64>(0)?))?;
+        u64::try_from(now)
+            .ok()
+            .filter(|&now| now <= crate::input::MAX_INT)
+            .ok_or_else(|| Error::Corrupt(format!("the server's clock reads {now} ms since 1970")))
     }
 
     /// The database, as messages name it: its URL without the password.
