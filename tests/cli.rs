@@ -224,9 +224,9 @@ fn every_flag_is_validated_by_name_with_exit_2() {
         (vec!["enqueue", "--id", "", "--payload", "p", "--max-attempts", "1", "--ttl", "9"], "--id"),
         (vec!["enqueue", "--id", &long, "--payload", "p", "--max-attempts", "1", "--ttl", "9"], "--id"),
         (vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "0"], "--lease-ms"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "1000"], "--lease-ms"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "299"], "--lease-ms"),
         (
-            vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "5000", "--timeout-ms", "5000"],
+            vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "200ms", "--timeout-ms", "5000"],
             "--lease-ms",
         ),
         (vec!["work", "--worker", "w", "--exec", "true", "--timeout-ms", "0"], "--timeout-ms"),

@@ -44,15 +44,12 @@ fn ttl_takes_units_and_a_bare_number_stays_milliseconds() {
 #[test]
 fn work_reads_units_under_the_short_names_and_the_old_ones() {
     let (_dir, db) = fresh();
-    // 30 s of lease cannot hold a 2 minute timeout: the message shows both in milliseconds.
-    for args in [["--lease", "30s", "--timeout", "2m"], ["--lease-ms", "30000", "--timeout-ms", "120000"]] {
+    // A quarter of a second of lease is too short to renew: the message shows it in
+    // milliseconds, under the `-ms` name.
+    for args in [["--lease", "0.25s", "--timeout", "2m"], ["--lease-ms", "250", "--timeout-ms", "120000"]] {
         let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());
         assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
-        assert!(
-            r.stderr.contains("--lease-ms: 30000 ms cannot hold --timeout-ms (120000 ms)"),
-            "{args:?}: {}",
-            r.stderr
-        );
+        assert!(r.stderr.contains("--lease-ms: 250 ms is shorter than 300 ms"), "{args:?}: {}", r.stderr);
     }
     let r = retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);

@@ -325,13 +325,14 @@ fn killed_with_sigkill(seed: u64, shape: Shape) {
 
     // No claim while a lease was live. A lease that ran out instead of being completed (its
     // worker was killed inside the attempt) shows as a claim of a leased job, or as a job
-    // dead `exhausted` whose last attempt did not plan 75.
+    // dead `exhausted` whose last attempt did not plan 75. A heartbeat is leased → leased
+    // too, but keeps the attempt: only a new attempt is a claim.
     let mut recovered = 0;
     for (id, plan, _, _) in &jobs {
         let history = q.history(id).expect("history");
         for pair in history.windows(2) {
             let (prev, cur) = (&pair[0], &pair[1]);
-            if prev.to == Status::Leased && cur.to == Status::Leased {
+            if prev.to == Status::Leased && cur.to == Status::Leased && cur.attempt != prev.attempt {
                 let until = prev.available_at.unwrap_or(u64::MAX);
                 assert!(
                     until <= cur.at,

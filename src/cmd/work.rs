@@ -5,7 +5,8 @@
 //! per slot).
 //!
 //! Leases are held under `NAME.PID-XXXXXXXX` (`retryq_worker::process_name`), logged at
-//! start, so that two processes given the same name never share a fencing identity.
+//! start, so that two processes given the same name never share a fencing identity, and
+//! renewed every third of `--lease-ms` while their attempts run (heartbeats, SPEC 3.12).
 //!
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
 //! one line per attempt, once its outcome is committed. Exit 0 after SIGTERM or SIGINT (the
@@ -22,7 +23,7 @@ use std::time::Duration;
 use retryq::Settings;
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
-use retryq_worker::{Config, ConfigError, Exec, Http, MARGIN, Stop, SystemClock, Transport, WorkError};
+use retryq_worker::{Config, ConfigError, Exec, Http, Stop, SystemClock, Transport, WorkError};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
 
@@ -56,9 +57,10 @@ pub struct Args {
     url: Vec<String>,
     #[command(flatten)]
     http: HttpArgs,
-    /// How long a claim holds a job; must hold --timeout-ms, what the worker may wait past
-    /// it (--exec: 500 ms for the command to be gone) and 500 ms to record the outcome. A
-    /// duration: 30s, 2m, 1h30m, or a bare number of milliseconds.
+    /// How long a claim holds a job before another worker may claim it again. While an
+    /// attempt runs the worker renews its lease every third of it (a heartbeat), so the
+    /// lease may be shorter than --timeout-ms: it is how long a job waits after its worker
+    /// crashed. At least 300ms. A duration: 30s, 2m, 1h30m, or a bare number of milliseconds.
     #[arg(long, visible_alias = "lease", value_name = "DURATION", allow_hyphen_values = true, default_value = "30s", value_parser = duration::positive)]
     lease_ms: u64,
     /// The first retry's backoff window: 100ms, 2s, or a bare number of milliseconds.
@@ -240,32 +242,15 @@ fn transports(args: &Args, stop: &Stop) -> Result<Vec<Box<dyn Transport + Send>>
     Ok((0..n).map(|_| Box::new(http.clone()) as Box<dyn Transport + Send>).collect())
 }
 
-/// `--lease-ms` too short for `--timeout-ms` and what the worker adds to it, in the flags'
-/// words, with the two ways out.
-fn lease_too_short(e: &ConfigError, lease_ms: u64, timeout_ms: u64, grace: Duration) -> CliError {
-    let needed = e.lease_needed_ms().unwrap_or_default();
-    let grace_ms = grace.as_millis();
-    let margin_ms = MARGIN.as_millis();
-    let waits = if grace.is_zero() {
-        format!("+ {margin_ms} ms to record the outcome")
-    } else {
-        format!(
-            "+ {grace_ms} ms the worker may wait past it (for the command to be gone and its standard \
-             error to close) + {margin_ms} ms to record the outcome"
-        )
-    };
-    let most = u128::from(lease_ms).checked_sub(grace_ms + margin_ms).filter(|ms| *ms > 0);
-    let fix = match most {
-        Some(most) => {
-            format!("raise --lease-ms to at least {needed} or lower --timeout-ms to at most {most}")
-        }
-        None => format!("raise --lease-ms to at least {needed}"),
-    };
+/// `--lease-ms` below the shortest lease the worker renews, in the flag's words.
+fn lease_too_short(e: &ConfigError, lease_ms: u64) -> CliError {
+    let least = e.lease_needed_ms().unwrap_or_default();
     CliError::flag(
         "--lease-ms",
         format!(
-            "{lease_ms} ms cannot hold --timeout-ms ({timeout_ms} ms) {waits} = {needed} ms: another worker \
-             could claim the job while this one still runs or records it; {fix}"
+            "{lease_ms} ms is shorter than {least} ms: the worker renews each lease every third of it \
+             while the attempt runs (a heartbeat), and each renewal needs time to commit; raise \
+             --lease-ms to at least {least}"
         ),
     )
 }
@@ -284,9 +269,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let stop = Stop::new();
     init_logging();
     let mut transports = transports(&args, &stop)?;
-    let grace = transports.iter().map(|t| t.grace()).max().unwrap_or_default();
-    config.validate(grace).map_err(|e| match e {
-        ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease_ms, args.timeout_ms, grace),
+    config.validate().map_err(|e| match e {
+        ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease_ms),
         other => CliError::Usage(other.to_string()),
     })?;
     // Before the first write: past the file size limit a write fails, it does not kill.

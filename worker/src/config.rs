@@ -5,7 +5,15 @@ use std::time::Duration;
 
 use retryq::Settings;
 
-use crate::window::MARGIN;
+/// The shortest lease a worker runs with: 300 ms, a heartbeat every 100 ms.
+///
+/// The store thread renews each lease every third of it, one small transaction per
+/// heartbeat, and keeps a quarter of it for stopping an attempt and recording it once two
+/// heartbeats in a row failed. A commit takes milliseconds on a local disk; below 300 ms
+/// the heartbeats would come so close together that a commit delayed by a loaded machine,
+/// or the lock held by another worker's group commit, would cut attempts that were fine,
+/// and the store thread would spend its time renewing rather than claiming and recording.
+pub const MIN_LEASE: Duration = Duration::from_millis(300);
 
 /// How a worker runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,9 +22,8 @@ pub struct Config {
     pub worker: String,
     /// Lease, backoff base and cap, as the queue takes them.
     pub settings: Settings,
-    /// The longest an attempt may run. The lease must hold it, the transport's grace and
-    /// the [`MARGIN`], so that the lease outlives every attempt, with time to stop the
-    /// command and record the outcome.
+    /// The longest an attempt may run. It may be longer than the lease: the store thread
+    /// renews the lease every third of it while the attempt runs (SPEC 3.12).
     pub timeout: Duration,
     /// Return once no job is pending or leased.
     pub until_idle: bool,
@@ -37,10 +44,15 @@ impl Config {
         }
     }
 
-    /// Refuses a configuration the loop cannot run safely with a transport whose
-    /// [`Transport::grace`](crate::Transport::grace) is `grace`, saying why: the lease must hold the timeout, the
-    /// grace and the [`MARGIN`] (see [`crate::Window`] for the argument).
-    pub fn validate(&self, grace: Duration) -> Result<(), ConfigError> {
+    /// How often the store thread renews the lease of each attempt in flight: every third
+    /// of the lease, so that one failed heartbeat leaves two thirds of it to try again.
+    pub fn heartbeat_every(&self) -> Duration {
+        Duration::from_millis(self.settings.lease_ms) / 3
+    }
+
+    /// Refuses a configuration the loop cannot run safely, saying why: the lease must be at
+    /// least [`MIN_LEASE`] (see [`crate::Window`] for the argument).
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.settings.validate().map_err(ConfigError::Settings)?;
         if self.worker.is_empty() || self.worker.len() > retryq_core::MAX_ID_BYTES {
             return Err(ConfigError::Worker { bytes: self.worker.len() });
@@ -48,13 +60,10 @@ impl Config {
         if self.timeout.is_zero() {
             return Err(ConfigError::ZeroTimeout);
         }
-        let needed = self.timeout.saturating_add(grace).saturating_add(MARGIN);
-        if Duration::from_millis(self.settings.lease_ms) < needed {
+        if Duration::from_millis(self.settings.lease_ms) < MIN_LEASE {
             return Err(ConfigError::LeaseTooShort {
                 lease_ms: self.settings.lease_ms,
-                timeout_ms: self.timeout.as_millis(),
-                grace_ms: grace.as_millis(),
-                margin_ms: MARGIN.as_millis(),
+                least_ms: MIN_LEASE.as_millis(),
             });
         }
         if self.max_sleep.is_zero() {
@@ -80,22 +89,17 @@ pub enum ConfigError {
     /// A zero timeout would kill every attempt before it starts.
     #[error("timeout: must be at least 1 ms")]
     ZeroTimeout,
-    /// The lease would run out while the attempt may still run, letting another worker claim
-    /// the job meanwhile.
+    /// The lease is too short to be renewed every third of it with time for each renewal
+    /// to commit ([`MIN_LEASE`]).
     #[error(
-        "lease: {lease_ms} ms cannot hold the timeout ({timeout_ms} ms), what the worker may wait \
-         past it ({grace_ms} ms) and the margin to record the outcome ({margin_ms} ms); another \
-         worker could claim the job while this one still runs or records it"
+        "lease: {lease_ms} ms is shorter than {least_ms} ms: the worker renews each lease every \
+         third of it, and each renewal needs time to commit"
     )]
     LeaseTooShort {
         /// The lease asked for.
         lease_ms: u64,
-        /// The attempt's timeout.
-        timeout_ms: u128,
-        /// How long the worker waits after the timeout for the attempt to stop.
-        grace_ms: u128,
-        /// The time kept to record the outcome.
-        margin_ms: u128,
+        /// The shortest lease the worker runs with.
+        least_ms: u128,
     },
     /// A zero sleep would spin on an empty queue.
     #[error("max_sleep: must be at least 1 ms")]
@@ -122,9 +126,7 @@ impl ConfigError {
     /// For [`ConfigError::LeaseTooShort`]: the shortest lease that would do.
     pub fn lease_needed_ms(&self) -> Option<u128> {
         match self {
-            ConfigError::LeaseTooShort { timeout_ms, grace_ms, margin_ms, .. } => {
-                Some(timeout_ms + grace_ms + margin_ms)
-            }
+            ConfigError::LeaseTooShort { least_ms, .. } => Some(*least_ms),
             _ => None,
         }
     }

@@ -10,7 +10,8 @@
 //!   [`EXIT_PERMANENT`] (65, `EX_DATAERR`) is `permanent`;
 //! - past its timeout the whole process group is killed (SIGKILL) and the attempt is
 //!   `retryable`: the receiver may simply have been slow. So it is, earlier, when the lease
-//!   would otherwise run out by either clock (see [`Window`]);
+//!   would otherwise run out by either clock (see [`Window`]); and so it is when a heartbeat
+//!   is refused (the lease is no longer this worker's), though that outcome is not recorded;
 //! - once the command has ended or been killed, the worker waits at most [`GRACE`] for it to
 //!   be gone and for its standard error to close, then records what it has;
 //! - any other exit status, or death by a signal, is unclassified: the job waits for its
@@ -454,14 +455,9 @@ mod tests {
             }
         }
         // A lease until 1_000_000 on a clock far past it: nothing is started.
-        let window = Window::leased(
-            5 * Duration::from_secs(1),
-            Instant::now(),
-            Duration::from_secs(10),
-            1_000_000,
-            GRACE,
-            &Ahead,
-        );
+        let held =
+            std::sync::Arc::new(crate::held::Held::new(Instant::now(), Duration::from_secs(10), 1_000_000));
+        let window = Window::leased(5 * Duration::from_secs(1), held, GRACE, &Ahead);
         let r = Exec::new("exit 0").attempt(&job("a", 1, ""), &window).expect("retryable");
         assert_eq!(r.outcome, Outcome::Retryable);
         assert!(

@@ -6,7 +6,9 @@
 //!
 //! - [`work`]: the loop — the system clock (or any [`Clock`], [`work_with_clock`]), a
 //!   uniformly random jitter per attempt, each attempt bounded by a timeout, by the job's
-//!   deadline and by its lease on both the monotonic and the wall clock ([`Window`]), a
+//!   deadline and by its lease on both the monotonic and the wall clock ([`Window`]), its
+//!   lease renewed every third of it while it runs (heartbeats: an attempt may outlast its
+//!   lease, and one whose renewal is refused is stopped and not recorded), a
 //!   sleep (never a spin) when nothing is due, one log line per attempt, written once its
 //!   outcome is committed; it stops when its database file is deleted or replaced under it
 //!   ([`DbFile`]). [`work_in_slots`] runs several attempts at once, one per transport, with
@@ -27,7 +29,7 @@
 //! another's) spends a new attempt on it; the error text is noted for the operator.
 //!
 //! A transport of your own is one method: [`Transport`] shows one, driven by [`work`] over
-//! an in-memory queue; [`work`] shows the loop refusing a lease too short for its timeout.
+//! an in-memory queue; [`work`] shows the loop refusing a lease too short to renew.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -37,6 +39,7 @@ mod config;
 mod dbfile;
 mod exec;
 mod fsize;
+mod held;
 pub mod http;
 mod identity;
 mod outcome;
@@ -49,7 +52,7 @@ mod window;
 mod work;
 
 pub use clock::{Clock, ClockError, SystemClock, now_ms};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, MIN_LEASE};
 pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
 pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};

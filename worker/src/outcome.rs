@@ -63,7 +63,12 @@ pub struct Summary {
     /// Attempts whose result was not recorded: unclassified, the clock went back, the lease
     /// was lost, or the store failed while recording.
     pub unrecorded: u64,
+    /// Attempts stopped because a heartbeat was refused (the lease was lost, the deadline
+    /// came, the job is gone): the command was killed or the request given up, and nothing
+    /// was recorded. Not counted in `unrecorded`.
+    pub abandoned: u64,
     /// Transactions that wrote: claims that leased a job, group commits of outcomes, reaps
-    /// that reaped, notes of unclassified errors. On a durable store each costs one fsync.
+    /// that reaped, notes of unclassified errors, accepted heartbeats. On a durable store
+    /// each costs one fsync.
     pub writes: u64,
 }

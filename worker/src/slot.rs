@@ -6,13 +6,15 @@
 //! transport's answer and the commit loses the outcome, never reports one that is not stored.
 
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use retryq::{Claimed, Report};
 use tracing::debug;
 
 use crate::clock::{Clock, ClockError};
+use crate::held::Held;
 use crate::transport::{Transport, Unclassified};
 use crate::window::Window;
 
@@ -21,9 +23,9 @@ pub(crate) struct Assignment {
     pub(crate) job: Claimed,
     /// The wall-clock reading the claim was made at.
     pub(crate) claimed_at: u64,
-    /// An instant taken before that reading: the lease's monotonic end is counted from it,
-    /// so that time the claim spent waiting for the database's lock is charged.
-    pub(crate) turn: Instant,
+    /// Its lease, as the store thread renews it: the attempt's window reads it, and closes
+    /// when a heartbeat is refused.
+    pub(crate) held: Arc<Held>,
 }
 
 /// What one attempt came to, for the store thread to record.
@@ -41,8 +43,8 @@ pub(crate) struct Finished {
 /// What every slot needs to open a window: the same for all of them.
 pub(crate) struct Limits<'c> {
     pub(crate) timeout: Duration,
-    pub(crate) lease: Duration,
-    /// What the worker keeps of each lease for after the transport returns (grace + margin).
+    /// What the worker keeps of each lease for after the transport returns
+    /// (`window::reserve`).
     pub(crate) reserve: Duration,
     pub(crate) clock: &'c dyn Clock,
 }
@@ -64,8 +66,9 @@ pub(crate) fn run(
     }
 }
 
-/// One attempt: its window is `min(timeout, deadline − now)`, and never past its lease less
-/// the reserve, on either clock (see `window.rs`).
+/// One attempt: its window is `min(timeout, deadline − now)`, never past its lease (as last
+/// renewed) less the reserve on either clock, and closed by a refused heartbeat (see
+/// `window.rs`).
 fn attempt(
     slot: usize,
     transport: &mut (impl Transport + ?Sized),
@@ -78,8 +81,7 @@ fn attempt(
     let now = limits.clock.now_ms().unwrap_or(u64::MAX);
     let left = Duration::from_millis(job.deadline.saturating_sub(now));
     let timeout = limits.timeout.min(left);
-    let window =
-        Window::leased(timeout, assignment.turn, limits.lease, job.lease_until, limits.reserve, limits.clock);
+    let window = Window::leased(timeout, Arc::clone(&assignment.held), limits.reserve, limits.clock);
     let (given, cut) = window.left();
     debug!(
         job = %job.id(), attempt = job.attempt(), slot, timeout_ms = given.as_millis() as u64,

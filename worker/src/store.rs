@@ -9,11 +9,19 @@
 //! sleeps until the earliest reservation or lease expiry ([`Queue::next_due`]), at most
 //! [`Config::max_sleep`], never less than a millisecond, and wakes early for an outcome.
 //!
-//! Everything the process does to the store happens here, in one place and one order; a
-//! periodic request per attempt in flight (renewing a lease, say) would be one more deadline
-//! in [`Store::wake_at`] and one more step of the loop, over the leases in `slots`.
+//! Everything the process does to the store happens here, in one place and one order,
+//! heartbeats included: every third of the lease ([`Config::heartbeat_every`]) each attempt
+//! in flight has its lease renewed ([`Queue::heartbeat`], SPEC 3.12), so that an attempt may
+//! run longer than its lease and a crash is still recovered one lease after it. The
+//! heartbeats due together share one reading of the clock, each in its own transaction. A
+//! heartbeat refused (`lease_lost`, `deadline_passed`, `not_found`: the lease is not this
+//! worker's any more) abandons the attempt: its window closes (`held.rs`), the transport
+//! stops, and whatever it answers is not recorded. A heartbeat that fails for a passing
+//! reason (a busy or full database, the clock behind the claim) is logged and tried again at
+//! the next one: two thirds of the lease are still left.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -26,6 +34,7 @@ use crate::clock::{Clock, ClockError};
 use crate::config::Config;
 use crate::dbfile::DbFile;
 use crate::fsize::{describe_limit, file_size_limit_hit};
+use crate::held::Held;
 use crate::outcome::{Summary, WorkError};
 use crate::slot::{Assignment, Finished};
 use crate::stop::Stop;
@@ -35,8 +44,18 @@ use crate::transport::Unclassified;
 pub(crate) struct Slot {
     /// Where its next job goes.
     pub(crate) jobs: Sender<Assignment>,
-    /// The lease of the attempt it runs now, if any.
-    pub(crate) holds: Option<Lease>,
+    /// The attempt it runs now, if any.
+    pub(crate) holds: Option<Holding>,
+}
+
+/// The attempt a slot runs, as the store thread keeps it.
+pub(crate) struct Holding {
+    pub(crate) lease: Lease,
+    /// Shared with the attempt's window: renewed by each accepted heartbeat, marked
+    /// abandoned by a refused one.
+    pub(crate) held: Arc<Held>,
+    /// When its next heartbeat is due.
+    pub(crate) beat_at: Instant,
 }
 
 /// What a round of claiming came to.
@@ -82,6 +101,7 @@ impl Store<'_> {
             if !arrived.is_empty() {
                 self.record(std::mem::take(&mut arrived))?;
             }
+            self.beat()?;
             let stopping = self.stop.requested();
             if !stopping && self.free() > 0 && Instant::now() >= self.claim_at && self.claim()? == Claim::Idle
             {
@@ -105,11 +125,79 @@ impl Store<'_> {
     }
 
     /// With attempts in flight, when the loop must look up even if no outcome arrives: the
-    /// next claim if a slot is free and no stop was asked, and at the latest after
-    /// [`Config::max_sleep`].
+    /// next heartbeat, the next claim if a slot is free and no stop was asked, and at the
+    /// latest after [`Config::max_sleep`].
     fn wake_at(&self, stopping: bool) -> Instant {
-        let latest = Instant::now() + self.config.max_sleep;
-        if stopping || self.free() == 0 { latest } else { self.claim_at.min(latest) }
+        let mut at = Instant::now() + self.config.max_sleep;
+        if !stopping && self.free() > 0 {
+            at = at.min(self.claim_at);
+        }
+        self.next_beat().map_or(at, |beat| at.min(beat))
+    }
+
+    /// When the next heartbeat is due: the earliest over the attempts in flight that were
+    /// not abandoned.
+    fn next_beat(&self) -> Option<Instant> {
+        self.slots
+            .iter()
+            .filter_map(|s| s.holds.as_ref())
+            .filter(|h| !h.held.abandoned())
+            .map(|h| h.beat_at)
+            .min()
+    }
+
+    /// Renews the lease of every attempt in flight whose heartbeat is due, at one reading of
+    /// the clock, each in its own transaction; the next is due a third of a lease later
+    /// whatever came of this one. A refusal abandons the attempt (counted, and logged once);
+    /// a passing failure is logged and left to the next heartbeat; any other storage failure
+    /// ends the loop, as it would at a claim.
+    fn beat(&mut self) -> Result<(), WorkError> {
+        let due = Instant::now();
+        if self.next_beat().is_none_or(|at| at > due) {
+            return Ok(());
+        }
+        // `due` was taken before this reading: each renewed lease's monotonic end is never late.
+        let now = self.clock.now_ms().inspect_err(|e| {
+            error!(error = %e, "the clock is out of range; stopping");
+        })?;
+        let lease = Duration::from_millis(self.config.settings.lease_ms);
+        let every = self.config.heartbeat_every();
+        let next = due.checked_add(every).unwrap_or(due + self.config.max_sleep);
+        for holding in self.slots.iter_mut().filter_map(|s| s.holds.as_mut()) {
+            if holding.beat_at > due || holding.held.abandoned() {
+                continue;
+            }
+            holding.beat_at = next;
+            let (id, attempt) = (&holding.lease.id, holding.lease.attempt);
+            match self.queue.heartbeat(&holding.lease, now) {
+                Ok(until) => {
+                    holding.held.renew(due, lease, until);
+                    self.summary.writes += 1;
+                    debug!(job = %id, attempt, lease_until = until, "heartbeat");
+                }
+                Err(
+                    e @ (Error::LeaseLost { .. } | Error::DeadlinePassed { .. } | Error::NotFound { .. }),
+                ) => {
+                    holding.held.abandon();
+                    self.summary.abandoned += 1;
+                    warn!(
+                        job = %id, attempt, outcome = "abandoned", reason = e.kind().code(), error = %e,
+                        "attempt abandoned: its heartbeat was refused, so the lease is no longer this \
+                         worker's; the attempt is stopped and its outcome will not be recorded"
+                    );
+                }
+                Err(e) if e.kind() == ErrorKind::Storage && !e.is_transient() => {
+                    return pause_or_fail(e, self.stop, self.config);
+                }
+                Err(e) => {
+                    warn!(
+                        job = %id, attempt, error = %e, next_in_ms = every.as_millis() as u64,
+                        "heartbeat failed; trying again at the next one"
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     fn free(&self) -> usize {
@@ -166,6 +254,9 @@ impl Store<'_> {
         if got > 0 {
             self.summary.writes += 1;
         }
+        let lease = Duration::from_millis(self.config.settings.lease_ms);
+        let first_beat =
+            turn.checked_add(self.config.heartbeat_every()).unwrap_or(turn + self.config.max_sleep);
         let mut idle = self.slots.iter_mut().enumerate().filter(|(_, s)| s.holds.is_none());
         for job in claimed {
             self.summary.attempts += 1;
@@ -175,8 +266,10 @@ impl Store<'_> {
                 continue;
             };
             debug!(job = %job.id(), attempt = job.attempt(), slot = n, lease_until = job.lease_until, "claimed");
-            slot.holds = Some(job.lease.clone());
-            if let Err(back) = slot.jobs.send(Assignment { job, claimed_at: now, turn }) {
+            let held = Arc::new(Held::new(turn, lease, job.lease_until));
+            let holding = Holding { lease: job.lease.clone(), held: Arc::clone(&held), beat_at: first_beat };
+            slot.holds = Some(holding);
+            if let Err(back) = slot.jobs.send(Assignment { job, claimed_at: now, held }) {
                 // The slot's thread is gone (it cannot be, while the store runs): the job
                 // waits for its lease, as after a crash.
                 slot.holds = None;
@@ -218,6 +311,11 @@ impl Store<'_> {
             let Finished { assignment, answer, after, said, .. } = f;
             let job = assignment.job;
             let (id, attempt) = (job.id(), job.attempt());
+            if assignment.held.abandoned() {
+                // Counted and logged when its heartbeat was refused.
+                debug!(job = %id, attempt, error = said, "the abandoned attempt ended; nothing is recorded");
+                continue;
+            }
             match (answer, after) {
                 (_, Err(e)) => {
                     self.summary.unrecorded += 1;

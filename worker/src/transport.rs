@@ -8,10 +8,11 @@ use crate::window::Window;
 
 /// Sends one attempt of a claimed job and says what came of it.
 ///
-/// The loop holds the lease and records the answer; the transport only sends. It must give
-/// up when its [`Window`] closes (the timeout, the job's deadline, or the lease running out
-/// by either clock), and return within [`Transport::grace`] after that, so that no attempt
-/// outlives its lease or starts past the deadline.
+/// The loop holds the lease (renewing it while the attempt runs) and records the answer;
+/// the transport only sends. It must give up when its [`Window`] closes (the timeout, the
+/// job's deadline, the lease running out by either clock, or a refused renewal), looking at
+/// it at least every [`POLL`](crate::POLL), and return within [`Transport::grace`] after
+/// that, so that no attempt outlives its lease or starts past the deadline.
 ///
 /// ```
 /// use std::collections::HashSet;
@@ -61,9 +62,9 @@ pub trait Transport {
     fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified>;
 
     /// The longest the transport may take to return once its window has closed (to see its
-    /// command gone and its output read). The worker counts it against the lease: it refuses
-    /// a lease that cannot hold the timeout, this and its margin, and stops each attempt
-    /// early enough to leave it.
+    /// command gone and its output read). The worker counts it against the lease: when the
+    /// lease is not renewed, it stops each attempt early enough to leave this and its margin
+    /// (up to a quarter of the lease).
     fn grace(&self) -> Duration {
         Duration::ZERO
     }

@@ -3,34 +3,52 @@
 //!
 //! The lease argument (docs/operating.md, "The worker's lease argument"). A claim at wall
 //! time `t` leases the job until `lease_until = t + lease`, and any worker whose wall clock
-//! reads `lease_until` may claim it again. Everything this worker does for the attempt must
-//! therefore be over by then: running it (the timeout), waiting for what the transport
-//! waits for once it stops (its [`grace`](crate::Transport::grace): the command's exit and
-//! the end of its standard error), and reading the clock and committing the outcome (the
-//! [`MARGIN`]). The attempt is held to the earliest of three ends:
+//! reads `lease_until` may claim it again. While the attempt runs, the store thread renews
+//! the lease every third of it (a heartbeat, SPEC 3.12), so a lease need not outlast the
+//! attempt; but whatever the worker does for the attempt must be over by the lease's end as
+//! last renewed: running it, waiting for what the transport waits for once it stops (its
+//! [`grace`](crate::Transport::grace): the command's exit and the end of its standard
+//! error), and reading the clock and committing the outcome (the [`MARGIN`]). The attempt
+//! is held to the earliest of four ends:
 //!
 //! - its timeout (cut to the job's deadline), on the monotonic clock;
-//! - `lease − grace − margin` after an instant taken *before* the claim read the wall clock,
-//!   on the monotonic clock: time the claim spent waiting for the database's lock is
-//!   charged, and no step of the wall clock can lengthen it;
-//! - `lease_until − grace − margin` on the wall clock, re-read every [`POLL`]: a forward
+//! - the lease's end less the [`reserve`], on the monotonic clock, counted from an instant
+//!   taken *before* the claim (or the last heartbeat) read the wall clock: time spent
+//!   waiting for the database's lock is charged, and no step of the wall clock can
+//!   lengthen it;
+//! - `lease_until` less the reserve on the wall clock, re-read every [`POLL`]: a forward
 //!   step of the wall clock shortens the lease for every other worker at once, so the
-//!   holder must see it too.
+//!   holder must see it too;
+//! - a refused heartbeat: the lease is not this worker's any more ([`Cut::Abandoned`]).
 //!
-//! The worker refuses a configuration where `timeout + grace + margin` exceeds the lease
-//! (`Config::validate`), so that only a misbehaving clock or a slow claim ends an attempt
-//! before its timeout.
+//! With heartbeats accepted, only the timeout ends an attempt: the lease ends come into play
+//! when heartbeats keep failing (a database locked by another process for longer than the
+//! busy timeout) or when the wall clock misbehaves.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
+use crate::held::Held;
 
 /// What the worker keeps of every lease for itself after the transport returns: reading
 /// the clock, taking the database's lock and committing the outcome, while a busy machine
 /// schedules it late. Another worker can claim the job only once the lease is over, so an
 /// outcome committed inside it is never overtaken by a second run.
 pub const MARGIN: Duration = Duration::from_millis(500);
+
+/// What an attempt keeps of its lease for after the transport returns: the transport's
+/// grace and the [`MARGIN`], but never more than a quarter of the lease.
+///
+/// The cap is what makes a short lease usable: the lease is renewed every third of itself,
+/// so an attempt cut a quarter before the lease's end is cut only once two heartbeats in a
+/// row have failed to renew it — one failed heartbeat (a passing lock) costs nothing. The
+/// quarter left is then for the kill and the record; with heartbeats working, the lease
+/// keeps being renewed during both, and the reserve is never used.
+pub(crate) fn reserve(lease: Duration, grace: Duration) -> Duration {
+    grace.saturating_add(MARGIN).min(lease / 4)
+}
 
 /// How often a running attempt re-reads the wall clock: after a forward step past the
 /// lease's end, the longest another worker's claim can overlap the attempt (plus the time a
@@ -48,6 +66,9 @@ pub enum Cut {
     /// The same by the wall clock: it was stepped forward (or ran ahead of the monotonic
     /// clock, as after a suspend).
     LeaseWall,
+    /// The queue refused to renew the lease (SPEC 3.12: `lease_lost`, `deadline_passed`,
+    /// `not_found`): the attempt is abandoned, and its outcome is not recorded.
+    Abandoned,
 }
 
 impl fmt::Display for Cut {
@@ -56,6 +77,7 @@ impl fmt::Display for Cut {
             Cut::Timeout => "its timeout",
             Cut::LeaseMonotonic => "the end of its lease by the monotonic clock",
             Cut::LeaseWall => "the end of its lease by the wall clock, which jumped ahead",
+            Cut::Abandoned => "a refused heartbeat (the lease is no longer this worker's)",
         })
     }
 }
@@ -69,14 +91,12 @@ pub struct Window<'c> {
     lease: Option<Lease<'c>>,
 }
 
-/// The lease an attempt runs under, less the worker's grace and margin.
+/// The lease an attempt runs under, as the store thread keeps it, less what the worker keeps
+/// for afterwards.
 struct Lease<'c> {
-    /// Taken before the claim read the wall clock, so that it is never later than the claim.
-    turn: Instant,
-    /// `lease − grace − margin`, counted from `turn`.
-    budget: Duration,
-    /// `lease_until − grace − margin`, in wall-clock milliseconds.
-    wall_end: u64,
+    held: Arc<Held>,
+    /// What is kept of the lease for after the transport returns ([`reserve`]).
+    reserve: Duration,
     clock: &'c dyn Clock,
 }
 
@@ -88,30 +108,29 @@ impl Window<'static> {
 }
 
 impl<'c> Window<'c> {
-    /// `timeout` from now, under a lease claimed at `turn` (an instant taken before the claim
-    /// read `clock`) for `lease`, which ends at `lease_until` on `clock`; `reserve` of it is
-    /// kept for after the transport returns.
+    /// `timeout` from now, under the lease `held` (renewed by the store thread, read on
+    /// `clock` and the monotonic clock); `reserve` of it is kept for after the transport
+    /// returns.
     pub(crate) fn leased(
         timeout: Duration,
-        turn: Instant,
-        lease: Duration,
-        lease_until: u64,
+        held: Arc<Held>,
         reserve: Duration,
         clock: &'c dyn Clock,
     ) -> Window<'c> {
-        let reserve_ms = u64::try_from(reserve.as_millis()).unwrap_or(u64::MAX);
-        let lease = Lease {
-            turn,
-            budget: lease.saturating_sub(reserve),
-            wall_end: lease_until.saturating_sub(reserve_ms),
-            clock,
-        };
+        let lease = Lease { held, reserve, clock };
         Window { start: Instant::now(), timeout, lease: Some(lease) }
     }
 
     /// The attempt's own limit, as given: its timeout, cut to the job's deadline.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// What is left of the attempt's own limit, whatever the lease: what a transport that
+    /// cannot be polled (an HTTP request's timeout) is given, while it watches
+    /// [`Window::left`] for the lease.
+    pub fn timeout_left(&self) -> Duration {
+        self.timeout.saturating_sub(self.start.elapsed())
     }
 
     /// Time since the window opened.
@@ -124,14 +143,19 @@ impl<'c> Window<'c> {
     /// A wall clock that cannot be read (before 1970, past 2^53 − 1) leaves the monotonic
     /// ends alone: no other worker can claim with such a clock either.
     pub fn left(&self) -> (Duration, Cut) {
-        let mut left = (self.timeout.saturating_sub(self.start.elapsed()), Cut::Timeout);
+        let mut left = (self.timeout_left(), Cut::Timeout);
         let Some(lease) = &self.lease else { return left };
-        let monotonic = lease.budget.saturating_sub(lease.turn.elapsed());
+        let ends = lease.held.ends();
+        if ends.abandoned {
+            return (Duration::ZERO, Cut::Abandoned);
+        }
+        let monotonic = ends.span.saturating_sub(lease.reserve).saturating_sub(ends.anchor.elapsed());
         if monotonic < left.0 {
             left = (monotonic, Cut::LeaseMonotonic);
         }
         if let Ok(now) = lease.clock.now_ms() {
-            let wall = Duration::from_millis(lease.wall_end.saturating_sub(now));
+            let reserve_ms = u64::try_from(lease.reserve.as_millis()).unwrap_or(u64::MAX);
+            let wall = Duration::from_millis(ends.wall.saturating_sub(reserve_ms).saturating_sub(now));
             if wall < left.0 {
                 left = (wall, Cut::LeaseWall);
             }
@@ -179,7 +203,8 @@ mod tests {
         let clock = Fixed(Mutex::new(Ok(1_000_000)));
         let turn = Instant::now();
         // Lease 10 s until 1_010_000, 1 s kept: 9 s left on both clocks, more than the timeout.
-        let w = Window::leased(5 * S, turn, 10 * S, 1_010_000, S, &clock);
+        let held = Arc::new(Held::new(turn, 10 * S, 1_010_000));
+        let w = Window::leased(5 * S, Arc::clone(&held), S, &clock);
         assert_eq!(w.left().1, Cut::Timeout);
         // The wall clock jumps 15 s ahead: nothing is left by it.
         clock.set(Ok(1_015_000));
@@ -191,9 +216,38 @@ mod tests {
         assert_eq!(w.left().1, Cut::Timeout);
         // A claim that took 7 s of a 10 s lease (1 s kept) leaves 2 s, below the timeout.
         let late = turn.checked_sub(7 * S).expect("an instant 7 s ago");
-        let w = Window::leased(5 * S, late, 10 * S, 1_010_000, S, &clock);
+        let w = Window::leased(5 * S, Arc::new(Held::new(late, 10 * S, 1_010_000)), S, &clock);
         let (left, cut) = w.left();
         assert_eq!(cut, Cut::LeaseMonotonic);
         assert!(left <= 2 * S && left > S, "{left:?}");
+    }
+
+    #[test]
+    fn a_heartbeat_keeps_the_window_open_and_a_refusal_closes_it() {
+        let clock = Fixed(Mutex::new(Ok(1_000_000)));
+        // A 2 s lease claimed 1.8 s ago, a quarter kept: by the monotonic clock it is over.
+        let claim = Instant::now().checked_sub(Duration::from_millis(1800)).expect("an instant");
+        let held = Arc::new(Held::new(claim, 2 * S, 1_000_200));
+        let w = Window::leased(10 * S, Arc::clone(&held), reserve(2 * S, Duration::ZERO), &clock);
+        assert_eq!(w.left(), (Duration::ZERO, Cut::LeaseMonotonic));
+        // Renewed now, for 2 s from now: 1.5 s left on both clocks.
+        held.renew(Instant::now(), 2 * S, 1_002_000);
+        let (left, cut) = w.left();
+        assert!(matches!(cut, Cut::LeaseMonotonic | Cut::LeaseWall), "{cut:?}");
+        assert!(left <= Duration::from_millis(1500) && left > S, "{left:?}");
+        // A refused heartbeat closes it at once, whatever is left.
+        held.abandon();
+        assert_eq!(w.left(), (Duration::ZERO, Cut::Abandoned));
+        // The attempt's own limit is still what it was.
+        assert!(w.timeout_left() > 9 * S);
+    }
+
+    #[test]
+    fn the_reserve_is_the_grace_and_margin_up_to_a_quarter_of_the_lease() {
+        let grace = Duration::from_millis(500);
+        assert_eq!(reserve(30 * S, grace), S);
+        assert_eq!(reserve(4 * S, grace), S);
+        assert_eq!(reserve(Duration::from_millis(600), grace), Duration::from_millis(150));
+        assert_eq!(reserve(30 * S, Duration::ZERO), MARGIN);
     }
 }

@@ -23,13 +23,15 @@ use crate::slot::{self, Limits};
 use crate::stop::Stop;
 use crate::store::{Slot, Store, watch};
 use crate::transport::Transport;
-use crate::window::MARGIN;
 #[cfg(doc)]
 use crate::window::Window;
+use crate::window::reserve;
 
 /// Runs `queue` with `transport`, one attempt at a time, until `stop` is requested (the
 /// attempt under way is finished and recorded first) or, with [`Config::until_idle`], until
-/// no job is pending or leased, on the system clock.
+/// no job is pending or leased, on the system clock. The attempt's lease is renewed every
+/// third of it while it runs ([`Config::heartbeat_every`]); a refused renewal stops the
+/// attempt, and its outcome is not recorded ([`Summary::abandoned`]).
 ///
 /// Refusals the SPEC defines for one attempt (a lost lease, the clock going back, an
 /// unclassified error) are logged and the loop goes on; so does a busy or full database,
@@ -38,9 +40,7 @@ use crate::window::Window;
 /// range with [`WorkError::Clock`].
 ///
 /// ```
-/// use std::time::Duration;
-///
-/// use retryq::{Claimed, DeadReason, NewJob, Outcome, Queue, Report};
+/// use retryq::{Claimed, DeadReason, NewJob, Outcome, Queue, Report, Settings};
 /// use retryq_worker::{Config, Stop, Transport, Unclassified, Window, now_ms, work};
 ///
 /// /// A receiver that refuses everything for good.
@@ -56,9 +56,10 @@ use crate::window::Window;
 /// let now = now_ms()?;
 /// queue.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 5, deadline: now + 60_000, now, ..NewJob::default() })?;
 ///
-/// // A lease shorter than the timeout would let a second worker claim a job still running.
-/// let unsafe_config = Config { timeout: Duration::from_secs(60), ..Config::new("w1") };
-/// let err = work(&mut queue, &unsafe_config, &mut Refuse, &Stop::new()).expect_err("refused");
+/// // A lease is renewed every third of itself while its attempt runs: 100 ms is too short
+/// // for each renewal to have time to commit.
+/// let short = Config { settings: Settings { lease_ms: 100, ..Settings::default() }, ..Config::new("w1") };
+/// let err = work(&mut queue, &short, &mut Refuse, &Stop::new()).expect_err("refused");
 /// assert!(err.to_string().contains("lease"), "{err}");
 ///
 /// let config = Config { until_idle: true, ..Config::new("w1") };
@@ -113,14 +114,13 @@ pub fn work_in_slots<T: Transport + Send>(
         return Err(WorkError::Config(ConfigError::NoSlots));
     }
     let grace = transports.iter().map(Transport::grace).max().unwrap_or_default();
-    config.validate(grace)?;
+    config.validate()?;
     queue.set_settings(config.settings).map_err(|e| WorkError::Config(ConfigError::Settings(e)))?;
     clock.now_ms()?;
     let file = watch(queue.path())?;
     let limits = Limits {
         timeout: config.timeout,
-        lease: Duration::from_millis(config.settings.lease_ms),
-        reserve: grace.saturating_add(MARGIN),
+        reserve: reserve(Duration::from_millis(config.settings.lease_ms), grace),
         clock,
     };
     info!(
@@ -128,6 +128,7 @@ pub fn work_in_slots<T: Transport + Send>(
         db = %queue.path().display(),
         concurrency = transports.len(),
         lease_ms = config.settings.lease_ms,
+        heartbeat_ms = config.heartbeat_every().as_millis() as u64,
         timeout_ms = config.timeout.as_millis() as u64,
         "worker started"
     );
@@ -173,6 +174,7 @@ pub fn work_in_slots<T: Transport + Send>(
         dead = summary.dead,
         reaped = summary.reaped,
         unrecorded = summary.unrecorded,
+        abandoned = summary.abandoned,
         writes = summary.writes,
         "worker stopped"
     );
@@ -240,31 +242,24 @@ mod tests {
     }
 
     #[test]
-    fn the_lease_must_hold_the_timeout_the_grace_and_the_margin() {
-        let none = Duration::ZERO;
-        let c = Config { timeout: Duration::from_millis(59_501), ..config() };
-        let err = c.validate(none).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                ConfigError::LeaseTooShort { lease_ms: 60_000, timeout_ms: 59_501, grace_ms: 0, .. }
-            ),
-            "{err}"
-        );
-        assert_eq!(err.lease_needed_ms(), Some(60_001));
-        assert!(err.to_string().contains("cannot hold the timeout"), "{err}");
-        assert!(Config { timeout: Duration::from_millis(59_500), ..config() }.validate(none).is_ok());
-        // The grace counts: 59_000 + 500 + 500 fits, one more millisecond of grace does not.
-        let c = Config { timeout: Duration::from_millis(59_000), ..config() };
-        assert!(c.validate(Duration::from_millis(500)).is_ok());
-        assert!(c.validate(Duration::from_millis(501)).is_err());
+    fn a_lease_need_not_hold_the_timeout_but_must_be_long_enough_to_renew() {
+        // Heartbeats renew the lease while the attempt runs: a timeout past it is fine.
+        let c = Config { timeout: Duration::from_secs(600), ..config() };
+        assert!(c.validate().is_ok());
+        let short = Config { settings: Settings { lease_ms: 299, ..config().settings }, ..config() };
+        let err = short.validate().unwrap_err();
+        assert!(matches!(err, ConfigError::LeaseTooShort { lease_ms: 299, least_ms: 300 }), "{err}");
+        assert_eq!(err.lease_needed_ms(), Some(300));
+        assert!(err.to_string().contains("every third"), "{err}");
+        let least = Config { settings: Settings { lease_ms: 300, ..config().settings }, ..config() };
+        assert!(least.validate().is_ok());
+        assert_eq!(least.heartbeat_every(), Duration::from_millis(100));
         assert!(matches!(
-            Config { worker: String::new(), ..config() }.validate(none),
+            Config { worker: String::new(), ..config() }.validate(),
             Err(ConfigError::Worker { .. })
         ));
         let mut q = Queue::open_in_memory().expect("queue");
-        let c = Config { timeout: Duration::from_millis(60_000), ..config() };
-        let err = work(&mut q, &c, &mut scripted(vec![]), &Stop::new()).unwrap_err();
+        let err = work(&mut q, &short, &mut scripted(vec![]), &Stop::new()).unwrap_err();
         assert!(matches!(err, WorkError::Config(ConfigError::LeaseTooShort { .. })), "{err}");
     }
 
@@ -554,6 +549,85 @@ mod tests {
         // The attempt is spent and the job waits for its lease, as after a crash.
         let a = q.get("a").expect("get").expect("a");
         assert_eq!((a.status, a.attempts), (Status::Leased, 1));
+    }
+
+    /// Lease 600 ms (a heartbeat every 200 ms), timeout 10 s, no backoff.
+    fn short_lease() -> Config {
+        Config {
+            settings: Settings { lease_ms: 600, base_ms: 0, cap_ms: 0 },
+            timeout: Duration::from_secs(10),
+            ..config()
+        }
+    }
+
+    #[test]
+    fn an_attempt_longer_than_its_lease_keeps_it_by_heartbeats() {
+        // 1.5 s of command under a 600 ms lease: renewed every 200 ms, never lost, and the
+        // outcome recorded as the claim's attempt.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut q = Queue::open(dir.path().join("q.db")).expect("queue");
+        enqueue(&mut q, "a", 1, 600_000);
+        let summary = work(&mut q, &short_lease(), &mut Exec::new("sleep 1.5"), &Stop::new()).expect("work");
+        assert_eq!(counts(&summary), Summary { attempts: 1, done: 1, ..Summary::default() });
+        let history = q.history("a").expect("history");
+        let claim = history.iter().find(|h| h.to == Status::Leased).expect("claim");
+        let renewals: Vec<u64> = history
+            .iter()
+            .filter(|h| h.from == Some(Status::Leased) && h.to == Status::Leased)
+            .map(|h| h.available_at.expect("an expiry"))
+            .collect();
+        assert!(renewals.len() >= 3, "{renewals:?}");
+        assert!(renewals.windows(2).all(|w| w[0] < w[1]), "each heartbeat moves the lease: {renewals:?}");
+        let recorded = history.last().expect("entries");
+        assert_eq!((recorded.to, recorded.attempt), (Status::Done, 1));
+        let first_lease = claim.available_at.expect("the claim's expiry");
+        assert!(
+            recorded.at > first_lease,
+            "recorded at {} within the first lease {first_lease}",
+            recorded.at
+        );
+        assert!(summary.writes >= 2 + 3, "the claim, the heartbeats and the commit: {}", summary.writes);
+    }
+
+    #[test]
+    fn a_refused_heartbeat_stops_the_command_and_records_nothing() {
+        // Another worker whose clock is 6 s ahead sees the lease over and claims attempt 2.
+        // The first worker's next heartbeat is refused (lease_lost): its command is killed
+        // within a heartbeat and a look at the window, and its outcome is not recorded.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("q.db");
+        let log = dir.path().join("log");
+        let mut other = Queue::open(&db).expect("queue");
+        enqueue(&mut other, "a", 3, 600_000);
+        let w1 = {
+            let (db, log) = (db.clone(), log.clone());
+            thread::spawn(move || {
+                let mut q = Queue::open(&db).expect("queue");
+                work(&mut q, &short_lease(), &mut three_seconds(&log), &Stop::new())
+            })
+        };
+        let pid = wait_for_line(&log, "start 1 ");
+        let ahead = || now_ms().expect("clock") + 6_000;
+        let claimed = other.claim("w2", ahead()).expect("claim").expect("the lease is over 6 s ahead");
+        assert_eq!(claimed.attempt(), 2);
+        let since = Instant::now();
+        while running(&pid) {
+            assert!(
+                since.elapsed() < Duration::from_secs(1),
+                "attempt 1 ran on after its heartbeat was refused"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+        let history = other.history("a").expect("history").len();
+        other
+            .complete(&Completion::new(&Lease::new("w2", "a", 2), Outcome::Ok, ahead(), 0.0))
+            .expect("complete");
+        let summary = w1.join().expect("w1").expect("work");
+        assert_eq!(counts(&summary), Summary { attempts: 1, abandoned: 1, ..Summary::default() });
+        assert!(!std::fs::read_to_string(&log).expect("log").contains("end 1"));
+        let entries = other.history("a").expect("history");
+        assert_eq!(entries.len(), history + 1, "nothing of attempt 1 after w2's claim: {entries:?}");
+        assert_eq!(other.get("a").expect("get").expect("a").status, Status::Done);
     }
 
     #[test]

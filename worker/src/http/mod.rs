@@ -33,7 +33,8 @@ mod target;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Read;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
+use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use retryq::{Claimed, Outcome, Report};
@@ -47,7 +48,7 @@ pub use target::redact;
 use target::{Target, target};
 
 use crate::transport::{Transport, Unclassified};
-use crate::window::{Cut, Window};
+use crate::window::{Cut, POLL, Window};
 
 /// The header that names the job: receivers drop duplicates by it.
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
@@ -235,12 +236,15 @@ impl Http {
 }
 
 impl Transport for Http {
-    /// The POST is given what is left of the window when it starts, for the whole exchange;
-    /// it is not cut when the wall clock jumps during it (the request may have reached the
-    /// receiver already: its `Idempotency-Key` is what guards against a second one).
+    /// The POST is given what is left of the attempt's own limit (its timeout, cut to the
+    /// deadline) for the whole exchange, and runs on a thread of its own while the slot
+    /// watches the window: when the lease ends first (heartbeats failing, or the wall clock
+    /// jumping past it) or a heartbeat is refused, the slot stops waiting and the request is
+    /// dropped — the worker no longer holds the job, and another may send it (its
+    /// `Idempotency-Key` is what guards against the second one).
     fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified> {
-        let (timeout, cut) = window.left();
-        if timeout.is_zero() {
+        let (left, cut) = window.left();
+        if left.is_zero() {
             let note = match cut {
                 Cut::Timeout => "not sent: no time left before the deadline".to_owned(),
                 lease => format!("not sent: no time left before {lease}"),
@@ -274,7 +278,10 @@ impl Transport for Http {
             return Ok(Report::with_error(Outcome::Retryable, why).retry_after(ms_u64(wait)));
         }
         debug!(job = %job.id(), attempt = job.attempt(), url = %target.shown, "posting");
-        let answer = self.post(&target, job, timeout);
+        let answer = match self.post_within(&target, job, window) {
+            Ok(answer) => answer,
+            Err(given_up) => return given_up,
+        };
         let after = self.now();
         if let Err(e) = lock(&self.nodes).record(node, after, answer.observed) {
             debug!(error = %e, "node not recorded");
@@ -285,6 +292,55 @@ impl Transport for Http {
         answer.result.map(|report| report.node(target.shown))
     }
 }
+
+impl Http {
+    /// Sends the POST on a thread of its own, limited to what is left of the window's own
+    /// timeout, and waits for its answer while the window stays open — looking at it every
+    /// [`POLL`], as the exec transport does. A window closed by the lease or a refused
+    /// heartbeat gives the request up (`Err`, with the attempt's result): its thread ends
+    /// when the exchange does, and its answer goes nowhere. A window closed by the timeout
+    /// waits for the request's own timeout, which says what happened; [`BACKSTOP`] past it
+    /// the request is given up all the same.
+    fn post_within(
+        &self,
+        target: &Target,
+        job: &Claimed,
+        window: &Window<'_>,
+    ) -> Result<Answer, Result<Report, Unclassified>> {
+        let (tx, rx) = mpsc::channel();
+        let (http, target_owned, job_owned) = (self.clone(), target.clone(), job.clone());
+        let timeout = window.timeout_left();
+        thread::Builder::new()
+            .name("retryq-http-post".into())
+            .spawn(move || {
+                let _ = tx.send(http.post(&target_owned, &job_owned, timeout));
+            })
+            .map_err(|e| Err(Unclassified(format!("could not start the request's thread: {e}"))))?;
+        let url = &target.shown;
+        loop {
+            let (left, cut) = window.left();
+            let overdue = window.elapsed() >= window.timeout().saturating_add(BACKSTOP);
+            if left.is_zero() && (cut != Cut::Timeout || overdue) {
+                let ms = window.elapsed().as_millis();
+                let why = format!("gave up after {ms} ms at {cut}: no answer awaited from {url}");
+                return Err(Ok(Report::with_error(Outcome::Retryable, why)));
+            }
+            let wait = if left.is_zero() { POLL } else { left.min(POLL) };
+            match rx.recv_timeout(wait) {
+                Ok(answer) => return Ok(answer),
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Err(Unclassified(format!("the request to {url} ended without an answer"))));
+                }
+            }
+        }
+    }
+}
+
+/// How long past the attempt's timeout the slot still waits for the HTTP client's own
+/// timeout to answer, before giving the request up. The client's timeout covers the whole
+/// exchange and normally answers first; this only bounds a client that would not.
+pub const BACKSTOP: Duration = Duration::from_secs(1);
 
 /// What one POST came to, for the job, the selector and the budget.
 struct Answer {

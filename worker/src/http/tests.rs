@@ -219,6 +219,32 @@ fn a_timeout_is_retryable_and_ends_at_the_timeout() {
 }
 
 #[test]
+fn a_refused_heartbeat_gives_the_request_up() {
+    // The receiver holds the request for 5 s; 200 ms in, the store thread's heartbeat is
+    // refused. The slot stops waiting within a look at the window, whatever the 10 s timeout.
+    let (url, rx) = canned(vec![Canned::Hang(Duration::from_secs(5))]);
+    let held = Arc::new(crate::held::Held::new(Instant::now(), Duration::from_secs(30), u64::MAX / 2));
+    let refuser = {
+        let held = Arc::clone(&held);
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(200));
+            held.abandon();
+        })
+    };
+    let window =
+        Window::leased(Duration::from_secs(10), held, Duration::from_millis(500), &crate::SystemClock);
+    let start = Instant::now();
+    let report = http(std::slice::from_ref(&url)).attempt(&job("a", 1), &window).expect("classified");
+    let took = start.elapsed();
+    refuser.join().expect("refuser");
+    assert!(rx.recv_timeout(Duration::from_secs(1)).is_ok(), "the request was sent");
+    assert!(took >= Duration::from_millis(200) && took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(report.outcome, Outcome::Retryable);
+    let error = report.error.expect("error");
+    assert!(error.starts_with("gave up after ") && error.contains("a refused heartbeat"), "{error}");
+}
+
+#[test]
 fn no_time_left_sends_nothing() {
     let (url, rx) = canned(vec![answer("200 OK", &[], "")]);
     let report = http(&[url]).attempt(&job("a", 1), &Window::new(Duration::ZERO)).expect("classified");
