@@ -26,11 +26,7 @@ pub fn is_url(db: &str) -> bool {
 /// Connects the PostgreSQL store to the database `url` names; an empty database gets the
 /// schema.
 pub fn connect(url: &str) -> Result<Box<dyn Backend>, ReplayError> {
-    // PENDING-PGQUEUE: Ok(Box::new(retryq::PgQueue::connect(url)?))
-    Err(ReplayError::Io(std::io::Error::other(format!(
-        "no PostgreSQL store to connect to {}",
-        redacted(url)
-    ))))
+    Ok(Box::new(retryq::PgQueue::connect(url)?))
 }
 
 /// `url` with its database replaced by `name` (its query string kept).
@@ -107,12 +103,17 @@ $$";
 const OTHER_SESSIONS: &str =
     "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()";
 
+/// Numbers the runs of this process, so that two runs on one server name their databases
+/// apart.
+static RUNS: AtomicU32 = AtomicU32::new(0);
+
 /// The databases of one run on one server.
 pub struct Databases {
     /// The administrator's URL: its database is where `CREATE DATABASE` runs.
     admin: String,
     fresh: Fresh,
-    /// This run's database names start with it (the process id keeps runs apart).
+    /// This run's database names start with it (the process id and the run's number keep
+    /// runs apart).
     prefix: String,
     next: AtomicU32,
     /// Databases used and returned, to be emptied before their next trace.
@@ -135,7 +136,7 @@ impl Databases {
         Ok(Arc::new(Databases {
             admin: admin.to_owned(),
             fresh,
-            prefix: format!("retryq_conform_{}", std::process::id()),
+            prefix: format!("retryq_conform_{}_{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed)),
             next: AtomicU32::new(0),
             free: Mutex::new(Vec::new()),
             made: Mutex::new(Vec::new()),
