@@ -81,7 +81,7 @@ pub trait Backend: Send {
 /// else the SQLite file at that path ([`Queue::open`]). What a `--db` option hands over.
 ///
 /// A PostgreSQL URL in a build without the `postgres` feature is refused
-/// ([`Error::NotRetryq`]) rather than taken for a file name.
+/// ([`Error::NotRetryq`](crate::Error::NotRetryq)) rather than taken for a file name.
 ///
 /// ```
 /// let dir = tempfile::tempdir()?;

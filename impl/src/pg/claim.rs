@@ -62,7 +62,7 @@ const REAP_DEADLINE: &str = "
 
 /// Leases the due job with the smallest `available_at`, ties to the first enqueued, that no
 /// other transaction holds (see the module's doc for the order and the budget terms).
-const CLAIM: &str = "
+pub(super) const CLAIM: &str = "
     UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
                     available_at = $3, updated_at = $1
     WHERE seq = (SELECT seq FROM jobs
@@ -74,7 +74,7 @@ const CLAIM: &str = "
 
 /// The seqs of up to `$2` due jobs in claim order, locked: what `$2` picks of [`CLAIM`] one
 /// after another would take, since a job just leased expires after `now`.
-const PICK: &str = "
+pub(super) const PICK: &str = "
     SELECT seq FROM jobs
     WHERE status IN ('pending', 'leased') AND available_at <= $1
       AND deadline > $1 AND attempts < max_attempts

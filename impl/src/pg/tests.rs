@@ -798,3 +798,104 @@ fn random_sequences_answer_alike_on_both_stores() {
         assert_eq!(audit, sqlite.audit().expect("audit"), "seed {seed}");
     }
 }
+
+/// Eight connections at once doing what workers and operators do — claims, every outcome,
+/// heartbeats, crashes that leave a lease to expire, notes, cancels, reaps — on one clock
+/// they all read: every job ends done or dead, and the history of every one of them audits
+/// clean (one live lease at a time, attempts within budget, claims before the deadline).
+#[test]
+fn concurrent_workers_keep_every_invariant() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    let Some(url) = retryq_pgtest::database("concurrent_workers_keep_every_invariant") else {
+        return;
+    };
+    let mut q = PgQueue::connect(&url).expect("connect");
+    let ids: Vec<String> = (0..80).map(|i| format!("job-{i:02}")).collect();
+    // Deadlines spread over the run, so that some jobs meet theirs while workers hold them.
+    let jobs: Vec<NewJob<'_>> = ids.iter().zip(0..).map(|(id, i)| job(id, 3, 2_000 + 150 * i, 0)).collect();
+    q.enqueue_many(&jobs).expect("enqueue");
+    let clock = Arc::new(AtomicU64::new(0));
+    let start = Arc::new(Barrier::new(8));
+    let workers: Vec<_> = (0..8u64)
+        .map(|w| {
+            let (url, start, clock) = (url.clone(), Arc::clone(&start), Arc::clone(&clock));
+            std::thread::spawn(move || {
+                let mut q = PgQueue::connect(&url).expect("connect");
+                q.set_settings(Settings { lease_ms: 300, base_ms: 50, cap_ms: 400 }).expect("settings");
+                let mut rng = Rng(w);
+                let worker = format!("w{w}");
+                let tick = |rng: &mut Rng| clock.fetch_add(1 + rng.below(20), Ordering::SeqCst);
+                start.wait();
+                for _ in 0..150 {
+                    match rng.below(10) {
+                        0 => {
+                            let id = format!("job-{:02}", rng.below(80));
+                            refused_or_ok(q.cancel(&id, tick(&mut rng)).map(drop));
+                        }
+                        1 => {
+                            q.reap(tick(&mut rng)).expect("reap");
+                        }
+                        _ => {
+                            let Some(c) = q.claim(&worker, tick(&mut rng)).expect("claim") else {
+                                continue;
+                            };
+                            if rng.chance(20) {
+                                refused_or_ok(q.heartbeat(&c.lease, tick(&mut rng)).map(drop));
+                            }
+                            if rng.chance(10) {
+                                refused_or_ok(q.record_error(&c.lease, "reset", None));
+                            }
+                            if rng.chance(15) {
+                                continue; // the worker dies: the lease expires
+                            }
+                            let report = Report::from(*rng.pick(&OUTCOMES));
+                            let now = tick(&mut rng);
+                            refused_or_ok(q.complete(&Completion::new(&c.lease, report, now, 0.5)).map(drop));
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+    // Past every deadline and every lease, a reap ends every job still open.
+    q.reap(1_000_000).expect("reap");
+    let stats = q.stats(1_000_000).expect("stats");
+    assert_eq!((stats.pending, stats.leased, stats.done + stats.dead), (0, 0, 80), "{stats:?}");
+    let audit = q.audit().expect("audit");
+    assert!(audit.is_clean(), "{:#?}", audit.violations);
+    assert!(audit.entries > 80 * 2, "{audit:?}");
+}
+
+/// An answer a concurrent worker may get: applied, or refused because another worker got
+/// there first (its lease was taken, the job moved on). Never a storage failure.
+fn refused_or_ok(result: crate::Result<()>) {
+    if let Err(e) = result {
+        assert_ne!(e.kind(), ErrorKind::Storage, "{e}");
+    }
+}
+
+/// Claim's pick and the batch's walk the partial index in order: no sort, whatever the size.
+#[test]
+fn the_pick_walks_the_due_index_without_sorting() {
+    let Some(q) = pg("the_pick_walks_the_due_index_without_sorting") else {
+        return;
+    };
+    q.raw("SET enable_seqscan = off").expect("planner");
+    for (sql, args) in [(super::claim::CLAIM, "0, 'w', 0"), (super::claim::PICK, "0, 10")] {
+        q.raw(&format!("PREPARE pick AS {sql}")).expect("prepare");
+        let plan: Vec<String> = q
+            .raw_query(&format!("EXPLAIN EXECUTE pick({args})"))
+            .expect("explain")
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        q.raw("DEALLOCATE pick").expect("deallocate");
+        let plan = plan.join("\n");
+        assert!(plan.contains("jobs_due"), "{plan}");
+        assert!(!plan.contains("Sort"), "{plan}");
+    }
+}
