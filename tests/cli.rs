@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use common::{BIN, Ran, command, db_commands, files, fresh, ran};
 use retryq::{OpenOptions, Queue};
-use retryq_conformance::sqlite::{job_view, stats_view};
+use retryq_conformance::store::{job_view, stats_view};
 use retryq_model::{Reply, Response};
 
 fn retryq(db: &Path, args: &[&str]) -> Ran {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use common::{Ran, command, fresh, ran};
 use retryq::{OpenOptions, Queue};
-use retryq_conformance::sqlite::job_view;
+use retryq_conformance::store::job_view;
 use retryq_model::{Reply, Response};
 
 fn retryq(db: &Path, args: &[&str]) -> Ran {

@@ -309,8 +309,9 @@ fn conformance(config: &Config, progress: &dyn Fn(&str)) -> Conformance {
     let traces: u32 = if config.quick { 300 } else { 2400 };
     let rate = |storage: Storage| -> Result<f64, String> {
         progress(&format!("conformance: {traces} traces, {storage:?}"));
-        let tally = run::random(traces, 1, 40, &Setup::new(storage), run::default_threads(storage), &|| {})
-            .map_err(|e| e.to_string())?;
+        let tally =
+            run::random(traces, 1, 40, &Setup::new(storage.clone()), run::default_threads(&storage), &|| {})
+                .map_err(|e| e.to_string())?;
         match tally.mismatch {
             Some(m) => Err(format!("a mismatch ({}), so no rate: run retryq conform", m.source)),
             None => Ok(tally.traces_per_second()),

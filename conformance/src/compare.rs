@@ -1,5 +1,5 @@
-//! The comparison: one trace run against the SQLite queue and the reference model side by
-//! side, checking after every step that both answered the same and that everything they
+//! The comparison: one trace run against a real store (SQLite or PostgreSQL) and the
+//! reference model side by side, checking after every step that both answered the same and that everything they
 //! would show — every job's `get`, and `stats` — is the same.
 
 use std::fmt;
@@ -9,7 +9,7 @@ use retryq_model::{Op, Response};
 
 use crate::parse::{Line, parse_line};
 use crate::trace::{Step, Trace};
-use crate::{ReplayError, Sqlite};
+use crate::{ReplayError, Side};
 
 /// Where the two readings first disagree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,8 +20,10 @@ pub struct Divergence {
     pub line: String,
     /// What was compared: the step's own response, a `get`, or `stats`.
     pub probe: String,
-    /// What SQLite answered, as a line.
-    pub sqlite: String,
+    /// Which store answered `store`: `sqlite` or `postgres`.
+    pub kind: &'static str,
+    /// What the store answered, as a line.
+    pub store: String,
     /// What the model answered, as a line.
     pub model: String,
 }
@@ -30,11 +32,12 @@ impl fmt::Display for Divergence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "step {} {}\n  compared: {}\n  sqlite:   {}\n  model:    {}",
+            "step {} {}\n  compared: {}\n  {:<9} {}\n  model:    {}",
             self.step + 1,
             self.line,
             self.probe,
-            self.sqlite,
+            format!("{}:", self.kind),
+            self.store,
             self.model
         )
     }
@@ -49,13 +52,13 @@ pub enum Comparison {
     Diverge(Divergence),
 }
 
-/// Runs `trace` on both readings. `sqlite` should be fresh; the model starts empty.
-pub fn compare(trace: &Trace, sqlite: &mut Sqlite) -> Result<Comparison, ReplayError> {
-    compare_with(trace, sqlite, Store::new())
+/// Runs `trace` on both readings. `side` should be fresh; the model starts empty.
+pub fn compare(trace: &Trace, side: &mut Side) -> Result<Comparison, ReplayError> {
+    compare_with(trace, side, Store::new())
 }
 
 /// [`compare`] against a given starting model.
-pub fn compare_with(trace: &Trace, sqlite: &mut Sqlite, mut model: Store) -> Result<Comparison, ReplayError> {
+pub fn compare_with(trace: &Trace, side: &mut Side, mut model: Store) -> Result<Comparison, ReplayError> {
     let mut responses = Vec::with_capacity(trace.len());
     let mut ids: Vec<String> = Vec::new();
     let mut clock = 0;
@@ -73,16 +76,17 @@ pub fn compare_with(trace: &Trace, sqlite: &mut Sqlite, mut model: Store) -> Res
             Line::Op(op) => {
                 note(&op, &mut ids, &mut clock);
                 let theirs = model.step(&op);
-                match sqlite.step(&op) {
+                match side.step(&op) {
                     Ok(ours) => (ours, theirs),
-                    // A write SQLite refused (a CHECK constraint restating an invariant, say)
-                    // is a divergence to shrink like any other, not a reason to stop.
+                    // A write the store refused (a CHECK constraint restating an invariant,
+                    // say) is a divergence to shrink like any other, not a reason to stop.
                     Err(ReplayError::Storage(e)) => {
                         return Ok(Comparison::Diverge(Divergence {
                             step: i,
                             line,
                             probe: "the step's response".into(),
-                            sqlite: format!("storage failure: {e}"),
+                            kind: side.kind(),
+                            store: format!("storage failure: {e}"),
                             model: theirs.to_json_line(),
                         }));
                     }
@@ -93,22 +97,29 @@ pub fn compare_with(trace: &Trace, sqlite: &mut Sqlite, mut model: Store) -> Res
             Line::Skip => continue,
         };
         if ours.observable() != theirs.observable() {
-            return Ok(Comparison::Diverge(divergence(i, step, "the step's response", &ours, &theirs)));
+            return Ok(Comparison::Diverge(divergence(side, i, step, "the step's response", &ours, &theirs)));
         }
         responses.push(theirs);
         for id in &ids {
             let probe = Op::Get { id: id.clone() };
-            let (ours, theirs) = (sqlite.step(&probe)?, model.step(&probe));
+            let (ours, theirs) = (side.step(&probe)?, model.step(&probe));
             // A probe of an id the trace named may itself be refused (an id too long, or
             // holding NUL): the two readings must agree it is, not on the detail's wording.
             if ours.observable() != theirs.observable() {
-                return Ok(Comparison::Diverge(divergence(i, step, &probe.to_json_line(), &ours, &theirs)));
+                return Ok(Comparison::Diverge(divergence(
+                    side,
+                    i,
+                    step,
+                    &probe.to_json_line(),
+                    &ours,
+                    &theirs,
+                )));
             }
         }
         let probe = Op::Stats { now: clock };
-        let (ours, theirs) = (sqlite.step(&probe)?, model.step(&probe));
+        let (ours, theirs) = (side.step(&probe)?, model.step(&probe));
         if ours != theirs {
-            return Ok(Comparison::Diverge(divergence(i, step, &probe.to_json_line(), &ours, &theirs)));
+            return Ok(Comparison::Diverge(divergence(side, i, step, &probe.to_json_line(), &ours, &theirs)));
         }
     }
     Ok(Comparison::Agree(responses))
@@ -139,12 +150,20 @@ fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
     }
 }
 
-fn divergence(step: usize, at: &Step, probe: &str, ours: &Response, theirs: &Response) -> Divergence {
+fn divergence(
+    side: &Side,
+    step: usize,
+    at: &Step,
+    probe: &str,
+    ours: &Response,
+    theirs: &Response,
+) -> Divergence {
     Divergence {
         step,
         line: at.to_line(),
         probe: probe.to_owned(),
-        sqlite: ours.to_json_line(),
+        kind: side.kind(),
+        store: ours.to_json_line(),
         model: theirs.to_json_line(),
     }
 }

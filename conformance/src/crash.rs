@@ -3,10 +3,17 @@
 //! transactions, waiting on fsync — and the file is reopened. The state found must equal
 //! the reference model's state either before or after the operation that was running,
 //! never a mixture, and invariants 1 to 6 must hold on it.
+//!
+//! The same runs go against PostgreSQL ([`Target`]): the child replays into an empty
+//! database of its own and is killed, or the server itself is stopped at once (`pg_ctl stop
+//! -m immediate`, as a crash of the server) and started again, and the database is read
+//! through a new connection.
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::strategy::{Strategy, ValueTree};
@@ -17,8 +24,77 @@ use retryq_model::{Op, Reply, Response, RunOutcome, Status};
 
 use crate::generate::{IDS, abstract_trace, materialize};
 use crate::parse::{Line, parse_line};
+use crate::pg::{Databases, Lent};
 use crate::trace::Trace;
-use crate::{ReplayError, Sqlite};
+use crate::{ReplayError, Side};
+
+/// Starts or stops a server of the caller's own.
+pub type Control<'a> = &'a dyn Fn() -> Result<(), String>;
+
+/// Where each killed replay keeps its jobs, and what is killed.
+pub enum Target<'a> {
+    /// A new SQLite file per run; the replay process is killed.
+    Files,
+    /// An empty PostgreSQL database per run; the replay process is killed.
+    Postgres(Arc<Databases>),
+    /// An empty PostgreSQL database per run on a server the caller may stop: the server is
+    /// stopped at once instead (`stop`, as a crash of the server would), the replay process
+    /// is then killed, and the server is started again (`start`) before the database is read.
+    PostgresServer {
+        /// The server's databases.
+        databases: Arc<Databases>,
+        /// Stops the server at once.
+        stop: Control<'a>,
+        /// Starts it again; it recovers from its write-ahead log.
+        start: Control<'a>,
+    },
+}
+
+/// How long a killed client's server process may take to notice and end.
+const IDLE_LIMIT: Duration = Duration::from_secs(30);
+
+/// The database one run replays into, kept until it has been read.
+enum Place {
+    File { _dir: tempfile::TempDir, path: std::path::PathBuf },
+    Postgres(Lent),
+}
+
+impl Place {
+    fn new(target: &Target<'_>) -> Result<Place, ReplayError> {
+        Ok(match target {
+            Target::Files => {
+                let dir = tempfile::Builder::new().prefix("retryq-crash-").tempdir()?;
+                let path = dir.path().join("crash.db");
+                Place::File { _dir: dir, path }
+            }
+            Target::Postgres(databases) | Target::PostgresServer { databases, .. } => {
+                Place::Postgres(databases.lend()?)
+            }
+        })
+    }
+
+    /// The `--db` value that names it.
+    fn db(&self) -> OsString {
+        match self {
+            Place::File { path, .. } => path.clone().into_os_string(),
+            Place::Postgres(lent) => lent.url().into(),
+        }
+    }
+
+    /// Every job's `get` and the `stats`, read anew. A SQLite file that is missing means the
+    /// child died before creating it: the state before the first operation. An empty
+    /// PostgreSQL database gets its schema from the reading connection: the same state.
+    fn observe(&self, trace: &Trace) -> Result<Vec<Response>, ReplayError> {
+        match self {
+            Place::File { path, .. } if !path.exists() => Ok(observe_model(&Store::new(), trace)),
+            Place::File { path, .. } => observe(&mut Side::file(path)?, trace),
+            Place::Postgres(lent) => {
+                lent.databases().wait_idle(lent.name(), IDLE_LIMIT)?;
+                observe(&mut Side::postgres(lent.url())?, trace)
+            }
+        }
+    }
+}
 
 /// What the kills found.
 #[derive(Clone, Debug, Default)]
@@ -43,9 +119,22 @@ pub struct CrashTally {
     pub seconds: f64,
 }
 
-/// Kills `runs` children of `program` (the `retryq` binary) at random points.
+/// Kills `runs` children of `program` (the `retryq` binary) at random points, each replaying
+/// into a new SQLite file.
 pub fn kill_runs(
     program: &Path,
+    runs: u64,
+    seed: u64,
+    progress: &dyn Fn(),
+) -> Result<CrashTally, ReplayError> {
+    kill_runs_on(program, &Target::Files, runs, seed, progress)
+}
+
+/// [`kill_runs`] against `target`: SQLite files, or PostgreSQL with the replay or the server
+/// killed.
+pub fn kill_runs_on(
+    program: &Path,
+    target: &Target<'_>,
     runs: u64,
     seed: u64,
     progress: &dyn Fn(),
@@ -67,17 +156,17 @@ pub fn kill_runs(
     };
     // Aim the kills within the time a whole trace takes on this machine: time the start-up
     // (a one-line trace) and a long trace first.
-    let startup = run_through(program, &Trace { steps: vec![crate::trace::Step::Op(Op::Restart)] })?;
+    let startup = run_through(program, target, &Trace { steps: vec![crate::trace::Step::Op(Op::Restart)] })?;
     let per_step = {
         let trace = next_trace()?;
-        let whole = run_through(program, &trace)?;
+        let whole = run_through(program, target, &trace)?;
         whole.saturating_sub(startup).div_f64(trace.len().max(1) as f64)
     };
     for _ in 0..runs {
         let trace = next_trace()?;
         let span = (startup + per_step.mul_f64(trace.len() as f64)).as_micros() as u64;
         let delay = Duration::from_micros(rng.random_range(0..=span));
-        let run = kill_once(program, &trace, delay)?;
+        let run = kill_once(program, target, &trace, delay)?;
         progress();
         tally.runs += 1;
         tally.answered += run.finished as u64;
@@ -101,13 +190,13 @@ pub fn kill_runs(
 
 /// Runs a whole trace (nothing killed until every line is answered) and returns how long it
 /// took.
-fn run_through(program: &Path, trace: &Trace) -> Result<Duration, ReplayError> {
-    let dir = tempfile::Builder::new().prefix("retryq-crash-").tempdir()?;
+fn run_through(program: &Path, target: &Target<'_>, trace: &Trace) -> Result<Duration, ReplayError> {
+    let place = Place::new(target)?;
     let started = Instant::now();
     let output = Command::new(program)
         .arg("replay")
         .arg("--db")
-        .arg(dir.path().join("calibrate.db"))
+        .arg(place.db())
         .arg("-")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -132,18 +221,21 @@ fn run_through(program: &Path, trace: &Trace) -> Result<Duration, ReplayError> {
 struct Run {
     /// How many of the trace's lines the child answered before it died.
     finished: usize,
-    /// Every job's `get` and the `stats`, read from the reopened file.
+    /// Every job's `get` and the `stats`, read from the reopened store.
     observed: Vec<Response>,
-    _dir: tempfile::TempDir,
 }
 
-fn kill_once(program: &Path, trace: &Trace, delay: Duration) -> Result<Run, ReplayError> {
-    let dir = tempfile::Builder::new().prefix("retryq-crash-").tempdir()?;
-    let db = dir.path().join("crash.db");
+fn kill_once(
+    program: &Path,
+    target: &Target<'_>,
+    trace: &Trace,
+    delay: Duration,
+) -> Result<Run, ReplayError> {
+    let place = Place::new(target)?;
     let mut child = Command::new(program)
         .arg("replay")
         .arg("--db")
-        .arg(&db)
+        .arg(place.db())
         .arg("-")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -154,22 +246,22 @@ fn kill_once(program: &Path, trace: &Trace, delay: Duration) -> Result<Run, Repl
     stdin.write_all(trace.to_jsonl("").as_bytes())?;
     stdin.flush()?;
     std::thread::sleep(delay);
+    if let Target::PostgresServer { stop, .. } = target {
+        stop().map_err(|why| std::io::Error::other(format!("stopping the server: {why}")))?;
+    }
     child.kill()?;
     child.wait()?;
     drop(stdin);
+    if let Target::PostgresServer { start, .. } = target {
+        start().map_err(|why| std::io::Error::other(format!("starting the server again: {why}")))?;
+    }
     let mut output = String::new();
     if let Some(mut stdout) = child.stdout.take() {
         stdout.read_to_string(&mut output)?;
     }
     let finished = output.lines().filter(|line| line.ends_with('}')).count();
-    // An empty or missing file means the child died before creating the schema: both are
-    // the state before the first operation.
-    let observed = if db.exists() {
-        observe(&mut Sqlite::file(&db)?, trace)?
-    } else {
-        observe_model(&Store::new(), trace)
-    };
-    Ok(Run { finished, observed, _dir: dir })
+    let observed = place.observe(trace)?;
+    Ok(Run { finished, observed })
 }
 
 enum Judged {
@@ -200,8 +292,8 @@ fn probes(trace: &Trace) -> Vec<Op> {
     IDS.iter().map(|id| Op::Get { id: (*id).into() }).chain([Op::Stats { now }]).collect()
 }
 
-fn observe(sqlite: &mut Sqlite, trace: &Trace) -> Result<Vec<Response>, ReplayError> {
-    probes(trace).iter().map(|op| sqlite.step(op)).collect()
+fn observe(side: &mut Side, trace: &Trace) -> Result<Vec<Response>, ReplayError> {
+    probes(trace).iter().map(|op| side.step(op)).collect()
 }
 
 fn observe_model(store: &Store, trace: &Trace) -> Vec<Response> {
@@ -252,7 +344,7 @@ fn mismatch(run: &Run, before: &[Response], after: Option<&[Response]>) -> Strin
         responses.iter().map(|r| format!("    {}", r.to_json_line())).collect::<Vec<_>>().join("\n")
     };
     let mut text = format!(
-        "killed after {} answered lines, the reopened file matches neither the state before nor after the running operation\n  found:\n{}\n  before:\n{}",
+        "killed after {} answered lines, the reopened store matches neither the state before nor after the running operation\n  found:\n{}\n  before:\n{}",
         run.finished,
         lines(&run.observed),
         lines(before)

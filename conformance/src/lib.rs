@@ -2,8 +2,9 @@
 //!
 //! - [`parse`] reads one JSON Lines input line into a [`retryq_model::Op`], strictly: every
 //!   way a line can be wrong is `invalid_input` naming the field.
-//! - [`sqlite`] runs operations against the real SQLite queue and answers in the SPEC's
-//!   results. It reads the SPEC through `retryq` only; the model is used here for its
+//! - [`store`] runs operations against a real store — SQLite, or PostgreSQL ([`pg`] lends
+//!   each trace an empty database) — through `retryq`'s `Backend` trait, and answers in the
+//!   SPEC's results. It reads the SPEC through `retryq` only; the model is used here for its
 //!   vocabulary (the operation and result types), never for its logic.
 //! - [`replay()`] drives a whole trace: lines in, one JSON object out per operation.
 //! - [`regress`] finds the saved regression cases (`NAME.jsonl` beside
@@ -11,7 +12,7 @@
 //! - [`generate`] makes traces nobody wrote by hand (a proptest strategy and a quickcheck
 //!   generator); [`compare`] runs one on both readings, step by step; [`run`] runs many and
 //!   shrinks the first divergence; [`crash`] kills a replaying process at random points and
-//!   checks the file it leaves.
+//!   checks the store it leaves.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -21,15 +22,16 @@ pub mod crash;
 pub mod exhaustive;
 pub mod generate;
 pub mod parse;
+pub mod pg;
 pub mod regress;
 pub mod replay;
 pub mod run;
-pub mod sqlite;
+pub mod store;
 pub mod trace;
 
 pub use parse::{Line, parse_line};
 pub use replay::{ReplayStats, replay};
-pub use sqlite::Sqlite;
+pub use store::Side;
 
 /// A failure that stops a replay: the trace could not be run, as opposed to an operation
 /// being refused (which is an output line like any other).
@@ -38,6 +40,10 @@ pub enum ReplayError {
     /// The database could not be opened or failed under an operation.
     #[error("storage failed: {0}")]
     Storage(#[from] retryq::Error),
+    /// The PostgreSQL server refused an administrator's statement of the harness (creating,
+    /// emptying or dropping a database of a run), or could not be reached for one.
+    #[error("PostgreSQL: {0}")]
+    Postgres(#[from] postgres::Error),
     /// The trace or the output could not be read or written.
     #[error("{0}")]
     Io(#[from] std::io::Error),

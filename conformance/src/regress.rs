@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::replay::replay_to_lines;
-use crate::{ReplayError, Sqlite};
+use crate::{ReplayError, Side};
 
 /// One saved case.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,11 +71,17 @@ pub enum Verdict {
     },
 }
 
-/// Replays `case` against a fresh temporary database file and compares its output.
+/// Replays `case` against a fresh temporary SQLite file and compares its output.
 pub fn check(case: &Case) -> Result<Verdict, ReplayError> {
+    check_on(case, &mut Side::temporary()?)
+}
+
+/// Replays `case` against `side` (which should be fresh: SQLite or PostgreSQL) and compares
+/// its output.
+pub fn check_on(case: &Case, side: &mut Side) -> Result<Verdict, ReplayError> {
     let trace = fs::read(&case.trace)?;
     let expected = fs::read_to_string(&case.expected)?;
-    let actual = replay_to_lines(&trace, &mut Sqlite::temporary()?)?;
+    let actual = replay_to_lines(&trace, side)?;
     Ok(compare(&expected, &actual))
 }
 

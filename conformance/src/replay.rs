@@ -5,7 +5,7 @@ use std::io::{BufRead, Write};
 use retryq_model::Response;
 
 use crate::parse::{Line, parse_line};
-use crate::{ReplayError, Sqlite};
+use crate::{ReplayError, Side};
 
 /// What a replay went through.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -21,7 +21,7 @@ pub struct ReplayStats {
 pub fn replay(
     mut input: impl BufRead,
     mut output: impl Write,
-    side: &mut Sqlite,
+    side: &mut Side,
 ) -> Result<ReplayStats, ReplayError> {
     let mut stats = ReplayStats::default();
     let mut buffer = Vec::new();
@@ -47,7 +47,7 @@ pub fn replay(
 }
 
 /// Replays a whole trace held in memory and returns its output lines.
-pub fn replay_to_lines(trace: &[u8], side: &mut Sqlite) -> Result<Vec<String>, ReplayError> {
+pub fn replay_to_lines(trace: &[u8], side: &mut Side) -> Result<Vec<String>, ReplayError> {
     let mut output = Vec::new();
     replay(trace, &mut output, side)?;
     Ok(String::from_utf8_lossy(&output).lines().map(str::to_owned).collect())
@@ -82,14 +82,14 @@ mod tests {
 
     #[test]
     fn the_spec_worked_trace_prints_exactly_its_output() {
-        let mut side = Sqlite::temporary().expect("temporary database");
+        let mut side = Side::temporary().expect("temporary database");
         let lines = replay_to_lines(WORKED_TRACE.as_bytes(), &mut side).expect("replay");
         assert_eq!(lines, WORKED_OUTPUT);
     }
 
     #[test]
     fn skipped_lines_print_nothing_and_bad_bytes_are_invalid_input() {
-        let mut side = Sqlite::in_memory().expect("memory database");
+        let mut side = Side::in_memory().expect("memory database");
         let mut trace = b"\n  \n# comment\n{\"op\":\"stats\",\"now\":0}\n".to_vec();
         trace.extend_from_slice(b"\xff\xfe\n{\"op\":\"restart\"}");
         let mut output = Vec::new();

@@ -2,8 +2,8 @@
 //! generators, stopping at the first divergence with its minimal trace.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use proptest::strategy::{Strategy, ValueTree};
@@ -13,25 +13,39 @@ use retryq_model::reference::Store;
 
 use crate::compare::{Comparison, Divergence, compare_with};
 use crate::generate::{Abstract, RandomTrace, abstract_trace, materialize};
+use crate::pg::Databases;
 use crate::regress::{self, Verdict};
 use crate::trace::{Step, Trace};
-use crate::{ReplayError, Sqlite};
+use crate::{ReplayError, Side};
 
-/// Where each trace's SQLite database lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where each trace's database lives.
+#[derive(Clone, Debug)]
 pub enum Storage {
-    /// A fresh temporary file per trace, with real restarts: what production runs.
+    /// A fresh temporary SQLite file per trace, with real restarts: what production runs.
     File,
-    /// A fresh in-memory database per trace: faster; `restart` keeps the connection.
+    /// A fresh in-memory SQLite database per trace: faster; `restart` keeps the connection.
     Memory,
+    /// An empty PostgreSQL database per trace on one server, with real restarts (a new
+    /// connection).
+    Postgres(Arc<Databases>),
 }
 
 impl Storage {
     /// A fresh database of this kind for one trace.
-    pub fn open(self) -> Result<Sqlite, ReplayError> {
+    pub fn open(&self) -> Result<Side, ReplayError> {
         match self {
-            Storage::File => Sqlite::temporary(),
-            Storage::Memory => Sqlite::in_memory(),
+            Storage::File => Side::temporary(),
+            Storage::Memory => Side::in_memory(),
+            Storage::Postgres(databases) => Side::lent(databases.lend()?),
+        }
+    }
+
+    /// How it is named in a report: `file`, `in-memory` or `postgres`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Storage::File => "file",
+            Storage::Memory => "in-memory",
+            Storage::Postgres(_) => "postgres",
         }
     }
 }
@@ -76,19 +90,19 @@ impl Tally {
     }
 }
 
-/// The two readings a run compares: where SQLite keeps each trace's database, and the
+/// The two readings a run compares: where the store keeps each trace's database, and the
 /// reference model each trace starts from (a fresh [`Store`], unless a test seeds a bug into
 /// it to show that the harness notices).
 #[derive(Clone, Debug)]
 pub struct Setup {
-    /// Where SQLite keeps each trace's database.
+    /// Where the store keeps each trace's database.
     pub storage: Storage,
     /// The model store each trace starts from.
     pub model: Store,
 }
 
 impl Setup {
-    /// SQLite of `storage` against a fresh reference store.
+    /// The store of `storage` against a fresh reference store.
     pub fn new(storage: Storage) -> Setup {
         Setup { storage, model: Store::new() }
     }
@@ -111,17 +125,19 @@ pub fn regressions(dir: &Path, setup: &Setup) -> Result<Tally, ReplayError> {
     for case in cases {
         let text = std::fs::read_to_string(&case.trace)?;
         let trace = Trace::from_jsonl(&text);
+        let mut side = setup.storage.open()?;
         tally.traces += 1;
         tally.steps += trace.len() as u64;
         let found = match check_trace(&trace, setup)? {
             Some(divergence) => Some(divergence),
-            None => match regress::check(&case)? {
+            None => match regress::check_on(&case, &mut side)? {
                 Verdict::Pass { .. } => None,
                 Verdict::Mismatch { line, expected, actual } => Some(Divergence {
                     step: line.saturating_sub(1),
                     line: format!("(output line {line} of {})", case.name),
                     probe: format!("{}.expected.jsonl", case.name),
-                    sqlite: actual,
+                    kind: side.kind(),
+                    store: actual,
                     model: expected,
                 }),
             },
@@ -207,13 +223,14 @@ pub(crate) fn run_parallel(
     Ok((tally, found))
 }
 
-/// How many traces to run at once: a file database spends its time waiting on fsync, so
-/// more threads than cores pay off there.
-pub fn default_threads(storage: Storage) -> usize {
+/// How many traces to run at once: a file database spends its time waiting on fsync, and a
+/// PostgreSQL client on the server's answers, so more threads than cores pay off there.
+pub fn default_threads(storage: impl std::borrow::Borrow<Storage>) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    match storage {
+    match storage.borrow() {
         Storage::File => cores * 4,
         Storage::Memory => cores,
+        Storage::Postgres(_) => cores * 2,
     }
 }
 

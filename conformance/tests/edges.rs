@@ -3,7 +3,7 @@
 //! replay line can carry past the parser, which each reading must still refuse on its own),
 //! and a lease that runs past 2^53 − 1. Then the files `--db` may be pointed at.
 
-use retryq_conformance::Sqlite;
+use retryq_conformance::Side;
 use retryq_conformance::compare::{Comparison, compare};
 use retryq_conformance::trace::{Step, Trace};
 use retryq_model::{MAX_INT, Op, Outcome, RunOutcome};
@@ -16,7 +16,7 @@ const MIB: usize = 1 << 20;
 fn agree(ops: Vec<Op>) -> Vec<String> {
     let trace = Trace { steps: ops.into_iter().map(Step::Op).collect() };
     let mut answers = Vec::new();
-    for mut side in [Sqlite::in_memory().expect("memory"), Sqlite::temporary().expect("file")] {
+    for mut side in [Side::in_memory().expect("memory"), Side::temporary().expect("file")] {
         match compare(&trace, &mut side).expect("compare") {
             Comparison::Agree(responses) => {
                 answers.push(responses.iter().map(|r| r.observable().to_json_line()).collect::<Vec<_>>());
@@ -173,14 +173,14 @@ mod files {
     //! What `retryq replay --db PATH` does with a file that is not a fresh or retryq
     //! database: refuses it, saying so, and leaves it byte for byte as it was.
 
-    use retryq_conformance::{ReplayError, Sqlite};
+    use retryq_conformance::{ReplayError, Side};
 
     fn refused(prepare: impl FnOnce(&std::path::Path)) -> String {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("given.db");
         prepare(&path);
         let before = std::fs::read(&path).expect("read");
-        let err = match Sqlite::file(&path) {
+        let err = match Side::file(&path) {
             Err(ReplayError::Storage(e)) => e.to_string(),
             Err(e) => panic!("not a storage refusal: {e}"),
             Ok(_) => panic!("opened"),
@@ -216,7 +216,7 @@ mod files {
     #[test]
     fn a_newer_schema_is_refused() {
         let err = refused(|p| {
-            drop(Sqlite::file(p).expect("create"));
+            drop(Side::file(p).expect("create"));
             sqlite(
                 p,
                 &format!(
@@ -233,7 +233,7 @@ mod files {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("empty.db");
         std::fs::write(&path, b"").expect("write");
-        let mut side = Sqlite::file(&path).expect("an empty file is a new database");
+        let mut side = Side::file(&path).expect("an empty file is a new database");
         let r = side.step(&retryq_model::Op::Stats { now: 0 }).expect("stats");
         assert!(r.to_json_line().starts_with(r#"{"ok":"stats""#));
     }
@@ -243,7 +243,7 @@ mod durability {
     //! The replay harness runs the queue as production does: in write-ahead-log mode with
     //! full fsync, on every file it opens — also one whose journal mode was changed.
 
-    use retryq_conformance::Sqlite;
+    use retryq_conformance::Side;
     use retryq_model::Op;
 
     fn journal_mode(path: &std::path::Path) -> String {
@@ -255,7 +255,7 @@ mod durability {
     fn every_file_is_in_wal_mode() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("q.db");
-        let mut side = Sqlite::file(&path).expect("create");
+        let mut side = Side::file(&path).expect("create");
         side.step(&Op::Enqueue {
             id: "a".into(),
             payload: String::new(),
@@ -275,7 +275,7 @@ mod durability {
             conn.pragma_update_and_check(None, "journal_mode", "DELETE", |r| r.get(0)).expect("pragma");
         assert_eq!(mode, "delete");
         drop(conn);
-        let mut side = Sqlite::file(&path).expect("reopen");
+        let mut side = Side::file(&path).expect("reopen");
         side.step(&Op::Get { id: "a".into() }).expect("get");
         drop(side);
         assert_eq!(journal_mode(&path), "wal");

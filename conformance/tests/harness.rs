@@ -12,7 +12,7 @@ use retryq_model::reference::Store;
 #[test]
 fn generated_traces_agree_in_memory_and_on_files() {
     for (storage, cases) in [(Storage::Memory, 300), (Storage::File, 60)] {
-        let tally = run::random(cases, 20_261_129, 40, &Setup::new(storage), 2, &|| {}).expect("run");
+        let tally = run::random(cases, 20_261_129, 40, &Setup::new(storage.clone()), 2, &|| {}).expect("run");
         assert_eq!(tally.traces, u64::from(cases), "{storage:?}");
         assert!(
             tally.mismatch.is_none(),

@@ -1,6 +1,6 @@
-//! `retryq conform`: the SQLite queue against the reference model, on traces nobody wrote
-//! by hand — saved regressions first, then generated traces, then (with `--crash`) killed
-//! processes.
+//! `retryq conform`: the SQLite queue (or, with `--db`, the PostgreSQL one) against the
+//! reference model, on traces nobody wrote by hand — saved regressions first, then generated
+//! traces, then (with `--crash`) killed processes.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::style::ProgressTracker;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
+use retryq_conformance::crash::Target;
+use retryq_conformance::pg::{self, Databases, Fresh};
 use retryq_conformance::run::{self, Mismatch, Setup, Storage, Tally};
 use retryq_conformance::trace::Trace;
 use retryq_model::model::Bounds;
@@ -30,8 +32,13 @@ pub struct Args {
     #[arg(long, value_name = "D")]
     depth: Option<u16>,
     /// In-memory databases (faster; `restart` keeps the connection) instead of files.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "db")]
     memory: bool,
+    /// Run against PostgreSQL instead: each trace gets an empty database of its own on the
+    /// server this URL names (its user must be allowed to create databases; the run drops
+    /// them when it ends).
+    #[arg(long, value_name = "URL")]
+    db: Option<String>,
     /// Also kill this many `retryq replay` processes at random points and check the files
     /// they leave.
     #[arg(long, value_name = "N")]
@@ -48,14 +55,18 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let storage = if args.memory { Storage::Memory } else { Storage::File };
-    let setup = Setup::new(storage);
+    let storage = match &args.db {
+        Some(url) => Storage::Postgres(server(url)?),
+        None if args.memory => Storage::Memory,
+        None => Storage::File,
+    };
+    let setup = Setup::new(storage.clone());
     if let Some(path) = &args.trace {
         return one_trace(path, &setup);
     }
     let dir = args.regressions.clone().unwrap_or_else(super::default_traces);
     let seed = args.seed.unwrap_or_else(clock_seed);
-    outln!("retryq conform: seed {seed}, {} storage", if args.memory { "in-memory" } else { "file" })?;
+    outln!("retryq conform: seed {seed}, {} storage", storage.name())?;
 
     let regressions = run::regressions(&dir, &setup)?;
     report("regressions", &regressions)?;
@@ -65,7 +76,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
 
     let bar = progress(u64::from(args.cases), "traces");
-    let threads = args.threads.map_or_else(|| run::default_threads(storage), usize::from);
+    let threads = args.threads.map_or_else(|| run::default_threads(&storage), usize::from);
     let random = run::random(args.cases, seed, usize::from(args.max_len), &setup, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
     report("generated", &random)?;
@@ -105,7 +116,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if let Some(runs) = args.crash {
         let program = std::env::current_exe()?;
         let bar = progress(runs, "kills");
-        let crash = retryq_conformance::crash::kill_runs(&program, runs, seed, &|| bar.inc(1))?;
+        let target = match &storage {
+            Storage::Postgres(databases) => Target::Postgres(databases.clone()),
+            Storage::File | Storage::Memory => Target::Files,
+        };
+        let crash = retryq_conformance::crash::kill_runs_on(&program, &target, runs, seed, &|| bar.inc(1))?;
         bar.finish_and_clear();
         outln!(
             "{:<12} {} kills, {:.1} lines answered on average before each ({} mid-trace: {} found the state before the running operation, {} after it, {} a run_once claimed but not completed) in {:.1}s",
@@ -125,6 +140,19 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     outln!("conform: no mismatch")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The server `--db` names, checked at once: a URL that is not PostgreSQL's, or a server
+/// that cannot be reached with it, is said before anything runs.
+fn server(url: &str) -> Result<std::sync::Arc<Databases>, CliError> {
+    if !pg::is_url(url) {
+        return Err(CliError::flag(
+            "--db",
+            "must be a postgres:// or postgresql:// URL (on SQLite, conform makes its own files)",
+        ));
+    }
+    Databases::new(url, Fresh::Reset)
+        .map_err(|e| CliError::Database(format!("--db {}: {e}", pg::redacted(url))))
 }
 
 fn one_trace(path: &Path, setup: &Setup) -> Result<ExitCode, CliError> {

@@ -1,74 +1,101 @@
-//! SPEC section 5's operations run against the real SQLite queue.
+//! SPEC section 5's operations run against a real store: SQLite or PostgreSQL.
 //!
-//! This is the implementation's side of every comparison: it calls `retryq` and translates
-//! its answers into the SPEC's results. Checks that belong to the replay format rather than
-//! to the queue (a `jitter` is required for `retryable`) are made here, before the queue is
-//! called, so that a refused line changes nothing.
+//! This is the implementation's side of every comparison: it calls `retryq` through its
+//! [`Backend`] trait and translates the answers into the SPEC's results, whichever store
+//! keeps the jobs. Checks that belong to the replay format rather than to the queue (a
+//! `jitter` is required for `retryable`) are made here, before the queue is called, so that
+//! a refused line changes nothing.
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
 use retryq::{
-    Claimed, Completed, Completion, Enqueued, Error, Lease, NewJob, OpenOptions, Queue, Ran, Redrive,
-    RunError, Settings,
+    Backend, Claimed, Completed, Completion, Enqueued, Error, Lease, NewJob, OpenOptions, Queue, Ran,
+    Redrive, RunError, Settings,
 };
 use retryq_model::{
     DeadReason, Failure, JobView, MAX_INT, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status,
 };
 use tempfile::TempDir;
 
-use crate::ReplayError;
+use crate::{ReplayError, pg};
 
-/// Where the database lives, which decides what `restart` can do.
-enum Storage {
-    /// A fresh file in a temporary directory, removed when the replay ends.
-    Temporary { _dir: TempDir, path: PathBuf },
-    /// A file the caller named; it stays.
-    File(PathBuf),
-    /// In memory: nothing to reopen, so `restart` keeps the connection.
+/// Where the jobs live, which decides what `restart` does.
+enum Place {
+    /// A fresh SQLite file in a temporary directory, removed when the replay ends.
+    Temporary { _dir: TempDir, path: PathBuf, options: OpenOptions },
+    /// A SQLite file the caller named; it stays.
+    File { path: PathBuf, options: OpenOptions },
+    /// SQLite in memory: nothing to reopen, so `restart` keeps the connection.
     Memory,
+    /// A PostgreSQL database; `restart` closes the connection and connects again. A database
+    /// lent by a run goes back to it when the side is dropped.
+    Postgres { url: String, _lent: Option<pg::Lent> },
 }
 
-/// A SQLite queue driven one operation at a time.
-pub struct Sqlite {
-    queue: Queue,
-    storage: Storage,
-    options: OpenOptions,
+/// A store driven one operation at a time: the implementation's side of a replay.
+pub struct Side {
+    // Declared first so that it is dropped first: the connection closes before a lent
+    // database goes back to its run.
+    backend: Box<dyn Backend>,
+    place: Place,
 }
 
-impl Sqlite {
-    /// A fresh database file in a new temporary directory.
-    pub fn temporary() -> Result<Sqlite, ReplayError> {
+impl Side {
+    /// A fresh SQLite database file in a new temporary directory.
+    pub fn temporary() -> Result<Side, ReplayError> {
         let dir = tempfile::Builder::new().prefix("retryq-replay-").tempdir()?;
         let path = dir.path().join("replay.db");
         let options = OpenOptions::default();
         let queue = Queue::open_with(&path, &options)?;
-        Ok(Sqlite { queue, storage: Storage::Temporary { _dir: dir, path }, options })
+        Ok(Side { backend: Box::new(queue), place: Place::Temporary { _dir: dir, path, options } })
     }
 
-    /// The database file at `path`, created if missing.
-    pub fn file(path: &Path) -> Result<Sqlite, ReplayError> {
-        Sqlite::file_with(path, OpenOptions::default())
+    /// The SQLite database file at `path`, created if missing.
+    pub fn file(path: &Path) -> Result<Side, ReplayError> {
+        Side::file_with(path, OpenOptions::default())
     }
 
-    /// The database file at `path`, opened with `options`.
-    pub fn file_with(path: &Path, options: OpenOptions) -> Result<Sqlite, ReplayError> {
+    /// The SQLite database file at `path`, opened with `options`.
+    pub fn file_with(path: &Path, options: OpenOptions) -> Result<Side, ReplayError> {
         let queue = Queue::open_with(path, &options)?;
-        Ok(Sqlite { queue, storage: Storage::File(path.to_path_buf()), options })
+        Ok(Side { backend: Box::new(queue), place: Place::File { path: path.to_path_buf(), options } })
     }
 
-    /// A fresh in-memory database: fast, and `restart` does not reopen anything.
-    pub fn in_memory() -> Result<Sqlite, ReplayError> {
-        Ok(Sqlite {
-            queue: Queue::open_in_memory()?,
-            storage: Storage::Memory,
-            options: OpenOptions::default(),
-        })
+    /// A fresh in-memory SQLite database: fast, and `restart` does not reopen anything.
+    pub fn in_memory() -> Result<Side, ReplayError> {
+        Ok(Side { backend: Box::new(Queue::open_in_memory()?), place: Place::Memory })
     }
 
-    /// The queue underneath, to look at its state between steps.
-    pub fn queue(&mut self) -> &mut Queue {
-        &mut self.queue
+    /// The PostgreSQL database `url` names; an empty one gets the schema, as a new SQLite
+    /// file does.
+    pub fn postgres(url: &str) -> Result<Side, ReplayError> {
+        Ok(Side { backend: pg::connect(url)?, place: Place::Postgres { url: url.to_owned(), _lent: None } })
+    }
+
+    /// An empty PostgreSQL database lent by a run, given back when this side is dropped.
+    pub fn lent(lent: pg::Lent) -> Result<Side, ReplayError> {
+        let url = lent.url().to_owned();
+        Ok(Side { backend: pg::connect(&url)?, place: Place::Postgres { url, _lent: Some(lent) } })
+    }
+
+    /// What `--db` names: a `postgres://` or `postgresql://` URL is a PostgreSQL database,
+    /// anything else a SQLite file (created if missing).
+    pub fn open(db: &Path) -> Result<Side, ReplayError> {
+        match db.to_str() {
+            Some(url) if pg::is_url(url) => Side::postgres(url),
+            _ => Side::file(db),
+        }
+    }
+
+    /// Which store this is: `sqlite` or `postgres`.
+    pub fn kind(&self) -> &'static str {
+        self.backend.kind()
+    }
+
+    /// The store underneath, to look at its state between steps.
+    pub fn backend(&mut self) -> &mut dyn Backend {
+        self.backend.as_mut()
     }
 
     /// Runs one operation. A refusal is a [`Response`] like any other; only a storage
@@ -82,7 +109,7 @@ impl Sqlite {
     }
 
     fn apply(&mut self, op: &Op) -> Result<Reply, Refusal> {
-        let q = &mut self.queue;
+        let q = self.backend.as_mut();
         Ok(match op {
             Op::Config { base_ms, cap_ms, lease_ms } => {
                 let current = q.settings();
@@ -161,19 +188,27 @@ impl Sqlite {
         })
     }
 
-    /// Closes the database and opens the same file again, keeping the settings (as `config`
-    /// promises). In memory there is nothing to reopen.
+    /// Closes the database and opens it again, keeping the settings (as `config` promises):
+    /// the same SQLite file, or a new connection to the same PostgreSQL database. In memory
+    /// there is nothing to reopen.
     fn restart(&mut self) -> Result<(), ReplayError> {
-        let path = match &self.storage {
-            Storage::Temporary { path, .. } | Storage::File(path) => path.clone(),
-            Storage::Memory => return Ok(()),
+        let settings = self.backend.settings();
+        // Close first: the old connection must be gone before the store is opened again.
+        let placeholder: Box<dyn Backend> = Box::new(Queue::open_in_memory()?);
+        let old = std::mem::replace(&mut self.backend, placeholder);
+        let reopened: Box<dyn Backend> = match &self.place {
+            Place::Memory => old,
+            Place::Temporary { path, options, .. } | Place::File { path, options } => {
+                drop(old);
+                Box::new(Queue::open_with(path, options)?)
+            }
+            Place::Postgres { url, .. } => {
+                drop(old);
+                pg::connect(url)?
+            }
         };
-        let settings = self.queue.settings();
-        // Close first: the old connection must be gone before the file is opened again.
-        let placeholder = Queue::open_in_memory()?;
-        drop(std::mem::replace(&mut self.queue, placeholder));
-        self.queue = Queue::open_with(&path, &self.options)?;
-        self.queue.set_settings(settings)?;
+        self.backend = reopened;
+        self.backend.set_settings(settings)?;
         Ok(())
     }
 }
@@ -181,7 +216,7 @@ impl Sqlite {
 /// `run_once` with a clock that reads `now` then `after`, and a transport that answers
 /// `outcome`. A `crash` is a claim and nothing more: the process died holding the lease.
 fn run_once(
-    q: &mut Queue,
+    q: &mut dyn Backend,
     worker: &str,
     now: u64,
     after: u64,
@@ -202,7 +237,7 @@ fn run_once(
 
 /// The transport's answer: an outcome, or (`None`) an error it could not classify.
 fn transport_run(
-    q: &mut Queue,
+    q: &mut dyn Backend,
     worker: &str,
     now: u64,
     after: u64,
@@ -367,7 +402,7 @@ mod tests {
 
     #[test]
     fn restart_reopens_the_file_and_keeps_leases_and_settings() {
-        let mut side = Sqlite::temporary().expect("temporary database");
+        let mut side = Side::temporary().expect("temporary database");
         let steps = [
             Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(1000) },
             Op::Enqueue {
@@ -396,7 +431,7 @@ mod tests {
 
     #[test]
     fn a_missing_jitter_for_retryable_changes_nothing() {
-        let mut side = Sqlite::in_memory().expect("memory database");
+        let mut side = Side::in_memory().expect("memory database");
         side.step(&Op::Enqueue {
             id: "a".into(),
             payload: String::new(),
@@ -421,7 +456,7 @@ mod tests {
             matches!(r, Response::Err(Failure::InvalidInput { ref detail }) if detail.starts_with("jitter")),
             "{r:?}"
         );
-        let job = side.queue().get("a").expect("get").expect("job");
+        let job = side.backend().get("a").expect("get").expect("job");
         assert_eq!(job.attempts, 0);
     }
 }
