@@ -9,8 +9,9 @@
 //! transaction holds, so `n` workers claim `n` jobs at once. A row is skipped only while
 //! another transaction holds its lock, and every write here locks only the rows it is about
 //! to change (see `pg/mod.rs`): a refused completion, heartbeat, cancel or redrive decides on
-//! a plain read and locks nothing. So a skipped row is one that, at that instant, a
-//! concurrent transaction is
+//! a plain read, and holds a row's lock only if it had to wait for that row's previous
+//! writer to commit before finding its fence broken. So a skipped row is one that, at that
+//! instant, a concurrent transaction is
 //!
 //! - claiming or reaping (it leaves the claimable set, or is leased with a later expiry),
 //! - completing or heartbeating on a fence that held (done, dead, a retry reserved from that
@@ -18,9 +19,10 @@
 //!
 //! and in every one of these cases the serial order in which that transaction comes first
 //! and this claim second gives exactly this claim's answer — as long as the callers' clocks
-//! agree, which is what SPEC 1.3's one shared time base is for. Two cases leave the skipped
-//! row claimable: a note on an expired lease (`record_error`, which is no transition) and a
-//! transaction that rolls back (a failure, a lost connection). There this claim takes the
+//! agree, which is what SPEC 1.3's one shared time base is for. Three cases leave the
+//! skipped row claimable: a note on an expired lease (`record_error`, which is no
+//! transition), a refusal that waited for the row as just said, and a transaction that rolls
+//! back (a failure, a lost connection). There this claim takes the
 //! next due job and the skipped one stays claimable, for the very next claim: it is delayed
 //! by the length of one transaction, never lost, never claimed twice, and every invariant of
 //! SPEC section 4 holds. Without `SKIP LOCKED`, a claim that waited for a row which the

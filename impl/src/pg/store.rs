@@ -53,6 +53,29 @@ pub struct PgQueue {
 struct Conn {
     client: Client,
     statements: HashMap<&'static str, Statement>,
+    /// An operation failed because the connection was lost; the next one connects again.
+    lost: bool,
+}
+
+impl Conn {
+    fn open(config: &Config) -> Result<Conn> {
+        Ok(Conn { client: session(config)?, statements: HashMap::new(), lost: false })
+    }
+
+    /// One run of `f` in a transaction of its own: committed if it returns `Ok`, rolled back
+    /// (when the transaction is dropped) if it returns `Err`.
+    fn run<T>(
+        &mut self,
+        isolation: IsolationLevel,
+        read_only: bool,
+        f: &mut impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let tx = self.client.build_transaction().isolation_level(isolation).read_only(read_only).start()?;
+        let mut tx = Tx { tx, statements: &mut self.statements };
+        let value = f(&mut tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
 }
 
 /// One transaction of an operation, with the connection's prepared statements: each SQL
@@ -145,13 +168,8 @@ impl PgQueue {
     pub fn connect(url: &str) -> Result<PgQueue> {
         let config: Config = url.parse()?;
         let name = describe(&config);
-        let client = session(&config)?;
-        let mut queue = PgQueue {
-            conn: RefCell::new(Conn { client, statements: HashMap::new() }),
-            config,
-            name,
-            settings: Settings::default(),
-        };
+        let conn = Conn::open(&config)?;
+        let mut queue = PgQueue { conn: RefCell::new(conn), config, name, settings: Settings::default() };
         let name = queue.name.clone();
         queue.write(|tx| schema::prepare(tx, &name))?;
         Ok(queue)
@@ -241,15 +259,15 @@ impl PgQueue {
         let mut run = 0;
         loop {
             run += 1;
-            if conn.client.is_closed() {
-                *conn = Conn { client: session(&self.config)?, statements: HashMap::new() };
+            if conn.lost || conn.client.is_closed() {
+                *conn = Conn::open(&self.config)?;
             }
-            let Conn { client, statements } = &mut *conn;
-            let tx = client.build_transaction().isolation_level(isolation).read_only(read_only).start()?;
-            let mut tx = Tx { tx, statements };
-            let result = f(&mut tx).and_then(|value| tx.commit().map(|()| value));
-            match result {
+            match conn.run(isolation, read_only, &mut f) {
                 Err(Error::Postgres(e)) if run < RERUNS && rolled_back(&e) => continue,
+                Err(Error::Postgres(e)) if super::connection_lost(&e) => {
+                    conn.lost = true;
+                    return Err(Error::Postgres(e));
+                }
                 result => return result,
             }
         }

@@ -540,14 +540,12 @@ fn a_dropped_connection_is_opened_again() {
     };
     let mut q = PgQueue::connect(&url).expect("connect");
     q.enqueue(&job("a", 3, 1000, 0)).expect("enqueue");
+    let pid: i32 = q.raw_query("SELECT pg_backend_pid()").expect("pid")[0].get(0);
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
-    admin
-        .execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
-            &[],
-        )
-        .expect("terminate");
+    // The second argument waits (up to 10 s) until the backend has exited.
+    let gone: bool =
+        admin.query_one("SELECT pg_terminate_backend($1, 10000)", &[&pid]).expect("terminate").get(0);
+    assert!(gone);
     let err = q.get("a").expect_err("the dropped connection fails once");
     assert!(err.is_transient(), "{err}");
     assert!(q.get("a").expect("connected again").is_some());
