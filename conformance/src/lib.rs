@@ -20,6 +20,7 @@ pub mod compare;
 pub mod crash;
 pub mod exhaustive;
 pub mod generate;
+pub mod linear;
 pub mod parse;
 pub mod regress;
 pub mod replay;

@@ -1,0 +1,407 @@
+//! Concurrent histories of real stores are linearizable against the reference store, and a
+//! store that claims in two transactions is caught.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use retryq::rusqlite::{self, OptionalExtension, params};
+use retryq::{
+    Audit, Backend, Claimed, Completed, Completion, DeadReason, Enqueued, HistoryEntry, Job, JobPage, Lease,
+    NewJob, OpenOptions, Owner, Queue, Redrive, RedriveDead, Settings, Stats, Status, Synchronous,
+};
+use retryq_conformance::linear::{self, Call, Checker, History, Part, Violation, Workload};
+use retryq_model::{Config, Failure, Op, Outcome, Reply, Response, RunOutcome};
+
+// ---- hand-written histories -------------------------------------------------------------
+
+fn enqueue(id: &str, max_attempts: u64, deadline: u64) -> Op {
+    Op::Enqueue {
+        id: id.into(),
+        payload: "p".into(),
+        max_attempts,
+        deadline,
+        now: 0,
+        not_before: None,
+        base_ms: None,
+        cap_ms: None,
+    }
+}
+
+fn claim(worker: &str, now: u64) -> Op {
+    Op::Claim { worker: worker.into(), now }
+}
+
+fn claimed(id: &str, attempt: u64, lease_until: u64) -> Response {
+    Reply::Claimed { id: id.into(), attempt, lease_until }.into()
+}
+
+fn call(client: usize, invoked: u64, returned: u64, op: Op, response: Response) -> Call {
+    Call { client, op, response, invoked, returned }
+}
+
+const SETTINGS: Config = Config { base_ms: 20, cap_ms: 80, lease_ms: 100 };
+
+/// Two claims overlap; the one invoked second must have gone first to explain the answers,
+/// and the checker finds that order.
+#[test]
+fn overlapping_claims_in_either_order_are_accepted() {
+    let history = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(9, 0, 1, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+            call(9, 2, 3, enqueue("b", 3, 1000), Reply::Enqueued.into()),
+            // Invoked first but answered `b`: the other claim took `a` before it.
+            call(0, 4, 9, claim("w0", 10), claimed("b", 1, 110)),
+            call(1, 5, 8, claim("w1", 10), claimed("a", 1, 110)),
+            call(2, 10, 11, claim("w2", 20), Reply::None.into()),
+        ],
+    };
+    let order = linear::check(&history).expect("linearizable");
+    let calls: Vec<usize> = order.steps.iter().map(|s| s.call).collect();
+    assert_eq!(calls, vec![0, 1, 3, 2, 4]);
+}
+
+/// Two clients both hold attempt 1 of one job: no order gives both, whatever the overlap.
+#[test]
+fn two_holders_of_one_attempt_are_rejected() {
+    let history = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(9, 0, 1, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+            call(0, 2, 9, claim("w0", 10), claimed("a", 1, 110)),
+            call(1, 3, 8, claim("w1", 10), claimed("a", 1, 110)),
+            call(2, 4, 7, Op::Get { id: "a".into() }, Response::Err(Failure::NotFound)),
+        ],
+    };
+    let Err(Violation::NotLinearizable(why)) = linear::check(&history) else {
+        panic!("two holders of attempt 1 were accepted");
+    };
+    let text = why.to_string();
+    assert_eq!(why.recorded, 4);
+    assert_eq!(why.history.calls.len(), 3, "the refused get changes nothing and is left out:\n{text}");
+    assert_eq!(why.prefix.len(), 2, "enqueue and one claim explain themselves:\n{text}");
+    assert_eq!(why.misses.len(), 1, "only the other claim can come next:\n{text}");
+    assert_eq!(why.misses[0].model, Reply::None.into(), "the model has no second attempt 1:\n{text}");
+    assert!(text.contains("\"status\":\"leased\""), "the model's job is shown:\n{text}");
+}
+
+/// A claim may not go before a call that returned before it was invoked: a claim of a job
+/// enqueued only after it answered is not explained by reordering.
+#[test]
+fn real_time_order_is_kept() {
+    let history = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(0, 0, 1, claim("w0", 10), claimed("a", 1, 110)),
+            call(9, 2, 3, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+        ],
+    };
+    assert!(matches!(linear::check(&history), Err(Violation::NotLinearizable(_))));
+    let overlapping = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(0, 0, 3, claim("w0", 10), claimed("a", 1, 110)),
+            call(9, 1, 2, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+        ],
+    };
+    assert!(linear::check(&overlapping).is_ok(), "overlapping, the enqueue may go first");
+}
+
+/// `run_once` is two transactions: a claim at a later `now` can take its expired lease
+/// between its claim and its completion, which then loses the lease. One atomic step could
+/// not explain that answer; two steps do.
+#[test]
+fn run_once_is_checked_as_two_steps() {
+    let run = Op::RunOnce {
+        worker: "w0".into(),
+        now: 0,
+        after: Some(150),
+        outcome: RunOutcome::Ok,
+        jitter: Some(0.5),
+    };
+    let history = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(9, 0, 1, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+            call(0, 2, 9, run, Response::Err(Failure::LeaseLost)),
+            call(1, 3, 5, claim("w1", 120), claimed("a", 2, 220)),
+        ],
+    };
+    let order = linear::check(&history).expect("linearizable");
+    let parts: Vec<(usize, Part)> = order.steps.iter().map(|s| (s.call, s.part)).collect();
+    assert_eq!(parts, vec![(0, Part::Whole), (1, Part::Claim), (2, Part::Whole), (1, Part::Finish)]);
+}
+
+/// A completion and the reap of its expired last attempt race: whichever went first, the
+/// other's answer must agree with it.
+#[test]
+fn a_completion_racing_a_reap_must_agree_with_it() {
+    let complete = Op::Complete {
+        worker: "w0".into(),
+        id: "a".into(),
+        attempt: 1,
+        outcome: Outcome::Ok,
+        now: 150,
+        jitter: None,
+    };
+    let history = |done: Response, reaped: u64| History {
+        settings: SETTINGS,
+        calls: vec![
+            call(9, 0, 1, enqueue("a", 1, 1000), Reply::Enqueued.into()),
+            call(0, 2, 3, claim("w0", 0), claimed("a", 1, 100)),
+            call(0, 4, 9, complete.clone(), done),
+            call(1, 5, 8, Op::Reap { now: 200 }, Reply::Reaped { count: reaped }.into()),
+        ],
+    };
+    assert!(linear::check(&history(Reply::Done.into(), 0)).is_ok(), "completion first");
+    assert!(linear::check(&history(Response::Err(Failure::LeaseLost), 1)).is_ok(), "reap first");
+    assert!(linear::check(&history(Reply::Done.into(), 1)).is_err(), "both cannot have applied");
+    assert!(linear::check(&history(Response::Err(Failure::LeaseLost), 0)).is_err(), "nor neither");
+}
+
+// ---- real stores -------------------------------------------------------------------------
+
+/// What many checked runs came to.
+#[derive(Default)]
+struct Figures {
+    histories: usize,
+    calls: usize,
+    states: u64,
+    most_states: u64,
+    search: Duration,
+    slowest: Duration,
+    run: Duration,
+}
+
+impl Figures {
+    fn add(&mut self, history: &History, states: u64, search: Duration, run: Duration) {
+        self.histories += 1;
+        self.calls += history.calls.len();
+        self.states += states;
+        self.most_states = self.most_states.max(states);
+        self.search += search;
+        self.slowest = self.slowest.max(search);
+        self.run += run;
+    }
+
+    fn report(&self, store: &str) {
+        let n = self.histories.max(1) as u32;
+        eprintln!(
+            "{store}: {} histories, {} calls each on average, run {:?} each; search: {} states each on \
+             average ({} at most), {:?} each on average ({:?} at most)",
+            self.histories,
+            self.calls / self.histories.max(1),
+            self.run / n,
+            self.states / u64::from(n),
+            self.most_states,
+            self.search / n,
+            self.slowest,
+        );
+    }
+}
+
+/// Runs `runs` workloads, each on a fresh store from `fresh`, and checks every history.
+fn every_history_is_linearizable<F>(store: &str, runs: u64, clients: usize, fresh: F)
+where
+    F: Fn(u64) -> Box<dyn Fn() -> retryq::Result<Box<dyn Backend>> + Sync>,
+{
+    let mut figures = Figures::default();
+    for seed in 0..runs {
+        let workload = Workload { clients, calls: 8, seed: seed * 1000, ..Workload::default() };
+        let connect = fresh(seed);
+        let started = Instant::now();
+        let history = linear::run(&workload, &*connect).unwrap_or_else(|e| panic!("run {seed}: {e}"));
+        let ran = started.elapsed();
+        let started = Instant::now();
+        match linear::check(&history) {
+            Ok(order) => figures.add(&history, order.states, started.elapsed(), ran),
+            Err(why) => panic!("{store}, run {seed}: {why}"),
+        }
+    }
+    figures.report(store);
+}
+
+fn sqlite_options() -> OpenOptions {
+    // Durability is not what is checked here: fsync per commit would only slow the runs.
+    OpenOptions { synchronous: Synchronous::Normal, ..OpenOptions::default() }
+}
+
+/// 50 runs of 8 clients × 8 calls, each client on its own SQLite connection to one file.
+#[test]
+fn sqlite_histories_are_linearizable() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let root = dir.path().to_path_buf();
+    every_history_is_linearizable("sqlite", 50, 8, move |seed| {
+        let path = root.join(format!("run-{seed}.db"));
+        Box::new(move || Ok(Box::new(Queue::open_with(&path, &sqlite_options())?) as Box<dyn Backend>))
+    });
+}
+
+// ---- a seeded concurrency bug ------------------------------------------------------------
+
+/// The due job with the smallest `available_at`, read on its own (autocommit, no lock).
+const PICK: &str = "
+    SELECT id, attempts, payload, deadline FROM jobs
+    WHERE status IN ('pending', 'leased') AND available_at <= ?1
+    ORDER BY available_at, seq LIMIT 1";
+
+/// Leases the picked job, if it is still open, with the attempt count read before, in a
+/// transaction of its own: a claim made in between is overwritten.
+const LEASE: &str = "
+    UPDATE jobs SET status = 'leased', attempts = ?2, owner = ?3, claimed_at = ?1, available_at = ?4,
+                    updated_at = ?1
+    WHERE id = ?5 AND ?2 <= max_attempts AND status IN ('pending', 'leased')";
+
+/// A SQLite queue whose `claim` reaps, picks and leases in three transactions instead of
+/// one: run alone it answers exactly as the real claim, but two concurrent claims can pick
+/// the same job and both lease attempt 1 of it.
+struct SplitClaim {
+    queue: Queue,
+    side: rusqlite::Connection,
+}
+
+impl SplitClaim {
+    fn open(path: &Path) -> retryq::Result<SplitClaim> {
+        let queue = Queue::open_with(path, &sqlite_options())?;
+        let side = rusqlite::Connection::open(path)?;
+        side.busy_timeout(Duration::from_secs(10))?;
+        Ok(SplitClaim { queue, side })
+    }
+}
+
+impl Backend for SplitClaim {
+    fn claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
+        self.queue.reap(now)?;
+        let picked = self
+            .side
+            .query_row(PICK, params![now], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()?;
+        let Some((id, attempts, payload, deadline)) = picked else {
+            return Ok(None);
+        };
+        // The window in which another claim picks the same job.
+        std::thread::sleep(Duration::from_millis(2));
+        let lease_until = now + self.queue.settings().lease_ms;
+        let attempt = attempts + 1;
+        if self.side.execute(LEASE, params![now, attempt, worker, lease_until, id])? == 0 {
+            return Ok(None);
+        }
+        let lease = Lease { worker: worker.to_owned(), id, attempt };
+        Ok(Some(Claimed { lease, lease_until, payload, deadline, last_node: None }))
+    }
+
+    fn kind(&self) -> &'static str {
+        "sqlite with a claim split in three transactions"
+    }
+    fn settings(&self) -> Settings {
+        self.queue.settings()
+    }
+    fn set_settings(&mut self, settings: Settings) -> retryq::Result<()> {
+        self.queue.set_settings(settings)
+    }
+    fn enqueue(&mut self, job: &NewJob<'_>) -> retryq::Result<Enqueued> {
+        self.queue.enqueue(job)
+    }
+    fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> retryq::Result<Vec<retryq::Result<Enqueued>>> {
+        self.queue.enqueue_many(jobs)
+    }
+    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> retryq::Result<Vec<Claimed>> {
+        self.queue.claim_batch(worker, now, k)
+    }
+    fn complete(&mut self, completion: &Completion<'_>) -> retryq::Result<Completed> {
+        self.queue.complete(completion)
+    }
+    fn complete_batch(
+        &mut self,
+        completions: &[Completion<'_>],
+    ) -> retryq::Result<Vec<retryq::Result<Completed>>> {
+        self.queue.complete_batch(completions)
+    }
+    fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> retryq::Result<()> {
+        self.queue.record_error(lease, error, node)
+    }
+    fn heartbeat(&mut self, lease: &Lease, now: u64) -> retryq::Result<u64> {
+        self.queue.heartbeat(lease, now)
+    }
+    fn cancel(&mut self, id: &str, now: u64) -> retryq::Result<()> {
+        self.queue.cancel(id, now)
+    }
+    fn redrive(&mut self, redrive: &Redrive<'_>) -> retryq::Result<()> {
+        self.queue.redrive(redrive)
+    }
+    fn redrive_dead(&mut self, redrive: &RedriveDead) -> retryq::Result<Vec<(String, retryq::Result<()>)>> {
+        self.queue.redrive_dead(redrive)
+    }
+    fn reap(&mut self, now: u64) -> retryq::Result<u64> {
+        self.queue.reap(now)
+    }
+    fn get(&self, id: &str) -> retryq::Result<Option<Job>> {
+        self.queue.get(id)
+    }
+    fn stats(&self, now: u64) -> retryq::Result<Stats> {
+        self.queue.stats(now)
+    }
+    fn owners(&self, now: u64) -> retryq::Result<Vec<Owner>> {
+        self.queue.owners(now)
+    }
+    fn history(&self, id: &str) -> retryq::Result<Vec<HistoryEntry>> {
+        self.queue.history(id)
+    }
+    fn dead_jobs(&self, reason: Option<DeadReason>) -> retryq::Result<Vec<Job>> {
+        self.queue.dead_jobs(reason)
+    }
+    fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> retryq::Result<JobPage> {
+        self.queue.list(status, reason, limit)
+    }
+    fn next_due(&self) -> retryq::Result<Option<u64>> {
+        self.queue.next_due()
+    }
+    fn audit(&self) -> retryq::Result<Audit> {
+        self.queue.audit()
+    }
+}
+
+/// Run alone, the split claim answers as the real one: a sequential trace cannot tell them
+/// apart, so whatever the concurrent check finds is a concurrency bug.
+#[test]
+fn the_split_claim_is_correct_one_call_at_a_time() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("split.db");
+    let workload = Workload { clients: 1, calls: 40, seed: 7, ..Workload::default() };
+    let connect = || Ok(Box::new(SplitClaim::open(&path)?) as Box<dyn Backend>);
+    let history = linear::run(&workload, &connect).expect("run");
+    if let Err(why) = linear::check(&history) {
+        panic!("one client alone: {why}");
+    }
+}
+
+/// With 8 clients the checker finds a history of the split claim that no order explains,
+/// within 20 runs, and its explanation names a claim the model answers otherwise.
+#[test]
+fn the_split_claim_is_caught() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let checker = Checker::default();
+    for seed in 0..20u64 {
+        let path = dir.path().join(format!("split-{seed}.db"));
+        let workload = Workload { seed: seed * 1000, ..Workload::default() };
+        let connect = || Ok(Box::new(SplitClaim::open(&path)?) as Box<dyn Backend>);
+        let history = linear::run(&workload, &connect).expect("run");
+        let started = Instant::now();
+        match checker.check(&history) {
+            Ok(_) => continue,
+            Err(Violation::NotLinearizable(why)) => {
+                eprintln!("caught in run {} after {:?}:\n{why}", seed + 1, started.elapsed());
+                let claims = why
+                    .misses
+                    .iter()
+                    .any(|m| matches!(why.history.calls[m.call].op, Op::Claim { .. } | Op::RunOnce { .. }));
+                assert!(claims, "the story ends at a claim:\n{why}");
+                return;
+            }
+            Err(other) => panic!("run {seed}: {other}"),
+        }
+    }
+    panic!("20 runs of the split claim were all accepted");
+}
