@@ -166,8 +166,11 @@ fn a_completion_racing_a_reap_must_agree_with_it() {
 struct Figures {
     histories: usize,
     calls: usize,
+    overlap: f64,
     states: u64,
     most_states: u64,
+    /// Answers by their code (`claimed`, `none`, `lease_lost`, …), over all histories.
+    answers: std::collections::BTreeMap<String, usize>,
     search: Duration,
     slowest: Duration,
     run: Duration,
@@ -177,6 +180,12 @@ impl Figures {
     fn add(&mut self, history: &History, states: u64, search: Duration, run: Duration) {
         self.histories += 1;
         self.calls += history.calls.len();
+        self.overlap += history.overlap();
+        for call in &history.calls {
+            let line = call.response.to_json_line();
+            let code = line.split('"').nth(3).unwrap_or("?").to_owned();
+            *self.answers.entry(code).or_default() += 1;
+        }
         self.states += states;
         self.most_states = self.most_states.max(states);
         self.search += search;
@@ -187,15 +196,18 @@ impl Figures {
     fn report(&self, store: &str) {
         let n = self.histories.max(1) as u32;
         eprintln!(
-            "{store}: {} histories, {} calls each on average, run {:?} each; search: {} states each on \
-             average ({} at most), {:?} each on average ({:?} at most)",
+            "{store}: {} histories, {} calls each on average, each overlapping {:.1} others, run {:?} \
+             each; search: {} states each on average ({} at most), {:?} each on average ({:?} at most); \
+             answers: {:?}",
             self.histories,
             self.calls / self.histories.max(1),
+            self.overlap / f64::from(n),
             self.run / n,
             self.states / u64::from(n),
             self.most_states,
             self.search / n,
             self.slowest,
+            self.answers,
         );
     }
 }
@@ -237,7 +249,7 @@ fn sqlite_histories_are_linearizable() {
     });
 }
 
-// ---- a seeded concurrency bug ------------------------------------------------------------
+// ---- seeded concurrency bugs ------------------------------------------------------------
 
 /// The due job with the smallest `available_at`, read on its own (autocommit, no lock).
 const PICK: &str = "
@@ -252,25 +264,47 @@ const LEASE: &str = "
                     updated_at = ?1
     WHERE id = ?5 AND ?2 <= max_attempts AND status IN ('pending', 'leased')";
 
-/// A SQLite queue whose `claim` reaps, picks and leases in three transactions instead of
-/// one: run alone it answers exactly as the real claim, but two concurrent claims can pick
-/// the same job and both lease attempt 1 of it.
-struct SplitClaim {
-    queue: Queue,
-    side: rusqlite::Connection,
+/// Marks a job done, in a transaction of its own, trusting a fence checked before.
+const DONE: &str = "
+    UPDATE jobs SET status = 'done', dead_reason = NULL, available_at = NULL, owner = NULL,
+                    claimed_at = NULL, updated_at = ?2
+    WHERE id = ?1";
+
+/// Which operation a [`Broken`] store splits into several transactions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Split {
+    /// `claim` reaps, picks and leases in three transactions instead of one: two concurrent
+    /// claims can pick the same job and both lease attempt 1 of it.
+    Claim,
+    /// `complete` with `ok` checks the lease in one transaction and marks the job done in
+    /// another: a reclaim, a reap or a second completion of the same attempt in between is
+    /// overwritten, and both completions answer `done`.
+    Complete,
 }
 
-impl SplitClaim {
-    fn open(path: &Path) -> retryq::Result<SplitClaim> {
+/// A SQLite queue with one operation split into several transactions, on a second
+/// connection to the same file. Run alone it answers exactly as the real queue (see
+/// `split_stores_are_correct_one_call_at_a_time`): only concurrency can tell.
+struct Broken {
+    queue: Queue,
+    side: rusqlite::Connection,
+    split: Split,
+}
+
+impl Broken {
+    fn open(path: &Path, split: Split) -> retryq::Result<Broken> {
         let queue = Queue::open_with(path, &sqlite_options())?;
         let side = rusqlite::Connection::open(path)?;
         side.busy_timeout(Duration::from_secs(10))?;
-        Ok(SplitClaim { queue, side })
+        Ok(Broken { queue, side, split })
     }
-}
 
-impl Backend for SplitClaim {
-    fn claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
+    /// The window in which another client acts on what this one read.
+    fn window() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+
+    fn split_claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
         self.queue.reap(now)?;
         let picked = self
             .side
@@ -281,8 +315,7 @@ impl Backend for SplitClaim {
         let Some((id, attempts, payload, deadline)) = picked else {
             return Ok(None);
         };
-        // The window in which another claim picks the same job.
-        std::thread::sleep(Duration::from_millis(2));
+        Broken::window();
         let lease_until = now + self.queue.settings().lease_ms;
         let attempt = attempts + 1;
         if self.side.execute(LEASE, params![now, attempt, worker, lease_until, id])? == 0 {
@@ -292,8 +325,40 @@ impl Backend for SplitClaim {
         Ok(Some(Claimed { lease, lease_until, payload, deadline, last_node: None }))
     }
 
+    fn split_complete(&mut self, c: &Completion<'_>) -> retryq::Result<Completed> {
+        let lease = c.lease;
+        let held = self.queue.get(&lease.id)?.is_some_and(|job| {
+            job.status == Status::Leased
+                && job.owner.as_deref() == Some(lease.worker.as_str())
+                && job.attempts == lease.attempt
+                && job.claimed_at.is_some_and(|at| at <= c.now)
+        });
+        if c.report.outcome != retryq::Outcome::Ok || !held {
+            // Whatever is refused, or not `ok`, the real completion answers.
+            return self.queue.complete(c);
+        }
+        Broken::window();
+        self.side.execute(DONE, params![lease.id, c.now])?;
+        Ok(Completed::Done)
+    }
+}
+
+impl Backend for Broken {
+    fn claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
+        match self.split {
+            Split::Claim => self.split_claim(worker, now),
+            Split::Complete => self.queue.claim(worker, now),
+        }
+    }
+    fn complete(&mut self, completion: &Completion<'_>) -> retryq::Result<Completed> {
+        match self.split {
+            Split::Claim => self.queue.complete(completion),
+            Split::Complete => self.split_complete(completion),
+        }
+    }
+
     fn kind(&self) -> &'static str {
-        "sqlite with a claim split in three transactions"
+        "sqlite with one operation split into several transactions"
     }
     fn settings(&self) -> Settings {
         self.queue.settings()
@@ -309,9 +374,6 @@ impl Backend for SplitClaim {
     }
     fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> retryq::Result<Vec<Claimed>> {
         self.queue.claim_batch(worker, now, k)
-    }
-    fn complete(&mut self, completion: &Completion<'_>) -> retryq::Result<Completed> {
-        self.queue.complete(completion)
     }
     fn complete_batch(
         &mut self,
@@ -363,45 +425,71 @@ impl Backend for SplitClaim {
     }
 }
 
-/// Run alone, the split claim answers as the real one: a sequential trace cannot tell them
+/// Run alone, each split store answers as the real one: a sequential trace cannot tell them
 /// apart, so whatever the concurrent check finds is a concurrency bug.
 #[test]
-fn the_split_claim_is_correct_one_call_at_a_time() {
+fn split_stores_are_correct_one_call_at_a_time() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let path = dir.path().join("split.db");
-    let workload = Workload { clients: 1, calls: 40, seed: 7, ..Workload::default() };
-    let connect = || Ok(Box::new(SplitClaim::open(&path)?) as Box<dyn Backend>);
-    let history = linear::run(&workload, &connect).expect("run");
-    if let Err(why) = linear::check(&history) {
-        panic!("one client alone: {why}");
+    for split in [Split::Claim, Split::Complete] {
+        for seed in 0..5u64 {
+            let path = dir.path().join(format!("{split:?}-{seed}.db"));
+            let workload = Workload { clients: 1, calls: 60, seed, ..Workload::default() };
+            let connect = || Ok(Box::new(Broken::open(&path, split)?) as Box<dyn Backend>);
+            let history = linear::run(&workload, &connect).expect("run");
+            if let Err(why) = linear::check(&history) {
+                panic!("{split:?}, one client alone, seed {seed}: {why}");
+            }
+        }
     }
 }
 
-/// With 8 clients the checker finds a history of the split claim that no order explains,
-/// within 20 runs, and its explanation names a claim the model answers otherwise.
-#[test]
-fn the_split_claim_is_caught() {
+/// Runs 8 clients on a store split by `split` until a history has no order, at most `tries`
+/// times; the explanation must end at one of `ops`. Returns the run that caught it.
+fn caught(split: Split, tries: u64, ends_at: fn(&Op) -> bool) -> u64 {
     let dir = tempfile::tempdir().expect("temporary directory");
     let checker = Checker::default();
-    for seed in 0..20u64 {
-        let path = dir.path().join(format!("split-{seed}.db"));
+    for seed in 0..tries {
+        let path = dir.path().join(format!("{split:?}-{seed}.db"));
         let workload = Workload { seed: seed * 1000, ..Workload::default() };
-        let connect = || Ok(Box::new(SplitClaim::open(&path)?) as Box<dyn Backend>);
+        let connect = || Ok(Box::new(Broken::open(&path, split)?) as Box<dyn Backend>);
         let history = linear::run(&workload, &connect).expect("run");
         let started = Instant::now();
         match checker.check(&history) {
             Ok(_) => continue,
             Err(Violation::NotLinearizable(why)) => {
-                eprintln!("caught in run {} after {:?}:\n{why}", seed + 1, started.elapsed());
-                let claims = why
-                    .misses
-                    .iter()
-                    .any(|m| matches!(why.history.calls[m.call].op, Op::Claim { .. } | Op::RunOnce { .. }));
-                assert!(claims, "the story ends at a claim:\n{why}");
-                return;
+                eprintln!(
+                    "{split:?} caught in run {} after {:?} of search:\n{why}",
+                    seed + 1,
+                    started.elapsed()
+                );
+                let ends = why.misses.iter().any(|m| ends_at(&why.history.calls[m.call].op));
+                assert!(ends, "the explanation ends at the split operation:\n{why}");
+                return seed + 1;
             }
-            Err(other) => panic!("run {seed}: {other}"),
+            Err(other) => panic!("{split:?}, run {seed}: {other}"),
         }
     }
-    panic!("20 runs of the split claim were all accepted");
+    panic!("{tries} runs of 8 clients on a store with a split {split:?} were all accepted");
+}
+
+/// Two claims of one job are caught.
+#[test]
+fn a_claim_split_in_three_transactions_is_caught() {
+    caught(Split::Claim, 20, |op| matches!(op, Op::Claim { .. } | Op::RunOnce { .. }));
+}
+
+/// A completion that overwrote what happened after its check is caught.
+#[test]
+fn a_completion_split_in_two_transactions_is_caught() {
+    caught(Split::Complete, 50, |op| {
+        matches!(
+            op,
+            Op::Claim { .. }
+                | Op::RunOnce { .. }
+                | Op::Complete { .. }
+                | Op::Heartbeat { .. }
+                | Op::Reap { .. }
+                | Op::Get { .. }
+        )
+    });
 }

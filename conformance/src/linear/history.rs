@@ -52,6 +52,22 @@ impl History {
         History { settings: self.settings, calls }
     }
 
+    /// On average, how many other calls each call overlaps in real time: how much room a
+    /// history leaves for reordering (0 for calls made one after another).
+    pub fn overlap(&self) -> f64 {
+        let n = self.calls.len();
+        if n < 2 {
+            return 0.0;
+        }
+        let pairs = (0..n)
+            .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+            .filter(|&(i, j)| {
+                !self.calls[i].precedes(&self.calls[j]) && !self.calls[j].precedes(&self.calls[i])
+            })
+            .count();
+        2.0 * pairs as f64 / n as f64
+    }
+
     /// How many clients took part (the largest client number plus one).
     pub fn clients(&self) -> usize {
         self.calls.iter().map(|c| c.client + 1).max().unwrap_or(0)
