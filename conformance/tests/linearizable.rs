@@ -493,3 +493,242 @@ fn a_completion_split_in_two_transactions_is_caught() {
         )
     });
 }
+
+// ---- client processes --------------------------------------------------------------------
+
+/// Set in a child: it is client `RETRYQ_LINEAR_CLIENT` of a process run, not the test.
+const CHILD: &str = "RETRYQ_LINEAR_CLIENT";
+
+/// The instant on CLOCK_MONOTONIC, which every process on the machine reads alike: what
+/// orders the calls of different processes in real time.
+fn monotonic() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    // A monotonic clock counts from boot: never negative, and u64 nanoseconds last 584 years.
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
+}
+
+fn env_u64(name: &str) -> u64 {
+    env(name).parse().unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// 10 runs of 8 client processes, each its own SQLite connection in its own process (this
+/// test binary again, as a child). Several processes share a file through SQLite's file
+/// locks and shared memory, not the in-process lock table several connections of one
+/// process use: SPEC 3.10's "several processes may share one database file", as written.
+#[test]
+fn histories_of_client_processes_are_linearizable() {
+    if std::env::var_os(CHILD).is_some() {
+        return client_process();
+    }
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let program = std::env::current_exe().expect("the test binary");
+    let mut figures = Figures::default();
+    for seed in 0..10u64 {
+        let workload = Workload { seed: seed * 1000 + 17, ..Workload::default() };
+        let path = dir.path().join(format!("processes-{seed}.db"));
+        let started = Instant::now();
+        let mut calls = setup(&workload, &path);
+        // Every child waits for the same instant, so that their calls overlap.
+        let start = monotonic() + 300_000_000;
+        let children: Vec<_> = (0..workload.clients)
+            .map(|n| {
+                std::process::Command::new(&program)
+                    .args(["histories_of_client_processes_are_linearizable", "--exact", "--nocapture"])
+                    .args(["--test-threads=1", "--quiet"])
+                    .env(CHILD, n.to_string())
+                    .env("RETRYQ_LINEAR_DB", &path)
+                    .env("RETRYQ_LINEAR_SEED", workload.seed.to_string())
+                    .env("RETRYQ_LINEAR_START", start.to_string())
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("a client process")
+            })
+            .collect();
+        for (n, child) in children.into_iter().enumerate() {
+            let out = child.wait_with_output().expect("the client's output");
+            assert!(out.status.success(), "client {n} failed: {}", out.status);
+            let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+            let mine: Vec<Call> = text
+                .lines()
+                .filter_map(|line| line.strip_prefix("CALL\t"))
+                .map(|l| parse_call(n, l))
+                .collect();
+            assert_eq!(mine.len(), workload.calls, "client {n} reported every call:\n{text}");
+            calls.extend(mine);
+        }
+        let history = History { settings: workload.settings, calls };
+        let ran = started.elapsed();
+        let started = Instant::now();
+        match linear::check(&history) {
+            Ok(order) => figures.add(&history, order.states, started.elapsed(), ran),
+            Err(why) => panic!("client processes, run {seed}: {why}"),
+        }
+    }
+    figures.report("sqlite, client processes");
+}
+
+/// The setup's enqueues, made by the test process before the clients start.
+fn setup(workload: &Workload, path: &Path) -> Vec<Call> {
+    let s = workload.settings;
+    let mut queue = Queue::open_with(path, &sqlite_options()).expect("database");
+    Backend::set_settings(
+        &mut queue,
+        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms },
+    )
+    .expect("settings");
+    let client = workload.clients;
+    workload
+        .setup()
+        .into_iter()
+        .map(|op| {
+            let invoked = monotonic();
+            let response = linear::translate::apply(&mut queue, &op).expect("setup");
+            Call { client, op, response, invoked, returned: monotonic() }
+        })
+        .collect()
+}
+
+/// A child: one client of the run on its own connection, every call printed on a `CALL` line.
+fn client_process() {
+    let n: usize = env(CHILD).parse().expect("client number");
+    let workload = Workload { seed: env_u64("RETRYQ_LINEAR_SEED"), ..Workload::default() };
+    let s = workload.settings;
+    let mut queue = Queue::open_with(env("RETRYQ_LINEAR_DB"), &sqlite_options()).expect("database");
+    Backend::set_settings(
+        &mut queue,
+        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms },
+    )
+    .expect("settings");
+    let start = env_u64("RETRYQ_LINEAR_START");
+    while monotonic() < start {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    // The board is this process's own: a client completes only leases it saw granted.
+    let board = linear::workload::Board::new();
+    let mut client = workload.client(n);
+    for _ in 0..workload.calls {
+        let op = client.next(&board);
+        let invoked = monotonic();
+        let response = linear::translate::apply(&mut queue, &op).expect("an answer");
+        let returned = monotonic();
+        client.saw(&op, &response, &board);
+        println!("CALL\t{invoked}\t{returned}\t{}\t{}", op.to_json_line(), response.to_json_line());
+    }
+}
+
+/// One `CALL` line of client `n`: the two instants, the operation, the answer.
+fn parse_call(n: usize, line: &str) -> Call {
+    let fields: Vec<&str> = line.split('\t').collect();
+    let [invoked, returned, op, response] = fields[..] else {
+        panic!("not a call: {line}");
+    };
+    let op = match retryq_conformance::parse_line(op) {
+        retryq_conformance::Line::Op(op) => op,
+        other => panic!("not an operation: {op}: {other:?}"),
+    };
+    let response = response_of(response).unwrap_or_else(|| panic!("not an answer: {response}"));
+    let instant = |s: &str| s.parse::<u64>().unwrap_or_else(|e| panic!("{s}: {e}"));
+    Call { client: n, op, response, invoked: instant(invoked), returned: instant(returned) }
+}
+
+/// An answer line read back into the SPEC's result (the replies of a concurrent run).
+fn response_of(line: &str) -> Option<Response> {
+    use retryq_model::{DeadReason, JobView, StatsView};
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_owned);
+    let int = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+    let maybe = |k: &str| -> Option<Option<u64>> {
+        match v.get(k)? {
+            serde_json::Value::Null => Some(None),
+            x => x.as_u64().map(Some),
+        }
+    };
+    let reason = |k: &str| -> Option<Option<DeadReason>> {
+        Some(match v.get(k)?.as_str() {
+            None => None,
+            Some("exhausted") => Some(DeadReason::Exhausted),
+            Some("deadline") => Some(DeadReason::Deadline),
+            Some("permanent") => Some(DeadReason::Permanent),
+            Some("cancelled") => Some(DeadReason::Cancelled),
+            Some(_) => return None,
+        })
+    };
+    let ran = v.get("attempt").is_some();
+    if let Some(code) = text("error") {
+        return Some(Response::Err(match code.as_str() {
+            "invalid_input" => Failure::InvalidInput { detail: text("detail")? },
+            "conflict" => Failure::Conflict,
+            "not_found" => Failure::NotFound,
+            "lease_lost" => Failure::LeaseLost,
+            "not_dead" => Failure::NotDead,
+            "clock_went_backwards" if ran => {
+                Failure::RanClockWentBackwards { id: text("id")?, attempt: int("attempt")? }
+            }
+            "clock_went_backwards" => Failure::ClockWentBackwards,
+            "deadline_passed" => Failure::DeadlinePassed,
+            "leased" => Failure::Leased,
+            "not_cancellable" => Failure::NotCancellable,
+            "unknown_error" => Failure::UnknownError { id: text("id")?, attempt: int("attempt")? },
+            _ => return None,
+        }));
+    }
+    Some(Response::Ok(match text("ok")?.as_str() {
+        "enqueued" => Reply::Enqueued,
+        "existing" => Reply::Existing,
+        "claimed" => {
+            Reply::Claimed { id: text("id")?, attempt: int("attempt")?, lease_until: int("lease_until")? }
+        }
+        "none" => Reply::None,
+        "done" if ran => Reply::RanDone { id: text("id")?, attempt: int("attempt")? },
+        "done" => Reply::Done,
+        "retry" if ran => {
+            Reply::RanRetry { id: text("id")?, attempt: int("attempt")?, available_at: int("available_at")? }
+        }
+        "retry" => Reply::Retry { available_at: int("available_at")? },
+        "dead" if ran => {
+            Reply::RanDead { id: text("id")?, attempt: int("attempt")?, reason: reason("reason")?? }
+        }
+        "dead" => Reply::Dead { reason: reason("reason")?? },
+        "crashed" => Reply::Crashed { id: text("id")?, attempt: int("attempt")? },
+        "extended" => Reply::Extended { lease_until: int("lease_until")? },
+        "redriven" => Reply::Redriven,
+        "cancelled" => Reply::Cancelled,
+        "reaped" => Reply::Reaped { count: int("count")? },
+        "job" => Reply::Job(JobView {
+            id: text("id")?,
+            status: match text("status")?.as_str() {
+                "pending" => retryq_model::Status::Pending,
+                "leased" => retryq_model::Status::Leased,
+                "done" => retryq_model::Status::Done,
+                "dead" => retryq_model::Status::Dead,
+                _ => return None,
+            },
+            attempts: int("attempts")?,
+            max_attempts: int("max_attempts")?,
+            available_at: maybe("available_at")?,
+            deadline: int("deadline")?,
+            dead_reason: reason("dead_reason")?,
+            redrives: int("redrives")?,
+            not_before: int("not_before")?,
+            base_ms: maybe("base_ms")?,
+            cap_ms: maybe("cap_ms")?,
+        }),
+        "stats" => Reply::Stats(StatsView {
+            pending: int("pending")?,
+            leased: int("leased")?,
+            done: int("done")?,
+            dead: int("dead")?,
+            dead_exhausted: int("dead_exhausted")?,
+            dead_deadline: int("dead_deadline")?,
+            dead_permanent: int("dead_permanent")?,
+            dead_cancelled: int("dead_cancelled")?,
+            leased_expired: int("leased_expired")?,
+            oldest_open_age_ms: maybe("oldest_open_age_ms")?,
+        }),
+        _ => return None,
+    }))
+}
