@@ -20,6 +20,9 @@
 //!   found is shown with what the model answered, at its end, for every call that could have
 //!   come next.
 //!
+//! [`simulate`] makes histories with the reference store itself, whose order is known: the
+//! checker's own test.
+//!
 //! The store is reached only through [`retryq::Backend`] ([`translate`]), so the same run
 //! checks the SQLite queue and any other store.
 
@@ -27,6 +30,7 @@ pub mod explain;
 pub mod history;
 pub mod run;
 pub mod search;
+pub mod simulate;
 pub mod steps;
 pub mod translate;
 pub mod workload;
