@@ -110,8 +110,10 @@ impl Checker {
         let calls = &history.calls;
         let mut by_invoked: Vec<usize> = (0..calls.len()).collect();
         by_invoked.sort_by_key(|&i| calls[i].invoked);
+        let all = if calls.len() == MAX_CALLS { u128::MAX } else { (1u128 << calls.len()) - 1 };
         let mut search = Search {
             calls,
+            all,
             by_invoked,
             visited: HashSet::new(),
             path: Vec::with_capacity(2 * calls.len()),
@@ -119,8 +121,7 @@ impl Checker {
             states: 0,
             budget: self.budget,
         };
-        let all = if calls.len() == MAX_CALLS { u128::MAX } else { (1u128 << calls.len()) - 1 };
-        match search.visit(start, 0, all, &mut Vec::new()) {
+        match search.visit(start, 0, &mut Vec::new()) {
             Ok(true) => Outcome::Linear(LinearOrder { steps: search.path, states: search.states }),
             Ok(false) => {
                 let states = search.states;
@@ -154,6 +155,8 @@ struct OutOfBudget;
 /// What the search has explored so far.
 struct Search<'a> {
     calls: &'a [Call],
+    /// The set of every call: the search is over when `done` is this.
+    all: u128,
     /// Call indices by invocation: the candidates of a state are a prefix of this.
     by_invoked: Vec<usize>,
     /// States already explored, all of which led nowhere (the search stops at the first
@@ -169,14 +172,8 @@ struct Search<'a> {
 impl Search<'_> {
     /// Whether the calls not in `done` can all be placed after `path`, leaving `store`.
     /// `held` lists the `run_once`s placed halfway, sorted.
-    fn visit(
-        &mut self,
-        store: &Store,
-        done: u128,
-        all: u128,
-        held: &mut Vec<Held>,
-    ) -> Result<bool, OutOfBudget> {
-        if done == all {
+    fn visit(&mut self, store: &Store, done: u128, held: &mut Vec<Held>) -> Result<bool, OutOfBudget> {
+        if done == self.all {
             return Ok(true);
         }
         if !self.visited.insert((done, held.clone(), store.clone())) {
@@ -207,15 +204,8 @@ impl Search<'_> {
             if let Some(at) = held.iter().position(|h| h.call == i) {
                 let h = held.remove(at);
                 let advance = steps::finish(&mut next, call, &h.id, h.attempt);
-                let found = self.follow(
-                    advance,
-                    Step { call: i, part: Part::Finish },
-                    &next,
-                    done,
-                    all,
-                    held,
-                    &mut misses,
-                )?;
+                let step = Step { call: i, part: Part::Finish };
+                let found = self.follow(advance, step, &next, done, held, &mut misses)?;
                 held.insert(at, h);
                 if found {
                     return Ok(true);
@@ -223,7 +213,7 @@ impl Search<'_> {
             } else {
                 let part = if matches!(call.op, Op::RunOnce { .. }) { Part::Claim } else { Part::Whole };
                 let advance = steps::begin(&mut next, call);
-                if self.follow(advance, Step { call: i, part }, &next, done, all, held, &mut misses)? {
+                if self.follow(advance, Step { call: i, part }, &next, done, held, &mut misses)? {
                     return Ok(true);
                 }
             }
@@ -236,14 +226,12 @@ impl Search<'_> {
     }
 
     /// Takes one step that the model answered with `advance`, and explores on from there.
-    #[allow(clippy::too_many_arguments)]
     fn follow(
         &mut self,
         advance: Advance,
         step: Step,
         next: &Store,
         done: u128,
-        all: u128,
         held: &mut Vec<Held>,
         misses: &mut Vec<Miss>,
     ) -> Result<bool, OutOfBudget> {
@@ -254,7 +242,7 @@ impl Search<'_> {
                     part: if step.part == Part::Claim { Part::Whole } else { step.part },
                     ..step
                 });
-                if self.visit(next, done | bit, all, held)? {
+                if self.visit(next, done | bit, held)? {
                     return Ok(true);
                 }
                 self.path.pop();
@@ -264,7 +252,7 @@ impl Search<'_> {
                 let at = held.binary_search(&h).unwrap_or_else(|at| at);
                 held.insert(at, h);
                 self.path.push(step);
-                let found = self.visit(next, done, all, held)?;
+                let found = self.visit(next, done, held)?;
                 held.remove(at);
                 if found {
                     return Ok(true);
