@@ -34,6 +34,10 @@
 //! against the row ([`HISTORY`]) — each rule a [`Check`] and a function that says what broke
 //! it; one loop applies a table. Statuses and reasons are read as the typed [`Status`] and
 //! [`DeadReason`]; a word neither type knows is itself a finding.
+//!
+//! The checks know nothing of SQL: a store reads its rows into [`Stored`] and [`Entry`] and
+//! hands each job to [`Audit::job`] (and each vanished job's history to [`Audit::orphan`]).
+//! The SQLite reads live here, next to the queue they read; PostgreSQL's in `pg/audit.rs`.
 
 use std::fmt;
 
@@ -157,7 +161,7 @@ impl Audit {
 /// it, what the column held instead. An unreadable word is a finding, never an error that
 /// would stop the audit: the audit reads files it cannot trust.
 #[derive(Clone, PartialEq, Eq)]
-enum Word<T> {
+pub(crate) enum Word<T> {
     Known(T),
     Unknown(String),
 }
@@ -168,6 +172,17 @@ impl<T: FromSql> FromSql for Word<T> {
             Ok(word) => Word::Known(word),
             Err(_) => Word::Unknown(held(value)),
         })
+    }
+}
+
+impl<T: std::str::FromStr> Word<T> {
+    /// A word read as text: the typed word, or the text itself when the type does not know
+    /// it (a store whose column holds only text).
+    pub(crate) fn parsed(raw: String) -> Word<T> {
+        match raw.parse() {
+            Ok(word) => Word::Known(word),
+            Err(_) => Word::Unknown(raw),
+        }
     }
 }
 
@@ -214,16 +229,16 @@ impl<T: fmt::Display> fmt::Debug for Word<T> {
 
 /// A job's state as a row or a history entry holds it, read without trusting it.
 #[derive(Clone, Debug)]
-struct State {
-    status: Word<Status>,
-    attempts: i64,
-    max_attempts: i64,
-    available_at: Option<i64>,
-    deadline: i64,
-    reason: Option<Word<DeadReason>>,
-    redrives: i64,
+pub(crate) struct State {
+    pub(crate) status: Word<Status>,
+    pub(crate) attempts: i64,
+    pub(crate) max_attempts: i64,
+    pub(crate) available_at: Option<i64>,
+    pub(crate) deadline: i64,
+    pub(crate) reason: Option<Word<DeadReason>>,
+    pub(crate) redrives: i64,
     /// The row's owner, or the entry's lease holder.
-    worker: Option<String>,
+    pub(crate) worker: Option<String>,
 }
 
 impl State {
@@ -238,22 +253,22 @@ impl State {
 }
 
 /// A job's row: its state, when its current lease began, and its schedule.
-struct Stored {
-    id: String,
-    state: State,
-    claimed_at: Option<i64>,
+pub(crate) struct Stored {
+    pub(crate) id: String,
+    pub(crate) state: State,
+    pub(crate) claimed_at: Option<i64>,
     /// The first `available_at` the enqueue gave it.
-    not_before: i64,
+    pub(crate) not_before: i64,
 }
 
 /// One history entry.
 #[derive(Clone, Debug)]
-struct Entry {
-    n: i64,
+pub(crate) struct Entry {
+    pub(crate) n: i64,
     /// `None` for an insert: the enqueue, or a second insert of the same id.
-    from: Option<Word<Status>>,
-    at: i64,
-    state: State,
+    pub(crate) from: Option<Word<Status>>,
+    pub(crate) at: i64,
+    pub(crate) state: State,
 }
 
 impl Entry {
@@ -707,23 +722,36 @@ fn audit(tx: &Transaction<'_>) -> Result<Audit> {
     while let Some(row) = rows.next()? {
         let row = stored(row)?;
         let entries = history.query_map([&row.id], entry)?.collect::<rusqlite::Result<Vec<_>>>()?;
-        found.jobs += 1;
-        found.entries += entries.len() as u64;
-        Findings { id: &row.id, violations: &mut found.violations }.job(&row, &entries);
+        found.job(&row, &entries);
     }
     let mut orphans = tx.prepare(ORPHANS)?;
     let mut rows = orphans.query([])?;
     while let Some(row) = rows.next()? {
-        let (id, n, count): (String, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
-        found.entries += count as u64;
-        found.violations.push(Violation {
+        found.orphan(row.get(0)?, row.get(1)?, row.get(2)?);
+    }
+    Ok(found)
+}
+
+impl Audit {
+    /// Counts one job and its history, and checks every rule on them: what a store calls for
+    /// each row it read, with that job's history entries in the order they were recorded.
+    pub(crate) fn job(&mut self, row: &Stored, entries: &[Entry]) {
+        self.jobs += 1;
+        self.entries += entries.len() as u64;
+        Findings { id: &row.id, violations: &mut self.violations }.job(row, entries);
+    }
+
+    /// Counts `count` history entries of a job no row holds (the first of them `first`), and
+    /// reports the job as dropped.
+    pub(crate) fn orphan(&mut self, id: String, first: i64, count: i64) {
+        self.entries += count.max(0) as u64;
+        self.violations.push(Violation {
             check: Check::NoSilentDrop,
             job: id,
-            entry: Some(n),
+            entry: Some(first),
             what: format!("{count} history entries for a job that is no longer in the store"),
         });
     }
-    Ok(found)
 }
 
 /// The findings about one job.

@@ -76,6 +76,40 @@ pub trait Backend: Send {
     fn audit(&self) -> Result<Audit>;
 }
 
+/// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a PostgreSQL
+/// database ([`PgQueue::connect`](crate::PgQueue::connect), feature `postgres`), anything
+/// else the SQLite file at that path ([`Queue::open`]). What a `--db` option hands over.
+///
+/// A PostgreSQL URL in a build without the `postgres` feature is refused
+/// ([`Error::NotRetryq`]) rather than taken for a file name.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("jobs.db");
+/// let store = retryq::open_backend(path.to_str().expect("a UTF-8 path"))?;
+/// assert_eq!(store.kind(), "sqlite");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_backend(db: &str) -> Result<Box<dyn Backend>> {
+    if !is_postgres_url(db) {
+        return Ok(Box::new(Queue::open(db)?));
+    }
+    #[cfg(feature = "postgres")]
+    return Ok(Box::new(crate::pg::PgQueue::connect(db)?));
+    #[cfg(not(feature = "postgres"))]
+    return Err(crate::Error::NotRetryq {
+        path: "postgres://…".into(),
+        why: "a PostgreSQL URL, and this build of retryq has no PostgreSQL support (feature `postgres`)"
+            .into(),
+    });
+}
+
+/// Whether `db` is a PostgreSQL URL: its scheme, in any case, is `postgres` or `postgresql`.
+fn is_postgres_url(db: &str) -> bool {
+    let scheme = |prefix: &str| db.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix));
+    scheme("postgres://") || scheme("postgresql://")
+}
+
 impl dyn Backend + '_ {
     /// `run_once` on any store: claim, send, record — see [`Queue::run_once`], which is this
     /// same code on a SQLite queue.
@@ -192,5 +226,29 @@ mod tests {
         assert_eq!(ran, Ran::Done { id: "a".into(), attempt: 1 });
         assert_eq!(store.get("a").expect("get").map(|j| j.status), Some(Status::Done));
         assert!(store.audit().expect("audit").is_clean());
+    }
+
+    #[test]
+    fn a_url_names_postgres_and_anything_else_a_file() {
+        for url in ["postgres://u@h/db", "postgresql://h/db", "POSTGRES://h/db", "PostgreSQL://h"] {
+            assert!(is_postgres_url(url), "{url}");
+        }
+        for path in ["jobs.db", "/var/lib/postgres/jobs.db", "postgres:/x", "postgres", "", "é"] {
+            assert!(!is_postgres_url(path), "{path}");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.db");
+        let store = open_backend(path.to_str().expect("utf-8")).expect("open");
+        assert_eq!(store.kind(), "sqlite");
+    }
+
+    #[test]
+    fn a_postgres_url_is_a_postgres_store() {
+        let Some(url) = retryq_pgtest::database("backend::a_postgres_url_is_a_postgres_store") else {
+            return;
+        };
+        let store = open_backend(&url).expect("connect");
+        assert_eq!(store.kind(), "postgres");
+        assert_eq!(store.next_due().expect("next_due"), None);
     }
 }

@@ -117,6 +117,11 @@ pub enum Error {
     /// SQLite failed: the disk, the file, or a lock.
     #[error("storage: {0}")]
     Storage(#[from] rusqlite::Error),
+    /// PostgreSQL failed (feature `postgres`): the connection, the server, or a constraint the
+    /// schema enforces. Like [`Error::Storage`], of kind [`ErrorKind::Storage`].
+    #[cfg(feature = "postgres")]
+    #[error("storage: {0}")]
+    Postgres(#[from] postgres::Error),
     /// The thread that owns the queue of an `AsyncQueue` (feature `tokio`) is gone: the
     /// queue was closed, its thread could not be started, or it stopped on a panic. The
     /// operation was not run; no later one will be.
@@ -187,18 +192,25 @@ impl Error {
             | Error::Corrupt(_)
             | Error::Storage(_)
             | Error::Closed => ErrorKind::Storage,
+            #[cfg(feature = "postgres")]
+            Error::Postgres(_) => ErrorKind::Storage,
         }
     }
 
     /// A storage failure that may pass by itself, and changed nothing: another process held
     /// the write lock for longer than the busy timeout, or the disk (or the database's size
-    /// limit) is full. The same operation may be tried again later.
+    /// limit) is full; on PostgreSQL, the connection or the server went away (a `PgQueue`
+    /// connects again on its next operation), the server is short of a resource, or the
+    /// transaction was rolled back by a deadlock or a serialization failure. The same
+    /// operation may be tried again later.
     pub fn is_transient(&self) -> bool {
         use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked, DiskFull};
         match self {
             Error::Storage(e) => {
                 matches!(e.sqlite_error_code(), Some(DatabaseBusy | DatabaseLocked | DiskFull))
             }
+            #[cfg(feature = "postgres")]
+            Error::Postgres(e) => crate::pg::transient(e),
             _ => false,
         }
     }

@@ -44,6 +44,11 @@
 //!   or an HTTP endpoint, a ready worker — signals, timeouts, sleeping until the next due
 //!   job, the HTTP status table and pushback — instead of a `run_once` loop of your own.
 //!
+//! `PgQueue` (feature `postgres`) is the same queue on a PostgreSQL database rather than a
+//! file, for workers on several machines: the same operations, the same answers, each one
+//! transaction. [`Backend`] is the trait both stores implement, and [`open_backend`] opens
+//! whichever a `postgres://` URL or a file path names.
+//!
 //! The project's `docs/library.md` says more, and `impl/examples/` has one program of each.
 //!
 //! The semantics are those of the project's `SPEC.md`; this crate is one of its two readings
@@ -62,6 +67,8 @@ mod error;
 mod file;
 mod input;
 mod job;
+#[cfg(feature = "postgres")]
+mod pg;
 mod queue;
 mod refusal;
 mod schema;
@@ -70,12 +77,18 @@ mod upgrade;
 #[cfg(feature = "tokio")]
 pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
-pub use backend::Backend;
+pub use backend::{Backend, open_backend};
 pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
+#[cfg(feature = "postgres")]
+pub use pg::PgQueue;
+/// The `postgres` client this crate is built on (feature `postgres`): the type inside
+/// [`Error::Postgres`].
+#[cfg(feature = "postgres")]
+pub use postgres;
 pub use queue::claim::Claimed;
 pub use queue::complete::{Completed, Completion};
 pub use queue::enqueue::{Enqueued, NewJob, enqueue_in};

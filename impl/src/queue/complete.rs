@@ -27,19 +27,20 @@ pub enum Completed {
     },
 }
 
-/// What a completion needs to know of the job it completes.
-struct Held {
+/// What a completion needs to know of the job it completes. Each store reads it its own
+/// way and hands it to [`settle`], so the rule is written once.
+pub(crate) struct Held {
     /// The row to write, so that the write needs no second lookup by id.
-    seq: i64,
-    status: Status,
-    owner: Option<String>,
-    attempts: u64,
-    max_attempts: u64,
-    deadline: u64,
-    claimed_at: Option<u64>,
+    pub(crate) seq: i64,
+    pub(crate) status: Status,
+    pub(crate) owner: Option<String>,
+    pub(crate) attempts: u64,
+    pub(crate) max_attempts: u64,
+    pub(crate) deadline: u64,
+    pub(crate) claimed_at: Option<u64>,
     /// The job's own backoff settings, each in place of the queue's where present.
-    base_ms: Option<u64>,
-    cap_ms: Option<u64>,
+    pub(crate) base_ms: Option<u64>,
+    pub(crate) cap_ms: Option<u64>,
 }
 
 /// The arguments of one [`Queue::complete`] (and of each item of
@@ -181,7 +182,7 @@ impl Queue {
 }
 
 /// `complete`'s checks of its own arguments, which come before any lookup.
-pub(super) fn validate(c: &Completion<'_>) -> Result<()> {
+pub(crate) fn validate(c: &Completion<'_>) -> Result<()> {
     validate_lease(c.lease)?;
     input::int("now", c.now)?;
     validate_jitter(c.jitter)?;
@@ -190,7 +191,7 @@ pub(super) fn validate(c: &Completion<'_>) -> Result<()> {
 
 /// The checks of a lease's name (`worker`, `id`, `attempt`) that every call acting on a
 /// held lease makes first, so that each refuses the same input with the same message.
-pub(super) fn validate_lease(lease: &Lease) -> Result<()> {
+pub(crate) fn validate_lease(lease: &Lease) -> Result<()> {
     input::name("worker", &lease.worker)?;
     input::name("id", &lease.id)?;
     input::int("attempt", lease.attempt)?;
@@ -200,7 +201,7 @@ pub(super) fn validate_lease(lease: &Lease) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn lease_lost(lease: &Lease) -> Error {
+pub(crate) fn lease_lost(lease: &Lease) -> Error {
     Error::LeaseLost { id: lease.id.clone(), worker: lease.worker.clone(), attempt: lease.attempt }
 }
 
@@ -291,7 +292,7 @@ fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Held>> {
 /// The SPEC's rule for where an attempt's outcome takes the job. The deadline is never
 /// moved: at `now + delay` ≥ `deadline` there is no time left to start another attempt.
 /// `floor` (a pushback) raises the delay, never lowers it.
-fn settle(
+pub(crate) fn settle(
     held: &Held,
     outcome: Outcome,
     floor: Option<u64>,

@@ -64,7 +64,9 @@ const INSERT: &str = "
 const SAME_PAYLOAD: &str = "SELECT payload = ?2 FROM jobs WHERE id = ?1";
 
 impl NewJob<'_> {
-    fn validate(&self) -> Result<()> {
+    /// Every check of SPEC 3.2's arguments, in its order: what each store runs before it
+    /// looks anything up.
+    pub(crate) fn validate(&self) -> Result<()> {
         input::name("id", self.id)?;
         input::payload(self.payload)?;
         input::attempts("max_attempts", self.max_attempts)?;

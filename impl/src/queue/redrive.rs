@@ -45,19 +45,32 @@ pub struct RedriveDead {
 
 /// The budget a redrive grants, once its arguments are checked.
 #[derive(Clone, Copy)]
-struct Budget {
-    add_attempts: u64,
-    deadline: u64,
-    now: u64,
+pub(crate) struct Budget {
+    pub(crate) add_attempts: u64,
+    pub(crate) deadline: u64,
+    pub(crate) now: u64,
 }
 
 impl Budget {
     /// Checks the budget's arguments, which come before any lookup.
-    fn checked(add_attempts: u64, deadline: u64, now: u64) -> Result<Budget> {
+    pub(crate) fn checked(add_attempts: u64, deadline: u64, now: u64) -> Result<Budget> {
         input::int("now", now)?;
         input::attempts("add_attempts", add_attempts)?;
         input::deadline(deadline, now)?;
         Ok(Budget { add_attempts, deadline, now })
+    }
+
+    /// The new `max_attempts` of a dead job that spent `attempts`: SPEC 3.6's last check,
+    /// after the lookup, refuses a budget past 2^31 − 1 (6.5).
+    pub(crate) fn max_attempts(&self, attempts: u64) -> Result<u64> {
+        let max_attempts = attempts + self.add_attempts;
+        if max_attempts > MAX_ATTEMPTS {
+            return Err(Error::invalid(
+                "add_attempts",
+                format!("{attempts} spent + {} added is above 2^31-1", self.add_attempts),
+            ));
+        }
+        Ok(max_attempts)
     }
 }
 
@@ -135,21 +148,14 @@ impl Queue {
 
 /// One job's redrive inside a write transaction; the arguments are already checked.
 fn redrive(tx: &Transaction<'_>, id: &str, budget: Budget) -> Result<()> {
-    let Budget { add_attempts, deadline, now } = budget;
     let found: Option<(Status, u64)> =
         tx.prepare_cached(LOOKUP)?.query_row([id], |row| Ok((row.get(0)?, row.get(1)?))).optional()?;
     let (status, attempts) = found.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
     if status != Status::Dead {
         return Err(Error::NotDead { id: id.to_owned(), status });
     }
-    let max_attempts = attempts + add_attempts;
-    if max_attempts > MAX_ATTEMPTS {
-        return Err(Error::invalid(
-            "add_attempts",
-            format!("{attempts} spent + {add_attempts} added is above 2^31-1"),
-        ));
-    }
-    tx.prepare_cached(REDRIVE)?.execute(params![id, now, max_attempts, deadline])?;
+    let max_attempts = budget.max_attempts(attempts)?;
+    tx.prepare_cached(REDRIVE)?.execute(params![id, budget.now, max_attempts, budget.deadline])?;
     Ok(())
 }
 

@@ -1,0 +1,109 @@
+//! `audit` on PostgreSQL: the rows and the history read in one snapshot, and handed to the
+//! SQLite queue's own rules (`audit.rs`), which know nothing of SQL. Words are read as text
+//! and parsed there, so an unknown word is a finding, not an error, as on SQLite.
+
+use postgres::Row;
+
+use super::store::PgQueue;
+use crate::audit::{Audit, Entry, State, Stored, Word};
+use crate::error::{Error, Result};
+
+/// Every job, in insertion order, with the seq that pairs it with its history.
+const JOBS: &str = "
+    SELECT seq, id, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, owner, claimed_at, not_before
+    FROM jobs ORDER BY seq";
+
+/// Every history entry of a job the store holds, job by job in insertion order, each job's
+/// entries as recorded: one pass, however many jobs.
+const HISTORY: &str = "
+    SELECT j.seq, h.n, h.from_status, h.to_status, h.attempt, h.max_attempts, h.deadline,
+           h.available_at, h.redrives, h.reason, h.worker, h.at
+    FROM history h JOIN jobs j ON j.id = h.job
+    ORDER BY j.seq, h.n";
+
+/// History of ids no row holds: a job that vanished.
+const ORPHANS: &str = "
+    SELECT job, min(n), count(*) FROM history h
+    WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = h.job)
+    GROUP BY job ORDER BY min(n)";
+
+impl PgQueue {
+    /// [`Queue::audit`](crate::Queue::audit) on PostgreSQL: SPEC section 4's invariants
+    /// checked on every job's row and every recorded transition, in one snapshot, by the
+    /// same rules.
+    pub fn audit(&self) -> Result<Audit> {
+        self.read(|tx| {
+            let mut found = Audit::default();
+            let jobs: Vec<(i64, Stored)> = tx
+                .query(JOBS, &[])?
+                .iter()
+                .map(|row| Ok((row.try_get(0)?, stored(row)?)))
+                .collect::<Result<_>>()?;
+            let mut next = 0;
+            let mut entries = Vec::new();
+            tx.each(HISTORY, &[], |row| {
+                let seq: i64 = row.try_get(0)?;
+                loop {
+                    let Some((at, job)) = jobs.get(next) else {
+                        return Err(Error::Corrupt(format!("history of job seq {seq} out of order")));
+                    };
+                    if *at == seq {
+                        break;
+                    }
+                    found.job(job, &entries);
+                    entries.clear();
+                    next += 1;
+                }
+                entries.push(entry(&row)?);
+                Ok(())
+            })?;
+            for (_, job) in jobs.get(next..).unwrap_or_default() {
+                found.job(job, &entries);
+                entries.clear();
+            }
+            for row in tx.query(ORPHANS, &[])? {
+                found.orphan(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            }
+            Ok(found)
+        })
+    }
+}
+
+/// A row of [`JOBS`], trusting nothing but the column types.
+fn stored(row: &Row) -> Result<Stored> {
+    Ok(Stored {
+        id: row.try_get(1)?,
+        state: State {
+            status: Word::parsed(row.try_get(2)?),
+            attempts: row.try_get(3)?,
+            max_attempts: row.try_get(4)?,
+            available_at: row.try_get(5)?,
+            deadline: row.try_get(6)?,
+            reason: row.try_get::<_, Option<String>>(7)?.map(Word::parsed),
+            redrives: row.try_get(8)?,
+            worker: row.try_get(9)?,
+        },
+        claimed_at: row.try_get(10)?,
+        not_before: row.try_get(11)?,
+    })
+}
+
+/// A row of [`HISTORY`].
+fn entry(row: &Row) -> Result<Entry> {
+    Ok(Entry {
+        n: row.try_get(1)?,
+        from: row.try_get::<_, Option<String>>(2)?.map(Word::parsed),
+        at: row.try_get(11)?,
+        state: State {
+            status: Word::parsed(row.try_get(3)?),
+            attempts: row.try_get(4)?,
+            max_attempts: row.try_get(5)?,
+            deadline: row.try_get(6)?,
+            available_at: row.try_get(7)?,
+            redrives: row.try_get(8)?,
+            reason: row.try_get::<_, Option<String>>(9)?.map(Word::parsed),
+            worker: row.try_get(10)?,
+        },
+    })
+}

@@ -1,0 +1,87 @@
+//! `PgQueue` as a [`Backend`]: each method is the store's own method of the same name (the
+//! inherent method wins over the trait's, so these calls do not recurse).
+
+use super::store::PgQueue;
+use crate::audit::Audit;
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::job::{DeadReason, Job, Status};
+use crate::queue::claim::Claimed;
+use crate::queue::complete::{Completed, Completion};
+use crate::queue::enqueue::{Enqueued, NewJob};
+use crate::queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
+use crate::queue::lease::Lease;
+use crate::queue::redrive::{Redrive, RedriveDead};
+use crate::queue::store::Settings;
+
+impl Backend for PgQueue {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+    fn settings(&self) -> Settings {
+        PgQueue::settings(self)
+    }
+    fn set_settings(&mut self, settings: Settings) -> Result<()> {
+        PgQueue::set_settings(self, settings)
+    }
+    fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued> {
+        PgQueue::enqueue(self, job)
+    }
+    fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
+        PgQueue::enqueue_many(self, jobs)
+    }
+    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
+        PgQueue::claim(self, worker, now)
+    }
+    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
+        PgQueue::claim_batch(self, worker, now, k)
+    }
+    fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed> {
+        PgQueue::complete(self, completion)
+    }
+    fn complete_batch(&mut self, completions: &[Completion<'_>]) -> Result<Vec<Result<Completed>>> {
+        PgQueue::complete_batch(self, completions)
+    }
+    fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()> {
+        PgQueue::record_error(self, lease, error, node)
+    }
+    fn heartbeat(&mut self, lease: &Lease, now: u64) -> Result<u64> {
+        PgQueue::heartbeat(self, lease, now)
+    }
+    fn cancel(&mut self, id: &str, now: u64) -> Result<()> {
+        PgQueue::cancel(self, id, now)
+    }
+    fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
+        PgQueue::redrive(self, redrive)
+    }
+    fn redrive_dead(&mut self, redrive: &RedriveDead) -> Result<Vec<(String, Result<()>)>> {
+        PgQueue::redrive_dead(self, redrive)
+    }
+    fn reap(&mut self, now: u64) -> Result<u64> {
+        PgQueue::reap(self, now)
+    }
+    fn get(&self, id: &str) -> Result<Option<Job>> {
+        PgQueue::get(self, id)
+    }
+    fn stats(&self, now: u64) -> Result<Stats> {
+        PgQueue::stats(self, now)
+    }
+    fn owners(&self, now: u64) -> Result<Vec<Owner>> {
+        PgQueue::owners(self, now)
+    }
+    fn history(&self, id: &str) -> Result<Vec<HistoryEntry>> {
+        PgQueue::history(self, id)
+    }
+    fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>> {
+        PgQueue::dead_jobs(self, reason)
+    }
+    fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
+        PgQueue::list(self, status, reason, limit)
+    }
+    fn next_due(&self) -> Result<Option<u64>> {
+        PgQueue::next_due(self)
+    }
+    fn audit(&self) -> Result<Audit> {
+        PgQueue::audit(self)
+    }
+}

@@ -1,0 +1,210 @@
+//! `complete`, `complete_batch` and `record_error`: record the outcome of an attempt, or a
+//! note on it, fenced by the attempt number.
+//!
+//! Each decides on a row it has locked: the fence (leased, to this worker, on this attempt,
+//! claimed no later than `now`) is in the `WHERE` of the statement that locks the row, so a
+//! row is locked only when the call will write it. A call the fence refuses reads the row
+//! plainly to say why; if that read finds the fence holding after all, the row changed
+//! between the two statements (a claim committed in between), and the call starts over on
+//! the row as it now is.
+
+use super::store::{PgQueue, Tx};
+use super::value::{big, opt_uint, uint, word};
+use crate::error::{Error, ErrorKind, Result};
+use crate::job::{self, DeadReason, Outcome, Status};
+use crate::queue::complete::{Completed, Completion, Held, lease_lost, settle, validate, validate_lease};
+use crate::queue::lease::Lease;
+use crate::queue::store::Settings;
+
+/// How many times a fenced call starts over when the row changed between its two reads. A
+/// row changes under it only when a concurrent claim leases it to the very worker and
+/// attempt the call names; more than this in a row is not contention but a bug.
+const STARTS: usize = 4;
+
+/// `ok` and `permanent` in one statement: their result does not depend on what the job
+/// holds, so the whole fence goes in the `WHERE` and no lookup comes first.
+const FINISH_FENCED: &str = "
+    UPDATE jobs SET status = $5, dead_reason = $6, available_at = NULL, owner = NULL,
+                    claimed_at = NULL, updated_at = $4, last_error = $7, last_node = $8
+    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4";
+
+/// What `retryable` needs of the job, locked, when the fence holds.
+const HELD_FENCED: &str = "
+    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms
+    FROM jobs
+    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4
+    FOR UPDATE";
+
+/// The same columns, unlocked: why a fence did not hold.
+const HELD: &str = "
+    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms
+    FROM jobs WHERE id = $1";
+
+const FINISH: &str = "
+    UPDATE jobs SET status = $2, dead_reason = $3, available_at = NULL, owner = NULL,
+                    claimed_at = NULL, updated_at = $4, last_error = $5, last_node = $6
+    WHERE seq = $1";
+
+const RETRY: &str = "
+    UPDATE jobs SET status = 'pending', available_at = $2, owner = NULL, claimed_at = NULL,
+                    updated_at = $3, last_error = $4, last_node = $5
+    WHERE seq = $1";
+
+/// Notes on a live lease, fenced like a completion. Names no state column and not
+/// `updated_at`, so it is not a transition.
+const NOTE: &str = "
+    UPDATE jobs SET last_error = $4, last_node = $5
+    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3";
+
+impl PgQueue {
+    /// [`Queue::complete`](crate::Queue::complete) on PostgreSQL: records the outcome of the
+    /// attempt the lease names, which must still be held; the same rules, the same
+    /// refusals in the same order.
+    pub fn complete(&mut self, c: &Completion<'_>) -> Result<Completed> {
+        validate(c)?;
+        let settings = self.settings;
+        self.write(|tx| record(tx, &settings, c))
+    }
+
+    /// [`Queue::complete_batch`](crate::Queue::complete_batch) on PostgreSQL: one
+    /// transaction, each completion answered on its own; a storage failure fails the batch.
+    pub fn complete_batch(&mut self, completions: &[Completion<'_>]) -> Result<Vec<Result<Completed>>> {
+        if completions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let settings = self.settings;
+        self.write(|tx| {
+            let mut results = Vec::with_capacity(completions.len());
+            for c in completions {
+                let result = validate(c).and_then(|()| record(tx, &settings, c));
+                match result {
+                    Err(e) if e.kind() == ErrorKind::Storage => return Err(e),
+                    result => results.push(result),
+                }
+            }
+            Ok(results)
+        })
+    }
+
+    /// [`Queue::record_error`](crate::Queue::record_error) on PostgreSQL: a note on a lease
+    /// still held, not a transition.
+    pub fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()> {
+        validate_lease(lease)?;
+        let error = job::note(Some(error)).map(str::as_bytes);
+        let node = job::note(node).map(str::as_bytes);
+        let attempt = big("attempt", lease.attempt)?;
+        self.write(|tx| {
+            for _ in 0..STARTS {
+                if tx.execute(NOTE, &[&lease.id, &lease.worker, &attempt, &error, &node])? == 1 {
+                    return Ok(());
+                }
+                let held = load(tx, &lease.id)?.ok_or_else(|| Error::NotFound { id: lease.id.clone() })?;
+                if !holds(&held, lease) {
+                    return Err(lease_lost(lease));
+                }
+            }
+            Err(changed(&lease.id))
+        })
+    }
+}
+
+/// `complete`'s fence, lookup and write inside the caller's transaction, once validated. A
+/// refusal comes before any write, and locks nothing.
+fn record(tx: &mut Tx<'_>, settings: &Settings, c: &Completion<'_>) -> Result<Completed> {
+    let Completion { lease, report, now, jitter } = c;
+    let (id, now) = (&lease.id, *now);
+    let error = job::note(report.error.as_deref()).map(str::as_bytes);
+    let node = job::note(report.node.as_deref()).map(str::as_bytes);
+    let (attempt, at) = (big("attempt", lease.attempt)?, big("now", now)?);
+    for _ in 0..STARTS {
+        let finished = match report.outcome {
+            Outcome::Ok => Some((Status::Done, None)),
+            Outcome::Permanent => Some((Status::Dead, Some(DeadReason::Permanent))),
+            Outcome::Retryable => None,
+        };
+        if let Some((status, reason)) = finished {
+            let reason_word = reason.map(DeadReason::as_str);
+            let written = tx.execute(
+                FINISH_FENCED,
+                &[&id, &lease.worker, &attempt, &at, &status.as_str(), &reason_word, &error, &node],
+            )?;
+            if written == 1 {
+                return Ok(match reason {
+                    None => Completed::Done,
+                    Some(reason) => Completed::Dead { reason },
+                });
+            }
+        } else if let Some(row) = tx.query_opt(HELD_FENCED, &[&id, &lease.worker, &attempt, &at])? {
+            let held = held(&row)?;
+            let completed = settle(&held, report.outcome, report.retry_after_ms, now, settings, *jitter)?;
+            write(tx, held.seq, completed, at, error, node)?;
+            return Ok(completed);
+        }
+        // The fence did not hold: say why, in SPEC 3.4's order.
+        let held = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.clone() })?;
+        if !holds(&held, lease) {
+            return Err(lease_lost(lease));
+        }
+        let claimed_at = held
+            .claimed_at
+            .ok_or_else(|| Error::Corrupt(format!("job {id:?} is leased without a claim time")))?;
+        if now < claimed_at {
+            return Err(Error::ClockWentBackwards { now, claimed_at });
+        }
+    }
+    Err(changed(id))
+}
+
+/// The write of a settled completion, by the seq locked.
+fn write(
+    tx: &mut Tx<'_>,
+    seq: i64,
+    completed: Completed,
+    at: i64,
+    error: Option<&[u8]>,
+    node: Option<&[u8]>,
+) -> Result<()> {
+    match completed {
+        Completed::Done => {
+            tx.execute(FINISH, &[&seq, &Status::Done.as_str(), &None::<&str>, &at, &error, &node])?
+        }
+        Completed::Dead { reason } => {
+            tx.execute(FINISH, &[&seq, &Status::Dead.as_str(), &Some(reason.as_str()), &at, &error, &node])?
+        }
+        Completed::Retry { available_at } => {
+            tx.execute(RETRY, &[&seq, &big("available_at", available_at)?, &at, &error, &node])?
+        }
+    };
+    Ok(())
+}
+
+/// Whether the job is leased to the lease's worker on its attempt: the fence.
+fn holds(held: &Held, lease: &Lease) -> bool {
+    held.status == Status::Leased
+        && held.owner.as_deref() == Some(lease.worker.as_str())
+        && held.attempts == lease.attempt
+}
+
+/// Neither applied nor refused after every start: the row kept changing under the call.
+fn changed(id: &str) -> Error {
+    Error::Corrupt(format!("job {id:?} changed under a fenced call {STARTS} times"))
+}
+
+fn load(tx: &mut Tx<'_>, id: &str) -> Result<Option<Held>> {
+    tx.query_opt(HELD, &[&id])?.map(|row| held(&row)).transpose()
+}
+
+/// A row of [`HELD`] or [`HELD_FENCED`].
+fn held(row: &postgres::Row) -> Result<Held> {
+    Ok(Held {
+        seq: row.try_get(0)?,
+        status: word(row, 1)?,
+        owner: row.try_get(2)?,
+        attempts: uint(row, 3)?,
+        max_attempts: uint(row, 4)?,
+        deadline: uint(row, 5)?,
+        claimed_at: opt_uint(row, 6)?,
+        base_ms: opt_uint(row, 7)?,
+        cap_ms: opt_uint(row, 8)?,
+    })
+}

@@ -1,0 +1,217 @@
+//! `get`, `stats`, `owners`, `history`, `dead_jobs`, `list` and `next_due`: reading the
+//! store, never changing it, each in one snapshot. Time does not move jobs here.
+
+use postgres::Row;
+
+use super::store::PgQueue;
+use super::value::{big, opt_uint, opt_utf8, opt_word, uint, utf8, word};
+use crate::error::Result;
+use crate::input;
+use crate::job::{DeadReason, Job, Status};
+use crate::queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
+
+const GET: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms
+    FROM jobs WHERE id = $1";
+
+const DEAD: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms
+    FROM jobs WHERE status = 'dead' AND ($1::text IS NULL OR dead_reason = $1)
+    ORDER BY seq";
+
+/// The earliest time an open job needs a worker (see `queue/inspect.rs`).
+const NEXT_DUE: &str = "SELECT min(available_at) FROM jobs WHERE status IN ('pending', 'leased')";
+
+const STATS: &str = "
+    SELECT count(*) FILTER (WHERE status = 'pending'),
+           count(*) FILTER (WHERE status = 'leased'),
+           count(*) FILTER (WHERE status = 'done'),
+           count(*) FILTER (WHERE status = 'dead'),
+           count(*) FILTER (WHERE dead_reason = 'exhausted'),
+           count(*) FILTER (WHERE dead_reason = 'deadline'),
+           count(*) FILTER (WHERE dead_reason = 'permanent'),
+           count(*) FILTER (WHERE dead_reason = 'cancelled'),
+           count(*) FILTER (WHERE status = 'leased' AND available_at <= $1),
+           min(enqueued_at) FILTER (WHERE status IN ('pending', 'leased'))
+    FROM jobs";
+
+/// The leased rows, grouped by holder, in byte order of the name as SQLite sorts it.
+const OWNERS: &str = r#"
+    SELECT owner, count(*), count(*) FILTER (WHERE available_at <= $1)
+    FROM jobs
+    WHERE status = 'leased'
+    GROUP BY owner ORDER BY owner COLLATE "C""#;
+
+const HISTORY: &str = "
+    SELECT from_status, to_status, attempt, max_attempts, deadline, available_at, redrives,
+           reason, worker, at
+    FROM history WHERE job = $1 ORDER BY n";
+
+/// Pending or leased jobs in claim's order.
+const LIST_OPEN: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms
+    FROM jobs WHERE status IN ('pending', 'leased') AND status = $1
+    ORDER BY available_at, seq LIMIT $2";
+
+const COUNT_OPEN: &str = "SELECT count(*) FROM jobs WHERE status IN ('pending', 'leased') AND status = $1";
+
+/// Done or dead jobs (dead ones only for `$2`'s reason, if any), the most recently enqueued
+/// first: the primary key walked backwards.
+const LIST_CLOSED: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms
+    FROM jobs WHERE status = $1 AND ($2::text IS NULL OR dead_reason = $2)
+    ORDER BY seq DESC LIMIT $3";
+
+const COUNT_CLOSED: &str =
+    "SELECT count(*) FROM jobs WHERE status = $1 AND ($2::text IS NULL OR dead_reason = $2)";
+
+/// A row of the job queries' 17 columns.
+fn job_of(row: &Row) -> Result<Job> {
+    Ok(Job {
+        id: row.try_get(0)?,
+        payload: utf8(row, 1)?,
+        status: word(row, 2)?,
+        attempts: uint(row, 3)?,
+        max_attempts: uint(row, 4)?,
+        available_at: opt_uint(row, 5)?,
+        deadline: uint(row, 6)?,
+        dead_reason: opt_word(row, 7)?,
+        redrives: uint(row, 8)?,
+        enqueued_at: uint(row, 9)?,
+        owner: row.try_get(10)?,
+        claimed_at: opt_uint(row, 11)?,
+        last_error: opt_utf8(row, 12)?,
+        last_node: opt_utf8(row, 13)?,
+        not_before: uint(row, 14)?,
+        base_ms: opt_uint(row, 15)?,
+        cap_ms: opt_uint(row, 16)?,
+    })
+}
+
+fn jobs_of(rows: &[Row]) -> Result<Vec<Job>> {
+    rows.iter().map(job_of).collect()
+}
+
+impl PgQueue {
+    /// [`Queue::get`](crate::Queue::get) on PostgreSQL: the job with this id, if any.
+    pub fn get(&self, id: &str) -> Result<Option<Job>> {
+        input::name("id", id)?;
+        self.read(|tx| tx.query_opt(GET, &[&id])?.as_ref().map(job_of).transpose())
+    }
+
+    /// [`Queue::dead_jobs`](crate::Queue::dead_jobs) on PostgreSQL: the dead jobs (of one
+    /// reason), in enqueue order.
+    pub fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>> {
+        let reason = reason.map(DeadReason::as_str);
+        self.read(|tx| jobs_of(&tx.query(DEAD, &[&reason])?))
+    }
+
+    /// [`Queue::next_due`](crate::Queue::next_due) on PostgreSQL: the smallest
+    /// `available_at` of the pending and leased jobs.
+    pub fn next_due(&self) -> Result<Option<u64>> {
+        self.read(|tx| opt_uint(&tx.query_one(NEXT_DUE, &[])?, 0))
+    }
+
+    /// [`Queue::stats`](crate::Queue::stats) on PostgreSQL: counts by status and reason,
+    /// expired leases, and the oldest open job's age, as of `now`.
+    pub fn stats(&self, now: u64) -> Result<Stats> {
+        input::int("now", now)?;
+        let at = big("now", now)?;
+        self.read(|tx| {
+            let row = tx.query_one(STATS, &[&at])?;
+            let oldest = opt_uint(&row, 9)?;
+            Ok(Stats {
+                pending: uint(&row, 0)?,
+                leased: uint(&row, 1)?,
+                done: uint(&row, 2)?,
+                dead: uint(&row, 3)?,
+                dead_exhausted: uint(&row, 4)?,
+                dead_deadline: uint(&row, 5)?,
+                dead_permanent: uint(&row, 6)?,
+                dead_cancelled: uint(&row, 7)?,
+                leased_expired: uint(&row, 8)?,
+                oldest_open_age_ms: oldest.map(|at| now.saturating_sub(at)),
+            })
+        })
+    }
+
+    /// [`Queue::owners`](crate::Queue::owners) on PostgreSQL: each lease holder, with how many
+    /// leases it holds and how many of those expired as of `now`.
+    pub fn owners(&self, now: u64) -> Result<Vec<Owner>> {
+        input::int("now", now)?;
+        let at = big("now", now)?;
+        self.read(|tx| {
+            let rows = tx.query(OWNERS, &[&at])?;
+            rows.iter()
+                .map(|row| {
+                    Ok(Owner { worker: row.try_get(0)?, leased: uint(row, 1)?, expired: uint(row, 2)? })
+                })
+                .collect()
+        })
+    }
+
+    /// [`Queue::history`](crate::Queue::history) on PostgreSQL: every recorded transition of
+    /// the job, oldest first.
+    pub fn history(&self, id: &str) -> Result<Vec<HistoryEntry>> {
+        input::name("id", id)?;
+        self.read(|tx| {
+            let rows = tx.query(HISTORY, &[&id])?;
+            rows.iter()
+                .map(|row| {
+                    Ok(HistoryEntry {
+                        from: opt_word(row, 0)?,
+                        to: word(row, 1)?,
+                        attempt: uint(row, 2)?,
+                        max_attempts: uint(row, 3)?,
+                        deadline: uint(row, 4)?,
+                        available_at: opt_uint(row, 5)?,
+                        redrives: uint(row, 6)?,
+                        reason: opt_word(row, 7)?,
+                        worker: row.try_get(8)?,
+                        at: uint(row, 9)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// [`Queue::list`](crate::Queue::list) on PostgreSQL: up to `limit` jobs of one status in
+    /// an operator's order, and how many more match; the page and its count of one snapshot.
+    pub fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
+        let word = status.as_str();
+        let reason_word = reason.map(DeadReason::as_str);
+        let limit_big = i64::from(limit);
+        self.read(|tx| {
+            let open = matches!(status, Status::Pending | Status::Leased);
+            let (jobs, total) = if open && reason.is_some() {
+                (Vec::new(), 0)
+            } else if open {
+                let jobs = jobs_of(&tx.query(LIST_OPEN, &[&word, &limit_big])?)?;
+                let total = if jobs.len() < limit as usize {
+                    jobs.len() as u64
+                } else {
+                    uint(&tx.query_one(COUNT_OPEN, &[&word])?, 0)?
+                };
+                (jobs, total)
+            } else {
+                let jobs = jobs_of(&tx.query(LIST_CLOSED, &[&word, &reason_word, &limit_big])?)?;
+                let total = if jobs.len() < limit as usize {
+                    jobs.len() as u64
+                } else {
+                    uint(&tx.query_one(COUNT_CLOSED, &[&word, &reason_word])?, 0)?
+                };
+                (jobs, total)
+            };
+            let more = total.saturating_sub(jobs.len() as u64);
+            Ok(JobPage { jobs, more })
+        })
+    }
+}

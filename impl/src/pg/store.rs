@@ -1,0 +1,265 @@
+//! The `PgQueue` itself: its connection, how it connects, its settings, and the transaction
+//! helpers every operation runs in. The operations live in the sibling modules, one per SPEC
+//! operation, as in `queue/`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, Config, IsolationLevel, NoTls, Row, Statement, Transaction};
+
+use super::schema;
+use crate::error::{Error, Result};
+use crate::queue::store::Settings;
+
+/// How many times a transaction that PostgreSQL rolled back for a deadlock or a
+/// serialization failure is run again before its error is returned. Each run changed
+/// nothing, so running it again is safe; contention that outlasts this many is reported.
+const RERUNS: usize = 8;
+
+/// A durable retry queue in one PostgreSQL database: the same queue as [`Queue`] on a
+/// SQLite file, the same answer to every call (SPEC sections 2 to 4), on a server that
+/// many workers on many machines may share.
+///
+/// Each `PgQueue` holds one connection. Every write is one transaction, committed with
+/// `synchronous_commit = on` (a commit that returned is in the server's WAL on disk, as far
+/// as the server's `fsync` makes it), and every read is one snapshot; reads take `&self`.
+/// A connection that the server dropped is opened again at the start of the next
+/// operation: the operation under way when it dropped fails with a transient
+/// [`Error::Postgres`], and whether it committed is the server's to say (a claim that did
+/// spent an attempt, as a crash would have).
+///
+/// ```no_run
+/// use retryq::{NewJob, PgQueue};
+///
+/// let mut q = PgQueue::connect("postgres://retryq@localhost/jobs")?;
+/// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() })?;
+/// let claimed = q.claim("w1", 10)?.expect("due");
+/// assert_eq!(claimed.id(), "a");
+/// # Ok::<(), retryq::Error>(())
+/// ```
+///
+/// [`Queue`]: crate::Queue
+pub struct PgQueue {
+    conn: RefCell<Conn>,
+    config: Config,
+    /// The database as messages name it: its URL without the password.
+    name: String,
+    pub(super) settings: Settings,
+}
+
+/// The connection and the statements prepared on it, which live and die with it.
+struct Conn {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+/// One transaction of an operation, with the connection's prepared statements: each SQL
+/// text is prepared once per connection (as SQLite's `prepare_cached`), not on every call.
+pub(super) struct Tx<'a> {
+    tx: Transaction<'a>,
+    statements: &'a mut HashMap<&'static str, Statement>,
+}
+
+impl Tx<'_> {
+    fn statement(&mut self, sql: &'static str) -> Result<Statement> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.tx.prepare(sql)?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+
+    /// Runs a statement: how many rows it wrote.
+    pub(super) fn execute(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx.execute(&statement, params)?)
+    }
+
+    /// Every row of a query.
+    pub(super) fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx.query(&statement, params)?)
+    }
+
+    /// The one row of a query, if any (more than one is an error).
+    pub(super) fn query_opt(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx.query_opt(&statement, params)?)
+    }
+
+    /// The one row of a query that always has one.
+    pub(super) fn query_one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx.query_one(&statement, params)?)
+    }
+
+    /// The rows of a query one at a time, for a read that may be larger than memory should
+    /// hold at once (the audit's history). Nothing else may run on the transaction meanwhile.
+    pub(super) fn each(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+        mut f: impl FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let statement = self.statement(sql)?;
+        let mut rows = self.tx.query_raw(&statement, params.iter().copied())?;
+        while let Some(row) = rows.next()? {
+            f(row)?;
+        }
+        Ok(())
+    }
+
+    fn commit(self) -> Result<()> {
+        Ok(self.tx.commit()?)
+    }
+
+    /// Statements without parameters or results, several at once (the schema's DDL).
+    pub(super) fn batch(&mut self, sql: &str) -> Result<()> {
+        Ok(self.tx.batch_execute(sql)?)
+    }
+}
+
+impl PgQueue {
+    /// Connects to the database `url` names (`postgres://user:password@host:port/dbname`,
+    /// or any form the `postgres` crate reads; no TLS) and makes it a queue: an empty
+    /// database gets the schema, in one transaction; one that has it is used as it is.
+    ///
+    /// Refused, with nothing changed: [`Error::NotRetryq`] for a database whose schema (the
+    /// first of its `search_path`) holds tables of another program, or whose encoding is not
+    /// UTF-8; [`Error::NewerSchema`] for one written by a newer retryq. Several processes
+    /// may connect to one empty database at once: one creates the schema, the others find
+    /// it. The session's `synchronous_commit` is `on`, whatever the server's default: a
+    /// commit that returned survives a server crash.
+    pub fn connect(url: &str) -> Result<PgQueue> {
+        let config: Config = url.parse()?;
+        let name = describe(&config);
+        let client = session(&config)?;
+        let mut queue = PgQueue {
+            conn: RefCell::new(Conn { client, statements: HashMap::new() }),
+            config,
+            name,
+            settings: Settings::default(),
+        };
+        let name = queue.name.clone();
+        queue.write(|tx| schema::prepare(tx, &name))?;
+        Ok(queue)
+    }
+
+    /// The database, as messages name it: its URL without the password.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The lease and backoff parameters later operations use.
+    pub fn settings(&self) -> Settings {
+        self.settings
+    }
+
+    /// Sets the lease and backoff parameters for later operations (refused, and unchanged,
+    /// when a field is out of its range: [`Settings::validate`]).
+    pub fn set_settings(&mut self, settings: Settings) -> Result<()> {
+        settings.validate()?;
+        self.settings = settings;
+        Ok(())
+    }
+
+    /// Runs `f` in one READ COMMITTED write transaction: committed if it returns `Ok`,
+    /// rolled back (so nothing changed) if it returns `Err`. Each statement sees what was
+    /// committed when it began, and the rows an operation writes are locked until it
+    /// commits; what an operation decides, it decides on rows it has locked (see the
+    /// operations' modules). Run again, from the start, when the server rolled it back for
+    /// a deadlock or a serialization failure.
+    pub(super) fn write<T>(&mut self, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.transaction(IsolationLevel::ReadCommitted, false, f)
+    }
+
+    /// Runs `f` in one REPEATABLE READ, READ ONLY transaction: every statement of it sees the
+    /// same snapshot, so a read of several statements (a page and its count, the audit's
+    /// rows and history) is of one instant.
+    pub(super) fn read<T>(&self, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.transaction(IsolationLevel::RepeatableRead, true, f)
+    }
+
+    fn transaction<T>(
+        &self,
+        isolation: IsolationLevel,
+        read_only: bool,
+        mut f: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        // No operation calls another while it holds the connection, so this never finds it
+        // borrowed.
+        let mut conn = self.conn.borrow_mut();
+        let mut run = 0;
+        loop {
+            run += 1;
+            if conn.client.is_closed() {
+                *conn = Conn { client: session(&self.config)?, statements: HashMap::new() };
+            }
+            let Conn { client, statements } = &mut *conn;
+            let tx = client.build_transaction().isolation_level(isolation).read_only(read_only).start()?;
+            let mut tx = Tx { tx, statements };
+            let result = f(&mut tx).and_then(|value| tx.commit().map(|()| value));
+            match result {
+                Err(Error::Postgres(e)) if run < RERUNS && rolled_back(&e) => continue,
+                result => return result,
+            }
+        }
+    }
+}
+
+/// A failure after which the server rolled the whole transaction back on its own, so that
+/// running it again is safe.
+fn rolled_back(e: &postgres::Error) -> bool {
+    matches!(e.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE)
+}
+
+/// A new connection, with the session settings every operation relies on.
+fn session(config: &Config) -> Result<Client> {
+    let mut client = config.connect(NoTls)?;
+    client.batch_execute("SET synchronous_commit = on")?;
+    Ok(client)
+}
+
+/// The URL of `config` without its password, for messages and errors.
+fn describe(config: &Config) -> String {
+    use postgres::config::Host;
+    let user = config.get_user().map(|u| format!("{u}@")).unwrap_or_default();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let host = match host {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(path) => path.display().to_string(),
+            };
+            match config.get_ports().get(i).or(config.get_ports().first()) {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            }
+        })
+        .collect();
+    let db = config.get_dbname().unwrap_or_default();
+    format!("postgres://{user}{}/{db}", hosts.join(","))
+}
+
+#[cfg(test)]
+impl PgQueue {
+    /// Runs `sql` outside any operation, for tests that look under (or tamper with) the store.
+    pub(crate) fn raw(&self, sql: &str) -> Result<()> {
+        Ok(self.conn.borrow_mut().client.batch_execute(sql)?)
+    }
+
+    /// The rows of `sql`, for tests that look under the store.
+    pub(crate) fn raw_query(&self, sql: &str) -> Result<Vec<Row>> {
+        Ok(self.conn.borrow_mut().client.query(sql, &[])?)
+    }
+}
