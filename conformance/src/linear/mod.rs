@@ -40,4 +40,4 @@ pub use history::{Call, Clock, History};
 pub use run::{Connect, RunFailed, run};
 pub use search::{Checker, LinearOrder, Step, check};
 pub use steps::Part;
-pub use workload::Workload;
+pub use workload::{Clocks, Workload};

@@ -17,6 +17,7 @@
 //! the history records what happened.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -36,6 +37,21 @@ pub struct Workload {
     pub settings: Config,
     /// Seeds the clients' generators (client `n` uses `seed + n`).
     pub seed: u64,
+    /// Whose clock each call's `now` comes from.
+    pub clocks: Clocks,
+}
+
+/// Where the clients' `now` values come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clocks {
+    /// Each client keeps its own clock, from a random start, advancing 0–60 ms a call: the
+    /// clients disagree by up to a few hundred milliseconds, which SPEC 3.1 allows (no
+    /// operation requires the times of others to be ordered).
+    Own,
+    /// One clock for all, advanced 0–8 ms by each call as it is made: times follow the
+    /// order in which calls begin, as clocks that agree would give them (SPEC 1.3's one
+    /// common base, read at the start of each call).
+    Shared,
 }
 
 impl Default for Workload {
@@ -47,6 +63,7 @@ impl Default for Workload {
             jobs: 3,
             settings: Config { base_ms: 20, cap_ms: 80, lease_ms: 100 },
             seed: 0,
+            clocks: Clocks::Own,
         }
     }
 }
@@ -73,7 +90,14 @@ impl Workload {
     pub fn client(&self, n: usize) -> Client {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(n as u64));
         let clock = rng.random_range(0..=150);
-        Client { worker: format!("w{n}"), rng, clock, ids: self.jobs + 1, held: Vec::new() }
+        Client {
+            worker: format!("w{n}"),
+            rng,
+            clock,
+            clocks: self.clocks,
+            ids: self.jobs + 1,
+            held: Vec::new(),
+        }
     }
 }
 
@@ -93,9 +117,13 @@ pub struct Granted {
     pub attempt: u64,
 }
 
-/// Every lease any client of a run was granted, shared between them.
+/// What the clients of a run share: every lease any of them was granted, and the clock
+/// of [`Clocks::Shared`].
 #[derive(Debug, Default)]
-pub struct Board(Mutex<Vec<Granted>>);
+pub struct Board {
+    leases: Mutex<Vec<Granted>>,
+    now: AtomicU64,
+}
 
 impl Board {
     /// An empty board.
@@ -105,12 +133,17 @@ impl Board {
 
     fn post(&self, lease: Granted) {
         // A poisoned board only means another client panicked; the leases are still good.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(lease);
+        self.leases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(lease);
     }
 
     fn pick(&self, rng: &mut ChaCha8Rng) -> Option<Granted> {
-        let leases = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let leases = self.leases.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if leases.is_empty() { None } else { Some(leases[rng.random_range(0..leases.len())].clone()) }
+    }
+
+    /// Advances the shared clock by `step`: the new time.
+    fn advance(&self, step: u64) -> u64 {
+        self.now.fetch_add(step, Ordering::SeqCst) + step
     }
 }
 
@@ -119,8 +152,9 @@ impl Board {
 pub struct Client {
     worker: String,
     rng: ChaCha8Rng,
-    /// The `now` of its next call; it never goes back.
+    /// The `now` of its next call, under [`Clocks::Own`]; it never goes back.
     clock: u64,
+    clocks: Clocks,
     /// How many ids it may name: the jobs of the setup and one more.
     ids: usize,
     /// Leases it was granted and has not yet completed or lost.
@@ -130,8 +164,13 @@ pub struct Client {
 impl Client {
     /// The next call to make.
     pub fn next(&mut self, board: &Board) -> Op {
-        self.clock += self.rng.random_range(0..=60);
-        let now = self.clock;
+        let now = match self.clocks {
+            Clocks::Own => {
+                self.clock += self.rng.random_range(0..=60);
+                self.clock
+            }
+            Clocks::Shared => board.advance(self.rng.random_range(0..=8)),
+        };
         let worker = self.worker.clone();
         match self.rng.random_range(0..100u32) {
             0..22 => Op::Claim { worker, now },
