@@ -21,6 +21,7 @@ pub mod compare;
 pub mod crash;
 pub mod exhaustive;
 pub mod generate;
+pub mod linear;
 pub mod parse;
 pub mod pg;
 pub mod regress;

@@ -1,0 +1,266 @@
+//! The Wing–Gong search for a linearization, with memoisation.
+//!
+//! A state of the search is the set of calls already placed (and, for a `run_once` placed
+//! halfway, the attempt its claim took) together with the reference store those steps left.
+//! From a state, a call may take its next step if it is not done and no call still undone
+//! returned before it was invoked (real-time order); the step must make the model answer
+//! what the store answered. Two paths that place the same calls and leave the same store
+//! lead to the same futures, so each state is explored once (Lowe's memoisation of the
+//! Wing–Gong algorithm): reads, refusals and operations on different jobs commute, and the
+//! interleavings of a window of concurrent calls collapse to the few stores they can leave.
+//!
+//! The search is depth first, trying the earliest-invoked call first, and records the
+//! deepest state it reached: when no order exists, that is where the explanation starts.
+
+use std::collections::HashSet;
+
+use retryq_model::{Op, Response, Store};
+
+use super::explain::{self, Miss, Violation};
+use super::history::{Call, History};
+use super::steps::{self, Advance, Held, Part};
+
+/// At most this many calls per history: the set of placed calls is one 128-bit word.
+pub const MAX_CALLS: usize = 128;
+
+/// One step of an order: a call, or half of a `run_once`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Step {
+    /// The call, by its index in the history.
+    pub call: usize,
+    /// Which part of it.
+    pub part: Part,
+}
+
+/// A witness: an order of the history's steps, consistent with real time, in which the
+/// reference store answers every call as the store did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearOrder {
+    /// The steps, first to last.
+    pub steps: Vec<Step>,
+    /// How many search states were visited to find it.
+    pub states: u64,
+}
+
+/// The search and its limit.
+#[derive(Clone, Copy, Debug)]
+pub struct Checker {
+    /// The most states one search may visit before it gives up undecided; each is a clone
+    /// of the reference store, kept until the search ends.
+    pub budget: u64,
+}
+
+impl Default for Checker {
+    /// Two million states: far more than a history of 8 clients × 10 calls needs (a few
+    /// thousand), and about a gigabyte of stores at worst.
+    fn default() -> Self {
+        Checker { budget: 2_000_000 }
+    }
+}
+
+/// [`Checker::check`] with the default budget.
+pub fn check(history: &History) -> Result<LinearOrder, Violation> {
+    Checker::default().check(history)
+}
+
+/// How one search ended.
+pub(crate) enum Outcome {
+    /// An order exists.
+    Linear(LinearOrder),
+    /// No order exists; the deepest state the search reached.
+    Impossible(Deepest),
+    /// The budget ran out first.
+    Undecided {
+        /// States visited.
+        states: u64,
+    },
+}
+
+/// The deepest state a failed search reached: the longest order that explained every step
+/// in it, and why nothing could follow.
+#[derive(Clone, Debug)]
+pub(crate) struct Deepest {
+    /// The order.
+    pub steps: Vec<Step>,
+    /// The model after it.
+    pub store: Store,
+    /// Every step that could have come next, and what the model answered to it.
+    pub misses: Vec<Miss>,
+    /// States visited by the whole search.
+    pub states: u64,
+}
+
+impl Checker {
+    /// An order of `history` consistent with real time in which the reference store gives
+    /// every recorded answer, or why there is none.
+    pub fn check(&self, history: &History) -> Result<LinearOrder, Violation> {
+        if history.calls.len() > MAX_CALLS {
+            return Err(Violation::TooLong { calls: history.calls.len() });
+        }
+        let start = initial(history)?;
+        match self.search(history, &start) {
+            Outcome::Linear(order) => Ok(order),
+            Outcome::Impossible(deepest) => Err(explain::explain(self, history, &start, deepest)),
+            Outcome::Undecided { states } => Err(Violation::Undecided { states }),
+        }
+    }
+
+    /// One search from `start`; the history has at most [`MAX_CALLS`] calls.
+    pub(crate) fn search(&self, history: &History, start: &Store) -> Outcome {
+        let calls = &history.calls;
+        let mut by_invoked: Vec<usize> = (0..calls.len()).collect();
+        by_invoked.sort_by_key(|&i| calls[i].invoked);
+        let all = if calls.len() == MAX_CALLS { u128::MAX } else { (1u128 << calls.len()) - 1 };
+        let mut search = Search {
+            calls,
+            all,
+            by_invoked,
+            visited: HashSet::new(),
+            path: Vec::with_capacity(2 * calls.len()),
+            deepest: None,
+            states: 0,
+            budget: self.budget,
+        };
+        match search.visit(start, 0, &mut Vec::new()) {
+            Ok(true) => Outcome::Linear(LinearOrder { steps: search.path, states: search.states }),
+            Ok(false) => {
+                let states = search.states;
+                let deepest = search.deepest.unwrap_or(Deepest {
+                    steps: Vec::new(),
+                    store: start.clone(),
+                    misses: Vec::new(),
+                    states,
+                });
+                Outcome::Impossible(Deepest { states, ..deepest })
+            }
+            Err(OutOfBudget) => Outcome::Undecided { states: search.states },
+        }
+    }
+}
+
+/// The reference store before any call: empty, with the history's settings.
+pub(crate) fn initial(history: &History) -> Result<Store, Violation> {
+    let mut store = Store::new();
+    let s = history.settings;
+    let config = Op::Config { base_ms: Some(s.base_ms), cap_ms: Some(s.cap_ms), lease_ms: Some(s.lease_ms) };
+    match store.step(&config) {
+        Response::Ok(_) => Ok(store),
+        refused => Err(Violation::Settings { answer: refused.to_json_line() }),
+    }
+}
+
+/// The search ran out of states.
+struct OutOfBudget;
+
+/// What the search has explored so far.
+struct Search<'a> {
+    calls: &'a [Call],
+    /// The set of every call: the search is over when `done` is this.
+    all: u128,
+    /// Call indices by invocation: the candidates of a state are a prefix of this.
+    by_invoked: Vec<usize>,
+    /// States already explored, all of which led nowhere (the search stops at the first
+    /// success).
+    visited: HashSet<(u128, Vec<Held>, Store)>,
+    /// The steps from the start to the state being explored.
+    path: Vec<Step>,
+    deepest: Option<Deepest>,
+    states: u64,
+    budget: u64,
+}
+
+impl Search<'_> {
+    /// Whether the calls not in `done` can all be placed after `path`, leaving `store`.
+    /// `held` lists the `run_once`s placed halfway, sorted.
+    fn visit(&mut self, store: &Store, done: u128, held: &mut Vec<Held>) -> Result<bool, OutOfBudget> {
+        if done == self.all {
+            return Ok(true);
+        }
+        if !self.visited.insert((done, held.clone(), store.clone())) {
+            return Ok(false);
+        }
+        self.states += 1;
+        if self.states > self.budget {
+            return Err(OutOfBudget);
+        }
+        // Real time: a call invoked after an undone call returned must wait for it, so only
+        // calls invoked before the earliest return among the undone may step now.
+        let horizon = (0..self.calls.len())
+            .filter(|&i| done & (1 << i) == 0)
+            .map(|i| self.calls[i].returned)
+            .min()
+            .unwrap_or(u64::MAX);
+        let mut misses = Vec::new();
+        for n in 0..self.by_invoked.len() {
+            let i = self.by_invoked[n];
+            let call = &self.calls[i];
+            if call.invoked >= horizon {
+                break;
+            }
+            if done & (1 << i) != 0 {
+                continue;
+            }
+            let mut next = store.clone();
+            if let Some(at) = held.iter().position(|h| h.call == i) {
+                let h = held.remove(at);
+                let advance = steps::finish(&mut next, call, &h.id, h.attempt);
+                let step = Step { call: i, part: Part::Finish };
+                let found = self.follow(advance, step, &next, done, held, &mut misses)?;
+                held.insert(at, h);
+                if found {
+                    return Ok(true);
+                }
+            } else {
+                let part = if matches!(call.op, Op::RunOnce { .. }) { Part::Claim } else { Part::Whole };
+                let advance = steps::begin(&mut next, call);
+                if self.follow(advance, Step { call: i, part }, &next, done, held, &mut misses)? {
+                    return Ok(true);
+                }
+            }
+        }
+        if self.deepest.as_ref().is_none_or(|d| self.path.len() > d.steps.len()) {
+            self.deepest =
+                Some(Deepest { steps: self.path.clone(), store: store.clone(), misses, states: self.states });
+        }
+        Ok(false)
+    }
+
+    /// Takes one step that the model answered with `advance`, and explores on from there.
+    fn follow(
+        &mut self,
+        advance: Advance,
+        step: Step,
+        next: &Store,
+        done: u128,
+        held: &mut Vec<Held>,
+        misses: &mut Vec<Miss>,
+    ) -> Result<bool, OutOfBudget> {
+        let bit = 1u128 << step.call;
+        match advance {
+            Advance::Done => {
+                self.path.push(Step {
+                    part: if step.part == Part::Claim { Part::Whole } else { step.part },
+                    ..step
+                });
+                if self.visit(next, done | bit, held)? {
+                    return Ok(true);
+                }
+                self.path.pop();
+            }
+            Advance::Claimed { id, attempt } => {
+                let h = Held { call: step.call, id, attempt };
+                let at = held.binary_search(&h).unwrap_or_else(|at| at);
+                held.insert(at, h);
+                self.path.push(step);
+                let found = self.visit(next, done, held)?;
+                held.remove(at);
+                if found {
+                    return Ok(true);
+                }
+                self.path.pop();
+            }
+            Advance::Wrong(model) => misses.push(Miss { call: step.call, part: step.part, model }),
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,278 @@
+//! What the clients of a concurrent run ask for: few jobs, close times, and leases that are
+//! passed around, so that calls collide.
+//!
+//! A history in which every call touches a different job, or in which all times are far
+//! apart, is linearizable by any store that commits at all. The collisions worth checking are
+//! claims racing for one due job, a completion racing the reap or the reclaim of its expired
+//! lease, two completions of one attempt, a redrive racing a claim, enqueues of one new id.
+//! So: three jobs enqueued before the clients start, one more id the clients race to
+//! enqueue, a lease of 100 ms against times that advance 0–60 ms a call from a random start,
+//! deadlines a few leases away, budgets of one to three attempts; and a board of every lease
+//! any client was granted, from which a client sometimes completes or heartbeats another
+//! client's attempt under that client's name (a worker that restarted with the same name
+//! and an old token).
+//!
+//! Each client draws from its own seeded generator, but what it does next depends on what
+//! the store answered (which leases it holds), so a run is not reproducible from its seed:
+//! the history records what happened.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use retryq_model::{Config, Failure, Op, Outcome, Reply, Response, RunOutcome};
+
+/// The shape of a run.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// Concurrent clients, each on its own connection.
+    pub clients: usize,
+    /// Calls each client makes.
+    pub calls: usize,
+    /// Jobs enqueued before the clients start (`j0`, `j1`, …); the clients also race to
+    /// enqueue one more.
+    pub jobs: usize,
+    /// Lease and backoff settings of every connection.
+    pub settings: Config,
+    /// Seeds the clients' generators (client `n` uses `seed + n`).
+    pub seed: u64,
+    /// Whose clock each call's `now` comes from.
+    pub clocks: Clocks,
+}
+
+/// Where the clients' `now` values come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clocks {
+    /// Each client keeps its own clock, from a random start, advancing 0–60 ms a call: the
+    /// clients disagree by up to a few hundred milliseconds, which SPEC 3.1 allows (no
+    /// operation requires the times of others to be ordered).
+    Own,
+    /// One clock for all, advanced 0–8 ms by each call as it is made: times follow the
+    /// order in which calls begin, as clocks that agree would give them (SPEC 1.3's one
+    /// common base, read at the start of each call).
+    Shared,
+}
+
+impl Default for Workload {
+    /// 8 clients × 8 calls on 3 jobs, leases of 100 ms, retries 20–80 ms apart.
+    fn default() -> Self {
+        Workload {
+            clients: 8,
+            calls: 8,
+            jobs: 3,
+            settings: Config { base_ms: 20, cap_ms: 80, lease_ms: 100 },
+            seed: 0,
+            clocks: Clocks::Own,
+        }
+    }
+}
+
+impl Workload {
+    /// The enqueues that run, one after another, before the clients start.
+    pub fn setup(&self) -> Vec<Op> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x5e7u64);
+        (0..self.jobs)
+            .map(|n| Op::Enqueue {
+                id: job(n),
+                payload: "p".into(),
+                max_attempts: rng.random_range(1..=3),
+                deadline: rng.random_range(200..=700),
+                now: 0,
+                not_before: rng.random_bool(0.3).then(|| rng.random_range(0..=100)),
+                base_ms: None,
+                cap_ms: None,
+            })
+            .collect()
+    }
+
+    /// Client `n`.
+    pub fn client(&self, n: usize) -> Client {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed.wrapping_add(n as u64));
+        let clock = rng.random_range(0..=150);
+        Client {
+            worker: format!("w{n}"),
+            rng,
+            clock,
+            clocks: self.clocks,
+            ids: self.jobs + 1,
+            held: Vec::new(),
+        }
+    }
+}
+
+/// The name of job `n`.
+fn job(n: usize) -> String {
+    format!("j{n}")
+}
+
+/// A lease somebody was granted: who, which job, which attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Granted {
+    /// The worker it was granted to.
+    pub worker: String,
+    /// The job.
+    pub id: String,
+    /// The attempt: the fencing token.
+    pub attempt: u64,
+}
+
+/// What the clients of a run share: every lease any of them was granted, and the clock
+/// of [`Clocks::Shared`].
+#[derive(Debug, Default)]
+pub struct Board {
+    leases: Mutex<Vec<Granted>>,
+    now: AtomicU64,
+}
+
+impl Board {
+    /// An empty board.
+    pub fn new() -> Board {
+        Board::default()
+    }
+
+    fn post(&self, lease: Granted) {
+        // A poisoned board only means another client panicked; the leases are still good.
+        self.leases.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(lease);
+    }
+
+    fn pick(&self, rng: &mut ChaCha8Rng) -> Option<Granted> {
+        let leases = self.leases.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if leases.is_empty() { None } else { Some(leases[rng.random_range(0..leases.len())].clone()) }
+    }
+
+    /// Advances the shared clock by `step`: the new time.
+    fn advance(&self, step: u64) -> u64 {
+        self.now.fetch_add(step, Ordering::SeqCst) + step
+    }
+}
+
+/// One client: its worker name, its clock, its generator and the leases it holds.
+#[derive(Debug)]
+pub struct Client {
+    worker: String,
+    rng: ChaCha8Rng,
+    /// The `now` of its next call, under [`Clocks::Own`]; it never goes back.
+    clock: u64,
+    clocks: Clocks,
+    /// How many ids it may name: the jobs of the setup and one more.
+    ids: usize,
+    /// Leases it was granted and has not yet completed or lost.
+    held: Vec<Granted>,
+}
+
+impl Client {
+    /// The next call to make.
+    pub fn next(&mut self, board: &Board) -> Op {
+        let now = match self.clocks {
+            Clocks::Own => {
+                self.clock += self.rng.random_range(0..=60);
+                self.clock
+            }
+            Clocks::Shared => board.advance(self.rng.random_range(0..=8)),
+        };
+        let worker = self.worker.clone();
+        match self.rng.random_range(0..100u32) {
+            0..22 => Op::Claim { worker, now },
+            22..40 => {
+                let lease = self.lease(board);
+                let outcome = match self.rng.random_range(0..10u32) {
+                    0..4 => Outcome::Ok,
+                    4..8 => Outcome::Retryable,
+                    _ => Outcome::Permanent,
+                };
+                Op::Complete {
+                    worker: lease.worker,
+                    id: lease.id,
+                    attempt: lease.attempt,
+                    outcome,
+                    now,
+                    jitter: Some(self.jitter()),
+                }
+            }
+            40..52 => {
+                let outcome = match self.rng.random_range(0..20u32) {
+                    0..7 => RunOutcome::Ok,
+                    7..14 => RunOutcome::Retryable,
+                    14..16 => RunOutcome::Permanent,
+                    16..18 => RunOutcome::Unknown,
+                    _ => RunOutcome::Crash,
+                };
+                let after = now + self.rng.random_range(0..=30);
+                Op::RunOnce { worker, now, after: Some(after), outcome, jitter: Some(self.jitter()) }
+            }
+            52..62 => {
+                let lease = self.lease(board);
+                Op::Heartbeat { worker: lease.worker, id: lease.id, attempt: lease.attempt, now }
+            }
+            62..70 => Op::Reap { now },
+            70..78 => Op::Redrive {
+                id: self.id(),
+                now,
+                add_attempts: self.rng.random_range(1..=2),
+                deadline: now + self.rng.random_range(100..=400),
+            },
+            78..84 => Op::Cancel { id: self.id(), now },
+            84..92 => Op::Enqueue {
+                id: self.id(),
+                payload: if self.rng.random_bool(0.9) { "p".into() } else { "q".into() },
+                max_attempts: self.rng.random_range(1..=3),
+                deadline: now + self.rng.random_range(100..=500),
+                now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
+            },
+            92..96 => Op::Get { id: self.id() },
+            _ => Op::Stats { now },
+        }
+    }
+
+    /// Learns from an answer which leases it now holds, and posts new ones on the board.
+    pub fn saw(&mut self, op: &Op, response: &Response, board: &Board) {
+        let granted = match response {
+            Response::Ok(Reply::Claimed { id, attempt, .. } | Reply::Crashed { id, attempt })
+            | Response::Err(Failure::UnknownError { id, attempt }) => {
+                Some(Granted { worker: self.worker.clone(), id: id.clone(), attempt: *attempt })
+            }
+            _ => None,
+        };
+        if let Some(lease) = granted {
+            board.post(lease.clone());
+            self.held.push(lease);
+        }
+        let ended = match (op, response) {
+            (
+                Op::Complete { worker, id, attempt, .. },
+                Response::Ok(_) | Response::Err(Failure::LeaseLost),
+            ) => Some((worker, id, *attempt)),
+            (Op::Heartbeat { worker, id, attempt, .. }, Response::Err(Failure::LeaseLost)) => {
+                Some((worker, id, *attempt))
+            }
+            _ => None,
+        };
+        if let Some((worker, id, attempt)) = ended {
+            self.held.retain(|l| !(l.worker == *worker && l.id == *id && l.attempt == attempt));
+        }
+    }
+
+    /// A lease to complete or heartbeat: mostly one it holds, sometimes one off the board
+    /// (often another client's, or stale), else a made-up one.
+    fn lease(&mut self, board: &Board) -> Granted {
+        if !self.held.is_empty() && self.rng.random_bool(0.75) {
+            return self.held[self.rng.random_range(0..self.held.len())].clone();
+        }
+        if let Some(lease) = board.pick(&mut self.rng) {
+            return lease;
+        }
+        Granted { worker: self.worker.clone(), id: self.id(), attempt: self.rng.random_range(1..=2) }
+    }
+
+    fn id(&mut self) -> String {
+        job(self.rng.random_range(0..self.ids))
+    }
+
+    fn jitter(&mut self) -> f64 {
+        [0.0, 0.5, 1.0][self.rng.random_range(0..3)]
+    }
+}

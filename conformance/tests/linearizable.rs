@@ -1,0 +1,780 @@
+//! Concurrent histories of real stores are linearizable against the reference store, and a
+//! store that claims in two transactions is caught.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use retryq::rusqlite::{self, OptionalExtension, params};
+use retryq::{
+    Audit, Backend, Claimed, Completed, Completion, DeadReason, Enqueued, HistoryEntry, Job, JobPage, Lease,
+    NewJob, OpenOptions, Owner, Queue, Redrive, RedriveDead, Settings, Stats, Status, Synchronous,
+};
+use retryq_conformance::linear::{self, Call, Checker, Clocks, History, Part, Violation, Workload};
+use retryq_model::{Config, Failure, Op, Outcome, Reply, Response, RunOutcome};
+
+// ---- hand-written histories -------------------------------------------------------------
+
+fn enqueue(id: &str, max_attempts: u64, deadline: u64) -> Op {
+    Op::Enqueue {
+        id: id.into(),
+        payload: "p".into(),
+        max_attempts,
+        deadline,
+        now: 0,
+        not_before: None,
+        base_ms: None,
+        cap_ms: None,
+    }
+}
+
+fn claim(worker: &str, now: u64) -> Op {
+    Op::Claim { worker: worker.into(), now }
+}
+
+fn claimed(id: &str, attempt: u64, lease_until: u64) -> Response {
+    Reply::Claimed { id: id.into(), attempt, lease_until }.into()
+}
+
+fn call(client: usize, invoked: u64, returned: u64, op: Op, response: Response) -> Call {
+    Call { client, op, response, invoked, returned }
+}
+
+const SETTINGS: Config = Config { base_ms: 20, cap_ms: 80, lease_ms: 100 };
+
+/// Two claims overlap; the one invoked second must have gone first to explain the answers,
+/// and the checker finds that order.
+#[test]
+fn overlapping_claims_in_either_order_are_accepted() {
+    let history = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(9, 0, 1, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+            call(9, 2, 3, enqueue("b", 3, 1000), Reply::Enqueued.into()),
+            // Invoked first but answered `b`: the other claim took `a` before it.
+            call(0, 4, 9, claim("w0", 10), claimed("b", 1, 110)),
+            call(1, 5, 8, claim("w1", 10), claimed("a", 1, 110)),
+            call(2, 10, 11, claim("w2", 20), Reply::None.into()),
+        ],
+    };
+    let order = linear::check(&history).expect("linearizable");
+    let calls: Vec<usize> = order.steps.iter().map(|s| s.call).collect();
+    assert_eq!(calls, vec![0, 1, 3, 2, 4]);
+}
+
+/// Two clients both hold attempt 1 of one job: no order gives both, whatever the overlap.
+#[test]
+fn two_holders_of_one_attempt_are_rejected() {
+    let history = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(9, 0, 1, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+            call(0, 2, 9, claim("w0", 10), claimed("a", 1, 110)),
+            call(1, 3, 8, claim("w1", 10), claimed("a", 1, 110)),
+            call(2, 4, 7, Op::Get { id: "a".into() }, Response::Err(Failure::NotFound)),
+        ],
+    };
+    let Err(Violation::NotLinearizable(why)) = linear::check(&history) else {
+        panic!("two holders of attempt 1 were accepted");
+    };
+    let text = why.to_string();
+    assert_eq!(why.recorded, 4);
+    assert_eq!(why.history.calls.len(), 3, "the refused get changes nothing and is left out:\n{text}");
+    assert_eq!(why.prefix.len(), 2, "enqueue and one claim explain themselves:\n{text}");
+    assert_eq!(why.misses.len(), 1, "only the other claim can come next:\n{text}");
+    assert_eq!(why.misses[0].model, Reply::None.into(), "the model has no second attempt 1:\n{text}");
+    assert!(text.contains("\"status\":\"leased\""), "the model's job is shown:\n{text}");
+}
+
+/// A claim may not go before a call that returned before it was invoked: a claim of a job
+/// enqueued only after it answered is not explained by reordering.
+#[test]
+fn real_time_order_is_kept() {
+    let history = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(0, 0, 1, claim("w0", 10), claimed("a", 1, 110)),
+            call(9, 2, 3, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+        ],
+    };
+    assert!(matches!(linear::check(&history), Err(Violation::NotLinearizable(_))));
+    let overlapping = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(0, 0, 3, claim("w0", 10), claimed("a", 1, 110)),
+            call(9, 1, 2, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+        ],
+    };
+    assert!(linear::check(&overlapping).is_ok(), "overlapping, the enqueue may go first");
+}
+
+/// `run_once` is two transactions: a claim at a later `now` can take its expired lease
+/// between its claim and its completion, which then loses the lease. One atomic step could
+/// not explain that answer; two steps do.
+#[test]
+fn run_once_is_checked_as_two_steps() {
+    let run = Op::RunOnce {
+        worker: "w0".into(),
+        now: 0,
+        after: Some(150),
+        outcome: RunOutcome::Ok,
+        jitter: Some(0.5),
+    };
+    let history = History {
+        settings: SETTINGS,
+        calls: vec![
+            call(9, 0, 1, enqueue("a", 3, 1000), Reply::Enqueued.into()),
+            call(0, 2, 9, run, Response::Err(Failure::LeaseLost)),
+            call(1, 3, 5, claim("w1", 120), claimed("a", 2, 220)),
+        ],
+    };
+    let order = linear::check(&history).expect("linearizable");
+    let parts: Vec<(usize, Part)> = order.steps.iter().map(|s| (s.call, s.part)).collect();
+    assert_eq!(parts, vec![(0, Part::Whole), (1, Part::Claim), (2, Part::Whole), (1, Part::Finish)]);
+}
+
+/// A completion and the reap of its expired last attempt race: whichever went first, the
+/// other's answer must agree with it.
+#[test]
+fn a_completion_racing_a_reap_must_agree_with_it() {
+    let complete = Op::Complete {
+        worker: "w0".into(),
+        id: "a".into(),
+        attempt: 1,
+        outcome: Outcome::Ok,
+        now: 150,
+        jitter: None,
+    };
+    let history = |done: Response, reaped: u64| History {
+        settings: SETTINGS,
+        calls: vec![
+            call(9, 0, 1, enqueue("a", 1, 1000), Reply::Enqueued.into()),
+            call(0, 2, 3, claim("w0", 0), claimed("a", 1, 100)),
+            call(0, 4, 9, complete.clone(), done),
+            call(1, 5, 8, Op::Reap { now: 200 }, Reply::Reaped { count: reaped }.into()),
+        ],
+    };
+    assert!(linear::check(&history(Reply::Done.into(), 0)).is_ok(), "completion first");
+    assert!(linear::check(&history(Response::Err(Failure::LeaseLost), 1)).is_ok(), "reap first");
+    assert!(linear::check(&history(Reply::Done.into(), 1)).is_err(), "both cannot have applied");
+    assert!(linear::check(&history(Response::Err(Failure::LeaseLost), 0)).is_err(), "nor neither");
+}
+
+// ---- real stores -------------------------------------------------------------------------
+
+/// What many checked runs came to.
+#[derive(Default)]
+struct Figures {
+    histories: usize,
+    calls: usize,
+    overlap: f64,
+    states: u64,
+    most_states: u64,
+    /// Answers by their code (`claimed`, `none`, `lease_lost`, …), over all histories.
+    answers: std::collections::BTreeMap<String, usize>,
+    search: Duration,
+    slowest: Duration,
+    run: Duration,
+}
+
+impl Figures {
+    fn add(&mut self, history: &History, states: u64, search: Duration, run: Duration) {
+        self.histories += 1;
+        self.calls += history.calls.len();
+        self.overlap += history.overlap();
+        for call in &history.calls {
+            let line = call.response.to_json_line();
+            let code = line.split('"').nth(3).unwrap_or("?").to_owned();
+            *self.answers.entry(code).or_default() += 1;
+        }
+        self.states += states;
+        self.most_states = self.most_states.max(states);
+        self.search += search;
+        self.slowest = self.slowest.max(search);
+        self.run += run;
+    }
+
+    fn report(&self, store: &str) {
+        let n = self.histories.max(1) as u32;
+        eprintln!(
+            "{store}: {} histories, {} calls each on average, each overlapping {:.1} others, run {:?} \
+             each; search: {} states each on average ({} at most), {:?} each on average ({:?} at most); \
+             answers: {:?}",
+            self.histories,
+            self.calls / self.histories.max(1),
+            self.overlap / f64::from(n),
+            self.run / n,
+            self.states / u64::from(n),
+            self.most_states,
+            self.search / n,
+            self.slowest,
+            self.answers,
+        );
+    }
+}
+
+/// Runs `runs` workloads shaped like `shape`, each on a fresh store from `fresh`, checks
+/// every history, and fails with how many had no order and the first explanation.
+fn every_history_is_linearizable<F>(store: &str, runs: u64, shape: &Workload, mut fresh: F)
+where
+    F: FnMut(u64) -> Box<dyn Fn() -> retryq::Result<Box<dyn Backend>> + Sync>,
+{
+    let mut figures = Figures::default();
+    let mut failed = Vec::new();
+    for seed in 0..runs {
+        let workload = Workload { seed: seed * 1000, ..shape.clone() };
+        let connect = fresh(seed);
+        let started = Instant::now();
+        let history = linear::run(&workload, &*connect).unwrap_or_else(|e| panic!("run {seed}: {e}"));
+        let ran = started.elapsed();
+        let started = Instant::now();
+        match linear::check(&history) {
+            Ok(order) => figures.add(&history, order.states, started.elapsed(), ran),
+            Err(why) => failed.push((seed, why)),
+        }
+    }
+    figures.report(store);
+    if let Some((seed, why)) = failed.first() {
+        panic!("{store}: {} of {runs} histories have no order; the first, run {seed}: {why}", failed.len());
+    }
+}
+
+fn sqlite_options() -> OpenOptions {
+    // Durability is not what is checked here: fsync per commit would only slow the runs.
+    OpenOptions { synchronous: Synchronous::Normal, ..OpenOptions::default() }
+}
+
+/// 50 runs of 8 clients × 8 calls, each client on its own SQLite connection to one file.
+#[test]
+fn sqlite_histories_are_linearizable() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let root = dir.path().to_path_buf();
+    every_history_is_linearizable("sqlite", 50, &Workload::default(), move |seed| {
+        let path = root.join(format!("run-{seed}.db"));
+        Box::new(move || Ok(Box::new(Queue::open_with(&path, &sqlite_options())?) as Box<dyn Backend>))
+    });
+}
+
+/// 20 runs as above, with clocks that agree: every call's `now` from one clock, in the
+/// order the calls begin.
+#[test]
+fn sqlite_histories_with_agreeing_clocks_are_linearizable() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let root = dir.path().to_path_buf();
+    let shape = Workload { clocks: Clocks::Shared, ..Workload::default() };
+    every_history_is_linearizable("sqlite, agreeing clocks", 20, &shape, move |seed| {
+        let path = root.join(format!("run-{seed}.db"));
+        Box::new(move || Ok(Box::new(Queue::open_with(&path, &sqlite_options())?) as Box<dyn Backend>))
+    });
+}
+
+/// Runs the workload shaped like `shape` 50 times on PostgreSQL, each client on its own
+/// connection to one database (a fresh one per run, on the throwaway cluster of
+/// `retryq-pgtest`).
+fn postgres_runs(name: &str, shape: &Workload) {
+    if retryq_pgtest::database("linear-probe").is_none() {
+        return;
+    }
+    every_history_is_linearizable(name, 50, shape, |seed| {
+        let url =
+            retryq_pgtest::database(&format!("linear-{seed}")).expect("a database on the running cluster");
+        Box::new(move || Ok(Box::new(retryq::PgQueue::connect(&url)?) as Box<dyn Backend>))
+    });
+}
+
+/// 50 runs of 8 clients × 8 calls on PostgreSQL, each client with its own clock.
+#[test]
+#[ignore = "PgQueue is not linearizable yet: its claim skips rows that uncommitted transactions hold (SKIP LOCKED) and its writes are READ COMMITTED statements; see docs/linearizability.md"]
+fn postgres_histories_are_linearizable() {
+    postgres_runs("postgres", &Workload::default());
+}
+
+/// 50 runs of 8 clients × 8 calls on PostgreSQL, with clocks that agree.
+#[test]
+#[ignore = "PgQueue is not linearizable yet: its claim skips rows that uncommitted transactions hold (SKIP LOCKED) and its writes are READ COMMITTED statements; see docs/linearizability.md"]
+fn postgres_histories_with_agreeing_clocks_are_linearizable() {
+    postgres_runs("postgres, agreeing clocks", &Workload { clocks: Clocks::Shared, ..Workload::default() });
+}
+
+// ---- seeded concurrency bugs ------------------------------------------------------------
+
+/// The due job with the smallest `available_at`, read on its own (autocommit, no lock).
+const PICK: &str = "
+    SELECT id, attempts, payload, deadline FROM jobs
+    WHERE status IN ('pending', 'leased') AND available_at <= ?1
+    ORDER BY available_at, seq LIMIT 1";
+
+/// Leases the picked job, if it is still open, with the attempt count read before, in a
+/// transaction of its own: a claim made in between is overwritten.
+const LEASE: &str = "
+    UPDATE jobs SET status = 'leased', attempts = ?2, owner = ?3, claimed_at = ?1, available_at = ?4,
+                    updated_at = ?1
+    WHERE id = ?5 AND ?2 <= max_attempts AND status IN ('pending', 'leased')";
+
+/// Marks a job done, in a transaction of its own, trusting a fence checked before.
+const DONE: &str = "
+    UPDATE jobs SET status = 'done', dead_reason = NULL, available_at = NULL, owner = NULL,
+                    claimed_at = NULL, updated_at = ?2
+    WHERE id = ?1";
+
+/// Which operation a [`Broken`] store splits into several transactions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Split {
+    /// `claim` reaps, picks and leases in three transactions instead of one: two concurrent
+    /// claims can pick the same job and both lease attempt 1 of it.
+    Claim,
+    /// `complete` with `ok` checks the lease in one transaction and marks the job done in
+    /// another: a reclaim, a reap or a second completion of the same attempt in between is
+    /// overwritten, and both completions answer `done`.
+    Complete,
+}
+
+/// A SQLite queue with one operation split into several transactions, on a second
+/// connection to the same file. Run alone it answers exactly as the real queue (see
+/// `split_stores_are_correct_one_call_at_a_time`): only concurrency can tell.
+struct Broken {
+    queue: Queue,
+    side: rusqlite::Connection,
+    split: Split,
+}
+
+impl Broken {
+    fn open(path: &Path, split: Split) -> retryq::Result<Broken> {
+        let queue = Queue::open_with(path, &sqlite_options())?;
+        let side = rusqlite::Connection::open(path)?;
+        side.busy_timeout(Duration::from_secs(10))?;
+        Ok(Broken { queue, side, split })
+    }
+
+    /// The window in which another client acts on what this one read.
+    fn window() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+
+    fn split_claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
+        self.queue.reap(now)?;
+        let picked = self
+            .side
+            .query_row(PICK, params![now], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, u64>(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()?;
+        let Some((id, attempts, payload, deadline)) = picked else {
+            return Ok(None);
+        };
+        Broken::window();
+        let lease_until = now + self.queue.settings().lease_ms;
+        let attempt = attempts + 1;
+        if self.side.execute(LEASE, params![now, attempt, worker, lease_until, id])? == 0 {
+            return Ok(None);
+        }
+        let lease = Lease { worker: worker.to_owned(), id, attempt };
+        Ok(Some(Claimed { lease, lease_until, payload, deadline, last_node: None }))
+    }
+
+    fn split_complete(&mut self, c: &Completion<'_>) -> retryq::Result<Completed> {
+        let lease = c.lease;
+        let held = self.queue.get(&lease.id)?.is_some_and(|job| {
+            job.status == Status::Leased
+                && job.owner.as_deref() == Some(lease.worker.as_str())
+                && job.attempts == lease.attempt
+                && job.claimed_at.is_some_and(|at| at <= c.now)
+        });
+        if c.report.outcome != retryq::Outcome::Ok || !held {
+            // Whatever is refused, or not `ok`, the real completion answers.
+            return self.queue.complete(c);
+        }
+        Broken::window();
+        self.side.execute(DONE, params![lease.id, c.now])?;
+        Ok(Completed::Done)
+    }
+}
+
+impl Backend for Broken {
+    fn claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
+        match self.split {
+            Split::Claim => self.split_claim(worker, now),
+            Split::Complete => self.queue.claim(worker, now),
+        }
+    }
+    fn complete(&mut self, completion: &Completion<'_>) -> retryq::Result<Completed> {
+        match self.split {
+            Split::Claim => self.queue.complete(completion),
+            Split::Complete => self.split_complete(completion),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        "sqlite with one operation split into several transactions"
+    }
+    fn settings(&self) -> Settings {
+        self.queue.settings()
+    }
+    fn set_settings(&mut self, settings: Settings) -> retryq::Result<()> {
+        self.queue.set_settings(settings)
+    }
+    fn enqueue(&mut self, job: &NewJob<'_>) -> retryq::Result<Enqueued> {
+        self.queue.enqueue(job)
+    }
+    fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> retryq::Result<Vec<retryq::Result<Enqueued>>> {
+        self.queue.enqueue_many(jobs)
+    }
+    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> retryq::Result<Vec<Claimed>> {
+        self.queue.claim_batch(worker, now, k)
+    }
+    fn complete_batch(
+        &mut self,
+        completions: &[Completion<'_>],
+    ) -> retryq::Result<Vec<retryq::Result<Completed>>> {
+        self.queue.complete_batch(completions)
+    }
+    fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> retryq::Result<()> {
+        self.queue.record_error(lease, error, node)
+    }
+    fn heartbeat(&mut self, lease: &Lease, now: u64) -> retryq::Result<u64> {
+        self.queue.heartbeat(lease, now)
+    }
+    fn cancel(&mut self, id: &str, now: u64) -> retryq::Result<()> {
+        self.queue.cancel(id, now)
+    }
+    fn redrive(&mut self, redrive: &Redrive<'_>) -> retryq::Result<()> {
+        self.queue.redrive(redrive)
+    }
+    fn redrive_dead(&mut self, redrive: &RedriveDead) -> retryq::Result<Vec<(String, retryq::Result<()>)>> {
+        self.queue.redrive_dead(redrive)
+    }
+    fn reap(&mut self, now: u64) -> retryq::Result<u64> {
+        self.queue.reap(now)
+    }
+    fn get(&self, id: &str) -> retryq::Result<Option<Job>> {
+        self.queue.get(id)
+    }
+    fn stats(&self, now: u64) -> retryq::Result<Stats> {
+        self.queue.stats(now)
+    }
+    fn owners(&self, now: u64) -> retryq::Result<Vec<Owner>> {
+        self.queue.owners(now)
+    }
+    fn history(&self, id: &str) -> retryq::Result<Vec<HistoryEntry>> {
+        self.queue.history(id)
+    }
+    fn dead_jobs(&self, reason: Option<DeadReason>) -> retryq::Result<Vec<Job>> {
+        self.queue.dead_jobs(reason)
+    }
+    fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> retryq::Result<JobPage> {
+        self.queue.list(status, reason, limit)
+    }
+    fn next_due(&self) -> retryq::Result<Option<u64>> {
+        self.queue.next_due()
+    }
+    fn audit(&self) -> retryq::Result<Audit> {
+        self.queue.audit()
+    }
+}
+
+/// Run alone, each split store answers as the real one: a sequential trace cannot tell them
+/// apart, so whatever the concurrent check finds is a concurrency bug.
+#[test]
+fn split_stores_are_correct_one_call_at_a_time() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    for split in [Split::Claim, Split::Complete] {
+        for seed in 0..5u64 {
+            let path = dir.path().join(format!("{split:?}-{seed}.db"));
+            let workload = Workload { clients: 1, calls: 60, seed, ..Workload::default() };
+            let connect = || Ok(Box::new(Broken::open(&path, split)?) as Box<dyn Backend>);
+            let history = linear::run(&workload, &connect).expect("run");
+            if let Err(why) = linear::check(&history) {
+                panic!("{split:?}, one client alone, seed {seed}: {why}");
+            }
+        }
+    }
+}
+
+/// Runs 8 clients on a store split by `split` until a history has no order, at most `tries`
+/// times; the explanation must end at one of `ops`. Returns the run that caught it.
+fn caught(split: Split, tries: u64, ends_at: fn(&Op) -> bool) -> u64 {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let checker = Checker::default();
+    for seed in 0..tries {
+        let path = dir.path().join(format!("{split:?}-{seed}.db"));
+        let workload = Workload { seed: seed * 1000, ..Workload::default() };
+        let connect = || Ok(Box::new(Broken::open(&path, split)?) as Box<dyn Backend>);
+        let history = linear::run(&workload, &connect).expect("run");
+        let started = Instant::now();
+        match checker.check(&history) {
+            Ok(_) => continue,
+            Err(Violation::NotLinearizable(why)) => {
+                eprintln!(
+                    "{split:?} caught in run {} after {:?} of search:\n{why}",
+                    seed + 1,
+                    started.elapsed()
+                );
+                let ends = why.misses.iter().any(|m| ends_at(&why.history.calls[m.call].op));
+                assert!(ends, "the explanation ends at the split operation:\n{why}");
+                return seed + 1;
+            }
+            Err(other) => panic!("{split:?}, run {seed}: {other}"),
+        }
+    }
+    panic!("{tries} runs of 8 clients on a store with a split {split:?} were all accepted");
+}
+
+/// Two claims of one job are caught.
+#[test]
+fn a_claim_split_in_three_transactions_is_caught() {
+    caught(Split::Claim, 20, |op| matches!(op, Op::Claim { .. } | Op::RunOnce { .. }));
+}
+
+/// A completion that overwrote what happened after its check is caught.
+#[test]
+fn a_completion_split_in_two_transactions_is_caught() {
+    caught(Split::Complete, 50, |op| {
+        matches!(
+            op,
+            Op::Claim { .. }
+                | Op::RunOnce { .. }
+                | Op::Complete { .. }
+                | Op::Heartbeat { .. }
+                | Op::Reap { .. }
+                | Op::Get { .. }
+        )
+    });
+}
+
+// ---- client processes --------------------------------------------------------------------
+
+/// Set in a child: it is client `RETRYQ_LINEAR_CLIENT` of a process run, not the test.
+const CHILD: &str = "RETRYQ_LINEAR_CLIENT";
+
+/// The instant on CLOCK_MONOTONIC, which every process on the machine reads alike: what
+/// orders the calls of different processes in real time.
+fn monotonic() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    // A monotonic clock counts from boot: never negative, and u64 nanoseconds last 584 years.
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
+}
+
+fn env_u64(name: &str) -> u64 {
+    env(name).parse().unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// 10 runs of 8 client processes, each its own SQLite connection in its own process (this
+/// test binary again, as a child). Several processes share a file through SQLite's file
+/// locks and shared memory, not the in-process lock table several connections of one
+/// process use: SPEC 3.10's "several processes may share one database file", as written.
+#[test]
+fn histories_of_client_processes_are_linearizable() {
+    if std::env::var_os(CHILD).is_some() {
+        return client_process();
+    }
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let program = std::env::current_exe().expect("the test binary");
+    let mut figures = Figures::default();
+    for seed in 0..10u64 {
+        let workload = Workload { seed: seed * 1000 + 17, ..Workload::default() };
+        let path = dir.path().join(format!("processes-{seed}.db"));
+        let started = Instant::now();
+        let mut calls = setup(&workload, &path);
+        // Every child waits for the same instant, so that their calls overlap.
+        let start = monotonic() + 300_000_000;
+        let children: Vec<_> = (0..workload.clients)
+            .map(|n| {
+                std::process::Command::new(&program)
+                    .args(["histories_of_client_processes_are_linearizable", "--exact", "--nocapture"])
+                    .args(["--test-threads=1", "--quiet"])
+                    .env(CHILD, n.to_string())
+                    .env("RETRYQ_LINEAR_DB", &path)
+                    .env("RETRYQ_LINEAR_SEED", workload.seed.to_string())
+                    .env("RETRYQ_LINEAR_START", start.to_string())
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("a client process")
+            })
+            .collect();
+        for (n, child) in children.into_iter().enumerate() {
+            let out = child.wait_with_output().expect("the client's output");
+            assert!(out.status.success(), "client {n} failed: {}", out.status);
+            let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+            let mine: Vec<Call> = text
+                .lines()
+                .filter_map(|line| line.strip_prefix("CALL\t"))
+                .map(|l| parse_call(n, l))
+                .collect();
+            assert_eq!(mine.len(), workload.calls, "client {n} reported every call:\n{text}");
+            calls.extend(mine);
+        }
+        let history = History { settings: workload.settings, calls };
+        let ran = started.elapsed();
+        let started = Instant::now();
+        match linear::check(&history) {
+            Ok(order) => figures.add(&history, order.states, started.elapsed(), ran),
+            Err(why) => panic!("client processes, run {seed}: {why}"),
+        }
+    }
+    figures.report("sqlite, client processes");
+}
+
+/// The setup's enqueues, made by the test process before the clients start.
+fn setup(workload: &Workload, path: &Path) -> Vec<Call> {
+    let s = workload.settings;
+    let mut queue = Queue::open_with(path, &sqlite_options()).expect("database");
+    Backend::set_settings(
+        &mut queue,
+        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms },
+    )
+    .expect("settings");
+    let client = workload.clients;
+    workload
+        .setup()
+        .into_iter()
+        .map(|op| {
+            let invoked = monotonic();
+            let response = linear::translate::apply(&mut queue, &op).expect("setup");
+            Call { client, op, response, invoked, returned: monotonic() }
+        })
+        .collect()
+}
+
+/// A child: one client of the run on its own connection, every call printed on a `CALL` line.
+fn client_process() {
+    let n: usize = env(CHILD).parse().expect("client number");
+    let workload = Workload { seed: env_u64("RETRYQ_LINEAR_SEED"), ..Workload::default() };
+    let s = workload.settings;
+    let mut queue = Queue::open_with(env("RETRYQ_LINEAR_DB"), &sqlite_options()).expect("database");
+    Backend::set_settings(
+        &mut queue,
+        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms },
+    )
+    .expect("settings");
+    let start = env_u64("RETRYQ_LINEAR_START");
+    while monotonic() < start {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    // The board is this process's own: a client completes only leases it saw granted.
+    let board = linear::workload::Board::new();
+    let mut client = workload.client(n);
+    for _ in 0..workload.calls {
+        let op = client.next(&board);
+        let invoked = monotonic();
+        let response = linear::translate::apply(&mut queue, &op).expect("an answer");
+        let returned = monotonic();
+        client.saw(&op, &response, &board);
+        println!("CALL\t{invoked}\t{returned}\t{}\t{}", op.to_json_line(), response.to_json_line());
+    }
+}
+
+/// One `CALL` line of client `n`: the two instants, the operation, the answer.
+fn parse_call(n: usize, line: &str) -> Call {
+    let fields: Vec<&str> = line.split('\t').collect();
+    let [invoked, returned, op, response] = fields[..] else {
+        panic!("not a call: {line}");
+    };
+    let op = match retryq_conformance::parse_line(op) {
+        retryq_conformance::Line::Op(op) => op,
+        other => panic!("not an operation: {op}: {other:?}"),
+    };
+    let response = response_of(response).unwrap_or_else(|| panic!("not an answer: {response}"));
+    let instant = |s: &str| s.parse::<u64>().unwrap_or_else(|e| panic!("{s}: {e}"));
+    Call { client: n, op, response, invoked: instant(invoked), returned: instant(returned) }
+}
+
+/// An answer line read back into the SPEC's result (the replies of a concurrent run).
+fn response_of(line: &str) -> Option<Response> {
+    use retryq_model::{DeadReason, JobView, StatsView};
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_owned);
+    let int = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+    let maybe = |k: &str| -> Option<Option<u64>> {
+        match v.get(k)? {
+            serde_json::Value::Null => Some(None),
+            x => x.as_u64().map(Some),
+        }
+    };
+    let reason = |k: &str| -> Option<Option<DeadReason>> {
+        Some(match v.get(k)?.as_str() {
+            None => None,
+            Some("exhausted") => Some(DeadReason::Exhausted),
+            Some("deadline") => Some(DeadReason::Deadline),
+            Some("permanent") => Some(DeadReason::Permanent),
+            Some("cancelled") => Some(DeadReason::Cancelled),
+            Some(_) => return None,
+        })
+    };
+    let ran = v.get("attempt").is_some();
+    if let Some(code) = text("error") {
+        return Some(Response::Err(match code.as_str() {
+            "invalid_input" => Failure::InvalidInput { detail: text("detail")? },
+            "conflict" => Failure::Conflict,
+            "not_found" => Failure::NotFound,
+            "lease_lost" => Failure::LeaseLost,
+            "not_dead" => Failure::NotDead,
+            "clock_went_backwards" if ran => {
+                Failure::RanClockWentBackwards { id: text("id")?, attempt: int("attempt")? }
+            }
+            "clock_went_backwards" => Failure::ClockWentBackwards,
+            "deadline_passed" => Failure::DeadlinePassed,
+            "leased" => Failure::Leased,
+            "not_cancellable" => Failure::NotCancellable,
+            "unknown_error" => Failure::UnknownError { id: text("id")?, attempt: int("attempt")? },
+            _ => return None,
+        }));
+    }
+    Some(Response::Ok(match text("ok")?.as_str() {
+        "enqueued" => Reply::Enqueued,
+        "existing" => Reply::Existing,
+        "claimed" => {
+            Reply::Claimed { id: text("id")?, attempt: int("attempt")?, lease_until: int("lease_until")? }
+        }
+        "none" => Reply::None,
+        "done" if ran => Reply::RanDone { id: text("id")?, attempt: int("attempt")? },
+        "done" => Reply::Done,
+        "retry" if ran => {
+            Reply::RanRetry { id: text("id")?, attempt: int("attempt")?, available_at: int("available_at")? }
+        }
+        "retry" => Reply::Retry { available_at: int("available_at")? },
+        "dead" if ran => {
+            Reply::RanDead { id: text("id")?, attempt: int("attempt")?, reason: reason("reason")?? }
+        }
+        "dead" => Reply::Dead { reason: reason("reason")?? },
+        "crashed" => Reply::Crashed { id: text("id")?, attempt: int("attempt")? },
+        "extended" => Reply::Extended { lease_until: int("lease_until")? },
+        "redriven" => Reply::Redriven,
+        "cancelled" => Reply::Cancelled,
+        "reaped" => Reply::Reaped { count: int("count")? },
+        "job" => Reply::Job(JobView {
+            id: text("id")?,
+            status: match text("status")?.as_str() {
+                "pending" => retryq_model::Status::Pending,
+                "leased" => retryq_model::Status::Leased,
+                "done" => retryq_model::Status::Done,
+                "dead" => retryq_model::Status::Dead,
+                _ => return None,
+            },
+            attempts: int("attempts")?,
+            max_attempts: int("max_attempts")?,
+            available_at: maybe("available_at")?,
+            deadline: int("deadline")?,
+            dead_reason: reason("dead_reason")?,
+            redrives: int("redrives")?,
+            not_before: int("not_before")?,
+            base_ms: maybe("base_ms")?,
+            cap_ms: maybe("cap_ms")?,
+        }),
+        "stats" => Reply::Stats(StatsView {
+            pending: int("pending")?,
+            leased: int("leased")?,
+            done: int("done")?,
+            dead: int("dead")?,
+            dead_exhausted: int("dead_exhausted")?,
+            dead_deadline: int("dead_deadline")?,
+            dead_permanent: int("dead_permanent")?,
+            dead_cancelled: int("dead_cancelled")?,
+            leased_expired: int("leased_expired")?,
+            oldest_open_age_ms: maybe("oldest_open_age_ms")?,
+        }),
+        _ => return None,
+    }))
+}
