@@ -181,13 +181,8 @@ impl PgQueue {
     pub fn connect_existing(url: &str) -> Result<PgQueue> {
         let config: Config = url.parse()?;
         let name = describe(&config);
-        let client = session(&config)?;
-        let queue = PgQueue {
-            conn: RefCell::new(Conn { client, statements: HashMap::new() }),
-            config,
-            name,
-            settings: Settings::default(),
-        };
+        let conn = Conn::open(&config)?;
+        let queue = PgQueue { conn: RefCell::new(conn), config, name, settings: Settings::default() };
         let name = queue.name.clone();
         let found = queue.read(|tx| schema::inspect(tx, &name))?;
         if found != schema::Found::Retryq {
