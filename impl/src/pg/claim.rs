@@ -1,34 +1,30 @@
 //! `claim`, `claim_batch` and `reap`: quarantine what is out of budget, then lease the next
 //! due job(s).
 //!
-//! # Why `SKIP LOCKED` keeps claim's order
+//! # Why claims take turns
 //!
 //! SPEC 3.3.2 says a claim takes the claimable job with the smallest `available_at` (ties to
-//! the first enqueued). Concurrent claims that all waited for the head of the queue would run
-//! one at a time; with `FOR UPDATE SKIP LOCKED` each takes the first due row that no other
-//! transaction holds, so `n` workers claim `n` jobs at once. A row is skipped only while
-//! another transaction holds its lock, and every write here locks only the rows it is about
-//! to change (see `pg/mod.rs`): a refused completion, heartbeat, cancel or redrive decides on
-//! a plain read, and holds a row's lock only if it had to wait for that row's previous
-//! writer to commit before finding its fence broken. So a skipped row is one that, at that
-//! instant, a concurrent transaction is
+//! the first enqueued), and SPEC 3.10 that concurrent operations are linearizable: one order,
+//! consistent with real time, explains every answer. A claim that stepped over rows other
+//! transactions hold (`FOR UPDATE SKIP LOCKED`, what most PostgreSQL queues do) answers
+//! before those transactions commit, and the order that would explain it — the holders
+//! first — can contradict real time: a claim answers `none`, returns, and a read that starts
+//! afterwards still sees the jobs it stepped over pending (the linearizability check finds
+//! this in a fifth of its runs; `docs/linearizability.md`). So claims and reaps take turns
+//! on one transaction-scoped advisory lock ([`TURN`]), and a claim's pick *waits* for a row
+//! another transaction holds (a completion, a heartbeat, a cancel of that job) instead of
+//! stepping over it. After the wait READ COMMITTED looks at that one row again as it was
+//! committed: still due, it is leased; no longer due, the pick comes back empty although
+//! other jobs may be due (`LIMIT 1` chose before the wait), and the pick runs again on what
+//! is committed now. Every answer is then decided on committed rows, under locks held to the
+//! commit, and the claim's place in the order is its commit.
 //!
-//! - claiming or reaping (it leaves the claimable set, or is leased with a later expiry),
-//! - completing or heartbeating on a fence that held (done, dead, a retry reserved from that
-//!   operation's `now`, or a lease extended from it), or cancelling (dead);
-//!
-//! and in every one of these cases the serial order in which that transaction comes first
-//! and this claim second gives exactly this claim's answer — as long as the callers' clocks
-//! agree, which is what SPEC 1.3's one shared time base is for. Three cases leave the
-//! skipped row claimable: a note on an expired lease (`record_error`, which is no
-//! transition), a refusal that waited for the row as just said, and a transaction that rolls
-//! back (a failure, a lost connection). There this claim takes the
-//! next due job and the skipped one stays claimable, for the very next claim: it is delayed
-//! by the length of one transaction, never lost, never claimed twice, and every invariant of
-//! SPEC section 4 holds. Without `SKIP LOCKED`, a claim that waited for a row which the
-//! holder then took out of the claimable set would find *no* row (READ COMMITTED rechecks
-//! the locked row, and `LIMIT 1` has then nothing left), answering `none` while jobs are
-//! due — the worse failure.
+//! The price is that claims commit one at a time: claims per second are bounded by the
+//! server's commit latency, while enqueues, completions, heartbeats and the other fenced
+//! operations run in parallel with them and with each other (each locks only its own row).
+//! A worker claims for all its free slots in one transaction (`claim_batch`), so a process
+//! running many attempts at once pays one turn for many jobs. `docs/postgres.md` has the
+//! figures.
 //!
 //! # Why the pick repeats the budget
 //!
@@ -62,8 +58,16 @@ const REAP_DEADLINE: &str = "
     WHERE status IN ('pending', 'leased') AND deadline <= $1
       AND (status = 'pending' OR available_at <= $1)";
 
-/// Leases the due job with the smallest `available_at`, ties to the first enqueued, that no
-/// other transaction holds (see the module's doc for the order and the budget terms).
+/// Claims and reaps take turns (see the module's doc): held to the end of the transaction.
+/// The key is the creation lock's plus one, so that the two never meet.
+const TURN: &str = "SELECT pg_advisory_xact_lock($1)";
+
+/// The key of [`TURN`].
+const TURN_KEY: i64 = crate::ddl::APPLICATION_ID + 1;
+
+/// Leases the due job with the smallest `available_at`, ties to the first enqueued; a row
+/// another transaction holds is waited for and looked at again as committed (see the
+/// module's doc for the order and the budget terms).
 pub(super) const CLAIM: &str = "
     UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
                     available_at = $3, updated_at = $1
@@ -71,17 +75,25 @@ pub(super) const CLAIM: &str = "
                  WHERE status IN ('pending', 'leased') AND available_at <= $1
                    AND deadline > $1 AND attempts < max_attempts
                  ORDER BY available_at, seq LIMIT 1
-                 FOR UPDATE SKIP LOCKED)
+                 FOR UPDATE)
     RETURNING id, attempts, payload, deadline, last_node";
 
 /// The seqs of up to `$2` due jobs in claim order, locked: what `$2` picks of [`CLAIM`] one
-/// after another would take, since a job just leased expires after `now`.
+/// after another would take, since a job just leased expires after `now`. A row that is no
+/// longer due once its holder committed drops out, so it may return fewer.
 pub(super) const PICK: &str = "
     SELECT seq FROM jobs
     WHERE status IN ('pending', 'leased') AND available_at <= $1
       AND deadline > $1 AND attempts < max_attempts
     ORDER BY available_at, seq LIMIT $2
-    FOR UPDATE SKIP LOCKED";
+    FOR UPDATE";
+
+/// Whether any job is due and in budget, as committed now: after a pick came back short,
+/// whether to pick again.
+const ANY_DUE: &str = "
+    SELECT EXISTS (SELECT 1 FROM jobs
+                   WHERE status IN ('pending', 'leased') AND available_at <= $1
+                     AND deadline > $1 AND attempts < max_attempts)";
 
 /// Leases one picked (and locked) job: [`CLAIM`]'s write, by seq.
 const LEASE: &str = "
@@ -131,6 +143,7 @@ impl PgQueue {
 /// Claim's step 1 inside the caller's transaction. Exhaustion first: an expired lease on the
 /// last attempt is `exhausted` even when its deadline has also passed (SPEC 6.4).
 fn reap(tx: &mut Tx<'_>, now: u64) -> Result<u64> {
+    tx.query_one(TURN, &[&TURN_KEY])?;
     let now = big("now", now)?;
     let exhausted = tx.execute(REAP_EXHAUSTED, &[&now])?;
     let late = tx.execute(REAP_DEADLINE, &[&now])?;
@@ -141,27 +154,50 @@ fn reap(tx: &mut Tx<'_>, now: u64) -> Result<u64> {
 fn lease_next(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64) -> Result<Option<Claimed>> {
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;
-    let row = tx.query_opt(CLAIM, &[&big("now", now)?, &worker, &big("lease_until", lease_until)?])?;
-    row.map(|row| claimed(&row, worker, lease_until)).transpose()
+    let (at, until) = (big("now", now)?, big("lease_until", lease_until)?);
+    loop {
+        if let Some(row) = tx.query_opt(CLAIM, &[&at, &worker, &until])? {
+            return claimed(&row, worker, lease_until).map(Some);
+        }
+        // Empty: nothing is due, or the row chosen stopped being due while this claim
+        // waited for it; then pick again among what is committed now.
+        if !any_due(tx, at)? {
+            return Ok(None);
+        }
+    }
 }
 
 /// Up to `k` claims inside the caller's transaction, once reaped: the due jobs are picked
 /// and locked with one walk of the index, then leased one by one in claim order, so that
-/// each job's row and history are written exactly as `k` calls of [`lease_next`] would.
+/// each job's row and history are written exactly as `k` calls of [`lease_next`] would. A
+/// pick that came back short because rows stopped being due while it waited is repeated
+/// for the rest.
 fn lease_picked(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64, k: usize) -> Result<Vec<Claimed>> {
-    let limit = i64::try_from(k).unwrap_or(i64::MAX);
     let at = big("now", now)?;
-    let seqs = tx.query(PICK, &[&at, &limit])?;
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;
     let until = big("lease_until", lease_until)?;
-    let mut leased = Vec::with_capacity(seqs.len());
-    for seq in seqs {
-        let seq: i64 = seq.try_get(0)?;
-        let row = tx.query_one(LEASE, &[&at, &worker, &until, &seq])?;
-        leased.push(claimed(&row, worker, lease_until)?);
+    let mut leased = Vec::with_capacity(k.min(1024));
+    while leased.len() < k {
+        let want = k - leased.len();
+        let limit = i64::try_from(want).unwrap_or(i64::MAX);
+        let seqs = tx.query(PICK, &[&at, &limit])?;
+        let short = seqs.len() < want;
+        for seq in seqs {
+            let seq: i64 = seq.try_get(0)?;
+            let row = tx.query_one(LEASE, &[&at, &worker, &until, &seq])?;
+            leased.push(claimed(&row, worker, lease_until)?);
+        }
+        // Every job leased here expires after `now`, so a new pick never takes it again.
+        if short && !any_due(tx, at)? {
+            break;
+        }
     }
     Ok(leased)
+}
+
+fn any_due(tx: &mut Tx<'_>, at: i64) -> Result<bool> {
+    Ok(tx.query_one(ANY_DUE, &[&at])?.try_get(0)?)
 }
 
 /// A row of [`CLAIM`]'s or [`LEASE`]'s `RETURNING`.

@@ -10,10 +10,11 @@
 //!
 //! Concurrency. Several `PgQueue`s (threads, processes, machines) may share one database.
 //! Every write is one READ COMMITTED transaction that locks exactly the rows it is about to
-//! change: a claim takes its job with `FOR UPDATE SKIP LOCKED` (see `claim.rs` for why
-//! that keeps claim's order), and every fenced operation (complete, heartbeat, note, cancel,
+//! change: claims and reaps take turns on one lock and a claim waits for a due row another
+//! transaction holds rather than stepping over it (see `claim.rs` for why), and every fenced
+//! operation (complete, heartbeat, note, cancel,
 //! redrive) locks a row only when the row passes its checks, deciding a refusal on a plain
-//! read instead, so that a refused call never makes a claim step over a job. A transaction
+//! read instead, so that a refused call never makes a claim wait. A transaction
 //! PostgreSQL rolls back for a deadlock or a serialization failure changed nothing, and is
 //! run again (`store.rs`).
 //!
