@@ -178,6 +178,7 @@ impl<T: FromSql> FromSql for Word<T> {
 impl<T: std::str::FromStr> Word<T> {
     /// A word read as text: the typed word, or the text itself when the type does not know
     /// it (a store whose column holds only text).
+    #[cfg(feature = "postgres")]
     pub(crate) fn parsed(raw: String) -> Word<T> {
         match raw.parse() {
             Ok(word) => Word::Known(word),

@@ -13,7 +13,6 @@
 
 use crate::audit::Audit;
 use crate::error::{Result, RunError};
-use crate::input;
 use crate::job::{DeadReason, Job, Report, Status};
 use crate::queue::claim::Claimed;
 use crate::queue::complete::{Completed, Completion};
@@ -21,7 +20,7 @@ use crate::queue::enqueue::{Enqueued, NewJob};
 use crate::queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
 use crate::queue::lease::Lease;
 use crate::queue::redrive::{Redrive, RedriveDead};
-use crate::queue::run_once::{Ran, check_args, ran, reported};
+use crate::queue::run_once::{Ran, run_with};
 use crate::queue::store::{Queue, Settings};
 
 /// A durable store of jobs that keeps SPEC sections 2 to 4. Every write is one transaction
@@ -122,21 +121,13 @@ impl dyn Backend + '_ {
     pub fn run_once<R: Into<Report>, E>(
         &mut self,
         worker: &str,
-        mut clock: impl FnMut() -> u64,
+        clock: impl FnMut() -> u64,
         transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
         jitter: f64,
     ) -> Result<Ran, RunError<E>> {
-        check_args(worker, jitter)?;
-        let before = input::int("clock", clock())?;
-        let Some(claimed) = self.claim(worker, before)? else {
-            return Ok(Ran::Idle);
-        };
-        let sent = transport(&claimed);
-        let after = input::int("clock", clock())?;
-        let lease = claimed.lease;
-        let report = reported(&lease, before, after, sent)?;
-        let completed = self.complete(&Completion { lease: &lease, report, now: after, jitter })?;
-        Ok(ran(lease, completed))
+        let claim = |store: &mut Self, worker: &str, now: u64| store.claim(worker, now);
+        let complete = |store: &mut Self, c: &Completion<'_>| store.complete(c);
+        run_with(self, claim, complete, worker, clock, transport, jitter)
     }
 }
 

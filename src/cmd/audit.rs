@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use super::{CliError, Db};
+use super::CliError;
+use super::db::Db;
 use crate::out::outln;
 use crate::printable::printable;
 

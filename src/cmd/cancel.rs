@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use retryq::Error;
 use serde::Serialize;
 
-use super::{CliError, Db, print_json};
+use super::db::Db;
+use super::{CliError, print_json};
 use crate::out::noteln;
 use crate::printable::printable;
 

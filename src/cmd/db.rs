@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use retryq::{Backend, OpenOptions, PgQueue, Queue};
 use rusqlite::ErrorCode;
 
-use super::CliError;
+use super::error::CliError;
 
 /// The store every operating command works on.
 #[derive(clap::Args, Debug)]
@@ -116,7 +116,7 @@ impl Db {
         {
             return Ok(now);
         }
-        super::now()
+        retryq_worker::now_ms().map_err(|e| CliError::Other(e.to_string()))
     }
 
     /// A store error in an operator's words, naming `--db`.

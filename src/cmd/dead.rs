@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use retryq::{DeadReason, Job};
 use serde::Serialize;
 
+use super::db::Db;
 use super::view::{JobFields, stamp};
-use super::{CliError, Db, print_json};
+use super::{CliError, print_json};
 use crate::out::{noteln, outln};
 use crate::printable::printable;
 

@@ -27,7 +27,8 @@ use std::time::Duration;
 use retryq::{Enqueued, MAX_ATTEMPTS, MAX_INT, MAX_PAYLOAD_BYTES, NewJob};
 use retryq_model::{Failure, Reply, Response};
 
-use super::{CliError, Db, Deadline, duration, print_json};
+use super::db::Db;
+use super::{CliError, Deadline, duration, print_json};
 use crate::out::noteln;
 use crate::printable::printable;
 

@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use retryq::{Job, Status};
 
-use super::{CliError, Db, print_json, view};
+use super::db::Db;
+use super::{CliError, print_json, view};
 use crate::out::{noteln, outln};
 use crate::printable::printable;
 

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use retryq::{HistoryEntry, Status};
 use serde::Serialize;
 
+use super::db::Db;
 use super::view::stamp;
-use super::{CliError, Db, print_json};
+use super::{CliError, print_json};
 use crate::out::{noteln, outln};
 use crate::printable::printable;
 

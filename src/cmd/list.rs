@@ -11,8 +11,9 @@ use std::process::ExitCode;
 
 use retryq::{DeadReason, Job, Status};
 
+use super::db::Db;
 use super::view::{self, stamp};
-use super::{CliError, Db, print_json};
+use super::{CliError, print_json};
 use crate::out::{noteln, outln};
 use crate::printable::printable;
 

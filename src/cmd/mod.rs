@@ -36,7 +36,6 @@ use retryq::{MAX_ID_BYTES, MAX_INT};
 
 use crate::out::outln;
 
-pub use db::Db;
 pub use error::CliError;
 
 /// `tests/traces` under the working directory, or else under this checkout: where the

@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use retryq::{DeadReason, Error, ErrorKind, MAX_ATTEMPTS, Redrive, RedriveDead};
 use serde::Serialize;
 
-use super::{CliError, Db, Deadline, print_json};
+use super::db::Db;
+use super::{CliError, Deadline, print_json};
 use crate::out::noteln;
 
 #[derive(clap::Args, Debug)]

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use retryq::{Owner, Stats};
 use serde::Serialize;
 
-use super::{CliError, Db, print_json, view};
+use super::db::Db;
+use super::{CliError, print_json, view};
 use crate::out::out;
 use crate::printable::printable;
 

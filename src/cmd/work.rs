@@ -27,7 +27,8 @@ use retryq_worker::{Config, ConfigError, Exec, Http, Stop, SystemClock, Transpor
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
 
-use super::{CliError, Db, duration};
+use super::db::Db;
+use super::{CliError, duration};
 use crate::out::noteln;
 use crate::printable::printable;
 

@@ -16,7 +16,7 @@ use std::fmt;
 use retryq_model::{Reply, Response, Store};
 
 use super::history::History;
-use super::search::{Checker, Deepest, Outcome, Step};
+use super::search::{Checker, Deepest, LinearOrder, MAX_CALLS, Miss, Outcome, Step, initial};
 use super::steps::{Part, changes_nothing};
 
 /// Why a history was not shown linearizable.
@@ -63,15 +63,25 @@ pub struct Explanation {
     pub states: u64,
 }
 
-/// A step the model answered otherwise than the store.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Miss {
-    /// The call, by index in [`Explanation::history`].
-    pub call: usize,
-    /// Which part of it.
-    pub part: Part,
-    /// The model's answer (for a `run_once` whose claim went otherwise, the claim's answer).
-    pub model: Response,
+/// [`Checker::check`] with the default budget.
+pub fn check(history: &History) -> Result<LinearOrder, Violation> {
+    Checker::default().check(history)
+}
+
+impl Checker {
+    /// An order of `history` consistent with real time in which the reference store gives
+    /// every recorded answer, or why there is none.
+    pub fn check(&self, history: &History) -> Result<LinearOrder, Violation> {
+        if history.calls.len() > MAX_CALLS {
+            return Err(Violation::TooLong { calls: history.calls.len() });
+        }
+        let start = initial(history).map_err(|answer| Violation::Settings { answer })?;
+        match self.search(history, &start) {
+            Outcome::Linear(order) => Ok(order),
+            Outcome::Impossible(deepest) => Err(explain(self, history, &start, deepest)),
+            Outcome::Undecided { states } => Err(Violation::Undecided { states }),
+        }
+    }
 }
 
 /// Shortens `history` (whose search from `start` failed with `deepest`) and explains it.

@@ -35,9 +35,9 @@ pub mod steps;
 pub mod translate;
 pub mod workload;
 
-pub use explain::{Explanation, Miss, Violation};
+pub use explain::{Explanation, Violation, check};
 pub use history::{Call, Clock, History};
 pub use run::{Connect, RunFailed, run};
-pub use search::{Checker, LinearOrder, Step, check};
+pub use search::{Checker, LinearOrder, Miss, Step};
 pub use steps::Part;
 pub use workload::{Clocks, Workload};

@@ -16,7 +16,6 @@ use std::collections::HashSet;
 
 use retryq_model::{Op, Response, Store};
 
-use super::explain::{self, Miss, Violation};
 use super::history::{Call, History};
 use super::steps::{self, Advance, Held, Part};
 
@@ -58,9 +57,15 @@ impl Default for Checker {
     }
 }
 
-/// [`Checker::check`] with the default budget.
-pub fn check(history: &History) -> Result<LinearOrder, Violation> {
-    Checker::default().check(history)
+/// A step the model answered otherwise than the store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Miss {
+    /// The call, by index in the history searched.
+    pub call: usize,
+    /// Which part of it.
+    pub part: Part,
+    /// The model's answer (for a `run_once` whose claim went otherwise, the claim's answer).
+    pub model: Response,
 }
 
 /// How one search ended.
@@ -91,20 +96,6 @@ pub(crate) struct Deepest {
 }
 
 impl Checker {
-    /// An order of `history` consistent with real time in which the reference store gives
-    /// every recorded answer, or why there is none.
-    pub fn check(&self, history: &History) -> Result<LinearOrder, Violation> {
-        if history.calls.len() > MAX_CALLS {
-            return Err(Violation::TooLong { calls: history.calls.len() });
-        }
-        let start = initial(history)?;
-        match self.search(history, &start) {
-            Outcome::Linear(order) => Ok(order),
-            Outcome::Impossible(deepest) => Err(explain::explain(self, history, &start, deepest)),
-            Outcome::Undecided { states } => Err(Violation::Undecided { states }),
-        }
-    }
-
     /// One search from `start`; the history has at most [`MAX_CALLS`] calls.
     pub(crate) fn search(&self, history: &History, start: &Store) -> Outcome {
         let calls = &history.calls;
@@ -138,14 +129,15 @@ impl Checker {
     }
 }
 
-/// The reference store before any call: empty, with the history's settings.
-pub(crate) fn initial(history: &History) -> Result<Store, Violation> {
+/// The reference store before any call: empty, with the history's settings; the model's
+/// refusal of those settings, as a line, if it refuses them.
+pub(crate) fn initial(history: &History) -> Result<Store, String> {
     let mut store = Store::new();
     let s = history.settings;
     let config = Op::Config { base_ms: Some(s.base_ms), cap_ms: Some(s.cap_ms), lease_ms: Some(s.lease_ms) };
     match store.step(&config) {
         Response::Ok(_) => Ok(store),
-        refused => Err(Violation::Settings { answer: refused.to_json_line() }),
+        refused => Err(refused.to_json_line()),
     }
 }
 

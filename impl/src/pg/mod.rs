@@ -25,6 +25,7 @@ mod backend;
 mod cancel;
 mod claim;
 mod complete;
+mod connect;
 mod enqueue;
 mod heartbeat;
 mod inspect;
@@ -36,29 +37,3 @@ mod tests;
 mod value;
 
 pub use store::PgQueue;
-
-/// Whether a PostgreSQL failure may pass by itself and changed nothing (see
-/// [`Error::is_transient`](crate::Error::is_transient)): the connection is gone (a `PgQueue`
-/// connects again on its next operation), the server refused a connection or ran short of
-/// a resource, or it rolled the transaction back (class 40: a deadlock, a serialization
-/// failure).
-pub(crate) fn transient(e: &postgres::Error) -> bool {
-    let class = |class: &str| e.code().is_some_and(|code| code.code().starts_with(class));
-    connection_lost(e) || class("40") || class("53")
-}
-
-/// Whether the connection is gone after `e`: closed, broken on the socket, or ended by the
-/// server (class 08, or an administrator's or a crash's shutdown, 57P01 to 57P03). The
-/// client may not have noticed yet when the error arrives, so a `PgQueue` takes this as its
-/// cue to connect again before its next operation.
-pub(crate) fn connection_lost(e: &postgres::Error) -> bool {
-    if e.is_closed() {
-        return true;
-    }
-    if let Some(code) = e.code() {
-        let code = code.code();
-        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03");
-    }
-    // No SQLSTATE: the client's own failure; an I/O error on the socket is a lost connection.
-    std::error::Error::source(e).is_some_and(|source| source.is::<std::io::Error>())
-}

@@ -9,7 +9,6 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config, IsolationLevel, NoTls, Row, Statement, Transaction};
 
-use super::schema;
 use crate::error::{Error, Result};
 use crate::queue::store::Settings;
 
@@ -155,44 +154,13 @@ impl Tx<'_> {
 const SERVER_NOW: &str = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8";
 
 impl PgQueue {
-    /// Connects to the database `url` names (`postgres://user:password@host:port/dbname`,
-    /// or any form the `postgres` crate reads; no TLS) and makes it a queue: an empty
-    /// database gets the schema, in one transaction; one that has it is used as it is.
-    ///
-    /// Refused, with nothing changed: [`Error::NotRetryq`] for a database whose schema (the
-    /// first of its `search_path`) holds tables of another program, or whose encoding is not
-    /// UTF-8; [`Error::NewerSchema`] for one written by a newer retryq. Several processes
-    /// may connect to one empty database at once: one creates the schema, the others find
-    /// it. The session's `synchronous_commit` is `on`, whatever the server's default: a
-    /// commit that returned survives a server crash.
-    pub fn connect(url: &str) -> Result<PgQueue> {
+    /// A connection to the database `url` names, as it is: [`PgQueue::connect`] and
+    /// [`PgQueue::connect_existing`] (`connect.rs`) then look at its schema.
+    pub(super) fn open(url: &str) -> Result<PgQueue> {
         let config: Config = url.parse()?;
         let name = describe(&config);
         let conn = Conn::open(&config)?;
-        let mut queue = PgQueue { conn: RefCell::new(conn), config, name, settings: Settings::default() };
-        let name = queue.name.clone();
-        queue.write(|tx| schema::prepare(tx, &name))?;
-        Ok(queue)
-    }
-
-    /// Connects to a database that is already a queue, for reading or operating on it:
-    /// never creates the schema. An empty database is refused ([`Error::NotRetryq`]) and left
-    /// empty, as a missing file is by the SQLite queue's read-only open.
-    pub fn connect_existing(url: &str) -> Result<PgQueue> {
-        let config: Config = url.parse()?;
-        let name = describe(&config);
-        let conn = Conn::open(&config)?;
-        let queue = PgQueue { conn: RefCell::new(conn), config, name, settings: Settings::default() };
-        let name = queue.name.clone();
-        let found = queue.read(|tx| schema::inspect(tx, &name))?;
-        if found != schema::Found::Retryq {
-            return Err(Error::NotRetryq {
-                path: name.into(),
-                why: "the database has no retryq schema (only `retryq enqueue` and `retryq work` create one)"
-                    .into(),
-            });
-        }
-        Ok(queue)
+        Ok(PgQueue { conn: RefCell::new(conn), config, name, settings: Settings::default() })
     }
 
     /// The server's clock, in Unix milliseconds: one clock for every host that shares the
@@ -259,7 +227,7 @@ impl PgQueue {
             }
             match conn.run(isolation, read_only, &mut f) {
                 Err(Error::Postgres(e)) if run < RERUNS && rolled_back(&e) => continue,
-                Err(Error::Postgres(e)) if super::connection_lost(&e) => {
+                Err(Error::Postgres(e)) if crate::error::connection_lost(&e) => {
                     conn.lost = true;
                     return Err(Error::Postgres(e));
                 }

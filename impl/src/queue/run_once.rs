@@ -1,10 +1,9 @@
 //! `run_once`: the unit of work — claim, send, record — with no sleeping and no daemon.
 
 use super::claim::Claimed;
-use super::complete::Completed;
+use super::complete::{Completed, Completion};
 use super::lease::Lease;
 use super::store::Queue;
-use crate::backend::Backend;
 use crate::delay::validate_jitter;
 use crate::error::{Result, RunError};
 use crate::input;
@@ -75,8 +74,32 @@ impl Queue {
         transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
         jitter: f64,
     ) -> Result<Ran, RunError<E>> {
-        (self as &mut dyn Backend).run_once(worker, clock, transport, jitter)
+        run_with(self, Queue::claim, Queue::complete, worker, clock, transport, jitter)
     }
+}
+
+/// `run_once` on any store, given its claim and its completion: the one body behind
+/// [`Queue::run_once`] and `dyn Backend`'s.
+pub(crate) fn run_with<S: ?Sized, R: Into<Report>, E>(
+    store: &mut S,
+    claim: impl FnOnce(&mut S, &str, u64) -> Result<Option<Claimed>>,
+    complete: impl FnOnce(&mut S, &Completion<'_>) -> Result<Completed>,
+    worker: &str,
+    mut clock: impl FnMut() -> u64,
+    transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
+    jitter: f64,
+) -> Result<Ran, RunError<E>> {
+    check_args(worker, jitter)?;
+    let before = input::int("clock", clock())?;
+    let Some(claimed) = claim(store, worker, before)? else {
+        return Ok(Ran::Idle);
+    };
+    let sent = transport(&claimed);
+    let after = input::int("clock", clock())?;
+    let lease = claimed.lease;
+    let report = reported(&lease, before, after, sent)?;
+    let completed = complete(store, &Completion { lease: &lease, report, now: after, jitter })?;
+    Ok(ran(lease, completed))
 }
 
 /// `run_once`'s checks before the claim: the worker's name and the jitter.
