@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::BIN;
 
 use retryq_bench::Launcher;
-use retryq_bench::throughput::{Side, measure};
+use retryq_bench::throughput::{Side, measure, measure_on};
 
 fn launcher() -> Launcher {
     Launcher { program: PathBuf::from(BIN), args: vec!["bench-worker".into()] }
@@ -39,4 +39,26 @@ fn a_worker_refuses_a_spec_it_cannot_read() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("json"), "{stderr}");
+}
+
+#[test]
+fn workers_take_jobs_through_on_postgres_for_the_queue_and_the_floor() {
+    for side in [Side::PgQueue, Side::PgFloor] {
+        for processes in [1, 3] {
+            let Some(url) = retryq_pgtest::database("bench on postgres") else { return };
+            match side {
+                Side::PgQueue => drop(retryq::PgQueue::connect(&url).expect("schema")),
+                _ => drop(retryq_bench::pg_floor::open(&url).expect("floor table")),
+            }
+            let rate = measure_on(&launcher(), &url, side, processes, Duration::from_millis(300))
+                .unwrap_or_else(|e| panic!("{side:?} with {processes} processes: {e}"));
+            assert!(rate > 0.0, "{side:?} with {processes} processes took no job through");
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+            let done: i64 = client
+                .query_one("SELECT count(*) FROM jobs WHERE status = 'done' AND attempts = 1", &[])
+                .expect("count")
+                .get(0);
+            assert!(done > 0, "{side:?}: jobs went through the database");
+        }
+    }
 }
