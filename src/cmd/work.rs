@@ -32,7 +32,9 @@ use std::time::Duration;
 use retryq::Settings;
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
-use retryq_worker::{Clock, Config, ConfigError, Exec, Http, ServerClock, Stop, SystemClock, Transport, WorkError};
+use retryq_worker::{
+    Clock, Config, ConfigError, Exec, Http, ServerClock, Stop, SystemClock, Transport, WorkError,
+};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
 

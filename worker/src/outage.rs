@@ -39,12 +39,14 @@ impl Outage {
                 self.since = Some(Instant::now());
                 warn!(
                     during = what, error = %e,
-                    "the store is unreachable or busy; the worker keeps trying (backoff up to {} ms), \
+                    "the store cannot be used for now; the worker keeps trying (backoff up to {} ms), \
                      the attempts under way run on and stay leased",
                     CAP.as_millis()
                 );
             }
-            Some(_) => debug!(during = what, error = %e, failures = self.failures, wait_ms = wait.as_millis() as u64, "store still failing"),
+            Some(_) => {
+                debug!(during = what, error = %e, failures = self.failures, wait_ms = wait.as_millis() as u64, "store still failing")
+            }
         }
         wait
     }

@@ -34,13 +34,15 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::thread;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use rand::RngExt;
 use rand::rngs::ThreadRng;
-use retryq::{Backend, Completed, Completion, DeadReason, Error, ErrorKind, HistoryEntry, Lease, Report, Status};
+use retryq::{
+    Backend, Completed, Completion, DeadReason, Error, ErrorKind, HistoryEntry, Lease, Report, Status,
+};
 use tracing::{debug, error, info, warn};
 
 use crate::clock::{Clock, ClockError};
@@ -631,5 +633,61 @@ pub(crate) fn watch(path: Option<&Path>) -> Result<Option<DbFile>, WorkError> {
     match path {
         Some(path) if path != Path::new(":memory:") => Ok(Some(DbFile::watch(path)?)),
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(now: u64) -> Outcome {
+        Outcome {
+            lease: Lease { worker: "w1".into(), id: "a".into(), attempt: 2 },
+            report: Report::from(retryq::Outcome::Retryable),
+            now: Some(now),
+            after: now,
+            claimed_at: now - 5,
+            jitter: 0.5,
+            said: String::new(),
+            in_doubt: true,
+        }
+    }
+
+    fn entry(to: Status, attempt: u64, worker: &str, reason: Option<DeadReason>, at: u64) -> HistoryEntry {
+        HistoryEntry {
+            from: Some(Status::Leased),
+            to,
+            attempt,
+            max_attempts: 2,
+            deadline: 1_000_000,
+            available_at: (to == Status::Pending).then_some(at + 100),
+            redrives: 0,
+            reason,
+            worker: Some(worker.into()),
+            at,
+        }
+    }
+
+    /// A resend answered `lease_lost` is told apart by the history: this worker's own move
+    /// out of the lease is a commit that went through; a reap by someone else, or the lease
+    /// taken by another claim, is not.
+    #[test]
+    fn an_unknown_commit_is_read_from_the_history() {
+        let o = outcome(500);
+        let ours = [entry(Status::Pending, 2, "w1", None, 500)];
+        assert_eq!(earlier_commit(&ours, &o), Some(Completed::Retry { available_at: 600 }));
+        let done = [entry(Status::Done, 2, "w1", None, 500)];
+        assert_eq!(earlier_commit(&done, &o), Some(Completed::Done));
+        let exhausted = [entry(Status::Dead, 2, "w1", Some(DeadReason::Exhausted), 500)];
+        assert_eq!(earlier_commit(&exhausted, &o), Some(Completed::Dead { reason: DeadReason::Exhausted }));
+        // A reap of the expired lease, at another worker's now.
+        let reaped = [entry(Status::Dead, 2, "w1", Some(DeadReason::Exhausted), 2_000)];
+        assert_eq!(earlier_commit(&reaped, &o), None);
+        // Claimed again by another worker: leased → leased on the next attempt.
+        let taken = [entry(Status::Leased, 3, "w2", None, 2_000)];
+        assert_eq!(earlier_commit(&taken, &o), None);
+        // Another attempt's outcome, or another worker's.
+        let other = [entry(Status::Done, 3, "w1", None, 500), entry(Status::Done, 2, "w9", None, 500)];
+        assert_eq!(earlier_commit(&other, &o), None);
     }
 }
