@@ -1,8 +1,15 @@
-//! `retryq work --worker NAME (--exec 'CMD' | --url URL…) [--concurrency N] [--lease DURATION]
+//! `retryq work [--db PATH|URL] [--clock server|local] --worker NAME (--exec 'CMD' | --url URL…) [--concurrency N] [--lease DURATION]
 //! [--base DURATION] [--cap DURATION] [--timeout DURATION] [--until-idle]` (each duration flag
 //! also under its older `-ms` name) and, with `--url`, the HTTP transport's flags: a worker
 //! process (the loop is `retryq_worker::work_in_slots`, the transports `Exec` and `Http`, one
 //! per slot).
+//!
+//! `--db` is a SQLite file (created if missing) or a PostgreSQL URL (the schema is created in
+//! an empty database). On PostgreSQL every claim, heartbeat round and group commit is stamped
+//! with the server's clock (`--clock server`, the default; `--clock local` uses this host's),
+//! and a server that goes away — a dropped connection, a restart, a server down for a while
+//! — is waited out with a capped backoff (one log line when it goes, one when it answers
+//! again), the attempts under way running on; see docs/operating.md.
 //!
 //! Leases are held under `NAME.PID-XXXXXXXX` (`retryq_worker::process_name`), logged at
 //! start, so that two processes given the same name never share a fencing identity, and
@@ -11,7 +18,9 @@
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
 //! one line per attempt, once its outcome is committed. Exit 0 after SIGTERM or SIGINT (the
 //! attempts under way finished and were recorded) or, with `--until-idle`, once no job is
-//! pending or leased and no attempt is in flight; 128 + N on a second signal N; 1 if the store failed (a write past the file size limit included), the
+//! pending or leased and no attempt is in flight; 128 + N on a second signal N; 1 if the
+//! store cannot be opened (a bad URL, wrong credentials, no server: named with `--db`), if it
+//! failed for a reason that does not pass (a write past the file size limit included), the
 //! database file was deleted or replaced under the worker, or the clock is out of range; 2
 //! for a wrong flag.
 
@@ -23,7 +32,9 @@ use std::time::Duration;
 use retryq::Settings;
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
-use retryq_worker::{Config, ConfigError, Exec, Http, Stop, SystemClock, Transport, WorkError};
+use retryq_worker::{
+    Clock, Config, ConfigError, Exec, Http, ServerClock, Stop, SystemClock, Transport, WorkError,
+};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
 
@@ -277,15 +288,29 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     // Before the first write: past the file size limit a write fails, it does not kill.
     retryq_worker::catch_file_size_signal()?;
     stop.on_signals()?;
-    let Some(path) = args.db.file() else {
-        return Err(CliError::flag("--db", "`retryq work` runs on a SQLite file only in this version"));
+    let mut store = match args.db.file() {
+        Some(path) => {
+            let queue = args.db.open_file(&path, true).map_err(|e| file_too_large(&path, e))?;
+            Box::new(queue) as Box<dyn retryq::Backend>
+        }
+        // An empty database gets the schema, as a new file does.
+        None => args.db.open_write(true)?,
     };
-    let mut queue = args.db.open_file(&path, true).map_err(|e| file_too_large(&path, e))?;
-    match retryq_worker::work_in_slots(&mut queue, &config, &mut transports, &stop, &SystemClock) {
+    let config = Config { db_file: args.db.file(), ..config };
+    tracing::info!(db = %super::db::redacted(&args.db.db), store = store.kind(), clock = ?args.db.clock, "opened the store");
+    let server = ServerClock::new();
+    let clock: &dyn Clock = if args.db.clock == super::db::Clock::Server { &server } else { &SystemClock };
+    let ran = retryq_worker::work_in_slots(&mut *store, &config, &mut transports, &stop, clock);
+    let path = args.db.file();
+    match ran {
         Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(WorkError::Queue(e)) => Err(file_too_large(&path, args.db.explain(e))),
+        Err(WorkError::Queue(e)) => match &path {
+            Some(path) => Err(file_too_large(path, args.db.explain(e))),
+            None => Err(args.db.explain(e)),
+        },
         Err(WorkError::FileTooLarge { why, source }) => {
-            Err(CliError::Database(format!("{}: {why}: nothing was written ({source})", path.display())))
+            let db = path.map_or_else(|| super::db::redacted(&args.db.db), |p| p.display().to_string());
+            Err(CliError::Database(format!("{db}: {why}: nothing was written ({source})")))
         }
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
         Err(e @ WorkError::DbFile(_)) => Err(CliError::Database(e.to_string())),

@@ -1,6 +1,7 @@
 //! How a worker is told to run ([`Config`]), and why a configuration is refused
 //! ([`ConfigError`]): checked once, before any claim, by [`crate::work`] and the store thread.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use retryq::Settings;
@@ -29,6 +30,10 @@ pub struct Config {
     pub until_idle: bool,
     /// The longest sleep when nothing is due: how soon a newly enqueued job is seen.
     pub max_sleep: Duration,
+    /// The SQLite file the store was opened on, if any: checked before each claim, and the
+    /// loop stops once the path no longer names the file it opened ([`crate::DbFile`]).
+    /// `None` for a store with no file (PostgreSQL, a queue in memory).
+    pub db_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -41,6 +46,7 @@ impl Config {
             timeout: Duration::from_secs(20),
             until_idle: false,
             max_sleep: Duration::from_secs(1),
+            db_file: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The retryq worker: a process that runs a queue's unit of work forever, safely, next to
-//! others on the same database file.
+//! others on the same store (a SQLite file, or a PostgreSQL database that workers on many
+//! hosts share).
 //!
 //! The queue ([`retryq::Queue::run_once`]) is one claim, one send, one record, with no
 //! sleeping and no clock of its own. This crate adds what a process needs around it:
@@ -11,7 +12,9 @@
 //!   lease, and one whose renewal is refused is stopped and not recorded), a
 //!   sleep (never a spin) when nothing is due, one log line per attempt, written once its
 //!   outcome is committed; it stops when its database file is deleted or replaced under it
-//!   ([`DbFile`]). [`work_in_slots`] runs several attempts at once, one per transport, with
+//!   ([`DbFile`], [`Config::db_file`]); it waits out a store that is away (a PostgreSQL
+//!   server restarting) with a capped backoff, and on PostgreSQL reads the server's clock
+//!   ([`ServerClock`]). [`work_in_slots`] runs several attempts at once, one per transport, with
 //!   claims in batches and outcomes that arrive together committed together (group commit);
 //! - [`process_name`]: the name a process holds its leases under, unique to it;
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
@@ -42,6 +45,7 @@ mod fsize;
 mod held;
 pub mod http;
 mod identity;
+mod outage;
 mod outcome;
 mod slot;
 mod stop;
@@ -51,7 +55,7 @@ mod transport;
 mod window;
 mod work;
 
-pub use clock::{Clock, ClockError, SystemClock, now_ms};
+pub use clock::{Clock, ClockError, ServerClock, SystemClock, now_ms};
 pub use config::{Config, ConfigError, MIN_LEASE};
 pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};

@@ -1,4 +1,4 @@
-//! The store thread: the one owner of the [`Queue`] in a worker process.
+//! The store thread: the one owner of the store (a [`Backend`]) in a worker process.
 //!
 //! It claims for the free slots in batches (one transaction claims up to all of them,
 //! exactly as that many single claims would), hands each job to a slot, and records what the
@@ -19,15 +19,30 @@
 //! stops, and whatever it answers is not recorded. A heartbeat that fails for a passing
 //! reason (a busy or full database, the clock behind the claim) is logged and tried again at
 //! the next one: two thirds of the lease are still left.
+//!
+//! A store that goes away (a busy or full SQLite file; a PostgreSQL server that dropped
+//! the connection, restarts, or cannot be reached) is waited out (`outage.rs`): one line is
+//! logged, every operation is tried again after a capped exponential backoff, and the
+//! attempts under way run on, their leases renewed once the store answers again. An
+//! outcome whose group commit failed is kept and sent again, with the same `now` and jitter,
+//! until the store answers; the fence (worker, attempt) makes the resend idempotent. A
+//! commit that failed may still have committed (the connection dropped during `COMMIT`):
+//! then the resend answers `lease_lost`, and the job's history tells whether this worker's
+//! earlier try recorded the outcome (then it is logged and counted as recorded, once) or
+//! the lease went to someone else (then it is not recorded). Either way nothing is recorded
+//! twice, and nothing is logged as recorded before it committed.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use rand::RngExt;
 use rand::rngs::ThreadRng;
-use retryq::{Completed, Completion, Error, ErrorKind, Lease, Queue, Report};
+use retryq::{
+    Backend, Completed, Completion, DeadReason, Error, ErrorKind, HistoryEntry, Lease, Report, Status,
+};
 use tracing::{debug, error, info, warn};
 
 use crate::clock::{Clock, ClockError};
@@ -35,6 +50,7 @@ use crate::config::Config;
 use crate::dbfile::DbFile;
 use crate::fsize::{describe_limit, file_size_limit_hit};
 use crate::held::Held;
+use crate::outage::Outage;
 use crate::outcome::{Summary, WorkError};
 use crate::slot::{Assignment, Finished};
 use crate::stop::Stop;
@@ -68,7 +84,7 @@ enum Claim {
 }
 
 pub(crate) struct Store<'a> {
-    pub(crate) queue: &'a mut Queue,
+    pub(crate) queue: &'a mut dyn Backend,
     pub(crate) config: &'a Config,
     pub(crate) stop: &'a Stop,
     pub(crate) clock: &'a dyn Clock,
@@ -80,15 +96,29 @@ pub(crate) struct Store<'a> {
     /// When to claim next: now after a claim that filled every free slot or a commit that
     /// freed some, later when nothing was due.
     pub(crate) claim_at: Instant,
+    /// The store failing for a passing reason, if it is.
+    pub(crate) outage: Outage,
+    /// Outcomes not committed yet: their group commit failed for a passing reason (and may
+    /// have committed after all), or could not be stamped with the store's clock.
+    pub(crate) waiting: Vec<Outcome>,
 }
 
 /// An outcome on its way into the store.
-struct Outcome {
+pub(crate) struct Outcome {
     lease: Lease,
     report: Report,
-    now: u64,
+    /// The completion's `now`: the store's clock at its first commit, or the wall clock
+    /// once the transport returned. Kept for every resend, so that each sends the same
+    /// completion.
+    now: Option<u64>,
+    /// The wall clock once the transport returned.
+    after: u64,
+    /// The clock the claim was made at.
+    claimed_at: u64,
     jitter: f64,
     said: String,
+    /// A commit of it was sent and failed: it may have committed.
+    in_doubt: bool,
 }
 
 impl Store<'_> {
@@ -98,7 +128,7 @@ impl Store<'_> {
         let mut arrived: Vec<Finished> = Vec::new();
         loop {
             arrived.extend(self.done.try_iter());
-            if !arrived.is_empty() {
+            if !arrived.is_empty() || !self.waiting.is_empty() {
                 self.record(std::mem::take(&mut arrived))?;
             }
             self.beat()?;
@@ -108,10 +138,12 @@ impl Store<'_> {
                 return Ok(());
             }
             if self.busy() == 0 {
-                if self.stop.requested() {
+                if self.stop.requested() && self.waiting.is_empty() {
                     return Ok(());
                 }
-                self.stop.sleep(self.claim_at.saturating_duration_since(Instant::now()));
+                if self.waiting.is_empty() {
+                    self.stop.sleep(self.claim_at.saturating_duration_since(Instant::now()));
+                }
                 continue;
             }
             let wait = self.wake_at(stopping).saturating_duration_since(Instant::now());
@@ -146,31 +178,58 @@ impl Store<'_> {
             .min()
     }
 
+    /// The `now` of a store operation: the store's clock where the worker's [`Clock`] reads
+    /// it (the server's, on PostgreSQL), else the wall clock. `Ok(None)`: the store could
+    /// not be reached to read it; the failure was noted, and the operation waits.
+    fn now(&mut self, what: &str) -> Result<Option<u64>, WorkError> {
+        match self.clock.store_now(&*self.queue) {
+            Ok(Some(now)) => Ok(Some(now)),
+            Ok(None) => self.clock.now_ms().map(Some).map_err(|e| {
+                error!(error = %e, "the clock is out of range; stopping");
+                WorkError::Clock(e)
+            }),
+            Err(e) => {
+                self.pause_or_fail(what, e)?;
+                Ok(None)
+            }
+        }
+    }
+
     /// Renews the lease of every attempt in flight whose heartbeat is due, at one reading of
     /// the clock, each in its own transaction; the next is due a third of a lease later
     /// whatever came of this one. A refusal abandons the attempt (counted, and logged once);
-    /// a passing failure is logged and left to the next heartbeat; any other storage failure
-    /// ends the loop, as it would at a claim.
+    /// a passing failure (the store away) is noted and left to the next heartbeat, without a
+    /// pause; any other storage failure ends the loop, as it would at a claim.
     fn beat(&mut self) -> Result<(), WorkError> {
         let due = Instant::now();
         if self.next_beat().is_none_or(|at| at > due) {
             return Ok(());
         }
-        // `due` was taken before this reading: each renewed lease's monotonic end is never late.
-        let now = self.clock.now_ms().inspect_err(|e| {
-            error!(error = %e, "the clock is out of range; stopping");
-        })?;
         let lease = Duration::from_millis(self.config.settings.lease_ms);
         let every = self.config.heartbeat_every();
         let next = due.checked_add(every).unwrap_or(due + self.config.max_sleep);
+        // `due` was taken before this reading: each renewed lease's monotonic end is never late.
+        let now = match self.clock.store_now(&*self.queue) {
+            Ok(Some(now)) => Some(now),
+            Ok(None) => Some(self.clock.now_ms().inspect_err(|e| {
+                error!(error = %e, "the clock is out of range; stopping");
+            })?),
+            Err(e) if e.is_transient() => {
+                self.outage.failed("heartbeat", &e);
+                None
+            }
+            Err(e) => return self.pause_or_fail("heartbeat", e),
+        };
         for holding in self.slots.iter_mut().filter_map(|s| s.holds.as_mut()) {
             if holding.beat_at > due || holding.held.abandoned() {
                 continue;
             }
             holding.beat_at = next;
+            let Some(now) = now else { continue };
             let (id, attempt) = (&holding.lease.id, holding.lease.attempt);
             match self.queue.heartbeat(&holding.lease, now) {
                 Ok(until) => {
+                    self.outage.answered();
                     holding.held.renew(due, lease, until);
                     self.summary.writes += 1;
                     debug!(job = %id, attempt, lease_until = until, "heartbeat");
@@ -186,8 +245,12 @@ impl Store<'_> {
                          worker's; the attempt is stopped and its outcome will not be recorded"
                     );
                 }
-                Err(e) if e.kind() == ErrorKind::Storage && !e.is_transient() => {
-                    return pause_or_fail(e, self.stop, self.config);
+                Err(e) if e.is_transient() => {
+                    self.outage.failed("heartbeat", &e);
+                    debug!(job = %id, attempt, error = %e, "heartbeat failed; trying again at the next one");
+                }
+                Err(e) if e.kind() == ErrorKind::Storage => {
+                    return fail(e);
                 }
                 Err(e) => {
                     warn!(
@@ -218,12 +281,11 @@ impl Store<'_> {
             return Err(WorkError::DbFile(e));
         }
         let free = self.free();
-        let worker = self.config.worker.as_str();
         // Before the claim reads the clock: each lease's monotonic end is never late.
         let turn = Instant::now();
-        let now = self.clock.now_ms().inspect_err(|e| {
-            error!(error = %e, "the clock is out of range; stopping");
-        })?;
+        let Some(now) = self.now("claim")? else {
+            return Ok(Claim::Again);
+        };
         // The claim reaps too, but says nothing of it; reaped first and at the same `now`,
         // the claim finds nothing more to reap, and the worker can count what died by it.
         // A reap that finds nothing writes nothing: no fsync.
@@ -239,17 +301,18 @@ impl Store<'_> {
                 );
             }
             Err(e) => {
-                self.pause_or_fail(e)?;
+                self.pause_or_fail("claim", e)?;
                 return Ok(Claim::Again);
             }
         }
-        let claimed = match self.queue.claim_batch(worker, now, free) {
+        let claimed = match self.queue.claim_batch(self.config.worker.as_str(), now, free) {
             Ok(claimed) => claimed,
             Err(e) => {
-                self.pause_or_fail(e)?;
+                self.pause_or_fail("claim", e)?;
                 return Ok(Claim::Again);
             }
         };
+        self.outage.answered();
         let got = claimed.len();
         if got > 0 {
             self.summary.writes += 1;
@@ -285,11 +348,11 @@ impl Store<'_> {
         let next = match self.queue.next_due() {
             Ok(next) => next,
             Err(e) => {
-                self.pause_or_fail(e)?;
+                self.pause_or_fail("claim", e)?;
                 return Ok(Claim::Again);
             }
         };
-        if next.is_none() && self.config.until_idle && self.busy() == 0 {
+        if next.is_none() && self.config.until_idle && self.busy() == 0 && self.waiting.is_empty() {
             info!("idle: no job is pending or leased");
             return Ok(Claim::Idle);
         }
@@ -298,10 +361,10 @@ impl Store<'_> {
         Ok(Claim::Again)
     }
 
-    /// Commits every outcome in `finished` in one transaction, then logs and counts each;
-    /// notes each unclassified error on its lease. Frees the slots.
+    /// Commits every outcome in `finished`, with those still waiting, in one transaction,
+    /// then logs and counts each; notes each unclassified error on its lease. Frees the
+    /// slots.
     fn record(&mut self, finished: Vec<Finished>) -> Result<(), WorkError> {
-        let mut outcomes = Vec::with_capacity(finished.len());
         let mut unclassified = Vec::new();
         let mut clock_failed: Option<ClockError> = None;
         for f in finished {
@@ -326,23 +389,24 @@ impl Store<'_> {
                     );
                     clock_failed = Some(e);
                 }
-                (_, Ok(after)) if after < assignment.claimed_at => {
-                    self.summary.unrecorded += 1;
-                    warn!(
-                        job = %id, attempt, outcome = "clock_went_backwards", before = assignment.claimed_at,
-                        after, next_at = job.lease_until,
-                        "attempt not recorded: the system clock went back during it"
-                    );
-                }
                 (Err(Unclassified(error)), Ok(_)) => unclassified.push((job, error)),
                 (Ok(report), Ok(after)) => {
                     let jitter: f64 = self.rng.random();
-                    outcomes.push(Outcome { lease: job.lease, report, now: after, jitter, said });
+                    self.waiting.push(Outcome {
+                        lease: job.lease,
+                        report,
+                        now: None,
+                        after,
+                        claimed_at: assignment.claimed_at,
+                        jitter,
+                        said,
+                        in_doubt: false,
+                    });
                 }
             }
         }
         self.claim_at = Instant::now();
-        self.commit(outcomes)?;
+        self.commit()?;
         for (job, error) in unclassified {
             self.note(&job.lease, job.lease_until, &error)?;
         }
@@ -352,68 +416,148 @@ impl Store<'_> {
         }
     }
 
-    /// The group commit: one transaction for all of `outcomes`; each is logged only once it
-    /// is committed, with what the store made of it.
-    fn commit(&mut self, outcomes: Vec<Outcome>) -> Result<(), WorkError> {
-        if outcomes.is_empty() {
+    /// Gives each waiting outcome its `now`, once: the store's clock read now for all of
+    /// them, or the wall clock its transport returned at. One whose `now` is before its claim
+    /// is not recorded (the clock went back). False when the store's clock could not be read.
+    fn stamp(&mut self) -> Result<bool, WorkError> {
+        if self.waiting.iter().all(|o| o.now.is_some()) {
+            return Ok(true);
+        }
+        let store_now = match self.clock.store_now(&*self.queue) {
+            Ok(now) => now,
+            Err(e) => {
+                self.pause_or_fail("commit", e)?;
+                return Ok(false);
+            }
+        };
+        let mut kept = Vec::with_capacity(self.waiting.len());
+        for mut o in std::mem::take(&mut self.waiting) {
+            let now = *o.now.get_or_insert(store_now.unwrap_or(o.after));
+            if now < o.claimed_at {
+                self.summary.unrecorded += 1;
+                warn!(
+                    job = %o.lease.id, attempt = o.lease.attempt, outcome = "clock_went_backwards",
+                    before = o.claimed_at, after = now,
+                    "attempt not recorded: the clock went back during it"
+                );
+                continue;
+            }
+            kept.push(o);
+        }
+        self.waiting = kept;
+        Ok(true)
+    }
+
+    /// The group commit: one transaction for every waiting outcome; each is logged only once
+    /// it is committed, with what the store made of it. A passing failure keeps them all
+    /// waiting, in doubt, for the next try.
+    fn commit(&mut self) -> Result<(), WorkError> {
+        if self.waiting.is_empty() || !self.stamp()? || self.waiting.is_empty() {
             return Ok(());
         }
-        let completions: Vec<Completion<'_>> = outcomes
+        let completions: Vec<Completion<'_>> = self
+            .waiting
             .iter()
-            .map(|o| Completion { lease: &o.lease, report: o.report.clone(), now: o.now, jitter: o.jitter })
+            .map(|o| Completion {
+                lease: &o.lease,
+                report: o.report.clone(),
+                now: o.now.unwrap_or(o.after),
+                jitter: o.jitter,
+            })
             .collect();
-        let results = match self.queue.complete_batch(&completions) {
+        let results = self.queue.complete_batch(&completions);
+        drop(completions);
+        let results = match results {
             Ok(results) => results,
+            Err(e) if e.is_transient() => {
+                // It may have committed: the resend, or the history, will say.
+                for o in &mut self.waiting {
+                    o.in_doubt = true;
+                    debug!(job = %o.lease.id, attempt = o.lease.attempt, error = %e, "commit failed; the outcome waits to be sent again");
+                }
+                return self.pause_or_fail("commit", e);
+            }
             Err(e) => {
-                // Nothing of the batch is stored: none of it is reported as recorded.
-                for o in &outcomes {
+                // Nothing of this try is stored: none of it is reported as recorded.
+                for o in &self.waiting {
                     self.summary.unrecorded += 1;
                     warn!(
                         job = %o.lease.id, attempt = o.lease.attempt, outcome = "not_recorded", error = %e,
+                        earlier_try_may_have = o.in_doubt,
                         "attempt not recorded: the store failed; the job waits for its lease"
                     );
                 }
-                return self.pause_or_fail(e);
+                self.waiting.clear();
+                return self.pause_or_fail("commit", e);
             }
         };
+        self.outage.answered();
         self.summary.writes += 1;
+        let outcomes = std::mem::take(&mut self.waiting);
         debug!(outcomes = outcomes.len(), "committed");
-        for (o, result) in outcomes.iter().zip(results) {
-            let (id, attempt, said) = (&o.lease.id, o.lease.attempt, o.said.as_str());
-            match result {
-                Ok(Completed::Done) => {
-                    self.summary.done += 1;
-                    info!(job = %id, attempt, outcome = "done", "attempt");
-                }
-                Ok(Completed::Retry { available_at }) => {
-                    self.summary.retried += 1;
-                    info!(job = %id, attempt, outcome = "retry", next_at = available_at, error = said, "attempt");
-                }
-                Ok(Completed::Dead { reason }) => {
-                    self.summary.dead += 1;
-                    warn!(job = %id, attempt, outcome = "dead", reason = %reason, error = said, "attempt");
-                }
-                Ok(other) => {
-                    warn!(job = %id, attempt, completed = ?other, error = said, "attempt recorded, with a result this worker does not name")
-                }
-                Err(Error::LeaseLost { .. }) => {
-                    self.summary.unrecorded += 1;
-                    warn!(
-                        job = %id, attempt, outcome = "lease_lost",
-                        "attempt not recorded: the lease expired and the job was claimed again or reaped"
-                    );
-                }
-                Err(e @ Error::ClockWentBackwards { .. }) => {
-                    self.summary.unrecorded += 1;
-                    warn!(job = %id, attempt, error = %e, outcome = "clock_went_backwards", "attempt not recorded");
-                }
-                Err(e) => {
-                    self.summary.unrecorded += 1;
-                    warn!(job = %id, attempt, error = %e, "attempt not recorded, for a reason this worker does not name");
-                }
-            }
+        for (o, result) in outcomes.into_iter().zip(results) {
+            let result = match result {
+                Err(Error::LeaseLost { .. }) if o.in_doubt => match self.queue.history(&o.lease.id) {
+                    Ok(history) => match earlier_commit(&history, &o) {
+                        Some(completed) => {
+                            info!(job = %o.lease.id, attempt = o.lease.attempt, "the commit that failed had recorded the outcome");
+                            Ok(completed)
+                        }
+                        None => Err(retryq::Error::LeaseLost {
+                            id: o.lease.id.clone(),
+                            worker: o.lease.worker.clone(),
+                            attempt: o.lease.attempt,
+                        }),
+                    },
+                    Err(e) => {
+                        // Still in doubt: sent again (and asked again) at the next commit.
+                        self.waiting.push(o);
+                        self.pause_or_fail("commit", e)?;
+                        continue;
+                    }
+                },
+                result => result,
+            };
+            self.report(&o, result);
         }
         Ok(())
+    }
+
+    /// Logs and counts what the store made of one committed outcome.
+    fn report(&mut self, o: &Outcome, result: retryq::Result<Completed>) {
+        let (id, attempt, said) = (&o.lease.id, o.lease.attempt, o.said.as_str());
+        match result {
+            Ok(Completed::Done) => {
+                self.summary.done += 1;
+                info!(job = %id, attempt, outcome = "done", "attempt");
+            }
+            Ok(Completed::Retry { available_at }) => {
+                self.summary.retried += 1;
+                info!(job = %id, attempt, outcome = "retry", next_at = available_at, error = said, "attempt");
+            }
+            Ok(Completed::Dead { reason }) => {
+                self.summary.dead += 1;
+                warn!(job = %id, attempt, outcome = "dead", reason = %reason, error = said, "attempt");
+            }
+            Ok(other) => {
+                warn!(job = %id, attempt, completed = ?other, error = said, "attempt recorded, with a result this worker does not name")
+            }
+            Err(Error::LeaseLost { .. }) => {
+                self.summary.unrecorded += 1;
+                warn!(
+                    job = %id, attempt, outcome = "lease_lost",
+                    "attempt not recorded: the lease expired and the job was claimed again or reaped"
+                );
+            }
+            Err(e @ Error::ClockWentBackwards { .. }) => {
+                self.summary.unrecorded += 1;
+                warn!(job = %id, attempt, error = %e, outcome = "clock_went_backwards", "attempt not recorded");
+            }
+            Err(e) => {
+                self.summary.unrecorded += 1;
+                warn!(job = %id, attempt, error = %e, "attempt not recorded, for a reason this worker does not name");
+            }
+        }
     }
 
     /// An unclassified error: nothing is recorded (the job waits for its lease to expire),
@@ -430,7 +574,7 @@ impl Store<'_> {
                 self.summary.writes += 1;
                 Ok(())
             }
-            Err(e) if e.kind() == ErrorKind::Storage => self.pause_or_fail(e),
+            Err(e) if e.kind() == ErrorKind::Storage => self.pause_or_fail("note", e),
             Err(e) => {
                 debug!(job = %lease.id, attempt = lease.attempt, error = %e, "error not noted");
                 Ok(())
@@ -438,32 +582,112 @@ impl Store<'_> {
         }
     }
 
-    fn pause_or_fail(&self, e: Error) -> Result<(), WorkError> {
-        pause_or_fail(e, self.stop, self.config)
-    }
-}
-
-/// A busy or full database is waited out (and logged); any other storage failure ends the
-/// loop, named as the file size limit when that is what failed the write.
-pub(crate) fn pause_or_fail(e: Error, stop: &Stop, config: &Config) -> Result<(), WorkError> {
-    if !e.is_transient() {
-        if file_size_limit_hit() {
-            let why = describe_limit();
-            error!(error = %e, "{why}; stopping");
-            return Err(WorkError::FileTooLarge { why, source: e });
+    /// A passing failure of `what` is noted and waited out (the outage's backoff, which a
+    /// stop does not cut short: outcomes may still be waiting to be committed); any other
+    /// ends the loop.
+    fn pause_or_fail(&mut self, what: &str, e: Error) -> Result<(), WorkError> {
+        if !e.is_transient() {
+            return fail(e);
         }
-        error!(error = %e, "the store failed; stopping");
-        return Err(WorkError::Queue(e));
+        let wait = self.outage.failed(what, &e);
+        thread::sleep(wait);
+        Ok(())
     }
-    error!(error = %e, "the store is busy or full; trying again shortly");
-    stop.sleep(config.max_sleep);
-    Ok(())
 }
 
-/// The database file to watch; none for a queue in memory.
-pub(crate) fn watch(path: &Path) -> Result<Option<DbFile>, WorkError> {
-    if path == Path::new(":memory:") {
-        return Ok(None);
+/// What this worker's earlier, failed commit of `o` recorded, if it did: the transition
+/// out of its lease (from `leased`, by its worker, on its attempt) in the job's history.
+/// Only a completion moves a lease to `done`, to `pending` or to dead(permanent); a lease
+/// moved to dead(exhausted or deadline) may also be a reap by another worker once the lease
+/// expired, so that is taken as this worker's only at this outcome's own `now`.
+fn earlier_commit(history: &[HistoryEntry], o: &Outcome) -> Option<Completed> {
+    let entry = history.iter().find(|e| {
+        e.from == Some(Status::Leased)
+            && e.to != Status::Leased
+            && e.attempt == o.lease.attempt
+            && e.worker.as_deref() == Some(o.lease.worker.as_str())
+    })?;
+    match (entry.to, entry.reason) {
+        (Status::Done, _) => Some(Completed::Done),
+        (Status::Pending, _) => entry.available_at.map(|available_at| Completed::Retry { available_at }),
+        (Status::Dead, Some(reason @ DeadReason::Permanent)) => Some(Completed::Dead { reason }),
+        (Status::Dead, Some(reason)) if Some(entry.at) == o.now => Some(Completed::Dead { reason }),
+        _ => None,
     }
-    Ok(Some(DbFile::watch(path)?))
+}
+
+/// A storage failure that does not pass ends the loop, named as the file size limit when
+/// that is what failed the write.
+fn fail(e: Error) -> Result<(), WorkError> {
+    if file_size_limit_hit() {
+        let why = describe_limit();
+        error!(error = %e, "{why}; stopping");
+        return Err(WorkError::FileTooLarge { why, source: e });
+    }
+    error!(error = %e, "the store failed; stopping");
+    Err(WorkError::Queue(e))
+}
+
+/// The database file to watch; none for a queue in memory or a store without a file.
+pub(crate) fn watch(path: Option<&Path>) -> Result<Option<DbFile>, WorkError> {
+    match path {
+        Some(path) if path != Path::new(":memory:") => Ok(Some(DbFile::watch(path)?)),
+        _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(now: u64) -> Outcome {
+        Outcome {
+            lease: Lease { worker: "w1".into(), id: "a".into(), attempt: 2 },
+            report: Report::from(retryq::Outcome::Retryable),
+            now: Some(now),
+            after: now,
+            claimed_at: now - 5,
+            jitter: 0.5,
+            said: String::new(),
+            in_doubt: true,
+        }
+    }
+
+    fn entry(to: Status, attempt: u64, worker: &str, reason: Option<DeadReason>, at: u64) -> HistoryEntry {
+        HistoryEntry {
+            from: Some(Status::Leased),
+            to,
+            attempt,
+            max_attempts: 2,
+            deadline: 1_000_000,
+            available_at: (to == Status::Pending).then_some(at + 100),
+            redrives: 0,
+            reason,
+            worker: Some(worker.into()),
+            at,
+        }
+    }
+
+    /// A resend answered `lease_lost` is told apart by the history: this worker's own move
+    /// out of the lease is a commit that went through; a reap by someone else, or the lease
+    /// taken by another claim, is not.
+    #[test]
+    fn an_unknown_commit_is_read_from_the_history() {
+        let o = outcome(500);
+        let ours = [entry(Status::Pending, 2, "w1", None, 500)];
+        assert_eq!(earlier_commit(&ours, &o), Some(Completed::Retry { available_at: 600 }));
+        let done = [entry(Status::Done, 2, "w1", None, 500)];
+        assert_eq!(earlier_commit(&done, &o), Some(Completed::Done));
+        let exhausted = [entry(Status::Dead, 2, "w1", Some(DeadReason::Exhausted), 500)];
+        assert_eq!(earlier_commit(&exhausted, &o), Some(Completed::Dead { reason: DeadReason::Exhausted }));
+        // A reap of the expired lease, at another worker's now.
+        let reaped = [entry(Status::Dead, 2, "w1", Some(DeadReason::Exhausted), 2_000)];
+        assert_eq!(earlier_commit(&reaped, &o), None);
+        // Claimed again by another worker: leased → leased on the next attempt.
+        let taken = [entry(Status::Leased, 3, "w2", None, 2_000)];
+        assert_eq!(earlier_commit(&taken, &o), None);
+        // Another attempt's outcome, or another worker's.
+        let other = [entry(Status::Done, 3, "w1", None, 500), entry(Status::Done, 2, "w9", None, 500)];
+        assert_eq!(earlier_commit(&other, &o), None);
+    }
 }

@@ -6,18 +6,19 @@
 //! (`slot.rs`) sends its job through its transport within a [`Window`] — `min(timeout,
 //! deadline − now)`, and never past the lease less what the worker keeps for afterwards, on
 //! either clock. When nothing is due the store thread sleeps until the earliest reservation
-//! or lease expiry ([`Queue::next_due`]), at most [`Config::max_sleep`] so that new jobs are
+//! or lease expiry ([`Backend::next_due`]), at most [`Config::max_sleep`] so that new jobs are
 //! seen, and never less than a millisecond, so that it never spins.
 
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use retryq::Queue;
+use retryq::Backend;
 use tracing::info;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, ConfigError};
+use crate::outage::Outage;
 use crate::outcome::{Summary, WorkError};
 use crate::slot::{self, Limits};
 use crate::stop::Stop;
@@ -27,17 +28,20 @@ use crate::transport::Transport;
 use crate::window::Window;
 use crate::window::reserve;
 
-/// Runs `queue` with `transport`, one attempt at a time, until `stop` is requested (the
+/// Runs `queue` (any store: a SQLite [`Queue`](retryq::Queue), a PostgreSQL
+/// `PgQueue`) with `transport`, one attempt at a time, until `stop` is requested (the
 /// attempt under way is finished and recorded first) or, with [`Config::until_idle`], until
 /// no job is pending or leased, on the system clock. The attempt's lease is renewed every
 /// third of it while it runs ([`Config::heartbeat_every`]); a refused renewal stops the
 /// attempt, and its outcome is not recorded ([`Summary::abandoned`]).
 ///
 /// Refusals the SPEC defines for one attempt (a lost lease, the clock going back, an
-/// unclassified error) are logged and the loop goes on; so does a busy or full database,
-/// after a pause. Any other storage failure ends the loop with [`WorkError::Queue`]; a
-/// database file deleted or replaced under it with [`WorkError::DbFile`]; a clock out of
-/// range with [`WorkError::Clock`].
+/// unclassified error) are logged and the loop goes on; so does a store that is away for
+/// a while (a busy or full database, a PostgreSQL server that dropped the connection or is
+/// restarting), after a capped exponential backoff, its outcomes kept until they are
+/// committed. Any other storage failure ends the loop with [`WorkError::Queue`]; a
+/// database file ([`Config::db_file`]) deleted or replaced under it with
+/// [`WorkError::DbFile`]; a clock out of range with [`WorkError::Clock`].
 ///
 /// ```
 /// use retryq::{Claimed, DeadReason, NewJob, Outcome, Queue, Report, Settings};
@@ -72,7 +76,7 @@ use crate::window::reserve;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn work(
-    queue: &mut Queue,
+    queue: &mut dyn Backend,
     config: &Config,
     transport: &mut (impl Transport + Send),
     stop: &Stop,
@@ -83,7 +87,7 @@ pub fn work(
 /// [`work`] on the wall clock `clock`: leases, reservations and deadlines are read on it;
 /// the lease is also kept on the monotonic clock, whatever `clock` does.
 pub fn work_with_clock(
-    queue: &mut Queue,
+    queue: &mut dyn Backend,
     config: &Config,
     transport: &mut (impl Transport + Send),
     stop: &Stop,
@@ -104,7 +108,7 @@ pub fn work_with_clock(
 /// the commands still running are killed (their outcomes could not be recorded) and the
 /// other attempts in flight are left to end within their windows before it returns.
 pub fn work_in_slots<T: Transport + Send>(
-    queue: &mut Queue,
+    queue: &mut dyn Backend,
     config: &Config,
     transports: &mut [T],
     stop: &Stop,
@@ -117,7 +121,14 @@ pub fn work_in_slots<T: Transport + Send>(
     config.validate()?;
     queue.set_settings(config.settings).map_err(|e| WorkError::Config(ConfigError::Settings(e)))?;
     clock.now_ms()?;
-    let file = watch(queue.path())?;
+    // The first reading of a store's clock sets what the attempts' windows read; a store
+    // that is away now is waited out at the first claim.
+    if let Err(e) = clock.store_now(&*queue)
+        && !e.is_transient()
+    {
+        return Err(WorkError::Queue(e));
+    }
+    let file = watch(config.db_file.as_deref())?;
     let limits = Limits {
         timeout: config.timeout,
         reserve: reserve(Duration::from_millis(config.settings.lease_ms), grace),
@@ -125,7 +136,7 @@ pub fn work_in_slots<T: Transport + Send>(
     };
     info!(
         worker = config.worker.as_str(),
-        db = %queue.path().display(),
+        store = queue.kind(),
         concurrency = transports.len(),
         lease_ms = config.settings.lease_ms,
         heartbeat_ms = config.heartbeat_every().as_millis() as u64,
@@ -157,6 +168,8 @@ pub fn work_in_slots<T: Transport + Send>(
             summary: Summary::default(),
             rng: rand::rng(),
             claim_at: Instant::now(),
+            outage: Outage::default(),
+            waiting: Vec::new(),
         };
         let ran = store.run();
         if ran.is_err() && store.slots.iter().any(|s| s.holds.is_some()) {
@@ -191,7 +204,7 @@ mod tests {
 
     use std::sync::atomic::AtomicU64 as Counter;
 
-    use retryq::{Claimed, Completion, Lease, NewJob, Outcome, Report, Status};
+    use retryq::{Claimed, Completion, Lease, NewJob, Outcome, Queue, Report, Status};
 
     use super::*;
     use crate::clock::ClockError;
