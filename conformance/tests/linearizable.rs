@@ -874,7 +874,7 @@ fn a_claim_that_skips_locked_rows_is_caught_on_postgres() {
     if retryq_pgtest::database("linear-skip-locked-probe").is_none() {
         return;
     }
-    caught(Split::SkipLockedClaim, 50, |op| {
-        matches!(op, Op::Claim { .. } | Op::RunOnce { .. } | Op::Stats { .. } | Op::Get { .. })
-    });
+    // What shows the step-over is whatever call later sees the skipped rows as they were
+    // (a read, a completion, a reap, a redrive…), not the claim itself.
+    caught(Split::SkipLockedClaim, 50, |_| true);
 }

@@ -44,19 +44,32 @@ use crate::input;
 use crate::queue::claim::Claimed;
 use crate::queue::lease::Lease;
 
-/// A lease on the last attempt that expired: the budget is spent. A row another transaction
-/// holds is waited for, then looked at again as it committed.
-const REAP_EXHAUSTED: &str = "
-    UPDATE jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
-                    owner = NULL, claimed_at = NULL, updated_at = $1
-    WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= $1";
+/// Both reaps in one statement (each a CTE; one round trip): a lease on the last attempt
+/// that expired is `exhausted` — first, even when its deadline has also passed (SPEC 6.4),
+/// which is why `late` leaves such rows to it — and a pending job, or an expired lease,
+/// whose deadline has come is `deadline`. The two sets are disjoint, so no row is written
+/// twice by the statement. A row another transaction holds is waited for, then looked at
+/// again as it committed.
+macro_rules! reaps {
+    () => {
+        "exhausted AS (
+            UPDATE jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
+                            owner = NULL, claimed_at = NULL, updated_at = $1
+            WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= $1
+            RETURNING 1),
+         late AS (
+            UPDATE jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
+                            owner = NULL, claimed_at = NULL, updated_at = $1
+            WHERE status IN ('pending', 'leased') AND deadline <= $1
+              AND (status = 'pending' OR available_at <= $1)
+              AND NOT (status = 'leased' AND attempts >= max_attempts)
+            RETURNING 1)"
+    };
+}
 
-/// A pending job, or an expired lease, whose deadline has come: no time is left to start.
-const REAP_DEADLINE: &str = "
-    UPDATE jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
-                    owner = NULL, claimed_at = NULL, updated_at = $1
-    WHERE status IN ('pending', 'leased') AND deadline <= $1
-      AND (status = 'pending' OR available_at <= $1)";
+/// Claim's step 1 alone: how many jobs the reaps moved to `dead`.
+const REAP: &str =
+    concat!("WITH ", reaps!(), " SELECT (SELECT count(*) FROM exhausted) + (SELECT count(*) FROM late)");
 
 /// Claims and reaps take turns (see the module's doc): held to the end of the transaction.
 /// The key is the creation lock's plus one, so that the two never meet.
@@ -65,18 +78,26 @@ const TURN: &str = "SELECT pg_advisory_xact_lock($1)";
 /// The key of [`TURN`].
 const TURN_KEY: i64 = crate::ddl::APPLICATION_ID + 1;
 
-/// Leases the due job with the smallest `available_at`, ties to the first enqueued; a row
-/// another transaction holds is waited for and looked at again as committed (see the
-/// module's doc for the order and the budget terms).
-pub(super) const CLAIM: &str = "
-    UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
-                    available_at = $3, updated_at = $1
-    WHERE seq = (SELECT seq FROM jobs
-                 WHERE status IN ('pending', 'leased') AND available_at <= $1
-                   AND deadline > $1 AND attempts < max_attempts
-                 ORDER BY available_at, seq LIMIT 1
-                 FOR UPDATE)
-    RETURNING id, attempts, payload, deadline, last_node";
+/// Reaps, and leases the due job with the smallest `available_at`, ties to the first
+/// enqueued, in one statement (one round trip). A row another transaction holds is waited
+/// for and looked at again as committed (see the module's doc for the order and the budget
+/// terms). The pick sees the statement's snapshot, from before the reaps, but takes only rows
+/// in budget, which no reap touches.
+pub(super) const CLAIM: &str = concat!(
+    "WITH ",
+    reaps!(),
+    ",
+     picked AS (
+        UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
+                        available_at = $3, updated_at = $1
+        WHERE seq = (SELECT seq FROM jobs
+                     WHERE status IN ('pending', 'leased') AND available_at <= $1
+                       AND deadline > $1 AND attempts < max_attempts
+                     ORDER BY available_at, seq LIMIT 1
+                     FOR UPDATE)
+        RETURNING id, attempts, payload, deadline, last_node)
+     SELECT id, attempts, payload, deadline, last_node FROM picked"
+);
 
 /// The seqs of up to `$2` due jobs in claim order, locked: what `$2` picks of [`CLAIM`] one
 /// after another would take, since a job just leased expires after `now`. A row that is no
@@ -111,7 +132,7 @@ impl PgQueue {
         input::int("now", now)?;
         let lease_ms = self.settings.lease_ms;
         self.write(|tx| {
-            reap(tx, now)?;
+            take_turn(tx)?;
             lease_next(tx, worker, now, lease_ms)
         })
     }
@@ -143,14 +164,22 @@ impl PgQueue {
 /// Claim's step 1 inside the caller's transaction. Exhaustion first: an expired lease on the
 /// last attempt is `exhausted` even when its deadline has also passed (SPEC 6.4).
 fn reap(tx: &mut Tx<'_>, now: u64) -> Result<u64> {
-    tx.query_one(TURN, &[&TURN_KEY])?;
-    let now = big("now", now)?;
-    let exhausted = tx.execute(REAP_EXHAUSTED, &[&now])?;
-    let late = tx.execute(REAP_DEADLINE, &[&now])?;
-    Ok(exhausted + late)
+    take_turn(tx)?;
+    let reaped: i64 = tx.query_one(REAP, &[&big("now", now)?])?.try_get(0)?;
+    uint_of(reaped)
 }
 
-/// Claim's steps 2 and 3 (pick and lease) inside the caller's transaction, once reaped.
+/// Waits for the claims' turn (see the module's doc); held to the end of the transaction.
+fn take_turn(tx: &mut Tx<'_>) -> Result<()> {
+    tx.query_one(TURN, &[&TURN_KEY])?;
+    Ok(())
+}
+
+fn uint_of(count: i64) -> Result<u64> {
+    u64::try_from(count).map_err(|_| crate::error::Error::Corrupt(format!("a reap counted {count} rows")))
+}
+
+/// Claim's three steps (reap, pick and lease) inside the caller's transaction, in its turn.
 fn lease_next(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64) -> Result<Option<Claimed>> {
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;

@@ -62,6 +62,29 @@ impl PgQueue {
     /// refusals in the same order.
     pub fn complete(&mut self, c: &Completion<'_>) -> Result<Completed> {
         validate(c)?;
+        // `ok` and `permanent` whose fence holds — the common case — are one fenced statement,
+        // run as its own transaction; anything else (a retry, a refusal to explain) goes
+        // the whole way in one transaction, which tries the fenced statement first again.
+        let finished = match c.report.outcome {
+            Outcome::Ok => Some((Status::Done, None)),
+            Outcome::Permanent => Some((Status::Dead, Some(DeadReason::Permanent))),
+            Outcome::Retryable => None,
+        };
+        if let Some((status, reason)) = finished {
+            let lease = c.lease;
+            let error = job::note(c.report.error.as_deref()).map(str::as_bytes);
+            let node = job::note(c.report.node.as_deref()).map(str::as_bytes);
+            let (attempt, at) = (big("attempt", lease.attempt)?, big("now", c.now)?);
+            let reason_word = reason.map(DeadReason::as_str);
+            let params: [&(dyn postgres::types::ToSql + Sync); 8] =
+                [&lease.id, &lease.worker, &attempt, &at, &status.as_str(), &reason_word, &error, &node];
+            if self.single(FINISH_FENCED, &params)? == 1 {
+                return Ok(match reason {
+                    None => Completed::Done,
+                    Some(reason) => Completed::Dead { reason },
+                });
+            }
+        }
         let settings = self.settings;
         self.write(|tx| record(tx, &settings, c))
     }

@@ -25,6 +25,21 @@ impl PgQueue {
     /// checked first.
     pub fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued> {
         job.validate()?;
+        // A new id is the common case: the insert alone, as its own transaction. An existing
+        // one is looked at in a transaction of its own (its payload never changes).
+        let payload = job.payload.as_bytes();
+        let (max_attempts, deadline, now) =
+            (big("max_attempts", job.max_attempts)?, big("deadline", job.deadline)?, big("now", job.now)?);
+        let (not_before, base_ms, cap_ms) = (
+            big("not_before", job.not_before.unwrap_or(job.now))?,
+            opt_big("base_ms", job.base_ms)?,
+            opt_big("cap_ms", job.cap_ms)?,
+        );
+        let params: [&(dyn postgres::types::ToSql + Sync); 8] =
+            [&job.id, &payload, &max_attempts, &deadline, &now, &not_before, &base_ms, &cap_ms];
+        if self.single(INSERT, &params)? == 1 {
+            return Ok(Enqueued::New);
+        }
         self.write(|tx| insert(tx, job))
     }
 

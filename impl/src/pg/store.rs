@@ -210,6 +210,39 @@ impl PgQueue {
         self.transaction(IsolationLevel::RepeatableRead, true, f)
     }
 
+    /// Runs one statement on its own, as its own transaction (autocommit): how many rows it
+    /// wrote. For the operations whose common case is one statement — a new job's insert, an
+    /// `ok` or `permanent` completion whose fence holds — it saves the round trips of
+    /// `BEGIN` and `COMMIT`; what it decides, a single statement decides atomically, on the
+    /// rows it locks. Run again when the server rolled it back for a deadlock.
+    pub(super) fn single(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let mut conn = self.conn.borrow_mut();
+        let mut run = 0;
+        loop {
+            run += 1;
+            if conn.lost || conn.client.is_closed() {
+                *conn = Conn::open(&self.config)?;
+            }
+            let Conn { client, statements, .. } = &mut *conn;
+            let statement = match statements.get(sql) {
+                Some(statement) => Ok(statement.clone()),
+                None => client.prepare(sql).inspect(|statement| {
+                    statements.insert(sql, statement.clone());
+                }),
+            };
+            match statement.and_then(|statement| client.execute(&statement, params)) {
+                Ok(written) => return Ok(written),
+                Err(e) if run < RERUNS && rolled_back(&e) => continue,
+                Err(e) => {
+                    if crate::error::connection_lost(&e) {
+                        conn.lost = true;
+                    }
+                    return Err(Error::Postgres(e));
+                }
+            }
+        }
+    }
+
     fn transaction<T>(
         &self,
         isolation: IsolationLevel,
