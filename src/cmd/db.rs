@@ -24,9 +24,11 @@ pub struct Db {
 /// Whose clock gives an operation's `now`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Clock {
-    /// The database server's, read when the operation starts (PostgreSQL).
+    // The variants have no doc comments on purpose: clap would list them with their help
+    // on lines of their own, and lay out every flag's help that way.
+    // The database server's, read when the operation starts (PostgreSQL).
     Server,
-    /// This host's.
+    // This host's.
     Local,
 }
 
