@@ -52,4 +52,8 @@ pub enum ReplayError {
     /// library after this crate was written): the comparison cannot go on honestly.
     #[error("the queue answered {0}, which the SPEC does not name")]
     Unnamed(String),
+    /// `restart` given to [`store::answer`], which holds a store but not where it lives: only
+    /// a [`store::Side`] can reopen one.
+    #[error("restart reopens a store, which only the replay side that opened it can do")]
+    NoPlace,
 }

@@ -101,91 +101,11 @@ impl Side {
     /// Runs one operation. A refusal is a [`Response`] like any other; only a storage
     /// failure stops the replay.
     pub fn step(&mut self, op: &Op) -> Result<Response, ReplayError> {
-        match self.apply(op) {
-            Ok(reply) => Ok(Response::Ok(reply)),
-            Err(Refusal::Failure(failure)) => Ok(Response::Err(failure)),
-            Err(Refusal::Fatal(error)) => Err(error),
+        if *op == Op::Restart {
+            self.restart()?;
+            return Ok(Response::Ok(Reply::Restart));
         }
-    }
-
-    fn apply(&mut self, op: &Op) -> Result<Reply, Refusal> {
-        let q = self.backend.as_mut();
-        Ok(match op {
-            Op::Config { base_ms, cap_ms, lease_ms } => {
-                let current = q.settings();
-                q.set_settings(Settings {
-                    lease_ms: lease_ms.unwrap_or(current.lease_ms),
-                    base_ms: base_ms.unwrap_or(current.base_ms),
-                    cap_ms: cap_ms.unwrap_or(current.cap_ms),
-                })?;
-                Reply::Config
-            }
-            Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
-                let job = NewJob {
-                    id,
-                    payload,
-                    max_attempts: *max_attempts,
-                    deadline: *deadline,
-                    now: *now,
-                    not_before: *not_before,
-                    base_ms: *base_ms,
-                    cap_ms: *cap_ms,
-                };
-                match q.enqueue(&job)? {
-                    Enqueued::New => Reply::Enqueued,
-                    Enqueued::Existing => Reply::Existing,
-                    other => return Err(unnamed(other)),
-                }
-            }
-            Op::Claim { worker, now } => match q.claim(worker, *now)? {
-                Some(Claimed { lease: Lease { id, attempt, .. }, lease_until, .. }) => {
-                    Reply::Claimed { id, attempt, lease_until }
-                }
-                None => Reply::None,
-            },
-            Op::Complete { worker, id, attempt, outcome, now, jitter } => {
-                let jitter = jitter_for(*outcome == Outcome::Retryable, *jitter)?;
-                let lease = Lease::new(worker, id, *attempt);
-                match q.complete(&Completion::new(&lease, outcome_of(*outcome), *now, jitter))? {
-                    Completed::Done => Reply::Done,
-                    Completed::Retry { available_at } => Reply::Retry { available_at },
-                    Completed::Dead { reason } => Reply::Dead { reason: reason_of(reason)? },
-                    other => return Err(unnamed(other)),
-                }
-            }
-            Op::RunOnce { worker, now, after, outcome, jitter } => {
-                let jitter = jitter_for(*outcome == RunOutcome::Retryable, *jitter)?;
-                let after = after.unwrap_or(*now);
-                if after > MAX_INT {
-                    return Err(refused("after", "is above 2^53-1"));
-                }
-                run_once(q, worker, *now, after, *outcome, jitter)?
-            }
-            Op::Heartbeat { worker, id, attempt, now } => {
-                Reply::Extended { lease_until: q.heartbeat(&Lease::new(worker, id, *attempt), *now)? }
-            }
-            Op::Cancel { id, now } => {
-                q.cancel(id, *now)?;
-                Reply::Cancelled
-            }
-            Op::Redrive { id, now, add_attempts, deadline } => {
-                q.redrive(&Redrive { id, add_attempts: *add_attempts, deadline: *deadline, now: *now })?;
-                Reply::Redriven
-            }
-            Op::Reap { now } => Reply::Reaped { count: q.reap(*now)? },
-            Op::Get { id } => match q.get(id)? {
-                Some(job) => Reply::Job(job_view(&job)?),
-                None => return Err(Refusal::Failure(Failure::NotFound)),
-            },
-            Op::Stats { now } => Reply::Stats(stats_view(&q.stats(*now)?)),
-            Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
-                Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
-            }
-            Op::Restart => {
-                self.restart()?;
-                Reply::Restart
-            }
-        })
+        answer(self.backend.as_mut(), op)
     }
 
     /// Closes the database and opens it again, keeping the settings (as `config` promises):
@@ -211,6 +131,95 @@ impl Side {
         self.backend.set_settings(settings)?;
         Ok(())
     }
+}
+
+/// SPEC section 5's operation `op` on `store`, answered in the SPEC's words: a refusal is a
+/// [`Response`] like any other; only a storage failure, or an answer the SPEC has no word
+/// for, is an error. The replay side ([`Side::step`]) and the concurrent runs
+/// (`linear::translate`) both call this. `restart` reopens a store, which only the side
+/// that knows where it lives can do: here it is [`ReplayError::NoPlace`].
+pub fn answer(store: &mut dyn Backend, op: &Op) -> Result<Response, ReplayError> {
+    match reply(store, op) {
+        Ok(reply) => Ok(Response::Ok(reply)),
+        Err(Refusal::Failure(failure)) => Ok(Response::Err(failure)),
+        Err(Refusal::Fatal(error)) => Err(error),
+    }
+}
+
+fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
+    Ok(match op {
+        Op::Config { base_ms, cap_ms, lease_ms } => {
+            let current = q.settings();
+            q.set_settings(Settings {
+                lease_ms: lease_ms.unwrap_or(current.lease_ms),
+                base_ms: base_ms.unwrap_or(current.base_ms),
+                cap_ms: cap_ms.unwrap_or(current.cap_ms),
+            })?;
+            Reply::Config
+        }
+        Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+            let job = NewJob {
+                id,
+                payload,
+                max_attempts: *max_attempts,
+                deadline: *deadline,
+                now: *now,
+                not_before: *not_before,
+                base_ms: *base_ms,
+                cap_ms: *cap_ms,
+            };
+            match q.enqueue(&job)? {
+                Enqueued::New => Reply::Enqueued,
+                Enqueued::Existing => Reply::Existing,
+                other => return Err(unnamed(other)),
+            }
+        }
+        Op::Claim { worker, now } => match q.claim(worker, *now)? {
+            Some(Claimed { lease: Lease { id, attempt, .. }, lease_until, .. }) => {
+                Reply::Claimed { id, attempt, lease_until }
+            }
+            None => Reply::None,
+        },
+        Op::Complete { worker, id, attempt, outcome, now, jitter } => {
+            let jitter = jitter_for(*outcome == Outcome::Retryable, *jitter)?;
+            let lease = Lease::new(worker, id, *attempt);
+            match q.complete(&Completion::new(&lease, outcome_of(*outcome), *now, jitter))? {
+                Completed::Done => Reply::Done,
+                Completed::Retry { available_at } => Reply::Retry { available_at },
+                Completed::Dead { reason } => Reply::Dead { reason: reason_of(reason)? },
+                other => return Err(unnamed(other)),
+            }
+        }
+        Op::RunOnce { worker, now, after, outcome, jitter } => {
+            let jitter = jitter_for(*outcome == RunOutcome::Retryable, *jitter)?;
+            let after = after.unwrap_or(*now);
+            if after > MAX_INT {
+                return Err(refused("after", "is above 2^53-1"));
+            }
+            run_once(q, worker, *now, after, *outcome, jitter)?
+        }
+        Op::Heartbeat { worker, id, attempt, now } => {
+            Reply::Extended { lease_until: q.heartbeat(&Lease::new(worker, id, *attempt), *now)? }
+        }
+        Op::Cancel { id, now } => {
+            q.cancel(id, *now)?;
+            Reply::Cancelled
+        }
+        Op::Redrive { id, now, add_attempts, deadline } => {
+            q.redrive(&Redrive { id, add_attempts: *add_attempts, deadline: *deadline, now: *now })?;
+            Reply::Redriven
+        }
+        Op::Reap { now } => Reply::Reaped { count: q.reap(*now)? },
+        Op::Get { id } => match q.get(id)? {
+            Some(job) => Reply::Job(job_view(&job)?),
+            None => return Err(Refusal::Failure(Failure::NotFound)),
+        },
+        Op::Stats { now } => Reply::Stats(stats_view(&q.stats(*now)?)),
+        Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
+            Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
+        }
+        Op::Restart => return Err(Refusal::Fatal(ReplayError::NoPlace)),
+    })
 }
 
 /// `run_once` with a clock that reads `now` then `after`, and a transport that answers
