@@ -44,7 +44,8 @@ pub use error::BenchError;
 pub use median::median;
 pub use peers::Peer;
 pub use report::{
-    Batch, BenchReport, ClaimScaling, Conformance, Machine, ModelChecking, ProcessRow, ScalingRow, Throughput,
+    Batch, BenchReport, ClaimScaling, Conformance, Machine, ModelChecking, PgRow, PgThroughput, ProcessRow,
+    ScalingRow, Throughput,
 };
 pub use throughput::{Launcher, Side, worker_main};
 pub use worker::WorkerBench;
@@ -71,6 +72,20 @@ pub struct Config {
 }
 
 impl Config {
+    /// A fresh temporary directory for a run's databases, under [`Config::dir`] if given.
+    fn scratch_dir(&self) -> Result<tempfile::TempDir, BenchError> {
+        let builder = tempfile::Builder::new().prefix("retryq-bench-").to_owned();
+        Ok(match &self.dir {
+            Some(dir) => builder.tempdir_in(dir)?,
+            None => builder.tempdir()?,
+        })
+    }
+
+    /// Progress lines stamped with the seconds since `started`.
+    fn stamped(&self, started: std::time::Instant) -> impl Fn(&str) + '_ {
+        move |line: &str| (self.progress)(&format!("[{:5.1} s] {line}", started.elapsed().as_secs_f64()))
+    }
+
     fn rounds(&self) -> usize {
         if self.quick { 3 } else { 5 }
     }
@@ -109,13 +124,8 @@ pub const NOT_AVAILABLE: &str = "not available in this build";
 /// Runs every benchmark.
 pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
     let load_before = load_average();
-    let dir = match &config.dir {
-        Some(dir) => tempfile::Builder::new().prefix("retryq-bench-").tempdir_in(dir)?,
-        None => tempfile::Builder::new().prefix("retryq-bench-").tempdir()?,
-    };
-    let started = std::time::Instant::now();
-    let progress =
-        |line: &str| (config.progress)(&format!("[{:5.1} s] {line}", started.elapsed().as_secs_f64()));
+    let dir = config.scratch_dir()?;
+    let progress = config.stamped(std::time::Instant::now());
     let window = config.window();
     let rounds = config.rounds();
 
@@ -163,14 +173,7 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
     let by_processes: Vec<ProcessRow> = sizes
         .iter()
         .enumerate()
-        .map(|(i, &processes)| ProcessRow {
-            processes,
-            queue_rounds: queue[i].clone(),
-            floor_rounds: floor[i].clone(),
-            queue_jobs_per_s: median(&mut queue[i]),
-            floor_jobs_per_s: median(&mut floor[i]),
-            ratio: median(&mut ratios[i]),
-        })
+        .map(|(i, &processes)| ProcessRow::of_rounds(processes, &queue[i], &floor[i], &ratios[i]))
         .collect();
     let throughput = Throughput {
         queue_jobs_per_s: by_processes[0].queue_jobs_per_s,
@@ -271,14 +274,9 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
 
 /// Only the PostgreSQL figures ([`postgres`]), in a fresh temporary directory (for the SQLite
 /// queue measured beside them).
-pub fn run_postgres(config: &Config) -> Result<postgres::PgThroughput, BenchError> {
-    let dir = match &config.dir {
-        Some(dir) => tempfile::Builder::new().prefix("retryq-bench-").tempdir_in(dir)?,
-        None => tempfile::Builder::new().prefix("retryq-bench-").tempdir()?,
-    };
-    let started = std::time::Instant::now();
-    let progress =
-        |line: &str| (config.progress)(&format!("[{:5.1} s] {line}", started.elapsed().as_secs_f64()));
+pub fn run_postgres(config: &Config) -> Result<PgThroughput, BenchError> {
+    let dir = config.scratch_dir()?;
+    let progress = config.stamped(std::time::Instant::now());
     postgres::measure(
         &config.launcher,
         dir.path(),
@@ -292,13 +290,8 @@ pub fn run_postgres(config: &Config) -> Result<postgres::PgThroughput, BenchErro
 /// Only the worker's figures ([`worker`]), in a fresh temporary directory: seconds, not
 /// minutes.
 pub fn run_worker(config: &Config) -> Result<WorkerBench, BenchError> {
-    let dir = match &config.dir {
-        Some(dir) => tempfile::Builder::new().prefix("retryq-bench-").tempdir_in(dir)?,
-        None => tempfile::Builder::new().prefix("retryq-bench-").tempdir()?,
-    };
-    let started = std::time::Instant::now();
-    let progress =
-        |line: &str| (config.progress)(&format!("[{:5.1} s] {line}", started.elapsed().as_secs_f64()));
+    let dir = config.scratch_dir()?;
+    let progress = config.stamped(std::time::Instant::now());
     worker::measure(dir.path(), config.quick, config.worker_rounds(), &progress)
 }
 

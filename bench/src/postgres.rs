@@ -13,47 +13,13 @@ use std::time::Duration;
 
 use retryq::PgQueue;
 use retryq_pgtest::{Cluster, Unavailable};
-use serde::Serialize;
 
+use crate::report::{PgRow, PgThroughput, ProcessRow};
 use crate::throughput::{self, Launcher, Side};
 use crate::{BenchError, median, pg_floor};
 
 /// Worker process counts measured.
 pub const PROCESSES: [usize; 4] = [1, 2, 4, 8];
-
-/// The PostgreSQL section of the report.
-#[derive(Clone, Debug, Serialize)]
-pub struct PgThroughput {
-    /// Whether a server could be had; when not, `note` says why and there are no rows.
-    pub available: bool,
-    /// Which server, and how it was set up, or why there was none.
-    pub note: String,
-    /// One row per process count.
-    pub by_processes: Vec<PgRow>,
-    /// Rounds each median is over.
-    pub rounds: usize,
-    /// Seconds of each timed window.
-    pub window_s: f64,
-}
-
-/// Throughput at one number of worker processes.
-#[derive(Clone, Debug, Serialize)]
-pub struct PgRow {
-    /// Worker processes sharing the database.
-    pub processes: usize,
-    /// The queue on PostgreSQL: median jobs per second, summed over the processes.
-    pub queue_jobs_per_s: f64,
-    /// PostgreSQL's floor: median jobs per second, summed over the processes.
-    pub floor_jobs_per_s: f64,
-    /// Median over rounds of queue / floor, each round's pair measured back to back.
-    pub ratio: f64,
-    /// The SQLite queue with as many processes on one file, in the same rounds.
-    pub sqlite_jobs_per_s: f64,
-    /// Every round's queue figure, in order.
-    pub queue_rounds: Vec<f64>,
-    /// Every round's floor figure, in order.
-    pub floor_rounds: Vec<f64>,
-}
 
 /// Where the server comes from.
 #[derive(Clone, Debug)]
@@ -113,12 +79,7 @@ pub fn measure(
         .iter()
         .enumerate()
         .map(|(i, &processes)| PgRow {
-            processes,
-            queue_rounds: queue[i].clone(),
-            floor_rounds: floor[i].clone(),
-            queue_jobs_per_s: median(&mut queue[i]),
-            floor_jobs_per_s: median(&mut floor[i]),
-            ratio: median(&mut ratios[i]),
+            postgres: ProcessRow::of_rounds(processes, &queue[i], &floor[i], &ratios[i]),
             sqlite_jobs_per_s: median(&mut sqlite[i]),
         })
         .collect();
@@ -157,7 +118,7 @@ pub fn render(p: &PgThroughput) -> String {
         "{:<44} {:>14} {:>14} {:>8} {:>14}",
         "measure", "retryq", "reference", "ratio", "SQLite queue"
     );
-    for row in &p.by_processes {
+    for PgRow { postgres: row, sqlite_jobs_per_s } in &p.by_processes {
         let _ = writeln!(
             out,
             "{:<44} {:>14} {:>14} {:>8} {:>14}",
@@ -169,7 +130,7 @@ pub fn render(p: &PgThroughput) -> String {
             format!("{:.0}", row.queue_jobs_per_s),
             format!("floor {:.0}", row.floor_jobs_per_s),
             format!("{:.2}", row.ratio),
-            format!("{:.0}", row.sqlite_jobs_per_s),
+            format!("{sqlite_jobs_per_s:.0}"),
         );
     }
     out

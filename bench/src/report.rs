@@ -30,7 +30,7 @@ pub struct BenchReport {
     /// Other queues on the same disk.
     pub peers: Vec<Peer>,
     /// The queue on PostgreSQL, by worker processes, against the server's floor.
-    pub postgres: crate::postgres::PgThroughput,
+    pub postgres: PgThroughput,
 }
 
 /// The machine, as far as the run can see it.
@@ -80,6 +80,21 @@ pub struct ProcessRow {
     pub queue_rounds: Vec<f64>,
     /// See `queue_rounds`.
     pub floor_rounds: Vec<f64>,
+}
+
+impl ProcessRow {
+    /// The row of `processes` from every round's figures: the rounds as they came, and their
+    /// medians.
+    pub fn of_rounds(processes: usize, queue: &[f64], floor: &[f64], ratios: &[f64]) -> ProcessRow {
+        ProcessRow {
+            processes,
+            queue_jobs_per_s: crate::median(&mut queue.to_vec()),
+            floor_jobs_per_s: crate::median(&mut floor.to_vec()),
+            ratio: crate::median(&mut ratios.to_vec()),
+            queue_rounds: queue.to_vec(),
+            floor_rounds: floor.to_vec(),
+        }
+    }
 }
 
 /// Batched durable throughput (`enqueue_many`, `claim_batch`, `complete_batch`).
@@ -166,4 +181,30 @@ pub struct Conformance {
     pub threads_memory: usize,
     /// Threads for the file figure.
     pub threads_file: usize,
+}
+
+/// The PostgreSQL section of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct PgThroughput {
+    /// Whether a server could be had; when not, `note` says why and there are no rows.
+    pub available: bool,
+    /// Which server, and how it was set up, or why there was none.
+    pub note: String,
+    /// One row per process count.
+    pub by_processes: Vec<PgRow>,
+    /// Rounds each median is over.
+    pub rounds: usize,
+    /// Seconds of each timed window.
+    pub window_s: f64,
+}
+
+/// Throughput at one number of worker processes: the queue and the floor on PostgreSQL,
+/// and the SQLite queue beside them.
+#[derive(Clone, Debug, Serialize)]
+pub struct PgRow {
+    /// The queue on PostgreSQL against the server's floor (fields flattened into this row).
+    #[serde(flatten)]
+    pub postgres: ProcessRow,
+    /// The SQLite queue with as many processes on one file, in the same rounds.
+    pub sqlite_jobs_per_s: f64,
 }
