@@ -238,6 +238,17 @@ where
     }
 }
 
+/// How many histories a store's check runs: `default`, or `RETRYQ_LINEAR_RUNS` for a longer
+/// soak (`docs/linearizability.md`).
+fn runs(default: u64) -> u64 {
+    match std::env::var("RETRYQ_LINEAR_RUNS") {
+        Ok(text) => {
+            text.parse().unwrap_or_else(|_| panic!("RETRYQ_LINEAR_RUNS={text:?} is not a count of runs"))
+        }
+        Err(_) => default,
+    }
+}
+
 fn sqlite_options() -> OpenOptions {
     // Durability is not what is checked here: fsync per commit would only slow the runs.
     OpenOptions { synchronous: Synchronous::Normal, ..OpenOptions::default() }
@@ -248,7 +259,7 @@ fn sqlite_options() -> OpenOptions {
 fn sqlite_histories_are_linearizable() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let root = dir.path().to_path_buf();
-    every_history_is_linearizable("sqlite", 50, &Workload::default(), move |seed| {
+    every_history_is_linearizable("sqlite", runs(50), &Workload::default(), move |seed| {
         let path = root.join(format!("run-{seed}.db"));
         Box::new(move || Ok(Box::new(Queue::open_with(&path, &sqlite_options())?) as Box<dyn Backend>))
     });
@@ -261,7 +272,7 @@ fn sqlite_histories_with_agreeing_clocks_are_linearizable() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let root = dir.path().to_path_buf();
     let shape = Workload { clocks: Clocks::Shared, ..Workload::default() };
-    every_history_is_linearizable("sqlite, agreeing clocks", 20, &shape, move |seed| {
+    every_history_is_linearizable("sqlite, agreeing clocks", runs(20), &shape, move |seed| {
         let path = root.join(format!("run-{seed}.db"));
         Box::new(move || Ok(Box::new(Queue::open_with(&path, &sqlite_options())?) as Box<dyn Backend>))
     });
@@ -274,7 +285,7 @@ fn postgres_runs(name: &str, shape: &Workload) {
     if retryq_pgtest::database("linear-probe").is_none() {
         return;
     }
-    every_history_is_linearizable(name, 50, shape, |seed| {
+    every_history_is_linearizable(name, runs(50), shape, |seed| {
         let url =
             retryq_pgtest::database(&format!("linear-{seed}")).expect("a database on the running cluster");
         Box::new(move || Ok(Box::new(retryq::PgQueue::connect(&url)?) as Box<dyn Backend>))

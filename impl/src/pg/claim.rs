@@ -11,20 +11,31 @@
 //! first — can contradict real time: a claim answers `none`, returns, and a read that starts
 //! afterwards still sees the jobs it stepped over pending (the linearizability check finds
 //! this in a fifth of its runs; `docs/linearizability.md`). So claims and reaps take turns
-//! on one transaction-scoped advisory lock ([`TURN`]), and a claim's pick *waits* for a row
-//! another transaction holds (a completion, a heartbeat, a cancel of that job) instead of
-//! stepping over it. After the wait READ COMMITTED looks at that one row again as it was
-//! committed: still due, it is leased; no longer due, the pick comes back empty although
-//! other jobs may be due (`LIMIT 1` chose before the wait), and the pick runs again on what
-//! is committed now. Every answer is then decided on committed rows, under locks held to the
-//! commit, and the claim's place in the order is its commit.
+//! on one transaction-scoped advisory lock ([`TURN`]).
 //!
-//! The price is that claims commit one at a time: claims per second are bounded by the
-//! server's commit latency, while enqueues, completions, heartbeats and the other fenced
-//! operations run in parallel with them and with each other (each locks only its own row).
-//! A worker claims for all its free slots in one transaction (`claim_batch`), so a process
-//! running many attempts at once pays one turn for many jobs. `docs/postgres.md` has the
-//! figures.
+//! # Why the lease is fenced by the row's version
+//!
+//! A claim's pick reads the statement's snapshot and chooses the first due row there; its
+//! write then waits for a row another transaction holds (a completion, a heartbeat, a cancel
+//! of that job) instead of stepping over it. Once that transaction commits, the row may still
+//! be due and yet no longer first: a heartbeat moved its expiry past another job's
+//! `available_at`, or a retry's backoff did. Leasing it then mixes two instants — the other
+//! transaction's write, which the claim overwrites and so must follow, and a choice made
+//! before it — and no order explains the answers (the linearizability check caught exactly
+//! this: a heartbeat answered `extended` while the claim that overwrote it took the job the
+//! heartbeat had pushed behind another). So the write takes the row only in the version the
+//! pick chose (`xmin`, the transaction that wrote that version, unchanged): then nothing
+//! touched it between the snapshot and the lock, the choice is the snapshot's, and the claim
+//! takes its place in the order at its snapshot — what commits meanwhile touches other rows
+//! only, and follows. A row that changed is not leased; the pick runs again on what is
+//! committed now.
+//!
+//! The price of taking turns is that claims commit one at a time: claims per second are
+//! bounded by the server's commit latency, while enqueues, completions, heartbeats and the
+//! other fenced operations run in parallel with them and with each other (each locks only
+//! its own row). A worker claims for all its free slots in one transaction (`claim_batch`),
+//! so a process running many attempts at once pays one turn for many jobs.
+//! `docs/postgres.md` has the figures.
 //!
 //! # Why the pick repeats the budget
 //!
@@ -79,35 +90,35 @@ const TURN: &str = "SELECT pg_advisory_xact_lock($1)";
 const TURN_KEY: i64 = crate::ddl::APPLICATION_ID + 1;
 
 /// Reaps, and leases the due job with the smallest `available_at`, ties to the first
-/// enqueued, in one statement (one round trip). A row another transaction holds is waited
-/// for and looked at again as committed (see the module's doc for the order and the budget
-/// terms). The pick sees the statement's snapshot, from before the reaps, but takes only rows
-/// in budget, which no reap touches.
+/// enqueued, in one statement (one round trip). The pick sees the statement's snapshot, from
+/// before the reaps, but takes only rows in budget, which no reap touches; the write takes the
+/// row only in the version the pick saw (see the module's doc), so it comes back empty when
+/// another transaction changed that row meanwhile.
 pub(super) const CLAIM: &str = concat!(
     "WITH ",
     reaps!(),
     ",
+     first AS (
+        SELECT seq, xmin AS version FROM jobs
+        WHERE status IN ('pending', 'leased') AND available_at <= $1
+          AND deadline > $1 AND attempts < max_attempts
+        ORDER BY available_at, seq LIMIT 1),
      picked AS (
         UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
                         available_at = $3, updated_at = $1
-        WHERE seq = (SELECT seq FROM jobs
-                     WHERE status IN ('pending', 'leased') AND available_at <= $1
-                       AND deadline > $1 AND attempts < max_attempts
-                     ORDER BY available_at, seq LIMIT 1
-                     FOR UPDATE)
+        WHERE seq = (SELECT seq FROM first) AND xmin = (SELECT version FROM first)
         RETURNING id, attempts, payload, deadline, last_node)
      SELECT id, attempts, payload, deadline, last_node FROM picked"
 );
 
-/// The seqs of up to `$2` due jobs in claim order, locked: what `$2` picks of [`CLAIM`] one
-/// after another would take, since a job just leased expires after `now`. A row that is no
-/// longer due once its holder committed drops out, so it may return fewer.
+/// The seqs of up to `$2` due jobs in claim order, with the version of each row the pick saw
+/// (`xmin`, as a number, to hand back to [`LEASE`]): what `$2` picks of [`CLAIM`] one after
+/// another would take, since a job just leased expires after `now`.
 pub(super) const PICK: &str = "
-    SELECT seq FROM jobs
+    SELECT seq, xmin::text::bigint FROM jobs
     WHERE status IN ('pending', 'leased') AND available_at <= $1
       AND deadline > $1 AND attempts < max_attempts
-    ORDER BY available_at, seq LIMIT $2
-    FOR UPDATE";
+    ORDER BY available_at, seq LIMIT $2";
 
 /// Whether any job is due and in budget, as committed now: after a pick came back short,
 /// whether to pick again.
@@ -116,12 +127,18 @@ const ANY_DUE: &str = "
                    WHERE status IN ('pending', 'leased') AND available_at <= $1
                      AND deadline > $1 AND attempts < max_attempts)";
 
-/// Leases one picked (and locked) job: [`CLAIM`]'s write, by seq.
+/// Leases one picked job, [`CLAIM`]'s write by seq: only in the version [`PICK`] saw, so no
+/// row when another transaction changed it meanwhile.
 const LEASE: &str = "
     UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
                     available_at = $3, updated_at = $1
-    WHERE seq = $4
+    WHERE seq = $4 AND xmin::text::bigint = $5
     RETURNING id, attempts, payload, deadline, last_node";
+
+/// A batch's leases are undone together when one of its rows changed (see [`lease_picked`]).
+const MARK: &str = "SAVEPOINT pick";
+const UNDO: &str = "ROLLBACK TO SAVEPOINT pick";
+const KEEP: &str = "RELEASE SAVEPOINT pick";
 
 impl PgQueue {
     /// [`Queue::claim`](crate::Queue::claim) on PostgreSQL: reaps, then leases the claimable
@@ -188,8 +205,8 @@ fn lease_next(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64) -> Result<
         if let Some(row) = tx.query_opt(CLAIM, &[&at, &worker, &until])? {
             return claimed(&row, worker, lease_until).map(Some);
         }
-        // Empty: nothing is due, or the row chosen stopped being due while this claim
-        // waited for it; then pick again among what is committed now.
+        // Empty: nothing is due, or the row chosen changed while this claim waited for it;
+        // then pick again among what is committed now.
         if !any_due(tx, at)? {
             return Ok(None);
         }
@@ -197,26 +214,37 @@ fn lease_next(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64) -> Result<
 }
 
 /// Up to `k` claims inside the caller's transaction, once reaped: the due jobs are picked
-/// and locked with one walk of the index, then leased one by one in claim order, so that
-/// each job's row and history are written exactly as `k` calls of [`lease_next`] would. A
-/// pick that came back short because rows stopped being due while it waited is repeated
-/// for the rest.
+/// with one walk of the index, then leased one by one in claim order, so that each job's row
+/// and history are written exactly as `k` calls of [`lease_next`] would. When one of the
+/// picked rows changed before its lease (another transaction held it), the leases of that pick
+/// are undone and the pick runs again on what is committed now: leasing the rest would lease
+/// them in an order that was first only before the change. A pick that came back short is
+/// repeated for the rest while anything is due.
 fn lease_picked(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64, k: usize) -> Result<Vec<Claimed>> {
     let at = big("now", now)?;
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;
     let until = big("lease_until", lease_until)?;
     let mut leased = Vec::with_capacity(k.min(1024));
-    while leased.len() < k {
+    'pick: while leased.len() < k {
         let want = k - leased.len();
         let limit = i64::try_from(want).unwrap_or(i64::MAX);
-        let seqs = tx.query(PICK, &[&at, &limit])?;
-        let short = seqs.len() < want;
-        for seq in seqs {
-            let seq: i64 = seq.try_get(0)?;
-            let row = tx.query_one(LEASE, &[&at, &worker, &until, &seq])?;
-            leased.push(claimed(&row, worker, lease_until)?);
+        tx.batch(MARK)?;
+        let picks = tx.query(PICK, &[&at, &limit])?;
+        let short = picks.len() < want;
+        let mut fresh = Vec::with_capacity(picks.len());
+        for pick in picks {
+            let (seq, version): (i64, i64) = (pick.try_get(0)?, pick.try_get(1)?);
+            match tx.query_opt(LEASE, &[&at, &worker, &until, &seq, &version])? {
+                Some(row) => fresh.push(claimed(&row, worker, lease_until)?),
+                None => {
+                    tx.batch(UNDO)?;
+                    continue 'pick;
+                }
+            }
         }
+        tx.batch(KEEP)?;
+        leased.append(&mut fresh);
         // Every job leased here expires after `now`, so a new pick never takes it again.
         if short && !any_due(tx, at)? {
             break;

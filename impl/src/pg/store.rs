@@ -143,7 +143,8 @@ impl Tx<'_> {
         Ok(self.tx.commit()?)
     }
 
-    /// Statements without parameters or results, several at once (the schema's DDL).
+    /// Statements without parameters or results, several at once, unprepared (the schema's
+    /// DDL, a savepoint).
     pub(super) fn batch(&mut self, sql: &str) -> Result<()> {
         Ok(self.tx.batch_execute(sql)?)
     }

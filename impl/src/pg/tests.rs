@@ -600,6 +600,49 @@ fn eight_connections_claim_each_job_exactly_once() {
     assert_eq!(audit.entries, 600, "enqueue, claim, done: three entries each");
 }
 
+/// A claim whose write waited for a row another transaction held takes it only if it is
+/// still the first due once that transaction committed. `j2`'s lease expired at 1010 and
+/// `j1` is due at 1050, so `j2` is first when the claim at 2000 reads; another transaction
+/// holds `j2` and moves its expiry to 1080 (what a heartbeat does), behind `j1`. The claim,
+/// which overwrites that transaction's row and so comes after it, must take `j1` (and a
+/// batch of two `j1` then `j2`), not the job that was first before the change.
+#[test]
+fn a_claim_that_waited_for_a_row_takes_what_is_first_once_it_committed() {
+    for k in [1, 2] {
+        let test = format!("a_claim_that_waited_for_a_row_takes_what_is_first_{k}");
+        let Some(url) = retryq_pgtest::database(&test) else { return };
+        let mut q = PgQueue::connect(&url).expect("connect");
+        q.set_settings(SETTINGS).expect("settings");
+        enqueue(&mut q, "j2", 3, 9000, 0);
+        assert_eq!(q.claim("w1", 10).expect("claim").expect("j2").id(), "j2");
+        let scheduled = NewJob { not_before: Some(1050), ..job("j1", 3, 9000, 0) };
+        assert_eq!(q.enqueue(&scheduled).expect("enqueue"), Enqueued::New);
+
+        let mut holder = postgres::Client::connect(&url, postgres::NoTls).expect("holder");
+        let mut held = holder.transaction().expect("begin");
+        held.execute("UPDATE jobs SET available_at = 1080, updated_at = 80 WHERE id = 'j2'", &[])
+            .expect("hold j2");
+        let claim = std::thread::spawn(move || {
+            // One job by `claim`, two by `claim_batch`: the two paths that lease.
+            let claimed = match k {
+                1 => q.claim("w2", 2000).expect("claim").into_iter().collect(),
+                _ => q.claim_batch("w2", 2000, k).expect("claim"),
+            };
+            claimed.into_iter().map(|c| c.lease.id).collect::<Vec<_>>()
+        });
+        // The claim is waiting for j2 once the server says a session waits for a lock.
+        let waiting = "SELECT count(*) FROM pg_stat_activity
+                       WHERE datname = current_database() AND wait_event_type = 'Lock'";
+        while held.query_one(waiting, &[]).expect("waiting").get::<_, i64>(0) == 0 {
+            assert!(!claim.is_finished(), "the claim did not wait for the held row");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        held.commit().expect("commit");
+        let want: &[&str] = if k == 1 { &["j1"] } else { &["j1", "j2"] };
+        assert_eq!(claim.join().expect("claim"), want, "a batch of {k}");
+    }
+}
+
 /// A small, seeded generator, so that a failing sequence is found again by its seed.
 struct Rng(u64);
 
