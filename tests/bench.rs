@@ -62,3 +62,20 @@ fn workers_take_jobs_through_on_postgres_for_the_queue_and_the_floor() {
         }
     }
 }
+
+/// The worker's PostgreSQL rows: every job done on both stores (the measure fails otherwise),
+/// and the claims and completions batched — fewer commits per job than the two a job takes
+/// one at a time.
+#[test]
+fn the_worker_on_postgres_runs_every_job_in_batches() {
+    let Some(url) = retryq_pgtest::database("bench worker on postgres") else { return };
+    let cluster = retryq_pgtest::Cluster::existing(&url);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rows = retryq_bench::pg_worker::measure(&cluster, dir.path(), 1, 400, &|_| {}).expect("measure");
+    let workers: Vec<usize> = rows.iter().map(|r| r.workers).collect();
+    assert_eq!(workers, retryq_bench::pg_worker::WORKERS);
+    for row in &rows {
+        assert!(row.jobs_per_s > 0.0 && row.floor_jobs_per_s > 0.0 && row.sqlite_jobs_per_s > 0.0, "{row:?}");
+        assert!(row.commits_per_job < 2.0, "{row:?}");
+    }
+}

@@ -27,6 +27,7 @@ pub mod checker;
 pub mod floor;
 pub mod peers;
 pub mod pg_floor;
+pub mod pg_worker;
 pub mod postgres;
 pub mod scaling;
 pub mod throughput;
@@ -93,6 +94,11 @@ impl Config {
     /// Rounds of the worker's runs, which take seconds each.
     fn worker_rounds(&self) -> usize {
         if self.quick { 1 } else { 3 }
+    }
+
+    /// Jobs per run of the worker on PostgreSQL ([`pg_worker`]).
+    fn pg_worker_jobs(&self) -> usize {
+        if self.quick { pg_worker::JOBS / 5 } else { pg_worker::JOBS }
     }
 
     fn window(&self) -> Duration {
@@ -267,6 +273,7 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
             &config.postgres,
             rounds,
             window,
+            config.pg_worker_jobs(),
             &progress,
         )?,
     })
@@ -283,6 +290,7 @@ pub fn run_postgres(config: &Config) -> Result<PgThroughput, BenchError> {
         &config.postgres,
         config.rounds(),
         config.window(),
+        config.pg_worker_jobs(),
         &progress,
     )
 }

@@ -60,8 +60,13 @@ impl Floor {
     /// One job through: insert, lease, done — three commits. `false` if the pick found
     /// nothing (another process took the last due job).
     pub fn cycle(&mut self, id: &str, payload: &str, worker: &str, now: u64) -> Result<bool, BenchError> {
+        self.client.execute(&self.insert, &[&id, &payload, &(now as i64)])?;
+        self.take(worker, now)
+    }
+
+    /// One due row leased and finished — two commits. `false` if the pick found nothing.
+    pub fn take(&mut self, worker: &str, now: u64) -> Result<bool, BenchError> {
         let now = now as i64;
-        self.client.execute(&self.insert, &[&id, &payload, &now])?;
         let lease_until = now + 30_000;
         let leased = self.client.query_opt(&self.claim, &[&now, &worker, &lease_until])?;
         let Some(row) = leased else { return Ok(false) };
@@ -69,4 +74,15 @@ impl Floor {
         self.client.execute(&self.done, &[&id])?;
         Ok(true)
     }
+}
+
+/// `jobs` pending rows, due at 0, in one statement: the work the floor's workers take.
+pub fn fill(client: &mut Client, jobs: usize) -> Result<(), BenchError> {
+    let jobs = i64::try_from(jobs).map_err(|_| BenchError::Setup(format!("{jobs} rows")))?;
+    client.execute(
+        "INSERT INTO jobs (id, payload, status, attempts, available_at)
+         SELECT 'job-' || n, '{}', 'pending', 0, 0 FROM generate_series(1, $1::bigint) AS n",
+        &[&jobs],
+    )?;
+    Ok(())
 }

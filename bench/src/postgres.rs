@@ -16,7 +16,7 @@ use retryq_pgtest::{Cluster, Unavailable};
 
 use crate::report::{PgRow, PgThroughput, ProcessRow};
 use crate::throughput::{self, Launcher, Side};
-use crate::{BenchError, median, pg_floor};
+use crate::{BenchError, median, pg_floor, pg_worker};
 
 /// Worker process counts measured.
 pub const PROCESSES: [usize; 4] = [1, 2, 4, 8];
@@ -37,6 +37,7 @@ pub fn measure(
     server: &Server,
     rounds: usize,
     window: Duration,
+    worker_jobs: usize,
     progress: &dyn Fn(&str),
 ) -> Result<PgThroughput, BenchError> {
     let (cluster, note) = match server {
@@ -48,6 +49,7 @@ pub fn measure(
                     available: false,
                     note: format!("unavailable: {why}"),
                     by_processes: Vec::new(),
+                    worker: Vec::new(),
                     rounds,
                     window_s: window.as_secs_f64(),
                 });
@@ -83,7 +85,8 @@ pub fn measure(
             sqlite_jobs_per_s: median(&mut sqlite[i]),
         })
         .collect();
-    Ok(PgThroughput { available: true, note, by_processes, rounds, window_s: window.as_secs_f64() })
+    let worker = pg_worker::measure(&cluster, dir, rounds, worker_jobs, progress)?;
+    Ok(PgThroughput { available: true, note, by_processes, worker, rounds, window_s: window.as_secs_f64() })
 }
 
 /// One measurement on a new database, with its schema made before the workers start.
@@ -131,6 +134,17 @@ pub fn render(p: &PgThroughput) -> String {
             format!("floor {:.0}", row.floor_jobs_per_s),
             format!("{:.2}", row.ratio),
             format!("{sqlite_jobs_per_s:.0}"),
+        );
+    }
+    for row in &p.worker {
+        let _ = writeln!(
+            out,
+            "{:<44} {:>14} {:>14} {:>8} {:>14}",
+            format!("worker jobs/s, {} × {} in flight", row.workers, row.slots),
+            format!("{:.0}", row.jobs_per_s),
+            format!("floor {:.0}", row.floor_jobs_per_s),
+            format!("{:.2}", row.ratio),
+            format!("{:.0}", row.sqlite_jobs_per_s),
         );
     }
     out

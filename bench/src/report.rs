@@ -192,10 +192,38 @@ pub struct PgThroughput {
     pub note: String,
     /// One row per process count.
     pub by_processes: Vec<PgRow>,
+    /// The worker with attempts in flight (claims and completions in batches), one row per
+    /// number of workers.
+    pub worker: Vec<PgWorkerRow>,
     /// Rounds each median is over.
     pub rounds: usize,
     /// Seconds of each timed window.
     pub window_s: f64,
+}
+
+/// The worker with [`crate::pg_worker::SLOTS`] no-op attempts in flight per worker, on
+/// PostgreSQL against the server's two-write floor, and on SQLite beside it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PgWorkerRow {
+    /// Workers on one database (threads, each with its own connection).
+    pub workers: usize,
+    /// Attempts in flight per worker.
+    pub slots: usize,
+    /// Jobs per run, all enqueued before the clock starts.
+    pub jobs: usize,
+    /// Median jobs per second on PostgreSQL, first claim to idle.
+    pub jobs_per_s: f64,
+    /// Median jobs per second of the floor: a bare lease and a bare `done` per job, in as
+    /// many threads as there are slots in all.
+    pub floor_jobs_per_s: f64,
+    /// Median of each round's `jobs_per_s / floor_jobs_per_s`.
+    pub ratio: f64,
+    /// Median transactions that wrote, per job (claims that leased, group commits, reaps).
+    pub commits_per_job: f64,
+    /// The same workers on one SQLite file, same rounds (median).
+    pub sqlite_jobs_per_s: f64,
+    /// Every round's jobs per second on PostgreSQL, in order.
+    pub rounds_jobs_per_s: Vec<f64>,
 }
 
 /// Throughput at one number of worker processes: the queue and the floor on PostgreSQL,
