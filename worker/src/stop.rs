@@ -8,6 +8,7 @@
 //! built to survive.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,6 +30,8 @@ struct Inner {
     wake: Condvar,
     /// The process groups of the commands running now, one per attempt in flight.
     running: Mutex<Vec<i32>>,
+    /// Set on a second signal, before the running commands are killed.
+    leaving: AtomicBool,
 }
 
 impl Stop {
@@ -49,6 +52,7 @@ impl Stop {
                     continue;
                 }
                 tracing::warn!(signal, "second signal: exiting now, the attempts under way stay leased");
+                stop.inner.leaving.store(true, Ordering::SeqCst);
                 stop.kill_running();
                 std::process::exit(128 + signal);
             }
@@ -76,6 +80,12 @@ impl Stop {
         }
         self.inner.wake.notify_all();
         true
+    }
+
+    /// Whether the process is exiting on a second signal: the attempts it killed end with
+    /// errors of its own making, which are neither recorded nor reported.
+    pub(crate) fn leaving(&self) -> bool {
+        self.inner.leaving.load(Ordering::SeqCst)
     }
 
     /// Whether a stop was requested.

@@ -365,6 +365,12 @@ impl Store<'_> {
     /// then logs and counts each; notes each unclassified error on its lease. Frees the
     /// slots.
     fn record(&mut self, finished: Vec<Finished>) -> Result<(), WorkError> {
+        if self.stop.leaving() {
+            // The process exits on a second signal and killed these commands itself: their
+            // jobs stay leased, as after a crash, and nothing of them is written or logged.
+            debug!(attempts = finished.len(), "exiting: the attempts killed on the way out are not recorded");
+            return Ok(());
+        }
         let mut unclassified = Vec::new();
         let mut clock_failed: Option<ClockError> = None;
         for f in finished {
