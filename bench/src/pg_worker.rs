@@ -15,14 +15,14 @@
 //! in all, at the same `synchronous_commit`: no batching, no history, no checks.
 
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use retryq::{Backend, Claimed, NewJob, OpenOptions, Outcome, PgQueue, Queue, Report, Settings};
+use retryq::{Backend, OpenOptions, PgQueue, Queue};
 use retryq_pgtest::Cluster;
-use retryq_worker::{Config, Stop, SystemClock, Transport, Unclassified, Window, work_in_slots};
+use retryq_worker::{Stop, SystemClock, work_in_slots};
 
 use crate::report::PgWorkerRow;
-use crate::{BenchError, median, pg_floor};
+use crate::{BenchError, median, pg_floor, worker};
 
 /// Attempts in flight per worker.
 pub const SLOTS: usize = 16;
@@ -30,16 +30,6 @@ pub const SLOTS: usize = 16;
 pub const WORKERS: [usize; 2] = [1, 4];
 /// Jobs per run (fewer with `--quick`).
 pub const JOBS: usize = 3_000;
-
-/// An attempt that is over as soon as it starts.
-#[derive(Clone, Copy)]
-struct Noop;
-
-impl Transport for Noop {
-    fn attempt(&mut self, _: &Claimed, _: &Window<'_>) -> Result<Report, Unclassified> {
-        Ok(Report::from(Outcome::Ok))
-    }
-}
 
 /// Opens one worker's own connection to the store under test.
 type Open<'a> = &'a (dyn Fn() -> Result<Box<dyn Backend>, BenchError> + Sync);
@@ -100,22 +90,7 @@ pub fn measure(
 /// slots each until idle: jobs per second from their start, and the transactions that wrote.
 fn run_workers(open: Open<'_>, workers: usize, jobs: usize) -> Result<(f64, u64), BenchError> {
     let mut first = open()?;
-    let now = retryq_core::now_ms()?;
-    let ids: Vec<String> = (0..jobs).map(|n| format!("job-{n:06}")).collect();
-    let batch: Vec<NewJob<'_>> = ids
-        .iter()
-        .map(|id| NewJob {
-            id,
-            payload: "{}",
-            max_attempts: 3,
-            deadline: now + 3_600_000,
-            now,
-            ..NewJob::default()
-        })
-        .collect();
-    for enqueued in first.enqueue_many(&batch)? {
-        enqueued?;
-    }
+    worker::fill(&mut *first, jobs)?;
     drop(first);
     let start = Instant::now();
     let summaries = thread::scope(|scope| {
@@ -123,15 +98,15 @@ fn run_workers(open: Open<'_>, workers: usize, jobs: usize) -> Result<(f64, u64)
             .map(|w| {
                 scope.spawn(move || -> Result<retryq_worker::Summary, BenchError> {
                     let mut store = open()?;
-                    let config = Config {
-                        settings: Settings { lease_ms: 30_000, base_ms: 100, cap_ms: 1000 },
-                        timeout: Duration::from_secs(20),
-                        until_idle: true,
-                        max_sleep: Duration::from_millis(50),
-                        ..Config::new(format!("bench-{w}"))
-                    };
-                    work_in_slots(&mut *store, &config, &mut [Noop; SLOTS], &Stop::new(), &SystemClock)
-                        .map_err(|e| BenchError::Setup(format!("the worker loop: {e}")))
+                    let config = worker::config(format!("bench-{w}"));
+                    work_in_slots(
+                        &mut *store,
+                        &config,
+                        &mut [worker::Noop; SLOTS],
+                        &Stop::new(),
+                        &SystemClock,
+                    )
+                    .map_err(|e| BenchError::Setup(format!("the worker loop: {e}")))
                 })
             })
             .collect();

@@ -22,7 +22,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use retryq::{Claimed, NewJob, Outcome, Queue, Report, Settings};
+use retryq::{Backend, Claimed, NewJob, Outcome, Queue, Report, Settings};
 use retryq_worker::{
     Config, Exec, Http, HttpOptions, Stop, Summary, SystemClock, Transport, Unclassified, Window,
     work_in_slots,
@@ -92,7 +92,7 @@ pub struct NoopRow {
 
 /// An attempt that is over as soon as it starts.
 #[derive(Clone, Copy)]
-struct Noop;
+pub(crate) struct Noop;
 
 impl Transport for Noop {
     fn attempt(&mut self, _: &Claimed, _: &Window<'_>) -> Result<Report, Unclassified> {
@@ -203,16 +203,9 @@ fn spawn_ceiling(threads: usize, window: Duration) -> f64 {
     started as f64 / start.elapsed().as_secs_f64()
 }
 
-/// Enqueues `jobs` on a fresh durable file, then runs the worker with one slot per
-/// transport until idle: jobs per second from the start of the loop, and its summary.
-fn run<T: Transport + Send>(
-    dir: &Path,
-    name: &str,
-    jobs: usize,
-    transports: &mut [T],
-) -> Result<(f64, Summary), BenchError> {
-    let path = dir.join(format!("worker-{name}.db"));
-    let mut queue = Queue::open(&path)?;
+/// Enqueues `jobs` no-op jobs (`job-000000` on), all due now, with an hour to run and three
+/// attempts each: the work of one run, in one transaction.
+pub(crate) fn fill(queue: &mut dyn Backend, jobs: usize) -> Result<(), BenchError> {
     let now = retryq_core::now_ms()?;
     let ids: Vec<String> = (0..jobs).map(|n| format!("job-{n:06}")).collect();
     let batch: Vec<NewJob<'_>> = ids
@@ -229,13 +222,32 @@ fn run<T: Transport + Send>(
     for enqueued in queue.enqueue_many(&batch)? {
         enqueued?;
     }
-    let config = Config {
+    Ok(())
+}
+
+/// A worker that runs until idle, with a lease and a timeout no no-op attempt comes near.
+pub(crate) fn config(name: impl Into<String>) -> Config {
+    Config {
         settings: Settings { lease_ms: 30_000, base_ms: 100, cap_ms: 1000 },
         timeout: Duration::from_secs(20),
         until_idle: true,
         max_sleep: Duration::from_millis(50),
-        ..Config::new("bench")
-    };
+        ..Config::new(name)
+    }
+}
+
+/// Enqueues `jobs` on a fresh durable file, then runs the worker with one slot per
+/// transport until idle: jobs per second from the start of the loop, and its summary.
+fn run<T: Transport + Send>(
+    dir: &Path,
+    name: &str,
+    jobs: usize,
+    transports: &mut [T],
+) -> Result<(f64, Summary), BenchError> {
+    let path = dir.join(format!("worker-{name}.db"));
+    let mut queue = Queue::open(&path)?;
+    fill(&mut queue, jobs)?;
+    let config = config("bench");
     let start = Instant::now();
     let summary = work_in_slots(&mut queue, &config, transports, &Stop::new(), &SystemClock)
         .map_err(|e| BenchError::Setup(format!("the worker loop: {e}")))?;
