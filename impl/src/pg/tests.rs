@@ -600,6 +600,31 @@ fn eight_connections_claim_each_job_exactly_once() {
     assert_eq!(audit.entries, 600, "enqueue, claim, done: three entries each");
 }
 
+/// Claims `k` jobs at 2000 (by `claim` when `k` is 1, else by `claim_batch`) on `q` while
+/// another transaction holds a row, changed by `change`; commits that change once the claim
+/// waits for the row, and returns the ids the claim took, in its order.
+fn claim_past_a_held_row(url: &str, mut q: PgQueue, change: &str, k: usize) -> Vec<String> {
+    let mut holder = postgres::Client::connect(url, postgres::NoTls).expect("holder");
+    let mut held = holder.transaction().expect("begin");
+    held.execute(change, &[]).expect("hold the row");
+    let claim = std::thread::spawn(move || {
+        let claimed = match k {
+            1 => q.claim("w2", 2000).expect("claim").into_iter().collect(),
+            _ => q.claim_batch("w2", 2000, k).expect("claim"),
+        };
+        claimed.into_iter().map(|c| c.lease.id).collect::<Vec<_>>()
+    });
+    // The claim waits for the row once the server says a session waits for a lock.
+    let waiting = "SELECT count(*) FROM pg_stat_activity
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    while held.query_one(waiting, &[]).expect("waiting").get::<_, i64>(0) == 0 {
+        assert!(!claim.is_finished(), "the claim did not wait for the held row");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    held.commit().expect("commit");
+    claim.join().expect("claim")
+}
+
 /// A claim whose write waited for a row another transaction held takes it only if it is
 /// still the first due once that transaction committed. `j2`'s lease expired at 1010 and
 /// `j1` is due at 1050, so `j2` is first when the claim at 2000 reads; another transaction
@@ -617,30 +642,30 @@ fn a_claim_that_waited_for_a_row_takes_what_is_first_once_it_committed() {
         assert_eq!(q.claim("w1", 10).expect("claim").expect("j2").id(), "j2");
         let scheduled = NewJob { not_before: Some(1050), ..job("j1", 3, 9000, 0) };
         assert_eq!(q.enqueue(&scheduled).expect("enqueue"), Enqueued::New);
-
-        let mut holder = postgres::Client::connect(&url, postgres::NoTls).expect("holder");
-        let mut held = holder.transaction().expect("begin");
-        held.execute("UPDATE jobs SET available_at = 1080, updated_at = 80 WHERE id = 'j2'", &[])
-            .expect("hold j2");
-        let claim = std::thread::spawn(move || {
-            // One job by `claim`, two by `claim_batch`: the two paths that lease.
-            let claimed = match k {
-                1 => q.claim("w2", 2000).expect("claim").into_iter().collect(),
-                _ => q.claim_batch("w2", 2000, k).expect("claim"),
-            };
-            claimed.into_iter().map(|c| c.lease.id).collect::<Vec<_>>()
-        });
-        // The claim is waiting for j2 once the server says a session waits for a lock.
-        let waiting = "SELECT count(*) FROM pg_stat_activity
-                       WHERE datname = current_database() AND wait_event_type = 'Lock'";
-        while held.query_one(waiting, &[]).expect("waiting").get::<_, i64>(0) == 0 {
-            assert!(!claim.is_finished(), "the claim did not wait for the held row");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        held.commit().expect("commit");
+        let change = "UPDATE jobs SET available_at = 1080, updated_at = 80 WHERE id = 'j2'";
         let want: &[&str] = if k == 1 { &["j1"] } else { &["j1", "j2"] };
-        assert_eq!(claim.join().expect("claim"), want, "a batch of {k}");
+        assert_eq!(claim_past_a_held_row(&url, q, change, k), want, "a batch of {k}");
     }
+}
+
+/// A batch whose second pick changed before its lease undoes the first lease too and picks
+/// again: `j1`'s lease expired at 1000 and `j2`'s at 1010, so the batch leases `j1`, then
+/// waits for `j2`, which another transaction moves to a retry due at 990 (what a retryable
+/// completion with a short backoff does). After it, `j2` comes first; leasing on from `j1`
+/// would answer `j1, j2`.
+#[test]
+fn a_batch_whose_later_pick_changed_picks_again_from_the_start() {
+    let Some(url) = retryq_pgtest::database("a_batch_whose_later_pick_changed") else { return };
+    let mut q = PgQueue::connect(&url).expect("connect");
+    q.set_settings(SETTINGS).expect("settings");
+    enqueue(&mut q, "j1", 3, 9000, 0);
+    enqueue(&mut q, "j2", 3, 9000, 0);
+    assert_eq!(q.claim("w1", 0).expect("claim").expect("j1").id(), "j1");
+    assert_eq!(q.claim("w1", 10).expect("claim").expect("j2").id(), "j2");
+    let change = "UPDATE jobs SET status = 'pending', owner = NULL, claimed_at = NULL,
+                                  available_at = 990, updated_at = 900
+                  WHERE id = 'j2'";
+    assert_eq!(claim_past_a_held_row(&url, q, change, 2), ["j2", "j1"]);
 }
 
 /// A small, seeded generator, so that a failing sequence is found again by its seed.
