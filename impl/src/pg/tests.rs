@@ -601,12 +601,13 @@ fn eight_connections_claim_each_job_exactly_once() {
 }
 
 /// Claims `k` jobs at 2000 (by `claim` when `k` is 1, else by `claim_batch`) on `q` while
-/// another transaction holds a row, changed by `change`; commits that change once the claim
-/// waits for the row, and returns the ids the claim took, in its order.
+/// another transaction holds a row, taken and changed by `change` (one or more statements);
+/// commits that change once the claim waits for the row, and returns the ids the claim took,
+/// in its order.
 fn claim_past_a_held_row(url: &str, mut q: PgQueue, change: &str, k: usize) -> Vec<String> {
     let mut holder = postgres::Client::connect(url, postgres::NoTls).expect("holder");
     let mut held = holder.transaction().expect("begin");
-    held.execute(change, &[]).expect("hold the row");
+    held.batch_execute(change).expect("hold the row");
     let claim = std::thread::spawn(move || {
         let claimed = match k {
             1 => q.claim("w2", 2000).expect("claim").into_iter().collect(),
@@ -666,6 +667,25 @@ fn a_batch_whose_later_pick_changed_picks_again_from_the_start() {
                                   available_at = 990, updated_at = 900
                   WHERE id = 'j2'";
     assert_eq!(claim_past_a_held_row(&url, q, change, 2), ["j2", "j1"]);
+}
+
+/// A batch whose pick came back short picks again for the rest when jobs became due
+/// meanwhile, and takes no more than it was asked for. Only `j1` is due when the batch of three
+/// reads; another transaction holds `j1` (without changing it) and makes `j2`, `j3` and `j4`
+/// due. The batch leases `j1` once that commits, finds the others due, and takes two of them.
+#[test]
+fn a_short_batch_picks_again_for_the_rest_and_no_more() {
+    let Some(url) = retryq_pgtest::database("a_short_batch_picks_again") else { return };
+    let mut q = PgQueue::connect(&url).expect("connect");
+    q.set_settings(SETTINGS).expect("settings");
+    enqueue(&mut q, "j1", 3, 9000, 0);
+    for id in ["j2", "j3", "j4"] {
+        let later = NewJob { not_before: Some(5000), ..job(id, 3, 9000, 0) };
+        assert_eq!(q.enqueue(&later).expect("enqueue"), Enqueued::New);
+    }
+    let change = "SELECT 1 FROM jobs WHERE id = 'j1' FOR UPDATE;
+                  UPDATE jobs SET available_at = 500 WHERE id IN ('j2', 'j3', 'j4');";
+    assert_eq!(claim_past_a_held_row(&url, q, change, 3), ["j1", "j2", "j3"]);
 }
 
 /// A small, seeded generator, so that a failing sequence is found again by its seed.
