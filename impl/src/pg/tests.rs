@@ -18,10 +18,15 @@ const SETTINGS: Settings = Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 
 
 /// A fresh PostgreSQL queue with [`SETTINGS`], or `None` (after a loud skip line).
 fn pg(test: &str) -> Option<PgQueue> {
+    pg_at(test).map(|(_, q)| q)
+}
+
+/// [`pg`], with the database's URL, for a test that also opens connections of its own.
+fn pg_at(test: &str) -> Option<(String, PgQueue)> {
     let url = retryq_pgtest::database(test)?;
     let mut q = PgQueue::connect(&url).expect("connect");
     q.set_settings(SETTINGS).expect("settings");
-    Some(q)
+    Some((url, q))
 }
 
 /// Runs `scenario` on a SQLite queue and on a PostgreSQL one: its assertions must hold on
@@ -636,9 +641,7 @@ fn claim_past_a_held_row(url: &str, mut q: PgQueue, change: &str, k: usize) -> V
 fn a_claim_that_waited_for_a_row_takes_what_is_first_once_it_committed() {
     for k in [1, 2] {
         let test = format!("a_claim_that_waited_for_a_row_takes_what_is_first_{k}");
-        let Some(url) = retryq_pgtest::database(&test) else { return };
-        let mut q = PgQueue::connect(&url).expect("connect");
-        q.set_settings(SETTINGS).expect("settings");
+        let Some((url, mut q)) = pg_at(&test) else { return };
         enqueue(&mut q, "j2", 3, 9000, 0);
         assert_eq!(q.claim("w1", 10).expect("claim").expect("j2").id(), "j2");
         let scheduled = NewJob { not_before: Some(1050), ..job("j1", 3, 9000, 0) };
@@ -656,9 +659,7 @@ fn a_claim_that_waited_for_a_row_takes_what_is_first_once_it_committed() {
 /// would answer `j1, j2`.
 #[test]
 fn a_batch_whose_later_pick_changed_picks_again_from_the_start() {
-    let Some(url) = retryq_pgtest::database("a_batch_whose_later_pick_changed") else { return };
-    let mut q = PgQueue::connect(&url).expect("connect");
-    q.set_settings(SETTINGS).expect("settings");
+    let Some((url, mut q)) = pg_at("a_batch_whose_later_pick_changed") else { return };
     enqueue(&mut q, "j1", 3, 9000, 0);
     enqueue(&mut q, "j2", 3, 9000, 0);
     assert_eq!(q.claim("w1", 0).expect("claim").expect("j1").id(), "j1");
@@ -675,9 +676,7 @@ fn a_batch_whose_later_pick_changed_picks_again_from_the_start() {
 /// due. The batch leases `j1` once that commits, finds the others due, and takes two of them.
 #[test]
 fn a_short_batch_picks_again_for_the_rest_and_no_more() {
-    let Some(url) = retryq_pgtest::database("a_short_batch_picks_again") else { return };
-    let mut q = PgQueue::connect(&url).expect("connect");
-    q.set_settings(SETTINGS).expect("settings");
+    let Some((url, mut q)) = pg_at("a_short_batch_picks_again") else { return };
     enqueue(&mut q, "j1", 3, 9000, 0);
     for id in ["j2", "j3", "j4"] {
         let later = NewJob { not_before: Some(5000), ..job(id, 3, 9000, 0) };
