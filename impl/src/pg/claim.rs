@@ -4,14 +4,10 @@
 //! # Why claims take turns
 //!
 //! SPEC 3.3.2 says a claim takes the claimable job with the smallest `available_at` (ties to
-//! the first enqueued), and SPEC 3.10 that concurrent operations are linearizable: one order,
-//! consistent with real time, explains every answer. A claim that stepped over rows other
-//! transactions hold (`FOR UPDATE SKIP LOCKED`, what most PostgreSQL queues do) answers
-//! before those transactions commit, and the order that would explain it — the holders
-//! first — can contradict real time: a claim answers `none`, returns, and a read that starts
-//! afterwards still sees the jobs it stepped over pending (the linearizability check finds
-//! this in a fifth of its runs; `docs/linearizability.md`). So claims and reaps take turns
-//! on one transaction-scoped advisory lock ([`TURN`]).
+//! the first enqueued), and SPEC 3.10 that concurrent operations are linearizable. Claims and
+//! reaps therefore run in the turn alone, and every other write in it shared: see `turn.rs`
+//! for why a claim may not step over rows others hold, and why no write may commit between a
+//! claim's snapshot and its commit.
 //!
 //! # Why the lease is fenced by the row's version
 //!
@@ -26,14 +22,16 @@
 //! heartbeat had pushed behind another). So the write takes the row only in the version the
 //! pick chose (`xmin`, the transaction that wrote that version, unchanged): then nothing
 //! touched it between the snapshot and the lock, the choice is the snapshot's, and the claim
-//! takes its place in the order at its snapshot — what commits meanwhile touches other rows
-//! only, and follows. A row that changed is not leased; the pick runs again on what is
-//! committed now.
+//! takes its place in the order at its snapshot. A row that changed is not leased; the pick
+//! runs again on what is committed now. Since every write of retryq takes the turn before its
+//! first row, a claim in its turn finds no row retryq holds; the fence keeps claims right
+//! against a writer that does not take turns (a hand edit in `psql`, an older retryq still
+//! running during an upgrade).
 //!
-//! The price of taking turns is that claims commit one at a time: claims per second are
-//! bounded by the server's commit latency, while enqueues, completions, heartbeats and the
-//! other fenced operations run in parallel with them and with each other (each locks only
-//! its own row). A worker claims for all its free slots in one transaction (`claim_batch`),
+//! The price of taking turns is that claims commit one at a time, and that other writes wait
+//! while a claim runs: claims per second are bounded by the server's commit latency, while
+//! enqueues, completions, heartbeats and the other fenced operations run in parallel with
+//! each other between claims (each locks only its own rows). A worker claims for all its free slots in one transaction (`claim_batch`),
 //! so a process running many attempts at once pays one turn for many jobs.
 //! `docs/postgres.md` has the figures.
 //!
@@ -81,13 +79,6 @@ macro_rules! reaps {
 /// Claim's step 1 alone: how many jobs the reaps moved to `dead`.
 const REAP: &str =
     concat!("WITH ", reaps!(), " SELECT (SELECT count(*) FROM exhausted) + (SELECT count(*) FROM late)");
-
-/// Claims and reaps take turns (see the module's doc): held to the end of the transaction.
-/// The key is the creation lock's plus one, so that the two never meet.
-const TURN: &str = "SELECT pg_advisory_xact_lock($1)";
-
-/// The key of [`TURN`].
-const TURN_KEY: i64 = crate::ddl::APPLICATION_ID + 1;
 
 /// Reaps, and leases the due job with the smallest `available_at`, ties to the first
 /// enqueued, in one statement (one round trip). The pick sees the statement's snapshot, from
@@ -148,10 +139,7 @@ impl PgQueue {
         input::name("worker", worker)?;
         input::int("now", now)?;
         let lease_ms = self.settings.lease_ms;
-        self.write(|tx| {
-            take_turn(tx)?;
-            lease_next(tx, worker, now, lease_ms)
-        })
+        self.write_alone(|tx| lease_next(tx, worker, now, lease_ms))
     }
 
     /// [`Queue::claim_batch`](crate::Queue::claim_batch) on PostgreSQL: up to `k` claims in
@@ -163,7 +151,7 @@ impl PgQueue {
             return Ok(Vec::new());
         }
         let lease_ms = self.settings.lease_ms;
-        self.write(|tx| {
+        self.write_alone(|tx| {
             // As on SQLite: a job just leased expires after `now`, so one reap is all of them.
             reap(tx, now)?;
             lease_picked(tx, worker, now, lease_ms, k)
@@ -174,22 +162,15 @@ impl PgQueue {
     /// jobs moved to `dead`.
     pub fn reap(&mut self, now: u64) -> Result<u64> {
         input::int("now", now)?;
-        self.write(|tx| reap(tx, now))
+        self.write_alone(|tx| reap(tx, now))
     }
 }
 
-/// Claim's step 1 inside the caller's transaction. Exhaustion first: an expired lease on the
-/// last attempt is `exhausted` even when its deadline has also passed (SPEC 6.4).
+/// Claim's step 1 inside the caller's transaction, in its turn. Exhaustion first: an expired
+/// lease on the last attempt is `exhausted` even when its deadline has also passed (SPEC 6.4).
 fn reap(tx: &mut Tx<'_>, now: u64) -> Result<u64> {
-    take_turn(tx)?;
     let reaped: i64 = tx.query_one(REAP, &[&big("now", now)?])?.try_get(0)?;
     uint_of(reaped)
-}
-
-/// Waits for the claims' turn (see the module's doc); held to the end of the transaction.
-fn take_turn(tx: &mut Tx<'_>) -> Result<()> {
-    tx.query_one(TURN, &[&TURN_KEY])?;
-    Ok(())
 }
 
 fn uint_of(count: i64) -> Result<u64> {

@@ -5,10 +5,13 @@
 //! claimed no later than `now`) is in the `WHERE` of the statement that locks the row, so a
 //! row is locked only when the call will write it. A call the fence refuses reads the row
 //! plainly to say why; if that read finds the fence holding after all, the row changed
-//! between the two statements (a claim committed in between), and the call starts over on
-//! the row as it now is.
+//! between the two statements, and the call starts over on the row as it now is. Only a
+//! claim leases a row, and no claim commits inside a write's turn (`turn.rs`), so among
+//! retryq's own writes this does not happen; the start over keeps the call right against a
+//! writer that does not take turns.
 
 use super::store::{PgQueue, Tx};
+use super::turn;
 use super::value::{big, opt_uint, uint, word};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{self, DeadReason, Outcome, Status};
@@ -22,11 +25,18 @@ use crate::queue::store::Settings;
 const STARTS: usize = 4;
 
 /// `ok` and `permanent` in one statement: their result does not depend on what the job
-/// holds, so the whole fence goes in the `WHERE` and no lookup comes first.
-const FINISH_FENCED: &str = "
+/// holds, so the whole fence goes in the `WHERE` and no lookup comes first. The row to write
+/// is joined with the shared turn, so the statement takes the turn before it locks the row,
+/// also when it runs on its own (`turn.rs`).
+const FINISH_FENCED: &str = concat!(
+    "
     UPDATE jobs SET status = $5, dead_reason = $6, available_at = NULL, owner = NULL,
                     claimed_at = NULL, updated_at = $4, last_error = $7, last_node = $8
-    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4";
+    FROM pg_advisory_xact_lock_shared(",
+    turn::key!(),
+    ") AS turn
+    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4"
+);
 
 /// What `retryable` needs of the job, locked, when the fence holds.
 const HELD_FENCED: &str = "

@@ -1,6 +1,7 @@
 //! `enqueue`: accept a job once, by its business id.
 
 use super::store::{PgQueue, Tx};
+use super::turn;
 use super::value::{big, opt_big};
 use crate::error::{Error, Result};
 use crate::queue::enqueue::{Enqueued, NewJob};
@@ -8,12 +9,19 @@ use crate::queue::enqueue::{Enqueued, NewJob};
 /// A new job is pending from its `not_before` (`$6`, already `now` when none was given); an
 /// existing id is left exactly as it is. `ON CONFLICT DO NOTHING` waits for a concurrent
 /// insert of the same id to commit or roll back, so two enqueues of one new id store it
-/// once: the second finds the first's row and answers as for any existing id.
-const INSERT: &str = "
+/// once: the second finds the first's row and answers as for any existing id. The row is
+/// made from the shared turn's row, so the statement takes the turn before it writes, also
+/// when it runs on its own (`turn.rs`).
+const INSERT: &str = concat!(
+    "
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
                       redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms)
-    VALUES ($1, $2, 'pending', 0, $3, $6, $4, 0, $5, $5, $6, $7, $8)
-    ON CONFLICT (id) DO NOTHING";
+    SELECT $1, $2, 'pending', 0, $3, $6, $4, 0, $5, $5, $6, $7, $8
+    FROM pg_advisory_xact_lock_shared(",
+    turn::key!(),
+    ") AS turn
+    ON CONFLICT (id) DO NOTHING"
+);
 
 /// Byte for byte, as SPEC 3.2 compares payloads (`bytea` equality).
 const SAME_PAYLOAD: &str = "SELECT payload = $2 FROM jobs WHERE id = $1";

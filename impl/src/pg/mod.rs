@@ -10,11 +10,12 @@
 //!
 //! Concurrency. Several `PgQueue`s (threads, processes, machines) may share one database.
 //! Every write is one READ COMMITTED transaction that locks exactly the rows it is about to
-//! change: claims and reaps take turns on one lock and a claim waits for a due row another
-//! transaction holds rather than stepping over it (see `claim.rs` for why), and every fenced
-//! operation (complete, heartbeat, note, cancel,
+//! change, after taking the turn (`turn.rs`): claims and reaps alone, so that nothing commits
+//! between their snapshot and their commit, every other write shared, so that writes run
+//! side by side between claims. A claim never steps over a row another transaction holds
+//! (see `claim.rs` for why), and every fenced operation (complete, heartbeat, note, cancel,
 //! redrive) locks a row only when the row passes its checks, deciding a refusal on a plain
-//! read instead, so that a refused call never makes a claim wait. A transaction
+//! read instead. A transaction
 //! PostgreSQL rolls back for a deadlock or a serialization failure changed nothing, and is
 //! run again (`store.rs`).
 //!
@@ -34,6 +35,7 @@ mod schema;
 mod store;
 #[cfg(test)]
 mod tests;
+mod turn;
 mod value;
 
 pub use store::PgQueue;

@@ -9,6 +9,7 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config, IsolationLevel, NoTls, Row, Statement, Transaction};
 
+use super::turn::Turn;
 use crate::error::{Error, Result};
 use crate::queue::store::Settings;
 
@@ -61,20 +62,31 @@ impl Conn {
         Ok(Conn { client: session(config)?, statements: HashMap::new(), lost: false })
     }
 
-    /// One run of `f` in a transaction of its own: committed if it returns `Ok`, rolled back
-    /// (when the transaction is dropped) if it returns `Err`.
-    fn run<T>(
-        &mut self,
-        isolation: IsolationLevel,
-        read_only: bool,
-        f: &mut impl FnMut(&mut Tx<'_>) -> Result<T>,
-    ) -> Result<T> {
+    /// One run of `f` in a transaction of its own, in its turn if it writes: committed if it
+    /// returns `Ok`, rolled back (when the transaction is dropped) if it returns `Err`.
+    fn run<T>(&mut self, kind: Kind, f: &mut impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let (isolation, read_only) = match kind {
+            Kind::Write(_) => (IsolationLevel::ReadCommitted, false),
+            Kind::Read => (IsolationLevel::RepeatableRead, true),
+        };
         let tx = self.client.build_transaction().isolation_level(isolation).read_only(read_only).start()?;
         let mut tx = Tx { tx, statements: &mut self.statements };
+        if let Kind::Write(turn) = kind {
+            turn.take(&mut tx)?;
+        }
         let value = f(&mut tx)?;
         tx.commit()?;
         Ok(value)
     }
+}
+
+/// What a transaction does, which decides its isolation and its turn.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// READ COMMITTED, in the turn given (`turn.rs`).
+    Write(Turn),
+    /// REPEATABLE READ, READ ONLY: one snapshot, no turn.
+    Read,
 }
 
 /// One transaction of an operation, with the connection's prepared statements: each SQL
@@ -194,28 +206,36 @@ impl PgQueue {
         Ok(())
     }
 
-    /// Runs `f` in one READ COMMITTED write transaction: committed if it returns `Ok`,
-    /// rolled back (so nothing changed) if it returns `Err`. Each statement sees what was
-    /// committed when it began, and the rows an operation writes are locked until it
-    /// commits; what an operation decides, it decides on rows it has locked (see the
-    /// operations' modules). Run again, from the start, when the server rolled it back for
-    /// a deadlock or a serialization failure.
+    /// Runs `f` in one READ COMMITTED write transaction, in the shared turn (`turn.rs`):
+    /// committed if it returns `Ok`, rolled back (so nothing changed) if it returns `Err`.
+    /// Each statement sees what was committed when it began, and the rows an operation
+    /// writes are locked until it commits; what an operation decides, it decides on rows it
+    /// has locked (see the operations' modules). Run again, from the start, when the server
+    /// rolled it back for a deadlock or a serialization failure.
     pub(super) fn write<T>(&mut self, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.transaction(IsolationLevel::ReadCommitted, false, f)
+        self.transaction(Kind::Write(Turn::Shared), f)
+    }
+
+    /// [`PgQueue::write`] in the turn alone: for claims and reaps, which decide on every due
+    /// row and so must not have any other write commit between their snapshot and their
+    /// commit (`turn.rs`).
+    pub(super) fn write_alone<T>(&mut self, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.transaction(Kind::Write(Turn::Alone), f)
     }
 
     /// Runs `f` in one REPEATABLE READ, READ ONLY transaction: every statement of it sees the
     /// same snapshot, so a read of several statements (a page and its count, the audit's
     /// rows and history) is of one instant.
     pub(super) fn read<T>(&self, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.transaction(IsolationLevel::RepeatableRead, true, f)
+        self.transaction(Kind::Read, f)
     }
 
     /// Runs one statement on its own, as its own transaction (autocommit): how many rows it
     /// wrote. For the operations whose common case is one statement — a new job's insert, an
     /// `ok` or `permanent` completion whose fence holds — it saves the round trips of
     /// `BEGIN` and `COMMIT`; what it decides, a single statement decides atomically, on the
-    /// rows it locks. Run again when the server rolled it back for a deadlock.
+    /// rows it locks. The statement takes the shared turn itself, before its first row
+    /// (`turn.rs`). Run again when the server rolled it back for a deadlock.
     pub(super) fn single(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let mut conn = self.conn.borrow_mut();
         let mut run = 0;
@@ -244,12 +264,7 @@ impl PgQueue {
         }
     }
 
-    fn transaction<T>(
-        &self,
-        isolation: IsolationLevel,
-        read_only: bool,
-        mut f: impl FnMut(&mut Tx<'_>) -> Result<T>,
-    ) -> Result<T> {
+    fn transaction<T>(&self, kind: Kind, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         // No operation calls another while it holds the connection, so this never finds it
         // borrowed.
         let mut conn = self.conn.borrow_mut();
@@ -259,7 +274,7 @@ impl PgQueue {
             if conn.lost || conn.client.is_closed() {
                 *conn = Conn::open(&self.config)?;
             }
-            match conn.run(isolation, read_only, &mut f) {
+            match conn.run(kind, &mut f) {
                 Err(Error::Postgres(e)) if run < RERUNS && rolled_back(&e) => continue,
                 Err(Error::Postgres(e)) if crate::error::connection_lost(&e) => {
                     conn.lost = true;

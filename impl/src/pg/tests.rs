@@ -22,7 +22,7 @@ fn pg(test: &str) -> Option<PgQueue> {
 }
 
 /// [`pg`], with the database's URL, for a test that also opens connections of its own.
-fn pg_at(test: &str) -> Option<(String, PgQueue)> {
+pub(super) fn pg_at(test: &str) -> Option<(String, PgQueue)> {
     let url = retryq_pgtest::database(test)?;
     let mut q = PgQueue::connect(&url).expect("connect");
     q.set_settings(SETTINGS).expect("settings");
