@@ -1,6 +1,6 @@
 //! `cancel`: an operator takes a pending job off the queue (SPEC 3.13).
 
-use super::store::{PgQueue, Tx};
+use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, word};
 use crate::error::{Error, Result};
 use crate::input;
@@ -27,7 +27,7 @@ impl PgQueue {
         input::name("id", id)?;
         input::int("now", now)?;
         let at = big("now", now)?;
-        self.write(|tx| cancel(tx, id, at))
+        self.write(Turn::Beside, |tx| cancel(tx, id, at))
     }
 }
 

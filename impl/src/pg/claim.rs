@@ -5,9 +5,9 @@
 //!
 //! SPEC 3.3.2 says a claim takes the claimable job with the smallest `available_at` (ties to
 //! the first enqueued), and SPEC 3.10 that concurrent operations are linearizable. Claims and
-//! reaps therefore run in the turn alone, and every other write in it shared: see `turn.rs`
-//! for why a claim may not step over rows others hold, and why no write may commit between a
-//! claim's snapshot and its commit.
+//! reaps therefore run in the turn alone, and every write that can make a job due in it
+//! shared: see `turn.rs` for why a claim may not step over rows others hold, and why no such
+//! write may commit between a claim's snapshot and its commit.
 //!
 //! # Why the lease is fenced by the row's version
 //!
@@ -23,15 +23,13 @@
 //! pick chose (`xmin`, the transaction that wrote that version, unchanged): then nothing
 //! touched it between the snapshot and the lock, the choice is the snapshot's, and the claim
 //! takes its place in the order at its snapshot. A row that changed is not leased; the pick
-//! runs again on what is committed now. Since every write of retryq takes the turn before its
-//! first row, a claim in its turn finds no row retryq holds; the fence keeps claims right
-//! against a writer that does not take turns (a hand edit in `psql`, an older retryq still
-//! running during an upgrade).
+//! runs again on what is committed now. The writes that hold a row a claim may want are
+//! the ones that run beside claims, without the turn (`turn.rs`).
 //!
-//! The price of taking turns is that claims commit one at a time, and that other writes wait
-//! while a claim runs: claims per second are bounded by the server's commit latency, while
-//! enqueues, completions, heartbeats and the other fenced operations run in parallel with
-//! each other between claims (each locks only its own rows). A worker claims for all its free slots in one transaction (`claim_batch`),
+//! The price of taking turns is that claims commit one at a time, and that enqueues, retries
+//! and redrives wait while a claim runs: claims per second are bounded by the server's commit
+//! latency, while `ok` completions, heartbeats, notes and cancels run beside claims, and
+//! every write beside the others (each locks only its own rows). A worker claims for all its free slots in one transaction (`claim_batch`),
 //! so a process running many attempts at once pays one turn for many jobs.
 //! `docs/postgres.md` has the figures.
 //!
@@ -46,7 +44,7 @@
 //! the answer is SQLite's, and across connections nothing out of budget is ever claimed
 //! (SPEC 4.4); such a row waits for the next reap.
 
-use super::store::{PgQueue, Tx};
+use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_utf8, uint, utf8};
 use crate::error::Result;
 use crate::input;
@@ -139,7 +137,7 @@ impl PgQueue {
         input::name("worker", worker)?;
         input::int("now", now)?;
         let lease_ms = self.settings.lease_ms;
-        self.write_alone(|tx| lease_next(tx, worker, now, lease_ms))
+        self.write(Turn::Alone, |tx| lease_next(tx, worker, now, lease_ms))
     }
 
     /// [`Queue::claim_batch`](crate::Queue::claim_batch) on PostgreSQL: up to `k` claims in
@@ -151,7 +149,7 @@ impl PgQueue {
             return Ok(Vec::new());
         }
         let lease_ms = self.settings.lease_ms;
-        self.write_alone(|tx| {
+        self.write(Turn::Alone, |tx| {
             // As on SQLite: a job just leased expires after `now`, so one reap is all of them.
             reap(tx, now)?;
             lease_picked(tx, worker, now, lease_ms, k)
@@ -162,7 +160,7 @@ impl PgQueue {
     /// jobs moved to `dead`.
     pub fn reap(&mut self, now: u64) -> Result<u64> {
         input::int("now", now)?;
-        self.write_alone(|tx| reap(tx, now))
+        self.write(Turn::Alone, |tx| reap(tx, now))
     }
 }
 

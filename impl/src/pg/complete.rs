@@ -5,13 +5,14 @@
 //! claimed no later than `now`) is in the `WHERE` of the statement that locks the row, so a
 //! row is locked only when the call will write it. A call the fence refuses reads the row
 //! plainly to say why; if that read finds the fence holding after all, the row changed
-//! between the two statements, and the call starts over on the row as it now is. Only a
-//! claim leases a row, and no claim commits inside a write's turn (`turn.rs`), so among
-//! retryq's own writes this does not happen; the start over keeps the call right against a
-//! writer that does not take turns.
+//! between the two statements (a claim committed in between), and the call starts over on
+//! the row as it now is.
+//!
+//! A retryable outcome can make the job due again, so a completion that may be retryable
+//! takes the turn shared; `ok` and `permanent` only take the job out of what is due, and run
+//! beside claims (`turn.rs`).
 
-use super::store::{PgQueue, Tx};
-use super::turn;
+use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_uint, uint, word};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{self, DeadReason, Outcome, Status};
@@ -25,18 +26,12 @@ use crate::queue::store::Settings;
 const STARTS: usize = 4;
 
 /// `ok` and `permanent` in one statement: their result does not depend on what the job
-/// holds, so the whole fence goes in the `WHERE` and no lookup comes first. The row to write
-/// is joined with the shared turn, so the statement takes the turn before it locks the row,
-/// also when it runs on its own (`turn.rs`).
-const FINISH_FENCED: &str = concat!(
-    "
+/// holds, so the whole fence goes in the `WHERE` and no lookup comes first. They only take a
+/// job out of what is due, so they take no turn (`turn.rs`).
+const FINISH_FENCED: &str = "
     UPDATE jobs SET status = $5, dead_reason = $6, available_at = NULL, owner = NULL,
                     claimed_at = NULL, updated_at = $4, last_error = $7, last_node = $8
-    FROM pg_advisory_xact_lock_shared(",
-    turn::key!(),
-    ") AS turn
-    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4"
-);
+    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4";
 
 /// What `retryable` needs of the job, locked, when the fence holds.
 const HELD_FENCED: &str = "
@@ -96,7 +91,7 @@ impl PgQueue {
             }
         }
         let settings = self.settings;
-        self.write(|tx| record(tx, &settings, c))
+        self.write(turn(&[c.report.outcome]), |tx| record(tx, &settings, c))
     }
 
     /// [`Queue::complete_batch`](crate::Queue::complete_batch) on PostgreSQL: one
@@ -106,7 +101,8 @@ impl PgQueue {
             return Ok(Vec::new());
         }
         let settings = self.settings;
-        self.write(|tx| {
+        let outcomes: Vec<Outcome> = completions.iter().map(|c| c.report.outcome).collect();
+        self.write(turn(&outcomes), |tx| {
             let mut results = Vec::with_capacity(completions.len());
             for c in completions {
                 let result = validate(c).and_then(|()| record(tx, &settings, c));
@@ -126,7 +122,7 @@ impl PgQueue {
         let error = job::note(Some(error)).map(str::as_bytes);
         let node = job::note(node).map(str::as_bytes);
         let attempt = big("attempt", lease.attempt)?;
-        self.write(|tx| {
+        self.write(Turn::Beside, |tx| {
             for _ in 0..STARTS {
                 if tx.execute(NOTE, &[&lease.id, &lease.worker, &attempt, &error, &node])? == 1 {
                     return Ok(());
@@ -139,6 +135,12 @@ impl PgQueue {
             Err(changed(&lease.id))
         })
     }
+}
+
+/// The turn of a transaction recording `outcomes`: shared when one may be a retry, which can
+/// make its job due again (`turn.rs`).
+fn turn(outcomes: &[Outcome]) -> Turn {
+    if outcomes.contains(&Outcome::Retryable) { Turn::Shared } else { Turn::Beside }
 }
 
 /// `complete`'s fence, lookup and write inside the caller's transaction, once validated. A

@@ -20,7 +20,7 @@ impl PgQueue {
     pub fn connect(url: &str) -> Result<PgQueue> {
         let mut queue = PgQueue::open(url)?;
         let name = queue.name().to_owned();
-        queue.write(|tx| schema::prepare(tx, &name))?;
+        queue.write(super::store::Turn::Beside, |tx| schema::prepare(tx, &name))?;
         Ok(queue)
     }
 

@@ -1,6 +1,6 @@
 //! `enqueue`: accept a job once, by its business id.
 
-use super::store::{PgQueue, Tx};
+use super::store::{PgQueue, Turn, Tx};
 use super::turn;
 use super::value::{big, opt_big};
 use crate::error::{Error, Result};
@@ -48,13 +48,13 @@ impl PgQueue {
         if self.single(INSERT, &params)? == 1 {
             return Ok(Enqueued::New);
         }
-        self.write(|tx| insert(tx, job))
+        self.write(Turn::Shared, |tx| insert(tx, job))
     }
 
     /// [`Queue::enqueue_many`](crate::Queue::enqueue_many) on PostgreSQL: one transaction,
     /// each job answered on its own; only a storage failure fails the whole batch.
     pub fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
-        self.write(|tx| {
+        self.write(Turn::Shared, |tx| {
             let mut results = Vec::with_capacity(jobs.len());
             for job in jobs {
                 let result = job.validate().and_then(|()| insert(tx, job));

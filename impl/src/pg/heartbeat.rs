@@ -1,6 +1,6 @@
 //! `heartbeat`: the holder of a running attempt keeps its lease (SPEC 3.12).
 
-use super::store::{PgQueue, Tx};
+use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_uint, uint, word};
 use crate::error::{Error, Result};
 use crate::input;
@@ -32,7 +32,7 @@ impl PgQueue {
         validate_lease(lease)?;
         input::int("now", now)?;
         let lease_ms = self.settings.lease_ms;
-        self.write(|tx| extend(tx, lease, now, lease_ms))
+        self.write(Turn::Beside, |tx| extend(tx, lease, now, lease_ms))
     }
 }
 

@@ -1,6 +1,6 @@
 //! `redrive`: the operator's way out of `dead`, with a new budget.
 
-use super::store::{PgQueue, Tx};
+use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, uint, word};
 use crate::error::{Error, Result};
 use crate::input;
@@ -34,7 +34,7 @@ impl PgQueue {
     pub fn redrive(&mut self, r: &Redrive<'_>) -> Result<()> {
         input::name("id", r.id)?;
         let budget = Budget::checked(r.add_attempts, r.deadline, r.now)?;
-        self.write(|tx| redrive(tx, r.id, budget))
+        self.write(Turn::Shared, |tx| redrive(tx, r.id, budget))
     }
 
     /// [`Queue::redrive_dead`](crate::Queue::redrive_dead) on PostgreSQL: every dead job (of
@@ -42,7 +42,7 @@ impl PgQueue {
     pub fn redrive_dead(&mut self, r: &RedriveDead) -> Result<Vec<(String, Result<()>)>> {
         let budget = Budget::checked(r.add_attempts, r.deadline, r.now)?;
         let reason = r.reason.map(DeadReason::as_str);
-        self.write(|tx| {
+        self.write(Turn::Shared, |tx| {
             let ids = tx.query(DEAD, &[&reason])?;
             let mut results = Vec::with_capacity(ids.len());
             for id in ids {

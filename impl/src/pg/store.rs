@@ -9,7 +9,7 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config, IsolationLevel, NoTls, Row, Statement, Transaction};
 
-use super::turn::Turn;
+pub(super) use super::turn::Turn;
 use crate::error::{Error, Result};
 use crate::queue::store::Settings;
 
@@ -206,21 +206,14 @@ impl PgQueue {
         Ok(())
     }
 
-    /// Runs `f` in one READ COMMITTED write transaction, in the shared turn (`turn.rs`):
+    /// Runs `f` in one READ COMMITTED write transaction, after taking `turn` (`turn.rs`):
     /// committed if it returns `Ok`, rolled back (so nothing changed) if it returns `Err`.
     /// Each statement sees what was committed when it began, and the rows an operation
     /// writes are locked until it commits; what an operation decides, it decides on rows it
     /// has locked (see the operations' modules). Run again, from the start, when the server
     /// rolled it back for a deadlock or a serialization failure.
-    pub(super) fn write<T>(&mut self, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.transaction(Kind::Write(Turn::Shared), f)
-    }
-
-    /// [`PgQueue::write`] in the turn alone: for claims and reaps, which decide on every due
-    /// row and so must not have any other write commit between their snapshot and their
-    /// commit (`turn.rs`).
-    pub(super) fn write_alone<T>(&mut self, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.transaction(Kind::Write(Turn::Alone), f)
+    pub(super) fn write<T>(&mut self, turn: Turn, f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.transaction(Kind::Write(turn), f)
     }
 
     /// Runs `f` in one REPEATABLE READ, READ ONLY transaction: every statement of it sees the
@@ -234,7 +227,7 @@ impl PgQueue {
     /// wrote. For the operations whose common case is one statement — a new job's insert, an
     /// `ok` or `permanent` completion whose fence holds — it saves the round trips of
     /// `BEGIN` and `COMMIT`; what it decides, a single statement decides atomically, on the
-    /// rows it locks. The statement takes the shared turn itself, before its first row
+    /// rows it locks. A statement that needs a turn takes it itself, before its first row
     /// (`turn.rs`). Run again when the server rolled it back for a deadlock.
     pub(super) fn single(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let mut conn = self.conn.borrow_mut();

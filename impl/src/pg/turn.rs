@@ -1,5 +1,6 @@
 //! The turn: one transaction-scoped advisory lock that claims and reaps take alone and every
-//! other write takes shared, so that nothing commits while a claim or a reap decides.
+//! write that can make a job due takes shared, so that no such write commits while a claim or
+//! a reap decides.
 //!
 //! # Why claims and reaps take it alone
 //!
@@ -12,26 +13,37 @@
 //! afterwards still sees the jobs it stepped over pending (the linearizability check finds
 //! this in a fifth of its runs; `docs/linearizability.md`). So claims and reaps take turns.
 //!
-//! # Why every other write takes it shared
+//! # Why a write that can make a job due takes it shared
 //!
 //! Under READ COMMITTED a claim or a reap decides on its statement's snapshot and commits a
-//! round trip later. A write to another row that committed in between — a redrive that made
-//! a job pending past its deadline, an enqueue of a job due first — is one the claim did not
-//! see, so the claim must come before it in the order; yet a read that begins after that
-//! write returned and before the claim commits sees the write and not the claim, so the claim
-//! must come after the read, which comes after the write. No order explains both (the
-//! linearizability check found it, about one history in 3,100; `docs/linearizability.md`).
-//! So every write holds the turn shared from before it touches a row until it commits: writes
-//! still run side by side with each other, and no write commits between a claim's or reap's
-//! snapshot and its commit. A claim then takes its place in the order anywhere between its
-//! snapshot and its commit, since nothing else changes in between; a read whose snapshot falls
-//! there goes before it.
+//! round trip later. Say a write to another row commits in between. The claim did not see
+//! it, and a read that begins after the write returned and before the claim commits sees the
+//! write and not the claim: the write comes before that read, which comes before the claim.
+//! That order explains the claim's answer only if the claim would have answered the same
+//! after the write. It would not when the write made a job due, or due sooner, or past its
+//! deadline while pending — an enqueue, a retry, a redrive: the job might have been the one
+//! to claim, or to reap. No order explains the answers then (the linearizability check found
+//! it: a reap that did not see a redrive committed while it ran, and a cancel begun after the
+//! redrive returned that saw the reaped job still leased; about one history in 3,100). So
+//! those writes hold the turn shared from before they touch a row until they commit: they
+//! run side by side with each other and never commit between a claim's snapshot and its
+//! commit.
 //!
-//! Locks are always taken turn first, rows after, so the turn never closes a cycle of waits: a
-//! transaction that waits for the turn holds no row, and one that holds the turn shared waits
-//! only for rows other shared holders hold. A claim waiting for the turn is served before
-//! writes that ask after it (PostgreSQL queues a request behind a conflicting waiter), so
-//! a stream of writes cannot starve claims.
+//! # Why the other writes do not take it
+//!
+//! A write that can only take a job out of what is due, or make it due later — an `ok` or
+//! `permanent` completion, a heartbeat, a note, a cancel — leaves a claim's answer as it was
+//! unless the claim wanted that very job, and then the claim locks the row and waits for it
+//! (`claim.rs`; a reap's `UPDATE` does the same). So a claim that did not see such a write
+//! answers as it would after it, and the write can be ordered first; these writes run beside
+//! claims, which keeps completions, heartbeats and claims overlapping.
+//!
+//! # Why it never deadlocks
+//!
+//! Locks are always taken turn first, rows after: a transaction that waits for the turn holds
+//! no row, so a wait for the turn closes no cycle. A claim waiting for the turn is served
+//! before writes that ask after it (PostgreSQL queues a request behind a conflicting waiter),
+//! so a stream of enqueues cannot starve claims.
 
 use super::store::Tx;
 use crate::error::Result;
@@ -49,28 +61,32 @@ pub(super) use key;
 /// A claim's or a reap's turn, alone; held to the end of the transaction.
 const ALONE: &str = concat!("SELECT pg_advisory_xact_lock(", key!(), ")");
 
-/// Any other write's turn, shared with the others; held to the end of the transaction.
+/// The turn of a write that can make a job due, shared with the others; held to the end of
+/// the transaction.
 const SHARED: &str = concat!("SELECT pg_advisory_xact_lock_shared(", key!(), ")");
 
 /// Which turn a write transaction takes before its first row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Turn {
-    /// Claims and reaps: nothing else writes while they decide and commit.
+    /// Claims and reaps: no write that can make a job due commits while they decide.
     Alone,
-    /// Every other write: side by side with each other, never inside a claim's turn.
+    /// Writes that can make a job due, or due sooner (enqueue, a retryable completion,
+    /// redrive): side by side with each other, never inside a claim's turn.
     Shared,
+    /// Writes that can only take a job out of what is due or make it due later (an `ok` or
+    /// `permanent` completion, heartbeat, note, cancel): beside claims, no turn.
+    Beside,
 }
 
 impl Turn {
     /// Waits for this turn inside `tx`; it is held until `tx` ends.
     pub(super) fn take(self, tx: &mut Tx<'_>) -> Result<()> {
-        tx.query_one(
-            match self {
-                Turn::Alone => ALONE,
-                Turn::Shared => SHARED,
-            },
-            &[],
-        )?;
+        let sql = match self {
+            Turn::Alone => ALONE,
+            Turn::Shared => SHARED,
+            Turn::Beside => return Ok(()),
+        };
+        tx.query_one(sql, &[])?;
         Ok(())
     }
 }
@@ -121,10 +137,11 @@ mod tests {
     }
 
     /// A job in each state the writes below need, on a fresh database: `pending`; `done`,
-    /// `retry`, `batch`, `note`, `beat` leased to `w` on attempt 1; `dead` and `dead2` dead.
+    /// `retry`, `batch`, `batch2`, `note`, `beat` leased to `w` on attempt 1; `dead` and
+    /// `dead2` dead.
     fn scene(test: &str) -> Option<String> {
         let (url, mut q) = pg_at(test)?;
-        let ids = ["pending", "done", "retry", "batch", "note", "beat", "dead", "dead2"];
+        let ids = ["pending", "done", "retry", "batch", "batch2", "note", "beat", "dead", "dead2"];
         for id in ids.iter().rev() {
             let job =
                 NewJob { id, payload: "", max_attempts: 1, deadline: 9000, now: 0, ..NewJob::default() };
@@ -141,34 +158,36 @@ mod tests {
         Some(url)
     }
 
-    /// Every write of the store, each on a job of [`scene`], each meant to succeed.
-    fn writes() -> Vec<(&'static str, Call)> {
-        let lease = |id: &str| Lease::new("w", id, 1);
+    fn lease(id: &str) -> Lease {
+        Lease::new("w", id, 1)
+    }
+
+    /// A completion of `id`'s lease, as a call.
+    fn finish(id: &str, outcome: Outcome) -> Call {
+        let lease = lease(id);
+        Box::new(move |q: &mut PgQueue| q.complete(&Completion::new(&lease, outcome, 20, 0.0)).map(drop))
+    }
+
+    /// A batch of one completion of `id`'s lease, as a call.
+    fn finish_batch(id: &str, outcome: Outcome) -> Call {
+        let lease = lease(id);
+        Box::new(move |q: &mut PgQueue| {
+            let answers = q.complete_batch(&[Completion::new(&lease, outcome, 20, 0.0)])?;
+            answers.into_iter().try_for_each(|r| r.map(drop))
+        })
+    }
+
+    /// The writes of [`scene`]'s jobs that can make a job due, or due sooner.
+    fn making_due() -> Vec<(&'static str, Call)> {
         let job =
             |id| NewJob { id, payload: "", max_attempts: 3, deadline: 9000, now: 20, ..NewJob::default() };
-        let finish = |id: &str, outcome: Outcome| {
-            let lease = lease(id);
-            move |q: &mut PgQueue| q.complete(&Completion::new(&lease, outcome, 20, 0.0)).map(drop)
-        };
+        let redrive_all =
+            RedriveDead { reason: Some(DeadReason::Permanent), add_attempts: 1, deadline: 9000, now: 20 };
         vec![
             ("enqueue", Box::new(move |q: &mut PgQueue| q.enqueue(&job("new")).map(drop))),
             ("enqueue_many", Box::new(move |q: &mut PgQueue| q.enqueue_many(&[job("new2")]).map(drop))),
-            ("complete ok", Box::new(finish("done", Outcome::Ok))),
-            ("complete retryable", Box::new(finish("retry", Outcome::Retryable))),
-            (
-                "complete_batch",
-                Box::new(move |q: &mut PgQueue| {
-                    let lease = lease("batch");
-                    let outcome = q.complete_batch(&[Completion::new(&lease, Outcome::Ok, 20, 0.0)])?;
-                    outcome.into_iter().try_for_each(|r| r.map(drop))
-                }),
-            ),
-            (
-                "record_error",
-                Box::new(move |q: &mut PgQueue| q.record_error(&lease("note"), "refused", None)),
-            ),
-            ("heartbeat", Box::new(move |q: &mut PgQueue| q.heartbeat(&lease("beat"), 20).map(drop))),
-            ("cancel", Box::new(|q: &mut PgQueue| q.cancel("pending", 20))),
+            ("complete retryable", finish("retry", Outcome::Retryable)),
+            ("complete_batch with a retryable", finish_batch("batch2", Outcome::Retryable)),
             (
                 "redrive",
                 Box::new(|q: &mut PgQueue| {
@@ -177,16 +196,22 @@ mod tests {
             ),
             (
                 "redrive_dead",
-                Box::new(|q: &mut PgQueue| {
-                    let all = RedriveDead {
-                        reason: Some(DeadReason::Permanent),
-                        add_attempts: 1,
-                        deadline: 9000,
-                        now: 20,
-                    };
-                    q.redrive_dead(&all)?.into_iter().try_for_each(|(_, r)| r)
+                Box::new(move |q: &mut PgQueue| {
+                    q.redrive_dead(&redrive_all)?.into_iter().try_for_each(|(_, r)| r)
                 }),
             ),
+        ]
+    }
+
+    /// The writes of [`scene`]'s jobs that can only take a job out of what is due, or make it
+    /// due later.
+    fn taking_out() -> Vec<(&'static str, Call)> {
+        vec![
+            ("complete ok", finish("done", Outcome::Ok)),
+            ("complete_batch of ok", finish_batch("batch", Outcome::Ok)),
+            ("record_error", Box::new(|q: &mut PgQueue| q.record_error(&lease("note"), "refused", None))),
+            ("heartbeat", Box::new(|q: &mut PgQueue| q.heartbeat(&lease("beat"), 20).map(drop))),
+            ("cancel", Box::new(|q: &mut PgQueue| q.cancel("pending", 20))),
         ]
     }
 
@@ -199,14 +224,19 @@ mod tests {
         ]
     }
 
-    /// No write commits between a claim's snapshot and its commit: with the turn held alone,
-    /// every write waits for it.
+    /// No write that can make a job due commits between a claim's snapshot and its commit:
+    /// with the turn held alone, each waits for it; the writes that only take jobs out run
+    /// beside the claim.
     #[test]
-    fn every_write_waits_while_a_claim_holds_the_turn() {
-        let Some(url) = scene("every_write_waits_while_a_claim_holds_the_turn") else { return };
-        for (name, call) in writes() {
+    fn writes_that_make_jobs_due_wait_while_a_claim_holds_the_turn() {
+        let Some(url) = scene("writes_that_make_jobs_due_wait_while_a_claim_holds_the_turn") else { return };
+        for (name, call) in making_due() {
             let q = PgQueue::connect(&url).expect("connect");
             assert!(waits_for(&url, ALONE, q, name, call), "{name} ran inside a claim's turn");
+        }
+        for (name, call) in taking_out() {
+            let q = PgQueue::connect(&url).expect("connect");
+            assert!(!waits_for(&url, ALONE, q, name, call), "{name} waited for a claim's turn");
         }
     }
 
@@ -214,13 +244,13 @@ mod tests {
     #[test]
     fn writes_do_not_wait_for_each_other_s_turn() {
         let Some(url) = scene("writes_do_not_wait_for_each_other_s_turn") else { return };
-        for (name, call) in writes() {
+        for (name, call) in making_due().into_iter().chain(taking_out()) {
             let q = PgQueue::connect(&url).expect("connect");
             assert!(!waits_for(&url, SHARED, q, name, call), "{name} waited for another write");
         }
     }
 
-    /// Claims and reaps wait for the writes in their turn, and for each other.
+    /// Claims and reaps wait for the writes that make jobs due, and for each other.
     #[test]
     fn claims_and_reaps_wait_for_every_other_turn() {
         let Some(url) = scene("claims_and_reaps_wait_for_every_other_turn") else { return };
