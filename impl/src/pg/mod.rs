@@ -10,14 +10,13 @@
 //!
 //! Concurrency. Several `PgQueue`s (threads, processes, machines) may share one database.
 //! Every write is one READ COMMITTED transaction that locks exactly the rows it is about to
-//! change, after taking the turn (`turn.rs`): claims and reaps alone, so that nothing commits
-//! between their snapshot and their commit, every other write shared, so that writes run
-//! side by side between claims. A claim never steps over a row another transaction holds
-//! (see `claim.rs` for why), and every fenced operation (complete, heartbeat, note, cancel,
-//! redrive) locks a row only when the row passes its checks, deciding a refusal on a plain
-//! read instead. A transaction
-//! PostgreSQL rolls back for a deadlock or a serialization failure changed nothing, and is
-//! run again (`store.rs`).
+//! change. Claims and reaps take the turn alone and the writes that can make a job due take it
+//! shared (`turn.rs`), so that none of those commits while a claim decides; a claim never
+//! steps over a row another transaction holds (see `claim.rs` for why); and every fenced
+//! operation (complete, heartbeat, note, cancel, redrive) locks a row only when the row passes
+//! its checks, deciding a refusal on a plain read instead. A transaction PostgreSQL rolls
+//! back for a deadlock or a serialization failure changed nothing, and is run again
+//! (`store.rs`).
 //!
 //! [`settle`]: crate::queue::complete::settle
 
