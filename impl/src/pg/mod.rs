@@ -35,6 +35,8 @@ mod store;
 #[cfg(test)]
 mod tests;
 mod turn;
+#[cfg(test)]
+mod turn_tests;
 mod value;
 
 pub use store::PgQueue;

@@ -71,8 +71,10 @@ impl Conn {
         };
         let tx = self.client.build_transaction().isolation_level(isolation).read_only(read_only).start()?;
         let mut tx = Tx { tx, statements: &mut self.statements };
-        if let Kind::Write(turn) = kind {
-            turn.take(&mut tx)?;
+        if let Kind::Write(turn) = kind
+            && let Some(wait) = turn.statement()
+        {
+            tx.query_one(wait, &[])?;
         }
         let value = f(&mut tx)?;
         tx.commit()?;
