@@ -29,9 +29,9 @@
 //! The price of taking turns is that claims commit one at a time, and that enqueues, retries
 //! and redrives wait while a claim runs: claims per second are bounded by the server's commit
 //! latency, while `ok` completions, heartbeats, notes and cancels run beside claims, and
-//! every write beside the others (each locks only its own rows). A worker claims for all its free slots in one transaction (`claim_batch`),
-//! so a process running many attempts at once pays one turn for many jobs.
-//! `docs/postgres.md` has the figures.
+//! every write beside the others (each locks only its own rows). A worker claims for all its
+//! free slots in one transaction (`claim_batch`), so a process running many attempts at once
+//! pays one turn for many jobs. `docs/postgres.md` has the figures.
 //!
 //! # Why the pick repeats the budget
 //!

@@ -91,7 +91,7 @@ impl PgQueue {
             }
         }
         let settings = self.settings;
-        self.write(turn(&[c.report.outcome]), |tx| record(tx, &settings, c))
+        self.write(turn(std::slice::from_ref(c)), |tx| record(tx, &settings, c))
     }
 
     /// [`Queue::complete_batch`](crate::Queue::complete_batch) on PostgreSQL: one
@@ -101,8 +101,7 @@ impl PgQueue {
             return Ok(Vec::new());
         }
         let settings = self.settings;
-        let outcomes: Vec<Outcome> = completions.iter().map(|c| c.report.outcome).collect();
-        self.write(turn(&outcomes), |tx| {
+        self.write(turn(completions), |tx| {
             let mut results = Vec::with_capacity(completions.len());
             for c in completions {
                 let result = validate(c).and_then(|()| record(tx, &settings, c));
@@ -137,10 +136,14 @@ impl PgQueue {
     }
 }
 
-/// The turn of a transaction recording `outcomes`: shared when one may be a retry, which can
-/// make its job due again (`turn.rs`).
-fn turn(outcomes: &[Outcome]) -> Turn {
-    if outcomes.contains(&Outcome::Retryable) { Turn::Shared } else { Turn::Beside }
+/// The turn of a transaction recording `completions`: shared when one may be a retry, which
+/// can make its job due again (`turn.rs`).
+fn turn(completions: &[Completion<'_>]) -> Turn {
+    if completions.iter().any(|c| c.report.outcome == Outcome::Retryable) {
+        Turn::Shared
+    } else {
+        Turn::Beside
+    }
 }
 
 /// `complete`'s fence, lookup and write inside the caller's transaction, once validated. A
