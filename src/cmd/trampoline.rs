@@ -1,7 +1,7 @@
 //! `retryq exec-trampoline WORKER_PID SHELL -c COMMAND` (hidden): how `retryq work --exec`
-//! starts each command, so that the command dies with its worker even when the worker is
-//! killed with SIGKILL. It asks the kernel for that (see `retryq_worker::Trampoline`), then
-//! becomes the shell: it never returns but on failure.
+//! starts each command, beside a watchdog that kills the command's process group when the
+//! worker dies (even by SIGKILL) or stalls past the lease (see `retryq_worker::Trampoline`).
+//! It stays the command's parent until the command is gone, and exits as the command did.
 //!
 //! It is handled before the command line is parsed: its arguments belong to the shell, and
 //! nothing of the usual flag handling may stand between the worker and the command.
@@ -22,10 +22,15 @@ pub fn this_binary() -> std::io::Result<Trampoline> {
     Ok(Trampoline::new(program, [NAME]))
 }
 
-/// Runs the trampoline on the arguments after [`NAME`]; returns only if the command could
-/// not be started, after saying why on standard error (the worker keeps its tail).
+/// Runs the trampoline on the arguments after [`NAME`]: exits as the command did, or, when
+/// the command could not be started, with [`EXIT_NOT_STARTED`] after saying why on standard
+/// error (the worker keeps its tail).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let error = bounce(args);
-    eprintln!("retryq {NAME}: {error}");
-    ExitCode::from(EXIT_NOT_STARTED as u8)
+    match bounce(args) {
+        Ok(code) => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(u8::MAX)),
+        Err(error) => {
+            crate::out::noteln!("retryq {NAME}: {error}");
+            ExitCode::from(EXIT_NOT_STARTED as u8)
+        }
+    }
 }

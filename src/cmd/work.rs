@@ -33,7 +33,8 @@ use retryq::Settings;
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
 use retryq_worker::{
-    Clock, Config, ConfigError, Exec, Http, ServerClock, Stop, SystemClock, Transport, WorkError,
+    Clock, Config, ConfigError, Exec, Http, ServerClock, SteppedClock, Stop, SystemClock, Transport,
+    WorkError,
 };
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
@@ -86,6 +87,13 @@ pub struct Args {
     /// a bare number of milliseconds.
     #[arg(long, visible_alias = "timeout", value_name = "DURATION", allow_hyphen_values = true, default_value = "20s", value_parser = duration::positive)]
     timeout_ms: u64,
+    /// How long before its lease's end each attempt is stopped, by the worker or, when the
+    /// worker cannot (killed, stopped, frozen), by the watchdog beside each --exec command
+    /// (SIGTERM to the command's process group, SIGKILL up to 500ms later). Default: a
+    /// quarter of the lease (7.5s of 30s), which tolerates clocks 7s apart. Above the
+    /// watchdog's grace, at most half the lease.
+    #[arg(long, visible_alias = "margin", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
+    margin_ms: Option<u64>,
     /// Exit once no job is pending or leased.
     #[arg(long)]
     until_idle: bool,
@@ -276,6 +284,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         settings: Settings { lease_ms: args.lease_ms, base_ms: args.base_ms, cap_ms: args.cap_ms },
         timeout: Duration::from_millis(args.timeout_ms),
         until_idle: args.until_idle,
+        margin: args.margin_ms.map(Duration::from_millis),
         ..Config::new(worker)
     };
     let stop = Stop::new();
@@ -283,6 +292,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut transports = transports(&args, &stop)?;
     config.validate().map_err(|e| match e {
         ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease_ms),
+        ConfigError::MarginTooShort { .. } | ConfigError::MarginTooLong { .. } => {
+            let what = e.to_string();
+            CliError::flag("--margin-ms", what.strip_prefix("margin: ").unwrap_or(&what))
+        }
         other => CliError::Usage(other.to_string()),
     })?;
     // Before the first write: past the file size limit a write fails, it does not kill.
@@ -299,7 +312,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let config = Config { db_file: args.db.file(), ..config };
     tracing::info!(db = %super::db::redacted(&args.db.db), store = store.kind(), clock = ?args.db.clock, "opened the store");
     let server = ServerClock::new();
-    let clock: &dyn Clock = if args.db.clock == super::db::Clock::Server { &server } else { &SystemClock };
+    // A test's stepped wall clock (retryq_worker::STEP_FILE_VAR), where this host's clock is
+    // the one leases are kept on; the trampolines read the same.
+    let stepped = SteppedClock::from_env();
+    let clock: &dyn Clock = match (&stepped, args.db.file(), args.db.clock) {
+        (Some(stepped), Some(_), _) | (Some(stepped), None, super::db::Clock::Local) => stepped,
+        (_, _, super::db::Clock::Server) => &server,
+        (_, _, super::db::Clock::Local) => &SystemClock,
+    };
     let ran = retryq_worker::work_in_slots(&mut *store, &config, &mut transports, &stop, clock);
     let path = args.db.file();
     match ran {

@@ -12,10 +12,17 @@
 //! the attempts in flight, which cannot reach the server, this host's clock corrected by the
 //! offset between the two measured at the last reading.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use retryq::Backend;
 pub use retryq_core::{ClockError, now_ms};
+
+/// The environment variable that names a [`SteppedClock`]'s file: set, `retryq work` on a
+/// local clock and the trampolines of its commands read the wall clock as this host's plus
+/// the milliseconds the file holds. For tests that step the wall clock without touching the
+/// machine's.
+pub const STEP_FILE_VAR: &str = "RETRYQ_TEST_CLOCK_STEP_FILE";
 
 /// A wall clock: the time leases, reservations and deadlines are stored in. `Sync`: the
 /// attempts in flight read it from their own threads.
@@ -31,6 +38,66 @@ pub trait Clock: Sync {
         let _ = store;
         Ok(None)
     }
+
+    /// How far this clock reads from this host's wall clock ([`local_ms`]), in milliseconds,
+    /// as last measured: what a watchdog outside the worker, which reads only this host's
+    /// clocks, subtracts from a lease's end to watch it. `None`, the default, for a clock
+    /// with no such relation (a test's fixed clock): the watchdog then keeps the lease on the
+    /// monotonic clock alone.
+    fn local_offset_ms(&self) -> Option<i64> {
+        None
+    }
+}
+
+/// This host's wall clock as the worker and its watchdogs read it: the system clock, plus a
+/// [`SteppedClock`]'s step when [`STEP_FILE_VAR`] is set.
+pub fn local_ms() -> Result<u64, ClockError> {
+    match SteppedClock::from_env() {
+        Some(clock) => clock.now_ms(),
+        None => now_ms(),
+    }
+}
+
+/// The system clock stepped by the number of milliseconds (signed, in decimal) a file holds,
+/// read at every reading: a test writes `40000` to the file and every process that reads
+/// the clock through it — the worker, its trampolines — sees the wall clock jump 40 s ahead
+/// at once, as a step of the machine's clock would look to them. A missing or empty file is
+/// no step; a file that does not hold a number is no step either (a test hook must not stop
+/// a worker).
+#[derive(Clone, Debug)]
+pub struct SteppedClock {
+    file: PathBuf,
+}
+
+impl SteppedClock {
+    /// The clock stepped by what `file` holds.
+    pub fn new(file: impl Into<PathBuf>) -> SteppedClock {
+        SteppedClock { file: file.into() }
+    }
+
+    /// The clock [`STEP_FILE_VAR`] names, if it is set.
+    pub fn from_env() -> Option<SteppedClock> {
+        std::env::var_os(STEP_FILE_VAR).filter(|v| !v.is_empty()).map(SteppedClock::new)
+    }
+
+    /// The step now, in milliseconds.
+    pub fn step_ms(&self) -> i64 {
+        std::fs::read_to_string(&self.file).ok().and_then(|text| text.trim().parse().ok()).unwrap_or(0)
+    }
+}
+
+impl Clock for SteppedClock {
+    fn now_ms(&self) -> Result<u64, ClockError> {
+        let stepped = i128::from(now_ms()?) + i128::from(self.step_ms());
+        if stepped < 0 {
+            return Err(ClockError::BeforeEpoch);
+        }
+        u64::try_from(stepped).ok().filter(|&now| now <= retryq_core::MAX_INT).ok_or(ClockError::TooLate)
+    }
+
+    fn local_offset_ms(&self) -> Option<i64> {
+        Some(0)
+    }
 }
 
 /// The machine's clock.
@@ -40,6 +107,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now_ms(&self) -> Result<u64, ClockError> {
         now_ms()
+    }
+
+    fn local_offset_ms(&self) -> Option<i64> {
+        Some(0)
     }
 }
 
@@ -91,6 +162,10 @@ impl Clock for ServerClock {
             self.offset_ms.store(offset, Ordering::Relaxed);
         }
         Ok(Some(server))
+    }
+
+    fn local_offset_ms(&self) -> Option<i64> {
+        Some(self.offset_ms())
     }
 }
 

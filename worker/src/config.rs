@@ -16,6 +16,10 @@ use retryq::Settings;
 /// and the store thread would spend its time renewing rather than claiming and recording.
 pub const MIN_LEASE: Duration = Duration::from_millis(300);
 
+/// The longest the watchdog waits between SIGTERM and SIGKILL ([`Config::kill_grace`]): a
+/// command that cleans up on SIGTERM gets this long.
+pub const KILL_GRACE: Duration = Duration::from_millis(500);
+
 /// How a worker runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -34,6 +38,11 @@ pub struct Config {
     /// loop stops once the path no longer names the file it opened ([`crate::DbFile`]).
     /// `None` for a store with no file (PostgreSQL, a queue in memory).
     pub db_file: Option<PathBuf>,
+    /// How long before the lease's end, as last renewed by a committed heartbeat, every
+    /// attempt is stopped — by the worker, and by the watchdog beside each `--exec` command
+    /// when the worker cannot (stalled, frozen, killed): `None` for the default, a quarter of
+    /// the lease ([`Config::margin`]).
+    pub margin: Option<Duration>,
 }
 
 impl Config {
@@ -47,7 +56,31 @@ impl Config {
             until_idle: false,
             max_sleep: Duration::from_secs(1),
             db_file: None,
+            margin: None,
         }
+    }
+
+    /// The margin: how long before the lease's end an attempt is stopped, on the holder's own
+    /// clocks. Given, or a quarter of the lease (7.5 s of the 30 s default; 75 ms of the
+    /// shortest lease).
+    ///
+    /// The watchdog sends SIGTERM to the command's process group at `lease_until − margin`
+    /// and SIGKILL [`Config::kill_grace`] later, so the command is gone by
+    /// `lease_until − (margin − kill_grace)`: another worker claims the job only when its
+    /// clock reads `lease_until`, so no two executions of a job overlap as long as the
+    /// holder's clock runs behind the store's by less than `margin − kill_grace` (the skew
+    /// the margin tolerates: 7 s at the defaults). This is the model's rule (docs/model.md,
+    /// "Execution": "at most one execution of a job is live at any moment", with
+    /// margin ≥ skew + grace).
+    pub fn margin(&self) -> Duration {
+        self.margin.unwrap_or(Duration::from_millis(self.settings.lease_ms) / 4)
+    }
+
+    /// The watchdog's wait between SIGTERM and SIGKILL: [`KILL_GRACE`], or an eighth of the
+    /// lease if that is shorter (so that the default margin, a quarter, always holds it
+    /// twice).
+    pub fn kill_grace(&self) -> Duration {
+        KILL_GRACE.min(Duration::from_millis(self.settings.lease_ms) / 8)
     }
 
     /// How often the store thread renews the lease of each attempt in flight: every third
@@ -74,6 +107,20 @@ impl Config {
         }
         if self.max_sleep.is_zero() {
             return Err(ConfigError::ZeroSleep);
+        }
+        let (margin, grace) = (self.margin(), self.kill_grace());
+        let lease = Duration::from_millis(self.settings.lease_ms);
+        if margin <= grace {
+            return Err(ConfigError::MarginTooShort {
+                margin_ms: margin.as_millis(),
+                grace_ms: grace.as_millis(),
+            });
+        }
+        if margin > lease / 2 {
+            return Err(ConfigError::MarginTooLong {
+                margin_ms: margin.as_millis(),
+                most_ms: (lease / 2).as_millis(),
+            });
         }
         Ok(())
     }
@@ -106,6 +153,30 @@ pub enum ConfigError {
         lease_ms: u64,
         /// The shortest lease the worker runs with.
         least_ms: u128,
+    },
+    /// The margin does not hold the watchdog's SIGTERM-to-SIGKILL grace: a command could
+    /// outlive its lease by the difference.
+    #[error(
+        "margin: {margin_ms} ms does not exceed the watchdog's grace of {grace_ms} ms (SIGTERM, then SIGKILL \
+         that long after): the command could still run when the lease ends; give a margin above it"
+    )]
+    MarginTooShort {
+        /// The margin asked for.
+        margin_ms: u128,
+        /// The grace between SIGTERM and SIGKILL ([`Config::kill_grace`]).
+        grace_ms: u128,
+    },
+    /// The margin leaves the heartbeats no room: the watchdog would end attempts before a
+    /// renewal every third of the lease could reach it.
+    #[error(
+        "margin: {margin_ms} ms is more than half the lease ({most_ms} ms): the worker renews each lease \
+         every third of it, and the watchdog must not stop an attempt before a renewal can reach it"
+    )]
+    MarginTooLong {
+        /// The margin asked for.
+        margin_ms: u128,
+        /// The longest margin this lease allows.
+        most_ms: u128,
     },
     /// A zero sleep would spin on an empty queue.
     #[error("max_sleep: must be at least 1 ms")]

@@ -26,7 +26,8 @@
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -35,9 +36,9 @@ use retryq::{Claimed, Outcome, Report};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
 
 use crate::stop::Stop;
-use crate::trampoline::Trampoline;
+use crate::trampoline::{self, Trampoline};
 use crate::transport::{Transport, Unclassified};
-use crate::window::{Cut, POLL, Window};
+use crate::window::{Cut, LeaseEnds, POLL, Window};
 
 /// The exit status that asks for a retry: `EX_TEMPFAIL` of sysexits.h.
 pub const EXIT_RETRYABLE: i32 = 75;
@@ -94,7 +95,8 @@ impl Exec {
             .stdin(Stdio::piped())
             .stdout(Stdio::inherit())
             .stderr(Stdio::piped())
-            // The trampoline, if any, becomes the shell in this same process and group.
+            // A group of its own: a terminal's Ctrl-C reaches only the worker. Through a
+            // trampoline this is the trampoline's group, and the command has another.
             .process_group(0);
         command.spawn()
     }
@@ -112,10 +114,13 @@ impl Transport for Exec {
         }
         let child = self.spawn(job).map_err(|e| Unclassified(format!("could not start sh -c: {e}")))?;
         let group = Pid::from_child(&child);
+        // Through a trampoline the command is stopped by closing its pipe, never by killing
+        // the trampoline: that would leave the command without its watchdog.
+        let watched = self.trampoline.as_ref().map(|_| Arc::new(AtomicBool::new(false)));
         if let Some(stop) = &self.stop {
-            stop.running(group);
+            stop.running(group, watched.clone());
         }
-        let ran = run(child, group, job, window);
+        let ran = run(child, group, job, window, watched.as_deref());
         if let Some(stop) = &self.stop {
             stop.idle(group);
         }
@@ -124,6 +129,74 @@ impl Transport for Exec {
 
     fn grace(&self) -> Duration {
         GRACE
+    }
+}
+
+/// The pipe to a command's trampoline ([`Trampoline`]): the payload, the lease's renewals,
+/// and, closed, the order to kill the command now.
+struct Control {
+    /// The pipe, once the header and the payload are written; `None` before, and after a kill.
+    pipe: Option<ChildStdin>,
+    /// Where the thread writing the header and the payload hands the pipe back.
+    returned: Option<mpsc::Receiver<ChildStdin>>,
+    /// The lease's ends as the trampoline last heard them.
+    sent: Option<LeaseEnds>,
+    killed: bool,
+}
+
+impl Control {
+    /// Writes the header and the payload on a thread of their own: the trampoline reads the
+    /// whole payload before it starts the command, so until they are written nothing runs.
+    fn start(mut pipe: ChildStdin, payload: &str, lease: Option<LeaseEnds>) -> Control {
+        let (tx, returned) = mpsc::channel();
+        let header = trampoline::header(payload.len(), lease.as_ref());
+        let payload = payload.to_owned();
+        let _ = thread::Builder::new().name("retryq-exec-stdin".into()).spawn(move || {
+            if pipe.write_all(header.as_bytes()).and_then(|()| pipe.write_all(payload.as_bytes())).is_ok() {
+                let _ = tx.send(pipe);
+            }
+        });
+        Control { pipe: None, returned: Some(returned), sent: lease, killed: false }
+    }
+
+    /// The pipe, if the writing thread has handed it back within `wait`.
+    fn take_back(&mut self, wait: Duration) {
+        let Some(returned) = &self.returned else { return };
+        match returned.recv_timeout(wait) {
+            Ok(pipe) => {
+                self.pipe = Some(pipe);
+                self.returned = None;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => self.returned = None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+
+    /// Tells the trampoline the lease's new ends, if they moved: only an accepted heartbeat
+    /// moves them (a refused one leaves none, and the window closes).
+    fn renew(&mut self, lease: Option<LeaseEnds>) {
+        if self.killed || lease.is_none() || lease == self.sent {
+            return;
+        }
+        self.take_back(Duration::ZERO);
+        let Some(pipe) = &mut self.pipe else { return };
+        if pipe.write_all(trampoline::renewal(lease.as_ref()).as_bytes()).is_ok() {
+            self.sent = lease;
+        }
+    }
+
+    /// Stops the command now: the pipe closes, and the trampoline kills the command's group
+    /// with SIGKILL at once. A trampoline still taking in the payload after the grace has
+    /// started nothing, and is killed itself.
+    fn kill(&mut self, trampoline: Pid) {
+        if self.killed {
+            return;
+        }
+        self.killed = true;
+        self.take_back(GRACE);
+        if self.pipe.take().is_none() && self.returned.take().is_some() {
+            let _ = kill_process_group(trampoline, Signal::KILL);
+        }
     }
 }
 
@@ -140,14 +213,29 @@ struct Ran {
 /// Feeds the payload, waits for the command (killing its group when the window closes), and
 /// collects the tail of its standard error — waiting at most [`GRACE`] once the command has
 /// ended or been killed.
-fn run(mut child: Child, group: Pid, job: &Claimed, window: &Window<'_>) -> Result<Ran, Unclassified> {
+///
+/// Through a trampoline (`watched`: set by [`Stop`] to stop the command now) the command's
+/// standard input and its lease go down the trampoline's pipe, and the command is stopped by
+/// closing it; without one the worker kills the process group itself.
+fn run(
+    mut child: Child,
+    group: Pid,
+    job: &Claimed,
+    window: &Window<'_>,
+    watched: Option<&AtomicBool>,
+) -> Result<Ran, Unclassified> {
+    let mut control = None;
     if let Some(mut stdin) = child.stdin.take() {
-        let payload = job.payload.clone();
-        // A command that does not read its input must not block the worker: the payload is
-        // written from a thread, which ends when the pipe closes with the command.
-        let _ = thread::Builder::new().name("retryq-exec-stdin".into()).spawn(move || {
-            let _ = stdin.write_all(payload.as_bytes());
-        });
+        if watched.is_some() {
+            control = Some(Control::start(stdin, &job.payload, window.lease()));
+        } else {
+            let payload = job.payload.clone();
+            // A command that does not read its input must not block the worker: the payload
+            // is written from a thread, which ends when the pipe closes with the command.
+            let _ = thread::Builder::new().name("retryq-exec-stdin".into()).spawn(move || {
+                let _ = stdin.write_all(payload.as_bytes());
+            });
+        }
     }
     let tail = Tail::read(child.stderr.take());
     // Wait for the exit without reaping (WNOWAIT): while the command is an unreaped zombie
@@ -165,6 +253,12 @@ fn run(mut child: Child, group: Pid, job: &Claimed, window: &Window<'_>) -> Resu
             cut = Some(why);
             break None;
         }
+        if let Some(control) = &mut control {
+            if watched.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+                control.kill(group);
+            }
+            control.renew(window.lease());
+        }
         // Never longer than POLL: the window re-reads the wall clock.
         match exit_rx.recv_timeout(left.min(POLL)) {
             Ok(exited) => break Some(exited),
@@ -173,8 +267,26 @@ fn run(mut child: Child, group: Pid, job: &Claimed, window: &Window<'_>) -> Resu
         }
     };
     let elapsed = window.elapsed();
-    // At a cut: the whole group. After an exit: whatever the command left behind in it.
-    let _ = kill_process_group(group, Signal::KILL);
+    match &mut control {
+        // At a cut, the trampoline kills the command's group; after an exit, it already
+        // killed what the command left behind.
+        Some(control) => {
+            if exited.is_none() {
+                control.kill(group);
+            } else if cut.is_none() {
+                // The watchdog may have stopped it: at the end of the lease the worker keeps
+                // too, so the window says so as well.
+                let (left, why) = window.left();
+                if left.is_zero() && why != Cut::Timeout {
+                    cut = Some(why);
+                }
+            }
+        }
+        // At a cut: the whole group. After an exit: whatever the command left behind in it.
+        None => {
+            let _ = kill_process_group(group, Signal::KILL);
+        }
+    }
     let grace_end = Instant::now() + GRACE;
     let exited = match exited {
         Some(exited) => Some(exited),
@@ -211,7 +323,7 @@ fn reap_later(mut child: Child) {
     });
 }
 
-fn wait_no_reap(pid: Pid) -> io::Result<()> {
+pub(crate) fn wait_no_reap(pid: Pid) -> io::Result<()> {
     loop {
         match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
             Ok(_) => return Ok(()),
@@ -457,7 +569,7 @@ mod tests {
         // A lease until 1_000_000 on a clock far past it: nothing is started.
         let held =
             std::sync::Arc::new(crate::held::Held::new(Instant::now(), Duration::from_secs(10), 1_000_000));
-        let window = Window::leased(5 * Duration::from_secs(1), held, GRACE, &Ahead);
+        let window = Window::leased(5 * Duration::from_secs(1), held, GRACE, GRACE / 2, &Ahead);
         let r = Exec::new("exit 0").attempt(&job("a", 1, ""), &window).expect("retryable");
         assert_eq!(r.outcome, Outcome::Retryable);
         assert!(

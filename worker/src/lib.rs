@@ -55,8 +55,8 @@ mod transport;
 mod window;
 mod work;
 
-pub use clock::{Clock, ClockError, ServerClock, SystemClock, now_ms};
-pub use config::{Config, ConfigError, MIN_LEASE};
+pub use clock::{Clock, ClockError, STEP_FILE_VAR, ServerClock, SteppedClock, SystemClock, local_ms, now_ms};
+pub use config::{Config, ConfigError, KILL_GRACE, MIN_LEASE};
 pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
 pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
@@ -66,5 +66,5 @@ pub use outcome::{Summary, WorkError};
 pub use stop::Stop;
 pub use trampoline::{EXIT_NOT_STARTED, Trampoline, bounce};
 pub use transport::{Transport, Unclassified};
-pub use window::{Cut, MARGIN, POLL, Window};
+pub use window::{Cut, LeaseEnds, POLL, Window};
 pub use work::{work, work_in_slots, work_with_clock};

@@ -43,9 +43,10 @@ pub(crate) struct Finished {
 /// What every slot needs to open a window: the same for all of them.
 pub(crate) struct Limits<'c> {
     pub(crate) timeout: Duration,
-    /// What the worker keeps of each lease for after the transport returns
-    /// (`window::reserve`).
-    pub(crate) reserve: Duration,
+    /// How long before its lease's end an attempt stops (`Config::margin`).
+    pub(crate) margin: Duration,
+    /// The watchdog's wait between SIGTERM and SIGKILL (`Config::kill_grace`).
+    pub(crate) kill_grace: Duration,
     pub(crate) clock: &'c dyn Clock,
 }
 
@@ -67,7 +68,7 @@ pub(crate) fn run(
 }
 
 /// One attempt: its window is `min(timeout, deadline − now)`, never past its lease (as last
-/// renewed) less the reserve on either clock, and closed by a refused heartbeat (see
+/// renewed) less the margin on either clock, and closed by a refused heartbeat (see
 /// `window.rs`).
 fn attempt(
     slot: usize,
@@ -81,7 +82,8 @@ fn attempt(
     let now = limits.clock.now_ms().unwrap_or(u64::MAX);
     let left = Duration::from_millis(job.deadline.saturating_sub(now));
     let timeout = limits.timeout.min(left);
-    let window = Window::leased(timeout, Arc::clone(&assignment.held), limits.reserve, limits.clock);
+    let window =
+        Window::leased(timeout, Arc::clone(&assignment.held), limits.margin, limits.kill_grace, limits.clock);
     let (given, cut) = window.left();
     debug!(
         job = %job.id(), attempt = job.attempt(), slot, timeout_ms = given.as_millis() as u64,

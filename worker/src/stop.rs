@@ -28,8 +28,9 @@ struct Inner {
     /// The signal that asked for the stop (0 for a request from code), once asked.
     requested: Mutex<Option<i32>>,
     wake: Condvar,
-    /// The process groups of the commands running now, one per attempt in flight.
-    running: Mutex<Vec<i32>>,
+    /// The process groups of the commands running now, one per attempt in flight, each with
+    /// the flag that stops it through its trampoline, if it has one.
+    running: Mutex<Vec<(i32, Option<Arc<AtomicBool>>)>>,
     /// Set on a second signal, before the running commands are killed.
     leaving: AtomicBool,
 }
@@ -108,28 +109,39 @@ impl Stop {
         true
     }
 
-    /// A transport's command now runs as process group `group`.
-    pub(crate) fn running(&self, group: Pid) {
-        self.groups().push(group.as_raw_nonzero().get());
+    /// A transport's command now runs as process group `group`; `through` is set to stop it
+    /// when it runs through a trampoline (which is then the group's process, and must not be
+    /// killed before the command).
+    pub(crate) fn running(&self, group: Pid, through: Option<Arc<AtomicBool>>) {
+        self.groups().push((group.as_raw_nonzero().get(), through));
     }
 
     /// The command of process group `group` ended.
     pub(crate) fn idle(&self, group: Pid) {
         let raw = group.as_raw_nonzero().get();
-        self.groups().retain(|g| *g != raw);
+        self.groups().retain(|(g, _)| *g != raw);
     }
 
-    /// Kills the process group of every command running now: for a second signal, and for a
-    /// loop that gives up while attempts are in flight (their outcomes could not be recorded).
+    /// Stops every command running now: for a second signal, and for a loop that gives up
+    /// while attempts are in flight (their outcomes could not be recorded). A command's
+    /// process group is killed; one behind a trampoline is told to stop, and its trampoline
+    /// kills its group as soon as its pipe closes (at the latest when this process exits).
     pub(crate) fn kill_running(&self) {
         let groups = std::mem::take(&mut *self.groups());
-        for group in groups.into_iter().filter_map(Pid::from_raw) {
-            // It may have ended meanwhile: nothing to do then.
-            let _ = kill_process_group(group, Signal::KILL);
+        for (group, through) in groups {
+            match through {
+                Some(flag) => flag.store(true, Ordering::SeqCst),
+                // It may have ended meanwhile: nothing to do then.
+                None => {
+                    if let Some(group) = Pid::from_raw(group) {
+                        let _ = kill_process_group(group, Signal::KILL);
+                    }
+                }
+            }
         }
     }
 
-    fn groups(&self) -> std::sync::MutexGuard<'_, Vec<i32>> {
+    fn groups(&self) -> std::sync::MutexGuard<'_, Vec<(i32, Option<Arc<AtomicBool>>)>> {
         self.inner.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -101,7 +101,18 @@ pub(crate) struct Store<'a> {
     /// Outcomes not committed yet: their group commit failed for a passing reason (and may
     /// have committed after all), or could not be stamped with the store's clock.
     pub(crate) waiting: Vec<Outcome>,
+    /// When the store's clock was last read ([`CLOCK_WATCH`]).
+    pub(crate) clock_read_at: Instant,
 }
+
+/// How often, at least, the store thread reads the store's clock while attempts are in
+/// flight: on PostgreSQL with `--clock server`, a forward step of the server's clock (an NTP
+/// step on the database host) ends every lease at once for the other workers, and the
+/// attempts' windows learn of it only through a new reading of the offset. So a holder cuts
+/// an attempt whose lease the server says is over within this, plus a look at its window
+/// ([`POLL`](crate::POLL)) and the kill: one query a second per worker process, not per
+/// attempt. Claims, heartbeat rounds and group commits read it too, and count.
+pub(crate) const CLOCK_WATCH: Duration = Duration::from_secs(1);
 
 /// An outcome on its way into the store.
 pub(crate) struct Outcome {
@@ -132,6 +143,7 @@ impl Store<'_> {
                 self.record(std::mem::take(&mut arrived))?;
             }
             self.beat()?;
+            self.watch_clock();
             let stopping = self.stop.requested();
             if !stopping && self.free() > 0 && Instant::now() >= self.claim_at && self.claim()? == Claim::Idle
             {
@@ -160,11 +172,35 @@ impl Store<'_> {
     /// next heartbeat, the next claim if a slot is free and no stop was asked, and at the
     /// latest after [`Config::max_sleep`].
     fn wake_at(&self, stopping: bool) -> Instant {
-        let mut at = Instant::now() + self.config.max_sleep;
+        let mut at = (Instant::now() + self.config.max_sleep).min(self.clock_read_at + CLOCK_WATCH);
         if !stopping && self.free() > 0 {
             at = at.min(self.claim_at);
         }
         self.next_beat().map_or(at, |beat| at.min(beat))
+    }
+
+    /// The store's clock, read now for an operation (or to watch it); `None` for a clock
+    /// that does not live in the store.
+    fn store_clock(&mut self) -> retryq::Result<Option<u64>> {
+        self.clock_read_at = Instant::now();
+        self.clock.store_now(&*self.queue)
+    }
+
+    /// With attempts in flight, reads the store's clock if no operation did for
+    /// [`CLOCK_WATCH`]: the reading moves the offset the attempts' windows read, and an
+    /// attempt whose lease the store's clock says is over (less the margin) is cut at its
+    /// window's next look. A failure is left to the next operation, which will meet it too.
+    fn watch_clock(&mut self) {
+        if self.busy() == 0 || self.clock_read_at.elapsed() < CLOCK_WATCH {
+            return;
+        }
+        match self.store_clock() {
+            Ok(Some(now)) => debug!(now, "the store's clock, watched while attempts are in flight"),
+            Ok(None) => {}
+            Err(e) => {
+                debug!(error = %e, "the store's clock could not be read; the next operation tries again")
+            }
+        }
     }
 
     /// When the next heartbeat is due: the earliest over the attempts in flight that were
@@ -182,7 +218,7 @@ impl Store<'_> {
     /// it (the server's, on PostgreSQL), else the wall clock. `Ok(None)`: the store could
     /// not be reached to read it; the failure was noted, and the operation waits.
     fn now(&mut self, what: &str) -> Result<Option<u64>, WorkError> {
-        match self.clock.store_now(&*self.queue) {
+        match self.store_clock() {
             Ok(Some(now)) => Ok(Some(now)),
             Ok(None) => self.clock.now_ms().map(Some).map_err(|e| {
                 error!(error = %e, "the clock is out of range; stopping");
@@ -209,7 +245,7 @@ impl Store<'_> {
         let every = self.config.heartbeat_every();
         let next = due.checked_add(every).unwrap_or(due + self.config.max_sleep);
         // `due` was taken before this reading: each renewed lease's monotonic end is never late.
-        let now = match self.clock.store_now(&*self.queue) {
+        let now = match self.store_clock() {
             Ok(Some(now)) => Some(now),
             Ok(None) => Some(self.clock.now_ms().inspect_err(|e| {
                 error!(error = %e, "the clock is out of range; stopping");
@@ -429,7 +465,7 @@ impl Store<'_> {
         if self.waiting.iter().all(|o| o.now.is_some()) {
             return Ok(true);
         }
-        let store_now = match self.clock.store_now(&*self.queue) {
+        let store_now = match self.store_clock() {
             Ok(now) => now,
             Err(e) => {
                 self.pause_or_fail("commit", e)?;

@@ -1,35 +1,71 @@
-//! The trampoline: how an [`Exec`](crate::Exec) command comes to die with its worker, even a
-//! worker killed with SIGKILL, with nothing but safe Rust in the worker.
+//! The trampoline: the watchdog beside every [`Exec`](crate::Exec) command, so that no
+//! command outlives its lease, however its worker fares — killed with SIGKILL, stopped with
+//! SIGSTOP, frozen in a VM pause or a swap storm — with nothing but safe Rust in the worker.
 //!
-//! Linux's parent-death signal (`PR_SET_PDEATHSIG`) kills a process when its parent dies,
-//! but only the child can ask for it, after the fork and before the command runs; doing
-//! that inside the worker's own `fork` takes a `pre_exec` hook, which safe Rust cannot
-//! write (the crate forbids it). So the worker starts a small program instead — the
-//! trampoline — that asks for the signal in a process of its own, checks that the worker
-//! is still its parent, and then replaces itself
-//! (`execve`, same process, same process group) with `sh -c COMMAND`. The signal survives
-//! the `execve`, and the command is what the worker waits for, exactly as without one.
+//! The worker starts a small program — the trampoline — instead of `sh -c COMMAND`; the
+//! trampoline starts the shell as its own child, in a process group of its own, and stays
+//! its parent until it is gone. It kills the command's whole group:
+//!
+//! - **at once (SIGKILL) when the worker dies**, however it dies: its standard input is a
+//!   pipe from the worker, which reaches end of file when the worker's process ends (or
+//!   when the worker closes it to stop the command); Linux's parent-death signal
+//!   (`PR_SET_PDEATHSIG`, SIGHUP here, caught) says the same, and a parent that is no longer
+//!   the worker is checked every [`POLL`];
+//! - **when the lease's end, less the margin, passes on this host's clocks** without a
+//!   renewal from the worker (SIGTERM, then SIGKILL [`Config::kill_grace`] later). The
+//!   worker writes the lease's end down the pipe when the attempt starts, and again after
+//!   every heartbeat the store *accepted* — never when it only sent one; a refused
+//!   heartbeat renews nothing. The end is kept on the monotonic clock (`CLOCK_MONOTONIC`,
+//!   which a stalled worker cannot hold back) and, where the worker's clock is this host's
+//!   or a measured offset from it, on the wall clock too (a forward step of the wall clock
+//!   shortens every lease at once);
+//! - when the command exits: what it left behind in its group is killed with it.
+//!
+//! This is the model's rule (docs/model.md, "Execution", "at most one execution of a job is
+//! live at any moment"): an execution ends by its completion, by the holder's death (at
+//! once), or by the watchdog at `lease_until − margin` on the holder's own clock, renewed only
+//! by committed heartbeats; with `margin ≥ skew + grace` no two executions of a job overlap.
+//!
+//! A command that leaves its group on purpose (`setsid`) is out of reach, and so is a
+//! command whose trampoline is itself killed with SIGKILL (the trampoline forwards SIGTERM
+//! and SIGINT to the group, and takes SIGHUP as its worker's death).
+//!
+//! The protocol on the pipe, one line each but the payload: first
+//! `retryq-watchdog 1 PAYLOAD_BYTES MARGIN_MS GRACE_MS MONOTONIC_NS WALL_MS`, then the
+//! payload's bytes (the command's standard input, then end of file), then
+//! `renew MONOTONIC_NS WALL_MS` per renewal; `-` for an end that is not kept. End of file:
+//! kill now.
 //!
 //! Any program that calls [`bounce`] with the arguments it was given is a trampoline; the
 //! `retryq` binary is one (its hidden `exec-trampoline` subcommand). Without a trampoline a
 //! command is still killed with its whole process group whenever the worker ends it (its
-//! timeout, its lease, a second stop signal), but a worker that is killed outright leaves
-//! its command running until it ends by itself.
+//! timeout, its lease, a second stop signal), but nothing watches it when the worker cannot.
+//!
+//! [`Config::kill_grace`]: crate::Config::kill_grace
 
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, BufRead, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
 
-use rustix::process::Pid;
+use rustix::process::{Pid, Signal, kill_process_group};
+
+use crate::clock::local_ms;
+use crate::window::{LeaseEnds, POLL};
 
 /// The exit status of a trampoline that could not start the command: unclassified (it is
 /// none of 0, [`EXIT_RETRYABLE`](crate::EXIT_RETRYABLE), [`EXIT_PERMANENT`](crate::EXIT_PERMANENT)),
 /// as the shell's own "command not found" is.
 pub const EXIT_NOT_STARTED: i32 = 127;
 
-/// A program that starts each command so that it dies with its worker: it is run as
+/// The first word of the pipe's first line, and the protocol's version.
+const HEADER: &str = "retryq-watchdog 1";
+
+/// A program that starts each command beside a watchdog: it is run as
 /// `PROGRAM ARGS… WORKER_PID SHELL -c COMMAND` and must call [`bounce`] with what follows
 /// `ARGS…`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,42 +92,310 @@ impl Trampoline {
     }
 }
 
-/// The trampoline's side, given `WORKER_PID SHELL SHELL_ARGS…`: asks to be killed when the
-/// worker dies, checks the worker is still the parent (it may have died before the asking),
-/// and replaces this process with `SHELL SHELL_ARGS…`. Returns only if that failed, with
-/// why; the caller then exits with [`EXIT_NOT_STARTED`].
-pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Error {
+/// The pipe's first line, for a payload of `payload` bytes under `lease` (none: nothing to
+/// watch but the worker's death).
+pub(crate) fn header(payload: usize, lease: Option<&LeaseEnds>) -> String {
+    let (margin, grace) = lease.map_or((0, 0), |l| (l.margin.as_millis(), l.kill_grace.as_millis()));
+    format!("{HEADER} {payload} {margin} {grace} {}\n", ends(lease))
+}
+
+/// A renewal's line: the lease's new ends.
+pub(crate) fn renewal(lease: Option<&LeaseEnds>) -> String {
+    format!("renew {}\n", ends(lease))
+}
+
+/// `MONOTONIC_NS WALL_MS` for `lease`: the monotonic end as `CLOCK_MONOTONIC` nanoseconds,
+/// the wall end on this host's wall clock.
+fn ends(lease: Option<&LeaseEnds>) -> String {
+    let monotonic = lease.and_then(|l| l.monotonic).and_then(raw_monotonic);
+    let wall = lease.and_then(|l| l.local_offset_ms.map(|off| i128::from(l.wall_ms) - i128::from(off)));
+    let word = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    format!("{} {}", word(monotonic.map(|n| n.to_string())), word(wall.map(|n| n.to_string())))
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock [`Instant`] reads on Linux, and the
+/// same in every process of this host.
+fn monotonic_ns() -> u64 {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(now.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
+}
+
+/// `at` as `CLOCK_MONOTONIC` nanoseconds, to the microsecond or so the two readings differ.
+fn raw_monotonic(at: Instant) -> Option<u64> {
+    let (now, raw) = (Instant::now(), monotonic_ns());
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).ok();
+    if at >= now { raw.checked_add(nanos(at - now)?) } else { Some(raw.saturating_sub(nanos(now - at)?)) }
+}
+
+/// What the watchdog keeps: the ends, less the margin, and the wait between SIGTERM and
+/// SIGKILL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Watch {
+    margin_ms: u64,
+    grace: Duration,
+    /// The lease's end as `CLOCK_MONOTONIC` nanoseconds.
+    monotonic: Option<u64>,
+    /// The lease's end on this host's wall clock, in milliseconds.
+    wall: Option<i128>,
+}
+
+impl Watch {
+    /// Parses `MONOTONIC_NS WALL_MS`.
+    fn ends(&mut self, words: &[&str]) -> Result<(), String> {
+        let [monotonic, wall] = words else { return Err(format!("two ends expected, not {words:?}")) };
+        self.monotonic = match *monotonic {
+            "-" => None,
+            n => Some(n.parse().map_err(|e| format!("monotonic end {n:?}: {e}"))?),
+        };
+        self.wall = match *wall {
+            "-" => None,
+            n => Some(n.parse().map_err(|e| format!("wall end {n:?}: {e}"))?),
+        };
+        Ok(())
+    }
+
+    /// Which end, less the margin, has passed, if one has; else how long until the
+    /// monotonic one does.
+    fn due(&self) -> Result<&'static str, Duration> {
+        let margin_ns = self.margin_ms.saturating_mul(1_000_000);
+        let mut wait = Duration::MAX;
+        if let Some(end) = self.monotonic {
+            let deadline = end.saturating_sub(margin_ns);
+            let now = monotonic_ns();
+            if now >= deadline {
+                return Ok("on the monotonic clock");
+            }
+            wait = Duration::from_nanos(deadline - now);
+        }
+        if let (Some(end), Ok(now)) = (self.wall, local_ms())
+            && i128::from(now) >= end - i128::from(self.margin_ms)
+        {
+            return Ok("on the wall clock");
+        }
+        Err(wait)
+    }
+}
+
+/// What the watchdog hears.
+enum Event {
+    /// The worker renewed the lease.
+    Renew(Watch),
+    /// The worker is gone, or asked for the command to be stopped now.
+    WorkerGone,
+    /// SIGTERM or SIGINT reached the trampoline: passed on to the command's group.
+    Forward(i32),
+    /// The command exited (not reaped yet: its group id cannot be reused).
+    Exited,
+}
+
+/// The trampoline's side, given `WORKER_PID SHELL SHELL_ARGS…` and the pipe on standard
+/// input: starts `SHELL SHELL_ARGS…` in a process group of its own and watches it until it
+/// is gone (see the module's doc). Returns the exit status to exit with — the command's; for
+/// a command killed by a signal the trampoline first tries to die of the same signal — or,
+/// before the command started, why it could not (the caller then exits with
+/// [`EXIT_NOT_STARTED`]).
+pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     let mut args = args.into_iter();
     let worker = args.next().and_then(|pid| pid.to_str()?.parse::<i32>().ok()).and_then(Pid::from_raw);
     let Some(worker) = worker else {
-        return io::Error::new(
+        return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "the first argument must be the worker's process id",
-        );
+        ));
     };
     let Some(shell) = args.next() else {
-        return io::Error::new(io::ErrorKind::InvalidInput, "no shell to run");
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no shell to run"));
     };
-    if let Err(e) = die_with(worker) {
-        return e;
+    let (events_tx, events) = mpsc::channel();
+    watch_parent(worker, events_tx.clone())?;
+    // Stdin's buffer is shared: what the header's read took in beyond its line is still
+    // there for the payload's, and the payload's beyond it for the renewals'.
+    let input = io::stdin();
+    let mut first = String::new();
+    input.lock().read_line(&mut first)?;
+    let invalid =
+        |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("the worker's pipe: {why}"));
+    let words: Vec<&str> = first.split_whitespace().collect();
+    let (payload_len, watch) = match words.as_slice() {
+        [] => return Err(io::Error::other("the worker closed the pipe before the command started")),
+        [magic, version, payload, margin, grace, ends @ ..] if format!("{magic} {version}") == HEADER => {
+            let number =
+                |what: &str, n: &str| n.parse::<u64>().map_err(|e| invalid(format!("{what} {n:?}: {e}")));
+            let mut watch = Watch {
+                margin_ms: number("margin", margin)?,
+                grace: Duration::from_millis(number("grace", grace)?),
+                monotonic: None,
+                wall: None,
+            };
+            watch.ends(ends).map_err(invalid)?;
+            let payload = usize::try_from(number("payload length", payload)?)
+                .map_err(|e| invalid(format!("payload length: {e}")))?;
+            (payload, watch)
+        }
+        _ => return Err(invalid(format!("not a watchdog header: {first:?}"))),
+    };
+    let mut payload = vec![0; payload_len];
+    input.lock().read_exact(&mut payload)?;
+    let mut child = Command::new(shell)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .spawn()?;
+    let group = Pid::from_child(&child);
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its input must not block the watchdog.
+        let _ = thread::Builder::new().name("payload".into()).spawn(move || {
+            let _ = stdin.write_all(&payload);
+        });
     }
-    Command::new(shell).args(args).exec()
+    let renewals = events_tx.clone();
+    thread::Builder::new()
+        .name("pipe".into())
+        .spawn(move || read_renewals(input.lock(), watch, &renewals))?;
+    let exits = events_tx;
+    thread::Builder::new().name("wait".into()).spawn(move || {
+        let _ = crate::exec::wait_no_reap(group);
+        let _ = exits.send(Event::Exited);
+    })?;
+    let status = watchdog(&mut child, group, worker, watch, &events)?;
+    Ok(relay(status))
 }
 
-/// Asks for SIGKILL when the parent dies, then checks the parent is still `worker`.
+/// Reads the renewals off the worker's pipe until it closes.
+fn read_renewals(input: impl BufRead, mut watch: Watch, events: &Sender<Event>) {
+    for line in input.lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        // A line this trampoline does not know (a worker of another build) is skipped: the
+        // worker still kills by closing the pipe.
+        if let Some((&"renew", ends)) = words.split_first()
+            && watch.ends(ends).is_ok()
+            && events.send(Event::Renew(watch)).is_err()
+        {
+            return;
+        }
+    }
+    // The worker ended, or closed the pipe to stop the attempt.
+    let _ = events.send(Event::WorkerGone);
+}
+
+/// Watches the command until it is gone; its exit status.
+fn watchdog(
+    child: &mut std::process::Child,
+    group: Pid,
+    worker: Pid,
+    mut watch: Watch,
+    events: &Receiver<Event>,
+) -> io::Result<ExitStatus> {
+    loop {
+        let wait = match watch.due() {
+            Ok(clock) => {
+                let grace = watch.grace;
+                say(format_args!(
+                    "the lease's end less its margin ({} ms) passed {clock} with no renewal from the worker: \
+                     the command's process group gets SIGTERM, and SIGKILL {} ms later",
+                    watch.margin_ms,
+                    grace.as_millis()
+                ));
+                let _ = kill_process_group(group, Signal::TERM);
+                let until = Instant::now() + grace;
+                loop {
+                    match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                        Ok(Event::Exited)
+                        | Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                        Ok(Event::WorkerGone) => break,
+                        Ok(Event::Forward(_) | Event::Renew(_)) => continue,
+                    }
+                }
+                let _ = kill_process_group(group, Signal::KILL);
+                return child.wait();
+            }
+            Err(wait) => wait.min(POLL),
+        };
+        match events.recv_timeout(wait) {
+            Ok(Event::Renew(renewed)) => watch = renewed,
+            Ok(Event::Forward(signal)) => {
+                if let Some(signal) = Signal::from_named_raw(signal) {
+                    let _ = kill_process_group(group, signal);
+                }
+            }
+            // Nothing is said: the worker that would read it is gone, or stopped the attempt.
+            Ok(Event::WorkerGone) | Err(RecvTimeoutError::Disconnected) => {
+                let _ = kill_process_group(group, Signal::KILL);
+                return child.wait();
+            }
+            Ok(Event::Exited) => {
+                // Whatever the command left behind in its group goes with it.
+                let _ = kill_process_group(group, Signal::KILL);
+                return child.wait();
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if parent_gone(worker) {
+            let _ = kill_process_group(group, Signal::KILL);
+            return child.wait();
+        }
+    }
+}
+
+/// A line on standard error (the worker keeps its tail as the job's `last_error`), if it can
+/// be written: a worker that is gone reads nothing.
+fn say(what: std::fmt::Arguments<'_>) {
+    let _ = writeln!(io::stderr(), "retryq exec-trampoline: {what}");
+}
+
+/// The command's exit status as the trampoline's own: its exit code, or death by its signal.
+fn relay(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return code;
+    }
+    match status.signal() {
+        Some(signal) => {
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+            // Still here: a signal whose default is not to end a process.
+            128 + signal
+        }
+        None => EXIT_NOT_STARTED,
+    }
+}
+
+/// Whether the worker is no longer this process's parent.
+fn parent_gone(worker: Pid) -> bool {
+    rustix::process::getppid() != Some(worker)
+}
+
+/// Asks for SIGHUP when the parent dies (caught: the command's group is then killed), passes
+/// SIGTERM and SIGINT on to the command's group, then checks the parent is still `worker`.
 #[cfg(target_os = "linux")]
-fn die_with(worker: Pid) -> io::Result<()> {
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-    if rustix::process::getppid() != Some(worker) {
+fn watch_parent(worker: Pid, events: Sender<Event>) -> io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGHUP, SIGTERM, SIGINT])?;
+    thread::Builder::new().name("signals".into()).spawn(move || {
+        for signal in signals.forever() {
+            let event = if signal == SIGHUP { Event::WorkerGone } else { Event::Forward(signal) };
+            if events.send(event).is_err() {
+                return;
+            }
+        }
+    })?;
+    rustix::process::set_parent_process_death_signal(Some(Signal::HUP))?;
+    if parent_gone(worker) {
         return Err(io::Error::other("the worker exited before the command started"));
     }
     Ok(())
 }
 
-/// Elsewhere there is no parent-death signal: the command runs as it would without a
-/// trampoline.
+/// Elsewhere there is no parent-death signal: the pipe and the parent's id say it.
 #[cfg(not(target_os = "linux"))]
-fn die_with(_worker: Pid) -> io::Result<()> {
+fn watch_parent(worker: Pid, _events: Sender<Event>) -> io::Result<()> {
+    if parent_gone(worker) {
+        return Err(io::Error::other("the worker exited before the command started"));
+    }
     Ok(())
 }
 
@@ -111,11 +415,49 @@ mod tests {
 
     #[test]
     fn a_malformed_call_is_refused_before_anything_runs() {
-        let err = bounce([OsString::from("not-a-pid"), "sh".into()]);
+        let err = bounce([OsString::from("not-a-pid"), "sh".into()]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
-        let err = bounce([OsString::from("0"), "sh".into()]);
+        let err = bounce([OsString::from("0"), "sh".into()]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "pid 0 is no process: {err}");
-        let err = bounce([OsString::from("1")]);
+        let err = bounce([OsString::from("1")]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+    }
+
+    #[test]
+    fn the_header_and_renewals_carry_both_ends_less_nothing() {
+        let now = Instant::now();
+        let lease = LeaseEnds {
+            monotonic: Some(now + Duration::from_secs(10)),
+            wall_ms: 1_000_000,
+            local_offset_ms: Some(250),
+            margin: Duration::from_millis(2500),
+            kill_grace: Duration::from_millis(500),
+        };
+        let line = header(7, Some(&lease));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(&words[..5], ["retryq-watchdog", "1", "7", "2500", "500"], "{line}");
+        let mut watch = Watch { margin_ms: 2500, grace: Duration::ZERO, monotonic: None, wall: None };
+        watch.ends(&words[5..]).expect("ends");
+        // The wall end on this host's clock: the worker's clock reads 250 ms ahead of it.
+        assert_eq!(watch.wall, Some(999_750));
+        let left = Duration::from_nanos(watch.monotonic.expect("monotonic") - monotonic_ns());
+        assert!(left <= Duration::from_secs(10) && left > Duration::from_secs(9), "{left:?}");
+        assert_eq!(renewal(None), "renew - -\n");
+        assert_eq!(header(0, None), "retryq-watchdog 1 0 0 0 - -\n");
+    }
+
+    #[test]
+    fn the_watch_is_due_at_the_end_less_the_margin_on_either_clock() {
+        let in_ms = |ms: u64| monotonic_ns() + ms * 1_000_000;
+        let far = Watch { margin_ms: 1000, grace: Duration::ZERO, monotonic: Some(in_ms(5000)), wall: None };
+        let wait = far.due().expect_err("not due");
+        assert!(wait <= Duration::from_secs(4) && wait > Duration::from_secs(3), "{wait:?}");
+        let near = Watch { monotonic: Some(in_ms(900)), ..far };
+        assert_eq!(near.due(), Ok("on the monotonic clock"));
+        let now = i128::from(local_ms().expect("clock"));
+        let stepped = Watch { wall: Some(now + 500), ..far };
+        assert_eq!(stepped.due(), Ok("on the wall clock"));
+        let unwatched = Watch { monotonic: None, wall: None, ..far };
+        assert_eq!(unwatched.due(), Err(Duration::MAX));
     }
 }

@@ -5,18 +5,17 @@
 //! time `t` leases the job until `lease_until = t + lease`, and any worker whose wall clock
 //! reads `lease_until` may claim it again. While the attempt runs, the store thread renews
 //! the lease every third of it (a heartbeat, SPEC 3.12), so a lease need not outlast the
-//! attempt; but whatever the worker does for the attempt must be over by the lease's end as
-//! last renewed: running it, waiting for what the transport waits for once it stops (its
-//! [`grace`](crate::Transport::grace): the command's exit and the end of its standard
-//! error), and reading the clock and committing the outcome (the [`MARGIN`]). The attempt
-//! is held to the earliest of four ends:
+//! attempt; but the attempt must be over by the lease's end as last renewed, less the
+//! *margin* ([`Config::margin`](crate::Config::margin)): the same end the watchdog beside an
+//! `--exec` command keeps when the worker cannot (`trampoline.rs`). The attempt is held to
+//! the earliest of four ends:
 //!
 //! - its timeout (cut to the job's deadline), on the monotonic clock;
-//! - the lease's end less the [`reserve`], on the monotonic clock, counted from an instant
+//! - the lease's end less the margin, on the monotonic clock, counted from an instant
 //!   taken *before* the claim (or the last heartbeat) read the wall clock: time spent
 //!   waiting for the database's lock is charged, and no step of the wall clock can
 //!   lengthen it;
-//! - `lease_until` less the reserve on the wall clock, re-read every [`POLL`]: a forward
+//! - `lease_until` less the margin on the wall clock, re-read every [`POLL`]: a forward
 //!   step of the wall clock shortens the lease for every other worker at once, so the
 //!   holder must see it too;
 //! - a refused heartbeat: the lease is not this worker's any more ([`Cut::Abandoned`]).
@@ -31,24 +30,6 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::held::Held;
-
-/// What the worker keeps of every lease for itself after the transport returns: reading
-/// the clock, taking the database's lock and committing the outcome, while a busy machine
-/// schedules it late. Another worker can claim the job only once the lease is over, so an
-/// outcome committed inside it is never overtaken by a second run.
-pub const MARGIN: Duration = Duration::from_millis(500);
-
-/// What an attempt keeps of its lease for after the transport returns: the transport's
-/// grace and the [`MARGIN`], but never more than a quarter of the lease.
-///
-/// The cap is what makes a short lease usable: the lease is renewed every third of itself,
-/// so an attempt cut a quarter before the lease's end is cut only once two heartbeats in a
-/// row have failed to renew it — one failed heartbeat (a passing lock) costs nothing. The
-/// quarter left is then for the kill and the record; with heartbeats working, the lease
-/// keeps being renewed during both, and the reserve is never used.
-pub(crate) fn reserve(lease: Duration, grace: Duration) -> Duration {
-    grace.saturating_add(MARGIN).min(lease / 4)
-}
 
 /// How often a running attempt re-reads the wall clock: after a forward step past the
 /// lease's end, the longest another worker's claim can overlap the attempt (plus the time a
@@ -91,13 +72,33 @@ pub struct Window<'c> {
     lease: Option<Lease<'c>>,
 }
 
-/// The lease an attempt runs under, as the store thread keeps it, less what the worker keeps
-/// for afterwards.
+/// The lease an attempt runs under, as the store thread keeps it, less the margin.
 struct Lease<'c> {
     held: Arc<Held>,
-    /// What is kept of the lease for after the transport returns ([`reserve`]).
-    reserve: Duration,
+    /// How long before the lease's end the attempt stops ([`Config::margin`](crate::Config::margin)).
+    margin: Duration,
+    /// The watchdog's wait between SIGTERM and SIGKILL.
+    kill_grace: Duration,
     clock: &'c dyn Clock,
+}
+
+/// Where the lease an attempt runs under ends, as last renewed by a heartbeat the store
+/// accepted, and how the watchdog is to keep it: what the exec transport hands its
+/// trampoline, and hands again after every accepted renewal ([`Window::lease`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseEnds {
+    /// The end on the monotonic clock, counted from before the claim or heartbeat read the
+    /// clock; `None` when it lies too far ahead for an [`Instant`].
+    pub monotonic: Option<Instant>,
+    /// `lease_until` as the store granted it, on the worker's [`Clock`].
+    pub wall_ms: u64,
+    /// The worker's clock less this host's ([`Clock::local_offset_ms`]); `None` when the two
+    /// are not related, and then the wall end is not for a watchdog to keep.
+    pub local_offset_ms: Option<i64>,
+    /// How long before either end the attempt is to stop.
+    pub margin: Duration,
+    /// The wait between SIGTERM and SIGKILL when the watchdog stops it.
+    pub kill_grace: Duration,
 }
 
 impl Window<'static> {
@@ -109,16 +110,34 @@ impl Window<'static> {
 
 impl<'c> Window<'c> {
     /// `timeout` from now, under the lease `held` (renewed by the store thread, read on
-    /// `clock` and the monotonic clock); `reserve` of it is kept for after the transport
-    /// returns.
+    /// `clock` and the monotonic clock), stopping `margin` before its end.
     pub(crate) fn leased(
         timeout: Duration,
         held: Arc<Held>,
-        reserve: Duration,
+        margin: Duration,
+        kill_grace: Duration,
         clock: &'c dyn Clock,
     ) -> Window<'c> {
-        let lease = Lease { held, reserve, clock };
+        let lease = Lease { held, margin, kill_grace, clock };
         Window { start: Instant::now(), timeout, lease: Some(lease) }
+    }
+
+    /// The lease this attempt runs under, as last renewed (only a heartbeat the store
+    /// accepted renews it), for a watchdog outside the worker; `None` for a window under no
+    /// lease, or once a heartbeat was refused (then the attempt is to stop now).
+    pub fn lease(&self) -> Option<LeaseEnds> {
+        let lease = self.lease.as_ref()?;
+        let ends = lease.held.ends();
+        if ends.abandoned {
+            return None;
+        }
+        Some(LeaseEnds {
+            monotonic: ends.anchor.checked_add(ends.span),
+            wall_ms: ends.wall,
+            local_offset_ms: lease.clock.local_offset_ms(),
+            margin: lease.margin,
+            kill_grace: lease.kill_grace,
+        })
     }
 
     /// The attempt's own limit, as given: its timeout, cut to the job's deadline.
@@ -149,13 +168,13 @@ impl<'c> Window<'c> {
         if ends.abandoned {
             return (Duration::ZERO, Cut::Abandoned);
         }
-        let monotonic = ends.span.saturating_sub(lease.reserve).saturating_sub(ends.anchor.elapsed());
+        let monotonic = ends.span.saturating_sub(lease.margin).saturating_sub(ends.anchor.elapsed());
         if monotonic < left.0 {
             left = (monotonic, Cut::LeaseMonotonic);
         }
         if let Ok(now) = lease.clock.now_ms() {
-            let reserve_ms = u64::try_from(lease.reserve.as_millis()).unwrap_or(u64::MAX);
-            let wall = Duration::from_millis(ends.wall.saturating_sub(reserve_ms).saturating_sub(now));
+            let margin_ms = u64::try_from(lease.margin.as_millis()).unwrap_or(u64::MAX);
+            let wall = Duration::from_millis(ends.wall.saturating_sub(margin_ms).saturating_sub(now));
             if wall < left.0 {
                 left = (wall, Cut::LeaseWall);
             }
@@ -204,7 +223,7 @@ mod tests {
         let turn = Instant::now();
         // Lease 10 s until 1_010_000, 1 s kept: 9 s left on both clocks, more than the timeout.
         let held = Arc::new(Held::new(turn, 10 * S, 1_010_000));
-        let w = Window::leased(5 * S, Arc::clone(&held), S, &clock);
+        let w = Window::leased(5 * S, Arc::clone(&held), S, S / 2, &clock);
         assert_eq!(w.left().1, Cut::Timeout);
         // The wall clock jumps 15 s ahead: nothing is left by it.
         clock.set(Ok(1_015_000));
@@ -216,7 +235,7 @@ mod tests {
         assert_eq!(w.left().1, Cut::Timeout);
         // A claim that took 7 s of a 10 s lease (1 s kept) leaves 2 s, below the timeout.
         let late = turn.checked_sub(7 * S).expect("an instant 7 s ago");
-        let w = Window::leased(5 * S, Arc::new(Held::new(late, 10 * S, 1_010_000)), S, &clock);
+        let w = Window::leased(5 * S, Arc::new(Held::new(late, 10 * S, 1_010_000)), S, S / 2, &clock);
         let (left, cut) = w.left();
         assert_eq!(cut, Cut::LeaseMonotonic);
         assert!(left <= 2 * S && left > S, "{left:?}");
@@ -228,7 +247,7 @@ mod tests {
         // A 2 s lease claimed 1.8 s ago, a quarter kept: by the monotonic clock it is over.
         let claim = Instant::now().checked_sub(Duration::from_millis(1800)).expect("an instant");
         let held = Arc::new(Held::new(claim, 2 * S, 1_000_200));
-        let w = Window::leased(10 * S, Arc::clone(&held), reserve(2 * S, Duration::ZERO), &clock);
+        let w = Window::leased(10 * S, Arc::clone(&held), S / 2, S / 4, &clock);
         assert_eq!(w.left(), (Duration::ZERO, Cut::LeaseMonotonic));
         // Renewed now, for 2 s from now: 1.5 s left on both clocks.
         held.renew(Instant::now(), 2 * S, 1_002_000);
@@ -243,11 +262,19 @@ mod tests {
     }
 
     #[test]
-    fn the_reserve_is_the_grace_and_margin_up_to_a_quarter_of_the_lease() {
-        let grace = Duration::from_millis(500);
-        assert_eq!(reserve(30 * S, grace), S);
-        assert_eq!(reserve(4 * S, grace), S);
-        assert_eq!(reserve(Duration::from_millis(600), grace), Duration::from_millis(150));
-        assert_eq!(reserve(30 * S, Duration::ZERO), MARGIN);
+    fn the_lease_is_handed_out_until_a_heartbeat_is_refused() {
+        let clock = Fixed(Mutex::new(Ok(1_000_000)));
+        let claim = Instant::now();
+        let held = Arc::new(Held::new(claim, 2 * S, 1_002_000));
+        let w = Window::leased(10 * S, Arc::clone(&held), S / 2, S / 4, &clock);
+        let ends = w.lease().expect("leased");
+        assert_eq!((ends.monotonic, ends.wall_ms, ends.margin), (Some(claim + 2 * S), 1_002_000, S / 2));
+        // A test clock is not this host's: the watchdog keeps the monotonic end only.
+        assert_eq!(ends.local_offset_ms, None);
+        held.renew(claim + S, 2 * S, 1_003_000);
+        assert_eq!(w.lease().expect("leased").monotonic, Some(claim + 3 * S));
+        held.abandon();
+        assert_eq!(w.lease(), None);
+        assert_eq!(Window::new(S).lease(), None);
     }
 }

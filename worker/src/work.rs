@@ -11,7 +11,7 @@
 
 use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use retryq::Backend;
 use tracing::info;
@@ -26,7 +26,6 @@ use crate::store::{Slot, Store, watch};
 use crate::transport::Transport;
 #[cfg(doc)]
 use crate::window::Window;
-use crate::window::reserve;
 
 /// Runs `queue` (any store: a SQLite [`Queue`](retryq::Queue), a PostgreSQL
 /// `PgQueue`) with `transport`, one attempt at a time, until `stop` is requested (the
@@ -117,7 +116,6 @@ pub fn work_in_slots<T: Transport + Send>(
     if transports.is_empty() {
         return Err(WorkError::Config(ConfigError::NoSlots));
     }
-    let grace = transports.iter().map(Transport::grace).max().unwrap_or_default();
     config.validate()?;
     queue.set_settings(config.settings).map_err(|e| WorkError::Config(ConfigError::Settings(e)))?;
     clock.now_ms()?;
@@ -129,17 +127,15 @@ pub fn work_in_slots<T: Transport + Send>(
         return Err(WorkError::Queue(e));
     }
     let file = watch(config.db_file.as_deref())?;
-    let limits = Limits {
-        timeout: config.timeout,
-        reserve: reserve(Duration::from_millis(config.settings.lease_ms), grace),
-        clock,
-    };
+    let limits =
+        Limits { timeout: config.timeout, margin: config.margin(), kill_grace: config.kill_grace(), clock };
     info!(
         worker = config.worker.as_str(),
         store = queue.kind(),
         concurrency = transports.len(),
         lease_ms = config.settings.lease_ms,
         heartbeat_ms = config.heartbeat_every().as_millis() as u64,
+        margin_ms = config.margin().as_millis() as u64,
         timeout_ms = config.timeout.as_millis() as u64,
         "worker started"
     );
@@ -170,6 +166,7 @@ pub fn work_in_slots<T: Transport + Send>(
             claim_at: Instant::now(),
             outage: Outage::default(),
             waiting: Vec::new(),
+            clock_read_at: Instant::now(),
         };
         let ran = store.run();
         if ran.is_err() && store.slots.iter().any(|s| s.holds.is_some()) {
@@ -201,6 +198,7 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::thread;
+    use std::time::Duration;
 
     use std::sync::atomic::AtomicU64 as Counter;
 
@@ -505,8 +503,8 @@ mod tests {
     fn the_lease_is_kept_on_the_monotonic_clock_whatever_the_wall_clock_says() {
         // The claim's reading of the wall clock comes 1.5 s before the claim (as when it
         // waits for the database's lock), and the wall clock then stands still: by it, the
-        // whole 4 s lease is left. By the monotonic clock 1.5 s are gone, and 0.5 s are
-        // kept for the record: the attempt gets 2 s, not its 3 s timeout.
+        // whole 4 s lease is left. By the monotonic clock 1.5 s are gone, and the margin (a
+        // quarter, 1 s) is kept: the attempt gets 1.5 s, not its 3 s timeout.
         let start = now_ms().expect("clock");
         let clock = scripted_clock(|n| {
             if n == 2 {
@@ -534,7 +532,7 @@ mod tests {
         assert_eq!(summary.done, 1);
         let given = t.asked[0].2;
         assert!(
-            given <= Duration::from_millis(2000) && given > Duration::from_millis(1500),
+            given <= Duration::from_millis(1500) && given > Duration::from_millis(1000),
             "the attempt was given {given:?}"
         );
     }

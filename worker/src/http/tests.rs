@@ -231,8 +231,13 @@ fn a_refused_heartbeat_gives_the_request_up() {
             held.abandon();
         })
     };
-    let window =
-        Window::leased(Duration::from_secs(10), held, Duration::from_millis(500), &crate::SystemClock);
+    let window = Window::leased(
+        Duration::from_secs(10),
+        held,
+        Duration::from_millis(500),
+        Duration::from_millis(250),
+        &crate::SystemClock,
+    );
     let start = Instant::now();
     let report = http(std::slice::from_ref(&url)).attempt(&job("a", 1), &window).expect("classified");
     let took = start.elapsed();
