@@ -26,9 +26,13 @@
 //! once), or by the watchdog at `lease_until − margin` on the holder's own clock, renewed only
 //! by committed heartbeats; with `margin ≥ skew + grace` no two executions of a job overlap.
 //!
-//! A command that leaves its group on purpose (`setsid`) is out of reach, and so is a
-//! command whose trampoline is itself killed with SIGKILL (the trampoline forwards SIGTERM
-//! and SIGINT to the group, and takes SIGHUP as its worker's death).
+//! Every kill reaches the command's process group and, through `/proc`, every process
+//! descended from the trampoline: it is their child subreaper (`PR_SET_CHILD_SUBREAPER`), so
+//! processes that left the group or the session (`timeout`, `setsid`) and orphans of a
+//! parent that exited are still its descendants. Out of reach are processes handed to
+//! another service (`systemd-run`, `at`, a remote host) and the command of a trampoline that
+//! is itself killed with SIGKILL; the trampoline forwards SIGTERM and SIGINT to the command
+//! and takes SIGHUP as its worker's death. Elsewhere than on Linux the group alone is killed.
 //!
 //! The protocol on the pipe, one line each but the payload: first
 //! `retryq-watchdog 1 PAYLOAD_BYTES MARGIN_MS GRACE_MS MONOTONIC_NS WALL_MS`, then the
@@ -301,17 +305,22 @@ fn watchdog(
                     watch.margin_ms,
                     grace.as_millis()
                 ));
-                let _ = kill_process_group(group, Signal::TERM);
+                kill_tree(group, Signal::TERM);
+                // The grace is for every process of the command, not only its shell: wait
+                // until none is left, the grace is over, or the worker dies (then at once).
                 let until = Instant::now() + grace;
-                loop {
-                    match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                        Ok(Event::Exited)
-                        | Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
-                        Ok(Event::WorkerGone) => break,
-                        Ok(Event::Forward(_) | Event::Renew(_)) => continue,
+                while !descendants().is_empty() {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    match events.recv_timeout(left.min(Duration::from_millis(10))) {
+                        Ok(Event::WorkerGone) | Err(RecvTimeoutError::Disconnected) => break,
+                        Ok(Event::Exited | Event::Forward(_) | Event::Renew(_))
+                        | Err(RecvTimeoutError::Timeout) => {}
                     }
                 }
-                let _ = kill_process_group(group, Signal::KILL);
+                kill_all(group);
                 return child.wait();
             }
             Err(wait) => wait.min(POLL),
@@ -320,26 +329,78 @@ fn watchdog(
             Ok(Event::Renew(renewed)) => watch = renewed,
             Ok(Event::Forward(signal)) => {
                 if let Some(signal) = Signal::from_named_raw(signal) {
-                    let _ = kill_process_group(group, signal);
+                    kill_tree(group, signal);
                 }
             }
             // Nothing is said: the worker that would read it is gone, or stopped the attempt.
             Ok(Event::WorkerGone) | Err(RecvTimeoutError::Disconnected) => {
-                let _ = kill_process_group(group, Signal::KILL);
+                kill_all(group);
                 return child.wait();
             }
             Ok(Event::Exited) => {
-                // Whatever the command left behind in its group goes with it.
-                let _ = kill_process_group(group, Signal::KILL);
+                // Whatever the command left behind goes with it.
+                kill_all(group);
                 return child.wait();
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
         if parent_gone(worker) {
-            let _ = kill_process_group(group, Signal::KILL);
+            kill_all(group);
             return child.wait();
         }
     }
+}
+
+/// Sends `signal` to the command's process group and to every process descended from this
+/// one: the command's own, and, since the trampoline is their subreaper, those that left the
+/// group or the session (`timeout`, `setsid`) and those orphaned by a parent that exited.
+fn kill_tree(group: Pid, signal: Signal) {
+    let _ = kill_process_group(group, signal);
+    for pid in descendants() {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
+/// SIGKILL to the group and every descendant, again until none is left alive (a process may
+/// fork between the reading of `/proc` and the kill), a few rounds at most.
+fn kill_all(group: Pid) {
+    for _ in 0..20 {
+        kill_tree(group, Signal::KILL);
+        if descendants().is_empty() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Every live (not zombie) process descended from this one, read from `/proc`: empty where
+/// there is none to read.
+fn descendants() -> Vec<Pid> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut children: std::collections::HashMap<i32, Vec<i32>> = std::collections::HashMap::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // `PID (COMM) STATE PPID …`: the name may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
+        let mut fields = rest.split_whitespace();
+        let (Some(state), Some(ppid)) = (fields.next(), fields.next().and_then(|p| p.parse::<i32>().ok()))
+        else {
+            continue;
+        };
+        if state != "Z" {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    let mut found = Vec::new();
+    let mut next = vec![rustix::process::getpid().as_raw_nonzero().get()];
+    while let Some(parent) = next.pop() {
+        for &child in children.get(&parent).into_iter().flatten() {
+            found.extend(Pid::from_raw(child));
+            next.push(child);
+        }
+    }
+    found
 }
 
 /// A line on standard error (the worker keeps its tail as the job's `last_error`), if it can
@@ -384,6 +445,9 @@ fn watch_parent(worker: Pid, events: Sender<Event>) -> io::Result<()> {
         }
     })?;
     rustix::process::set_parent_process_death_signal(Some(Signal::HUP))?;
+    // Orphans of the command's processes come here rather than to init, so that the kill
+    // finds them (`descendants`).
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     if parent_gone(worker) {
         return Err(io::Error::other("the worker exited before the command started"));
     }

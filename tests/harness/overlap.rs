@@ -1,0 +1,404 @@
+//! The overlap run, on either store: no two attempts of a job ever run at once, checked on
+//! the commands themselves rather than on the store.
+//!
+//! Workers run the README's form of command, `--exec './deliver.sh'`: a script run by dash,
+//! which forks for every `sleep` and `date` (and, for a third of the jobs, runs its loop in a
+//! background subshell; for another third it ignores SIGTERM). Each attempt logs its start,
+//! a tick every 100 ms for 3 s — longer than the 2 s lease, which heartbeats keep renewing —
+//! and its end; a SIGTERM is logged as `term`. Meanwhile the run SIGKILLs workers, SIGSTOPs
+//! them for longer than the lease and resumes them, and (on SQLite) steps the wall clock
+//! forward by half a second through the workers' stepped clock
+//! (`retryq_worker::STEP_FILE_VAR`), always within what the margin tolerates (1 s margin,
+//! 250 ms grace: 750 ms of skew). Then, from the log alone:
+//!
+//! - no (id, attempt) started twice;
+//! - no attempt logged anything (a tick, its end, a `term`) after a later attempt of the
+//!   same job started — every such line is reported with how long the two overlapped;
+//! - no logged attempt beyond the job's stored attempts;
+//!
+//! and from the store: every job done or dead, `retryq audit` clean.
+//!
+//! `RETRYQ_OVERLAP_BIN=PATH` runs the workers of another build (the test's own binary
+//! otherwise), to check that the run fails where commands outlive their workers: a build
+//! without `--margin` is run without it.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use retryq::{Backend, NewJob, PgQueue, Status};
+
+use crate::common::{BIN, now_ms, read_only};
+
+/// The command every attempt runs, as `./deliver.sh` in the run's directory. Its payload
+/// says how it behaves: `plain`, `background` (the loop in a background subshell, waited
+/// for) or `stubborn` (ignores SIGTERM).
+const DELIVER: &str = r#"#!/bin/sh
+mode=$(cat)
+log="$OVERLAP_LOG"
+say() { echo "$1 $RETRYQ_JOB_ID $RETRYQ_ATTEMPT $(date +%s%N)" >> "$log"; }
+case "$mode" in
+  stubborn) trap '' TERM ;;
+  *) trap 'say term; exit 143' TERM ;;
+esac
+say start
+ticks() { i=0; while [ $i -lt 30 ]; do sleep 0.1; say tick; i=$((i+1)); done; }
+if [ "$mode" = background ]; then
+  ticks &
+  wait $!
+else
+  ticks
+fi
+say end
+"#;
+
+/// The workers' lease, margin and the rest: a 2 s lease renewed every 667 ms, stopped 1 s
+/// before its end (the watchdog's grace is then 250 ms: 750 ms of skew tolerated).
+const FLAGS: [&str; 10] =
+    ["--lease", "2s", "--timeout", "10s", "--base", "50ms", "--cap", "200ms", "--concurrency", "4"];
+const MARGIN: [&str; 2] = ["--margin", "1s"];
+/// Jobs, and how many attempts each may take.
+const JOBS: usize = 12;
+const MAX_ATTEMPTS: u64 = 10;
+/// How long the trouble lasts; the run then drains.
+const TROUBLE: Duration = Duration::from_secs(12);
+/// The whole run must end within this.
+const BOUND: Duration = Duration::from_secs(90);
+/// Each forward step of the stepped clock.
+const STEP_MS: i64 = 500;
+
+/// What the run does to its workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// A SQLite file: kills, stops, and steps of the wall clock.
+    Sqlite,
+    /// The PostgreSQL database at this URL: kills and stops (the server's clock is not
+    /// stepped here; `tests/pg_overlap.rs` steps it on a server of its own).
+    Postgres,
+}
+
+struct Run {
+    dir: tempfile::TempDir,
+    db: String,
+    log: PathBuf,
+    step_file: PathBuf,
+    bin: String,
+    margin: bool,
+    workers: Vec<(String, Child)>,
+    started: usize,
+}
+
+impl Run {
+    fn spawn_worker(&mut self) {
+        let name = format!("w{}", self.started);
+        self.started += 1;
+        let stderr = File::create(self.dir.path().join(format!("{name}.log"))).expect("worker log");
+        let mut command = Command::new(&self.bin);
+        command
+            .current_dir(self.dir.path())
+            .args(["work", "--worker", &name, "--exec", "./deliver.sh", "--until-idle"])
+            .args(FLAGS)
+            .env("RETRYQ_DB", &self.db)
+            .env("OVERLAP_LOG", &self.log)
+            .env(retryq_worker::STEP_FILE_VAR, &self.step_file)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr);
+        if self.margin {
+            command.args(MARGIN);
+        }
+        self.workers.push((name, command.spawn().expect("spawn worker")));
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.workers {
+            signal(child.id(), "CONT");
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill").args([&format!("-{name}"), &pid.to_string()]).status();
+}
+
+/// One line of the commands' log.
+struct Line {
+    what: String,
+    id: String,
+    attempt: u64,
+    at_ns: Option<u128>,
+}
+
+fn parse(log: &str) -> Vec<Line> {
+    log.lines()
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            // The time is `date`'s, which a kill may cut short: then it is missing.
+            let (what, id, attempt, at) = match words[..] {
+                [what, id, attempt, at] => (what, id, attempt, at.parse().ok()),
+                [what, id, attempt] => (what, id, attempt, None),
+                _ => panic!("log line {line:?}"),
+            };
+            Line {
+                what: what.to_owned(),
+                id: id.to_owned(),
+                attempt: attempt.parse().unwrap_or_else(|_| panic!("log line {line:?}")),
+                at_ns: at,
+            }
+        })
+        .collect()
+}
+
+/// What the log shows.
+#[derive(Default, Debug)]
+pub struct Seen {
+    /// (id, attempt) pairs started.
+    pub attempts: usize,
+    /// Lines an attempt logged after a later attempt of its job had started, with how long
+    /// after that start.
+    pub overlaps: Vec<String>,
+    /// Attempts that started twice.
+    pub twice: Vec<String>,
+    /// SIGTERMs logged: the watchdog stopped a command.
+    pub terms: usize,
+    pub ends: usize,
+}
+
+/// Reads the log in write order (each line is one `write` to a file opened for appending).
+fn check_log(log: &str) -> (Seen, HashMap<String, u64>) {
+    let mut seen = Seen::default();
+    let mut latest: HashMap<String, (u64, u128)> = HashMap::new();
+    let mut started: HashMap<(String, u64), ()> = HashMap::new();
+    let mut highest: HashMap<String, u64> = HashMap::new();
+    for line in parse(log) {
+        let top = highest.entry(line.id.clone()).or_default();
+        *top = (*top).max(line.attempt);
+        match line.what.as_str() {
+            "start" => {
+                if started.insert((line.id.clone(), line.attempt), ()).is_some() {
+                    seen.twice.push(format!("{} attempt {}", line.id, line.attempt));
+                }
+                seen.attempts += 1;
+                let entry = latest.entry(line.id.clone()).or_insert((0, 0));
+                if line.attempt < entry.0 {
+                    seen.overlaps.push(format!(
+                        "{} attempt {} started after attempt {} had started",
+                        line.id, line.attempt, entry.0
+                    ));
+                } else {
+                    *entry = (line.attempt, line.at_ns.unwrap_or(0));
+                }
+            }
+            what => {
+                seen.terms += usize::from(what == "term");
+                seen.ends += usize::from(what == "end");
+                if let Some(&(newer, since)) = latest.get(&line.id)
+                    && newer > line.attempt
+                {
+                    let ms = line.at_ns.map_or(f64::NAN, |at| at.saturating_sub(since) as f64 / 1e6);
+                    seen.overlaps.push(format!(
+                        "{} attempt {} logged {what} {ms:.0} ms after attempt {newer} started",
+                        line.id, line.attempt
+                    ));
+                }
+            }
+        }
+    }
+    (seen, highest)
+}
+
+fn reader(db: &str) -> Box<dyn Backend> {
+    if db.starts_with("postgres://") {
+        Box::new(PgQueue::connect_existing(db).expect("connect"))
+    } else {
+        Box::new(read_only(std::path::Path::new(db)))
+    }
+}
+
+/// Whether `bin`'s worker takes `--margin` (a build before the watchdog does not).
+fn takes_margin(bin: &str) -> bool {
+    let out = Command::new(bin).args(["work", "--help"]).output().expect("work --help");
+    String::from_utf8_lossy(&out.stdout).contains("--margin")
+}
+
+/// The whole run on `store` (for PostgreSQL, the empty database `url`), then every check of
+/// the module's doc. Returns what the log showed.
+pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let dir = tempfile::Builder::new().prefix("retryq-overlap-").tempdir().expect("tempdir");
+    let deliver = dir.path().join("deliver.sh");
+    fs::write(&deliver, DELIVER).expect("deliver.sh");
+    fs::set_permissions(&deliver, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let log = dir.path().join("attempts.log");
+    fs::write(&log, "").expect("log");
+    let step_file = dir.path().join("clock-step");
+    fs::write(&step_file, "0").expect("step file");
+    let db = match url {
+        Some(url) => url.to_owned(),
+        None => dir.path().join("q.db").to_str().expect("UTF-8 path").to_owned(),
+    };
+    let bin = std::env::var("RETRYQ_OVERLAP_BIN").unwrap_or_else(|_| BIN.to_owned());
+    let margin = takes_margin(&bin);
+    eprintln!("overlap: seed {seed} on {store:?}, workers of {bin} (--margin: {margin})");
+    let mut run = Run {
+        dir,
+        db,
+        log: log.clone(),
+        step_file: step_file.clone(),
+        bin,
+        margin,
+        workers: Vec::new(),
+        started: 0,
+    };
+
+    let now = now_ms();
+    {
+        let mut q = retryq::open_backend(&run.db).expect("create");
+        for n in 0..JOBS {
+            let mode = ["plain", "background", "stubborn"][n % 3];
+            let id = format!("job-{n:02}");
+            let job = NewJob {
+                id: &id,
+                payload: mode,
+                max_attempts: MAX_ATTEMPTS,
+                deadline: now + 600_000,
+                now,
+                ..NewJob::default()
+            };
+            q.enqueue(&job).expect("enqueue");
+        }
+    }
+    for _ in 0..3 {
+        run.spawn_worker();
+    }
+    let start = Instant::now();
+    let (mut kills, mut stops, mut steps, mut step_ms) = (0, 0, 0, 0i64);
+    // The trouble: one event every 0.4–0.9 s, in turn a kill, a stop and (SQLite) a step. A
+    // stopped worker is resumed 2.5–3.5 s later (past its 2 s lease) while the others go on.
+    let mut turn = 0;
+    let mut stopped: Vec<(u32, Instant)> = Vec::new();
+    let mut next = Instant::now();
+    while start.elapsed() < TROUBLE || !stopped.is_empty() {
+        thread::sleep(Duration::from_millis(20));
+        stopped.retain(|&(pid, until)| {
+            let due = Instant::now() >= until;
+            if due {
+                signal(pid, "CONT");
+            }
+            !due
+        });
+        if Instant::now() < next || start.elapsed() >= TROUBLE {
+            continue;
+        }
+        next = Instant::now() + Duration::from_millis(rng.random_range(400..=900));
+        let kinds = if store == Store::Sqlite { 3 } else { 2 };
+        match turn % kinds {
+            0 => {
+                let victim = rng.random_range(0..run.workers.len());
+                let (_, mut child) = run.workers.remove(victim);
+                let _ = child.kill();
+                let _ = child.wait();
+                stopped.retain(|&(pid, _)| pid != child.id());
+                kills += 1;
+                run.spawn_worker();
+            }
+            1 => {
+                let running: Vec<u32> = run
+                    .workers
+                    .iter()
+                    .map(|(_, c)| c.id())
+                    .filter(|pid| !stopped.iter().any(|(p, _)| p == pid))
+                    .collect();
+                if let Some(&pid) = running.get(rng.random_range(0..running.len().max(1))) {
+                    signal(pid, "STOP");
+                    let stall = Duration::from_millis(rng.random_range(2500..=3500));
+                    stopped.push((pid, Instant::now() + stall));
+                    stops += 1;
+                }
+            }
+            _ => {
+                step_ms += STEP_MS;
+                fs::write(&step_file, step_ms.to_string()).expect("step");
+                steps += 1;
+            }
+        }
+        turn += 1;
+    }
+    // Drain: the workers exit once nothing is pending or leased.
+    loop {
+        assert!(start.elapsed() < BOUND, "not idle within {BOUND:?} (seed {seed})");
+        let mut i = 0;
+        while i < run.workers.len() {
+            if let Some(status) = run.workers[i].1.try_wait().expect("try_wait") {
+                let (name, _) = run.workers.remove(i);
+                assert!(status.success(), "worker {name} exited with {status} (seed {seed})");
+            } else {
+                i += 1;
+            }
+        }
+        if run.workers.is_empty() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    let elapsed = start.elapsed();
+
+    let q = reader(&run.db);
+    let stats = q.stats(now_ms() + 60_000).expect("stats");
+    assert_eq!((stats.pending, stats.leased, stats.done + stats.dead), (0, 0, JOBS as u64), "{stats:?}");
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut stored = HashMap::new();
+    for n in 0..JOBS {
+        let id = format!("job-{n:02}");
+        let job = q.get(&id).expect("get").unwrap_or_else(|| panic!("{id} lost"));
+        assert!(matches!(job.status, Status::Done | Status::Dead), "{id}: {:?}", job.status);
+        *outcomes.entry(job.status.to_string()).or_default() += 1;
+        stored.insert(id, job.attempts);
+    }
+    let out = Command::new(BIN).args(["audit", "--db", &run.db]).output().expect("audit");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && report.contains("audit: clean"), "audit (seed {seed}):\n{report}");
+
+    let text = fs::read_to_string(&log).expect("log");
+    let (seen, highest) = check_log(&text);
+    for (id, attempt) in &highest {
+        let stored = stored.get(id).copied().unwrap_or_default();
+        assert!(*attempt <= stored, "{id} logged attempt {attempt} of {stored} stored (seed {seed})");
+    }
+    eprintln!(
+        "overlap: seed {seed} on {store:?}: {kills} kills, {stops} stops past the lease, {steps} clock steps of \
+         {STEP_MS} ms; {} attempts started, {} ended, {} stopped by SIGTERM (the watchdog); jobs {outcomes:?}; \
+         {} overlapping lines, {} attempts started twice; {:.1} s",
+        seen.attempts,
+        seen.ends,
+        seen.terms,
+        seen.overlaps.len(),
+        seen.twice.len(),
+        elapsed.as_secs_f64()
+    );
+    assert!(
+        seen.overlaps.is_empty() && seen.twice.is_empty(),
+        "two attempts of a job ran at once (seed {seed}):\n{}\n{}",
+        seen.overlaps.join("\n"),
+        seen.twice.join("\n")
+    );
+    assert!(kills >= 3 && stops >= 3, "too little trouble: {kills} kills, {stops} stops");
+    if store == Store::Sqlite {
+        assert!(steps >= 3, "only {steps} clock steps");
+    }
+    assert!(seen.terms > 0, "no stop landed inside an attempt: the watchdog was never needed (seed {seed})");
+    seen
+}
