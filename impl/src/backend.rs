@@ -11,6 +11,8 @@
 //! name either store), so `run_once`, generic over its transport, is a method of
 //! `dyn Backend` rather than of the trait.
 
+use std::sync::Arc;
+
 use crate::audit::Audit;
 use crate::error::{Result, RunError};
 use crate::job::{DeadReason, Job, Report, Status};
@@ -79,6 +81,34 @@ pub trait Backend: Send {
     fn server_now(&self) -> Result<Option<u64>> {
         Ok(None)
     }
+    /// Names this session after `identity` (a worker's lease-holding name) where the store
+    /// shows its sessions to an operator: PostgreSQL's `application_name`, in
+    /// `pg_stat_activity`, cut to its 63 bytes. Nothing for a store without sessions.
+    fn set_identity(&mut self, identity: &str) -> Result<()> {
+        let _ = identity;
+        Ok(())
+    }
+    /// After a lock or statement timeout: who holds the locks this store's operations wait
+    /// for (on PostgreSQL, the sessions holding the claims' turn or blocking another
+    /// session of this database, each by its `application_name`, process id, state and how
+    /// long its transaction has been open). Empty for a store without sessions.
+    fn lock_holders(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    /// A handle another thread may use to cancel the statement this store is running (a
+    /// worker asked to stop must not wait out a statement's timeout). `None` for a store
+    /// whose statements do not wait on others (SQLite's wait is its busy timeout).
+    fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
+        None
+    }
+}
+
+/// Cancels, from any thread, the statement a store is running now, if any: the operation
+/// fails with a passing error (PostgreSQL's 57014, `query_canceled`), which its caller may
+/// try again. See [`Backend::interrupter`].
+pub trait Interrupt: Send + Sync {
+    /// Cancels the running statement; nothing if none runs.
+    fn interrupt(&self);
 }
 
 /// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a PostgreSQL

@@ -120,7 +120,7 @@ pub enum Error {
     /// PostgreSQL failed (feature `postgres`): the connection, the server, or a constraint the
     /// schema enforces. Like [`Error::Storage`], of kind [`ErrorKind::Storage`].
     #[cfg(feature = "postgres")]
-    #[error("storage: {0}")]
+    #[error("storage: {}", postgres_text(.0))]
     Postgres(#[from] postgres::Error),
     /// The thread that owns the queue of an `AsyncQueue` (feature `tokio`) is gone: the
     /// queue was closed, its thread could not be started, or it stopped on a panic. The
@@ -215,6 +215,23 @@ impl Error {
         }
     }
 
+    /// The server's SQLSTATE for a PostgreSQL error it sent (`55P03` for a lock timeout,
+    /// say); `None` for every other error.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Error::Postgres(e) => e.code().map(|code| code.code()),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a wait cut short: on PostgreSQL a lock timeout (55P03), a statement
+    /// timeout or cancel (57014), or a session ended for idling in a transaction (25P03). A
+    /// passing failure ([`Error::is_transient`]): nothing was committed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.sqlstate(), Some("55P03" | "57014" | "25P03"))
+    }
+
     pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
         Error::InvalidInput { field, reason: reason.into() }
     }
@@ -274,7 +291,34 @@ pub enum RunError<E> {
 /// failure).
 fn postgres_transient(e: &postgres::Error) -> bool {
     let class = |class: &str| e.code().is_some_and(|code| code.code().starts_with(class));
-    connection_lost(e) || class("40") || class("53")
+    connection_lost(e)
+        || class("40")
+        || class("53")
+        // lock_timeout, statement_timeout (or a cancel), idle_in_transaction_session_timeout:
+        // the statement or the session was ended for waiting too long; nothing was committed.
+        || e.code().is_some_and(|code| matches!(code.code(), "55P03" | "57014" | "25P03"))
+}
+
+/// A PostgreSQL error in words: the server's SQLSTATE and message (and detail) where the
+/// server sent them — the client's own text is only "db error" — else the client's text and
+/// its cause.
+#[cfg(feature = "postgres")]
+fn postgres_text(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut text = format!("SQLSTATE {}: {}", db.code().code(), db.message());
+            if let Some(detail) = db.detail() {
+                text.push_str(" (");
+                text.push_str(detail);
+                text.push(')');
+            }
+            text
+        }
+        None => match std::error::Error::source(e) {
+            Some(source) if !e.to_string().contains(&source.to_string()) => format!("{e}: {source}"),
+            _ => e.to_string(),
+        },
+    }
 }
 
 /// Whether the connection is gone after `e`: closed, broken on the socket, or ended by the
@@ -288,7 +332,8 @@ pub(crate) fn connection_lost(e: &postgres::Error) -> bool {
     }
     if let Some(code) = e.code() {
         let code = code.code();
-        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03");
+        // 25P03: the server ended the session for idling inside a transaction.
+        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "25P03");
     }
     // No SQLSTATE: the client's own failure; an I/O error on the socket is a lost connection.
     std::error::Error::source(e).is_some_and(|source| source.is::<std::io::Error>())

@@ -77,7 +77,7 @@ mod upgrade;
 #[cfg(feature = "tokio")]
 pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
-pub use backend::{Backend, open_backend};
+pub use backend::{Backend, Interrupt, open_backend};
 pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};

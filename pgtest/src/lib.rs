@@ -69,6 +69,8 @@ struct Own {
     port: u16,
     socket_dir: PathBuf,
     fsync: bool,
+    /// Set in the server's environment (a test's `LD_PRELOAD` of libfaketime, say).
+    env: Vec<(String, String)>,
 }
 
 /// The cluster every test of this process shares.
@@ -140,6 +142,13 @@ impl Cluster {
     /// Starts a cluster of this process's own: `initdb`, then a server on a free port. With
     /// `fsync` false the server does not flush to the disk (see the module's doc).
     pub fn start(fsync: bool) -> Result<Cluster, Unavailable> {
+        Cluster::start_with_env(fsync, &[])
+    }
+
+    /// [`Cluster::start`] with `env` set in the server's environment: the server and every
+    /// backend it starts see it (a test starts one under libfaketime this way, to step the
+    /// server's clock while the test's own runs on).
+    pub fn start_with_env(fsync: bool, env: &[(&str, &str)]) -> Result<Cluster, Unavailable> {
         let bin = find_bin().ok_or(Unavailable::NotInstalled)?;
         let failed = |what: &str, e: &dyn fmt::Display| Unavailable::Failed(format!("{what}: {e}"));
         let dir = tempfile::Builder::new()
@@ -155,7 +164,8 @@ impl Cluster {
                 .arg(&data),
             "initdb",
         )?;
-        let mut own = Own { _dir: dir, data, bin, port: 0, socket_dir, fsync };
+        let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let mut own = Own { _dir: dir, data, bin, port: 0, socket_dir, fsync, env };
         own.start_on_free_port()?;
         own.watch(std::process::id())?;
         Ok(Cluster { base: format!("postgres://postgres@127.0.0.1:{}", own.port), own: Some(own) })
@@ -230,14 +240,30 @@ impl Own {
         );
         let log = self.socket_dir.join("server.log");
         let log = log.to_string_lossy();
-        self.pg_ctl(&["start", "-w", "-t", "60", "-l", &log, "-o", &options]).map_err(|e| {
+        let mut start = self.pg_ctl_command();
+        start.args(["start", "-w", "-t", "60", "-l", &log, "-o", &options]);
+        run(&mut start, "pg_ctl").map_err(|e| {
             let tail = std::fs::read_to_string(self.socket_dir.join("server.log")).unwrap_or_default();
             Unavailable::Failed(format!("{e}\n{tail}"))
         })
     }
 
     fn pg_ctl(&self, args: &[&str]) -> Result<(), Unavailable> {
-        run(server_command(&self.bin.join("pg_ctl")).arg("-D").arg(&self.data).args(args), "pg_ctl")
+        run(self.pg_ctl_command().args(args), "pg_ctl")
+    }
+
+    /// `pg_ctl -D DATA`, as the server's user, with the cluster's environment: through
+    /// `env`, since the switch of user may not pass a variable such as `LD_PRELOAD` on.
+    fn pg_ctl_command(&self) -> Command {
+        if self.env.is_empty() {
+            let mut command = server_command(&self.bin.join("pg_ctl"));
+            command.arg("-D").arg(&self.data);
+            return command;
+        }
+        let mut command = server_command(Path::new("env"));
+        command.args(self.env.iter().map(|(k, v)| format!("{k}={v}"))).arg(self.bin.join("pg_ctl"));
+        command.arg("-D").arg(&self.data);
+        command
     }
 
     /// A detached shell that waits for `pid` to end, then stops the server and removes its

@@ -33,6 +33,9 @@ struct Inner {
     running: Mutex<Vec<(i32, Option<Arc<AtomicBool>>)>>,
     /// Set on a second signal, before the running commands are killed.
     leaving: AtomicBool,
+    /// Cancels the statement the store runs, when the stop is requested: a worker asked to
+    /// stop does not wait out a lock or statement timeout.
+    interrupt: Mutex<Option<Arc<dyn retryq::Interrupt>>>,
 }
 
 impl Stop {
@@ -73,6 +76,10 @@ impl Stop {
             return false;
         }
         *requested = Some(signal);
+        let interrupt = self.inner.interrupt.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(interrupt) = interrupt {
+            interrupt.interrupt();
+        }
         if signal != 0 {
             tracing::info!(
                 signal,
@@ -81,6 +88,12 @@ impl Stop {
         }
         self.inner.wake.notify_all();
         true
+    }
+
+    /// What cancels the store's running statement when a stop is requested; `None` to stop
+    /// cancelling.
+    pub(crate) fn interrupt_with(&self, interrupt: Option<Arc<dyn retryq::Interrupt>>) {
+        *self.inner.interrupt.lock().unwrap_or_else(PoisonError::into_inner) = interrupt;
     }
 
     /// Whether the process is exiting on a second signal: the attempts it killed end with

@@ -251,6 +251,7 @@ impl Store<'_> {
                 error!(error = %e, "the clock is out of range; stopping");
             })?),
             Err(e) if e.is_transient() => {
+                self.waited("heartbeat", &e);
                 self.outage.failed("heartbeat", &e);
                 None
             }
@@ -282,6 +283,14 @@ impl Store<'_> {
                     );
                 }
                 Err(e) if e.is_transient() => {
+                    if e.is_timeout() {
+                        let holders = self.queue.lock_holders().unwrap_or_default();
+                        warn!(
+                            during = "heartbeat", job = %id, attempt, sqlstate = e.sqlstate().unwrap_or_default(),
+                            error = %e, holders = holders.join(", "),
+                            "waited longer than its timeout; trying again at the next heartbeat"
+                        );
+                    }
                     self.outage.failed("heartbeat", &e);
                     debug!(job = %id, attempt, error = %e, "heartbeat failed; trying again at the next one");
                 }
@@ -631,9 +640,34 @@ impl Store<'_> {
         if !e.is_transient() {
             return fail(e);
         }
+        self.waited(what, &e);
         let wait = self.outage.failed(what, &e);
-        thread::sleep(wait);
+        if self.busy() == 0 && self.waiting.is_empty() {
+            // Nothing to see through: a stop ends the wait.
+            self.stop.sleep(wait);
+        } else {
+            thread::sleep(wait);
+        }
         Ok(())
+    }
+
+    /// A lock or statement timeout (or a session ended for idling in a transaction): logged
+    /// every time, with the server's SQLSTATE and message and whom the store says holds the
+    /// locks, since a worker stalled while it holds the claims' turn holds up every other.
+    /// A passing failure all the same: the operation is tried again.
+    fn waited(&self, what: &str, e: &Error) {
+        if !e.is_timeout() {
+            return;
+        }
+        let holders = match self.queue.lock_holders() {
+            Ok(holders) if holders.is_empty() => "none now".to_owned(),
+            Ok(holders) => holders.join(", "),
+            Err(e) => format!("unknown ({e})"),
+        };
+        warn!(
+            during = what, sqlstate = e.sqlstate().unwrap_or_default(), error = %e, holders,
+            "waited longer than its timeout; trying again"
+        );
     }
 }
 

@@ -126,6 +126,13 @@ pub fn work_in_slots<T: Transport + Send>(
     {
         return Err(WorkError::Queue(e));
     }
+    // Named after the worker where the store shows its sessions (PostgreSQL's
+    // `application_name`), so that a lock held too long names its holder.
+    if let Err(e) = queue.set_identity(&config.worker)
+        && !e.is_transient()
+    {
+        return Err(WorkError::Queue(e));
+    }
     let file = watch(config.db_file.as_deref())?;
     let limits =
         Limits { timeout: config.timeout, margin: config.margin(), kill_grace: config.kill_grace(), clock };
@@ -139,6 +146,7 @@ pub fn work_in_slots<T: Transport + Send>(
         timeout_ms = config.timeout.as_millis() as u64,
         "worker started"
     );
+    stop.interrupt_with(queue.interrupter());
     let (done_tx, done_rx) = mpsc::channel();
     let ran = thread::scope(|scope| {
         let mut slots = Vec::with_capacity(transports.len());
@@ -175,6 +183,7 @@ pub fn work_in_slots<T: Transport + Send>(
         // Closing the slots' channels ends their threads once their attempts are over.
         ran.map(|()| store.summary)
     });
+    stop.interrupt_with(None);
     let summary = ran?;
     info!(
         worker = config.worker.as_str(),

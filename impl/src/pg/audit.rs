@@ -34,6 +34,9 @@ impl PgQueue {
     /// same rules.
     pub fn audit(&self) -> Result<Audit> {
         self.read(|tx| {
+            // Every row and every entry, in one snapshot: as long as it takes, not the
+            // session's statement timeout (PgQueue::STATEMENT_TIMEOUT).
+            tx.batch("SET LOCAL statement_timeout = 0")?;
             let mut found = Audit::default();
             let jobs: Vec<(i64, Stored)> = tx
                 .query(JOBS, &[])?

@@ -21,6 +21,15 @@ impl Backend for PgQueue {
     fn server_now(&self) -> Result<Option<u64>> {
         PgQueue::server_now(self).map(Some)
     }
+    fn set_identity(&mut self, identity: &str) -> Result<()> {
+        PgQueue::set_identity(self, identity)
+    }
+    fn lock_holders(&self) -> Result<Vec<String>> {
+        PgQueue::lock_holders(self)
+    }
+    fn interrupter(&self) -> Option<std::sync::Arc<dyn crate::Interrupt>> {
+        Some(PgQueue::interrupter(self))
+    }
     fn settings(&self) -> Settings {
         PgQueue::settings(self)
     }

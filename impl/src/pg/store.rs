@@ -4,10 +4,12 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, Config, IsolationLevel, NoTls, Row, Statement, Transaction};
+use postgres::{CancelToken, Client, Config, IsolationLevel, NoTls, Row, Statement, Transaction};
 
 pub(super) use super::turn::Turn;
 use crate::error::{Error, Result};
@@ -44,6 +46,8 @@ const RERUNS: usize = 8;
 pub struct PgQueue {
     conn: RefCell<Conn>,
     config: Config,
+    /// Cancels the statement the current connection runs, from another thread.
+    cancel: Arc<Mutex<Option<CancelToken>>>,
     /// The database as messages name it: its URL without the password.
     name: String,
     pub(super) settings: Settings,
@@ -58,8 +62,10 @@ struct Conn {
 }
 
 impl Conn {
-    fn open(config: &Config) -> Result<Conn> {
-        Ok(Conn { client: session(config)?, statements: HashMap::new(), lost: false })
+    fn open(config: &Config, cancel: &Mutex<Option<CancelToken>>) -> Result<Conn> {
+        let client = session(config)?;
+        *cancel.lock().unwrap_or_else(PoisonError::into_inner) = Some(client.cancel_token());
+        Ok(Conn { client, statements: HashMap::new(), lost: false })
     }
 
     /// One run of `f` in a transaction of its own, in its turn if it writes: committed if it
@@ -169,13 +175,76 @@ impl Tx<'_> {
 const SERVER_NOW: &str = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8";
 
 impl PgQueue {
+    /// How long any statement waits for a lock — a claim for the claims' turn, a write for a
+    /// row — before it fails with SQLSTATE 55P03 (`lock_not_available`): a passing failure,
+    /// after which a worker logs who holds the lock and tries again, as after SQLite's busy
+    /// timeout. A session's `lock_timeout`.
+    pub const LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+    /// How long any statement may run before the server cancels it, SQLSTATE 57014
+    /// (`query_canceled`), also a passing failure. A session's `statement_timeout`; the
+    /// audit, which reads everything, is exempt.
+    pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+    /// How long a session may sit inside a transaction without sending a statement before
+    /// the server ends the session (SQLSTATE 25P03) and so releases its locks: a worker
+    /// stopped (SIGSTOP, a frozen VM, a debugger) while it holds the claims' turn holds up the
+    /// other workers' claims this long at most. A session's
+    /// `idle_in_transaction_session_timeout`. Its own operations never pause inside a
+    /// transaction: each sends its statements back to back.
+    pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(5);
+    /// TCP keepalives: the first probe after this much silence (unless the URL asks for
+    /// sooner), then every [`KEEPALIVE_INTERVAL`](Self::KEEPALIVE_INTERVAL), the connection
+    /// given up after three unanswered probes: a server that vanished without closing the
+    /// connection (a lost host, a dropped route) is noticed within about 25 s.
+    pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+    /// See [`KEEPALIVE_IDLE`](Self::KEEPALIVE_IDLE).
+    pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+
     /// A connection to the database `url` names, as it is: [`PgQueue::connect`] and
     /// [`PgQueue::connect_existing`] (`connect.rs`) then look at its schema.
     pub(super) fn open(url: &str) -> Result<PgQueue> {
-        let config: Config = url.parse()?;
+        let mut config: Config = url.parse()?;
+        config.keepalives(true).keepalives_interval(Self::KEEPALIVE_INTERVAL).keepalives_retries(3);
+        if config.get_keepalives_idle() > Self::KEEPALIVE_IDLE {
+            config.keepalives_idle(Self::KEEPALIVE_IDLE);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("retryq");
+        }
         let name = describe(&config);
-        let conn = Conn::open(&config)?;
-        Ok(PgQueue { conn: RefCell::new(conn), config, name, settings: Settings::default() })
+        let cancel = Arc::new(Mutex::new(None));
+        let conn = Conn::open(&config, &cancel)?;
+        Ok(PgQueue { conn: RefCell::new(conn), config, cancel, name, settings: Settings::default() })
+    }
+
+    /// Names this connection, and every one opened after it, `identity` in
+    /// `pg_stat_activity` (its `application_name`; the server keeps 63 bytes of it).
+    pub fn set_identity(&mut self, identity: &str) -> Result<()> {
+        self.config.application_name(identity);
+        let mut conn = self.conn.borrow_mut();
+        if conn.lost || conn.client.is_closed() {
+            // Named when the next operation connects again.
+            return Ok(());
+        }
+        conn.client.query_one("SELECT set_config('application_name', $1, false)", &[&identity])?;
+        Ok(())
+    }
+
+    /// The sessions of this database that hold the claims' turn or block another session,
+    /// as `NAME (pid P, STATE for N ms)`: whom a lock timeout waited for.
+    pub fn lock_holders(&self) -> Result<Vec<String>> {
+        let rows = self.read(|tx| tx.query(HOLDERS, &[]))?;
+        rows.iter()
+            .map(|row| {
+                let (pid, name, state, ms): (i32, String, String, i64) =
+                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+                Ok(format!("{name} (pid {pid}, {state} for {ms} ms)"))
+            })
+            .collect()
+    }
+
+    /// Cancels, from another thread, the statement this queue's connection runs now.
+    pub fn interrupter(&self) -> Arc<dyn crate::Interrupt> {
+        Arc::new(Interrupter(Arc::clone(&self.cancel)))
     }
 
     /// The server's clock, in Unix milliseconds: one clock for every host that shares the
@@ -237,7 +306,7 @@ impl PgQueue {
         loop {
             run += 1;
             if conn.lost || conn.client.is_closed() {
-                *conn = Conn::open(&self.config)?;
+                *conn = Conn::open(&self.config, &self.cancel)?;
             }
             let Conn { client, statements, .. } = &mut *conn;
             let statement = match statements.get(sql) {
@@ -267,7 +336,7 @@ impl PgQueue {
         loop {
             run += 1;
             if conn.lost || conn.client.is_closed() {
-                *conn = Conn::open(&self.config)?;
+                *conn = Conn::open(&self.config, &self.cancel)?;
             }
             match conn.run(kind, &mut f) {
                 Err(Error::Postgres(e)) if run < RERUNS && rolled_back(&e) => continue,
@@ -287,11 +356,50 @@ fn rolled_back(e: &postgres::Error) -> bool {
     matches!(e.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE)
 }
 
-/// A new connection, with the session settings every operation relies on.
+/// Who holds the turn (`turn.rs`: an advisory lock on one bigint key, which `pg_locks`
+/// shows as class 0, object KEY, sub-object 1), blocks any session of this database now, or
+/// has held a lock on `jobs` in a transaction open for longer than the lock timeout (a row
+/// locked by `SELECT … FOR UPDATE` shows in `pg_locks` only while someone waits for it).
+const HOLDERS: &str = concat!(
+    "SELECT a.pid, coalesce(nullif(a.application_name, ''), '(unnamed)'), coalesce(a.state, '?'), \
+     coalesce(floor(extract(epoch FROM clock_timestamp() - coalesce(a.xact_start, a.query_start)) * 1000), 0)::int8 \
+     FROM pg_stat_activity a WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND ( \
+     a.pid IN (SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 \
+     AND l.objid = ",
+    super::turn::key!(),
+    " AND l.objsubid = 1) OR a.pid IN (SELECT unnest(pg_blocking_pids(b.pid)) FROM pg_stat_activity b \
+     WHERE b.datname = current_database()) OR (a.xact_start < clock_timestamp() - interval '2 s' \
+     AND a.pid IN (SELECT l.pid FROM pg_locks l WHERE l.locktype = 'relation' AND l.granted \
+     AND l.relation = 'jobs'::regclass))) ORDER BY a.pid"
+);
+
+/// A new connection, with the session settings every operation relies on: commits that
+/// wait for the WAL, and the timeouts that bound every wait (see [`PgQueue::LOCK_TIMEOUT`]
+/// and the constants after it).
 fn session(config: &Config) -> Result<Client> {
     let mut client = config.connect(NoTls)?;
-    client.batch_execute("SET synchronous_commit = on")?;
+    client.batch_execute(&format!(
+        "SET synchronous_commit = on; SET lock_timeout = {}; SET statement_timeout = {}; \
+         SET idle_in_transaction_session_timeout = {}",
+        PgQueue::LOCK_TIMEOUT.as_millis(),
+        PgQueue::STATEMENT_TIMEOUT.as_millis(),
+        PgQueue::IDLE_IN_TRANSACTION_TIMEOUT.as_millis()
+    ))?;
     Ok(client)
+}
+
+/// [`PgQueue::interrupter`]: the cancel token of the connection open now.
+struct Interrupter(Arc<Mutex<Option<CancelToken>>>);
+
+impl crate::Interrupt for Interrupter {
+    fn interrupt(&self) {
+        let token = self.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(token) = token {
+            // A connection of its own, to send the request; a failure leaves the statement
+            // to its timeout.
+            let _ = token.cancel_query(NoTls);
+        }
+    }
 }
 
 /// The URL of `config` without its password, for messages and errors.
