@@ -68,13 +68,50 @@ enum Command {
     BenchWorker(cmd::bench::WorkerArgs),
 }
 
+/// What clap would print and exit with, without its `exit`, which drops a failed write: help
+/// and version text go to standard output and a write that fails there is an error (exit
+/// 141 for a closed pipe, 1 otherwise, said on standard error); a wrong command line's
+/// message goes to standard error, exit 2.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let text = e.render();
+            let written = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                out::print(format_args!("{}", text.ansi()))
+            } else {
+                out::print(format_args!("{text}"))
+            };
+            match written {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    if !err.is_quiet() {
+                        out::noteln!("retryq: error: {err:#}");
+                    }
+                    err.exit_code()
+                }
+            }
+        }
+        _ => {
+            let _ = e.print();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let mut args = std::env::args_os();
     if args.nth(1).is_some_and(|first| first == cmd::trampoline::NAME) {
         return cmd::trampoline::run(args);
     }
-    let matches = cmd::usage::help_usage_after_errors(Cli::command()).get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let matches = match cmd::usage::help_usage_after_errors(Cli::command()).try_get_matches() {
+        Ok(matches) => matches,
+        Err(e) => return clap_exit(&e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     let result = match cli.command {
         Command::Enqueue(args) => cmd::enqueue::run(args),
         Command::Work(args) => cmd::work::run(args),

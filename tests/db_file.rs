@@ -193,3 +193,36 @@ fn db_is_always_a_plain_path_never_a_uri_or_memory() {
     let r = retryq_in(dir.path(), Path::new("unused"), &["get", "--db", "file:abs.db", "a"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }
+
+/// A FIFO (or any file that is not a regular one) where SQLite keeps a companion of the
+/// database — `NAME-wal`, `NAME-journal`, `NAME-shm` — is refused by its name, by every
+/// command, before SQLite opens anything: `enqueue` blamed a full or failing disk.
+#[test]
+fn a_fifo_as_a_companion_is_refused_by_name() {
+    for suffix in ["-wal", "-journal", "-shm"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("q.db");
+        let made = enqueue(dir.path(), &db, "a");
+        assert_eq!(made.code, Some(0), "{}", made.stderr);
+        let companion = dir.path().join(format!("q.db{suffix}"));
+        let _ = fs::remove_file(&companion);
+        let status = Command::new("mkfifo").arg(&companion).status().expect("mkfifo");
+        assert!(status.success());
+        every_command_refuses(
+            dir.path(),
+            &db,
+            &format!("its companion {} is a FIFO (a named pipe), not a regular file", companion.display()),
+        );
+        let r = enqueue(dir.path(), &db, "b");
+        assert!(!r.stderr.contains("disk"), "{}", r.stderr);
+        // A directory is refused the same way.
+        fs::remove_file(&companion).expect("rm fifo");
+        fs::create_dir(&companion).expect("mkdir");
+        let r = enqueue(dir.path(), &db, "c");
+        assert!(
+            r.stderr.contains(&format!("its companion {} is a directory", companion.display())),
+            "{}",
+            r.stderr
+        );
+    }
+}

@@ -199,3 +199,66 @@ fn explore_on_port_0_prints_the_port_it_serves() {
     let answer = answer.unwrap_or_else(|| panic!("nothing serves {first}"));
     assert!(answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
+
+/// Every command's JSON goes through one writer with SPEC 5.4's escapes: U+2028, U+2029,
+/// U+0085 and the other C1 controls in an id, a payload or a `last_error` taken from a
+/// command's standard error come out as `\uXXXX`, never raw, and read back as they were.
+#[test]
+fn json_output_escapes_line_separators_and_c1_controls() {
+    let (_dir, db) = fresh("retryq-json-");
+    let id = "a\u{2028}b\u{2029}c\u{85}d\u{9b}e";
+    let (code, _, err) = run(&mut command(
+        &db,
+        &["enqueue", "--id", id, "--payload", "p\u{2028}q", "--max-attempts", "1", "--ttl", "600000"],
+    ));
+    assert_eq!(code, Some(0), "{err}");
+    // The command's standard error holds U+0085, U+2028 and U+009B: the job's last_error.
+    let exec = r"printf 'x\302\205y\342\200\250z\302\233w' >&2; exit 65";
+    let (code, _, err) = run(&mut command(&db, &["work", "--worker", "w", "--exec", exec, "--until-idle"]));
+    assert_eq!(code, Some(0), "{err}");
+    let raw = |c: char| matches!(c, '\u{80}'..='\u{9f}' | '\u{2028}' | '\u{2029}');
+    for args in [
+        vec!["get", id],
+        vec!["list", "--status", "dead", "--json"],
+        vec!["dead", "--json"],
+        vec!["history", id, "--json"],
+        vec!["stats", "--json"],
+    ] {
+        let (code, out, err) = run(&mut command(&db, &args));
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(!out.contains(raw), "{args:?} printed a raw separator or C1 control: {out:?}");
+        for line in out.lines() {
+            let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
+            if let Some(shown) = value.get("id").and_then(|v| v.as_str()) {
+                assert_eq!(shown, id, "{args:?}");
+            }
+            if let Some(error) = value.get("last_error").and_then(|v| v.as_str()) {
+                assert!(error.contains("x\u{85}y\u{2028}z\u{9b}w"), "{args:?}: {error:?}");
+            }
+        }
+        // The history names no id or error; stats names none.
+        if !matches!(args[0], "stats" | "history") {
+            assert!(
+                out.contains("\\u2028") && out.contains("\\u0085") && out.contains("\\u009b"),
+                "{args:?}: {out}"
+            );
+        }
+    }
+}
+
+/// Help and version text written to a full disk is an error, not a silent exit 0.
+#[test]
+fn help_and_version_to_a_full_disk_exit_non_zero() {
+    for args in [vec!["--help"], vec!["--version"], vec!["help", "work"], vec!["work", "--help"], vec!["-V"]]
+    {
+        let full = File::options().write(true).open("/dev/full").expect("/dev/full");
+        let out = Command::new(BIN).args(&args).stdout(full).stderr(Stdio::piped()).output().expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("standard output"), "{args:?}: {err}");
+        // Written where it can be, it is what it was.
+        let ok = Command::new(BIN).args(&args).output().expect("run");
+        assert_eq!(ok.status.code(), Some(0), "{args:?}");
+        assert!(!ok.stdout.is_empty(), "{args:?}");
+    }
+}

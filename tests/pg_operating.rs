@@ -102,3 +102,37 @@ fn wrong_urls_and_credentials_name_db_and_hide_the_password() {
         assert!(!err.contains("s3cret"), "the password stays out of messages: {err}");
     }
 }
+
+/// A password given in any form the PostgreSQL client reads — a URL's `user:pw@`, a URL's
+/// `?password=`, a key=value string's `password=` — never appears in an error message or in
+/// the worker's log; `***` stands in for it. (No server is needed: the port refuses.)
+#[test]
+fn a_password_in_any_form_is_never_printed() {
+    let forms = [
+        ("postgres://u:s3cretA@127.0.0.1:1/d", "s3cretA"),
+        ("postgres://u@127.0.0.1:1/d?password=s3cretB&sslmode=disable", "s3cretB"),
+        ("postgresql://127.0.0.1:1/d?user=u&password=s3cretC", "s3cretC"),
+        ("host=127.0.0.1 port=1 user=u password=s3cretD dbname=d", "s3cretD"),
+        ("host=127.0.0.1 port=1 user=u password='s3cret E' dbname=d", "s3cret E"),
+    ];
+    for (db, password) in forms {
+        for args in
+            [vec!["stats"], vec!["get", "a"], vec!["work", "--worker", "w", "--exec", "true", "--until-idle"]]
+        {
+            let out = Command::new(BIN)
+                .args(&args)
+                .env("RETRYQ_DB", db)
+                .env("RUST_LOG", "info")
+                .stdin(Stdio::null())
+                .output()
+                .expect("retryq runs");
+            let (text_out, text_err) = (stdout(&out), stderr(&out));
+            assert_eq!(out.status.code(), Some(1), "{args:?} on {db}: {text_err}");
+            assert!(
+                !text_out.contains(password) && !text_err.contains(password),
+                "{args:?} printed the password of {db}: {text_err}"
+            );
+            assert!(text_err.contains("--db"), "{args:?} on {db}: {text_err}");
+        }
+    }
+}

@@ -62,6 +62,7 @@ pub(crate) fn before_open(path: &Path) -> Result<Checked> {
         // Missing, or unreachable: SQLite creates it, or reports why it cannot open it.
         Err(_) => None,
     };
+    companions(path)?;
     Ok(Checked { sqlite_path, before })
 }
 
@@ -81,6 +82,26 @@ pub(crate) fn after_open(path: &Path, checked: &Checked) -> Result<()> {
         None if is_mount_point(path) => Err(refused(path, Refusal::MountPoint)),
         None => Ok(()),
     }
+}
+
+/// The companions SQLite keeps beside a database, by their suffix.
+const COMPANIONS: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// Each companion of `path` that exists is a regular file (a symbolic link is followed, as
+/// SQLite follows it).
+fn companions(path: &Path) -> Result<()> {
+    for suffix in COMPANIONS {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let companion = PathBuf::from(name);
+        if let Ok(meta) = fs::metadata(&companion)
+            && !meta.is_file()
+        {
+            let name = companion.display().to_string();
+            return Err(refused(path, Refusal::Companion { name, kind: FileKind::of(&meta) }));
+        }
+    }
+    Ok(())
 }
 
 fn refused(path: &Path, why: Refusal) -> Error {

@@ -36,6 +36,19 @@ pub enum Refusal {
          mount the directory, not the file"
     )]
     MountPoint,
+    /// A companion SQLite keeps beside the database (`NAME-wal`, `NAME-shm`, `NAME-journal`)
+    /// is there and is not a regular file: SQLite would block on a FIFO, or fail on it and
+    /// report a full or failing disk.
+    #[error(
+        "its companion {name} is {kind}, not a regular file: SQLite keeps the database's \
+         write-ahead log, lock table or rollback journal in it; remove it"
+    )]
+    Companion {
+        /// The companion's path.
+        name: String,
+        /// What it is instead.
+        kind: FileKind,
+    },
     /// The file was removed, or another took its place, while it was being opened.
     #[error("was removed or replaced by another file while it was being opened")]
     Replaced,

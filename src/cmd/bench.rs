@@ -57,7 +57,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let postgres = retryq_bench::run_postgres(&config)?;
         if args.json {
             let json = serde_json::json!({ "postgres": postgres });
-            outln!("{}", serde_json::to_string_pretty(&json).map_err(|e| CliError::Other(e.to_string()))?)?;
+            outln!("{}", super::json_text(&json)?)?;
         } else {
             out!("{}", retryq_bench::postgres::render(&postgres))?;
         }
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let worker = retryq_bench::run_worker(&config)?;
         if args.json {
             let json = serde_json::json!({ "worker": worker });
-            outln!("{}", serde_json::to_string_pretty(&json).map_err(|e| CliError::Other(e.to_string()))?)?;
+            outln!("{}", super::json_text(&json)?)?;
         } else {
             out!("{}", retryq_bench::render_worker(&worker))?;
         }
@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let json_error = |e: serde_json::Error| CliError::Other(e.to_string());
         let mut json = serde_json::to_value(&report).map_err(json_error)?;
         json["batch"]["versus_floor"] = serde_json::to_value(&versus).map_err(json_error)?;
-        outln!("{}", serde_json::to_string_pretty(&json).map_err(json_error)?)?;
+        outln!("{}", super::json_text(&json)?)?;
     } else {
         out!("{}", retryq_bench::render(&report))?;
         out!("{}", retryq_bench::postgres::render(&report.postgres))?;

@@ -90,8 +90,35 @@ impl Deadline {
     }
 }
 
-/// Prints one JSON value as a line.
+/// Prints one JSON value as a line: every command's JSON goes through here (or
+/// [`json_text`]).
 pub fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
     let line = serde_json::to_string(value).map_err(|e| CliError::Other(e.to_string()))?;
-    outln!("{line}")
+    outln!("{}", one_line(line))
+}
+
+/// `value` as pretty-printed JSON, escaped as [`print_json`] escapes.
+pub fn json_text(value: &impl serde::Serialize) -> Result<String, CliError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Other(e.to_string()))?;
+    Ok(one_line(text))
+}
+
+/// JSON text with SPEC 5.4's escapes besides JSON's own: U+2028, U+2029 and U+0085 — legal
+/// raw in a JSON string, but line ends to some line splitters — and, with U+0085, the rest of
+/// the C1 controls (U+0080–U+009F), which a terminal may act on. They can only stand inside
+/// strings, so the value is unchanged: `\u2028` reads back as U+2028.
+pub fn one_line(json: String) -> String {
+    let escaped = |c: char| matches!(c, '\u{80}'..='\u{9f}' | '\u{2028}' | '\u{2029}');
+    if !json.contains(escaped) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if escaped(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -47,9 +47,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 /// its password left out; nothing was changed in it.
 fn open(db: &Path) -> Result<Side, CliError> {
     match db.to_str() {
-        Some(url) if pg::is_url(url) => {
-            Side::postgres(url).map_err(|e| CliError::Database(format!("--db {}: {e}", pg::redacted(url))))
-        }
+        Some(url) if pg::is_url(url) => Side::postgres(url)
+            .map_err(|e| CliError::Database(format!("--db {}: {e}", super::db::redacted(url)))),
         _ => Ok(Side::file(db)?),
     }
 }

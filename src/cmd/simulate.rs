@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let mut out = io::stdout().lock();
     let printed = if args.json {
-        rows.iter().try_for_each(|row| writeln!(out, "{}", json(row)))
+        rows.iter().try_for_each(|row| writeln!(out, "{}", super::one_line(json(row).to_string())))
     } else {
         print_table(&mut out, &rows)
     };
