@@ -27,6 +27,14 @@ use retryq_pgtest::{Cluster, Unavailable};
 /// The turn's key (`impl/src/pg/turn.rs`): the advisory lock claims take.
 const TURN: i64 = retryq::APPLICATION_ID + 1;
 
+/// One test at a time: each measures times that two cores shared with the others would
+/// stretch.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn seed() -> u64 {
     std::env::var("RETRYQ_OVERLAP_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random)
 }
@@ -86,6 +94,7 @@ fn audit_clean(url: &str) {
 
 #[test]
 fn no_two_attempts_of_a_job_run_at_once_on_postgres() {
+    let _serial = one_at_a_time();
     let Some(url) = retryq_pgtest::database("no_two_attempts_of_a_job_run_at_once_on_postgres") else {
         return;
     };
@@ -124,6 +133,7 @@ fn holds_turn(admin: &mut postgres::Client, pid: i32) -> bool {
 /// resumed, reconnects and carries on; no worker exits with an error.
 #[test]
 fn the_fleet_resumes_claiming_when_a_worker_stalls_holding_the_turn() {
+    let _serial = one_at_a_time();
     let Some(url) =
         retryq_pgtest::database("the_fleet_resumes_claiming_when_a_worker_stalls_holding_the_turn")
     else {
@@ -208,6 +218,7 @@ fn the_fleet_resumes_claiming_when_a_worker_stalls_holding_the_turn() {
 /// logging only `storage: db error`.
 #[test]
 fn a_row_lock_past_the_lock_timeout_is_logged_and_waited_out() {
+    let _serial = one_at_a_time();
     let Some(url) = retryq_pgtest::database("a_row_lock_past_the_lock_timeout_is_logged_and_waited_out")
     else {
         return;
@@ -234,6 +245,7 @@ fn a_row_lock_past_the_lock_timeout_is_logged_and_waited_out() {
 /// first SIGTERM: the worker exits 0 at once, not after the 2 s lock timeout.
 #[test]
 fn sigterm_ends_a_worker_whose_claim_waits_for_a_lock() {
+    let _serial = one_at_a_time();
     let Some(url) = retryq_pgtest::database("sigterm_ends_a_worker_whose_claim_waits_for_a_lock") else {
         return;
     };
@@ -287,6 +299,7 @@ fn libfaketime() -> Option<&'static str> {
 /// the new attempt of its job started.
 #[test]
 fn a_forward_step_of_the_servers_clock_is_seen_within_a_second() {
+    let _serial = one_at_a_time();
     let Some(faketime) = libfaketime() else {
         assert!(
             std::env::var_os("CI").is_none(),

@@ -175,6 +175,8 @@ pub struct Seen {
     /// SIGTERMs logged: the watchdog stopped a command.
     pub terms: usize,
     pub ends: usize,
+    /// The longest an attempt went on after a later one of its job started, in ms.
+    pub worst_ms: f64,
 }
 
 /// Reads the log in write order (each line is one `write` to a file opened for appending).
@@ -209,6 +211,9 @@ fn check_log(log: &str) -> (Seen, HashMap<String, u64>) {
                     && newer > line.attempt
                 {
                     let ms = line.at_ns.map_or(f64::NAN, |at| at.saturating_sub(since) as f64 / 1e6);
+                    if ms > seen.worst_ms {
+                        seen.worst_ms = ms;
+                    }
                     seen.overlaps.push(format!(
                         "{} attempt {} logged {what} {ms:.0} ms after attempt {newer} started",
                         line.id, line.attempt
@@ -381,11 +386,12 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
     eprintln!(
         "overlap: seed {seed} on {store:?}: {kills} kills, {stops} stops past the lease, {steps} clock steps of \
          {STEP_MS} ms; {} attempts started, {} ended, {} stopped by SIGTERM (the watchdog); jobs {outcomes:?}; \
-         {} overlapping lines, {} attempts started twice; {:.1} s",
+         {} overlapping lines (the longest {:.0} ms after the later start), {} attempts started twice; {:.1} s",
         seen.attempts,
         seen.ends,
         seen.terms,
         seen.overlaps.len(),
+        seen.worst_ms,
         seen.twice.len(),
         elapsed.as_secs_f64()
     );

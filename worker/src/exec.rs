@@ -19,9 +19,11 @@
 //!
 //! When the command ends, whatever it left running in its process group is killed too: an
 //! attempt is over when its command is, and nothing of it may run on into the next attempt.
-//! Started through a [`Trampoline`] ([`Exec::with_trampoline`]), the command on Linux also
-//! gets SIGKILL if the worker dies first, so a worker killed with SIGKILL does not leave its
-//! command running past the lease; without one, such a command runs until it ends by itself.
+//! Started through a [`Trampoline`] ([`Exec::with_trampoline`]), the command runs beside a
+//! watchdog that kills it when the worker dies (at once) or when the lease's end less the
+//! margin passes without a renewal the store accepted (SIGTERM, then SIGKILL), so that a
+//! killed or stalled worker cannot keep it running past its lease; without one, nothing
+//! watches the command when the worker cannot.
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -69,8 +71,9 @@ impl Exec {
         Exec { command: command.into(), shell: "sh".into(), stop: None, trampoline: None }
     }
 
-    /// Starts each command through `trampoline`, so that on Linux it is killed when the
-    /// worker dies, even by SIGKILL (see [`Trampoline`]). The `retryq` binary passes itself.
+    /// Starts each command through `trampoline`, beside a watchdog that ends it with its
+    /// lease however the worker fares (see [`Trampoline`]). The `retryq` binary passes
+    /// itself.
     pub fn with_trampoline(mut self, trampoline: Trampoline) -> Exec {
         self.trampoline = Some(trampoline);
         self

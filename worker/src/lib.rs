@@ -19,7 +19,8 @@
 //! - [`process_name`]: the name a process holds its leases under, unique to it;
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
 //!   command per attempt and reads the outcome from its exit status (through a
-//!   [`Trampoline`] it dies with its worker, even one killed with SIGKILL), and [`Http`], which
+//!   [`Trampoline`], beside a watchdog that ends it with its lease however the worker fares:
+//!   killed, stopped or frozen), and [`Http`], which
 //!   POSTs the payload to one of several URLs and reads the outcome from a status table and
 //!   the receiver's pushback, with the control crate's node avoidance and retry budget;
 //! - [`Stop`]: SIGTERM and SIGINT — the first claims nothing more and lets the attempts

@@ -10,9 +10,20 @@ use crate::window::Window;
 ///
 /// The loop holds the lease (renewing it while the attempt runs) and records the answer;
 /// the transport only sends. It must give up when its [`Window`] closes (the timeout, the
-/// job's deadline, the lease running out by either clock, or a refused renewal), looking at
-/// it at least every [`POLL`](crate::POLL), and return within [`Transport::grace`] after
-/// that, so that no attempt outlives its lease or starts past the deadline.
+/// job's deadline, the lease's end less the margin by either clock, or a refused renewal),
+/// looking at it at least every [`POLL`](crate::POLL), and return within
+/// [`Transport::grace`] after that, so that no attempt outlives its lease or starts past the
+/// deadline.
+///
+/// That bound holds only while the worker runs: a transport's work lives in the worker's
+/// process (the HTTP transport's request is given up with it), so a worker that is killed
+/// ends it, but a worker that is stopped or frozen cannot stop it. Whatever a transport
+/// starts outside the worker's process — a child process, a remote job — must be bounded by
+/// something that does not depend on the worker: [`Exec`](crate::Exec) runs each command
+/// beside a watchdog ([`Trampoline`](crate::Trampoline)) that keeps the lease from
+/// [`Window::lease`]; a transport of your own must do the like (kill its children when the
+/// window closes, hand a remote side the lease's end as a deadline), or its receiver must
+/// drop duplicates by the job's id.
 ///
 /// ```
 /// use std::collections::HashSet;
