@@ -146,3 +146,27 @@ fn help_shows_the_accepted_forms_and_the_short_names() {
         assert!(r.stdout.contains("90s, 1h, 1h30m, 7d, or a bare number of milliseconds"), "{}", r.stdout);
     }
 }
+
+/// `--margin` must hold the watchdog's grace between SIGTERM and SIGKILL and leave the
+/// heartbeats room: above the grace, at most half the lease; refused by name otherwise,
+/// before anything is opened.
+#[test]
+fn the_margin_is_refused_outside_the_grace_and_half_the_lease() {
+    let (dir, db) = fresh();
+    for (args, said) in [
+        (["--lease", "30s", "--margin", "500ms"], "--margin-ms: 500 ms does not exceed the watchdog's grace of 500 ms"),
+        (["--lease", "30s", "--margin", "16s"], "--margin-ms: 16000 ms is more than half the lease (15000 ms)"),
+        (["--lease", "1s", "--margin", "100ms"], "--margin-ms: 100 ms does not exceed the watchdog's grace of 125 ms"),
+    ] {
+        let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(said), "{args:?}: {}", r.stderr);
+        assert!(!db.exists(), "{args:?} opened the database");
+    }
+    let r = retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let flags = ["--lease", "2s", "--margin", "1s", "--until-idle"];
+    let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &flags[..]].concat());
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    drop(dir);
+}
