@@ -154,9 +154,18 @@ fn help_shows_the_accepted_forms_and_the_short_names() {
 fn the_margin_is_refused_outside_the_grace_and_half_the_lease() {
     let (dir, db) = fresh();
     for (args, said) in [
-        (["--lease", "30s", "--margin", "500ms"], "--margin-ms: 500 ms does not exceed the watchdog's grace of 500 ms"),
-        (["--lease", "30s", "--margin", "16s"], "--margin-ms: 16000 ms is more than half the lease (15000 ms)"),
-        (["--lease", "1s", "--margin", "100ms"], "--margin-ms: 100 ms does not exceed the watchdog's grace of 125 ms"),
+        (
+            ["--lease", "30s", "--margin", "500ms"],
+            "--margin-ms: 500 ms does not exceed the watchdog's grace of 500 ms",
+        ),
+        (
+            ["--lease", "30s", "--margin", "16s"],
+            "--margin-ms: 16000 ms is more than half the lease (15000 ms)",
+        ),
+        (
+            ["--lease", "1s", "--margin", "100ms"],
+            "--margin-ms: 100 ms does not exceed the watchdog's grace of 125 ms",
+        ),
     ] {
         let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());
         assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);

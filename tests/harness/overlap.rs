@@ -4,9 +4,10 @@
 //! Workers run the README's form of command, `--exec './deliver.sh'`: a script run by dash,
 //! which forks for every `sleep` and `date` (and, for a third of the jobs, runs its loop in a
 //! background subshell; for another third it ignores SIGTERM). Each attempt logs its start,
-//! a tick every 100 ms for 3 s — longer than the 2 s lease, which heartbeats keep renewing —
-//! and its end; a SIGTERM is logged as `term`. Meanwhile the run SIGKILLs workers, SIGSTOPs
-//! them for longer than the lease and resumes them, and (on SQLite) steps the wall clock
+//! a tick every 100 ms for 4 s — twice the 2 s lease, which heartbeats keep renewing —
+//! and its end; a SIGTERM is logged as `term`. Meanwhile the run SIGKILLs workers (four, with
+//! four attempts in flight each), SIGSTOPs them for longer than the lease (one that holds
+//! leases) and resumes them, and (on SQLite) steps the wall clock
 //! forward by half a second through the workers' stepped clock
 //! (`retryq_worker::STEP_FILE_VAR`), always within what the margin tolerates (1 s margin,
 //! 250 ms grace: 750 ms of skew). Then, from the log alone:
@@ -50,7 +51,7 @@ case "$mode" in
   *) trap 'say term; exit 143' TERM ;;
 esac
 say start
-ticks() { i=0; while [ $i -lt 30 ]; do sleep 0.1; say tick; i=$((i+1)); done; }
+ticks() { i=0; while [ $i -lt 40 ]; do sleep 0.1; say tick; i=$((i+1)); done; }
 if [ "$mode" = background ]; then
   ticks &
   wait $!
@@ -65,7 +66,10 @@ say end
 const FLAGS: [&str; 10] =
     ["--lease", "2s", "--timeout", "10s", "--base", "50ms", "--cap", "200ms", "--concurrency", "4"];
 const MARGIN: [&str; 2] = ["--margin", "1s"];
-/// Jobs, and how many attempts each may take.
+/// Workers (four attempts in flight each), jobs — fewer than the slots, so that a job whose
+/// lease ran out is claimed again at once, as it would be by an idle fleet — and how many
+/// attempts each job may take.
+const WORKERS: usize = 4;
 const JOBS: usize = 12;
 const MAX_ATTEMPTS: u64 = 10;
 /// How long the trouble lasts; the run then drains.
@@ -286,7 +290,7 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
             q.enqueue(&job).expect("enqueue");
         }
     }
-    for _ in 0..3 {
+    for _ in 0..WORKERS {
         run.spawn_worker();
     }
     let start = Instant::now();
@@ -321,13 +325,22 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
                 run.spawn_worker();
             }
             1 => {
-                let running: Vec<u32> = run
+                // A running worker that holds live leases, so that the stop lands inside
+                // attempts; any running one if none does.
+                let owners = reader(&run.db).owners(now_ms()).unwrap_or_default();
+                let holds = |name: &str| {
+                    owners.iter().any(|o| o.worker.starts_with(&format!("{name}.")) && o.leased > o.expired)
+                };
+                let running: Vec<(u32, bool)> = run
                     .workers
                     .iter()
-                    .map(|(_, c)| c.id())
-                    .filter(|pid| !stopped.iter().any(|(p, _)| p == pid))
+                    .map(|(name, c)| (c.id(), holds(name)))
+                    .filter(|(pid, _)| !stopped.iter().any(|(p, _)| p == pid))
                     .collect();
-                if let Some(&pid) = running.get(rng.random_range(0..running.len().max(1))) {
+                let busy: Vec<u32> = running.iter().filter(|(_, busy)| *busy).map(|(pid, _)| *pid).collect();
+                let pool: Vec<u32> =
+                    if busy.is_empty() { running.iter().map(|(pid, _)| *pid).collect() } else { busy };
+                if let Some(&pid) = pool.get(rng.random_range(0..pool.len().max(1))) {
                     signal(pid, "STOP");
                     let stall = Duration::from_millis(rng.random_range(2500..=3500));
                     stopped.push((pid, Instant::now() + stall));
