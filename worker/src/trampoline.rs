@@ -235,7 +235,14 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
             };
             watch.ends(ends).map_err(invalid)?;
             let payload = usize::try_from(number("payload length", payload)?)
-                .map_err(|e| invalid(format!("payload length: {e}")))?;
+                .ok()
+                .filter(|&n| n <= retryq_core::MAX_PAYLOAD_BYTES)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "payload length {payload}: more than a job's payload may be ({} bytes)",
+                        retryq_core::MAX_PAYLOAD_BYTES
+                    ))
+                })?;
             (payload, watch)
         }
         _ => return Err(invalid(format!("not a watchdog header: {first:?}"))),
