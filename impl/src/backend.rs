@@ -13,6 +13,8 @@
 
 use std::sync::Arc;
 
+use crate::interrupt::Interrupt;
+
 use crate::audit::Audit;
 use crate::error::{Result, RunError};
 use crate::job::{DeadReason, Job, Report, Status};
@@ -101,14 +103,6 @@ pub trait Backend: Send {
     fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
         None
     }
-}
-
-/// Cancels, from any thread, the statement a store is running now, if any: the operation
-/// fails with a passing error (PostgreSQL's 57014, `query_canceled`), which its caller may
-/// try again. See [`Backend::interrupter`].
-pub trait Interrupt: Send + Sync {
-    /// Cancels the running statement; nothing if none runs.
-    fn interrupt(&self);
 }
 
 /// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a PostgreSQL

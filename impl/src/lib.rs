@@ -66,6 +66,7 @@ mod delay;
 mod error;
 mod file;
 mod input;
+mod interrupt;
 mod job;
 #[cfg(feature = "postgres")]
 mod pg;
@@ -77,11 +78,12 @@ mod upgrade;
 #[cfg(feature = "tokio")]
 pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
-pub use backend::{Backend, Interrupt, open_backend};
+pub use backend::{Backend, open_backend};
 pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
+pub use interrupt::Interrupt;
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
 #[cfg(feature = "postgres")]
 pub use pg::PgQueue;

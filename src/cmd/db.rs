@@ -12,7 +12,8 @@ use super::error::CliError;
 /// The store every operating command works on.
 #[derive(clap::Args, Debug)]
 pub struct Db {
-    /// The database: a SQLite file, or a PostgreSQL URL (`postgres://user@host/dbname`).
+    /// The database: a SQLite file, or a PostgreSQL URL (`postgres://user@host/dbname`) or
+    /// key=value string (`host=h dbname=d`). A password is shown as `***` wherever --db is.
     #[arg(long, value_name = "PATH|URL", env = "RETRYQ_DB", default_value = "./retryq.db")]
     pub db: String,
     /// Whose clock gives `now` on PostgreSQL: the server's (default; hosts with skewed clocks

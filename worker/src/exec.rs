@@ -35,10 +35,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use retryq::{Claimed, Outcome, Report};
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
+use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::stop::Stop;
-use crate::trampoline::{self, Trampoline};
+use crate::trampoline::{self, Trampoline, wait_no_reap};
 use crate::transport::{Transport, Unclassified};
 use crate::window::{Cut, LeaseEnds, POLL, Window};
 
@@ -324,16 +324,6 @@ fn reap_later(mut child: Child) {
     let _ = thread::Builder::new().name("retryq-exec-reap".into()).spawn(move || {
         let _ = child.wait();
     });
-}
-
-pub(crate) fn wait_no_reap(pid: Pid) -> io::Result<()> {
-    loop {
-        match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
-            Ok(_) => return Ok(()),
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
 }
 
 /// The end of a command's standard error, read on a thread of its own into a buffer the

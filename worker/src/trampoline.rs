@@ -56,7 +56,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process_group};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
 
 use crate::clock::local_ms;
 use crate::window::{LeaseEnds, POLL};
@@ -269,7 +269,7 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
         .spawn(move || read_renewals(input.lock(), watch, &renewals))?;
     let exits = events_tx;
     thread::Builder::new().name("wait".into()).spawn(move || {
-        let _ = crate::exec::wait_no_reap(group);
+        let _ = wait_no_reap(group);
         let _ = exits.send(Event::Exited);
     })?;
     let status = watchdog(&mut child, group, worker, watch, &events)?;
@@ -408,6 +408,19 @@ fn descendants() -> Vec<Pid> {
         }
     }
     found
+}
+
+/// Waits for process `pid` to exit without reaping it (`WNOWAIT`): while it is an unreaped
+/// zombie its process id, and so its group's id, cannot be reused, so a kill of the group
+/// after the exit cannot reach a stranger.
+pub(crate) fn wait_no_reap(pid: Pid) -> io::Result<()> {
+    loop {
+        match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// A line on standard error (the worker keeps its tail as the job's `last_error`), if it can

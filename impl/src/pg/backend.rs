@@ -27,7 +27,7 @@ impl Backend for PgQueue {
     fn lock_holders(&self) -> Result<Vec<String>> {
         PgQueue::lock_holders(self)
     }
-    fn interrupter(&self) -> Option<std::sync::Arc<dyn crate::Interrupt>> {
+    fn interrupter(&self) -> Option<std::sync::Arc<dyn crate::interrupt::Interrupt>> {
         Some(PgQueue::interrupter(self))
     }
     fn settings(&self) -> Settings {

@@ -243,7 +243,7 @@ impl PgQueue {
     }
 
     /// Cancels, from another thread, the statement this queue's connection runs now.
-    pub fn interrupter(&self) -> Arc<dyn crate::Interrupt> {
+    pub fn interrupter(&self) -> Arc<dyn crate::interrupt::Interrupt> {
         Arc::new(Interrupter(Arc::clone(&self.cancel)))
     }
 
@@ -391,7 +391,7 @@ fn session(config: &Config) -> Result<Client> {
 /// [`PgQueue::interrupter`]: the cancel token of the connection open now.
 struct Interrupter(Arc<Mutex<Option<CancelToken>>>);
 
-impl crate::Interrupt for Interrupter {
+impl crate::interrupt::Interrupt for Interrupter {
     fn interrupt(&self) {
         let token = self.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
         if let Some(token) = token {
