@@ -98,11 +98,55 @@ pub enum Bug {
     RetryIgnoresOwnBackoff,
     /// `cancel` of a leased job kills it, cutting the attempt in flight short.
     CancelLeasedJob,
+    /// `config` puts every setting it omits back to its default instead of keeping it.
+    ConfigOmittedResets,
+    /// A heartbeat extends the lease by the length it was granted at the claim
+    /// (`available_at − claimed_at`), not by the `lease_ms` in effect (6.24).
+    HeartbeatLeaseAtClaim,
+    /// A job's own backoff applies only when it has both settings: one alone is ignored.
+    OwnBackoffAllOrNothing,
+    /// Claim's tie-break goes to the smaller id (`ORDER BY available_at, id`), not the first
+    /// enqueue.
+    ClaimTieById,
+    /// Claim's tie-break goes to the earlier `enqueued_at` (`ORDER BY available_at,
+    /// enqueued_at`), not the first enqueue: wrong when the clock went back between enqueues.
+    ClaimTieByEnqueuedAt,
+    /// A restart reloads the jobs ordered by id, losing the order of first enqueues.
+    RestartSortsById,
+    /// `cancel` refuses a pending job that has had an attempt (`not_cancellable`): only jobs
+    /// never claimed are cancelled.
+    CancelFreshOnly,
+    /// `cancel` gives the attempts back: a cancelled job, redriven, starts again from 0.
+    CancelResetsAttempts,
+    /// `run_once` records its completion at the first clock reading, not the second.
+    RunOnceCompletesAtFirstReading,
+    /// A heartbeat's expiry is capped at 2^53 − 1 (SPEC 6.10 allows up to 2^54 − 2).
+    HeartbeatExpiryCapped,
+    /// `enqueue` refuses a `not_before` equal to `now` (`<=` for `<`).
+    NotBeforeNowRefused,
+    /// A name of 256 bytes is refused (`>=` for `>`).
+    LongNameRefused,
+    /// `stats`' oldest open age counts from the first enqueued open job, not the smallest
+    /// `enqueued_at`.
+    StatsOldestByFirstJob,
+    /// A heartbeat of a lease that expired, neither claimed again nor reaped, is refused
+    /// `lease_lost` (3.12 accepts it).
+    HeartbeatRefusesExpired,
+    /// Re-enqueueing an existing id with a `not_before` reschedules it (6.22: nothing changes).
+    ExistingReschedules,
+    /// A redrive moves the job's `not_before` to its own `now` (3.6: it stays the job's).
+    RedriveMovesNotBefore,
+    /// The worker has no watchdog: a stalled holder's attempt runs until it ends by itself.
+    NoWatchdog,
+    /// The watchdog's margin is one millisecond below the holders' clock skew.
+    MarginBelowSkew,
+    /// Heartbeats do not renew the watchdog: it ends the attempt at the claim's lease end.
+    WatchdogNotRenewed,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 35] = [
+    pub const ALL: [Bug; 54] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -138,6 +182,25 @@ impl Bug {
         Bug::ScheduledClaimableEarly,
         Bug::RetryIgnoresOwnBackoff,
         Bug::CancelLeasedJob,
+        Bug::ConfigOmittedResets,
+        Bug::HeartbeatLeaseAtClaim,
+        Bug::OwnBackoffAllOrNothing,
+        Bug::ClaimTieById,
+        Bug::ClaimTieByEnqueuedAt,
+        Bug::RestartSortsById,
+        Bug::CancelFreshOnly,
+        Bug::CancelResetsAttempts,
+        Bug::RunOnceCompletesAtFirstReading,
+        Bug::HeartbeatExpiryCapped,
+        Bug::NotBeforeNowRefused,
+        Bug::LongNameRefused,
+        Bug::StatsOldestByFirstJob,
+        Bug::HeartbeatRefusesExpired,
+        Bug::ExistingReschedules,
+        Bug::RedriveMovesNotBefore,
+        Bug::NoWatchdog,
+        Bug::MarginBelowSkew,
+        Bug::WatchdogNotRenewed,
     ];
 
     /// The name `--bug` takes.
@@ -178,6 +241,25 @@ impl Bug {
             Bug::ScheduledClaimableEarly => "scheduled-claimable-early",
             Bug::RetryIgnoresOwnBackoff => "retry-ignores-own-backoff",
             Bug::CancelLeasedJob => "cancel-leased-job",
+            Bug::ConfigOmittedResets => "config-omitted-resets",
+            Bug::HeartbeatLeaseAtClaim => "heartbeat-lease-at-claim",
+            Bug::OwnBackoffAllOrNothing => "own-backoff-all-or-nothing",
+            Bug::ClaimTieById => "claim-tie-by-id",
+            Bug::ClaimTieByEnqueuedAt => "claim-tie-by-enqueued-at",
+            Bug::RestartSortsById => "restart-sorts-by-id",
+            Bug::CancelFreshOnly => "cancel-fresh-only",
+            Bug::CancelResetsAttempts => "cancel-resets-attempts",
+            Bug::RunOnceCompletesAtFirstReading => "run-once-completes-at-first-reading",
+            Bug::HeartbeatExpiryCapped => "heartbeat-expiry-capped",
+            Bug::NotBeforeNowRefused => "not-before-now-refused",
+            Bug::LongNameRefused => "long-name-refused",
+            Bug::StatsOldestByFirstJob => "stats-oldest-by-first-job",
+            Bug::HeartbeatRefusesExpired => "heartbeat-refuses-expired",
+            Bug::ExistingReschedules => "existing-reschedules",
+            Bug::RedriveMovesNotBefore => "redrive-moves-not-before",
+            Bug::NoWatchdog => "no-watchdog",
+            Bug::MarginBelowSkew => "margin-below-skew",
+            Bug::WatchdogNotRenewed => "watchdog-not-renewed",
         }
     }
 
@@ -219,6 +301,25 @@ impl Bug {
             Bug::ScheduledClaimableEarly => "a scheduled job is claimable before its not_before",
             Bug::RetryIgnoresOwnBackoff => "a retry ignores the job's own base_ms and cap_ms",
             Bug::CancelLeasedJob => "cancel kills a leased job, cutting its attempt short",
+            Bug::ConfigOmittedResets => "config resets the settings it omits to their defaults",
+            Bug::HeartbeatLeaseAtClaim => "heartbeat extends by the lease granted at the claim, not lease_ms now",
+            Bug::OwnBackoffAllOrNothing => "a job's own backoff applies only when it has both settings",
+            Bug::ClaimTieById => "claim's tie-break goes to the smaller id",
+            Bug::ClaimTieByEnqueuedAt => "claim's tie-break goes to the earlier enqueued_at",
+            Bug::RestartSortsById => "a restart reloads jobs ordered by id, losing first-enqueue order",
+            Bug::CancelFreshOnly => "cancel refuses a pending job that has had an attempt",
+            Bug::CancelResetsAttempts => "cancel gives the spent attempts back",
+            Bug::RunOnceCompletesAtFirstReading => "run_once completes at its first clock reading, not its second",
+            Bug::HeartbeatExpiryCapped => "a heartbeat's expiry is capped at 2^53-1",
+            Bug::NotBeforeNowRefused => "enqueue refuses not_before == now (<= for <)",
+            Bug::LongNameRefused => "a name of 256 bytes is refused (>= for >)",
+            Bug::StatsOldestByFirstJob => "stats' oldest age counts from the first enqueued open job",
+            Bug::HeartbeatRefusesExpired => "a heartbeat of an expired, unreclaimed lease is refused",
+            Bug::ExistingReschedules => "re-enqueueing an existing id with not_before reschedules it",
+            Bug::RedriveMovesNotBefore => "a redrive moves not_before to its own now",
+            Bug::NoWatchdog => "no watchdog: a stalled holder's attempt runs past its lease",
+            Bug::MarginBelowSkew => "the watchdog's margin is below the holders' clock skew",
+            Bug::WatchdogNotRenewed => "heartbeats do not renew the watchdog",
         }
     }
 
@@ -233,6 +334,33 @@ impl Bug {
                 | Bug::RetryIgnoresOwnBackoff
                 | Bug::CancelLeasedJob
         )
+    }
+
+    /// The bugs of the watchdog beside an execution, not of the store: the store is the
+    /// SPEC's, and the world's executions are wrong.
+    pub fn in_the_watchdog(self) -> bool {
+        matches!(self, Bug::NoWatchdog | Bug::MarginBelowSkew | Bug::WatchdogNotRenewed)
+    }
+
+    /// The bugs that only a second job shows: spilling over to it, passing it over, ordering
+    /// the two.
+    pub fn needs_two_jobs(self) -> bool {
+        matches!(
+            self,
+            Bug::CountAttemptOnEveryJob
+                | Bug::ClaimTieToNewest
+                | Bug::ClaimFirstEnqueued
+                | Bug::ClaimOnlyFirstJob
+                | Bug::ClaimTieById
+                | Bug::ClaimTieByEnqueuedAt
+                | Bug::RestartSortsById
+                | Bug::StatsOldestByFirstJob
+        )
+    }
+
+    /// The bugs that only the far end of the integer range shows.
+    pub fn needs_range_edges(self) -> bool {
+        matches!(self, Bug::HeartbeatExpiryCapped)
     }
 
     /// The bug called `name`, if there is one.

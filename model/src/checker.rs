@@ -80,6 +80,60 @@ pub struct Property<M, S> {
     pub holds: fn(&M, &S) -> bool,
 }
 
+/// What a model offers this checker beyond stateright's `Model`: probes, and cells.
+///
+/// *Probes* are actions judged on the first state of each class the search meets rather than
+/// on every state, and never expanded: a model whose reads, refusals and argument checks
+/// depend only on part of a state (its store, say) has each judged once per distinct part,
+/// instead of once per state that holds it. Every probe's step is judged on every property,
+/// like any step; its state is not explored further.
+///
+/// *Cells* are places the model's steps can reach (a table's cells, for the queue): each is
+/// found like a `sometimes` property, with a shortest path to the first step that reaches it.
+pub trait Probed: Model {
+    /// How many sets of probes there are (each has its own classes of states).
+    fn probe_sets(&self) -> usize {
+        0
+    }
+
+    /// The class of `state` for probe set `set`: the set's probes are judged on the first
+    /// state of each class, in the search's (deterministic) order.
+    fn probe_class(&self, _set: usize, _state: &Self::State) -> u64 {
+        0
+    }
+
+    /// Appends the probes of set `set` at `state`.
+    fn probe_actions(&self, _set: usize, _state: &Self::State, _actions: &mut Vec<Self::Action>) {}
+
+    /// How many cells there are.
+    fn cell_count(&self) -> usize {
+        0
+    }
+
+    /// Calls `reached` with every cell the step into `state` reached.
+    fn cells_of(&self, _state: &Self::State, _reached: &mut dyn FnMut(usize)) {}
+}
+
+/// An action index that names a probe: the top bit set, the set in the next seven bits, the
+/// probe's position in its set below.
+const PROBE: u32 = 1 << 31;
+
+fn probe_index(set: usize, k: usize) -> u32 {
+    PROBE | ((set as u32 & 0x7f) << 24) | (k as u32 & 0x00ff_ffff)
+}
+
+/// The actions of `state` a step index can name: its `Model::actions`, or one set of probes.
+fn actions_for<M: Probed>(model: &M, state: &M::State, index: u32, actions: &mut Vec<M::Action>) -> usize {
+    actions.clear();
+    if index & PROBE == 0 {
+        model.actions(state, actions);
+        index as usize
+    } else {
+        model.probe_actions(((index >> 24) & 0x7f) as usize, state, actions);
+        (index & 0x00ff_ffff) as usize
+    }
+}
+
 /// How to check.
 pub struct Options<'a, S: Clone> {
     /// Worker threads (at least one is used).
@@ -186,8 +240,10 @@ pub struct Finding<S, A> {
 pub struct CheckReport<S, A> {
     /// Distinct states reached: the search's size, and what pinned counts compare.
     pub unique_states: usize,
-    /// Every successor generated, repeats included.
+    /// Every successor generated, repeats included, probes included.
     pub states: usize,
+    /// The probes judged ([`Probed`]): steps judged and never expanded.
+    pub probes: usize,
     /// Successors outside the model's boundary, neither counted nor explored.
     pub outside_boundary: usize,
     /// The largest distance (in steps) of any reachable state from the initial state.
@@ -196,6 +252,9 @@ pub struct CheckReport<S, A> {
     pub seconds: f64,
     /// One verdict per property, in the order the properties were given.
     pub findings: Vec<Finding<S, A>>,
+    /// Per cell ([`Probed::cell_count`]): a shortest path to a step that reached it, if any
+    /// did (`None` too for every cell when the search stopped early).
+    pub cells: Vec<Option<Path<S, A>>>,
 }
 
 impl<S, A> CheckReport<S, A> {
@@ -253,22 +312,26 @@ struct Node {
 
 const ROOT: u32 = u32::MAX;
 
-/// Where a property was decided: on an initial state, or on the step `action` (its index in
-/// `Model::actions`) from the node `parent`.
+/// Where a property was decided: on an initial state, or on the step `action` from the node
+/// `parent` (an index into its `Model::actions`, or a probe: [`probe_index`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Hit {
     Initial(u32),
     Step { parent: u32, action: u32 },
 }
 
+/// A state to expand: its node, the state, and the probe sets to judge on it (a bit each).
+type Entry<S> = (u32, S, u64);
+
 /// What one thread made of its share of a level.
 struct Share<S> {
-    /// Per property: the first step in this share (by parent node id, then action) that
-    /// decided it.
+    /// Per property, then per cell: the first step in this share (by parent node id, then
+    /// action) that decided it.
     hits: Vec<Option<Hit>>,
     /// Successors not seen at an earlier level: parent, action index, fingerprint, state.
     successors: Vec<(u32, u32, u64, S)>,
     generated: usize,
+    probes: usize,
     outside: usize,
 }
 
@@ -279,7 +342,7 @@ pub fn check<M>(
     options: &Options<'_, M::State>,
 ) -> CheckReport<M::State, M::Action>
 where
-    M: Model + Sync,
+    M: Probed + Sync,
     M::State: Hash + Clone + Send + Sync,
     M::Action: Clone,
 {
@@ -289,11 +352,14 @@ where
         None => fingerprint(state),
     };
     let mut seen = Seen::default();
+    let mut probed: Vec<Seen> = (0..model.probe_sets()).map(|_| Seen::default()).collect();
     let mut nodes: Vec<Node> = Vec::new();
-    let mut frontier: Vec<(u32, M::State)> = Vec::new();
+    let mut frontier: Vec<Entry<M::State>> = Vec::new();
     let mut states = 0;
+    let mut probes = 0;
     let mut outside_boundary = 0;
-    let mut decided: Vec<Option<Hit>> = vec![None; properties.len()];
+    let slots = properties.len() + model.cell_count();
+    let mut decided: Vec<Option<Hit>> = vec![None; slots];
     for (i, state) in model.init_states().into_iter().enumerate() {
         if !model.within_boundary(&state) {
             outside_boundary += 1;
@@ -301,7 +367,7 @@ where
         }
         states += 1;
         let id = nodes.len() as u32;
-        let mut hits = vec![None; properties.len()];
+        let mut hits = vec![None; slots];
         let broken = judge(model, properties, &state, &decided, &mut hits, Hit::Initial(id));
         for (slot, hit) in decided.iter_mut().zip(hits) {
             if slot.is_none() {
@@ -310,7 +376,8 @@ where
         }
         nodes.push(Node { parent: ROOT, action: i as u32 });
         if !broken && seen.insert(id_of(&state)) {
-            frontier.push((id, state));
+            let marks = probe_marks(model, &state, &mut probed);
+            frontier.push((id, state, marks));
         }
     }
     let mut depth = 0;
@@ -328,10 +395,12 @@ where
         let mut next = Vec::new();
         for share in shares {
             states += share.generated;
+            probes += share.probes;
             outside_boundary += share.outside;
             for (parent, action, fp, state) in share.successors {
                 if seen.insert(fp) {
-                    next.push((nodes.len() as u32, state));
+                    let marks = probe_marks(model, &state, &mut probed);
+                    next.push((nodes.len() as u32, state, marks));
                     nodes.push(Node { parent, action });
                 }
             }
@@ -345,7 +414,8 @@ where
         let stop = options.until.is_some_and(|name| {
             properties.iter().zip(&decided).any(|(p, hit)| p.name == name && hit.is_some())
         });
-        if next.is_empty() || decided.iter().all(Option::is_some) {
+        let properties_decided = decided.iter().take(properties.len()).all(Option::is_some);
+        if next.is_empty() || (properties_decided && decided.iter().all(Option::is_some)) {
             break;
         }
         if stop {
@@ -374,14 +444,30 @@ where
             }
         })
         .collect();
+    let cells = decided[properties.len()..].iter().map(|hit| hit.and_then(|hit| replay(model, &nodes, hit))).collect();
     CheckReport {
         unique_states: seen.len(),
         states,
+        probes,
         outside_boundary,
         max_depth: depth,
         seconds: start.elapsed().as_secs_f64(),
         findings,
+        cells,
     }
+}
+
+/// The probe sets to judge on a state new to the search: those whose class it is the first
+/// of. Called in the search's sequential merge order, so the choice does not depend on the
+/// number of threads.
+fn probe_marks<M: Probed>(model: &M, state: &M::State, probed: &mut [Seen]) -> u64 {
+    let mut marks = 0;
+    for (set, seen) in probed.iter_mut().enumerate().take(64) {
+        if seen.insert(model.probe_class(set, state)) {
+            marks |= 1 << set;
+        }
+    }
+    marks
 }
 
 /// Judges and expands one level, its states shared out among `threads` in chunks. Shares come
@@ -389,18 +475,18 @@ where
 fn expand_level<M>(
     model: &M,
     properties: &[Property<M, M::State>],
-    frontier: &[(u32, M::State)],
+    frontier: &[Entry<M::State>],
     decided: &[Option<Hit>],
     seen: &Seen,
     threads: usize,
     id_of: &(impl Fn(&M::State) -> u64 + Sync),
 ) -> Vec<Share<M::State>>
 where
-    M: Model + Sync,
+    M: Probed + Sync,
     M::State: Hash + Clone + Send + Sync,
 {
     let chunk = frontier.len().div_ceil(threads * 8).max(64);
-    let chunks: Vec<&[(u32, M::State)]> = frontier.chunks(chunk).collect();
+    let chunks: Vec<&[Entry<M::State>]> = frontier.chunks(chunk).collect();
     let results: Vec<Mutex<Option<Share<M::State>>>> = chunks.iter().map(|_| Mutex::new(None)).collect();
     let next_chunk = AtomicUsize::new(0);
     let work = || {
@@ -425,20 +511,25 @@ where
 fn expand_chunk<M>(
     model: &M,
     properties: &[Property<M, M::State>],
-    chunk: &[(u32, M::State)],
+    chunk: &[Entry<M::State>],
     decided: &[Option<Hit>],
     seen: &Seen,
     id_of: &impl Fn(&M::State) -> u64,
 ) -> Share<M::State>
 where
-    M: Model,
+    M: Probed,
     M::State: Hash + Clone,
 {
-    let mut share =
-        Share { hits: vec![None; properties.len()], successors: Vec::new(), generated: 0, outside: 0 };
+    let mut share = Share {
+        hits: vec![None; decided.len()],
+        successors: Vec::new(),
+        generated: 0,
+        probes: 0,
+        outside: 0,
+    };
     let mut local = Seen::default();
     let mut actions = Vec::new();
-    for (id, state) in chunk {
+    for (id, state, marks) in chunk {
         model.actions(state, &mut actions);
         for (a, action) in actions.drain(..).enumerate() {
             let Some(next) = model.next_state(state, action) else { continue };
@@ -458,14 +549,29 @@ where
                 share.successors.push((*id, a as u32, fp, next));
             }
         }
+        for set in (0..model.probe_sets().min(64)).filter(|set| marks & (1 << set) != 0) {
+            model.probe_actions(set, state, &mut actions);
+            for (k, action) in actions.drain(..).enumerate() {
+                let Some(next) = model.next_state(state, action) else { continue };
+                if !model.within_boundary(&next) {
+                    share.outside += 1;
+                    continue;
+                }
+                share.generated += 1;
+                share.probes += 1;
+                let step = Hit::Step { parent: *id, action: probe_index(set, k) };
+                judge(model, properties, &next, decided, &mut share.hits, step);
+            }
+        }
     }
     share
 }
 
 /// Judges `state`, reached by `hit`, on every property not yet decided (and every `always`
-/// one, to know whether to expand it); records `hit` for each property it decides first.
-/// Returns whether it fails an `always` or liveness property.
-fn judge<M: Model>(
+/// one, to know whether to expand it), and on the cells it reaches; records `hit` for each
+/// property or cell it decides first. Returns whether it fails an `always` or liveness
+/// property.
+fn judge<M: Probed>(
     model: &M,
     properties: &[Property<M, M::State>],
     state: &M::State,
@@ -486,6 +592,13 @@ fn judge<M: Model>(
             hits[i] = Some(hit);
         }
     }
+    let first_cell = properties.len();
+    model.cells_of(state, &mut |cell| {
+        let slot = first_cell + cell;
+        if slot < hits.len() && decided[slot].is_none() && hits[slot].is_none() {
+            hits[slot] = Some(hit);
+        }
+    });
     broken
 }
 
@@ -493,18 +606,18 @@ fn judge<M: Model>(
 /// the hit's own step.
 fn replay<M>(model: &M, nodes: &[Node], hit: Hit) -> Option<Path<M::State, M::Action>>
 where
-    M: Model,
+    M: Probed,
     M::State: Clone,
     M::Action: Clone,
 {
     let (mut at, last) = match hit {
         Hit::Initial(id) => (id, None),
-        Hit::Step { parent, action } => (parent, Some(action as usize)),
+        Hit::Step { parent, action } => (parent, Some(action)),
     };
-    let mut indices: Vec<usize> = last.into_iter().collect();
+    let mut indices: Vec<u32> = last.into_iter().collect();
     loop {
         let node = nodes.get(at as usize)?;
-        indices.push(node.action as usize);
+        indices.push(node.action);
         if node.parent == ROOT {
             break;
         }
@@ -512,13 +625,12 @@ where
     }
     indices.reverse();
     let (&init, steps) = indices.split_first()?;
-    let mut state = model.init_states().into_iter().nth(init)?;
+    let mut state = model.init_states().into_iter().nth(init as usize)?;
     let mut path = Path { states: vec![state.clone()], actions: Vec::new() };
     let mut actions = Vec::new();
     for &a in steps {
-        actions.clear();
-        model.actions(&state, &mut actions);
-        let action = actions.get(a)?.clone();
+        let k = actions_for(model, &state, a as u32, &mut actions);
+        let action = actions.get(k)?.clone();
         state = model.next_state(&state, action.clone())?;
         path.states.push(state.clone());
         path.actions.push(action);

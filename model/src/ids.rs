@@ -11,14 +11,20 @@ pub const PAYLOAD: &str = "p";
 /// The payload of a re-enqueue that must conflict: any text other than [`PAYLOAD`].
 pub const OTHER_PAYLOAD: &str = "q";
 
-/// The id of the `index`-th job enqueued (0-based): `job-1`, `job-2`, …
+/// The id of the `index`-th job enqueued (0-based): `job-z`, `job-y`, … — named in the
+/// *descending* byte order of their first enqueue, so that a store ordering its jobs by id
+/// rather than by first enqueue (SPEC 6.1) takes the wrong one on a tie. Up to 26 jobs.
 pub fn job_name(index: usize) -> String {
-    format!("job-{}", index + 1)
+    let letter = b'z'.saturating_sub(index.min(25) as u8);
+    format!("job-{}", letter as char)
 }
 
-/// The index of a job named by [`job_name`].
+/// The index of a job named by [`job_name`]; `None` for any other name (a probe's odd id).
 pub fn job_index(name: &str) -> Option<usize> {
-    name.strip_prefix("job-")?.parse::<usize>().ok()?.checked_sub(1)
+    match name.as_bytes() {
+        [b'j', b'o', b'b', b'-', letter @ b'a'..=b'z'] => Some(usize::from(b'z' - letter)),
+        _ => None,
+    }
 }
 
 /// The name of worker `index` (0-based): `w1`, `w2`, …
@@ -41,7 +47,9 @@ mod tests {
             assert_eq!(job_index(&job_name(i)), Some(i));
             assert_eq!(worker_index(&worker_name(i)), Some(i));
         }
-        assert_eq!(job_index("job-0"), None);
+        assert!(job_name(0) > job_name(1), "ids sort against their first enqueue");
+        assert_eq!(job_index("job-1"), None);
+        assert_eq!(job_index("job-zz"), None);
         assert_eq!(worker_index("x1"), None);
     }
 }

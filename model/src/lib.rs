@@ -26,14 +26,17 @@
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+pub mod bounds;
 pub mod bug;
 pub mod catches;
 pub mod checker;
+pub mod contract;
+pub mod coverage;
 pub mod delay;
 pub mod ids;
-pub mod invalid;
 pub mod model;
 pub mod op;
+pub mod probes;
 pub mod properties;
 pub mod reference;
 pub mod response;

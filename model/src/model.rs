@@ -1,244 +1,58 @@
 //! The model: the reference store in a small world of a clock and a few workers.
 //!
-//! Layer: the world, above the store ([`crate::reference`]) and the second reading
-//! ([`crate::rules`]) it runs on every step, below the properties judged on it
-//! ([`crate::properties`]) and the checker that searches it. It may not reach up: what a world
-//! is and which steps it can take must not depend on what is then asked of it, so the model
-//! keeps no list of properties and runs no search. [`crate::stateright_model`] joins the two
-//! for stateright, and [`crate::search`] for this crate's checker.
+//! Layer: the world, above the store ([`crate::reference`]), the second reading
+//! ([`crate::rules`]) it runs on every step and the table whose cells each step reaches
+//! ([`crate::coverage`]); below the probes that judge more steps on it ([`crate::probes`]),
+//! the properties judged on it ([`crate::properties`]) and the checker that searches it. It
+//! may not reach up: what a world is and which steps it can take must not depend on what is
+//! then asked of it, so the model keeps no list of properties and runs no search.
 //!
-//! A [`World`] is the store, the time, what each worker remembers holding, and ghost fields:
-//! what the world knows about each job independently of the store (how often it was claimed,
-//! which deadline its caller set, what the holder reported). Every [`Action`] that touches the
-//! store is one SPEC section 5 operation, run by [`Store::step`]; so the transitions checked
-//! are exactly the oracle's, and a path of actions is a replayable trace ([`crate::trace`]).
+//! A [`World`] is the store, the time, what each worker remembers holding (with the execution
+//! of its attempt, which a watchdog ends at the lease's end less a margin), and ghost fields:
+//! what the world knows about each job independently of the store (how often it was claimed
+//! and by whom, which deadline its caller set, what the holder reported). Every [`Action`]
+//! that touches the store is one SPEC section 5 operation, run by [`Store::step`]; so the
+//! transitions checked are exactly the oracle's, and a path of actions is a replayable trace
+//! ([`crate::trace`]).
 //!
-//! The world is bounded ([`Bounds`]): a few job ids, a few workers, a clock that ticks one
-//! millisecond at a time up to a horizon, small settings, and a handful of choices for jitter,
-//! budgets and deadlines. Deadlines are chosen so that `now + delay` can land exactly on one
-//! (base 1, cap 2, jitter {0, 0.5, 1} give delays 0, 1 and 2), and every deadline leaves a
-//! whole lease before the horizon, so that at the horizon every job must be over
-//! ([`crate::properties`] explains why that makes liveness checkable). Each setting of
-//! [`Bounds::configs`] is an initial world of its own: the doubling one, and a cap below the
-//! base where binary64 and exact arithmetic floor differently (SPEC 2.3).
+//! The world is bounded ([`Bounds`]): scenes of a few job ids, a few workers and a clock that
+//! ticks one millisecond at a time up to a horizon, small settings that may change between any
+//! two steps, and a handful of choices for jitter, budgets and deadlines. Its actions here are
+//! the ones that move it: enqueues (some dated back), claims, completions, heartbeats,
+//! crashes, cancels, redrives, switches of settings, ticks and reaps. Everything that cannot
+//! move a correct store (reads, refusals, bad arguments of every class, restarts) is a probe,
+//! judged on the first world of its class ([`crate::probes`]).
 //!
-//! The world is hostile ([`Bounds::hostile`]): besides the friendly actions it sends bad
-//! arguments of every class ([`crate::invalid`]), completions dated before their claim,
-//! `run_once`s whose second clock reading goes back, the current token presented by the wrong
-//! worker, holders that crash while their lease stays live, restarts, and reads.
+//! Every step is judged three ways: by the properties on the world it leads to, by the
+//! transition rules of [`crate::rules`] — the contract read a second time, independently of
+//! the store — whose verdict the world carries for one step ([`World::broken`]), and by the
+//! contract's table, whose cells it reached ([`World::reached`]).
 //!
-//! Every step is judged twice: by the properties on the world it leads to, and by the
-//! transition rules of [`crate::rules`] — the contract read a second time, independently of the
-//! store — whose verdict the world carries for one step ([`World::broken`]).
-//!
-//! Symmetry: job ids are named in the order of their first enqueue (`job-1`, `job-2`, …),
+//! Symmetry: job ids are named in the order of their first enqueue (`job-z`, `job-y`, …),
 //! which is the only thing that tells two ids apart (claim's tie-break), so permuting ids
 //! needs no reduction. Workers are interchangeable: [`World::canonical`] sorts them.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use smallvec::SmallVec;
 use stateright::Representative;
 
+pub use crate::bounds::{
+    Bounds, CAP_BELOW_BASE, DELAY_PROBES, DOUBLING, LARGEST, SHAPES, Scene, Shape, TWO_THIRDS, Watchdog,
+};
 use crate::bug::Bug;
+use crate::coverage::{self, Reached};
 pub use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_index, job_name, worker_index, worker_name};
-use crate::invalid::Invalid;
 use crate::reference::{Config, Phase, Store};
 use crate::rules::{self, Broken};
 use crate::{DeadReason, Failure, Op, Outcome, Reply, Response, RunOutcome};
 
-/// The jitter on which one binary64 multiply and exact arithmetic part at a window of 3
-/// (SPEC 2.3): 3 × 0.6666666666666666 is 2 in binary64, 1.99… exactly.
-pub const TWO_THIRDS: f64 = 0.6666666666666666;
-
-/// The bounds of the world the checker explores.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bounds {
-    /// How many job ids can be enqueued.
-    pub jobs: usize,
-    /// How many workers claim and complete.
-    pub workers: usize,
-    /// The clock runs from 0 to `horizon` milliseconds.
-    pub horizon: u64,
-    /// The settings of each initial world: the checker explores every one.
-    pub configs: Vec<Config>,
-    /// The jitters a `retryable` completion may carry.
-    pub jitters: Vec<f64>,
-    /// The budgets an enqueue may ask for.
-    pub max_attempts: Vec<u64>,
-    /// The deadlines an enqueue may ask for, as milliseconds after `now`.
-    pub deadlines: Vec<u64>,
-    /// How many times the operator may redrive one job.
-    pub redrives: u64,
-    /// A redrive's `add_attempts`.
-    pub add_attempts: u64,
-    /// A redrive's deadline, as milliseconds after `now`.
-    pub redrive_deadline: u64,
-    /// The SPEC 1.1 shapes the *first* job may also be enqueued with (a schedule, its own
-    /// backoff), each with the largest budget and deadline: one job of each shape is enough
-    /// to reach their edges, and offering them to every enqueue would multiply the states.
-    pub shapes: Vec<Shape>,
-    /// Whether the world uses SPEC 1.1's operations and fields (heartbeat, cancel, the
-    /// shapes, their bad arguments). Off, it is the contract 1.0 world: what a reading that
-    /// does not run them yet can be compared on.
-    pub contract_1_1: bool,
-    /// Whether the world is hostile: bad arguments of every class, clocks that go back,
-    /// completions by the wrong worker, holders that crash, reads.
-    pub hostile: bool,
-}
-
-/// The doubling settings: base 1, cap 2 give windows 1 and 2, so jitters 0, 0.5, 1 give delays
-/// 0, 1, 2 and `now + delay` lands exactly on a deadline in many ways.
-pub const DOUBLING: Config = Config { base_ms: 1, cap_ms: 2, lease_ms: 2 };
-/// A cap below the base: every window is the cap, 3, where jitter 0.6666666666666666 floors
-/// differently in binary64 (2) and in exact arithmetic (1).
-pub const CAP_BELOW_BASE: Config = Config { base_ms: 4, cap_ms: 3, lease_ms: 2 };
-
-impl Default for Bounds {
-    /// The default check: two jobs, two workers, a clock up to 5, both settings, hostile.
-    fn default() -> Self {
-        Bounds {
-            jobs: 2,
-            workers: 2,
-            horizon: 5,
-            configs: vec![DOUBLING, CAP_BELOW_BASE],
-            jitters: vec![0.0, 0.5, 1.0, TWO_THIRDS],
-            max_attempts: vec![1, 2],
-            deadlines: vec![2, 3],
-            redrives: 2,
-            add_attempts: 1,
-            redrive_deadline: 1,
-            shapes: vec![Shape::Scheduled { after: 1 }, Shape::OwnBackoff],
-            contract_1_1: true,
-            hostile: true,
-        }
-    }
-}
-
-impl Bounds {
-    /// Small bounds where every property about one job is decided: one job, two workers, a
-    /// clock up to 5. For tests and `retryq verify`. (The examples about two jobs — a tie
-    /// broken, a later job due earlier — need [`Bounds::default`].)
-    pub fn small() -> Self {
-        Bounds { jobs: 1, ..Bounds::default() }
-    }
-
-    /// Small bounds that show `bug`: [`Bounds::small`], except that a bug about *another*
-    /// job (spilling over to it, or passing it over) needs two jobs, and then one worker and a
-    /// clock up to 4 suffice.
-    pub fn small_for(bug: Bug) -> Self {
-        match bug {
-            Bug::CountAttemptOnEveryJob
-            | Bug::ClaimTieToNewest
-            | Bug::ClaimFirstEnqueued
-            | Bug::ClaimOnlyFirstJob => Bounds { jobs: 2, workers: 1, horizon: 4, ..Bounds::default() },
-            _ => Bounds::small(),
-        }
-    }
-
-    /// The `--deep` preset: budgets of 1 and 3, so that a completion computes the delay after
-    /// a second attempt (the window doubling, or capped) and a job can be claimed three times.
-    pub fn deep() -> Self {
-        Bounds { max_attempts: vec![1, 3], ..Bounds::default() }
-    }
-
-    /// The most claims any job can see in a store that keeps SPEC 4.1: the largest budget
-    /// plus every redrive's. A buggy store can claim forever at one instant (attempts reset,
-    /// stolen leases); the boundary stops it one claim past this, where 4.1 already fails.
-    pub fn max_claims(&self) -> u64 {
-        self.max_attempts.iter().copied().max().unwrap_or(0) + self.redrives * self.add_attempts
-    }
-
-    /// The longest lease of any setting.
-    fn longest_lease(&self) -> u64 {
-        self.configs.iter().map(|c| c.lease_ms).max().unwrap_or(0)
-    }
-
-    /// A deadline `after` milliseconds from `now` leaves a whole lease before the horizon.
-    fn room_for(&self, now: u64, after: u64) -> bool {
-        now + after + self.longest_lease() <= self.horizon
-    }
-}
-
-impl fmt::Display for Bounds {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let configs: Vec<String> = self
-            .configs
-            .iter()
-            .map(|c| format!("base {} cap {} lease {}", c.base_ms, c.cap_ms, c.lease_ms))
-            .collect();
-        write!(
-            f,
-            "jobs {}, workers {}, horizon {} ms, settings [{}], jitter {:?}, max_attempts {:?}, \
-             deadlines now+{:?}, redrives {} (+{} attempts, deadline now+{}), first-job shapes {:?}, {}",
-            self.jobs,
-            self.workers,
-            self.horizon,
-            configs.join("; "),
-            self.jitters,
-            self.max_attempts,
-            self.deadlines,
-            self.redrives,
-            self.add_attempts,
-            self.redrive_deadline,
-            self.shapes,
-            if self.hostile { "hostile" } else { "friendly" }
-        )
-    }
-}
-
-/// The `retry_delay` operations the hostile world asks for, as (attempt, base_ms, cap_ms,
-/// jitter). With budgets of 1 and 2 a completion computes only the delay after attempt 1, so
-/// the formula's doubling, its cap after several doublings, saturation and binary64's edges
-/// are asked of the store directly. `retry_delay` reads no state, so asking once, from the
-/// initial world, asks it everywhere.
-pub const DELAY_PROBES: [(u64, u64, u64, f64); 12] = [
-    (2, 100, 1000, 0.5),
-    (3, 100, 250, 0.5),
-    (3, 1, 1000, 1.0),
-    (4, 3, 1000, 1.0),
-    (64, 1, crate::MAX_INT, 1.0),
-    (1_000_000_000_000_000, 100, 1000, 1.0),
-    (2, 4, 3, 1.0),
-    (5, 0, 1000, 1.0),
-    (1, 10, 1000, 0.7),
-    (2, 2, 3, TWO_THIRDS),
-    // 0.818108110530233188, the binary64 value nearest it (SPEC 6.2).
-    (1, crate::MAX_INT, crate::MAX_INT, f64::from_bits(0x3fea_2df1_0f6a_3b05)),
-    (2, 100, 0, 1.0),
-];
-
-/// A SPEC 1.1 shape of enqueue ([`Bounds::shapes`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Shape {
-    /// Scheduled: `not_before` = `now + after` (SPEC 3.2, 4.12).
-    Scheduled {
-        /// How far after the enqueue's `now` the job first becomes claimable.
-        after: u64,
-    },
-    /// Its own backoff, one setting of the two, chosen so that its retries wait otherwise
-    /// than the queue's would (SPEC 6.23): under a cap below the base, its own `cap_ms` of 1
-    /// (below the queue's); otherwise its own `base_ms`, twice the queue's.
-    OwnBackoff,
-}
-
-impl Shape {
-    /// The enqueue's `not_before`, `base_ms` and `cap_ms` for this shape at `now`, under the
-    /// queue's settings `queue`.
-    fn fields(shape: Option<Shape>, now: u64, queue: Config) -> (Option<u64>, Option<u64>, Option<u64>) {
-        match shape {
-            None => (None, None, None),
-            Some(Shape::Scheduled { after }) => (Some(now + after), None, None),
-            Some(Shape::OwnBackoff) if queue.cap_ms < queue.base_ms => (None, None, Some(1)),
-            Some(Shape::OwnBackoff) => (None, Some(queue.base_ms * 2), None),
-        }
-    }
-}
-
-/// What a worker remembers of the claim it holds: what `claim` answered.
+/// What a worker remembers of the claim it holds: what `claim` answered, and the execution of
+/// its attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Held {
-    /// The job's index in the world (`job-1` is 0).
+    /// The job's index in the world (`job-z` is 0).
     pub job: usize,
     /// The fencing token.
     pub attempt: u64,
@@ -246,6 +60,18 @@ pub struct Held {
     pub claimed_at: u64,
     /// The lease's end, as the claim or the latest accepted heartbeat answered.
     pub lease_until: u64,
+    /// When the watchdog ends the attempt's execution, on the store's clock: the lease's end
+    /// less the margin, on a holder's clock that lags by up to the skew, so at the latest
+    /// `lease_until − margin + skew`. Renewed by each accepted heartbeat while it runs. The
+    /// execution is live while this is after `now`.
+    pub runs_until: u64,
+}
+
+impl Held {
+    /// Whether the attempt's execution is running at `now`.
+    pub fn running(&self, now: u64) -> bool {
+        self.runs_until > now
+    }
 }
 
 /// What the holder of a job's latest claim said about it.
@@ -261,11 +87,16 @@ pub enum HolderReport {
     Completed(Outcome),
 }
 
+/// The ghost holder of a job whose latest claim's lease no longer stands in the store.
+pub const NOBODY: u8 = u8::MAX;
+/// The ghost holder of a lease claimed by a worker outside the world (a probe's).
+pub const OUTSIDER: u8 = u8::MAX - 1;
+
 /// Ghost fields of one job: what the world knows of it without asking the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Ghost {
     /// Claims of this job the store answered: `claimed`, `crashed`, `unknown_error`,
-    /// `clock_went_backwards` from `run_once`.
+    /// `clock_went_backwards` from `run_once`, and `run_once`'s completions.
     pub claims: u64,
     /// Times its payload went out through a transport (a crashed process may have sent).
     pub sends: u64,
@@ -288,6 +119,9 @@ pub struct Ghost {
     pub not_before: u64,
     /// An operator cancelled it (and the store answered `cancelled`), at some point.
     pub cancelled: bool,
+    /// The worker of the latest claim (its index, or [`OUTSIDER`]) while that claim's lease
+    /// stands in the store; [`NOBODY`] otherwise. With `claims`, the token only it may present.
+    pub holder: u8,
 }
 
 /// Things the last step did, for the properties about transitions. Cleared at every step, so
@@ -341,11 +175,21 @@ impl Events {
     pub const HEARTBEAT_AT_DEADLINE_REFUSED: Events = Events(1 << 20);
     /// A scheduled job was first claimed at exactly its `not_before`.
     pub const SCHEDULED_ON_TIME: Events = Events(1 << 21);
-    /// A retry of a job with its own `cap_ms`, other than the queue's, waited a delay the
-    /// queue's settings would not give.
-    pub const OWN_CAP_RETRY: Events = Events(1 << 22);
+    /// A retry of a job with backoff settings of its own waited a delay the queue's settings
+    /// would not give.
+    pub const OWN_BACKOFF_RETRY: Events = Events(1 << 22);
     /// A heartbeat with a stale token (an older attempt, or another worker) was refused.
     pub const STALE_HEARTBEAT_REFUSED: Events = Events(1 << 23);
+    /// A claim broke a tie between two jobs whose `enqueued_at` order is not their order of
+    /// first enqueue (one was enqueued dated back).
+    pub const BACKDATED_TIE: Events = Events(1 << 24);
+    /// A job whose attempt's execution the watchdog ended, its holder still holding it, was
+    /// claimed again.
+    pub const WATCHDOG_CUT_RECLAIMED: Events = Events(1 << 25);
+    /// A retry waited under settings switched since the job's enqueue.
+    pub const SWITCHED_SETTINGS_RETRY: Events = Events(1 << 26);
+    /// A claim's or a heartbeat's lease ends past 2^53 − 1 (SPEC 6.10).
+    pub const LEASE_PAST_MAX_INT: Events = Events(1 << 27);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -357,31 +201,40 @@ impl Events {
     }
 }
 
+/// The workers' memories, by worker index: inline, so copying a world allocates nothing.
+pub type Workers = SmallVec<[Option<Held>; 2]>;
+/// The ghost fields, by job index: inline likewise.
+pub type Ghosts = SmallVec<[Ghost; 2]>;
+
 /// One state of the world. Two worlds that differ only in what the step into them did
-/// (`events`, `broken`) are the same state: equal, with the same hash. The checker judges
-/// those fields on every step it takes, before it asks whether the state is new.
+/// (`events`, `broken`, `reached`) are the same state: equal, with the same hash. The checker
+/// judges those fields on every step it takes, before it asks whether the state is new.
 #[derive(Clone, Debug)]
 pub struct World {
     /// The world's clock: every operation is dated by it.
     pub now: u64,
+    /// The scene this world belongs to: its index in [`Bounds::scenes`].
+    pub scene: u8,
     /// The store under test (the reference store, or one with a seeded bug).
     pub store: Store,
     /// The settings this world configured, as the world (not the store) knows them.
     pub config: Config,
     /// What each worker holds, by worker index.
-    pub workers: Vec<Option<Held>>,
+    pub workers: Workers,
     /// One per job enqueued, by job index.
-    pub ghosts: Vec<Ghost>,
+    pub ghosts: Ghosts,
     /// What the step into this state did.
     pub events: Events,
     /// The transition rules ([`crate::rules`]) the step into this state broke.
     pub broken: Broken,
+    /// The cells of the contract's table the step into this state reached.
+    pub reached: Reached,
 }
 
 impl World {
     /// The fields that make the state: everything but what the last step did.
-    fn state(&self) -> (u64, &Store, &Config, &[Option<Held>], &[Ghost]) {
-        (self.now, &self.store, &self.config, &self.workers, &self.ghosts)
+    fn state(&self) -> (u64, u8, &Store, &Config, &[Option<Held>], &[Ghost]) {
+        (self.now, self.scene, &self.store, &self.config, &self.workers, &self.ghosts)
     }
 }
 
@@ -402,23 +255,18 @@ impl std::hash::Hash for World {
 /// One step of the world.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Enqueue the next new id with this budget and a deadline `deadline_in` ms from now, and
-    /// (the first job only) a SPEC 1.1 shape.
+    /// Enqueue the next new id with this budget and a deadline `deadline_in` ms after the
+    /// enqueue's `now`, and (the first job only) a SPEC 1.1 shape; `back`: dated one
+    /// millisecond before the clock.
     Enqueue {
         /// The attempt budget.
         max_attempts: u64,
-        /// How far ahead of now the deadline lies.
+        /// How far ahead of the enqueue's `now` the deadline lies.
         deadline_in: u64,
         /// The SPEC 1.1 shape of the enqueue; `None` for a 1.0 enqueue.
         shape: Option<Shape>,
-    },
-    /// Enqueue job `job` again, with its own or another payload (and another budget and
-    /// deadline, which must change nothing).
-    Reenqueue {
-        /// The job's index.
-        job: usize,
-        /// Whether the payload is the job's own (a no-op) or another (a conflict).
-        same_payload: bool,
+        /// Dated one millisecond before the clock.
+        back: bool,
     },
     /// An idle worker claims.
     Claim {
@@ -434,48 +282,13 @@ pub enum Action {
         /// The jitter draw for a retry; `None` when none can follow.
         jitter: Option<f64>,
     },
-    /// A worker presents the claim `holder` holds — the current token, the wrong owner.
-    CompleteAsOther {
-        /// The worker presenting the claim.
-        worker: usize,
-        /// The worker that holds it.
-        holder: usize,
-    },
-    /// The holder completes `ok` with a clock one millisecond before its claim.
-    CompleteEarly {
-        /// The worker's index.
-        worker: usize,
-    },
-    /// The holder heartbeats its claim at the current time.
+    /// The holder heartbeats its claim at the current time, while its attempt runs.
     Heartbeat {
         /// The holder's index.
         worker: usize,
     },
-    /// The holder heartbeats dated one millisecond back: before its claim
-    /// (`clock_went_backwards`), or before an earlier heartbeat (the lease must not shrink).
-    HeartbeatBack {
-        /// The holder's index.
-        worker: usize,
-    },
-    /// The holder heartbeats with the attempt before the one it holds: a stale token of the
-    /// same worker.
-    HeartbeatStale {
-        /// The holder's index.
-        worker: usize,
-    },
-    /// A worker heartbeats the claim `holder` holds — the current token, the wrong owner.
-    HeartbeatAsOther {
-        /// The worker presenting the claim.
-        worker: usize,
-        /// The worker that holds it.
-        holder: usize,
-    },
-    /// The operator cancels job `job`, whatever its status.
-    Cancel {
-        /// The job's index.
-        job: usize,
-    },
-    /// A worker holding a claim dies: it forgets the claim, the store keeps the lease.
+    /// A worker holding a claim dies: it forgets the claim, its attempt's execution ends at
+    /// once (its watchdog sees it go), the store keeps the lease.
     Crash {
         /// The worker's index.
         worker: usize,
@@ -504,81 +317,65 @@ pub enum Action {
         /// The job's index.
         job: usize,
     },
-    /// The database is closed and opened again.
-    Restart,
-    /// An operation with a bad argument of this class.
-    Invalid {
-        /// The kind of bad argument.
-        class: Invalid,
-    },
-    /// `stats` at the current time.
-    Stats,
-    /// `get` of job `job`.
-    Get {
+    /// The operator cancels job `job`.
+    Cancel {
         /// The job's index.
         job: usize,
     },
-    /// `retry_delay` with the arguments of [`DELAY_PROBES`]`[probe]`.
-    Delay {
-        /// An index into [`DELAY_PROBES`].
-        probe: usize,
+    /// The world changes its settings to another of its scene's.
+    Configure {
+        /// The settings.
+        to: Config,
+    },
+    /// A probe ([`crate::probes`]): one operation, judged on the first world of its class and
+    /// never explored further.
+    Probe {
+        /// The operation.
+        op: Op,
     },
 }
 
 impl fmt::Display for Action {
-    /// The action in a few words, naming workers and jobs as traces do (`w1`, `job-1`), not
+    /// The action in a few words, naming workers and jobs as traces do (`w1`, `job-z`), not
     /// by their index in the world.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let w = |worker: usize| worker_name(worker);
         let lower = |name: String| name.to_lowercase();
-        match *self {
-            Action::Enqueue { max_attempts, deadline_in, shape } => {
+        match self {
+            Action::Enqueue { max_attempts, deadline_in, shape, back } => {
                 write!(f, "enqueue a new job: max_attempts {max_attempts}, deadline now+{deadline_in}")?;
+                if *back {
+                    f.write_str(", dated 1 ms back")?;
+                }
                 match shape {
                     None => Ok(()),
                     Some(Shape::Scheduled { after }) => write!(f, ", not before now+{after}"),
-                    Some(Shape::OwnBackoff) => f.write_str(", its own backoff"),
+                    Some(Shape::Own { base_ms, cap_ms }) => {
+                        write!(f, ", its own base_ms {base_ms:?} and cap_ms {cap_ms:?}")
+                    }
                 }
             }
-            Action::Reenqueue { job, same_payload } => write!(
-                f,
-                "enqueue {} again, {} payload",
-                job_name(job),
-                if same_payload { "same" } else { "another" }
-            ),
-            Action::Claim { worker } => write!(f, "{} claims", w(worker)),
+            Action::Claim { worker } => write!(f, "{} claims", w(*worker)),
             Action::Complete { worker, outcome, jitter: None } => {
-                write!(f, "{} completes {}", w(worker), lower(format!("{outcome:?}")))
+                write!(f, "{} completes {}", w(*worker), lower(format!("{outcome:?}")))
             }
             Action::Complete { worker, outcome, jitter: Some(jitter) } => {
-                write!(f, "{} completes {}, jitter {jitter}", w(worker), lower(format!("{outcome:?}")))
+                write!(f, "{} completes {}, jitter {jitter}", w(*worker), lower(format!("{outcome:?}")))
             }
-            Action::CompleteAsOther { worker, holder } => {
-                write!(f, "{} completes {}'s claim", w(worker), w(holder))
-            }
-            Action::CompleteEarly { worker } => {
-                write!(f, "{} completes ok, dated before its claim", w(worker))
-            }
-            Action::Crash { worker } => write!(f, "{} crashes", w(worker)),
+            Action::Crash { worker } => write!(f, "{} crashes", w(*worker)),
             Action::RunOnce { worker, outcome } => {
-                write!(f, "{} run_once, transport {}", w(worker), lower(format!("{outcome:?}")))
+                write!(f, "{} run_once, transport {}", w(*worker), lower(format!("{outcome:?}")))
             }
-            Action::RunOnceClockBack { worker } => write!(f, "{} run_once, clock goes back", w(worker)),
+            Action::RunOnceClockBack { worker } => write!(f, "{} run_once, clock goes back", w(*worker)),
             Action::Tick => f.write_str("tick"),
             Action::Reap => f.write_str("reap"),
-            Action::Redrive { job } => write!(f, "redrive {}", job_name(job)),
-            Action::Restart => f.write_str("restart"),
-            Action::Invalid { class } => write!(f, "bad argument: {class:?}"),
-            Action::Stats => f.write_str("stats"),
-            Action::Get { job } => write!(f, "get {}", job_name(job)),
-            Action::Delay { probe } => write!(f, "retry_delay probe {}", probe + 1),
-            Action::Heartbeat { worker } => write!(f, "{} heartbeats", w(worker)),
-            Action::HeartbeatBack { worker } => write!(f, "{} heartbeats, clock gone back", w(worker)),
-            Action::HeartbeatStale { worker } => write!(f, "{} heartbeats with a stale attempt", w(worker)),
-            Action::HeartbeatAsOther { worker, holder } => {
-                write!(f, "{} heartbeats {}'s claim", w(worker), w(holder))
+            Action::Redrive { job } => write!(f, "redrive {}", job_name(*job)),
+            Action::Heartbeat { worker } => write!(f, "{} heartbeats", w(*worker)),
+            Action::Cancel { job } => write!(f, "cancel {}", job_name(*job)),
+            Action::Configure { to } => {
+                write!(f, "config base {} cap {} lease {}", to.base_ms, to.cap_ms, to.lease_ms)
             }
-            Action::Cancel { job } => write!(f, "cancel {}", job_name(job)),
+            Action::Probe { op } => write!(f, "probe {}", op.to_json_line()),
         }
     }
 }
@@ -586,9 +383,9 @@ impl fmt::Display for Action {
 /// The bounded world, checking the store with `bug` (none by default).
 #[derive(Clone, Debug, Default)]
 pub struct QueueModel {
-    /// How far the world may go: jobs, workers, attempts, time.
+    /// How far the world may go: scenes, jobs, workers, attempts, time.
     pub bounds: Bounds,
-    /// A seeded bug the store makes, for checking that the checker finds it.
+    /// A seeded bug the store (or the watchdog) makes, for checking that the checker finds it.
     pub bug: Option<Bug>,
     /// Whether each step leads to the representative of the world it reaches
     /// ([`World::canonical`]) rather than to that world itself: symmetry reduction for a
@@ -608,6 +405,12 @@ impl QueueModel {
     /// The same model, stepping to representatives (see [`QueueModel::representatives`]).
     pub fn stepping_to_representatives(self) -> QueueModel {
         QueueModel { representatives: true, ..self }
+    }
+
+    /// The scene of `world`.
+    pub fn scene(&self, world: &World) -> &Scene {
+        let scenes = &self.bounds.scenes;
+        scenes.get(usize::from(world.scene)).or(scenes.first()).unwrap_or_else(|| default_scene())
     }
 
     /// The world `action` leads to from `world`: [`QueueModel::step`]'s, or its representative
@@ -633,32 +436,31 @@ impl QueueModel {
         }
     }
 
+    /// When the watchdog of an attempt whose lease ends at `lease_until` ends its execution,
+    /// on the store's clock: at the lease's end less the margin on the holder's clock, which
+    /// lags by up to the skew (with a seeded watchdog bug, otherwise).
+    fn watchdog_fires(&self, lease_until: u64) -> u64 {
+        let Watchdog { margin, skew } = self.bounds.watchdog;
+        match self.bug {
+            Some(Bug::NoWatchdog) => u64::MAX,
+            Some(Bug::MarginBelowSkew) => (lease_until + skew).saturating_sub(skew.saturating_sub(1)),
+            _ => (lease_until + skew).saturating_sub(margin),
+        }
+    }
+
     /// The operation `action` runs in `world`, if it runs one (a tick does not; a completion
     /// needs a held claim).
     pub fn op(&self, world: &World, action: &Action) -> Option<Op> {
         let now = world.now;
         let held = |worker: usize| world.workers.get(worker).copied().flatten();
-        let complete =
-            |worker: usize, held: Held, outcome: Outcome, now: u64, jitter: Option<f64>| Op::Complete {
-                worker: worker_name(worker),
-                id: job_name(held.job),
-                attempt: held.attempt,
-                outcome,
-                now,
-                jitter,
-            };
-        // A heartbeat of `held`'s job by `worker`, with its token `older` attempts back.
-        let heartbeat = |worker: usize, held: Held, older: u64, now: u64| {
-            let attempt = held.attempt.checked_sub(older).filter(|&a| a >= 1)?;
-            Some(Op::Heartbeat { worker: worker_name(worker), id: job_name(held.job), attempt, now })
-        };
-        Some(match *action {
-            Action::Enqueue { max_attempts, deadline_in, shape } => {
-                let (not_before, base_ms, cap_ms) = Shape::fields(shape, now, world.config);
+        Some(match action {
+            Action::Enqueue { max_attempts, deadline_in, shape, back } => {
+                let now = if *back { now.checked_sub(1)? } else { now };
+                let (not_before, base_ms, cap_ms) = Shape::fields(*shape, now);
                 Op::Enqueue {
                     id: job_name(world.ghosts.len()),
                     payload: PAYLOAD.into(),
-                    max_attempts,
+                    max_attempts: *max_attempts,
                     deadline: now + deadline_in,
                     now,
                     not_before,
@@ -666,39 +468,28 @@ impl QueueModel {
                     cap_ms,
                 }
             }
-            Action::Reenqueue { job, same_payload } => Op::Enqueue {
-                id: job_name(job),
-                payload: if same_payload { PAYLOAD } else { OTHER_PAYLOAD }.into(),
-                max_attempts: self.bounds.max_attempts.iter().max().map_or(1, |m| m + 1),
-                deadline: now + 1,
-                now,
-                // Another schedule and backoff, which must change nothing either (SPEC 6.22).
-                not_before: Some(now),
-                base_ms: Some(0),
-                cap_ms: None,
-            },
-            Action::Claim { worker } => Op::Claim { worker: worker_name(worker), now },
+            Action::Claim { worker } => Op::Claim { worker: worker_name(*worker), now },
             Action::Complete { worker, outcome, jitter } => {
-                complete(worker, held(worker)?, outcome, now, jitter)
+                let held = held(*worker)?;
+                Op::Complete {
+                    worker: worker_name(*worker),
+                    id: job_name(held.job),
+                    attempt: held.attempt,
+                    outcome: *outcome,
+                    now,
+                    jitter: *jitter,
+                }
             }
-            Action::CompleteAsOther { worker, holder } => {
-                complete(worker, held(holder)?, Outcome::Ok, now, None)
+            Action::Heartbeat { worker } => {
+                let held = held(*worker)?;
+                Op::Heartbeat { worker: worker_name(*worker), id: job_name(held.job), attempt: held.attempt, now }
             }
-            Action::CompleteEarly { worker } => {
-                let held = held(worker)?;
-                complete(worker, held, Outcome::Ok, held.claimed_at.checked_sub(1)?, None)
-            }
-            Action::Heartbeat { worker } => heartbeat(worker, held(worker)?, 0, now)?,
-            Action::HeartbeatBack { worker } => heartbeat(worker, held(worker)?, 0, now.checked_sub(1)?)?,
-            Action::HeartbeatStale { worker } => heartbeat(worker, held(worker)?, 1, now)?,
-            Action::HeartbeatAsOther { worker, holder } => heartbeat(worker, held(holder)?, 0, now)?,
-            Action::Cancel { job } => Op::Cancel { id: job_name(job), now },
             Action::Crash { .. } | Action::Tick => return None,
             Action::RunOnce { worker, outcome } => {
-                Op::RunOnce { worker: worker_name(worker), now, after: None, outcome, jitter: None }
+                Op::RunOnce { worker: worker_name(*worker), now, after: None, outcome: *outcome, jitter: None }
             }
             Action::RunOnceClockBack { worker } => Op::RunOnce {
-                worker: worker_name(worker),
+                worker: worker_name(*worker),
                 now,
                 after: Some(now.checked_sub(1)?),
                 outcome: RunOutcome::Ok,
@@ -706,19 +497,14 @@ impl QueueModel {
             },
             Action::Reap => Op::Reap { now },
             Action::Redrive { job } => Op::Redrive {
-                id: job_name(job),
+                id: job_name(*job),
                 now,
                 add_attempts: self.bounds.add_attempts,
                 deadline: now + self.bounds.redrive_deadline,
             },
-            Action::Restart => Op::Restart,
-            Action::Invalid { class } => class.op(now, world.ghosts.len()),
-            Action::Stats => Op::Stats { now },
-            Action::Get { job } => Op::Get { id: job_name(job) },
-            Action::Delay { probe } => {
-                let (attempt, base_ms, cap_ms, jitter) = *DELAY_PROBES.get(probe)?;
-                Op::RetryDelay { attempt, base_ms, cap_ms, jitter }
-            }
+            Action::Cancel { job } => Op::Cancel { id: job_name(*job), now },
+            Action::Configure { to } => QueueModel::config_op(*to),
+            Action::Probe { op } => op.clone(),
         })
     }
 
@@ -727,13 +513,14 @@ impl QueueModel {
         let mut next = world.clone();
         next.events = Events::default();
         next.broken = Broken::NONE;
+        next.reached = Reached::default();
         match *action {
             Action::Tick => {
-                if world.now >= self.bounds.horizon {
+                if world.now >= self.scene(world).end() {
                     return None;
                 }
                 next.now += 1;
-                next.forget_expired_leases();
+                next.normalize();
                 return Some((next, None));
             }
             Action::Crash { worker } => {
@@ -745,12 +532,17 @@ impl QueueModel {
         let op = self.op(world, action)?;
         let response = next.store.step(&op);
         next.broken = rules::judge(&world.store, &op, &response, &next.store, &job_index);
+        let mut reached = Reached::default();
+        coverage::cells(&world.store, &op, &response, &next.store, world.now, &mut |cell| reached.insert(cell));
+        next.reached = reached;
         self.observe(world, action, &op, &response, &mut next);
-        next.forget_expired_leases();
+        next.normalize();
         Some((next, Some((op, response))))
     }
 
     /// Updates the workers' memories and the ghost fields from what the operation answered.
+    /// The ghosts follow the operation and its answer, whichever action (or probe) ran it; a
+    /// worker's memory follows only its own actions.
     fn observe(&self, before: &World, action: &Action, op: &Op, response: &Response, next: &mut World) {
         // `run_once`'s `unknown_error` and `clock_went_backwards` report on a claim that
         // applied; every other error is a refusal.
@@ -758,123 +550,107 @@ impl QueueModel {
         if refused && next.store != before.store {
             next.events.insert(Events::REFUSAL_CHANGED);
         }
-        if *action == Action::Restart
-            && before.store.jobs().iter().any(|j| matches!(j.phase, Phase::Leased { .. }))
+        if matches!(response, Response::Err(Failure::InvalidInput { .. }))
+            && coverage::named_id(op).is_some_and(|id| before.store.job(id).is_none())
         {
-            next.events.insert(Events::RESTART_WITH_LEASE);
+            next.events.insert(Events::INVALID_BEFORE_LOOKUP);
         }
-        match (action, op, response) {
-            (
-                Action::Enqueue { .. },
-                &Op::Enqueue { deadline, now, not_before, .. },
-                Response::Ok(Reply::Enqueued),
-            ) => {
-                next.ghosts.push(Ghost {
-                    claims: 0,
-                    sends: 0,
-                    deadline,
-                    redrives: 0,
-                    report: HolderReport::Nothing,
-                    lease_until: 0,
-                    longest_lease: 0,
-                    not_before: not_before.unwrap_or(now),
-                    cancelled: false,
-                });
+        match (op, response) {
+            (Op::Restart, _) => {
+                if before.store.jobs().iter().any(|j| matches!(j.phase, Phase::Leased { .. })) {
+                    next.events.insert(Events::RESTART_WITH_LEASE);
+                }
             }
-            (&Action::Cancel { job }, _, Response::Ok(Reply::Cancelled)) => {
-                if let Some(ghost) = next.ghosts.get_mut(job) {
+            (&Op::Enqueue { ref id, deadline, now, not_before, .. }, Response::Ok(Reply::Enqueued)) => {
+                // An id outside the world's naming (a probe's) has no ghost: nothing follows it.
+                if job_index(id) == Some(next.ghosts.len()) {
+                    next.ghosts.push(Ghost {
+                        claims: 0,
+                        sends: 0,
+                        deadline,
+                        redrives: 0,
+                        report: HolderReport::Nothing,
+                        lease_until: 0,
+                        longest_lease: 0,
+                        not_before: not_before.unwrap_or(now),
+                        cancelled: false,
+                        holder: NOBODY,
+                    });
+                }
+            }
+            (Op::Cancel { id, .. }, Response::Ok(Reply::Cancelled)) => {
+                if let Some(ghost) = job_index(id).and_then(|job| next.ghosts.get_mut(job)) {
                     ghost.cancelled = true;
                 }
             }
-            (
-                Action::Heartbeat { worker }
-                | Action::HeartbeatBack { worker }
-                | Action::HeartbeatStale { worker }
-                | Action::HeartbeatAsOther { worker, .. },
-                &Op::Heartbeat { attempt, now, .. },
-                response,
-            ) => self.heartbeat_seen(before, action, *worker, attempt, now, response, next),
-            (
-                &Action::Redrive { job },
-                &Op::Redrive { deadline, ref id, .. },
-                Response::Ok(Reply::Redriven),
-            ) => {
+            (&Op::Redrive { ref id, deadline, .. }, Response::Ok(Reply::Redriven)) => {
                 if before.store.job(id).is_some_and(|j| j.phase == Phase::Dead(DeadReason::Deadline)) {
                     next.events.insert(Events::REDRIVE_AFTER_DEADLINE);
                 }
-                if let Some(ghost) = next.ghosts.get_mut(job) {
+                if let Some(ghost) = job_index(id).and_then(|job| next.ghosts.get_mut(job)) {
                     ghost.deadline = deadline;
                     ghost.redrives += 1;
                     // The operator's say replaces the schedule (SPEC 4.12).
                     ghost.not_before = 0;
                 }
             }
-            (&Action::Claim { worker }, _, Response::Ok(Reply::Claimed { id, attempt, lease_until })) => {
-                if let Some(job) = self.claimed(before, id, *lease_until, next) {
-                    next.workers[worker] = Some(Held {
+            (Op::Config { .. }, Response::Ok(Reply::Config)) => {
+                if let Action::Configure { to } = action {
+                    next.config = *to;
+                }
+            }
+            (Op::Claim { worker, .. }, Response::Ok(Reply::Claimed { id, attempt, lease_until })) => {
+                let job = self.claimed(before, id, worker, *lease_until, next);
+                if let (Some(job), Action::Claim { worker }) = (job, action)
+                    && let Some(slot) = next.workers.get_mut(*worker)
+                {
+                    *slot = Some(Held {
                         job,
                         attempt: *attempt,
                         claimed_at: before.now,
                         lease_until: *lease_until,
+                        runs_until: self.watchdog_fires(*lease_until),
                     });
                 }
             }
-            (Action::RunOnce { .. } | Action::RunOnceClockBack { .. }, _, response) => {
-                let claimed = match response {
-                    Response::Ok(Reply::Crashed { id, .. }) => Some((id, HolderReport::Crashed)),
-                    Response::Err(
-                        Failure::UnknownError { id, .. } | Failure::RanClockWentBackwards { id, .. },
-                    ) => Some((id, HolderReport::Unknown)),
-                    // With a bug the store may answer otherwise; the worker still reported
-                    // what its transport said.
-                    Response::Ok(Reply::RanDone { id, .. }) => Some((id, HolderReport::Unknown)),
-                    _ => None,
-                };
-                if matches!(response, Response::Err(Failure::RanClockWentBackwards { .. })) {
-                    next.events.insert(Events::RUN_ONCE_CLOCK_BACK);
-                }
-                if let Some((id, report)) = claimed
-                    && let Some(job) = self.claimed(before, id, before.now + before.config.lease_ms, next)
+            (&Op::RunOnce { ref worker, now, after, outcome, jitter }, response) => {
+                self.ran(before, worker, now, after.unwrap_or(now), outcome, jitter, response, next);
+            }
+            (&Op::Complete { ref worker, ref id, attempt, outcome, now, jitter }, response) => {
+                if let Action::Complete { worker, .. } = action
+                    && let Some(slot) = next.workers.get_mut(*worker)
                 {
-                    next.ghosts[job].report = report;
+                    *slot = None;
                 }
+                self.completed(before, worker, id, attempt, outcome, now, jitter, response, next);
             }
-            (&Action::Complete { worker, outcome, jitter }, _, response) => {
-                if let Some(held) = before.workers[worker] {
-                    next.workers[worker] = None;
-                    self.completed(before, held, outcome, jitter, response, next);
-                }
-            }
-            (&Action::CompleteAsOther { holder, .. }, _, response) => {
-                if let Some(held) = before.workers[holder] {
-                    let current = before.ghosts.get(held.job).is_some_and(|g| g.claims == held.attempt);
-                    if next.store != before.store {
-                        next.events.insert(Events::STALE_CHANGED);
+            (&Op::Heartbeat { ref worker, ref id, attempt, now }, response) => {
+                let extended = self.heartbeat_seen(before, worker, id, attempt, now, response, next);
+                if let (Some(lease_until), Action::Heartbeat { worker }) = (extended, action)
+                    && let Some(Some(held)) = next.workers.get_mut(*worker)
+                {
+                    held.lease_until = lease_until;
+                    if held.running(before.now) && self.bug != Some(Bug::WatchdogNotRenewed) {
+                        held.runs_until = self.watchdog_fires(lease_until);
                     }
-                    if current && *response == Response::Err(Failure::LeaseLost) {
-                        next.events.insert(Events::WRONG_OWNER_REFUSED);
-                    }
-                }
-            }
-            (Action::CompleteEarly { .. }, _, Response::Err(Failure::ClockWentBackwards)) => {
-                next.events.insert(Events::CLOCK_BACK_REFUSED);
-            }
-            (Action::Invalid { .. }, _, Response::Err(Failure::InvalidInput { .. })) => {
-                let names_missing = op_id(op).is_some_and(|id| before.store.job(id).is_none());
-                if names_missing {
-                    next.events.insert(Events::INVALID_BEFORE_LOOKUP);
                 }
             }
             _ => {}
         }
     }
 
-    /// Bookkeeping for a claim of job `id` the store answered, with a lease until
+    /// Bookkeeping for a claim of job `id` by `worker` the store answered, with a lease until
     /// `lease_until`: returns the job's index.
-    fn claimed(&self, before: &World, id: &str, lease_until: u64, next: &mut World) -> Option<usize> {
+    fn claimed(&self, before: &World, id: &str, worker: &str, lease_until: u64, next: &mut World) -> Option<usize> {
         let job = job_index(id)?;
         let now = before.now;
         self.claim_events(before, job, next);
+        if lease_until > crate::MAX_INT {
+            next.events.insert(Events::LEASE_PAST_MAX_INT);
+        }
+        if before.workers.iter().flatten().any(|held| held.job == job && !held.running(now)) {
+            next.events.insert(Events::WATCHDOG_CUT_RECLAIMED);
+        }
         let ghost = next.ghosts.get_mut(job)?;
         let budget = before.store.job(id).map_or(0, |j| j.max_attempts);
         if now >= ghost.deadline || ghost.claims >= budget {
@@ -898,63 +674,143 @@ impl QueueModel {
         ghost.sends += 1;
         ghost.report = HolderReport::Nothing;
         ghost.lease_until = lease_until;
+        ghost.holder = worker_index(worker).map_or(OUTSIDER, |w| w.min(usize::from(OUTSIDER) - 1) as u8);
         Some(job)
     }
 
-    /// The `sometimes` events of a claim that took job `job`: a tie broken, a later job due
-    /// earlier taken first. Judged on the jobs claimable at the claim (after its reap), as the
-    /// store held them before.
+    /// The `sometimes` events of a claim that took job `job`: a tie broken (and one where the
+    /// order of `enqueued_at` is not that of first enqueues), a later job due earlier taken
+    /// first. Judged on the jobs claimable at the claim (after its reap), as the store held
+    /// them before.
     fn claim_events(&self, before: &World, job: usize, next: &mut World) {
         let due = rules::claimable(before.store.jobs(), before.now);
         let Some(&(taken_at, _)) = due.iter().find(|(_, id)| job_index(id) == Some(job)) else {
             return;
         };
-        if due.iter().any(|(at, id)| *at == taken_at && job_index(id) != Some(job)) {
-            next.events.insert(Events::TIE_BROKEN);
-        }
-        if due.iter().any(|(_, id)| job_index(id).is_some_and(|other| other < job)) {
-            next.events.insert(Events::EARLIER_DUE_FIRST);
+        let enqueued_at = |i: usize| before.store.job(&job_name(i)).map(|j| j.enqueued_at);
+        for (at, id) in &due {
+            let Some(other) = job_index(id).filter(|&other| other != job) else { continue };
+            if *at == taken_at {
+                next.events.insert(Events::TIE_BROKEN);
+                let (first, second) = (job.min(other), job.max(other));
+                if enqueued_at(second) < enqueued_at(first) {
+                    next.events.insert(Events::BACKDATED_TIE);
+                }
+            }
+            if other < job {
+                next.events.insert(Events::EARLIER_DUE_FIRST);
+            }
         }
     }
 
-    /// Bookkeeping for a completion by a worker that held `held`.
-    fn completed(
+    /// Bookkeeping for a `run_once` by `worker`, read at `now` then `after`, whose transport
+    /// answered `outcome`.
+    #[allow(clippy::too_many_arguments)]
+    fn ran(
         &self,
         before: &World,
-        held: Held,
-        outcome: Outcome,
+        worker: &str,
+        now: u64,
+        after: u64,
+        outcome: RunOutcome,
         jitter: Option<f64>,
         response: &Response,
         next: &mut World,
     ) {
-        let now = before.now;
-        let config = before.config;
-        let Some(ghost) = next.ghosts.get_mut(held.job) else {
-            return;
+        let Some(id) = coverage::taken_id(response) else { return };
+        if matches!(response, Response::Err(Failure::RanClockWentBackwards { .. })) {
+            next.events.insert(Events::RUN_ONCE_CLOCK_BACK);
+        }
+        let lease_until = now + before.config.lease_ms;
+        let Some(job) = self.claimed(before, id, worker, lease_until, next) else { return };
+        let report = match (response, outcome.classified()) {
+            (Response::Ok(Reply::Crashed { .. }), _) => HolderReport::Crashed,
+            (Response::Ok(Reply::RanDone { .. } | Reply::RanRetry { .. } | Reply::RanDead { .. }), Some(o)) => {
+                HolderReport::Completed(o)
+            }
+            _ => HolderReport::Unknown,
         };
+        if let Some(ghost) = next.ghosts.get_mut(job) {
+            ghost.report = report;
+        }
+        if let (HolderReport::Completed(outcome), Some(ghost)) = (report, next.ghosts.get_mut(job)) {
+            ghost.lease_until = 0;
+            let reply = match response {
+                Response::Ok(Reply::RanRetry { available_at, .. }) => Reply::Retry { available_at: *available_at },
+                Response::Ok(Reply::RanDead { reason, .. }) => Reply::Dead { reason: *reason },
+                _ => Reply::Done,
+            };
+            self.retry_events(before, job, before.store.job(id).map_or(0, |j| j.attempts + 1), outcome, after, jitter, &Response::Ok(reply), next);
+        }
+    }
+
+    /// Bookkeeping for a completion by `worker` of `id` with token `attempt`.
+    #[allow(clippy::too_many_arguments)]
+    fn completed(
+        &self,
+        before: &World,
+        worker: &str,
+        id: &str,
+        attempt: u64,
+        outcome: Outcome,
+        now: u64,
+        jitter: Option<f64>,
+        response: &Response,
+        next: &mut World,
+    ) {
+        let Some(job) = job_index(id) else { return };
         let changed = next.store != before.store;
-        if held.attempt != ghost.claims {
-            // A stale token: a later claim of this job exists.
+        let Some(ghost) = next.ghosts.get_mut(job) else { return };
+        let presenter = worker_index(worker).map(|w| w as u8);
+        let current = ghost.holder != NOBODY && attempt == ghost.claims && presenter == Some(ghost.holder);
+        if !current {
             if changed {
                 next.events.insert(Events::STALE_CHANGED);
             }
-            if *response == Response::Err(Failure::LeaseLost) {
-                next.events.insert(Events::STALE_REJECTED);
+            if *response == Response::Err(Failure::LeaseLost) && ghost.holder != NOBODY {
+                if attempt < ghost.claims {
+                    next.events.insert(Events::STALE_REJECTED);
+                } else if attempt == ghost.claims {
+                    next.events.insert(Events::WRONG_OWNER_REFUSED);
+                }
             }
             return;
+        }
+        if *response == Response::Err(Failure::ClockWentBackwards) {
+            next.events.insert(Events::CLOCK_BACK_REFUSED);
         }
         ghost.report = HolderReport::Completed(outcome);
         if matches!(response, Response::Ok(_)) {
             ghost.lease_until = 0;
-            if held.lease_until <= now {
+            let late = before.store.job(id).is_some_and(|j| matches!(j.phase, Phase::Leased { until, .. } if until <= now));
+            if late {
                 next.events.insert(Events::LATE_ACCEPTED);
             }
         }
+        self.retry_events(before, job, attempt, outcome, now, jitter, response, next);
+    }
+
+    /// The `sometimes` events of a completion of job `job`'s attempt `attempt` at `now`.
+    #[allow(clippy::too_many_arguments)]
+    fn retry_events(
+        &self,
+        before: &World,
+        job: usize,
+        attempt: u64,
+        outcome: Outcome,
+        now: u64,
+        jitter: Option<f64>,
+        response: &Response,
+        next: &mut World,
+    ) {
+        let Some(ghost) = next.ghosts.get(job) else { return };
+        let config = before.config;
         let jitter = jitter.unwrap_or(0.0);
         // The job's own settings where it has them (SPEC 6.23), as its enqueue set them.
-        let own = before.store.job(&job_name(held.job)).map_or((None, None), |j| (j.base_ms, j.cap_ms));
+        let stored = before.store.job(&job_name(job));
+        let own = stored.map_or((None, None), |j| (j.base_ms, j.cap_ms));
         let (base_ms, cap_ms) = (own.0.unwrap_or(config.base_ms), own.1.unwrap_or(config.cap_ms));
-        let delay = rules::delay(held.attempt, base_ms, cap_ms, jitter);
+        let delay = rules::delay(attempt, base_ms, cap_ms, jitter);
         if *response == Response::Ok(Reply::Dead { reason: DeadReason::Deadline })
             && outcome == Outcome::Retryable
             && delay > 0
@@ -963,114 +819,111 @@ impl QueueModel {
             next.events.insert(Events::EXACT_DEADLINE_DEATH);
         }
         if let Response::Ok(Reply::Retry { .. }) = response {
-            if delay != rules::exact_delay(held.attempt, base_ms, cap_ms, jitter) {
+            if delay != rules::exact_delay(attempt, base_ms, cap_ms, jitter) {
                 next.events.insert(Events::BINARY64_EDGE);
             }
             if cap_ms < base_ms && delay > 0 {
                 next.events.insert(Events::CAP_BELOW_BASE_RETRY);
             }
-            let queue_delay = rules::delay(held.attempt, config.base_ms, config.cap_ms, jitter);
-            if own.1.is_some_and(|cap| cap != config.cap_ms) && delay != queue_delay {
-                next.events.insert(Events::OWN_CAP_RETRY);
+            let queue_delay = rules::delay(attempt, config.base_ms, config.cap_ms, jitter);
+            if (own.0.is_some() || own.1.is_some()) && delay != queue_delay {
+                next.events.insert(Events::OWN_BACKOFF_RETRY);
+            }
+            let first = self.scene(before).configs.first().copied().unwrap_or(config);
+            if config != first && stored.is_some_and(|j| j.enqueued_at == self.scene(before).epoch) {
+                let first_delay = rules::delay(
+                    attempt,
+                    own.0.unwrap_or(first.base_ms),
+                    own.1.unwrap_or(first.cap_ms),
+                    jitter,
+                );
+                if first_delay != delay {
+                    next.events.insert(Events::SWITCHED_SETTINGS_RETRY);
+                }
             }
         }
     }
 
-    /// Bookkeeping for a heartbeat by `worker` presenting `attempt` at `now`: an accepted one
-    /// by the holder of the latest claim extends what the worker and the world know of the
-    /// lease; any other that changed the store is a stale token changing it (SPEC 4.5).
+    /// Bookkeeping for a heartbeat by `worker` of `id` presenting `attempt` at `now`: an
+    /// accepted one by the holder of the latest claim extends what the world knows of the
+    /// lease, and returns its new end; any other that changed the store is a stale token
+    /// changing it (SPEC 4.5).
     #[allow(clippy::too_many_arguments)]
     fn heartbeat_seen(
         &self,
         before: &World,
-        action: &Action,
-        worker: usize,
+        worker: &str,
+        id: &str,
         attempt: u64,
         now: u64,
         response: &Response,
         next: &mut World,
-    ) {
-        let holder = match *action {
-            Action::HeartbeatAsOther { holder, .. } => holder,
-            _ => worker,
-        };
-        let Some(held) = before.workers.get(holder).copied().flatten() else {
-            return;
-        };
-        let Some(ghost) = next.ghosts.get_mut(held.job) else {
-            return;
-        };
-        let current = holder == worker && attempt == held.attempt && attempt == ghost.claims;
+    ) -> Option<u64> {
+        let job = job_index(id)?;
+        let changed = next.store != before.store;
+        let ghost = next.ghosts.get_mut(job)?;
+        let presenter = worker_index(worker).map(|w| w as u8);
+        let current = ghost.holder != NOBODY && attempt == ghost.claims && presenter == Some(ghost.holder);
         if !current {
-            if next.store != before.store {
+            if changed {
                 next.events.insert(Events::STALE_CHANGED);
             }
-            if *response == Response::Err(Failure::LeaseLost) {
+            if *response == Response::Err(Failure::LeaseLost) && ghost.holder != NOBODY {
                 next.events.insert(Events::STALE_HEARTBEAT_REFUSED);
             }
-            return;
+            return None;
         }
         match *response {
             Response::Ok(Reply::Extended { lease_until }) => {
                 if now + 1 == ghost.deadline {
                     next.events.insert(Events::HEARTBEAT_LAST_INSTANT);
                 }
+                if lease_until > crate::MAX_INT {
+                    next.events.insert(Events::LEASE_PAST_MAX_INT);
+                }
                 ghost.longest_lease = ghost.longest_lease.max(before.config.lease_ms);
                 if lease_until > next.now {
                     ghost.lease_until = lease_until;
                 }
-                if let Some(Some(held)) = next.workers.get_mut(worker) {
-                    held.lease_until = lease_until;
-                }
+                Some(lease_until)
             }
             Response::Err(Failure::DeadlinePassed) if now == ghost.deadline => {
                 next.events.insert(Events::HEARTBEAT_AT_DEADLINE_REFUSED);
+                None
             }
-            _ => {}
+            _ => None,
         }
     }
 
-    /// The worlds before anything happened: an empty store configured with each of the
-    /// bounds' settings.
+    /// The worlds before anything happened: for each scene, an empty store configured with
+    /// each of its settings.
     pub fn initial_worlds(&self) -> Vec<World> {
-        self.bounds
-            .configs
-            .iter()
-            .map(|&config| {
+        let mut worlds = Vec::new();
+        for (s, scene) in self.bounds.scenes.iter().enumerate() {
+            for &config in &scene.configs {
                 let mut store = Store::new().with_bug(self.bug);
                 store.step(&QueueModel::config_op(config));
-                World {
-                    now: 0,
+                worlds.push(World {
+                    now: scene.epoch,
+                    scene: s as u8,
                     store,
                     config,
-                    workers: vec![None; self.bounds.workers],
-                    ghosts: Vec::new(),
+                    workers: SmallVec::from_elem(None, scene.workers),
+                    ghosts: SmallVec::new(),
                     events: Events::default(),
                     broken: Broken::NONE,
-                }
-            })
-            .collect()
+                    reached: Reached::default(),
+                });
+            }
+        }
+        worlds
     }
-}
 
-/// The id an operation names, if it names one.
-fn op_id(op: &Op) -> Option<&str> {
-    match op {
-        Op::Enqueue { id, .. }
-        | Op::Complete { id, .. }
-        | Op::Heartbeat { id, .. }
-        | Op::Redrive { id, .. }
-        | Op::Cancel { id, .. }
-        | Op::Get { id } => Some(id),
-        _ => None,
-    }
-}
-
-impl QueueModel {
-    /// Every action possible in `world`, in a fixed order (a path names its steps by their
-    /// index in this list).
+    /// Every action that can move `world`, in a fixed order (a path names its steps by their
+    /// index in this list). What cannot move a correct store is a probe ([`crate::probes`]).
     pub fn possible_actions(&self, world: &World, actions: &mut Vec<Action>) {
         let b = &self.bounds;
+        let scene = self.scene(world);
         let now = world.now;
         // A job of a SPEC 1.1 shape is the world's only job: its edges are its own (a claim at
         // its schedule, a retry under its own backoff), and a second job beside it would
@@ -1080,102 +933,74 @@ impl QueueModel {
             .jobs()
             .first()
             .is_some_and(|j| j.not_before > j.enqueued_at || j.base_ms.is_some() || j.cap_ms.is_some());
-        if world.ghosts.len() < b.jobs && !shaped {
-            for &max_attempts in &b.max_attempts {
-                for &deadline_in in b.deadlines.iter().filter(|&&d| b.room_for(now, d)) {
-                    actions.push(Action::Enqueue { max_attempts, deadline_in, shape: None });
+        if world.ghosts.len() < scene.jobs && !shaped {
+            // Dated back only where that puts it before the job enqueued last.
+            let backdated = scene.backdate
+                && now > scene.epoch
+                && world.store.jobs().last().is_some_and(|j| j.enqueued_at == now);
+            for back in [false, true].into_iter().filter(|&back| !back || backdated) {
+                let dated = now - u64::from(back);
+                for &max_attempts in b.budgets(scene) {
+                    for &deadline_in in b.deadlines.iter().filter(|&&d| scene.room_for(dated, d)) {
+                        actions.push(Action::Enqueue { max_attempts, deadline_in, shape: None, back });
+                    }
                 }
             }
             // The largest budget and the nearest deadline: a retry with time left, a smaller
             // subtree than the farthest deadline's.
-            let largest = (b.max_attempts.iter().max(), b.deadlines.iter().min());
+            let largest = (b.budgets(scene).iter().max(), b.deadlines.iter().min());
             if let (true, (Some(&max_attempts), Some(&deadline_in))) = (world.ghosts.is_empty(), largest)
-                && b.room_for(now, deadline_in)
+                && scene.room_for(now, deadline_in)
             {
-                for &shape in b.shapes.iter().filter(|_| b.contract_1_1) {
-                    actions.push(Action::Enqueue { max_attempts, deadline_in, shape: Some(shape) });
+                for &shape in scene.shapes.iter().filter(|_| b.contract_1_1) {
+                    actions.push(Action::Enqueue { max_attempts, deadline_in, shape: Some(shape), back: false });
                 }
             }
         }
-        for job in 0..world.ghosts.len() {
-            actions.push(Action::Reenqueue { job, same_payload: true });
-            actions.push(Action::Reenqueue { job, same_payload: false });
-        }
         for (worker, held) in world.workers.iter().enumerate() {
             if let Some(held) = held {
-                // The holder's heartbeat at its edges only: the last instant before the deadline
-                // (where SPEC 4.11's bound is reached) and from the deadline on (refused). One
-                // in the middle of a lease extends it like any other and only adds states.
-                if b.contract_1_1 && world.ghosts.get(held.job).is_some_and(|g| now + 1 >= g.deadline) {
+                // A heartbeat comes from a running attempt: once the watchdog ended it, the
+                // holder only reports what became of it.
+                if b.contract_1_1 && held.running(now) {
                     actions.push(Action::Heartbeat { worker });
                 }
                 actions.push(Action::Complete { worker, outcome: Outcome::Ok, jitter: None });
                 actions.push(Action::Complete { worker, outcome: Outcome::Permanent, jitter: None });
                 for &jitter in &b.jitters {
-                    actions.push(Action::Complete {
-                        worker,
-                        outcome: Outcome::Retryable,
-                        jitter: Some(jitter),
-                    });
+                    actions.push(Action::Complete { worker, outcome: Outcome::Retryable, jitter: Some(jitter) });
                 }
                 if b.hostile {
-                    actions.push(Action::CompleteEarly { worker });
                     actions.push(Action::Crash { worker });
-                    if b.contract_1_1 && now > 0 {
-                        actions.push(Action::HeartbeatBack { worker });
-                    }
-                    if b.contract_1_1 && held.attempt > 1 {
-                        actions.push(Action::HeartbeatStale { worker });
-                    }
-                    for other in (0..world.workers.len()).filter(|&w| w != worker) {
-                        actions.push(Action::CompleteAsOther { worker: other, holder: worker });
-                        if b.contract_1_1 {
-                            actions.push(Action::HeartbeatAsOther { worker: other, holder: worker });
-                        }
-                    }
                 }
             } else {
                 actions.push(Action::Claim { worker });
                 actions.push(Action::RunOnce { worker, outcome: RunOutcome::Unknown });
                 actions.push(Action::RunOnce { worker, outcome: RunOutcome::Crash });
-                if b.hostile {
+                if b.hostile && now > 0 {
                     actions.push(Action::RunOnceClockBack { worker });
                 }
             }
         }
-        if now < b.horizon {
+        if now < scene.end() {
             actions.push(Action::Tick);
         }
         actions.push(Action::Reap);
         for (job, ghost) in world.ghosts.iter().enumerate() {
-            if ghost.redrives < b.redrives && b.room_for(now, b.redrive_deadline) {
+            let Some(stored) = world.store.jobs().iter().find(|j| job_index(&j.id) == Some(job)) else {
+                continue;
+            };
+            let dead = matches!(stored.phase, Phase::Dead(_));
+            if dead && ghost.redrives < b.redrives && scene.room_for(now, b.redrive_deadline) {
                 actions.push(Action::Redrive { job });
             }
-        }
-        for (job, ghost) in world.ghosts.iter().enumerate().filter(|_| b.contract_1_1) {
-            // A cancel of a leased, done or dead job is a refusal and adds no state: offered
-            // always. One that applies adds a dead(cancelled) state at every instant and a
-            // redrive out of it, so it is offered for the first job only, while it has never
-            // been claimed nor redriven (scheduled or not, past its deadline or not).
-            let pending =
-                world.store.job(&job_name(job)).is_some_and(|j| matches!(j.phase, Phase::Pending { .. }));
-            if !pending || (job == 0 && ghost.claims == 0 && ghost.redrives == 0) {
+            let first_fresh = job == 0 && ghost.claims == 0 && ghost.redrives == 0;
+            if b.contract_1_1 && matches!(stored.phase, Phase::Pending { .. }) && (scene.cancel_any || first_fresh) {
                 actions.push(Action::Cancel { job });
             }
         }
-        actions.push(Action::Restart);
-        if b.hostile {
-            // A redrive adding 2^31 − 1 attempts is only bad once the job has been claimed.
-            let claimed = world.ghosts.first().is_some_and(|g| g.claims >= 1);
-            let classes = Invalid::ALL
-                .into_iter()
-                .filter(|&c| c != Invalid::RedriveOverflow || claimed)
-                .filter(|&c| !c.added_in_1_1() || (now == 0 && b.contract_1_1));
-            actions.extend(classes.map(|class| Action::Invalid { class }));
-            actions.push(Action::Stats);
-            actions.extend((0..world.ghosts.len()).map(|job| Action::Get { job }));
-            if now == 0 && world.ghosts.is_empty() {
-                actions.extend((0..DELAY_PROBES.len()).map(|probe| Action::Delay { probe }));
+        if scene.switch {
+            for &to in scene.configs.iter().filter(|&&c| c != world.config) {
+                actions.push(Action::Configure { to });
             }
         }
     }
@@ -1190,13 +1015,33 @@ impl QueueModel {
     }
 }
 
+/// A scene for a model whose bounds have none: the main one.
+fn default_scene() -> &'static Scene {
+    static MAIN: std::sync::OnceLock<Scene> = std::sync::OnceLock::new();
+    MAIN.get_or_init(Scene::main)
+}
+
 impl World {
-    /// Clears the ghost leases the clock has passed: an expired lease is the store's to
-    /// reclaim, and keeping its end would only split states that behave the same.
-    fn forget_expired_leases(&mut self) {
+    /// Forgets what no longer tells worlds apart: the ghost leases the clock has passed (an
+    /// expired lease is the store's to reclaim, and keeping its end would only split states
+    /// that behave the same), and the holder of a job whose lease no longer stands.
+    fn normalize(&mut self) {
         for ghost in &mut self.ghosts {
             if ghost.lease_until <= self.now {
                 ghost.lease_until = 0;
+            }
+        }
+        let mut leased = [false; 64];
+        for job in self.store.jobs() {
+            if let (Some(i), Phase::Leased { .. }) = (job_index(&job.id), &job.phase)
+                && let Some(slot) = leased.get_mut(i)
+            {
+                *slot = true;
+            }
+        }
+        for (i, ghost) in self.ghosts.iter_mut().enumerate() {
+            if !leased.get(i).copied().unwrap_or(false) {
+                ghost.holder = NOBODY;
             }
         }
     }
@@ -1207,7 +1052,7 @@ impl World {
     /// renumbering of a world behaves the same, and two worlds that differ only by one are
     /// one state for the checker. Borrowed when the world already is canonical.
     pub fn canonical(&self) -> Cow<'_, World> {
-        let mut owned = vec![0u64; self.workers.len()];
+        let mut owned: SmallVec<[u64; 2]> = SmallVec::from_elem(0, self.workers.len());
         for (i, job) in self.store.jobs().iter().enumerate() {
             if let Phase::Leased { owner, .. } = &job.phase
                 && let Some(mask) = worker_index(owner).and_then(|w| owned.get_mut(w))
@@ -1219,23 +1064,31 @@ impl World {
         if (1..self.workers.len()).all(|w| signature(w - 1) <= signature(w)) {
             return Cow::Borrowed(self);
         }
-        let mut order: Vec<usize> = (0..self.workers.len()).collect();
+        let mut order: SmallVec<[usize; 2]> = (0..self.workers.len()).collect();
         order.sort_by_key(|&w| signature(w));
         // order[new] = old: worker `old` becomes worker `new`.
-        let mut renamed_to = vec![0; order.len()];
+        let mut renamed_to: SmallVec<[usize; 2]> = SmallVec::from_elem(0, order.len());
         for (new, &old) in order.iter().enumerate() {
             renamed_to[old] = new;
         }
+        let mut ghosts = self.ghosts.clone();
+        for ghost in &mut ghosts {
+            if let Some(&new) = renamed_to.get(usize::from(ghost.holder)) {
+                ghost.holder = new as u8;
+            }
+        }
         Cow::Owned(World {
             now: self.now,
+            scene: self.scene,
             store: self.store.rename_owners(|owner| {
                 worker_index(owner).and_then(|old| renamed_to.get(old)).map(|&new| worker_name(new).into())
             }),
             workers: order.iter().map(|&old| self.workers[old]).collect(),
             config: self.config,
-            ghosts: self.ghosts.clone(),
+            ghosts,
             events: self.events,
             broken: self.broken,
+            reached: self.reached,
         })
     }
 }

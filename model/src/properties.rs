@@ -193,10 +193,28 @@ pub mod names {
     pub const SCHEDULED_ON_TIME: &str = "a scheduled job is first claimed at exactly not_before";
     /// A `sometimes` property: a state where this happened must be reachable, or the bounds
     /// are too small to test the rule behind it (the report warns of vacuity).
-    pub const OWN_CAP_RETRY: &str = "a retry under the job's own cap, not the queue's";
+    pub const OWN_BACKOFF_RETRY: &str = "a retry under the job's own backoff, not the queue's";
     /// A `sometimes` property: a state where this happened must be reachable, or the bounds
     /// are too small to test the rule behind it (the report warns of vacuity).
     pub const CANCELLED_REDRIVEN_DONE: &str = "a cancelled job is redriven and ends done";
+    /// SPEC 5.3 as a table ([`crate::contract`]): every step's operation, the status of each job
+    /// it met and its answer form a cell the contract allows.
+    pub const ANSWER_IN_TABLE: &str = "5.3 every answer is one the table allows for the job's status";
+    /// The execution of attempts (docs/model.md, "Execution"): the watchdog beside each attempt
+    /// ends it by the lease's end, so no two attempts of a job ever run at once.
+    pub const EXECUTIONS_APART: &str = "at most one execution of a job is live at any moment";
+    /// The watchdog follows the lease as heartbeats renew it: it never ends an attempt whose
+    /// lease, on the holder's clock, has more than the margin left.
+    pub const WATCHDOG_NOT_EARLY: &str = "the watchdog never cuts an attempt with more than the margin left";
+    /// A `sometimes` property: a stalled holder's attempt ended by its watchdog, the job
+    /// claimed again.
+    pub const WATCHDOG_CUT_RECLAIMED: &str = "a stalled holder's attempt is cut by its watchdog, then reclaimed";
+    /// A `sometimes` property: a tie broken where `enqueued_at` and first enqueue disagree.
+    pub const BACKDATED_TIE: &str = "a claim breaks a tie by first enqueue, not enqueued_at";
+    /// A `sometimes` property: a retry under settings switched since the enqueue.
+    pub const SWITCHED_SETTINGS_RETRY: &str = "a retry uses the settings in effect, switched since the enqueue";
+    /// A `sometimes` property: a lease whose expiry passes 2^53 - 1 (SPEC 6.10).
+    pub const LEASE_PAST_MAX_INT: &str = "a lease ends past 2^53 - 1";
 }
 
 /// Every property, in report order.
@@ -228,6 +246,9 @@ pub fn all() -> Vec<Check> {
         Check { name: REAP_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::REAP) },
         Check { name: READS_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::READS) },
         Check { name: CONFIG_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CONFIG) },
+        Check { name: ANSWER_IN_TABLE, kind: Always, holds: |_, w| !w.reached.outside },
+        Check { name: EXECUTIONS_APART, kind: Always, holds: executions_apart },
+        Check { name: WATCHDOG_NOT_EARLY, kind: Always, holds: watchdog_not_early },
         Check { name: EVERY_JOB_ENDS, kind: Liveness, holds: every_job_ends },
         Check {
             name: EXACT_DEADLINE_DEATH,
@@ -323,11 +344,27 @@ pub fn all() -> Vec<Check> {
             holds: |_, w| w.events.contains(Events::SCHEDULED_ON_TIME),
         },
         Check {
-            name: OWN_CAP_RETRY,
+            name: OWN_BACKOFF_RETRY,
             kind: Sometimes,
-            holds: |_, w| w.events.contains(Events::OWN_CAP_RETRY),
+            holds: |_, w| w.events.contains(Events::OWN_BACKOFF_RETRY),
         },
         Check { name: CANCELLED_REDRIVEN_DONE, kind: Sometimes, holds: cancelled_redriven_done },
+        Check {
+            name: WATCHDOG_CUT_RECLAIMED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::WATCHDOG_CUT_RECLAIMED),
+        },
+        Check { name: BACKDATED_TIE, kind: Sometimes, holds: |_, w| w.events.contains(Events::BACKDATED_TIE) },
+        Check {
+            name: SWITCHED_SETTINGS_RETRY,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::SWITCHED_SETTINGS_RETRY),
+        },
+        Check {
+            name: LEASE_PAST_MAX_INT,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::LEASE_PAST_MAX_INT),
+        },
     ]
 }
 
@@ -376,6 +413,8 @@ fn no_silent_drop(_: &QueueModel, world: &World) -> bool {
     for job in jobs {
         match job_index(&job.id) {
             Some(i) if i < seen.len() && !seen[i] => seen[i] = true,
+            // A probe's job outside the world's naming: no ghost follows it.
+            None => {}
             _ => return false,
         }
     }
@@ -440,12 +479,36 @@ fn refusals_change_nothing(_: &QueueModel, world: &World) -> bool {
 /// SPEC 4.7 as a boundary invariant (see the module doc): at the horizon, one reap leaves no
 /// job pending or leased.
 fn every_job_ends(model: &QueueModel, world: &World) -> bool {
-    if world.now < model.bounds.horizon {
+    let scene = model.scene(world);
+    if !scene.liveness || world.now < scene.end() {
         return true;
     }
+    // Every deadline has passed and every lease has expired by `at`: the horizon, unless a
+    // probe set a deadline beyond it (a probe's world is judged, not explored further).
+    let at = world.store.jobs().iter().fold(world.now, |at, job| {
+        at.max(job.deadline).max(job.phase.available_at().unwrap_or(0))
+    });
     let mut store = world.store.clone();
-    store.step(&Op::Reap { now: world.now });
+    store.step(&Op::Reap { now: at.min(crate::MAX_INT) });
     store.jobs().iter().all(|job| matches!(job.phase, Phase::Done | Phase::Dead(_)))
+}
+
+/// The execution of attempts: for each job, at most one worker's attempt is running (its
+/// watchdog has not ended it, it has not completed, its holder has not died).
+fn executions_apart(_: &QueueModel, world: &World) -> bool {
+    (0..world.ghosts.len()).all(|job| {
+        world.workers.iter().flatten().filter(|held| held.job == job && held.running(world.now)).count() <= 1
+    })
+}
+
+/// A watchdog that ended an attempt did so with at most `margin` of the lease left on the
+/// holder's clock (which lags the store's by up to `skew`): `lease_until − (fired − skew) ≤
+/// margin`, the lease as its last accepted heartbeat left it.
+fn watchdog_not_early(model: &QueueModel, world: &World) -> bool {
+    let watchdog = model.bounds.watchdog;
+    world.workers.iter().flatten().filter(|held| !held.running(world.now)).all(|held| {
+        held.lease_until + watchdog.skew <= held.runs_until.saturating_add(watchdog.margin)
+    })
 }
 
 fn crash_on_last_attempt(_: &QueueModel, world: &World) -> bool {

@@ -150,11 +150,15 @@ impl Job {
     }
 }
 
+/// The jobs of a store, in insertion order: inline up to two, so that the model checker copies
+/// a small world's store without allocating.
+type Jobs = smallvec::SmallVec<[Job; 2]>;
+
 /// The store: settings and jobs in insertion order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Store {
     config: Config,
-    jobs: Vec<Job>,
+    jobs: Jobs,
     bug: Option<Bug>,
 }
 
@@ -196,6 +200,14 @@ impl Store {
             }
         }
         store
+    }
+
+    /// An `id` or `worker` checked (SPEC 3.1, 6.21).
+    fn name(&self, field: &str, value: &str) -> Result<(), Failure> {
+        if self.bug(Bug::LongNameRefused) {
+            seeded::shorter_name(field, value)?;
+        }
+        validate::name(field, value)
     }
 
     fn position(&self, id: &str) -> Option<usize> {
@@ -255,6 +267,9 @@ impl Store {
         let base_ms = base_ms.map(|v| validate::int("base_ms", v)).transpose()?;
         let cap_ms = cap_ms.map(|v| validate::int("cap_ms", v)).transpose()?;
         let lease_ms = lease_ms.map(validate::lease_ms).transpose()?;
+        if self.bug(Bug::ConfigOmittedResets) {
+            self.config = Config::default();
+        }
         let c = &mut self.config;
         *c = Config {
             base_ms: base_ms.unwrap_or(c.base_ms),
@@ -275,7 +290,7 @@ impl Store {
         now: u64,
         schedule: Schedule,
     ) -> Result<Reply, Failure> {
-        validate::name("id", id)?;
+        self.name("id", id)?;
         validate::payload(payload)?;
         validate::budget("max_attempts", max_attempts)?;
         validate::int("now", now)?;
@@ -285,6 +300,7 @@ impl Store {
             validate::deadline(deadline, now)?;
         }
         let not_before = match schedule.not_before {
+            Some(at) if self.bug(Bug::NotBeforeNowRefused) => seeded::not_before_after_now(at, now, deadline)?,
             Some(at) => validate::not_before(at, now, deadline)?,
             None => now,
         };
@@ -296,6 +312,9 @@ impl Store {
             }
             if self.bug(Bug::ReenqueueResetsBudget) {
                 seeded::reset_attempts(&mut self.jobs[i]);
+            }
+            if self.bug(Bug::ExistingReschedules) {
+                seeded::reschedule(&mut self.jobs[i], schedule.not_before);
             }
             return Ok(Reply::Existing);
         }
@@ -317,7 +336,7 @@ impl Store {
 
     /// `claim`: reap, pick, claim — one transaction.
     fn claim(&mut self, worker: &str, now: u64) -> Result<Reply, Failure> {
-        validate::name("worker", worker)?;
+        self.name("worker", worker)?;
         validate::int("now", now)?;
         self.reap(now);
         let Some(i) = self.pick(now) else {
@@ -352,6 +371,10 @@ impl Store {
             Some(Bug::ClaimTieToNewest) => seeded::tie_to_newest(candidates),
             Some(Bug::ClaimFirstEnqueued) => candidates.map(|(i, _)| i).next(),
             Some(Bug::ClaimOnlyFirstJob) => seeded::only_first(candidates),
+            Some(Bug::ClaimTieById) => candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.id.clone())).map(|(i, _)| i),
+            Some(Bug::ClaimTieByEnqueuedAt) => {
+                candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.enqueued_at)).map(|(i, _)| i)
+            }
             _ => candidates.min_by_key(|(_, job)| job.phase.available_at()).map(|(i, _)| i),
         }
     }
@@ -395,8 +418,8 @@ impl Store {
         if self.bug(Bug::LookupBeforeValidation) {
             self.position(id).ok_or(Failure::NotFound)?;
         }
-        validate::name("worker", worker)?;
-        validate::name("id", id)?;
+        self.name("worker", worker)?;
+        self.name("id", id)?;
         validate::attempt(attempt)?;
         validate::int("now", now)?;
         let jitter = validate::jitter(jitter, outcome == Outcome::Retryable)?;
@@ -421,10 +444,10 @@ impl Store {
     fn apply_outcome(&mut self, i: usize, outcome: Outcome, now: u64, jitter: f64) -> Reply {
         let bug = self.bug;
         let job = &mut self.jobs[i];
-        let (base_ms, cap_ms) = if bug == Some(Bug::RetryIgnoresOwnBackoff) {
-            (self.config.base_ms, self.config.cap_ms)
-        } else {
-            job.backoff(self.config)
+        let (base_ms, cap_ms) = match bug {
+            Some(Bug::RetryIgnoresOwnBackoff) => (self.config.base_ms, self.config.cap_ms),
+            Some(Bug::OwnBackoffAllOrNothing) => seeded::all_or_nothing(job, self.config),
+            _ => job.backoff(self.config),
         };
         let reply = match outcome {
             Outcome::Ok => {
@@ -480,7 +503,7 @@ impl Store {
         outcome: RunOutcome,
         jitter: Option<f64>,
     ) -> Result<Reply, Failure> {
-        validate::name("worker", worker)?;
+        self.name("worker", worker)?;
         validate::int("now", now)?;
         let after = validate::int("after", after.unwrap_or(now))?;
         let jitter = validate::jitter(jitter, outcome == RunOutcome::Retryable)?;
@@ -505,7 +528,8 @@ impl Store {
             None => return Err(Failure::UnknownError { id, attempt }),
         };
         // The claim just made is ours, so the completion passes its checks.
-        match self.complete(worker, &id, attempt, classified, after, Some(jitter))? {
+        let at = if self.bug(Bug::RunOnceCompletesAtFirstReading) { now } else { after };
+        match self.complete(worker, &id, attempt, classified, at, Some(jitter))? {
             Reply::Done => Ok(Reply::RanDone { id, attempt }),
             Reply::Retry { available_at } => Ok(Reply::RanRetry { id, attempt, available_at }),
             Reply::Dead { reason } => Ok(Reply::RanDead { id, attempt, reason }),
@@ -517,8 +541,8 @@ impl Store {
     /// then the deadline: accepted only strictly before it, so a lease never ends later than
     /// `deadline − 1 + lease_ms` (SPEC 3.12, 4.11). The expiry never shrinks.
     fn heartbeat(&mut self, worker: &str, id: &str, attempt: u64, now: u64) -> Result<Reply, Failure> {
-        validate::name("worker", worker)?;
-        validate::name("id", id)?;
+        self.name("worker", worker)?;
+        self.name("id", id)?;
         validate::attempt(attempt)?;
         validate::int("now", now)?;
         let i = self.position(id).ok_or(Failure::NotFound)?;
@@ -527,6 +551,9 @@ impl Store {
         let Phase::Leased { ref owner, claimed_at, until } = job.phase else {
             return Err(Failure::LeaseLost);
         };
+        if bug == Some(Bug::HeartbeatRefusesExpired) && until <= now {
+            return Err(Failure::LeaseLost);
+        }
         let current = job.attempts == attempt || bug == Some(Bug::HeartbeatIgnoresAttempt);
         if **owner != *worker || !current {
             return Err(Failure::LeaseLost);
@@ -538,8 +565,12 @@ impl Store {
             return Err(Failure::DeadlinePassed);
         }
         // A 64-bit sum of two values at most 2^53 − 1, like a claim's (SPEC 6.10).
-        let extended =
-            if bug == Some(Bug::HeartbeatShrinksLease) { now + lease_ms } else { until.max(now + lease_ms) };
+        let lease_ms = if bug == Some(Bug::HeartbeatLeaseAtClaim) { until - claimed_at } else { lease_ms };
+        let extended = match bug {
+            Some(Bug::HeartbeatShrinksLease) => now + lease_ms,
+            Some(Bug::HeartbeatExpiryCapped) => until.max(now + lease_ms).min(crate::MAX_INT),
+            _ => until.max(now + lease_ms),
+        };
         if let Phase::Leased { until, .. } = &mut job.phase {
             *until = extended;
         }
@@ -549,24 +580,30 @@ impl Store {
     /// `cancel`: a pending job becomes dead(cancelled), whatever its deadline and schedule; a
     /// leased one is the attempt in flight's to decide (SPEC 3.13, 6.25).
     fn cancel(&mut self, id: &str, now: u64) -> Result<Reply, Failure> {
-        validate::name("id", id)?;
+        self.name("id", id)?;
         validate::int("now", now)?;
         let i = self.position(id).ok_or(Failure::NotFound)?;
         let bug = self.bug;
         let job = &mut self.jobs[i];
         match job.phase {
+            Phase::Pending { .. } if bug == Some(Bug::CancelFreshOnly) && job.attempts > 0 => {
+                return Err(Failure::NotCancellable);
+            }
             Phase::Pending { .. } => {}
             Phase::Leased { .. } if bug == Some(Bug::CancelLeasedJob) => {}
             Phase::Leased { .. } => return Err(Failure::Leased),
             Phase::Done | Phase::Dead(_) => return Err(Failure::NotCancellable),
         }
         job.phase = Phase::Dead(DeadReason::Cancelled);
+        if bug == Some(Bug::CancelResetsAttempts) {
+            seeded::reset_attempts(job);
+        }
         Ok(Reply::Cancelled)
     }
 
     /// `redrive`: the operator's way out of `dead`.
     fn redrive(&mut self, id: &str, now: u64, add_attempts: u64, deadline: u64) -> Result<Reply, Failure> {
-        validate::name("id", id)?;
+        self.name("id", id)?;
         validate::int("now", now)?;
         validate::budget("add_attempts", add_attempts)?;
         validate::deadline(deadline, now)?;
@@ -584,6 +621,9 @@ impl Store {
         job.max_attempts = max_attempts;
         job.deadline = deadline;
         job.redrives += 1;
+        if bug == Some(Bug::RedriveMovesNotBefore) {
+            job.not_before = now;
+        }
         Ok(Reply::Redriven)
     }
 
@@ -596,13 +636,14 @@ impl Store {
         match self.bug {
             Some(Bug::RestartForgetsConfig) => self.config = Config::default(),
             Some(Bug::RestartReleasesLeases) => seeded::release_leases(&mut self.jobs),
+            Some(Bug::RestartSortsById) => self.jobs.sort_by(|a, b| a.id.cmp(&b.id)),
             _ => {}
         }
         Reply::Restart
     }
 
     fn get(&self, id: &str) -> Result<Reply, Failure> {
-        validate::name("id", id)?;
+        self.name("id", id)?;
         self.job(id).map(|job| Reply::Job(job.view())).ok_or(Failure::NotFound)
     }
 
@@ -636,7 +677,11 @@ impl Store {
                 }
             }
             if matches!(job.phase, Phase::Pending { .. } | Phase::Leased { .. }) {
-                oldest = Some(oldest.map_or(job.enqueued_at, |o| o.min(job.enqueued_at)));
+                oldest = Some(match oldest {
+                    Some(first) if self.bug(Bug::StatsOldestByFirstJob) => first,
+                    Some(o) => o.min(job.enqueued_at),
+                    None => job.enqueued_at,
+                });
             }
         }
         s.oldest_open_age_ms = oldest.map(|enqueued_at| now.saturating_sub(enqueued_at));
@@ -683,7 +728,7 @@ impl Bug {
 /// The seeded bugs' deviations, kept out of the store's own functions so that mutation testing
 /// of the store (which leaves this module out) mutates only what the SPEC's store runs.
 mod seeded {
-    use super::{Job, Phase};
+    use super::{Config, Job, Phase};
     use crate::{Bug, DeadReason, Failure, validate};
 
     /// `deadline >= now` accepted (`deadline-at-now-accepted`).
@@ -712,7 +757,7 @@ mod seeded {
     }
 
     /// The reap with one of the reap bugs. Returns how many jobs it moved (or dropped).
-    pub fn reap(bug: Bug, jobs: &mut Vec<Job>, now: u64) -> u64 {
+    pub fn reap(bug: Bug, jobs: &mut super::Jobs, now: u64) -> u64 {
         let mut count = 0;
         if bug == Bug::DropExpiredLease {
             let before = jobs.len();
@@ -817,6 +862,37 @@ mod seeded {
     pub fn unscheduled(job: &Job, now: u64) -> bool {
         let Phase::Pending { available_at } = job.phase else { return false };
         available_at <= now || (job.attempts == 0 && job.redrives == 0)
+    }
+
+    /// `not_before` must be after `now`, not at it (`not-before-now-refused`).
+    pub fn not_before_after_now(at: u64, now: u64, deadline: u64) -> Result<u64, Failure> {
+        if at == now {
+            return Err(Failure::InvalidInput { detail: "not_before: must be after now".into() });
+        }
+        validate::not_before(at, now, deadline)
+    }
+
+    /// Names of 256 bytes refused (`long-name-refused`).
+    pub fn shorter_name(field: &str, value: &str) -> Result<(), Failure> {
+        if value.len() >= 256 {
+            return Err(Failure::InvalidInput { detail: format!("{field}: too long") });
+        }
+        Ok(())
+    }
+
+    /// An existing job rescheduled by a re-enqueue's `not_before` (`existing-reschedules`).
+    pub fn reschedule(job: &mut Job, not_before: Option<u64>) {
+        if let (Some(at), Phase::Pending { available_at }) = (not_before, &mut job.phase) {
+            *available_at = at;
+        }
+    }
+
+    /// The job's own settings only when it has both (`own-backoff-all-or-nothing`).
+    pub fn all_or_nothing(job: &Job, queue: Config) -> (u64, u64) {
+        match (job.base_ms, job.cap_ms) {
+            (Some(base_ms), Some(cap_ms)) => (base_ms, cap_ms),
+            _ => (queue.base_ms, queue.cap_ms),
+        }
     }
 
     /// `<` where the SPEC says `<=` (`stats-strict-expiry`).

@@ -22,6 +22,8 @@
 
 use std::fmt;
 
+use smallvec::SmallVec;
+
 use crate::reference::{Config, Job, Phase, Store};
 use crate::{DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status};
 
@@ -29,6 +31,9 @@ use crate::{DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutco
 const MAX_INT: u64 = (1 << 53) - 1;
 /// The largest budget: 2^31 − 1 (SPEC 3.2, 3.6).
 const MAX_BUDGET: u64 = (1 << 31) - 1;
+
+/// A copy of a store's jobs, inline for a small world.
+type Jobs = SmallVec<[Job; 2]>;
 
 /// The rules a step broke, as a set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -106,6 +111,16 @@ pub fn judge(
     let same = expected.response.observable() == response.observable()
         && expected.config == after.config()
         && same_jobs(&expected.jobs, after.jobs());
+    // SPEC 6.13: the detail of a refusal names the field to blame, when one alone is.
+    if let (
+        Response::Err(Failure::InvalidInput { detail: field }),
+        Response::Err(Failure::InvalidInput { detail }),
+    ) = (&expected.response, response)
+        && !field.is_empty()
+        && !detail.starts_with(field.as_str())
+    {
+        broken.insert(Broken::ARGUMENTS);
+    }
     if !same {
         let picked_apart = taken(before.jobs(), &expected.jobs) != taken(before.jobs(), after.jobs());
         broken.insert(classify(op, &expected.response, response, picked_apart));
@@ -116,10 +131,12 @@ pub fn judge(
     broken
 }
 
-/// What the SPEC says a step must give: the answer, the jobs and the settings after it.
+/// What the SPEC says a step must give: the answer, the jobs and the settings after it. A
+/// refusal for a bad argument carries, as its detail, the prefix the store's detail must start
+/// with (the field and a colon, SPEC 6.13), or nothing when several fields are to blame.
 struct Expected {
     response: Response,
-    jobs: Vec<Job>,
+    jobs: Jobs,
     config: Config,
 }
 
@@ -189,12 +206,13 @@ fn retried_apart(expected: &Response, actual: &Response) -> bool {
 
 /// SPEC section 3, operation by operation.
 fn expect(jobs: &[Job], config: Config, op: &Op, first_enqueue: &dyn Fn(&str) -> Option<usize>) -> Expected {
-    let mut jobs = jobs.to_vec();
+    let mut jobs: Jobs = jobs.iter().cloned().collect();
     let mut config = config;
-    let result = if arguments_hold(op) {
-        apply(&mut jobs, &mut config, op, first_enqueue)
-    } else {
-        Err(Failure::InvalidInput { detail: String::new() })
+    let bad = bad_fields(op);
+    let result = match bad.as_slice() {
+        [] => apply(&mut jobs, &mut config, op, first_enqueue),
+        [field] => Err(Failure::InvalidInput { detail: format!("{field}:") }),
+        _ => Err(Failure::InvalidInput { detail: String::new() }),
     };
     let response = match result {
         Ok(reply) => Response::Ok(reply),
@@ -203,64 +221,88 @@ fn expect(jobs: &[Job], config: Config, op: &Op, first_enqueue: &dyn Fn(&str) ->
     Expected { response, jobs, config }
 }
 
-/// SPEC 3.1 and 5.2: every argument of `op` in its range. Checked before anything is looked up.
-fn arguments_hold(op: &Op) -> bool {
+/// SPEC 3.1 and 5.2: the arguments of `op` out of their range, by field name. Checked before
+/// anything is looked up; empty when every argument holds.
+fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
     let int = |v: u64| v <= MAX_INT;
     let name = |s: &str| (1..=256).contains(&s.len()) && !s.contains('\0');
     let budget = |v: u64| (1..=MAX_BUDGET).contains(&v);
     let ratio = |j: f64| (0.0..=1.0).contains(&j);
     // A jitter is checked whenever present, and required for `retryable` (SPEC 6.6).
     let jitter = |j: Option<f64>, retryable: bool| j.map_or(!retryable, ratio);
+    let attempt = |a: u64| int(a) && a >= 1;
+    let mut bad = SmallVec::new();
+    let mut check = |holds: bool, field: &'static str| {
+        if !holds {
+            bad.push(field);
+        }
+    };
     match op {
         Op::Config { base_ms, cap_ms, lease_ms } => {
-            base_ms.is_none_or(int) && cap_ms.is_none_or(int) && lease_ms.is_none_or(|l| int(l) && l >= 1)
+            check(base_ms.is_none_or(int), "base_ms");
+            check(cap_ms.is_none_or(int), "cap_ms");
+            check(lease_ms.is_none_or(|l| int(l) && l >= 1), "lease_ms");
         }
         Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
-            name(id)
-                && payload.len() <= 1 << 20
-                && budget(*max_attempts)
-                && int(*now)
-                && int(*deadline)
-                && deadline > now
-                // SPEC 3.2: a schedule within now … deadline − 1, also for an existing id (6.22).
-                && not_before.is_none_or(|at| now <= &at && at < *deadline)
-                && base_ms.is_none_or(int)
-                && cap_ms.is_none_or(int)
+            check(name(id), "id");
+            check(payload.len() <= 1 << 20, "payload");
+            check(budget(*max_attempts), "max_attempts");
+            check(int(*now), "now");
+            check(int(*deadline) && deadline > now, "deadline");
+            // SPEC 3.2: a schedule within now … deadline − 1, also for an existing id (6.22).
+            check(not_before.is_none_or(|at| int(at) && *now <= at && at < *deadline), "not_before");
+            check(base_ms.is_none_or(int), "base_ms");
+            check(cap_ms.is_none_or(int), "cap_ms");
         }
-        Op::Heartbeat { worker, id, attempt, now } => {
-            name(worker) && name(id) && int(*attempt) && *attempt >= 1 && int(*now)
+        Op::Heartbeat { worker, id, attempt: a, now } => {
+            check(name(worker), "worker");
+            check(name(id), "id");
+            check(attempt(*a), "attempt");
+            check(int(*now), "now");
         }
-        Op::Cancel { id, now } => name(id) && int(*now),
-        Op::Claim { worker, now } => name(worker) && int(*now),
-        Op::Complete { worker, id, attempt, outcome, now, jitter: j } => {
-            name(worker)
-                && name(id)
-                && int(*attempt)
-                && *attempt >= 1
-                && int(*now)
-                && jitter(*j, *outcome == Outcome::Retryable)
+        Op::Cancel { id, now } => {
+            check(name(id), "id");
+            check(int(*now), "now");
+        }
+        Op::Claim { worker, now } => {
+            check(name(worker), "worker");
+            check(int(*now), "now");
+        }
+        Op::Complete { worker, id, attempt: a, outcome, now, jitter: j } => {
+            check(name(worker), "worker");
+            check(name(id), "id");
+            check(attempt(*a), "attempt");
+            check(int(*now), "now");
+            check(jitter(*j, *outcome == Outcome::Retryable), "jitter");
         }
         Op::RunOnce { worker, now, after, outcome, jitter: j } => {
-            name(worker)
-                && int(*now)
-                && after.is_none_or(int)
-                && jitter(*j, *outcome == RunOutcome::Retryable)
+            check(name(worker), "worker");
+            check(int(*now), "now");
+            check(after.is_none_or(int), "after");
+            check(jitter(*j, *outcome == RunOutcome::Retryable), "jitter");
         }
         Op::Redrive { id, now, add_attempts, deadline } => {
-            name(id) && int(*now) && budget(*add_attempts) && int(*deadline) && deadline > now
+            check(name(id), "id");
+            check(int(*now), "now");
+            check(budget(*add_attempts), "add_attempts");
+            check(int(*deadline) && deadline > now, "deadline");
         }
-        Op::Reap { now } | Op::Stats { now } => int(*now),
-        Op::Get { id } => name(id),
-        Op::RetryDelay { attempt, base_ms, cap_ms, jitter: j } => {
-            int(*attempt) && *attempt >= 1 && int(*base_ms) && int(*cap_ms) && ratio(*j)
+        Op::Reap { now } | Op::Stats { now } => check(int(*now), "now"),
+        Op::Get { id } => check(name(id), "id"),
+        Op::RetryDelay { attempt: a, base_ms, cap_ms, jitter: j } => {
+            check(attempt(*a), "attempt");
+            check(int(*base_ms), "base_ms");
+            check(int(*cap_ms), "cap_ms");
+            check(ratio(*j), "jitter");
         }
-        Op::Restart => true,
+        Op::Restart => {}
     }
+    bad
 }
 
 /// The operation, its arguments already known good.
 fn apply(
-    jobs: &mut Vec<Job>,
+    jobs: &mut Jobs,
     config: &mut Config,
     op: &Op,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
@@ -349,7 +391,7 @@ fn apply(
             // SPEC 6.5: the budget's overflow needs the stored attempts, so it comes last.
             let max_attempts = job.attempts + add_attempts;
             if max_attempts > MAX_BUDGET {
-                return Err(Failure::InvalidInput { detail: String::new() });
+                return Err(Failure::InvalidInput { detail: "add_attempts:".into() });
             }
             job.phase = Phase::Pending { available_at: *now };
             job.max_attempts = max_attempts;
@@ -587,7 +629,7 @@ pub fn exact_delay(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 
 /// The jobs a claim at `now` may take once its reap has run, with the time each is due, in
 /// the store's order: what a claim chooses among (SPEC 3.3.2).
 pub fn claimable(jobs: &[Job], now: u64) -> Vec<(u64, String)> {
-    let mut jobs = jobs.to_vec();
+    let mut jobs: Jobs = jobs.iter().cloned().collect();
     reap(&mut jobs, now);
     jobs.iter().filter_map(|job| due_at(job, now).map(|at| (at, job.id.to_string()))).collect()
 }

@@ -10,9 +10,41 @@
 use std::borrow::Cow;
 
 use crate::bug::Bug;
-use crate::checker::{self, CheckReport, Options};
+use crate::checker::{self, CheckReport, Options, Probed};
+use crate::contract;
 use crate::model::{Action, QueueModel, World};
+use crate::probes::Set;
 use crate::properties;
+
+impl Probed for QueueModel {
+    fn probe_sets(&self) -> usize {
+        Set::ALL.len()
+    }
+
+    fn probe_class(&self, set: usize, world: &World) -> u64 {
+        Set::ALL.get(set).map_or(0, |&set| QueueModel::probe_class(self, set, world))
+    }
+
+    fn probe_actions(&self, set: usize, world: &World, actions: &mut Vec<Action>) {
+        if let Some(&set) = Set::ALL.get(set) {
+            QueueModel::probe_actions(self, set, world, actions);
+        }
+    }
+
+    fn cell_count(&self) -> usize {
+        cell_count()
+    }
+
+    fn cells_of(&self, world: &World, reached: &mut dyn FnMut(usize)) {
+        world.reached.positions().for_each(reached);
+    }
+}
+
+/// How many cells the contract's table allows.
+pub fn cell_count() -> usize {
+    static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *COUNT.get_or_init(|| contract::cells().len())
+}
 
 impl QueueModel {
     /// Checks every property of [`properties::all`] on every reachable world, with `threads`

@@ -17,7 +17,6 @@
 
 use crate::checker::Path;
 use crate::ids::{PAYLOAD, job_name};
-use crate::invalid::Invalid;
 use crate::model::{Action, QueueModel, World};
 use crate::reference::Store;
 use crate::{Op, Response};
@@ -69,10 +68,11 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         }
         // The settings are seen only through what they do: a path that restarts or sends a
         // config ends with a claim, whose `lease_until` shows `lease_ms`.
-        let touches_settings = path
-            .actions
-            .iter()
-            .any(|a| matches!(a, Action::Restart | Action::Invalid { class: Invalid::ZeroLease }));
+        let touches_settings = path.actions.iter().any(|a| match a {
+            Action::Configure { .. } => true,
+            Action::Probe { op } => matches!(op, Op::Restart | Op::Config { .. }),
+            _ => false,
+        });
         if touches_settings {
             probe(Op::Enqueue {
                 id: SETTINGS_PROBE.into(),

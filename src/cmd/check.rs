@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use retryq_model::checker::{CheckReport, Finding, Kind, Progress, Status};
-use retryq_model::model::{Action, Bounds, QueueModel, World};
+use retryq_model::contract::{self, Cell};
+use retryq_model::model::{Action, Bounds, QueueModel, Scene, World};
 use retryq_model::trace;
 use serde::Serialize;
 
@@ -28,13 +29,14 @@ use crate::out::{noteln, out, outln};
 /// help names what that command offers).
 #[derive(clap::Args)]
 pub struct BoundsArgs {
-    /// How many job ids [default: 2].
+    /// How many job ids [default: 2]. Any of --jobs, --workers and --horizon checks the main
+    /// scene alone, with these bounds.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
     pub jobs: Option<u64>,
     /// How many workers [default: 2].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
     pub workers: Option<u64>,
-    /// The clock runs from 0 to N milliseconds [default: 5].
+    /// The main scene's clock runs from 0 to N milliseconds [default: 5].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub horizon: Option<u64>,
     /// The larger preset: budgets of 1 and 3 instead of 1 and 2, so that completions compute
@@ -46,14 +48,14 @@ pub struct BoundsArgs {
 impl BoundsArgs {
     pub fn bounds(&self) -> Bounds {
         let mut bounds = if self.deep { Bounds::deep() } else { Bounds::default() };
-        if let Some(jobs) = self.jobs {
-            bounds.jobs = jobs as usize;
-        }
-        if let Some(workers) = self.workers {
-            bounds.workers = workers as usize;
-        }
-        if let Some(horizon) = self.horizon {
-            bounds.horizon = horizon;
+        if self.jobs.is_some() || self.workers.is_some() || self.horizon.is_some() {
+            let main = Scene::main();
+            let sized = Bounds::sized(
+                self.jobs.map_or(main.jobs, |n| n as usize),
+                self.workers.map_or(main.workers, |n| n as usize),
+                self.horizon.unwrap_or(main.horizon),
+            );
+            bounds.scenes = sized.scenes;
         }
         bounds
     }
@@ -93,6 +95,10 @@ pub struct Args {
     /// Explore without symmetry reduction over workers (for comparison).
     #[arg(long)]
     no_symmetry: bool,
+    /// Print the contract's table (SPEC 5.3: operation, status of the job it meets, answer),
+    /// each cell reached or not, with the length of a shortest path to it.
+    #[arg(long)]
+    coverage: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -127,13 +133,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             noteln!("retryq check: counterexample to \"{}\" written to {}", first.name, file.display());
         }
     } else {
-        print_report(&model, &report, threads, !args.no_symmetry)?;
+        print_report(&model, &report, threads, !args.no_symmetry, args.bounds.deep)?;
+        if args.coverage {
+            print_coverage(&report)?;
+        }
         for (i, finding) in violations.iter().enumerate() {
             let file = if i == 0 { written.as_deref() } else { None };
             print_counterexample(&model, finding, file)?;
         }
     }
-    Ok(if failed(&report, bug.is_some()) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed(&report, bug.is_some(), args.bounds.deep) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// A progress line on standard error while a check runs, when standard error is a terminal
@@ -171,18 +180,52 @@ impl ProgressLine {
     }
 }
 
-/// Any violation; or, for the SPEC's store, an example not found.
-pub fn failed(report: &CheckReport<World, Action>, seeded_bug: bool) -> bool {
-    report
+/// Any violation; or, for the SPEC's store, an example not found or a cell of the contract's
+/// table not reached (a cell reached only at `--deep` counts only there).
+pub fn failed(report: &CheckReport<World, Action>, seeded_bug: bool, deep: bool) -> bool {
+    let violated_or_missing = report
         .findings
         .iter()
-        .any(|f| f.status == Status::Violated || (f.status == Status::NotFound && !seeded_bug))
+        .any(|f| f.status == Status::Violated || (f.status == Status::NotFound && !seeded_bug));
+    violated_or_missing || (!seeded_bug && !unreached(report, deep).is_empty())
+}
+
+/// The cells of the contract's table the check should have reached and did not: every cell,
+/// but those named as reached only at `--deep` when the check is not deep.
+pub fn unreached(report: &CheckReport<World, Action>, deep: bool) -> Vec<Cell> {
+    contract::cells()
+        .into_iter()
+        .zip(&report.cells)
+        .filter(|(cell, path)| path.is_none() && (deep || !contract::DEEP_ONLY.contains(cell)))
+        .map(|(cell, _)| cell)
+        .collect()
+}
+
+/// The contract's table, each cell reached or not.
+fn print_coverage(report: &CheckReport<World, Action>) -> Result<(), CliError> {
+    outln!()?;
+    outln!("the contract's table (SPEC 5.3): operation, status of the job it meets, answer")?;
+    let mut last = None;
+    for (cell, path) in contract::cells().into_iter().zip(&report.cells) {
+        let op = if last == Some(cell.op) { "" } else { cell.op.name() };
+        last = Some(cell.op);
+        let reached = match path {
+            Some(path) => format!("reached ({} steps)", path.len()),
+            None if contract::DEEP_ONLY.contains(&cell) => "reached only at --deep".into(),
+            None => "NOT REACHED".into(),
+        };
+        outln!("{op:<12} {:<26} {:<24} {reached}", cell.meets.name(), cell.answer.name())?;
+    }
+    Ok(())
 }
 
 #[derive(Serialize)]
 struct JsonReport<'a> {
     unique_states: usize,
     states: usize,
+    probes: usize,
+    cells_reached: usize,
+    cells: usize,
     max_depth: usize,
     seconds: f64,
     properties: Vec<JsonProperty<'a>>,
@@ -199,6 +242,9 @@ fn json_report(report: &CheckReport<World, Action>) -> String {
     let json = JsonReport {
         unique_states: report.unique_states,
         states: report.states,
+        probes: report.probes,
+        cells_reached: report.cells.iter().filter(|c| c.is_some()).count(),
+        cells: report.cells.len(),
         max_depth: report.max_depth,
         seconds: report.seconds,
         properties: report
@@ -223,6 +269,7 @@ fn print_report(
     report: &CheckReport<World, Action>,
     threads: usize,
     symmetry: bool,
+    deep: bool,
 ) -> Result<(), CliError> {
     outln!("retryq check: {}", store_line(model))?;
     outln!("bounds: {}", model.bounds)?;
@@ -256,8 +303,16 @@ fn print_report(
             report.outside_boundary
         )?;
     }
+    let cells = report.cells.iter().filter(|c| c.is_some()).count();
+    if model.bug.is_none() {
+        outln!(
+            "cells of the contract's table reached: {cells} of {} (--coverage prints them)",
+            report.cells.len()
+        )?;
+    }
     let violated = report.findings.iter().filter(|f| f.status == Status::Violated).count();
-    let missing = report.findings.iter().filter(|f| f.status == Status::NotFound).count();
+    let missing = report.findings.iter().filter(|f| f.status == Status::NotFound).count()
+        + if model.bug.is_none() { unreached(report, deep).len() } else { 0 };
     if report.findings.iter().any(|f| f.status == Status::Unchecked) {
         outln!(
             "stopped after depth {} once \"{}\" was decided; `unchecked` properties were not explored further (--full explores all)",
@@ -273,7 +328,7 @@ fn print_report(
         {
             outln!("check: FAILED, as it must: seeded bug {bug} caught by \"{}\"", bug.caught_by())
         }
-        (0, n, None) => outln!("check: FAILED: {n} sometimes-propert(ies) without an example"),
+        (0, n, None) => outln!("check: FAILED: {n} sometimes-propert(ies) or cell(s) without an example"),
         (n, _, _) => outln!("check: FAILED: {n} propert(ies) violated"),
     }
 }

@@ -1,0 +1,737 @@
+//! The contract's tables as data: SPEC 5.3's operations, the status of the job each one meets,
+//! the answers each may give there (refusals included), and the argument classes of SPEC 3.1
+//! and 5.2.
+//!
+//! The world derives what it tries from these tables rather than from a list written operation
+//! by operation: every operation of [`OpKind::ALL`], every field of [`fields`] with a
+//! representative of every class of [`classes`], against a job in every [`Meets`]. The checker
+//! then proves what the world reached: each [`Cell`] the table allows is a `sometimes`
+//! property of its own (`retryq check --coverage` prints them), and a step whose cell the table
+//! does not allow is a violation. An operation added here without world actions leaves its
+//! cells unreached, and the check fails.
+//!
+//! Layer: the SPEC's vocabulary, beside [`crate::op`] and [`crate::response`], whose types it
+//! classifies. It may not reach up: the table says what the contract allows whoever takes the
+//! step, the store included.
+
+use crate::{DeadReason, Failure, Op, Reply, Response};
+
+/// SPEC 5.3's operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpKind {
+    /// `config`.
+    Config,
+    /// `enqueue`.
+    Enqueue,
+    /// `claim`.
+    Claim,
+    /// `complete`.
+    Complete,
+    /// `run_once`.
+    RunOnce,
+    /// `heartbeat`.
+    Heartbeat,
+    /// `redrive`.
+    Redrive,
+    /// `cancel`.
+    Cancel,
+    /// `reap`.
+    Reap,
+    /// `get`.
+    Get,
+    /// `stats`.
+    Stats,
+    /// `retry_delay`.
+    RetryDelay,
+    /// `restart`.
+    Restart,
+}
+
+impl OpKind {
+    /// Every operation of SPEC 5.3, in its order.
+    pub const ALL: [OpKind; 13] = [
+        OpKind::Config,
+        OpKind::Enqueue,
+        OpKind::Claim,
+        OpKind::Complete,
+        OpKind::RunOnce,
+        OpKind::Heartbeat,
+        OpKind::Redrive,
+        OpKind::Cancel,
+        OpKind::Reap,
+        OpKind::Get,
+        OpKind::Stats,
+        OpKind::RetryDelay,
+        OpKind::Restart,
+    ];
+
+    /// The operation's kind.
+    pub fn of(op: &Op) -> OpKind {
+        match op {
+            Op::Config { .. } => OpKind::Config,
+            Op::Enqueue { .. } => OpKind::Enqueue,
+            Op::Claim { .. } => OpKind::Claim,
+            Op::Complete { .. } => OpKind::Complete,
+            Op::RunOnce { .. } => OpKind::RunOnce,
+            Op::Heartbeat { .. } => OpKind::Heartbeat,
+            Op::Redrive { .. } => OpKind::Redrive,
+            Op::Cancel { .. } => OpKind::Cancel,
+            Op::Reap { .. } => OpKind::Reap,
+            Op::Get { .. } => OpKind::Get,
+            Op::Stats { .. } => OpKind::Stats,
+            Op::RetryDelay { .. } => OpKind::RetryDelay,
+            Op::Restart => OpKind::Restart,
+        }
+    }
+
+    /// The name a trace line gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Config => "config",
+            OpKind::Enqueue => "enqueue",
+            OpKind::Claim => "claim",
+            OpKind::Complete => "complete",
+            OpKind::RunOnce => "run_once",
+            OpKind::Heartbeat => "heartbeat",
+            OpKind::Redrive => "redrive",
+            OpKind::Cancel => "cancel",
+            OpKind::Reap => "reap",
+            OpKind::Get => "get",
+            OpKind::Stats => "stats",
+            OpKind::RetryDelay => "retry_delay",
+            OpKind::Restart => "restart",
+        }
+    }
+
+    /// Whether the operation names a job by its `id`: it meets that job, or none
+    /// ([`Meets::Missing`]).
+    pub fn names_a_job(self) -> bool {
+        matches!(
+            self,
+            OpKind::Enqueue
+                | OpKind::Complete
+                | OpKind::Heartbeat
+                | OpKind::Redrive
+                | OpKind::Cancel
+                | OpKind::Get
+        )
+    }
+
+    /// Whether the operation reaps (SPEC 3.3.1, 3.7) and may take a job: it meets the jobs it
+    /// moves and the one it takes.
+    pub fn reaps(self) -> bool {
+        matches!(self, OpKind::Claim | OpKind::RunOnce | OpKind::Reap)
+    }
+}
+
+/// The status of the job an operation meets (SPEC 1.4), as fine as the contract's rules tell
+/// them apart: a pending job that never ran and one waiting after an attempt (a retry, or a
+/// redrive), a live lease and an expired one, and each reason of `dead`. An operation that
+/// names a job meets it as it was before the step; `claim` and `run_once` meet the job they
+/// take and each job their reap moves; `reap` each job it moves; the others meet none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Meets {
+    /// The operation meets no job (it names none, or takes none).
+    Nothing,
+    /// It names an id that is not stored.
+    Missing,
+    /// Pending, never claimed (`attempts` 0): just enqueued, scheduled, or cancelled before
+    /// any claim and redriven.
+    Fresh,
+    /// Pending after at least one attempt: waiting for a retry, or redriven.
+    Waiting,
+    /// Leased, the lease not expired at the operation's `now`.
+    Live,
+    /// Leased, the lease expired at the operation's `now` (`available_at` ≤ `now`).
+    Expired,
+    /// Done.
+    Done,
+    /// Dead, `exhausted`.
+    Exhausted,
+    /// Dead, `deadline`.
+    Deadline,
+    /// Dead, `permanent`.
+    Permanent,
+    /// Dead, `cancelled`.
+    Cancelled,
+}
+
+impl Meets {
+    /// Every status, in report order.
+    pub const ALL: [Meets; 11] = [
+        Meets::Nothing,
+        Meets::Missing,
+        Meets::Fresh,
+        Meets::Waiting,
+        Meets::Live,
+        Meets::Expired,
+        Meets::Done,
+        Meets::Exhausted,
+        Meets::Deadline,
+        Meets::Permanent,
+        Meets::Cancelled,
+    ];
+
+    /// Every status a stored job can have.
+    pub const STORED: [Meets; 9] = [
+        Meets::Fresh,
+        Meets::Waiting,
+        Meets::Live,
+        Meets::Expired,
+        Meets::Done,
+        Meets::Exhausted,
+        Meets::Deadline,
+        Meets::Permanent,
+        Meets::Cancelled,
+    ];
+
+    /// The status of a dead job with this reason.
+    pub fn dead(reason: DeadReason) -> Meets {
+        match reason {
+            DeadReason::Exhausted => Meets::Exhausted,
+            DeadReason::Deadline => Meets::Deadline,
+            DeadReason::Permanent => Meets::Permanent,
+            DeadReason::Cancelled => Meets::Cancelled,
+        }
+    }
+
+    /// How a report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Meets::Nothing => "-",
+            Meets::Missing => "missing",
+            Meets::Fresh => "pending, never claimed",
+            Meets::Waiting => "pending after an attempt",
+            Meets::Live => "leased, live",
+            Meets::Expired => "leased, expired",
+            Meets::Done => "done",
+            Meets::Exhausted => "dead(exhausted)",
+            Meets::Deadline => "dead(deadline)",
+            Meets::Permanent => "dead(permanent)",
+            Meets::Cancelled => "dead(cancelled)",
+        }
+    }
+
+    fn pending(self) -> bool {
+        matches!(self, Meets::Fresh | Meets::Waiting)
+    }
+
+    fn leased(self) -> bool {
+        matches!(self, Meets::Live | Meets::Expired)
+    }
+
+    fn is_dead(self) -> bool {
+        matches!(self, Meets::Exhausted | Meets::Deadline | Meets::Permanent | Meets::Cancelled)
+    }
+
+    fn stored(self) -> bool {
+        !matches!(self, Meets::Nothing | Meets::Missing)
+    }
+}
+
+/// An answer of SPEC 5.3, as the table tells them apart: each `ok` and each `error`, a `dead`
+/// by its reason, and what a reap did to the job it met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Answer {
+    /// `{"ok":"config"}`.
+    Config,
+    /// `{"ok":"enqueued"}`.
+    Enqueued,
+    /// `{"ok":"existing"}`.
+    Existing,
+    /// `{"ok":"claimed",…}`: the job met was taken.
+    Claimed,
+    /// `{"ok":"none"}`.
+    Nothing,
+    /// `{"ok":"done"}`.
+    Done,
+    /// `{"ok":"retry",…}`.
+    Retry,
+    /// `{"ok":"dead","reason":"exhausted"}`.
+    DeadExhausted,
+    /// `{"ok":"dead","reason":"deadline"}`.
+    DeadDeadline,
+    /// `{"ok":"dead","reason":"permanent"}`.
+    DeadPermanent,
+    /// `{"ok":"crashed",…}`.
+    Crashed,
+    /// `{"ok":"extended",…}`.
+    Extended,
+    /// `{"ok":"redriven"}`.
+    Redriven,
+    /// `{"ok":"cancelled"}`.
+    Cancelled,
+    /// `{"ok":"reaped",…}` of a reap that moved nothing.
+    Reaped,
+    /// The reap of `claim`, `run_once` or `reap` moved the job met to dead(exhausted).
+    ReapedExhausted,
+    /// The reap moved the job met to dead(deadline).
+    ReapedDeadline,
+    /// `{"ok":"job",…}`.
+    Job,
+    /// `{"ok":"stats",…}`.
+    Stats,
+    /// `{"ok":"delay",…}`.
+    Delay,
+    /// `{"ok":"restart"}`.
+    Restart,
+    /// `{"error":"invalid_input",…}`.
+    InvalidInput,
+    /// `{"error":"conflict"}`.
+    Conflict,
+    /// `{"error":"not_found"}`.
+    NotFound,
+    /// `{"error":"lease_lost"}`.
+    LeaseLost,
+    /// `{"error":"clock_went_backwards"}` (of `complete`, `heartbeat`, or `run_once`'s report).
+    ClockWentBackwards,
+    /// `{"error":"unknown_error",…}`.
+    UnknownError,
+    /// `{"error":"deadline_passed"}`.
+    DeadlinePassed,
+    /// `{"error":"not_dead"}`.
+    NotDead,
+    /// `{"error":"leased"}`.
+    Leased,
+    /// `{"error":"not_cancellable"}`.
+    NotCancellable,
+}
+
+impl Answer {
+    /// Every answer, in report order.
+    pub const ALL: [Answer; 31] = [
+        Answer::Config,
+        Answer::Enqueued,
+        Answer::Existing,
+        Answer::Claimed,
+        Answer::Nothing,
+        Answer::Done,
+        Answer::Retry,
+        Answer::DeadExhausted,
+        Answer::DeadDeadline,
+        Answer::DeadPermanent,
+        Answer::Crashed,
+        Answer::Extended,
+        Answer::Redriven,
+        Answer::Cancelled,
+        Answer::Reaped,
+        Answer::ReapedExhausted,
+        Answer::ReapedDeadline,
+        Answer::Job,
+        Answer::Stats,
+        Answer::Delay,
+        Answer::Restart,
+        Answer::InvalidInput,
+        Answer::Conflict,
+        Answer::NotFound,
+        Answer::LeaseLost,
+        Answer::ClockWentBackwards,
+        Answer::UnknownError,
+        Answer::DeadlinePassed,
+        Answer::NotDead,
+        Answer::Leased,
+        Answer::NotCancellable,
+    ];
+
+    /// The answer a response gives (a reap's moves are told by the caller, who sees the
+    /// jobs).
+    pub fn of(response: &Response) -> Answer {
+        match response {
+            Response::Ok(reply) => match reply {
+                Reply::Config => Answer::Config,
+                Reply::Enqueued => Answer::Enqueued,
+                Reply::Existing => Answer::Existing,
+                Reply::Claimed { .. } => Answer::Claimed,
+                Reply::None => Answer::Nothing,
+                Reply::Done | Reply::RanDone { .. } => Answer::Done,
+                Reply::Retry { .. } | Reply::RanRetry { .. } => Answer::Retry,
+                Reply::Dead { reason } | Reply::RanDead { reason, .. } => match reason {
+                    DeadReason::Exhausted => Answer::DeadExhausted,
+                    DeadReason::Deadline => Answer::DeadDeadline,
+                    // A completion cannot cancel: shown as permanent, and the table refuses it.
+                    DeadReason::Permanent | DeadReason::Cancelled => Answer::DeadPermanent,
+                },
+                Reply::Crashed { .. } => Answer::Crashed,
+                Reply::Extended { .. } => Answer::Extended,
+                Reply::Redriven => Answer::Redriven,
+                Reply::Cancelled => Answer::Cancelled,
+                Reply::Reaped { .. } => Answer::Reaped,
+                Reply::Job(_) => Answer::Job,
+                Reply::Stats(_) => Answer::Stats,
+                Reply::Delay { .. } => Answer::Delay,
+                Reply::Restart => Answer::Restart,
+            },
+            Response::Err(failure) => match failure {
+                Failure::InvalidInput { .. } => Answer::InvalidInput,
+                Failure::Conflict => Answer::Conflict,
+                Failure::NotFound => Answer::NotFound,
+                Failure::LeaseLost => Answer::LeaseLost,
+                Failure::NotDead => Answer::NotDead,
+                Failure::ClockWentBackwards | Failure::RanClockWentBackwards { .. } => {
+                    Answer::ClockWentBackwards
+                }
+                Failure::DeadlinePassed => Answer::DeadlinePassed,
+                Failure::Leased => Answer::Leased,
+                Failure::NotCancellable => Answer::NotCancellable,
+                Failure::UnknownError { .. } => Answer::UnknownError,
+            },
+        }
+    }
+
+    /// The answer as a report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Answer::Config => "config",
+            Answer::Enqueued => "enqueued",
+            Answer::Existing => "existing",
+            Answer::Claimed => "claimed",
+            Answer::Nothing => "none",
+            Answer::Done => "done",
+            Answer::Retry => "retry",
+            Answer::DeadExhausted => "dead(exhausted)",
+            Answer::DeadDeadline => "dead(deadline)",
+            Answer::DeadPermanent => "dead(permanent)",
+            Answer::Crashed => "crashed",
+            Answer::Extended => "extended",
+            Answer::Redriven => "redriven",
+            Answer::Cancelled => "cancelled",
+            Answer::Reaped => "reaped 0",
+            Answer::ReapedExhausted => "reaped: dead(exhausted)",
+            Answer::ReapedDeadline => "reaped: dead(deadline)",
+            Answer::Job => "job",
+            Answer::Stats => "stats",
+            Answer::Delay => "delay",
+            Answer::Restart => "restart",
+            Answer::InvalidInput => "invalid_input",
+            Answer::Conflict => "conflict",
+            Answer::NotFound => "not_found",
+            Answer::LeaseLost => "lease_lost",
+            Answer::ClockWentBackwards => "clock_went_backwards",
+            Answer::UnknownError => "unknown_error",
+            Answer::DeadlinePassed => "deadline_passed",
+            Answer::NotDead => "not_dead",
+            Answer::Leased => "leased",
+            Answer::NotCancellable => "not_cancellable",
+        }
+    }
+}
+
+/// Whether the contract allows `op`, meeting a job in status `meets`, to give `answer`:
+/// SPEC 3.2–3.13 and 5.3, read as a table. Bad arguments are `invalid_input` whatever the job
+/// (3.1: checked before any lookup), so every status an operation can meet allows it.
+pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
+    use Answer as A;
+    use Meets as M;
+    let named = meets != M::Nothing;
+    // Statuses a claim can take (3.3.2) and its reap can move (3.3.1).
+    let takeable = meets.pending() || meets == M::Expired;
+    let reaped = match answer {
+        A::ReapedExhausted => meets == M::Expired,
+        A::ReapedDeadline => takeable,
+        _ => false,
+    };
+    match op {
+        OpKind::Config | OpKind::Stats | OpKind::RetryDelay => {
+            !named
+                && matches!(
+                    (op, answer),
+                    (_, A::InvalidInput)
+                        | (OpKind::Config, A::Config)
+                        | (OpKind::Stats, A::Stats)
+                        | (OpKind::RetryDelay, A::Delay)
+                )
+        }
+        OpKind::Restart => !named && answer == A::Restart,
+        OpKind::Reap => reaped || (!named && matches!(answer, A::Reaped | A::InvalidInput)),
+        OpKind::Claim => {
+            reaped
+                || (takeable && answer == A::Claimed)
+                || (!named && matches!(answer, A::Nothing | A::InvalidInput))
+        }
+        OpKind::RunOnce => {
+            let ran = matches!(
+                answer,
+                A::Done
+                    | A::Retry
+                    | A::DeadExhausted
+                    | A::DeadDeadline
+                    | A::DeadPermanent
+                    | A::Crashed
+                    | A::UnknownError
+                    | A::ClockWentBackwards
+            );
+            reaped || (takeable && ran) || (!named && matches!(answer, A::Nothing | A::InvalidInput))
+        }
+        _ if meets == M::Nothing => false,
+        // Every operation that names a job: a bad argument whatever the job (`get` has no
+        // argument but the id, and a bad id names no stored job), `not_found` for a missing
+        // one (enqueue stores it instead).
+        _ if answer == A::InvalidInput => op != OpKind::Get || meets == M::Missing,
+        OpKind::Enqueue => match meets {
+            M::Missing => answer == A::Enqueued,
+            _ => matches!(answer, A::Existing | A::Conflict),
+        },
+        _ if meets == M::Missing => answer == A::NotFound,
+        OpKind::Get => answer == A::Job,
+        OpKind::Complete => {
+            let applied = matches!(
+                answer,
+                A::Done | A::Retry | A::DeadExhausted | A::DeadDeadline | A::DeadPermanent
+            );
+            // Dated before the claim, a lease cannot have expired yet: `clock_went_backwards`
+            // meets a live one.
+            answer == A::LeaseLost
+                || (meets.leased() && applied)
+                || (meets == M::Live && answer == A::ClockWentBackwards)
+        }
+        OpKind::Heartbeat => {
+            answer == A::LeaseLost
+                || (meets.leased() && matches!(answer, A::Extended | A::DeadlinePassed))
+                || (meets == M::Live && answer == A::ClockWentBackwards)
+        }
+        OpKind::Redrive => match answer {
+            A::Redriven => meets.is_dead(),
+            A::NotDead => !meets.is_dead(),
+            _ => false,
+        },
+        OpKind::Cancel => match answer {
+            A::Cancelled => meets.pending(),
+            A::Leased => meets.leased(),
+            A::NotCancellable => meets.stored() && !meets.pending() && !meets.leased(),
+            _ => false,
+        },
+    }
+}
+
+/// One cell of the table: an operation meeting a job in a status and giving an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cell {
+    /// The operation.
+    pub op: OpKind,
+    /// The status of the job it met.
+    pub meets: Meets,
+    /// What it answered.
+    pub answer: Answer,
+}
+
+impl Cell {
+    /// Whether the contract allows this cell.
+    pub fn allowed(self) -> bool {
+        allows(self.op, self.meets, self.answer)
+    }
+}
+
+/// Every cell the contract allows, in table order: operations as SPEC 5.3 lists them, then
+/// statuses, then answers.
+pub fn cells() -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for op in OpKind::ALL {
+        for meets in Meets::ALL {
+            for answer in Answer::ALL {
+                let cell = Cell { op, meets, answer };
+                if cell.allowed() {
+                    cells.push(cell);
+                }
+            }
+        }
+    }
+    cells
+}
+
+/// The cells reached only at `--deep` (budgets of 1 and 3): none so far. A cell named here
+/// must be reached there, and `retryq check` fails at the default bounds on any other cell it
+/// does not reach.
+pub const DEEP_ONLY: &[Cell] = &[];
+
+/// A field of an operation, as SPEC 5.2 names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Field {
+    /// `id`: a name.
+    Id,
+    /// `worker`: a name.
+    Worker,
+    /// `payload`: text of at most 1 MiB.
+    Payload,
+    /// `max_attempts`: a budget.
+    MaxAttempts,
+    /// `add_attempts`: a budget, and with the stored attempts at most 2^31 − 1 (6.5).
+    AddAttempts,
+    /// `deadline`: after `now`.
+    Deadline,
+    /// `now`.
+    Now,
+    /// `after`, `run_once`'s second reading: any time; before `now` is a report, not a
+    /// refusal.
+    After,
+    /// `not_before`: within `now` … `deadline − 1` (3.2).
+    NotBefore,
+    /// `base_ms`, in `config`, `enqueue` and `retry_delay`.
+    BaseMs,
+    /// `cap_ms`, likewise.
+    CapMs,
+    /// `lease_ms`: at least 1.
+    LeaseMs,
+    /// `attempt`: at least 1.
+    Attempt,
+    /// `jitter`: a binary64 in [0, 1], checked when present, required for `retryable` (6.6).
+    Jitter,
+}
+
+impl Field {
+    /// The name a detail starts with (SPEC 6.13).
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Id => "id",
+            Field::Worker => "worker",
+            Field::Payload => "payload",
+            Field::MaxAttempts => "max_attempts",
+            Field::AddAttempts => "add_attempts",
+            Field::Deadline => "deadline",
+            Field::Now => "now",
+            Field::After => "after",
+            Field::NotBefore => "not_before",
+            Field::BaseMs => "base_ms",
+            Field::CapMs => "cap_ms",
+            Field::LeaseMs => "lease_ms",
+            Field::Attempt => "attempt",
+            Field::Jitter => "jitter",
+        }
+    }
+}
+
+/// The fields of each operation (SPEC 5.3), every one of which the world varies class by
+/// class. `outcome` is not among them: its values are the world's own choices, not a range.
+pub fn fields(op: OpKind) -> &'static [Field] {
+    use Field::*;
+    match op {
+        OpKind::Config => &[BaseMs, CapMs, LeaseMs],
+        OpKind::Enqueue => &[Id, Payload, MaxAttempts, Deadline, Now, NotBefore, BaseMs, CapMs],
+        OpKind::Claim => &[Worker, Now],
+        OpKind::Complete => &[Worker, Id, Attempt, Now, Jitter],
+        OpKind::RunOnce => &[Worker, Now, After, Jitter],
+        OpKind::Heartbeat => &[Worker, Id, Attempt, Now],
+        OpKind::Redrive => &[Id, Now, AddAttempts, Deadline],
+        OpKind::Cancel => &[Id, Now],
+        OpKind::Reap | OpKind::Stats => &[Now],
+        OpKind::Get => &[Id],
+        OpKind::RetryDelay => &[Attempt, BaseMs, CapMs, Jitter],
+        OpKind::Restart => &[],
+    }
+}
+
+/// A class of values of a field: the valid values at the edges of its range, and each way of
+/// being invalid SPEC 3.1, 5.2 and 6.21 name. [`classes`] says which apply to which field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    /// Valid: the smallest value (1 byte for a name, empty text, 0 or 1 for an integer, the
+    /// earliest time allowed, jitter 0).
+    Least,
+    /// Valid: the largest value (256 bytes, 1 MiB, 2^53 − 1, 2^31 − 1, the latest time
+    /// allowed, jitter 1).
+    Most,
+    /// Valid, and unusual: a name of 256 bytes made of multi-byte characters and a control
+    /// character; a jitter of −0; a time after `now` for `after`.
+    Odd,
+    /// Valid only where absent: the field left out (an optional field), so that its default
+    /// applies.
+    Absent,
+    /// Invalid: one below the range (an empty name; 0 where at least 1 is required; a time
+    /// before `now` where one at or after it is required; a negative jitter).
+    Below,
+    /// Invalid: one above the range (257 bytes, 1 MiB + 1, 2^53, 2^31, a deadline-bound time
+    /// at the deadline, jitter 1.0000000000000002).
+    Above,
+    /// Invalid: a name holding NUL (6.21), a jitter that is NaN.
+    Forbidden,
+    /// Invalid: a required field missing (a `retryable` completion without its jitter).
+    Missing,
+}
+
+impl Class {
+    /// Whether a value of this class is a valid argument.
+    pub fn valid(self) -> bool {
+        matches!(self, Class::Least | Class::Most | Class::Odd | Class::Absent)
+    }
+
+    /// How a report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Least => "least",
+            Class::Most => "most",
+            Class::Odd => "odd",
+            Class::Absent => "absent",
+            Class::Below => "below",
+            Class::Above => "above",
+            Class::Forbidden => "forbidden",
+            Class::Missing => "missing",
+        }
+    }
+}
+
+/// The classes of `field` in `op`: every one the contract distinguishes.
+pub fn classes(op: OpKind, field: Field) -> &'static [Class] {
+    use Class::*;
+    match field {
+        Field::Id | Field::Worker => &[Least, Most, Odd, Below, Above, Forbidden],
+        Field::Payload => &[Least, Most, Above],
+        Field::MaxAttempts | Field::AddAttempts => &[Least, Most, Below, Above],
+        Field::Deadline => &[Least, Most, Below, Above],
+        Field::Now => &[Least, Most, Above],
+        Field::After => &[Least, Most, Odd, Absent, Above],
+        Field::NotBefore => &[Least, Most, Absent, Below, Above],
+        Field::BaseMs | Field::CapMs if op == OpKind::RetryDelay => &[Least, Most, Above],
+        Field::BaseMs | Field::CapMs => &[Least, Most, Absent, Above],
+        Field::LeaseMs => &[Least, Most, Absent, Below, Above],
+        Field::Attempt => &[Least, Most, Below, Above],
+        Field::Jitter if op == OpKind::RetryDelay => &[Least, Most, Odd, Below, Above, Forbidden],
+        Field::Jitter => &[Least, Most, Odd, Below, Above, Forbidden, Missing],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_has_cells_and_every_named_status_a_refusal_or_an_answer() {
+        let cells = cells();
+        for op in OpKind::ALL {
+            assert!(cells.iter().any(|c| c.op == op), "{op:?} has no cell");
+            if op.names_a_job() {
+                for meets in Meets::ALL.into_iter().filter(|&m| m != Meets::Nothing) {
+                    assert!(
+                        cells.iter().any(|c| c.op == op && c.meets == meets && c.answer != Answer::InvalidInput),
+                        "{op:?} meeting {meets:?} has no answer"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A few cells read straight from the SPEC's text, allowed or not.
+    #[test]
+    fn the_table_reads_as_the_spec() {
+        let allowed = |op, meets, answer| allows(op, meets, answer);
+        // 3.13, 6.25: a leased job, live or expired, is `leased`; done and dead are not cancellable.
+        assert!(allowed(OpKind::Cancel, Meets::Expired, Answer::Leased));
+        assert!(allowed(OpKind::Cancel, Meets::Waiting, Answer::Cancelled));
+        assert!(!allowed(OpKind::Cancel, Meets::Live, Answer::Cancelled));
+        assert!(allowed(OpKind::Cancel, Meets::Cancelled, Answer::NotCancellable));
+        // 3.3.1: a pending job is never reaped as exhausted; an expired lease may be.
+        assert!(!allowed(OpKind::Reap, Meets::Fresh, Answer::ReapedExhausted));
+        assert!(allowed(OpKind::Claim, Meets::Expired, Answer::ReapedExhausted));
+        assert!(!allowed(OpKind::Reap, Meets::Live, Answer::ReapedDeadline));
+        // 3.4: only a lease is completed; anything else is `lease_lost`.
+        assert!(allowed(OpKind::Complete, Meets::Expired, Answer::Done));
+        assert!(!allowed(OpKind::Complete, Meets::Waiting, Answer::Done));
+        assert!(allowed(OpKind::Complete, Meets::Done, Answer::LeaseLost));
+        assert!(allowed(OpKind::Complete, Meets::Missing, Answer::NotFound));
+        // 3.6: only `dead` is redriven.
+        assert!(allowed(OpKind::Redrive, Meets::Cancelled, Answer::Redriven));
+        assert!(!allowed(OpKind::Redrive, Meets::Done, Answer::Redriven));
+        // 3.1: a bad argument whatever the job.
+        assert!(allowed(OpKind::Heartbeat, Meets::Missing, Answer::InvalidInput));
+        assert!(!allowed(OpKind::Restart, Meets::Nothing, Answer::InvalidInput));
+        assert!(!allowed(OpKind::Enqueue, Meets::Missing, Answer::Existing));
+    }
+}

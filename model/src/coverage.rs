@@ -1,0 +1,221 @@
+//! Which cells of the contract's table ([`crate::contract`]) a step reached.
+//!
+//! A step is one operation run on the store: its kind, the status of each job it met (before
+//! the step), and what it answered. An operation that names a job meets that job (or an id
+//! that is not stored); `claim`, `run_once` and `reap` meet each job their reap moved, and
+//! `claim` and `run_once` the job they took. Read from the store before and after the step and
+//! the answer, never from what the world meant to do, so a step a buggy store takes outside
+//! the table is seen as such.
+//!
+//! Layer: part of the world, above the contract's table and the reference store's data, below
+//! the world that records each step's cells. It may not reach up: a cell is what a step is,
+//! whoever took it.
+
+use std::sync::OnceLock;
+
+use crate::contract::{self, Answer, Cell, Meets, OpKind};
+use crate::reference::{Job, Phase, Store};
+use crate::{DeadReason, Failure, Op, Reply, Response};
+
+/// The status of `job` at `now`, as the table tells statuses apart.
+pub fn meets(job: Option<&Job>, now: u64) -> Meets {
+    let Some(job) = job else { return Meets::Missing };
+    match job.phase {
+        Phase::Pending { .. } if job.attempts == 0 => Meets::Fresh,
+        Phase::Pending { .. } => Meets::Waiting,
+        Phase::Leased { until, .. } if until <= now => Meets::Expired,
+        Phase::Leased { .. } => Meets::Live,
+        Phase::Done => Meets::Done,
+        Phase::Dead(reason) => Meets::dead(reason),
+    }
+}
+
+/// The `now` an operation carries, if any.
+fn op_now(op: &Op) -> Option<u64> {
+    match *op {
+        Op::Enqueue { now, .. }
+        | Op::Claim { now, .. }
+        | Op::Complete { now, .. }
+        | Op::RunOnce { now, .. }
+        | Op::Heartbeat { now, .. }
+        | Op::Redrive { now, .. }
+        | Op::Cancel { now, .. }
+        | Op::Reap { now }
+        | Op::Stats { now } => Some(now),
+        Op::Config { .. } | Op::Get { .. } | Op::RetryDelay { .. } | Op::Restart => None,
+    }
+}
+
+/// The id an operation names, if it names one.
+pub fn named_id(op: &Op) -> Option<&str> {
+    match op {
+        Op::Enqueue { id, .. }
+        | Op::Complete { id, .. }
+        | Op::Heartbeat { id, .. }
+        | Op::Redrive { id, .. }
+        | Op::Cancel { id, .. }
+        | Op::Get { id } => Some(id),
+        _ => None,
+    }
+}
+
+/// The job a claim (alone or in `run_once`) took, as its answer says.
+pub fn taken_id(response: &Response) -> Option<&str> {
+    match response {
+        Response::Ok(
+            Reply::Claimed { id, .. }
+            | Reply::RanDone { id, .. }
+            | Reply::RanRetry { id, .. }
+            | Reply::RanDead { id, .. }
+            | Reply::Crashed { id, .. },
+        )
+        | Response::Err(Failure::UnknownError { id, .. } | Failure::RanClockWentBackwards { id, .. }) => {
+            Some(id)
+        }
+        _ => None,
+    }
+}
+
+/// Calls `reached` with each cell the step reached: `op`, run at the world's `now` on `before`,
+/// answered `response` and left `after`. Statuses are dated by the operation's own `now`;
+/// the world's `now` dates those of operations that carry none (`get`) or one out of range.
+pub fn cells(before: &Store, op: &Op, response: &Response, after: &Store, now: u64, reached: &mut impl FnMut(Cell)) {
+    let kind = OpKind::of(op);
+    let answer = Answer::of(response);
+    // A `now` out of range is no time at all: the job is met as it is at the world's clock.
+    let at = op_now(op).filter(|&at| at <= crate::MAX_INT).unwrap_or(now);
+    if let Some(id) = named_id(op) {
+        reached(Cell { op: kind, meets: meets(before.job(id), at), answer });
+        return;
+    }
+    if !kind.reaps() || answer == Answer::InvalidInput {
+        reached(Cell { op: kind, meets: Meets::Nothing, answer });
+        return;
+    }
+    let taken = taken_id(response);
+    let mut moved = false;
+    for job in before.jobs() {
+        if Some(&*job.id) == taken || matches!(job.phase, Phase::Done | Phase::Dead(_)) {
+            continue;
+        }
+        let Some(now_dead) = after.job(&job.id).map(|a| &a.phase) else { continue };
+        let answer = match now_dead {
+            Phase::Dead(DeadReason::Exhausted) => Answer::ReapedExhausted,
+            Phase::Dead(DeadReason::Deadline) => Answer::ReapedDeadline,
+            // Anything else a reap made of an open job is outside the table.
+            Phase::Dead(_) | Phase::Done => Answer::DeadPermanent,
+            Phase::Pending { .. } | Phase::Leased { .. } => continue,
+        };
+        moved = true;
+        reached(Cell { op: kind, meets: meets(Some(job), at), answer });
+    }
+    match taken {
+        Some(id) => reached(Cell { op: kind, meets: meets(before.job(id), at), answer }),
+        None if kind == OpKind::Reap && moved => {}
+        None => reached(Cell { op: kind, meets: Meets::Nothing, answer }),
+    }
+}
+
+/// The position of each allowed cell in [`contract::cells`], by operation, status and answer;
+/// `u16::MAX` for a cell the contract does not allow.
+fn positions() -> &'static [u16] {
+    static POSITIONS: OnceLock<Vec<u16>> = OnceLock::new();
+    POSITIONS.get_or_init(|| {
+        let mut positions = vec![u16::MAX; slot_count()];
+        for (i, cell) in contract::cells().into_iter().enumerate() {
+            positions[slot(cell)] = i as u16;
+        }
+        positions
+    })
+}
+
+fn slot_count() -> usize {
+    OpKind::ALL.len() * Meets::ALL.len() * Answer::ALL.len()
+}
+
+fn slot(cell: Cell) -> usize {
+    let op = OpKind::ALL.iter().position(|&o| o == cell.op).unwrap_or(0);
+    let meets = Meets::ALL.iter().position(|&m| m == cell.meets).unwrap_or(0);
+    let answer = Answer::ALL.iter().position(|&a| a == cell.answer).unwrap_or(0);
+    (op * Meets::ALL.len() + meets) * Answer::ALL.len() + answer
+}
+
+/// The position of `cell` in [`contract::cells`], or `None` if the contract does not allow it.
+pub fn position(cell: Cell) -> Option<usize> {
+    positions().get(slot(cell)).copied().filter(|&p| p != u16::MAX).map(usize::from)
+}
+
+/// The cells a step reached, as positions in [`contract::cells`], with whether any fell
+/// outside the table. Not part of a world's identity: two worlds that differ only here are one
+/// state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reached {
+    cells: [u16; 4],
+    len: u8,
+    /// A cell the contract does not allow.
+    pub outside: bool,
+}
+
+impl Reached {
+    /// Records `cell`.
+    pub fn insert(&mut self, cell: Cell) {
+        match position(cell) {
+            None => self.outside = true,
+            Some(p) => {
+                if let Some(slot) = self.cells.get_mut(usize::from(self.len)) {
+                    *slot = p as u16;
+                    self.len += 1;
+                }
+            }
+        }
+    }
+
+    /// The positions recorded.
+    pub fn positions(&self) -> impl Iterator<Item = usize> + '_ {
+        self.cells.iter().take(usize::from(self.len)).map(|&p| usize::from(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Outcome;
+
+    #[test]
+    fn every_allowed_cell_has_a_position_and_no_other() {
+        for (i, cell) in contract::cells().into_iter().enumerate() {
+            assert_eq!(position(cell), Some(i));
+        }
+        let outside = Cell { op: OpKind::Restart, meets: Meets::Fresh, answer: Answer::Job };
+        assert_eq!(position(outside), None);
+    }
+
+    #[test]
+    fn a_complete_meets_the_job_it_names() {
+        let mut store = Store::new();
+        let enqueue = Op::Enqueue {
+            id: "a".into(),
+            payload: String::new(),
+            max_attempts: 2,
+            deadline: 10,
+            now: 0,
+            not_before: None,
+            base_ms: None,
+            cap_ms: None,
+        };
+        store.step(&enqueue);
+        let before = store.clone();
+        let op = Op::Complete {
+            worker: "w".into(),
+            id: "a".into(),
+            attempt: 1,
+            outcome: Outcome::Ok,
+            now: 0,
+            jitter: None,
+        };
+        let response = store.step(&op);
+        let mut seen = Vec::new();
+        cells(&before, &op, &response, &store, 0, &mut |c| seen.push(c));
+        assert_eq!(seen, [Cell { op: OpKind::Complete, meets: Meets::Fresh, answer: Answer::LeaseLost }]);
+    }
+}

@@ -1,0 +1,478 @@
+//! The probes: operations that cannot move a correct store, or whose consequences the world
+//! need not follow, judged on the first world of each class the search meets and never
+//! explored further ([`crate::checker::Probed`]).
+//!
+//! Three sets, each with its own classes of worlds:
+//!
+//! - **The store** (one class per scene, clock and store): every read (`stats`, `get` of each
+//!   job and of a missing id), `restart`, a re-enqueue of each job with its own payload (and
+//!   another budget, deadline, schedule and backoff, which must change nothing: 6.22) and with
+//!   another, `cancel` and `redrive` of each job whatever its status (and a redrive at the
+//!   edge of the budget's range, and one past it: 6.5), the fence of each job tried every way
+//!   (the holder's token, the one before and after it, the current token from another worker,
+//!   dated before the claim, a heartbeat dated back), `run_once` whose transport answers each
+//!   outcome and whose second reading is the first, one or two milliseconds later, and
+//!   `config` with each setting omitted (which must keep it) or changed alone. What a probe
+//!   does depends on the store and the clock only, so judging it once per store and clock
+//!   judges it in every world that holds them.
+//! - **The arguments** (one class per scene and statuses of the jobs): every operation of the
+//!   contract's table ([`contract::OpKind::ALL`]), every one of its fields, with a
+//!   representative of every class of that field ([`contract::classes`]: the valid values at
+//!   the edges of its range, and each way of being invalid), against the first job and against
+//!   a missing id. Derived from the table, not written operation by operation: an operation
+//!   added to the table is probed here by the same code.
+//! - **The formula** (one class: judged once): [`DELAY_PROBES`], `retry_delay` at the
+//!   formula's doubling, caps, saturation and binary64's edges.
+//!
+//! Layer: part of the world, above it ([`crate::model`]) and the contract's table
+//! ([`crate::contract`]); below the search that asks for the probes. It may not reach up: a
+//! probe is an operation a world can run, whoever judges it.
+
+use std::hash::Hash;
+
+use crate::contract::{self, Class, Field, OpKind};
+use crate::coverage;
+use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
+use crate::model::{Action, DELAY_PROBES, QueueModel, World};
+use crate::reference::{Config, Phase};
+use crate::{MAX_INT, Op, Outcome, RunOutcome};
+
+/// The largest budget, 2^31 − 1.
+const MAX_BUDGET: u64 = (1 << 31) - 1;
+
+/// The probe sets, in the order the checker numbers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Set {
+    /// Reads, refusals, fences, `run_once`'s outcomes and readings, partial settings.
+    Store,
+    /// Every operation's every field, a representative of each class.
+    Arguments,
+    /// `retry_delay` at the formula's edges.
+    Formula,
+}
+
+impl Set {
+    /// Every set.
+    pub const ALL: [Set; 3] = [Set::Store, Set::Arguments, Set::Formula];
+}
+
+/// A 64-bit hash with fixed keys: the same class for the same value on every run.
+fn class_of<T: Hash>(value: &T) -> u64 {
+    ahash::RandomState::with_seeds(0x7072_6f62_6573, 0x5245_5452_5951, 0x636c_6173_73, 0x6b65_7973).hash_one(value)
+}
+
+impl QueueModel {
+    /// The class of `world` for probe set `set`.
+    pub fn probe_class(&self, set: Set, world: &World) -> u64 {
+        match set {
+            Set::Store => class_of(&(world.scene, world.now, &world.store)),
+            Set::Arguments => {
+                let statuses: Vec<_> =
+                    world.store.jobs().iter().map(|job| coverage::meets(Some(job), world.now)).collect();
+                class_of(&(world.scene, statuses))
+            }
+            Set::Formula => 0,
+        }
+    }
+
+    /// Appends the probes of `set` at `world`.
+    pub fn probe_actions(&self, set: Set, world: &World, actions: &mut Vec<Action>) {
+        if !self.bounds.hostile {
+            return;
+        }
+        let mut ops = Vec::new();
+        match set {
+            Set::Store => self.store_probes(world, &mut ops),
+            Set::Arguments => {
+                if self.bounds.contract_1_1 {
+                    argument_probes(world, &mut ops);
+                }
+            }
+            Set::Formula => ops.extend(DELAY_PROBES.iter().map(|&(attempt, base_ms, cap_ms, jitter)| {
+                Op::RetryDelay { attempt, base_ms, cap_ms, jitter }
+            })),
+        }
+        actions.extend(ops.into_iter().map(|op| Action::Probe { op }));
+    }
+
+    fn store_probes(&self, world: &World, ops: &mut Vec<Op>) {
+        let now = world.now;
+        let store = &world.store;
+        let later = |by: u64| (now + by).min(MAX_INT);
+        let missing = job_name(store.jobs().len());
+        ops.push(Op::Restart);
+        ops.push(Op::Stats { now });
+        ops.push(Op::Get { id: missing.clone() });
+        for job in store.jobs() {
+            let id = job.id.to_string();
+            ops.push(Op::Get { id: id.clone() });
+            // SPEC 6.22: the same payload changes nothing, whatever else it says.
+            ops.push(Op::Enqueue {
+                id: id.clone(),
+                payload: job.payload.to_string(),
+                max_attempts: (job.max_attempts + 1).min(MAX_BUDGET),
+                deadline: later(1),
+                now,
+                not_before: Some(now),
+                base_ms: Some(0),
+                cap_ms: Some(7),
+            });
+            let other = if *job.payload == *PAYLOAD { OTHER_PAYLOAD } else { PAYLOAD };
+            ops.push(Op::Enqueue {
+                id: id.clone(),
+                payload: other.into(),
+                max_attempts: 1,
+                deadline: later(2),
+                now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
+            });
+            if !self.bounds.contract_1_1 {
+                continue;
+            }
+            ops.push(Op::Cancel { id: id.clone(), now });
+            ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
+            // SPEC 6.5: the budget's edge, and one past it.
+            let room = MAX_BUDGET - job.attempts.min(MAX_BUDGET);
+            for add_attempts in [room, room + 1].into_iter().filter(|&a| a >= 1) {
+                ops.push(Op::Redrive { id: id.clone(), now, add_attempts, deadline: later(1) });
+            }
+            fence_probes(&id, job.attempts, &job.phase, now, ops);
+        }
+        if self.bounds.contract_1_1 {
+            fence_probes(&missing, 1, &Phase::Done, now, ops);
+            ops.push(Op::Cancel { id: missing.clone(), now });
+            ops.push(Op::Redrive { id: missing, now, add_attempts: 1, deadline: later(1) });
+        }
+        // run_once's two readings, each outcome the transport can classify.
+        let outcomes =
+            [(RunOutcome::Ok, None), (RunOutcome::Permanent, None), (RunOutcome::Retryable, Some(0.5)), (RunOutcome::Retryable, Some(1.0))];
+        for (outcome, jitter) in outcomes {
+            for after in [None, Some(later(1)), Some(later(2))] {
+                ops.push(Op::RunOnce { worker: worker_name(0), now, after, outcome, jitter });
+            }
+        }
+        // config with each setting omitted, which must keep its value, and each changed alone.
+        let Config { base_ms, cap_ms, lease_ms } = store.config();
+        let other = |v: u64| if v < MAX_INT { v + 1 } else { v - 1 };
+        ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: None });
+        ops.push(Op::Config { base_ms: Some(base_ms), cap_ms: None, lease_ms: None });
+        ops.push(Op::Config { base_ms: None, cap_ms: Some(cap_ms), lease_ms: None });
+        ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(lease_ms) });
+        ops.push(Op::Config { base_ms: Some(other(base_ms)), cap_ms: None, lease_ms: None });
+        ops.push(Op::Config { base_ms: None, cap_ms: Some(other(cap_ms)), lease_ms: None });
+        ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(other(lease_ms)) });
+    }
+}
+
+/// The fence of job `id`, tried every way: for a lease, each outcome from its holder, then the
+/// token before and after the holder's, the holder's token from another worker, and a
+/// completion and a heartbeat dated before the claim; a heartbeat by the holder now, and one
+/// dated back (after the claim: the lease must not shrink). For any other status, the holder's
+/// last token, which must be `lease_lost` (or `not_found`).
+fn fence_probes(id: &str, attempts: u64, phase: &Phase, now: u64, ops: &mut Vec<Op>) {
+    let complete = |worker: &str, attempt: u64, outcome: Outcome, now: u64, jitter: Option<f64>| Op::Complete {
+        worker: worker.into(),
+        id: id.into(),
+        attempt,
+        outcome,
+        now,
+        jitter,
+    };
+    let heartbeat =
+        |worker: &str, attempt: u64, now: u64| Op::Heartbeat { worker: worker.into(), id: id.into(), attempt, now };
+    let Phase::Leased { owner, claimed_at, .. } = phase else {
+        let attempt = attempts.max(1);
+        ops.push(complete(&worker_name(0), attempt, Outcome::Ok, now, None));
+        ops.push(heartbeat(&worker_name(0), attempt, now));
+        return;
+    };
+    let first = worker_name(0);
+    let other = if **owner == *first { worker_name(1) } else { first };
+    let a = attempts;
+    ops.push(complete(owner, a, Outcome::Ok, now, None));
+    ops.push(complete(owner, a, Outcome::Permanent, now, None));
+    ops.push(complete(owner, a, Outcome::Retryable, now, Some(0.5)));
+    ops.push(heartbeat(owner, a, now));
+    let mut tokens = vec![(owner.to_string(), a + 1), (other, a)];
+    if a >= 2 {
+        tokens.push((owner.to_string(), a - 1));
+    }
+    for (worker, attempt) in tokens {
+        ops.push(complete(&worker, attempt, Outcome::Ok, now, None));
+        ops.push(heartbeat(&worker, attempt, now));
+    }
+    if let Some(before_claim) = claimed_at.checked_sub(1) {
+        ops.push(complete(owner, a, Outcome::Ok, before_claim, None));
+        ops.push(heartbeat(owner, a, before_claim));
+    }
+    if now > *claimed_at {
+        ops.push(heartbeat(owner, a, now - 1));
+    }
+}
+
+/// A name of 256 bytes of UTF-8: 127 two-byte characters and two control characters (SPEC
+/// 6.21: every character but NUL is allowed).
+fn odd_name() -> String {
+    let mut name = "é".repeat(127);
+    name.push_str("\u{7}\n");
+    name
+}
+
+/// The argument probes: every operation, every field, every class, against the first job
+/// (if any) and a missing id.
+fn argument_probes(world: &World, ops: &mut Vec<Op>) {
+    let store = &world.store;
+    let missing = job_name(store.jobs().len());
+    let mut targets = vec![missing];
+    if let Some(first) = store.jobs().first() {
+        targets.push(first.id.to_string());
+    }
+    for kind in OpKind::ALL {
+        for &field in contract::fields(kind) {
+            for &class in contract::classes(kind, field) {
+                for target in targets.iter().take(if kind.names_a_job() { 2 } else { 1 }) {
+                    let base = base_op(kind, world, target);
+                    if let Some(op) = varied(base.clone(), field, class, world.now) {
+                        ops.push(op);
+                    }
+                    // SPEC 6.6: a present jitter is checked whatever the outcome.
+                    if field == Field::Jitter && class != Class::Missing {
+                        if let Some(op) = varied(with_outcome_ok(base), field, class, world.now) {
+                            ops.push(op);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The same completion or `run_once` with outcome `ok`.
+fn with_outcome_ok(op: Op) -> Op {
+    match op {
+        Op::Complete { worker, id, attempt, now, jitter, .. } => {
+            Op::Complete { worker, id, attempt, outcome: Outcome::Ok, now, jitter }
+        }
+        Op::RunOnce { worker, now, after, jitter, .. } => {
+            Op::RunOnce { worker, now, after, outcome: RunOutcome::Ok, jitter }
+        }
+        other => other,
+    }
+}
+
+/// A valid operation of `kind` at `world`, naming `target` where it names a job: what each
+/// argument probe varies one field of.
+fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
+    let now = world.now;
+    let deadline = (now + 2).min(MAX_INT);
+    let attempt = world.store.job(target).map_or(1, |job| job.attempts.max(1));
+    let worker = worker_name(0);
+    match kind {
+        OpKind::Config => QueueModel::config_op(world.store.config()),
+        OpKind::Enqueue => Op::Enqueue {
+            id: target.into(),
+            payload: PAYLOAD.into(),
+            max_attempts: 1,
+            deadline,
+            now,
+            not_before: None,
+            base_ms: None,
+            cap_ms: None,
+        },
+        OpKind::Claim => Op::Claim { worker, now },
+        OpKind::Complete => Op::Complete {
+            worker,
+            id: target.into(),
+            attempt,
+            outcome: Outcome::Retryable,
+            now,
+            jitter: Some(0.5),
+        },
+        OpKind::RunOnce => Op::RunOnce { worker, now, after: None, outcome: RunOutcome::Retryable, jitter: Some(0.5) },
+        OpKind::Heartbeat => Op::Heartbeat { worker, id: target.into(), attempt, now },
+        OpKind::Redrive => Op::Redrive { id: target.into(), now, add_attempts: 1, deadline },
+        OpKind::Cancel => Op::Cancel { id: target.into(), now },
+        OpKind::Reap => Op::Reap { now },
+        OpKind::Get => Op::Get { id: target.into() },
+        OpKind::Stats => Op::Stats { now },
+        OpKind::RetryDelay => Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: 2, jitter: 0.5 },
+        OpKind::Restart => Op::Restart,
+    }
+}
+
+/// A representative of `class` for a name field: `target` made one of that class.
+fn name_of(class: Class, target: &str) -> Option<String> {
+    Some(match class {
+        Class::Least => "a".into(),
+        Class::Most => "k".repeat(256),
+        Class::Odd => odd_name(),
+        Class::Below => String::new(),
+        Class::Above => "k".repeat(257),
+        Class::Forbidden => format!("{target}\0"),
+        Class::Absent | Class::Missing => return None,
+    })
+}
+
+/// `op` with `field` set to a representative of `class` at `now` (and, where the field bounds
+/// others, those kept valid: a `now` at the top of the range moves the deadline with it).
+/// `None` where the class has no representative here (a time before 0).
+fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
+    use Class::*;
+    let int = |class: Class, least: u64, most: u64| -> Option<Option<u64>> {
+        Some(match class {
+            Least => Some(least),
+            Most => Some(most),
+            Absent => None,
+            Above => Some(MAX_INT + 1),
+            Below | Odd | Forbidden | Missing => return None,
+        })
+    };
+    let budget = |class: Class| -> Option<u64> {
+        Some(match class {
+            Least => 1,
+            Most => MAX_BUDGET,
+            Below => 0,
+            Above => MAX_BUDGET + 1,
+            _ => return None,
+        })
+    };
+    let jitter = |class: Class| -> Option<Option<f64>> {
+        Some(match class {
+            Least => Some(0.0),
+            Most => Some(1.0),
+            Odd => Some(-0.0),
+            Below => Some(-f64::MIN_POSITIVE),
+            Above => Some(f64::from_bits(1.0f64.to_bits() + 1)),
+            Forbidden => Some(f64::NAN),
+            Missing => None,
+            Absent => return None,
+        })
+    };
+    let deadline_of = |class: Class, now: u64| -> Option<u64> {
+        Some(match class {
+            Least => now + 1,
+            Most => MAX_INT,
+            Below => now,
+            Above => MAX_INT + 1,
+            _ => return None,
+        })
+    };
+    match (&mut op, field) {
+        (Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Heartbeat { id, .. }, Field::Id)
+        | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id) => {
+            *id = name_of(class, id)?;
+        }
+        (
+            Op::Claim { worker, .. }
+            | Op::Complete { worker, .. }
+            | Op::RunOnce { worker, .. }
+            | Op::Heartbeat { worker, .. },
+            Field::Worker,
+        ) => *worker = name_of(class, worker)?,
+        (Op::Enqueue { payload, .. }, Field::Payload) => {
+            *payload = match class {
+                Least => String::new(),
+                Most => "p".repeat(1 << 20),
+                Above => "p".repeat((1 << 20) + 1),
+                _ => return None,
+            }
+        }
+        (Op::Enqueue { max_attempts, .. }, Field::MaxAttempts) => *max_attempts = budget(class)?,
+        (Op::Redrive { add_attempts, .. }, Field::AddAttempts) => *add_attempts = budget(class)?,
+        (Op::Enqueue { deadline, now, .. } | Op::Redrive { deadline, now, .. }, Field::Deadline) => {
+            *deadline = deadline_of(class, *now)?;
+        }
+        (Op::Enqueue { deadline, now: at, .. } | Op::Redrive { deadline, now: at, .. }, Field::Now) => {
+            // The deadline stays valid: after the new `now` where one can be.
+            *at = match class {
+                Least => 0,
+                Most => MAX_INT - 1,
+                Above => MAX_INT + 1,
+                _ => return None,
+            };
+            *deadline = (*deadline).max((*at + 1).min(MAX_INT));
+        }
+        (
+            Op::Claim { now: at, .. }
+            | Op::Complete { now: at, .. }
+            | Op::RunOnce { now: at, .. }
+            | Op::Heartbeat { now: at, .. }
+            | Op::Cancel { now: at, .. }
+            | Op::Reap { now: at }
+            | Op::Stats { now: at },
+            Field::Now,
+        ) => *at = int(class, 0, MAX_INT)?.unwrap_or(now),
+        (Op::RunOnce { after, now: at, .. }, Field::After) => {
+            *after = match class {
+                Odd => Some(*at + 1),
+                _ => int(class, 0, MAX_INT)?,
+            }
+        }
+        (Op::Enqueue { not_before, now: at, deadline, .. }, Field::NotBefore) => {
+            *not_before = match class {
+                Least => Some(*at),
+                Most => Some(deadline.checked_sub(1)?),
+                Absent => None,
+                Below => Some(at.checked_sub(1)?),
+                Above => Some(*deadline),
+                _ => return None,
+            }
+        }
+        (Op::Enqueue { base_ms, .. } | Op::Config { base_ms, .. }, Field::BaseMs) => {
+            *base_ms = int(class, 0, MAX_INT)?;
+        }
+        (Op::Enqueue { cap_ms, .. } | Op::Config { cap_ms, .. }, Field::CapMs) => *cap_ms = int(class, 0, MAX_INT)?,
+        (Op::Config { lease_ms, .. }, Field::LeaseMs) => {
+            *lease_ms = match class {
+                Below => Some(0),
+                _ => int(class, 1, MAX_INT)?,
+            }
+        }
+        (Op::Complete { attempt, .. } | Op::Heartbeat { attempt, .. }, Field::Attempt)
+        | (Op::RetryDelay { attempt, .. }, Field::Attempt) => {
+            *attempt = match class {
+                Below => 0,
+                _ => int(class, 1, MAX_INT)??,
+            }
+        }
+        (Op::RetryDelay { base_ms, .. }, Field::BaseMs) => *base_ms = int(class, 0, MAX_INT)??,
+        (Op::RetryDelay { cap_ms, .. }, Field::CapMs) => *cap_ms = int(class, 0, MAX_INT)??,
+        (Op::RetryDelay { jitter: j, .. }, Field::Jitter) => *j = jitter(class)??,
+        (Op::Complete { jitter: j, .. } | Op::RunOnce { jitter: j, .. }, Field::Jitter) => *j = jitter(class)?,
+        _ => return None,
+    }
+    Some(op)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Bounds;
+
+    /// Every field of every operation of the table has a representative of each of its classes
+    /// somewhere: the table and the probes cannot drift apart.
+    #[test]
+    fn every_class_of_every_field_has_a_representative() {
+        let model = QueueModel::new(Bounds::small(), None);
+        let world = model.initial_worlds().remove(0);
+        for kind in OpKind::ALL {
+            for &field in contract::fields(kind) {
+                for &class in contract::classes(kind, field) {
+                    let made = [1, 5].into_iter().any(|now| {
+                        let world = World { now, ..world.clone() };
+                        varied(base_op(kind, &world, "job-z"), field, class, now).is_some()
+                    });
+                    assert!(made, "{kind:?} {field:?} {class:?} has no representative");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_odd_name_is_the_longest_allowed() {
+        assert_eq!(odd_name().len(), 256);
+        assert!(crate::validate::name("id", &odd_name()).is_ok());
+    }
+}
