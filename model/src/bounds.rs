@@ -149,19 +149,12 @@ impl Scene {
         }
     }
 
-    /// Every dimension at once, with `jobs`, `workers` and a clock up to `horizon`: what
-    /// `--jobs`, `--workers` and `--horizon` ask for, and the tests' small bounds.
-    pub fn full(jobs: usize, workers: usize, horizon: u64) -> Scene {
-        Scene {
-            name: "sized",
-            jobs,
-            workers,
-            horizon,
-            switch: true,
-            shapes: SHAPES.to_vec(),
-            cancel_any: true,
-            ..Scene::main()
-        }
+    /// The scene of `jobs` jobs (one job's, or two jobs'), with `workers` and a clock up to
+    /// `horizon`: what `--jobs`, `--workers` and `--horizon` ask for, and the tests' small
+    /// bounds.
+    pub fn sized(jobs: usize, workers: usize, horizon: u64) -> Scene {
+        let scene = if jobs == 1 { Scene::one_job() } else { Scene::main() };
+        Scene { jobs, workers, horizon, ..scene }
     }
 
     /// The far end of the integer range (SPEC 3.1, 6.10): one job, two workers, a clock from
@@ -260,10 +253,10 @@ impl Default for Bounds {
 }
 
 impl Bounds {
-    /// One scene of every dimension ([`Scene::full`]) with `jobs`, `workers` and a clock up
-    /// to `horizon`: what `--jobs`, `--workers` and `--horizon` ask for.
+    /// One scene ([`Scene::sized`]) with `jobs`, `workers` and a clock up to `horizon`: what
+    /// `--jobs`, `--workers` and `--horizon` ask for.
     pub fn sized(jobs: usize, workers: usize, horizon: u64) -> Self {
-        Bounds { scenes: vec![Scene::full(jobs, workers, horizon)], ..Bounds::default() }
+        Bounds { scenes: vec![Scene::sized(jobs, workers, horizon)], ..Bounds::default() }
     }
 
     /// Small bounds where every property about one job is decided: one job, two workers, a
@@ -273,10 +266,21 @@ impl Bounds {
         Bounds::sized(1, 2, 5)
     }
 
+    /// Two jobs, one worker, a clock up to 5 (where an enqueue at 1 leaves room for one dated
+    /// back to 0), budget 1 and deadlines 2 ms away: the smallest world where `enqueued_at`
+    /// and first enqueue disagree on a tie.
+    pub fn backdating() -> Self {
+        Bounds { max_attempts: vec![1], deadlines: vec![2], ..Bounds::sized(2, 1, 5) }
+    }
+
     /// Small bounds that show `bug`: [`Bounds::small`], except that a bug about *another*
     /// job (spilling over to it, or passing it over, or ordering it) needs two jobs, and then
-    /// one worker and a clock up to 4 suffice; and one at the range's edges needs that scene.
+    /// one worker and a clock up to 4 suffice (5, and an enqueue dated back, for a bug about
+    /// `enqueued_at`); and one at the range's edges needs that scene.
     pub fn small_for(bug: Bug) -> Self {
+        if bug.needs_backdating() {
+            return Bounds::backdating();
+        }
         if bug.needs_two_jobs() {
             return Bounds::sized(2, 1, 4);
         }

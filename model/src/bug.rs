@@ -358,6 +358,12 @@ impl Bug {
         )
     }
 
+    /// The bugs that only an enqueue dated back shows: a second job with an earlier
+    /// `enqueued_at` than the first.
+    pub fn needs_backdating(self) -> bool {
+        matches!(self, Bug::ClaimTieByEnqueuedAt | Bug::StatsOldestByFirstJob)
+    }
+
     /// The bugs that only the far end of the integer range shows.
     pub fn needs_range_edges(self) -> bool {
         matches!(self, Bug::HeartbeatExpiryCapped)

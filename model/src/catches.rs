@@ -52,7 +52,7 @@ impl Bug {
             Bug::OwnBackoffAllOrNothing => DELAY_RULE,
             Bug::ClaimTieById => PROGRESS,
             Bug::ClaimTieByEnqueuedAt => PROGRESS,
-            Bug::RestartSortsById => PROGRESS,
+            Bug::RestartSortsById => RESTART_KEEPS_ALL,
             Bug::CancelFreshOnly => CANCEL_RULE,
             Bug::CancelResetsAttempts => ATTEMPTS_COUNT_CLAIMS,
             Bug::RunOnceCompletesAtFirstReading => RUN_ONCE_RULE,

@@ -257,7 +257,7 @@ impl std::hash::Hash for World {
 pub enum Action {
     /// Enqueue the next new id with this budget and a deadline `deadline_in` ms after the
     /// enqueue's `now`, and (the first job only) a SPEC 1.1 shape; `back`: dated one
-    /// millisecond before the clock.
+    /// millisecond before the clock and scheduled at it.
     Enqueue {
         /// The attempt budget.
         max_attempts: u64,
@@ -265,7 +265,7 @@ pub enum Action {
         deadline_in: u64,
         /// The SPEC 1.1 shape of the enqueue; `None` for a 1.0 enqueue.
         shape: Option<Shape>,
-        /// Dated one millisecond before the clock.
+        /// Dated one millisecond before the clock, and scheduled at it.
         back: bool,
     },
     /// An idle worker claims.
@@ -345,7 +345,7 @@ impl fmt::Display for Action {
             Action::Enqueue { max_attempts, deadline_in, shape, back } => {
                 write!(f, "enqueue a new job: max_attempts {max_attempts}, deadline now+{deadline_in}")?;
                 if *back {
-                    f.write_str(", dated 1 ms back")?;
+                    f.write_str(", dated 1 ms back, not before now")?;
                 }
                 match shape {
                     None => Ok(()),
@@ -455,8 +455,11 @@ impl QueueModel {
         let held = |worker: usize| world.workers.get(worker).copied().flatten();
         Some(match action {
             Action::Enqueue { max_attempts, deadline_in, shape, back } => {
-                let now = if *back { now.checked_sub(1)? } else { now };
+                // Dated back, it is scheduled at the clock: due with the job enqueued at the
+                // clock, first enqueued after it, with an earlier `enqueued_at`.
+                let (now, scheduled) = if *back { (now.checked_sub(1)?, Some(now)) } else { (now, None) };
                 let (not_before, base_ms, cap_ms) = Shape::fields(*shape, now);
+                let not_before = scheduled.or(not_before);
                 Op::Enqueue {
                     id: job_name(world.ghosts.len()),
                     payload: PAYLOAD.into(),
