@@ -156,7 +156,7 @@ fn explore_reduces_by_symmetry_as_check_does() {
     assert!(reduced < full, "symmetry reduction merges worlds: {reduced} vs {full}");
 }
 
-/// Actions and steps name workers and jobs as `check`'s traces do: `w1`, `job-1`, and each
+/// Actions and steps name workers and jobs as `check`'s traces do: `w1`, `job-z`, and each
 /// step as its trace line.
 #[test]
 fn explore_names_workers_as_check_traces_do() {
@@ -171,6 +171,6 @@ fn explore_names_workers_as_check_traces_do() {
         .expect("w1 claims");
     let outcome = &claim.1;
     assert!(outcome.starts_with(r#"{"op":"claim","worker":"w1","now":0}"#), "{outcome}");
-    assert!(outcome.contains(r#"#   model: {"ok":"claimed","id":"job-1""#), "{outcome}");
-    assert!(outcome.contains("# w1 holds job-1 (attempt 1, lease until 2)"), "{outcome}");
+    assert!(outcome.contains(r#"#   model: {"ok":"claimed","id":"job-z""#), "{outcome}");
+    assert!(outcome.contains("# w1 holds job-z (attempt 1, lease until 2)"), "{outcome}");
 }

@@ -43,35 +43,9 @@ pub fn with_database(url: &str, name: &str) -> String {
     }
 }
 
-/// `url` as it may be shown in a message: its password, in the user part or as a
-/// `password=` parameter, replaced by `***`.
-pub fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let (before_query, query) = match rest.split_once('?') {
-        Some((before, query)) => (before, Some(query)),
-        None => (rest, None),
-    };
-    let end = before_query.find('/').unwrap_or(before_query.len());
-    let (authority, path) = before_query.split_at(end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{user}:***@{host}"),
-            None => authority.to_owned(),
-        },
-        None => authority.to_owned(),
-    };
-    let query = query.map(|query| {
-        let params: Vec<String> = query
-            .split('&')
-            .map(|param| match param.split_once('=') {
-                Some(("password", _)) => "password=***".to_owned(),
-                _ => param.to_owned(),
-            })
-            .collect();
-        format!("?{}", params.join("&"))
-    });
-    format!("{scheme}://{authority}{path}{}", query.unwrap_or_default())
-}
+/// `url` as it may be shown in a message: the library's one redaction of every form in
+/// which the PostgreSQL client reads a password.
+pub use retryq::redacted;
 
 /// How each trace gets its empty database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -71,6 +71,7 @@ mod job;
 #[cfg(feature = "postgres")]
 mod pg;
 mod queue;
+mod redact;
 mod refusal;
 mod schema;
 mod upgrade;
@@ -99,6 +100,7 @@ pub use queue::lease::Lease;
 pub use queue::redrive::{Redrive, RedriveDead};
 pub use queue::run_once::Ran;
 pub use queue::store::{OpenOptions, Queue, Settings, Synchronous};
+pub use redact::{is_conninfo, redacted};
 pub use refusal::{FileKind, Refusal};
 /// The `rusqlite` this crate is built on: open the application's connection with it, so that
 /// the [`rusqlite::Transaction`] given to [`enqueue_in`] is of the same version.

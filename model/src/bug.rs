@@ -302,14 +302,18 @@ impl Bug {
             Bug::RetryIgnoresOwnBackoff => "a retry ignores the job's own base_ms and cap_ms",
             Bug::CancelLeasedJob => "cancel kills a leased job, cutting its attempt short",
             Bug::ConfigOmittedResets => "config resets the settings it omits to their defaults",
-            Bug::HeartbeatLeaseAtClaim => "heartbeat extends by the lease granted at the claim, not lease_ms now",
+            Bug::HeartbeatLeaseAtClaim => {
+                "heartbeat extends by the lease granted at the claim, not lease_ms now"
+            }
             Bug::OwnBackoffAllOrNothing => "a job's own backoff applies only when it has both settings",
             Bug::ClaimTieById => "claim's tie-break goes to the smaller id",
             Bug::ClaimTieByEnqueuedAt => "claim's tie-break goes to the earlier enqueued_at",
             Bug::RestartSortsById => "a restart reloads jobs ordered by id, losing first-enqueue order",
             Bug::CancelFreshOnly => "cancel refuses a pending job that has had an attempt",
             Bug::CancelResetsAttempts => "cancel gives the spent attempts back",
-            Bug::RunOnceCompletesAtFirstReading => "run_once completes at its first clock reading, not its second",
+            Bug::RunOnceCompletesAtFirstReading => {
+                "run_once completes at its first clock reading, not its second"
+            }
             Bug::HeartbeatExpiryCapped => "a heartbeat's expiry is capped at 2^53-1",
             Bug::NotBeforeNowRefused => "enqueue refuses not_before == now (<= for <)",
             Bug::LongNameRefused => "a name of 256 bytes is refused (>= for >)",

@@ -444,7 +444,10 @@ where
             }
         })
         .collect();
-    let cells = decided[properties.len()..].iter().map(|hit| hit.and_then(|hit| replay(model, &nodes, hit))).collect();
+    let cells = decided[properties.len()..]
+        .iter()
+        .map(|hit| hit.and_then(|hit| replay(model, &nodes, hit)))
+        .collect();
     CheckReport {
         unique_states: seen.len(),
         states,

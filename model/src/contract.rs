@@ -474,10 +474,8 @@ pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
         _ if meets == M::Missing => answer == A::NotFound,
         OpKind::Get => answer == A::Job,
         OpKind::Complete => {
-            let applied = matches!(
-                answer,
-                A::Done | A::Retry | A::DeadExhausted | A::DeadDeadline | A::DeadPermanent
-            );
+            let applied =
+                matches!(answer, A::Done | A::Retry | A::DeadExhausted | A::DeadDeadline | A::DeadPermanent);
             // Dated before the claim, a lease cannot have expired yet: `clock_went_backwards`
             // meets a live one.
             answer == A::LeaseLost
@@ -700,7 +698,9 @@ mod tests {
             if op.names_a_job() {
                 for meets in Meets::ALL.into_iter().filter(|&m| m != Meets::Nothing) {
                     assert!(
-                        cells.iter().any(|c| c.op == op && c.meets == meets && c.answer != Answer::InvalidInput),
+                        cells
+                            .iter()
+                            .any(|c| c.op == op && c.meets == meets && c.answer != Answer::InvalidInput),
                         "{op:?} meeting {meets:?} has no answer"
                     );
                 }

@@ -79,7 +79,14 @@ pub fn taken_id(response: &Response) -> Option<&str> {
 /// Calls `reached` with each cell the step reached: `op`, run at the world's `now` on `before`,
 /// answered `response` and left `after`. Statuses are dated by the operation's own `now`;
 /// the world's `now` dates those of operations that carry none (`get`) or one out of range.
-pub fn cells(before: &Store, op: &Op, response: &Response, after: &Store, now: u64, reached: &mut impl FnMut(Cell)) {
+pub fn cells(
+    before: &Store,
+    op: &Op,
+    response: &Response,
+    after: &Store,
+    now: u64,
+    reached: &mut impl FnMut(Cell),
+) {
     let kind = OpKind::of(op);
     let answer = Answer::of(response);
     // A `now` out of range is no time at all: the job is met as it is at the world's clock.

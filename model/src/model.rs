@@ -485,12 +485,21 @@ impl QueueModel {
             }
             Action::Heartbeat { worker } => {
                 let held = held(*worker)?;
-                Op::Heartbeat { worker: worker_name(*worker), id: job_name(held.job), attempt: held.attempt, now }
+                Op::Heartbeat {
+                    worker: worker_name(*worker),
+                    id: job_name(held.job),
+                    attempt: held.attempt,
+                    now,
+                }
             }
             Action::Crash { .. } | Action::Tick => return None,
-            Action::RunOnce { worker, outcome } => {
-                Op::RunOnce { worker: worker_name(*worker), now, after: None, outcome: *outcome, jitter: None }
-            }
+            Action::RunOnce { worker, outcome } => Op::RunOnce {
+                worker: worker_name(*worker),
+                now,
+                after: None,
+                outcome: *outcome,
+                jitter: None,
+            },
             Action::RunOnceClockBack { worker } => Op::RunOnce {
                 worker: worker_name(*worker),
                 now,
@@ -536,7 +545,9 @@ impl QueueModel {
         let response = next.store.step(&op);
         next.broken = rules::judge(&world.store, &op, &response, &next.store, &job_index);
         let mut reached = Reached::default();
-        coverage::cells(&world.store, &op, &response, &next.store, world.now, &mut |cell| reached.insert(cell));
+        coverage::cells(&world.store, &op, &response, &next.store, world.now, &mut |cell| {
+            reached.insert(cell)
+        });
         next.reached = reached;
         self.observe(world, action, &op, &response, &mut next);
         next.normalize();
@@ -644,7 +655,14 @@ impl QueueModel {
 
     /// Bookkeeping for a claim of job `id` by `worker` the store answered, with a lease until
     /// `lease_until`: returns the job's index.
-    fn claimed(&self, before: &World, id: &str, worker: &str, lease_until: u64, next: &mut World) -> Option<usize> {
+    fn claimed(
+        &self,
+        before: &World,
+        id: &str,
+        worker: &str,
+        lease_until: u64,
+        next: &mut World,
+    ) -> Option<usize> {
         let job = job_index(id)?;
         let now = before.now;
         self.claim_events(before, job, next);
@@ -728,9 +746,10 @@ impl QueueModel {
         let Some(job) = self.claimed(before, id, worker, lease_until, next) else { return };
         let report = match (response, outcome.classified()) {
             (Response::Ok(Reply::Crashed { .. }), _) => HolderReport::Crashed,
-            (Response::Ok(Reply::RanDone { .. } | Reply::RanRetry { .. } | Reply::RanDead { .. }), Some(o)) => {
-                HolderReport::Completed(o)
-            }
+            (
+                Response::Ok(Reply::RanDone { .. } | Reply::RanRetry { .. } | Reply::RanDead { .. }),
+                Some(o),
+            ) => HolderReport::Completed(o),
             _ => HolderReport::Unknown,
         };
         if let Some(ghost) = next.ghosts.get_mut(job) {
@@ -739,11 +758,22 @@ impl QueueModel {
         if let (HolderReport::Completed(outcome), Some(ghost)) = (report, next.ghosts.get_mut(job)) {
             ghost.lease_until = 0;
             let reply = match response {
-                Response::Ok(Reply::RanRetry { available_at, .. }) => Reply::Retry { available_at: *available_at },
+                Response::Ok(Reply::RanRetry { available_at, .. }) => {
+                    Reply::Retry { available_at: *available_at }
+                }
                 Response::Ok(Reply::RanDead { reason, .. }) => Reply::Dead { reason: *reason },
                 _ => Reply::Done,
             };
-            self.retry_events(before, job, before.store.job(id).map_or(0, |j| j.attempts + 1), outcome, after, jitter, &Response::Ok(reply), next);
+            self.retry_events(
+                before,
+                job,
+                before.store.job(id).map_or(0, |j| j.attempts + 1),
+                outcome,
+                after,
+                jitter,
+                &Response::Ok(reply),
+                next,
+            );
         }
     }
 
@@ -785,7 +815,10 @@ impl QueueModel {
         ghost.report = HolderReport::Completed(outcome);
         if matches!(response, Response::Ok(_)) {
             ghost.lease_until = 0;
-            let late = before.store.job(id).is_some_and(|j| matches!(j.phase, Phase::Leased { until, .. } if until <= now));
+            let late = before
+                .store
+                .job(id)
+                .is_some_and(|j| matches!(j.phase, Phase::Leased { until, .. } if until <= now));
             if late {
                 next.events.insert(Events::LATE_ACCEPTED);
             }
@@ -956,7 +989,12 @@ impl QueueModel {
                 && scene.room_for(now, deadline_in)
             {
                 for &shape in scene.shapes.iter().filter(|_| b.contract_1_1) {
-                    actions.push(Action::Enqueue { max_attempts, deadline_in, shape: Some(shape), back: false });
+                    actions.push(Action::Enqueue {
+                        max_attempts,
+                        deadline_in,
+                        shape: Some(shape),
+                        back: false,
+                    });
                 }
             }
         }
@@ -970,7 +1008,11 @@ impl QueueModel {
                 actions.push(Action::Complete { worker, outcome: Outcome::Ok, jitter: None });
                 actions.push(Action::Complete { worker, outcome: Outcome::Permanent, jitter: None });
                 for &jitter in &b.jitters {
-                    actions.push(Action::Complete { worker, outcome: Outcome::Retryable, jitter: Some(jitter) });
+                    actions.push(Action::Complete {
+                        worker,
+                        outcome: Outcome::Retryable,
+                        jitter: Some(jitter),
+                    });
                 }
                 if b.hostile {
                     actions.push(Action::Crash { worker });
@@ -997,7 +1039,10 @@ impl QueueModel {
                 actions.push(Action::Redrive { job });
             }
             let first_fresh = job == 0 && ghost.claims == 0 && ghost.redrives == 0;
-            if b.contract_1_1 && matches!(stored.phase, Phase::Pending { .. }) && (scene.cancel_any || first_fresh) {
+            if b.contract_1_1
+                && matches!(stored.phase, Phase::Pending { .. })
+                && (scene.cancel_any || first_fresh)
+            {
                 actions.push(Action::Cancel { job });
             }
         }

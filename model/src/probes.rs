@@ -58,7 +58,8 @@ impl Set {
 
 /// A 64-bit hash with fixed keys: the same class for the same value on every run.
 fn class_of<T: Hash>(value: &T) -> u64 {
-    ahash::RandomState::with_seeds(0x7072_6f62_6573, 0x5245_5452_5951, 0x636c_6173_73, 0x6b65_7973).hash_one(value)
+    ahash::RandomState::with_seeds(0x7072_6f62_6573, 0x5245_5452_5951, 0x636c_6173_73, 0x6b65_7973)
+        .hash_one(value)
 }
 
 impl QueueModel {
@@ -146,8 +147,12 @@ impl QueueModel {
             ops.push(Op::Redrive { id: missing, now, add_attempts: 1, deadline: later(1) });
         }
         // run_once's two readings, each outcome the transport can classify.
-        let outcomes =
-            [(RunOutcome::Ok, None), (RunOutcome::Permanent, None), (RunOutcome::Retryable, Some(0.5)), (RunOutcome::Retryable, Some(1.0))];
+        let outcomes = [
+            (RunOutcome::Ok, None),
+            (RunOutcome::Permanent, None),
+            (RunOutcome::Retryable, Some(0.5)),
+            (RunOutcome::Retryable, Some(1.0)),
+        ];
         for (outcome, jitter) in outcomes {
             for after in [None, Some(later(1)), Some(later(2))] {
                 ops.push(Op::RunOnce { worker: worker_name(0), now, after, outcome, jitter });
@@ -172,16 +177,15 @@ impl QueueModel {
 /// dated back (after the claim: the lease must not shrink). For any other status, the holder's
 /// last token, which must be `lease_lost` (or `not_found`).
 fn fence_probes(id: &str, attempts: u64, phase: &Phase, now: u64, ops: &mut Vec<Op>) {
-    let complete = |worker: &str, attempt: u64, outcome: Outcome, now: u64, jitter: Option<f64>| Op::Complete {
+    let complete = |worker: &str, attempt: u64, outcome: Outcome, now: u64, jitter: Option<f64>| {
+        Op::Complete { worker: worker.into(), id: id.into(), attempt, outcome, now, jitter }
+    };
+    let heartbeat = |worker: &str, attempt: u64, now: u64| Op::Heartbeat {
         worker: worker.into(),
         id: id.into(),
         attempt,
-        outcome,
         now,
-        jitter,
     };
-    let heartbeat =
-        |worker: &str, attempt: u64, now: u64| Op::Heartbeat { worker: worker.into(), id: id.into(), attempt, now };
     let Phase::Leased { owner, claimed_at, .. } = phase else {
         let attempt = attempts.max(1);
         ops.push(complete(&worker_name(0), attempt, Outcome::Ok, now, None));
@@ -290,7 +294,9 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
             now,
             jitter: Some(0.5),
         },
-        OpKind::RunOnce => Op::RunOnce { worker, now, after: None, outcome: RunOutcome::Retryable, jitter: Some(0.5) },
+        OpKind::RunOnce => {
+            Op::RunOnce { worker, now, after: None, outcome: RunOutcome::Retryable, jitter: Some(0.5) }
+        }
         OpKind::Heartbeat => Op::Heartbeat { worker, id: target.into(), attempt, now },
         OpKind::Redrive => Op::Redrive { id: target.into(), now, add_attempts: 1, deadline },
         OpKind::Cancel => Op::Cancel { id: target.into(), now },
@@ -423,7 +429,9 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
         (Op::Enqueue { base_ms, .. } | Op::Config { base_ms, .. }, Field::BaseMs) => {
             *base_ms = int(class, 0, MAX_INT)?;
         }
-        (Op::Enqueue { cap_ms, .. } | Op::Config { cap_ms, .. }, Field::CapMs) => *cap_ms = int(class, 0, MAX_INT)?,
+        (Op::Enqueue { cap_ms, .. } | Op::Config { cap_ms, .. }, Field::CapMs) => {
+            *cap_ms = int(class, 0, MAX_INT)?
+        }
         (Op::Config { lease_ms, .. }, Field::LeaseMs) => {
             *lease_ms = match class {
                 Below => Some(0),
@@ -440,7 +448,9 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
         (Op::RetryDelay { base_ms, .. }, Field::BaseMs) => *base_ms = int(class, 0, MAX_INT)??,
         (Op::RetryDelay { cap_ms, .. }, Field::CapMs) => *cap_ms = int(class, 0, MAX_INT)??,
         (Op::RetryDelay { jitter: j, .. }, Field::Jitter) => *j = jitter(class)??,
-        (Op::Complete { jitter: j, .. } | Op::RunOnce { jitter: j, .. }, Field::Jitter) => *j = jitter(class)?,
+        (Op::Complete { jitter: j, .. } | Op::RunOnce { jitter: j, .. }, Field::Jitter) => {
+            *j = jitter(class)?
+        }
         _ => return None,
     }
     Some(op)

@@ -208,11 +208,13 @@ pub mod names {
     pub const WATCHDOG_NOT_EARLY: &str = "the watchdog never cuts an attempt with more than the margin left";
     /// A `sometimes` property: a stalled holder's attempt ended by its watchdog, the job
     /// claimed again.
-    pub const WATCHDOG_CUT_RECLAIMED: &str = "a stalled holder's attempt is cut by its watchdog, then reclaimed";
+    pub const WATCHDOG_CUT_RECLAIMED: &str =
+        "a stalled holder's attempt is cut by its watchdog, then reclaimed";
     /// A `sometimes` property: a tie broken where `enqueued_at` and first enqueue disagree.
     pub const BACKDATED_TIE: &str = "a claim breaks a tie by first enqueue, not enqueued_at";
     /// A `sometimes` property: a retry under settings switched since the enqueue.
-    pub const SWITCHED_SETTINGS_RETRY: &str = "a retry uses the settings in effect, switched since the enqueue";
+    pub const SWITCHED_SETTINGS_RETRY: &str =
+        "a retry uses the settings in effect, switched since the enqueue";
     /// A `sometimes` property: a lease whose expiry passes 2^53 - 1 (SPEC 6.10).
     pub const LEASE_PAST_MAX_INT: &str = "a lease ends past 2^53 - 1";
 }
@@ -354,7 +356,11 @@ pub fn all() -> Vec<Check> {
             kind: Sometimes,
             holds: |_, w| w.events.contains(Events::WATCHDOG_CUT_RECLAIMED),
         },
-        Check { name: BACKDATED_TIE, kind: Sometimes, holds: |_, w| w.events.contains(Events::BACKDATED_TIE) },
+        Check {
+            name: BACKDATED_TIE,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::BACKDATED_TIE),
+        },
         Check {
             name: SWITCHED_SETTINGS_RETRY,
             kind: Sometimes,
@@ -485,9 +491,11 @@ fn every_job_ends(model: &QueueModel, world: &World) -> bool {
     }
     // Every deadline has passed and every lease has expired by `at`: the horizon, unless a
     // probe set a deadline beyond it (a probe's world is judged, not explored further).
-    let at = world.store.jobs().iter().fold(world.now, |at, job| {
-        at.max(job.deadline).max(job.phase.available_at().unwrap_or(0))
-    });
+    let at = world
+        .store
+        .jobs()
+        .iter()
+        .fold(world.now, |at, job| at.max(job.deadline).max(job.phase.available_at().unwrap_or(0)));
     let mut store = world.store.clone();
     store.step(&Op::Reap { now: at.min(crate::MAX_INT) });
     store.jobs().iter().all(|job| matches!(job.phase, Phase::Done | Phase::Dead(_)))
@@ -506,9 +514,12 @@ fn executions_apart(_: &QueueModel, world: &World) -> bool {
 /// margin`, the lease as its last accepted heartbeat left it.
 fn watchdog_not_early(model: &QueueModel, world: &World) -> bool {
     let watchdog = model.bounds.watchdog;
-    world.workers.iter().flatten().filter(|held| !held.running(world.now)).all(|held| {
-        held.lease_until + watchdog.skew <= held.runs_until.saturating_add(watchdog.margin)
-    })
+    world
+        .workers
+        .iter()
+        .flatten()
+        .filter(|held| !held.running(world.now))
+        .all(|held| held.lease_until + watchdog.skew <= held.runs_until.saturating_add(watchdog.margin))
 }
 
 fn crash_on_last_attempt(_: &QueueModel, world: &World) -> bool {

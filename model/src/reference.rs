@@ -300,7 +300,9 @@ impl Store {
             validate::deadline(deadline, now)?;
         }
         let not_before = match schedule.not_before {
-            Some(at) if self.bug(Bug::NotBeforeNowRefused) => seeded::not_before_after_now(at, now, deadline)?,
+            Some(at) if self.bug(Bug::NotBeforeNowRefused) => {
+                seeded::not_before_after_now(at, now, deadline)?
+            }
             Some(at) => validate::not_before(at, now, deadline)?,
             None => now,
         };
@@ -371,7 +373,9 @@ impl Store {
             Some(Bug::ClaimTieToNewest) => seeded::tie_to_newest(candidates),
             Some(Bug::ClaimFirstEnqueued) => candidates.map(|(i, _)| i).next(),
             Some(Bug::ClaimOnlyFirstJob) => seeded::only_first(candidates),
-            Some(Bug::ClaimTieById) => candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.id.clone())).map(|(i, _)| i),
+            Some(Bug::ClaimTieById) => {
+                candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.id.clone())).map(|(i, _)| i)
+            }
             Some(Bug::ClaimTieByEnqueuedAt) => {
                 candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.enqueued_at)).map(|(i, _)| i)
             }

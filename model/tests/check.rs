@@ -87,7 +87,8 @@ fn the_spec_store_keeps_every_property_and_shows_every_example() {
         }
     }
     // And the default scenes each show what they are for.
-    let main = check(Bounds { scenes: vec![retryq_model::model::Scene::main()], ..Bounds::default() }, None, true);
+    let main =
+        check(Bounds { scenes: vec![retryq_model::model::Scene::main()], ..Bounds::default() }, None, true);
     for name in ONE_JOB_EXAMPLES {
         let finding = main.finding(name).expect("known property");
         assert_eq!(finding.status, Status::NotFound, "the two-job scene leaves {name} to the one-job scene");
@@ -290,7 +291,9 @@ fn watchdog_bugs_end_in_two_executions_or_an_early_cut() {
         let report = model.show_bug(2);
         let finding = report.finding(bug.caught_by()).expect("known property");
         let world = replayed(&model, finding.path.as_ref().expect("a counterexample"));
-        let running = |job: usize| world.workers.iter().flatten().filter(|h| h.job == job && h.running(world.now)).count();
+        let running = |job: usize| {
+            world.workers.iter().flatten().filter(|h| h.job == job && h.running(world.now)).count()
+        };
         match bug {
             Bug::WatchdogNotRenewed => assert!(
                 world.workers.iter().flatten().any(|h| !h.running(world.now) && h.lease_until > h.runs_until),

@@ -152,7 +152,7 @@ fn server(url: &str) -> Result<std::sync::Arc<Databases>, CliError> {
         ));
     }
     Databases::new(url, Fresh::Reset)
-        .map_err(|e| CliError::Database(format!("--db {}: {e}", pg::redacted(url))))
+        .map_err(|e| CliError::Database(format!("--db {}: {e}", retryq::redacted(url))))
 }
 
 fn one_trace(path: &Path, setup: &Setup) -> Result<ExitCode, CliError> {

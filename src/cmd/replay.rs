@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 fn open(db: &Path) -> Result<Side, CliError> {
     match db.to_str() {
         Some(url) if pg::is_url(url) => Side::postgres(url)
-            .map_err(|e| CliError::Database(format!("--db {}: {e}", super::db::redacted(url)))),
+            .map_err(|e| CliError::Database(format!("--db {}: {e}", retryq::redacted(url)))),
         _ => Ok(Side::file(db)?),
     }
 }

@@ -156,10 +156,22 @@ fn conformance_row(
 fn model_check() -> Row {
     let model = QueueModel::new(Bounds::default(), None);
     let report = model.check(threads(), true);
-    let checked = format!("{} states, {} properties", report.unique_states, report.findings.len());
-    let verdict = match report.findings.iter().find(|f| f.status.is_failure()) {
-        Some(f) => Err(format!("{}: {} (run `retryq check` for the trace)", f.name, f.status.name())),
-        None => Ok("every property holds, every example found".into()),
+    let checked = format!(
+        "{} states, {} properties, {} cells",
+        report.unique_states,
+        report.findings.len(),
+        report.cells.len()
+    );
+    let unreached = super::check::unreached(&report, false);
+    let verdict = match (report.findings.iter().find(|f| f.status.is_failure()), unreached.first()) {
+        (Some(f), _) => Err(format!("{}: {} (run `retryq check` for the trace)", f.name, f.status.name())),
+        (None, Some(cell)) => Err(format!(
+            "{} meeting {} answering {} not reached (run `retryq check --coverage`)",
+            cell.op.name(),
+            cell.meets.name(),
+            cell.answer.name()
+        )),
+        (None, None) => Ok("every property holds, every example found, every cell reached".into()),
     };
     Row { stage: "model check", checked, verdict, seconds: 0.0 }
 }

@@ -310,7 +310,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         None => args.db.open_write(true)?,
     };
     let config = Config { db_file: args.db.file(), ..config };
-    tracing::info!(db = %super::db::redacted(&args.db.db), store = store.kind(), clock = ?args.db.clock, "opened the store");
+    tracing::info!(db = %retryq::redacted(&args.db.db), store = store.kind(), clock = ?args.db.clock, "opened the store");
     let server = ServerClock::new();
     // A test's stepped wall clock (retryq_worker::STEP_FILE_VAR), where this host's clock is
     // the one leases are kept on; the trampolines read the same.
@@ -329,7 +329,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             None => Err(args.db.explain(e)),
         },
         Err(WorkError::FileTooLarge { why, source }) => {
-            let db = path.map_or_else(|| super::db::redacted(&args.db.db), |p| p.display().to_string());
+            let db = path.map_or_else(|| retryq::redacted(&args.db.db), |p| p.display().to_string());
             Err(CliError::Database(format!("{db}: {why}: nothing was written ({source})")))
         }
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
