@@ -15,7 +15,7 @@ fn json_report_has_every_property_with_its_kind_and_status() {
         assert!(report[key].as_u64().is_some_and(|n| n > 0), "{key}");
     }
     assert!(report["seconds"].as_f64().is_some());
-    assert_eq!(report["unique_states"], 229_700);
+    assert_eq!(report["unique_states"], 336_508);
     assert!(report["cells_reached"].as_u64() <= report["cells"].as_u64());
     let properties = report["properties"].as_array().expect("properties");
     assert_eq!(properties.len(), 55);

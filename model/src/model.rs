@@ -122,6 +122,9 @@ pub struct Ghost {
     /// The worker of the latest claim (its index, or [`OUTSIDER`]) while that claim's lease
     /// stands in the store; [`NOBODY`] otherwise. With `claims`, the token only it may present.
     pub holder: u8,
+    /// The settings in effect at its enqueue, while they differ from those in effect now (the
+    /// world switched them since): what its retries must no longer use (SPEC 3.11, 6.23).
+    pub enqueued_under: Option<Config>,
 }
 
 /// Things the last step did, for the properties about transitions. Cleared at every step, so
@@ -589,6 +592,7 @@ impl QueueModel {
                         not_before: not_before.unwrap_or(now),
                         cancelled: false,
                         holder: NOBODY,
+                        enqueued_under: None,
                     });
                 }
             }
@@ -611,10 +615,14 @@ impl QueueModel {
             (Op::Config { .. }, Response::Ok(Reply::Config)) => {
                 if let Action::Configure { to } = action {
                     next.config = *to;
+                    for ghost in &mut next.ghosts {
+                        let under = ghost.enqueued_under.unwrap_or(before.config);
+                        ghost.enqueued_under = Some(under).filter(|&under| under != *to);
+                    }
                 }
             }
-            (Op::Claim { worker, .. }, Response::Ok(Reply::Claimed { id, attempt, lease_until })) => {
-                let job = self.claimed(before, id, worker, *lease_until, next);
+            (&Op::Claim { ref worker, now }, Response::Ok(Reply::Claimed { id, attempt, lease_until })) => {
+                let job = self.claimed(before, id, worker, now, *lease_until, next);
                 if let (Some(job), Action::Claim { worker }) = (job, action)
                     && let Some(slot) = next.workers.get_mut(*worker)
                 {
@@ -653,19 +661,19 @@ impl QueueModel {
         }
     }
 
-    /// Bookkeeping for a claim of job `id` by `worker` the store answered, with a lease until
-    /// `lease_until`: returns the job's index.
+    /// Bookkeeping for a claim of job `id` by `worker` at `now` the store answered, with a
+    /// lease until `lease_until`: returns the job's index.
     fn claimed(
         &self,
         before: &World,
         id: &str,
         worker: &str,
+        now: u64,
         lease_until: u64,
         next: &mut World,
     ) -> Option<usize> {
         let job = job_index(id)?;
-        let now = before.now;
-        self.claim_events(before, job, next);
+        self.claim_events(before, job, now, next);
         if lease_until > crate::MAX_INT {
             next.events.insert(Events::LEASE_PAST_MAX_INT);
         }
@@ -703,8 +711,8 @@ impl QueueModel {
     /// order of `enqueued_at` is not that of first enqueues), a later job due earlier taken
     /// first. Judged on the jobs claimable at the claim (after its reap), as the store held
     /// them before.
-    fn claim_events(&self, before: &World, job: usize, next: &mut World) {
-        let due = rules::claimable(before.store.jobs(), before.now);
+    fn claim_events(&self, before: &World, job: usize, now: u64, next: &mut World) {
+        let due = rules::claimable(before.store.jobs(), now);
         let Some(&(taken_at, _)) = due.iter().find(|(_, id)| job_index(id) == Some(job)) else {
             return;
         };
@@ -743,7 +751,7 @@ impl QueueModel {
             next.events.insert(Events::RUN_ONCE_CLOCK_BACK);
         }
         let lease_until = now + before.config.lease_ms;
-        let Some(job) = self.claimed(before, id, worker, lease_until, next) else { return };
+        let Some(job) = self.claimed(before, id, worker, now, lease_until, next) else { return };
         let report = match (response, outcome.classified()) {
             (Response::Ok(Reply::Crashed { .. }), _) => HolderReport::Crashed,
             (
@@ -865,15 +873,14 @@ impl QueueModel {
             if (own.0.is_some() || own.1.is_some()) && delay != queue_delay {
                 next.events.insert(Events::OWN_BACKOFF_RETRY);
             }
-            let first = self.scene(before).configs.first().copied().unwrap_or(config);
-            if config != first && stored.is_some_and(|j| j.enqueued_at == self.scene(before).epoch) {
-                let first_delay = rules::delay(
+            if let Some(then) = ghost.enqueued_under {
+                let then_delay = rules::delay(
                     attempt,
-                    own.0.unwrap_or(first.base_ms),
-                    own.1.unwrap_or(first.cap_ms),
+                    own.0.unwrap_or(then.base_ms),
+                    own.1.unwrap_or(then.cap_ms),
                     jitter,
                 );
-                if first_delay != delay {
+                if then_delay != delay {
                     next.events.insert(Events::SWITCHED_SETTINGS_RETRY);
                 }
             }
@@ -1072,24 +1079,32 @@ fn default_scene() -> &'static Scene {
 impl World {
     /// Forgets what no longer tells worlds apart: the ghost leases the clock has passed (an
     /// expired lease is the store's to reclaim, and keeping its end would only split states
-    /// that behave the same), and the holder of a job whose lease no longer stands.
+    /// that behave the same), the holder of a job whose lease no longer stands, and the
+    /// settings of the enqueue of a job that is over.
     fn normalize(&mut self) {
         for ghost in &mut self.ghosts {
             if ghost.lease_until <= self.now {
                 ghost.lease_until = 0;
             }
         }
-        let mut leased = [false; 64];
+        // Per job index: leased, and over (done or dead).
+        let mut status = [(false, false); 64];
         for job in self.store.jobs() {
-            if let (Some(i), Phase::Leased { .. }) = (job_index(&job.id), &job.phase)
-                && let Some(slot) = leased.get_mut(i)
-            {
-                *slot = true;
+            if let Some(slot) = job_index(&job.id).and_then(|i| status.get_mut(i)) {
+                *slot = (
+                    matches!(job.phase, Phase::Leased { .. }),
+                    matches!(job.phase, Phase::Done | Phase::Dead(_)),
+                );
             }
         }
         for (i, ghost) in self.ghosts.iter_mut().enumerate() {
-            if !leased.get(i).copied().unwrap_or(false) {
+            let (leased, over) = status.get(i).copied().unwrap_or((false, false));
+            if !leased {
                 ghost.holder = NOBODY;
+            }
+            // The settings of an enqueue matter to retries only, and a job over has none left.
+            if over {
+                ghost.enqueued_under = None;
             }
         }
     }

@@ -15,7 +15,9 @@
 //!   `config` with each setting omitted (which must keep it) or changed alone. What a probe
 //!   does depends on the store and the clock only, so judging it once per store and clock
 //!   judges it in every world that holds them.
-//! - **The arguments** (one class per scene and statuses of the jobs): every operation of the
+//! - **The arguments** (one class per scene, settings and statuses of the jobs): the fence, a
+//!   cancel and a redrive of a missing id, `config` with each setting omitted (which must keep
+//!   it) or changed alone; and every operation of the
 //!   contract's table ([`contract::OpKind::ALL`]), every one of its fields, with a
 //!   representative of every class of that field ([`contract::classes`]: the valid values at
 //!   the edges of its range, and each way of being invalid), against the first job and against
@@ -70,7 +72,7 @@ impl QueueModel {
             Set::Arguments => {
                 let statuses: Vec<_> =
                     world.store.jobs().iter().map(|job| coverage::meets(Some(job), world.now)).collect();
-                class_of(&(world.scene, statuses))
+                class_of(&(world.scene, world.store.config(), statuses))
             }
             Set::Formula => 0,
         }
@@ -86,6 +88,7 @@ impl QueueModel {
             Set::Store => self.store_probes(world, &mut ops),
             Set::Arguments => {
                 if self.bounds.contract_1_1 {
+                    lookup_and_settings_probes(world, &mut ops);
                     argument_probes(world, &mut ops);
                 }
             }
@@ -141,34 +144,40 @@ impl QueueModel {
             }
             fence_probes(&id, job.attempts, &job.phase, now, ops);
         }
-        if self.bounds.contract_1_1 {
-            fence_probes(&missing, 1, &Phase::Done, now, ops);
-            ops.push(Op::Cancel { id: missing.clone(), now });
-            ops.push(Op::Redrive { id: missing, now, add_attempts: 1, deadline: later(1) });
-        }
-        // run_once's two readings, each outcome the transport can classify.
-        let outcomes = [
-            (RunOutcome::Ok, None),
-            (RunOutcome::Permanent, None),
-            (RunOutcome::Retryable, Some(0.5)),
-            (RunOutcome::Retryable, Some(1.0)),
+        // run_once's second reading the first, or later: each outcome the transport can
+        // classify (ok and permanent at the first only: a later one changes nothing they do).
+        let readings = [
+            (RunOutcome::Ok, None, None),
+            (RunOutcome::Permanent, None, None),
+            (RunOutcome::Retryable, Some(0.5), None),
+            (RunOutcome::Retryable, Some(0.5), Some(later(1))),
+            (RunOutcome::Retryable, Some(1.0), Some(later(1))),
+            (RunOutcome::Retryable, Some(1.0), Some(later(2))),
         ];
-        for (outcome, jitter) in outcomes {
-            for after in [None, Some(later(1)), Some(later(2))] {
-                ops.push(Op::RunOnce { worker: worker_name(0), now, after, outcome, jitter });
-            }
+        for (outcome, jitter, after) in readings {
+            ops.push(Op::RunOnce { worker: worker_name(0), now, after, outcome, jitter });
         }
-        // config with each setting omitted, which must keep its value, and each changed alone.
-        let Config { base_ms, cap_ms, lease_ms } = store.config();
-        let other = |v: u64| if v < MAX_INT { v + 1 } else { v - 1 };
-        ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: None });
-        ops.push(Op::Config { base_ms: Some(base_ms), cap_ms: None, lease_ms: None });
-        ops.push(Op::Config { base_ms: None, cap_ms: Some(cap_ms), lease_ms: None });
-        ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(lease_ms) });
-        ops.push(Op::Config { base_ms: Some(other(base_ms)), cap_ms: None, lease_ms: None });
-        ops.push(Op::Config { base_ms: None, cap_ms: Some(other(cap_ms)), lease_ms: None });
-        ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(other(lease_ms)) });
     }
+}
+
+/// What depends only on the ids stored and the settings: the fence, a cancel and a redrive of
+/// a missing id (`not_found`), and `config` with each setting omitted (which must keep its
+/// value) and each changed alone.
+fn lookup_and_settings_probes(world: &World, ops: &mut Vec<Op>) {
+    let now = world.now;
+    let missing = job_name(world.store.jobs().len());
+    fence_probes(&missing, 1, &Phase::Done, now, ops);
+    ops.push(Op::Cancel { id: missing.clone(), now });
+    ops.push(Op::Redrive { id: missing, now, add_attempts: 1, deadline: (now + 1).min(MAX_INT) });
+    let Config { base_ms, cap_ms, lease_ms } = world.store.config();
+    let other = |v: u64| if v < MAX_INT { v + 1 } else { v - 1 };
+    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: None });
+    ops.push(Op::Config { base_ms: Some(base_ms), cap_ms: None, lease_ms: None });
+    ops.push(Op::Config { base_ms: None, cap_ms: Some(cap_ms), lease_ms: None });
+    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(lease_ms) });
+    ops.push(Op::Config { base_ms: Some(other(base_ms)), cap_ms: None, lease_ms: None });
+    ops.push(Op::Config { base_ms: None, cap_ms: Some(other(cap_ms)), lease_ms: None });
+    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(other(lease_ms)) });
 }
 
 /// The fence of job `id`, tried every way: for a lease, each outcome from its holder, then the

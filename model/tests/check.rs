@@ -23,9 +23,9 @@ fn sized(jobs: usize, workers: usize, horizon: u64) -> Bounds {
 #[test]
 fn pinned_state_counts() {
     for (bounds, symmetry, unique) in [
-        (sized(1, 1, 4), true, 44_954),
-        (sized(1, 2, 5), true, 229_700),
-        (sized(1, 2, 5), false, 384_390),
+        (sized(1, 1, 4), true, 66_058),
+        (sized(1, 2, 5), true, 336_508),
+        (sized(1, 2, 5), false, 582_078),
         (sized(2, 1, 4), true, 262_759),
         (sized(2, 2, 4), true, 445_898),
         (sized(2, 2, 4), false, 770_299),
