@@ -18,9 +18,9 @@ fn json_report_has_every_property_with_its_kind_and_status() {
     assert_eq!(report["unique_states"], 336_508);
     assert!(report["cells_reached"].as_u64() <= report["cells"].as_u64());
     let properties = report["properties"].as_array().expect("properties");
-    assert_eq!(properties.len(), 55);
+    assert_eq!(properties.len(), 54);
     let kinds = |kind: &str| properties.iter().filter(|p| p["kind"] == kind).count();
-    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (27, 1, 27));
+    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (26, 1, 27));
     let elsewhere = [
         "a claim breaks a tie by first enqueue",
         "a claim takes a later-enqueued job due earlier",
@@ -69,12 +69,13 @@ fn a_seeded_bug_gives_a_counterexample_that_replays_on_sqlite() {
     let trace = std::fs::read_to_string(&file).expect("counterexample written");
     let ops: Vec<&str> = trace.lines().filter(|l| l.starts_with('{')).collect();
     let model: Vec<&str> = trace.lines().filter_map(|l| l.strip_prefix("#   model: ")).collect();
-    assert_eq!(ops.len(), 4, "config, enqueue, the crash, get:\n{trace}");
+    assert_eq!(ops.len(), 5, "config, enqueue, the crash, get, enqueue again:\n{trace}");
     let replayed = retryq(&["replay", file_arg]);
     assert!(replayed.status.success());
     let sqlite: Vec<String> = stdout(&replayed).lines().map(String::from).collect();
     assert_eq!(sqlite.len(), ops.len(), "one output line per operation");
     assert_eq!(sqlite[..3], model[..3], "the same up to the crash");
+    assert_eq!(sqlite[4], model[4], "the payload is the job's own: existing");
     assert!(sqlite[3].contains(r#""attempts":1"#), "SQLite keeps the spent attempt: {}", sqlite[3]);
     assert!(model[3].contains(r#""attempts":0"#), "the buggy model gave it back: {}", model[3]);
 }

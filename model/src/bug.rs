@@ -136,6 +136,11 @@ pub enum Bug {
     ExistingReschedules,
     /// A redrive moves the job's `not_before` to its own `now` (3.6: it stays the job's).
     RedriveMovesNotBefore,
+    /// An `enqueue` refused `conflict` stores its payload all the same (an upsert).
+    ConflictOverwritesPayload,
+    /// The reap inside `claim` ends only expired leases out of budget: a job past its deadline
+    /// stays claimable, and is claimed.
+    ClaimReapsOnlyExhausted,
     /// The worker has no watchdog: a stalled holder's attempt runs until it ends by itself.
     NoWatchdog,
     /// The watchdog's margin is one millisecond below the holders' clock skew.
@@ -146,7 +151,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 54] = [
+    pub const ALL: [Bug; 56] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -198,6 +203,8 @@ impl Bug {
         Bug::HeartbeatRefusesExpired,
         Bug::ExistingReschedules,
         Bug::RedriveMovesNotBefore,
+        Bug::ConflictOverwritesPayload,
+        Bug::ClaimReapsOnlyExhausted,
         Bug::NoWatchdog,
         Bug::MarginBelowSkew,
         Bug::WatchdogNotRenewed,
@@ -257,6 +264,8 @@ impl Bug {
             Bug::HeartbeatRefusesExpired => "heartbeat-refuses-expired",
             Bug::ExistingReschedules => "existing-reschedules",
             Bug::RedriveMovesNotBefore => "redrive-moves-not-before",
+            Bug::ConflictOverwritesPayload => "conflict-overwrites-payload",
+            Bug::ClaimReapsOnlyExhausted => "claim-reaps-only-exhausted",
             Bug::NoWatchdog => "no-watchdog",
             Bug::MarginBelowSkew => "margin-below-skew",
             Bug::WatchdogNotRenewed => "watchdog-not-renewed",
@@ -321,6 +330,10 @@ impl Bug {
             Bug::HeartbeatRefusesExpired => "a heartbeat of an expired, unreclaimed lease is refused",
             Bug::ExistingReschedules => "re-enqueueing an existing id with not_before reschedules it",
             Bug::RedriveMovesNotBefore => "a redrive moves not_before to its own now",
+            Bug::ConflictOverwritesPayload => "an enqueue refused conflict stores its payload all the same",
+            Bug::ClaimReapsOnlyExhausted => {
+                "claim's reap skips deadline deaths: a job past its deadline is claimed"
+            }
             Bug::NoWatchdog => "no watchdog: a stalled holder's attempt runs past its lease",
             Bug::MarginBelowSkew => "the watchdog's margin is below the holders' clock skew",
             Bug::WatchdogNotRenewed => "heartbeats do not renew the watchdog",

@@ -632,7 +632,7 @@ where
     let mut path = Path { states: vec![state.clone()], actions: Vec::new() };
     let mut actions = Vec::new();
     for &a in steps {
-        let k = actions_for(model, &state, a as u32, &mut actions);
+        let k = actions_for(model, &state, a, &mut actions);
         let action = actions.get(k)?.clone();
         state = model.next_state(&state, action.clone())?;
         path.states.push(state.clone());

@@ -98,8 +98,6 @@ pub struct Ghost {
     /// Claims of this job the store answered: `claimed`, `crashed`, `unknown_error`,
     /// `clock_went_backwards` from `run_once`, and `run_once`'s completions.
     pub claims: u64,
-    /// Times its payload went out through a transport (a crashed process may have sent).
-    pub sends: u64,
     /// The deadline its caller set: at the enqueue, then at each redrive.
     pub deadline: u64,
     /// Redrives the store accepted.
@@ -573,28 +571,27 @@ impl QueueModel {
             next.events.insert(Events::INVALID_BEFORE_LOOKUP);
         }
         match (op, response) {
-            (Op::Restart, _) => {
-                if before.store.jobs().iter().any(|j| matches!(j.phase, Phase::Leased { .. })) {
-                    next.events.insert(Events::RESTART_WITH_LEASE);
-                }
+            (Op::Restart, _)
+                if before.store.jobs().iter().any(|j| matches!(j.phase, Phase::Leased { .. })) =>
+            {
+                next.events.insert(Events::RESTART_WITH_LEASE);
             }
-            (&Op::Enqueue { ref id, deadline, now, not_before, .. }, Response::Ok(Reply::Enqueued)) => {
-                // An id outside the world's naming (a probe's) has no ghost: nothing follows it.
-                if job_index(id) == Some(next.ghosts.len()) {
-                    next.ghosts.push(Ghost {
-                        claims: 0,
-                        sends: 0,
-                        deadline,
-                        redrives: 0,
-                        report: HolderReport::Nothing,
-                        lease_until: 0,
-                        longest_lease: 0,
-                        not_before: not_before.unwrap_or(now),
-                        cancelled: false,
-                        holder: NOBODY,
-                        enqueued_under: None,
-                    });
-                }
+            // An id outside the world's naming (a probe's) has no ghost: nothing follows it.
+            (&Op::Enqueue { ref id, deadline, now, not_before, .. }, Response::Ok(Reply::Enqueued))
+                if job_index(id) == Some(next.ghosts.len()) =>
+            {
+                next.ghosts.push(Ghost {
+                    claims: 0,
+                    deadline,
+                    redrives: 0,
+                    report: HolderReport::Nothing,
+                    lease_until: 0,
+                    longest_lease: 0,
+                    not_before: not_before.unwrap_or(now),
+                    cancelled: false,
+                    holder: NOBODY,
+                    enqueued_under: None,
+                });
             }
             (Op::Cancel { id, .. }, Response::Ok(Reply::Cancelled)) => {
                 if let Some(ghost) = job_index(id).and_then(|job| next.ghosts.get_mut(job)) {
@@ -700,7 +697,6 @@ impl QueueModel {
         }
         ghost.longest_lease = ghost.longest_lease.max(before.config.lease_ms);
         ghost.claims += 1;
-        ghost.sends += 1;
         ghost.report = HolderReport::Nothing;
         ghost.lease_until = lease_until;
         ghost.holder = worker_index(worker).map_or(OUTSIDER, |w| w.min(usize::from(OUTSIDER) - 1) as u8);

@@ -60,7 +60,7 @@ impl Set {
 
 /// A 64-bit hash with fixed keys: the same class for the same value on every run.
 fn class_of<T: Hash>(value: &T) -> u64 {
-    ahash::RandomState::with_seeds(0x7072_6f62_6573, 0x5245_5452_5951, 0x636c_6173_73, 0x6b65_7973)
+    ahash::RandomState::with_seeds(0x7072_6f62_6573, 0x5245_5452_5951, 0x0063_6c61_7373, 0x6b65_7973)
         .hash_one(value)
 }
 
@@ -251,10 +251,11 @@ fn argument_probes(world: &World, ops: &mut Vec<Op>) {
                         ops.push(op);
                     }
                     // SPEC 6.6: a present jitter is checked whatever the outcome.
-                    if field == Field::Jitter && class != Class::Missing {
-                        if let Some(op) = varied(with_outcome_ok(base), field, class, world.now) {
-                            ops.push(op);
-                        }
+                    if field == Field::Jitter
+                        && class != Class::Missing
+                        && let Some(op) = varied(with_outcome_ok(base), field, class, world.now)
+                    {
+                        ops.push(op);
                     }
                 }
             }

@@ -87,9 +87,6 @@ pub mod names {
     pub const LEASE_BOUND: &str = "4.11 a lease ends by its deadline - 1 + the longest lease_ms used";
     /// SPEC 4.12: a scheduled job waits for its `not_before`.
     pub const SCHEDULE_WAITS: &str = "4.12 no claim before not_before until a redrive";
-    /// A payload goes out only under a claim, so a job is never sent more often than its
-    /// `attempts` counts (an invariant: what makes the attempt budget a bound on calls).
-    pub const SENDS_WITHIN_ATTEMPTS: &str = "sends never exceed attempts";
     /// SPEC section 2, an invariant: every stored retry time is the formula's, to the bit.
     pub const DELAY_RULE: &str = "2 a retry waits exactly the formula's delay, in binary64";
     /// SPEC section 3.1, an invariant: every step that applies the operation
@@ -235,7 +232,6 @@ pub fn all() -> Vec<Check> {
         Check { name: RESTART_KEEPS_ALL, kind: Always, holds: |_, w| !w.broken.contains(Broken::RESTART) },
         Check { name: LEASE_BOUND, kind: Always, holds: lease_bound },
         Check { name: SCHEDULE_WAITS, kind: Always, holds: |_, w| !w.events.contains(Events::EARLY_CLAIM) },
-        Check { name: SENDS_WITHIN_ATTEMPTS, kind: Always, holds: sends_within_attempts },
         Check { name: DELAY_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::DELAY) },
         Check { name: ARGUMENTS_FIRST, kind: Always, holds: |_, w| !w.broken.contains(Broken::ARGUMENTS) },
         Check { name: ENQUEUE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::ENQUEUE) },
@@ -470,11 +466,6 @@ fn lease_bound(_: &QueueModel, world: &World) -> bool {
         Phase::Leased { until, .. } => until < ghost.deadline + ghost.longest_lease,
         _ => true,
     })
-}
-
-/// A payload goes out only under a claim: never more sends than attempts.
-fn sends_within_attempts(_: &QueueModel, world: &World) -> bool {
-    jobs_with_ghosts(world).all(|(job, ghost)| ghost.sends <= job.attempts)
 }
 
 /// SPEC section 3: every operation either fully applies or changes nothing.

@@ -310,6 +310,9 @@ impl Store {
         let cap_ms = validate::own_setting("cap_ms", schedule.cap_ms)?;
         if let Some(i) = self.position(id) {
             if *self.jobs[i].payload != *payload {
+                if self.bug(Bug::ConflictOverwritesPayload) {
+                    self.jobs[i].payload = payload.into();
+                }
                 return Err(Failure::Conflict);
             }
             if self.bug(Bug::ReenqueueResetsBudget) {
@@ -340,7 +343,11 @@ impl Store {
     fn claim(&mut self, worker: &str, now: u64) -> Result<Reply, Failure> {
         self.name("worker", worker)?;
         validate::int("now", now)?;
-        self.reap(now);
+        if self.bug(Bug::ClaimReapsOnlyExhausted) {
+            seeded::reap_exhausted(&mut self.jobs, now);
+        } else {
+            self.reap(now);
+        }
         let Some(i) = self.pick(now) else {
             return Ok(Reply::None);
         };
@@ -866,6 +873,16 @@ mod seeded {
     pub fn unscheduled(job: &Job, now: u64) -> bool {
         let Phase::Pending { available_at } = job.phase else { return false };
         available_at <= now || (job.attempts == 0 && job.redrives == 0)
+    }
+
+    /// Only the expired leases out of budget die (`claim-reaps-only-exhausted`): a job past its
+    /// deadline stays claimable.
+    pub fn reap_exhausted(jobs: &mut [Job], now: u64) {
+        for job in jobs {
+            if job.phase.expired_lease(now) && job.attempts >= job.max_attempts {
+                job.phase = Phase::Dead(DeadReason::Exhausted);
+            }
+        }
     }
 
     /// `not_before` must be after `now`, not at it (`not-before-now-refused`).

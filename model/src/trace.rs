@@ -6,7 +6,7 @@
 //! or an unclassified transport error is a `run_once` with outcome `crash` or `unknown`, a
 //! completion (by the holder or by a stale worker) is a `complete` carrying the token the
 //! worker was given. The trace starts with the model's `config` and ends with a `get` of every
-//! job, so that its final state shows; a liveness counterexample first runs the `reap` at the
+//! job and an enqueue of its own payload (`existing`), so that its final state shows; a liveness counterexample first runs the `reap` at the
 //! horizon that should have ended every job; a path that restarts or sends a config ends with
 //! a claim, whose lease shows the settings. After each operation a comment gives the model's
 //! response, so a replay's output can be compared with it line by line.
@@ -65,6 +65,17 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         }
         for i in 0..last.ghosts.len() {
             probe(Op::Get { id: job_name(i) });
+            // The payload is seen only by another enqueue: the job's own is `existing`.
+            probe(Op::Enqueue {
+                id: job_name(i),
+                payload: PAYLOAD.into(),
+                max_attempts: 1,
+                deadline: (last.now + 1).min(crate::MAX_INT),
+                now: last.now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
+            });
         }
         // The settings are seen only through what they do: a path that restarts or sends a
         // config ends with a claim, whose `lease_until` shows `lease_ms`.

@@ -78,7 +78,7 @@ impl Checker {
         let start = initial(history).map_err(|answer| Violation::Settings { answer })?;
         match self.search(history, &start) {
             Outcome::Linear(order) => Ok(order),
-            Outcome::Impossible(deepest) => Err(explain(self, history, &start, deepest)),
+            Outcome::Impossible(deepest) => Err(explain(self, history, &start, *deepest)),
             Outcome::Undecided { states } => Err(Violation::Undecided { states }),
         }
     }
@@ -95,7 +95,7 @@ pub(crate) fn explain(checker: &Checker, history: &History, start: &Store, deepe
         && let Outcome::Impossible(d) = checker.search(&all_idle, start)
     {
         current = all_idle;
-        found = d;
+        found = *d;
     }
     // Then one at a time, latest first, keeping each removal after which there is still no
     // order.
@@ -108,7 +108,7 @@ pub(crate) fn explain(checker: &Checker, history: &History, start: &Store, deepe
         let shorter = current.without(|j| j == i);
         if let Outcome::Impossible(d) = checker.search(&shorter, start) {
             current = shorter;
-            found = d;
+            found = *d;
         }
     }
     Violation::NotLinearizable(Box::new(Explanation {

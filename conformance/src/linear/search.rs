@@ -73,7 +73,7 @@ pub(crate) enum Outcome {
     /// An order exists.
     Linear(LinearOrder),
     /// No order exists; the deepest state the search reached.
-    Impossible(Deepest),
+    Impossible(Box<Deepest>),
     /// The budget ran out first.
     Undecided {
         /// States visited.
@@ -122,7 +122,7 @@ impl Checker {
                     misses: Vec::new(),
                     states,
                 });
-                Outcome::Impossible(Deepest { states, ..deepest })
+                Outcome::Impossible(Box::new(Deepest { states, ..deepest }))
             }
             Err(OutOfBudget) => Outcome::Undecided { states: search.states },
         }
