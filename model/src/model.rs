@@ -827,7 +827,9 @@ impl QueueModel {
                 next.events.insert(Events::LATE_ACCEPTED);
             }
         }
-        self.retry_events(before, job, attempt, outcome, now, jitter, response, next);
+        if matches!(response, Response::Ok(_)) {
+            self.retry_events(before, job, attempt, outcome, now, jitter, response, next);
+        }
     }
 
     /// The `sometimes` events of a completion of job `job`'s attempt `attempt` at `now`.

@@ -146,6 +146,9 @@ impl QueueModel {
         }
         // run_once's second reading the first, or later: each outcome the transport can
         // classify (ok and permanent at the first only: a later one changes nothing they do).
+        // A crash or an unclassified error with the second reading back or ahead: a crash
+        // ignores it, the clock check comes before `unknown` (SPEC 6.7).
+        let earlier = now.checked_sub(1);
         let readings = [
             (RunOutcome::Ok, None, None),
             (RunOutcome::Permanent, None, None),
@@ -153,6 +156,9 @@ impl QueueModel {
             (RunOutcome::Retryable, Some(0.5), Some(later(1))),
             (RunOutcome::Retryable, Some(1.0), Some(later(1))),
             (RunOutcome::Retryable, Some(1.0), Some(later(2))),
+            (RunOutcome::Crash, None, earlier.or(Some(later(1)))),
+            (RunOutcome::Unknown, None, earlier.or(Some(later(1)))),
+            (RunOutcome::Unknown, None, Some(later(1))),
         ];
         for (outcome, jitter, after) in readings {
             ops.push(Op::RunOnce { worker: worker_name(0), now, after, outcome, jitter });

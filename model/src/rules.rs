@@ -647,11 +647,18 @@ fn due_at(job: &Job, now: u64) -> Option<u64> {
 }
 
 /// A binary64 value in [0, 1] as `mantissa / 2^scale`.
+///
+/// Total over every binary64: a value outside [0, 1] (which no accepted operation carries, but
+/// a buggy store's step may be judged with) gives its magnitude's parts, a scale of 0 past 2^52.
 fn binary64_parts(value: f64) -> (u64, u64) {
     let bits = value.to_bits();
     let biased_exponent = (bits >> 52) & 0x7ff;
     let fraction = bits & ((1 << 52) - 1);
-    if biased_exponent == 0 { (fraction, 1074) } else { (fraction | (1 << 52), 1075 - biased_exponent) }
+    if biased_exponent == 0 {
+        (fraction, 1074)
+    } else {
+        (fraction | (1 << 52), 1075u64.saturating_sub(biased_exponent))
+    }
 }
 
 /// `n` rounded to 53 significant bits, ties to even.
