@@ -223,10 +223,6 @@ impl Meets {
     fn is_dead(self) -> bool {
         matches!(self, Meets::Exhausted | Meets::Deadline | Meets::Permanent | Meets::Cancelled)
     }
-
-    fn stored(self) -> bool {
-        !matches!(self, Meets::Nothing | Meets::Missing)
-    }
 }
 
 /// An answer of SPEC 5.3, as the table tells them apart: each `ok` and each `error`, a `dead`
@@ -495,7 +491,7 @@ pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
         OpKind::Cancel => match answer {
             A::Cancelled => meets.pending(),
             A::Leased => meets.leased(),
-            A::NotCancellable => meets.stored() && !meets.pending() && !meets.leased(),
+            A::NotCancellable => !meets.pending() && !meets.leased(),
             _ => false,
         },
     }

@@ -135,7 +135,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         print_report(&model, &report, threads, !args.no_symmetry, args.bounds.deep)?;
         if args.coverage {
-            print_coverage(&report)?;
+            print_coverage(&model, &report)?;
         }
         for (i, finding) in violations.iter().enumerate() {
             let file = if i == 0 { written.as_deref() } else { None };
@@ -201,16 +201,21 @@ pub fn unreached(report: &CheckReport<World, Action>, deep: bool) -> Vec<Cell> {
         .collect()
 }
 
-/// The contract's table, each cell reached or not.
-fn print_coverage(report: &CheckReport<World, Action>) -> Result<(), CliError> {
+/// The contract's table, each cell reached or not, with the length of a shortest path to it
+/// and the scene it is in.
+fn print_coverage(model: &QueueModel, report: &CheckReport<World, Action>) -> Result<(), CliError> {
     outln!()?;
     outln!("the contract's table (SPEC 5.3): operation, status of the job it meets, answer")?;
     let mut last = None;
     for (cell, path) in contract::cells().into_iter().zip(&report.cells) {
         let op = if last == Some(cell.op) { "" } else { cell.op.name() };
         last = Some(cell.op);
+        let scene = |path: &retryq_model::checker::Path<World, Action>| {
+            let world = path.states.first()?;
+            model.bounds.scenes.get(usize::from(world.scene)).map(|s| s.name)
+        };
         let reached = match path {
-            Some(path) => format!("reached ({} steps)", path.len()),
+            Some(path) => format!("reached ({} steps, {})", path.len(), scene(path).unwrap_or("?")),
             None if contract::DEEP_ONLY.contains(&cell) => "reached only at --deep".into(),
             None => "NOT REACHED".into(),
         };
