@@ -147,11 +147,16 @@ pub enum Bug {
     MarginBelowSkew,
     /// Heartbeats do not renew the watchdog: it ends the attempt at the claim's lease end.
     WatchdogNotRenewed,
+    /// A bad `worker` is refused with a detail that names `id` (the name check called with
+    /// the wrong field): SPEC 6.13 wants the field to blame.
+    WorkerRefusalNamesId,
+    /// A reap ends a job by its deadline one millisecond early (`now + 1 >= deadline`).
+    ReapAMillisecondEarly,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 56] = [
+    pub const ALL: [Bug; 58] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -208,6 +213,8 @@ impl Bug {
         Bug::NoWatchdog,
         Bug::MarginBelowSkew,
         Bug::WatchdogNotRenewed,
+        Bug::WorkerRefusalNamesId,
+        Bug::ReapAMillisecondEarly,
     ];
 
     /// The name `--bug` takes.
@@ -269,6 +276,8 @@ impl Bug {
             Bug::NoWatchdog => "no-watchdog",
             Bug::MarginBelowSkew => "margin-below-skew",
             Bug::WatchdogNotRenewed => "watchdog-not-renewed",
+            Bug::WorkerRefusalNamesId => "worker-refusal-names-id",
+            Bug::ReapAMillisecondEarly => "reap-a-millisecond-early",
         }
     }
 
@@ -337,6 +346,10 @@ impl Bug {
             Bug::NoWatchdog => "no watchdog: a stalled holder's attempt runs past its lease",
             Bug::MarginBelowSkew => "the watchdog's margin is below the holders' clock skew",
             Bug::WatchdogNotRenewed => "heartbeats do not renew the watchdog",
+            Bug::WorkerRefusalNamesId => "a bad worker is refused with a detail naming id",
+            Bug::ReapAMillisecondEarly => {
+                "a reap ends a job by its deadline 1 ms early (now + 1 >= deadline)"
+            }
         }
     }
 

@@ -68,6 +68,8 @@ impl Bug {
             Bug::NoWatchdog => EXECUTIONS_APART,
             Bug::MarginBelowSkew => EXECUTIONS_APART,
             Bug::WatchdogNotRenewed => WATCHDOG_NOT_EARLY,
+            Bug::WorkerRefusalNamesId => ARGUMENTS_FIRST,
+            Bug::ReapAMillisecondEarly => NO_SILENT_DROP,
         }
     }
 }

@@ -207,6 +207,9 @@ impl Store {
         if self.bug(Bug::LongNameRefused) {
             seeded::shorter_name(field, value)?;
         }
+        if self.bug(Bug::WorkerRefusalNamesId) {
+            return validate::name("id", value);
+        }
         validate::name(field, value)
     }
 
@@ -732,6 +735,7 @@ impl Bug {
                 | Bug::DropExpiredLease
                 | Bug::ReapDeadlineFirst
                 | Bug::ReapLiveLease
+                | Bug::ReapAMillisecondEarly
         )
     }
 }
@@ -798,7 +802,10 @@ mod seeded {
                     continue;
                 }
             }
-            if (expired || matches!(job.phase, Phase::Pending { .. })) && job.deadline <= now {
+            let early = u64::from(bug == Bug::ReapAMillisecondEarly);
+            if (expired || matches!(job.phase, Phase::Pending { .. }))
+                && job.deadline <= now.saturating_add(early)
+            {
                 job.phase = Phase::Dead(DeadReason::Deadline);
                 count += 1;
             }

@@ -81,11 +81,6 @@ impl Broken {
         self.0 & rule.0 != 0
     }
 
-    /// Whether no rule is broken.
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
     fn insert(&mut self, rule: Broken) {
         self.0 |= rule.0;
     }
