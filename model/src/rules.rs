@@ -117,8 +117,7 @@ pub fn judge(
         broken.insert(Broken::ARGUMENTS);
     }
     if !same {
-        let picked_apart = taken(before.jobs(), &expected.jobs) != taken(before.jobs(), after.jobs());
-        broken.insert(classify(op, &expected.response, response, picked_apart));
+        broken.insert(classify(op, &expected.response, response));
     }
     if !lifecycle_holds(before, op, after) {
         broken.insert(Broken::LIFECYCLE);
@@ -142,14 +141,9 @@ fn same_jobs(expected: &[Job], actual: &[Job]) -> bool {
     expected == actual
 }
 
-/// The job a step claimed: the one whose `attempts` went up by one (none if no job's did).
-fn taken<'a>(before: &[Job], after: &'a [Job]) -> Option<&'a str> {
-    after.iter().find(|a| before.iter().any(|b| b.id == a.id && b.attempts + 1 == a.attempts)).map(|a| &*a.id)
-}
-
-/// Which rule a wrong step broke. `picked_apart`: the store claimed another job than the
-/// SPEC's (or one where it claims none, or none where it claims one).
-fn classify(op: &Op, expected: &Response, actual: &Response, picked_apart: bool) -> Broken {
+/// Which rule a wrong step broke. A claim (or `run_once`'s) that answers another job than the
+/// SPEC's, or one where it takes none, or none where it takes one, broke progress (4.8).
+fn classify(op: &Op, expected: &Response, actual: &Response) -> Broken {
     let invalid = |r: &Response| matches!(r, Response::Err(Failure::InvalidInput { .. }));
     if invalid(expected) != invalid(actual) {
         return Broken::ARGUMENTS;
@@ -157,8 +151,9 @@ fn classify(op: &Op, expected: &Response, actual: &Response, picked_apart: bool)
     match op {
         Op::Config { .. } => Broken::CONFIG,
         Op::Enqueue { .. } => Broken::ENQUEUE,
-        Op::Claim { .. } | Op::RunOnce { .. } if picked_apart => Broken::PROGRESS,
-        Op::Claim { .. } if claimed_id(expected) != claimed_id(actual) => Broken::PROGRESS,
+        Op::Claim { .. } | Op::RunOnce { .. } if claimed_id(expected) != claimed_id(actual) => {
+            Broken::PROGRESS
+        }
         Op::Claim { .. } => Broken::CLAIM,
         Op::Complete { .. } | Op::RunOnce { .. } if retried_apart(expected, actual) => Broken::DELAY,
         Op::Complete { .. } => Broken::COMPLETE,
