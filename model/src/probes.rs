@@ -11,11 +11,14 @@
 //!   edge of the budget's range, and one past it: 6.5), the fence of each job tried every way
 //!   (the holder's token, the one before and after it, the current token from another worker,
 //!   dated before the claim, a heartbeat dated back), `run_once` whose transport answers each
-//!   outcome and whose second reading is the first, one or two milliseconds later. What a probe
+//!   outcome and whose second reading is the first, one or two milliseconds later, and
+//!   `config` with each setting omitted (which must keep it) or changed alone. What a probe
 //!   does depends on the store and the clock only, so judging it once per store and clock
 //!   judges it in every world that holds them.
-//! - **The arguments** (one class per scene, settings and statuses of the jobs): every
-//!   operation of the contract's table ([`contract::OpKind::ALL`]), every one of its fields, with a
+//! - **The arguments** (one class per scene, settings and statuses of the jobs): the fence, a
+//!   cancel and a redrive of a missing id, `config` with each setting omitted (which must keep
+//!   it) or changed alone; and every operation of the
+//!   contract's table ([`contract::OpKind::ALL`]), every one of its fields, with a
 //!   representative of every class of that field ([`contract::classes`]: the valid values at
 //!   the edges of its range, and each way of being invalid), against the first job and against
 //!   a missing id. Derived from the table, not written operation by operation: an operation
@@ -33,7 +36,7 @@ use crate::contract::{self, Class, Field, OpKind};
 use crate::coverage;
 use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
 use crate::model::{Action, DELAY_PROBES, QueueModel, World};
-use crate::reference::Phase;
+use crate::reference::{Config, Phase};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
 
 /// The largest budget, 2^31 − 1.
@@ -85,6 +88,7 @@ impl QueueModel {
             Set::Store => self.store_probes(world, &mut ops),
             Set::Arguments => {
                 if self.bounds.contract_1_1 {
+                    lookup_and_settings_probes(world, &mut ops);
                     argument_probes(world, &mut ops);
                 }
             }
@@ -160,6 +164,26 @@ impl QueueModel {
             ops.push(Op::RunOnce { worker: worker_name(0), now, after, outcome, jitter });
         }
     }
+}
+
+/// What depends only on the ids stored and the settings: the fence, a cancel and a redrive of
+/// a missing id (`not_found`), and `config` with each setting omitted (which must keep its
+/// value) and each changed alone.
+fn lookup_and_settings_probes(world: &World, ops: &mut Vec<Op>) {
+    let now = world.now;
+    let missing = job_name(world.store.jobs().len());
+    fence_probes(&missing, 1, &Phase::Done, now, ops);
+    ops.push(Op::Cancel { id: missing.clone(), now });
+    ops.push(Op::Redrive { id: missing, now, add_attempts: 1, deadline: (now + 1).min(MAX_INT) });
+    let Config { base_ms, cap_ms, lease_ms } = world.store.config();
+    let other = |v: u64| if v < MAX_INT { v + 1 } else { v - 1 };
+    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: None });
+    ops.push(Op::Config { base_ms: Some(base_ms), cap_ms: None, lease_ms: None });
+    ops.push(Op::Config { base_ms: None, cap_ms: Some(cap_ms), lease_ms: None });
+    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(lease_ms) });
+    ops.push(Op::Config { base_ms: Some(other(base_ms)), cap_ms: None, lease_ms: None });
+    ops.push(Op::Config { base_ms: None, cap_ms: Some(other(cap_ms)), lease_ms: None });
+    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(other(lease_ms)) });
 }
 
 /// The fence of job `id`, tried every way: for a lease, each outcome from its holder, then the
