@@ -127,23 +127,16 @@ pub fn compare_with(trace: &Trace, side: &mut Side, mut model: Store) -> Result<
 
 /// Remembers the ids a trace names (to probe them after every step) and its latest time.
 fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
-    let (id, now) = match op {
-        Op::Enqueue { id, now, .. } => (Some(id), Some(*now)),
-        Op::Complete { id, now, .. }
-        | Op::Heartbeat { id, now, .. }
-        | Op::Redrive { id, now, .. }
-        | Op::Cancel { id, now } => (Some(id), Some(*now)),
-        Op::Get { id } => (Some(id), None),
-        Op::Claim { now, .. } | Op::Reap { now } | Op::Stats { now } => (None, Some(*now)),
-        Op::RunOnce { now, after, .. } => (None, Some(after.unwrap_or(*now).max(*now))),
-        Op::Config { .. } | Op::RetryDelay { .. } | Op::Restart => (None, None),
+    let now = match op {
+        Op::RunOnce { now, after, .. } => Some(after.unwrap_or(*now).max(*now)),
+        _ => op.now(),
     };
-    if let Some(id) = id
+    if let Some(id) = op.id()
         && !id.is_empty()
         && id.len() <= retryq::MAX_ID_BYTES
-        && !ids.contains(id)
+        && !ids.iter().any(|known| known == id)
     {
-        ids.push(id.clone());
+        ids.push(id.to_owned());
     }
     if let Some(now) = now {
         *clock = now.min(retryq_model::MAX_INT);

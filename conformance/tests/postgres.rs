@@ -132,18 +132,11 @@ fn answers(trace: &Trace, side: &mut Side) -> Vec<String> {
 }
 
 fn time_of(op: &Op) -> u64 {
-    match op {
-        Op::Enqueue { now, .. }
-        | Op::Claim { now, .. }
-        | Op::Complete { now, .. }
-        | Op::Heartbeat { now, .. }
-        | Op::Cancel { now, .. }
-        | Op::Redrive { now, .. }
-        | Op::Reap { now }
-        | Op::Stats { now } => (*now).min(retryq_model::MAX_INT),
-        Op::RunOnce { now, after, .. } => after.unwrap_or(*now).max(*now).min(retryq_model::MAX_INT),
-        Op::Get { .. } | Op::Config { .. } | Op::RetryDelay { .. } | Op::Restart => 0,
-    }
+    let now = match op {
+        Op::RunOnce { now, after, .. } => after.unwrap_or(*now).max(*now),
+        _ => op.now().unwrap_or(0),
+    };
+    now.min(retryq_model::MAX_INT)
 }
 
 #[test]

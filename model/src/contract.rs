@@ -172,19 +172,6 @@ impl Meets {
         Meets::Cancelled,
     ];
 
-    /// Every status a stored job can have.
-    pub const STORED: [Meets; 9] = [
-        Meets::Fresh,
-        Meets::Waiting,
-        Meets::Live,
-        Meets::Expired,
-        Meets::Done,
-        Meets::Exhausted,
-        Meets::Deadline,
-        Meets::Permanent,
-        Meets::Cancelled,
-    ];
-
     /// The status of a dead job with this reason.
     pub fn dead(reason: DeadReason) -> Meets {
         match reason {

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use crate::contract::{self, Answer, Cell, Meets, OpKind};
 use crate::reference::{Job, Phase, Store};
-use crate::{DeadReason, Failure, Op, Reply, Response};
+use crate::{DeadReason, Op, Response};
 
 /// The status of `job` at `now`, as the table tells statuses apart.
 pub fn meets(job: Option<&Job>, now: u64) -> Meets {
@@ -27,52 +27,6 @@ pub fn meets(job: Option<&Job>, now: u64) -> Meets {
         Phase::Leased { .. } => Meets::Live,
         Phase::Done => Meets::Done,
         Phase::Dead(reason) => Meets::dead(reason),
-    }
-}
-
-/// The `now` an operation carries, if any.
-fn op_now(op: &Op) -> Option<u64> {
-    match *op {
-        Op::Enqueue { now, .. }
-        | Op::Claim { now, .. }
-        | Op::Complete { now, .. }
-        | Op::RunOnce { now, .. }
-        | Op::Heartbeat { now, .. }
-        | Op::Redrive { now, .. }
-        | Op::Cancel { now, .. }
-        | Op::Reap { now }
-        | Op::Stats { now } => Some(now),
-        Op::Config { .. } | Op::Get { .. } | Op::RetryDelay { .. } | Op::Restart => None,
-    }
-}
-
-/// The id an operation names, if it names one.
-pub fn named_id(op: &Op) -> Option<&str> {
-    match op {
-        Op::Enqueue { id, .. }
-        | Op::Complete { id, .. }
-        | Op::Heartbeat { id, .. }
-        | Op::Redrive { id, .. }
-        | Op::Cancel { id, .. }
-        | Op::Get { id } => Some(id),
-        _ => None,
-    }
-}
-
-/// The job a claim (alone or in `run_once`) took, as its answer says.
-pub fn taken_id(response: &Response) -> Option<&str> {
-    match response {
-        Response::Ok(
-            Reply::Claimed { id, .. }
-            | Reply::RanDone { id, .. }
-            | Reply::RanRetry { id, .. }
-            | Reply::RanDead { id, .. }
-            | Reply::Crashed { id, .. },
-        )
-        | Response::Err(Failure::UnknownError { id, .. } | Failure::RanClockWentBackwards { id, .. }) => {
-            Some(id)
-        }
-        _ => None,
     }
 }
 
@@ -90,8 +44,8 @@ pub fn cells(
     let kind = OpKind::of(op);
     let answer = Answer::of(response);
     // A `now` out of range is no time at all: the job is met as it is at the world's clock.
-    let at = op_now(op).filter(|&at| at <= crate::MAX_INT).unwrap_or(now);
-    if let Some(id) = named_id(op) {
+    let at = op.now().filter(|&at| at <= crate::MAX_INT).unwrap_or(now);
+    if let Some(id) = op.id() {
         reached(Cell { op: kind, meets: meets(before.job(id), at), answer });
         return;
     }
@@ -99,7 +53,7 @@ pub fn cells(
         reached(Cell { op: kind, meets: Meets::Nothing, answer });
         return;
     }
-    let taken = taken_id(response);
+    let taken = response.taken_id();
     let mut moved = false;
     for job in before.jobs() {
         if Some(&*job.id) == taken || matches!(job.phase, Phase::Done | Phase::Dead(_)) {

@@ -566,7 +566,7 @@ impl QueueModel {
             next.events.insert(Events::REFUSAL_CHANGED);
         }
         if matches!(response, Response::Err(Failure::InvalidInput { .. }))
-            && coverage::named_id(op).is_some_and(|id| before.store.job(id).is_none())
+            && op.id().is_some_and(|id| before.store.job(id).is_none())
         {
             next.events.insert(Events::INVALID_BEFORE_LOOKUP);
         }
@@ -742,7 +742,7 @@ impl QueueModel {
         response: &Response,
         next: &mut World,
     ) {
-        let Some(id) = coverage::taken_id(response) else { return };
+        let Some(id) = response.taken_id() else { return };
         if matches!(response, Response::Err(Failure::RanClockWentBackwards { .. })) {
             next.events.insert(Events::RUN_ONCE_CLOCK_BACK);
         }
@@ -826,8 +826,6 @@ impl QueueModel {
             if late {
                 next.events.insert(Events::LATE_ACCEPTED);
             }
-        }
-        if matches!(response, Response::Ok(_)) {
             self.retry_events(before, job, attempt, outcome, now, jitter, response, next);
         }
     }

@@ -190,6 +190,35 @@ pub enum Op {
 }
 
 impl Op {
+    /// The `now` the operation carries, if any (`run_once`'s first reading).
+    pub fn now(&self) -> Option<u64> {
+        match *self {
+            Op::Enqueue { now, .. }
+            | Op::Claim { now, .. }
+            | Op::Complete { now, .. }
+            | Op::RunOnce { now, .. }
+            | Op::Heartbeat { now, .. }
+            | Op::Redrive { now, .. }
+            | Op::Cancel { now, .. }
+            | Op::Reap { now }
+            | Op::Stats { now } => Some(now),
+            Op::Config { .. } | Op::Get { .. } | Op::RetryDelay { .. } | Op::Restart => None,
+        }
+    }
+
+    /// The id of the job the operation names, if it names one.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Op::Enqueue { id, .. }
+            | Op::Complete { id, .. }
+            | Op::Heartbeat { id, .. }
+            | Op::Redrive { id, .. }
+            | Op::Cancel { id, .. }
+            | Op::Get { id } => Some(id),
+            _ => None,
+        }
+    }
+
     /// The operation as one line of JSON, without the newline.
     pub fn to_json_line(&self) -> String {
         // Serializing these plain enums cannot fail: every key is a string and every f64 a

@@ -253,6 +253,23 @@ impl Response {
         one_line(json)
     }
 
+    /// The job a claim (alone or in `run_once`) took, as the answer says.
+    pub fn taken_id(&self) -> Option<&str> {
+        match self {
+            Response::Ok(
+                Reply::Claimed { id, .. }
+                | Reply::RanDone { id, .. }
+                | Reply::RanRetry { id, .. }
+                | Reply::RanDead { id, .. }
+                | Reply::Crashed { id, .. },
+            )
+            | Response::Err(Failure::UnknownError { id, .. } | Failure::RanClockWentBackwards { id, .. }) => {
+                Some(id)
+            }
+            _ => None,
+        }
+    }
+
     /// The same response with any `invalid_input` detail blanked: what two readings of the
     /// SPEC must agree on.
     pub fn observable(&self) -> Response {

@@ -151,9 +151,7 @@ fn classify(op: &Op, expected: &Response, actual: &Response) -> Broken {
     match op {
         Op::Config { .. } => Broken::CONFIG,
         Op::Enqueue { .. } => Broken::ENQUEUE,
-        Op::Claim { .. } | Op::RunOnce { .. } if claimed_id(expected) != claimed_id(actual) => {
-            Broken::PROGRESS
-        }
+        Op::Claim { .. } | Op::RunOnce { .. } if expected.taken_id() != actual.taken_id() => Broken::PROGRESS,
         Op::Claim { .. } => Broken::CLAIM,
         Op::Complete { .. } | Op::RunOnce { .. } if retried_apart(expected, actual) => Broken::DELAY,
         Op::Complete { .. } => Broken::COMPLETE,
@@ -165,23 +163,6 @@ fn classify(op: &Op, expected: &Response, actual: &Response) -> Broken {
         Op::Get { .. } | Op::Stats { .. } => Broken::READS,
         Op::RetryDelay { .. } => Broken::DELAY,
         Op::Restart => Broken::RESTART,
-    }
-}
-
-/// The job a claim (or run_once's claim) took, as its answer says.
-fn claimed_id(response: &Response) -> Option<&str> {
-    match response {
-        Response::Ok(
-            Reply::Claimed { id, .. }
-            | Reply::RanDone { id, .. }
-            | Reply::RanRetry { id, .. }
-            | Reply::RanDead { id, .. }
-            | Reply::Crashed { id, .. },
-        )
-        | Response::Err(Failure::UnknownError { id, .. } | Failure::RanClockWentBackwards { id, .. }) => {
-            Some(id)
-        }
-        _ => None,
     }
 }
 

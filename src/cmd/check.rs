@@ -29,14 +29,15 @@ use crate::out::{noteln, out, outln};
 /// help names what that command offers).
 #[derive(clap::Args)]
 pub struct BoundsArgs {
-    /// How many job ids [default: 2]. Any of --jobs, --workers and --horizon checks the main
-    /// scene alone, with these bounds.
+    /// How many job ids [default: 2]. Any of --jobs, --workers and --horizon checks one scene
+    /// alone, with these bounds: the one-job scene's kind for one job, the two-job scene's for
+    /// more.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
     pub jobs: Option<u64>,
     /// How many workers [default: 2].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=8))]
     pub workers: Option<u64>,
-    /// The main scene's clock runs from 0 to N milliseconds [default: 5].
+    /// That scene's clock runs from 0 to N milliseconds [default: 5].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub horizon: Option<u64>,
     /// The larger preset: budgets of 1 and 3 instead of 1 and 2, so that completions compute
@@ -96,7 +97,8 @@ pub struct Args {
     #[arg(long)]
     no_symmetry: bool,
     /// Print the contract's table (SPEC 5.3: operation, status of the job it meets, answer),
-    /// each cell reached or not, with the length of a shortest path to it.
+    /// each cell reached or not, with the length of a shortest path to it and the scene where
+    /// that path starts.
     #[arg(long)]
     coverage: bool,
 }
