@@ -114,6 +114,7 @@ impl Scene {
     /// The main scene: two jobs, two workers, a clock up to 5 from 0, both small settings,
     /// backdated enqueues. What only one job needs (switched settings, the shapes, cancels of
     /// a job that has run) is the one-job scene's.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn main() -> Scene {
         Scene {
             name: "two jobs",
@@ -135,6 +136,7 @@ impl Scene {
     /// settings switched between any two steps, every shape, cancels in every pending status,
     /// and budgets of 1 and 3, so that a job retries after its second attempt (the window
     /// doubles, or meets the cap) and one that has run is taken and retried again.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn one_job() -> Scene {
         Scene {
             name: "one job",
@@ -152,6 +154,7 @@ impl Scene {
     /// The scene of `jobs` jobs (one job's, or two jobs'), with `workers` and a clock up to
     /// `horizon`: what `--jobs`, `--workers` and `--horizon` ask for, and the tests' small
     /// bounds.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn sized(jobs: usize, workers: usize, horizon: u64) -> Scene {
         let scene = if jobs == 1 { Scene::one_job() } else { Scene::main() };
         Scene { jobs, workers, horizon, ..scene }
@@ -161,6 +164,7 @@ impl Scene {
     /// 2^53 − 4 to 2^53 − 1, the doubling settings and the largest ones, so that leases and
     /// retries end past 2^53 − 1 and a deadline can be 2^53 − 1 itself. No liveness: its
     /// leases outlive the clock.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn edges() -> Scene {
         Scene {
             name: "range edges",
@@ -236,6 +240,7 @@ pub struct Bounds {
 
 impl Default for Bounds {
     /// The default check: two jobs, one job, the range edges; hostile.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     fn default() -> Self {
         Bounds {
             scenes: vec![Scene::main(), Scene::one_job(), Scene::edges()],
@@ -255,6 +260,7 @@ impl Default for Bounds {
 impl Bounds {
     /// One scene ([`Scene::sized`]) with `jobs`, `workers` and a clock up to `horizon`: what
     /// `--jobs`, `--workers` and `--horizon` ask for.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn sized(jobs: usize, workers: usize, horizon: u64) -> Self {
         Bounds { scenes: vec![Scene::sized(jobs, workers, horizon)], ..Bounds::default() }
     }
@@ -262,6 +268,7 @@ impl Bounds {
     /// Small bounds where every property about one job is decided: one job, two workers, a
     /// clock up to 5. For tests and `retryq verify`. (The examples about two jobs — a tie
     /// broken, a later job due earlier — need two.)
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn small() -> Self {
         Bounds::sized(1, 2, 5)
     }
@@ -269,6 +276,7 @@ impl Bounds {
     /// Two jobs, one worker, a clock up to 5 (where an enqueue at 1 leaves room for one dated
     /// back to 0), budget 1 and deadlines 2 ms away: the smallest world where `enqueued_at`
     /// and first enqueue disagree on a tie.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn backdating() -> Self {
         Bounds { max_attempts: vec![1], deadlines: vec![2], ..Bounds::sized(2, 1, 5) }
     }
@@ -277,6 +285,7 @@ impl Bounds {
     /// job (spilling over to it, or passing it over, or ordering it) needs two jobs, and then
     /// one worker and a clock up to 4 suffice (5, and an enqueue dated back, for a bug about
     /// `enqueued_at`); and one at the range's edges needs that scene.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn small_for(bug: Bug) -> Self {
         if bug.needs_backdating() {
             return Bounds::backdating();
@@ -292,6 +301,7 @@ impl Bounds {
 
     /// The `--deep` preset: budgets of 1 and 3 in every scene, so that with two jobs too a
     /// completion computes the delay after a second attempt and a job is claimed three times.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn deep() -> Self {
         Bounds { max_attempts: vec![1, 3], ..Bounds::default() }
     }
@@ -362,7 +372,7 @@ impl fmt::Display for Bounds {
 /// the formula's doubling, its cap after several doublings, saturation and binary64's edges
 /// are asked of the store directly. `retry_delay` reads no state, so asking once, from each
 /// initial world, asks it everywhere.
-pub const DELAY_PROBES: [(u64, u64, u64, f64); 12] = [
+pub const DELAY_PROBES: [(u64, u64, u64, f64); 14] = [
     (2, 100, 1000, 0.5),
     (3, 100, 250, 0.5),
     (3, 1, 1000, 1.0),
@@ -376,4 +386,9 @@ pub const DELAY_PROBES: [(u64, u64, u64, f64); 12] = [
     // 0.818108110530233188, the binary64 value nearest it (SPEC 6.2).
     (1, crate::MAX_INT, crate::MAX_INT, f64::from_bits(0x3fea_2df1_0f6a_3b05)),
     (2, 100, 0, 1.0),
+    // Windows where binary64's spacing is 1, so its rounding of the product moves the floor:
+    // (2^53 − 2) × 0.75 is exactly halfway between two integers and ties to the even one
+    // below; (2^53 − 3) × 0.75 is three quarters past one and rounds up past the exact floor.
+    (1, crate::MAX_INT - 1, crate::MAX_INT, 0.75),
+    (1, crate::MAX_INT - 2, crate::MAX_INT, 0.75),
 ];

@@ -152,11 +152,17 @@ pub enum Bug {
     WorkerRefusalNamesId,
     /// A reap ends a job by its deadline one millisecond early (`now + 1 >= deadline`).
     ReapAMillisecondEarly,
+    /// A redrive that brings the budget to exactly 2^31 − 1 is refused (`>=` where SPEC 3.6
+    /// and 6.5 say `>`): the largest budget the contract allows is out of the operator's reach.
+    RedriveRefusesLargestBudget,
+    /// Enqueueing an existing id with the same payload stores the new `max_attempts` (an
+    /// upsert that updates the row where SPEC 6.22 says nothing changes).
+    ExistingTakesNewBudget,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 58] = [
+    pub const ALL: [Bug; 60] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -215,6 +221,8 @@ impl Bug {
         Bug::WatchdogNotRenewed,
         Bug::WorkerRefusalNamesId,
         Bug::ReapAMillisecondEarly,
+        Bug::RedriveRefusesLargestBudget,
+        Bug::ExistingTakesNewBudget,
     ];
 
     /// The name `--bug` takes.
@@ -278,6 +286,8 @@ impl Bug {
             Bug::WatchdogNotRenewed => "watchdog-not-renewed",
             Bug::WorkerRefusalNamesId => "worker-refusal-names-id",
             Bug::ReapAMillisecondEarly => "reap-a-millisecond-early",
+            Bug::RedriveRefusesLargestBudget => "redrive-refuses-largest-budget",
+            Bug::ExistingTakesNewBudget => "existing-takes-new-budget",
         }
     }
 
@@ -350,6 +360,10 @@ impl Bug {
             Bug::ReapAMillisecondEarly => {
                 "a reap ends a job by its deadline 1 ms early (now + 1 >= deadline)"
             }
+            Bug::RedriveRefusesLargestBudget => {
+                "a redrive to a budget of exactly 2^31 - 1 is refused (>= for >)"
+            }
+            Bug::ExistingTakesNewBudget => "re-enqueueing the same payload stores the new max_attempts",
         }
     }
 

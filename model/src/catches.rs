@@ -70,6 +70,8 @@ impl Bug {
             Bug::WatchdogNotRenewed => WATCHDOG_NOT_EARLY,
             Bug::WorkerRefusalNamesId => ARGUMENTS_FIRST,
             Bug::ReapAMillisecondEarly => NO_SILENT_DROP,
+            Bug::RedriveRefusesLargestBudget => ARGUMENTS_FIRST,
+            Bug::ExistingTakesNewBudget => ENQUEUE_RULE,
         }
     }
 }

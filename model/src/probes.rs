@@ -34,7 +34,7 @@ use std::hash::Hash;
 
 use crate::contract::{self, Class, Field, OpKind};
 use crate::coverage;
-use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
+use crate::ids::{PAYLOAD, job_name, worker_name};
 use crate::model::{Action, DELAY_PROBES, QueueModel, World};
 use crate::reference::{Config, Phase};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
@@ -121,27 +121,13 @@ impl QueueModel {
                 base_ms: Some(0),
                 cap_ms: Some(7),
             });
-            let other = if *job.payload == *PAYLOAD { OTHER_PAYLOAD } else { PAYLOAD };
-            ops.push(Op::Enqueue {
-                id: id.clone(),
-                payload: other.into(),
-                max_attempts: 1,
-                deadline: later(2),
-                now,
-                not_before: None,
-                base_ms: None,
-                cap_ms: None,
-            });
             if !self.bounds.contract_1_1 {
                 continue;
             }
+            // A conflict, and a redrive at and past the budget's edge, are argument probes
+            // (the first job's payload and `add_attempts` varied by class).
             ops.push(Op::Cancel { id: id.clone(), now });
             ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
-            // SPEC 6.5: the budget's edge, and one past it.
-            let room = MAX_BUDGET - job.attempts.min(MAX_BUDGET);
-            for add_attempts in [room, room + 1].into_iter().filter(|&a| a >= 1) {
-                ops.push(Op::Redrive { id: id.clone(), now, add_attempts, deadline: later(1) });
-            }
             fence_probes(&id, job.attempts, &job.phase, now, ops);
         }
         // run_once's second reading the first, or later: each outcome the transport can

@@ -324,6 +324,9 @@ impl Store {
             if self.bug(Bug::ExistingReschedules) {
                 seeded::reschedule(&mut self.jobs[i], schedule.not_before);
             }
+            if self.bug(Bug::ExistingTakesNewBudget) {
+                self.jobs[i].max_attempts = max_attempts;
+            }
             return Ok(Reply::Existing);
         }
         self.jobs.push(Job {
@@ -628,9 +631,11 @@ impl Store {
             return Err(Failure::NotDead);
         }
         let max_attempts = job.attempts + add_attempts;
-        validate::budget("add_attempts", max_attempts).map_err(|_| Failure::InvalidInput {
-            detail: "add_attempts: attempts + add_attempts is above 2^31-1".into(),
-        })?;
+        let largest = bug == Some(Bug::RedriveRefusesLargestBudget) && max_attempts == validate::MAX_ATTEMPTS;
+        if validate::budget("add_attempts", max_attempts).is_err() || largest {
+            let detail = "add_attempts: attempts + add_attempts is above 2^31-1".into();
+            return Err(Failure::InvalidInput { detail });
+        }
         job.phase = Phase::Pending { available_at: now };
         job.max_attempts = max_attempts;
         job.deadline = deadline;

@@ -1,14 +1,13 @@
 //! The model checked: pinned state counts, every example found, every seeded bug caught with
-//! a shortest counterexample whose trace shows the bug.
+//! a shortest counterexample (whose trace shows the bug: model/tests/contract.rs).
 
 use std::collections::HashSet;
 
+use retryq_model::Bug;
 use retryq_model::checker::{CheckReport, Kind, Status};
 use retryq_model::model::{Action, Bounds, QueueModel, World};
 use retryq_model::probes::Set;
 use retryq_model::properties;
-use retryq_model::trace::{self, Line};
-use retryq_model::{Bug, Store};
 use stateright::{Checker, Model};
 
 fn check(bounds: Bounds, bug: Option<Bug>, symmetry: bool) -> CheckReport<World, Action> {
@@ -209,30 +208,6 @@ fn the_path_does_not_depend_on_the_number_of_threads() {
 
 /// A counterexample's trace, replayed on the store with the bug, gives the responses the
 /// model printed; on the SPEC's store some response differs: the trace shows the bug.
-#[test]
-fn counterexample_traces_show_the_bug() {
-    // A watchdog's bug is in the world's executions, not in the store: its trace runs the same
-    // on the SPEC's store (`watchdog_bugs_end_in_two_executions` shows those).
-    for bug in Bug::ALL.into_iter().filter(|bug| !bug.in_the_watchdog()) {
-        let model = QueueModel::new(Bounds::small_for(bug), Some(bug));
-        let report = model.show_bug(2);
-        let finding = report.finding(bug.caught_by()).expect("known property");
-        let path = finding.path.as_ref().expect("a counterexample");
-        let lines = trace::trace(&model, path, finding.kind == Kind::Liveness);
-        let mut buggy = Store::new().with_bug(Some(bug));
-        let mut spec = Store::new();
-        let mut differs = false;
-        for line in &lines {
-            if let Line::Op { op, model: expected } = line {
-                assert_eq!(&buggy.step(op), expected, "{bug}: {}", op.to_json_line());
-                differs |= spec.step(op) != *expected;
-            }
-        }
-        assert!(differs, "{bug}: the SPEC's store answers this trace just like the buggy one");
-        assert!(trace::render(&lines).lines().all(|l| l.starts_with('#') || l.starts_with("{\"op\":")));
-    }
-}
-
 #[test]
 fn liveness_is_not_vacuous_at_the_horizon() {
     // The SPEC's store at the horizon: every job over after one reap, in every state.
