@@ -90,7 +90,6 @@ fn delivery_id(order: i64) -> String {
     format!("deliver-order-{order}")
 }
 
-// ANCHOR: readme
 /// Places an order: its row and its delivery job commit together, or neither does.
 fn place_order(conn: &mut Connection, order: &Order, now: u64) -> Result<(), Box<dyn Error>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -119,7 +118,6 @@ fn place_order(conn: &mut Connection, order: &Order, now: u64) -> Result<(), Box
 fn deliver_due(queue: &mut Queue, courier: &Courier) -> Result<Ran, RunError<io::Error>> {
     queue.run_once("courier-1", now_ms, |job: &Claimed| courier.send(&job.payload), jitter())
 }
-// ANCHOR_END: readme
 
 /// The courier's API, simulated: it is busy the first time it is asked about each even
 /// order, and takes every other request.

@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use crate::clock::{Clock, Jitter, ServerClock, UniformJitter};
 use crate::interrupt::Interrupt;
 
 use crate::audit::Audit;
@@ -103,6 +104,18 @@ pub trait Backend: Send {
     fn interrupter(&self) -> Option<Arc<dyn Interrupt>> {
         None
     }
+    /// The clock this store's clock-reading operations use (`dyn Backend`'s
+    /// [`now`](crate::Backend#method.now), `enqueue` of an [`Enqueue`](crate::Enqueue), a
+    /// worker runtime's claims). The default, for a store that keeps none, is a fresh
+    /// [`ServerClock`].
+    fn clock(&self) -> Arc<dyn Clock> {
+        Arc::new(ServerClock::new())
+    }
+    /// The jitter source a worker draws each retry's jitter from. The default, for a store
+    /// that keeps none, is [`UniformJitter`].
+    fn jitter(&self) -> Arc<dyn Jitter> {
+        Arc::new(UniformJitter)
+    }
 }
 
 /// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a PostgreSQL
@@ -126,15 +139,21 @@ pub fn open_backend(db: &str) -> Result<Box<dyn Backend>> {
     #[cfg(feature = "postgres")]
     return Ok(Box::new(crate::pg::PgQueue::connect(db)?));
     #[cfg(not(feature = "postgres"))]
-    return Err(crate::Error::NotRetryq {
+    return Err(no_postgres());
+}
+
+/// The refusal of a PostgreSQL URL by a build without the `postgres` feature.
+#[cfg(not(feature = "postgres"))]
+pub(crate) fn no_postgres() -> crate::Error {
+    crate::Error::NotRetryq {
         path: "postgres://…".into(),
         why: "a PostgreSQL URL, and this build of retryq has no PostgreSQL support (feature `postgres`)"
             .into(),
-    });
+    }
 }
 
 /// Whether `db` is a PostgreSQL URL: its scheme, in any case, is `postgres` or `postgresql`.
-fn is_postgres_url(db: &str) -> bool {
+pub(crate) fn is_postgres_url(db: &str) -> bool {
     let scheme = |prefix: &str| db.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix));
     scheme("postgres://") || scheme("postgresql://")
 }
@@ -157,6 +176,20 @@ impl dyn Backend + '_ {
 
 /// Each method is the SQLite queue's own (the inherent method wins over the trait's, so
 /// these calls do not recurse).
+/// A store behind `dyn`, as a worker runtime takes it.
+impl From<Queue> for Box<dyn Backend> {
+    fn from(queue: Queue) -> Self {
+        Box::new(queue)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl From<crate::pg::PgQueue> for Box<dyn Backend> {
+    fn from(queue: crate::pg::PgQueue) -> Self {
+        Box::new(queue)
+    }
+}
+
 impl Backend for Queue {
     fn kind(&self) -> &'static str {
         "sqlite"
@@ -226,6 +259,12 @@ impl Backend for Queue {
     }
     fn audit(&self) -> Result<Audit> {
         Queue::audit(self)
+    }
+    fn clock(&self) -> Arc<dyn Clock> {
+        Queue::clock(self)
+    }
+    fn jitter(&self) -> Arc<dyn Jitter> {
+        Queue::jitter(self)
     }
 }
 

@@ -127,6 +127,10 @@ pub enum Error {
     /// operation was not run; no later one will be.
     #[error("the queue is closed")]
     Closed,
+    /// The clock the store was opened with cannot be read as the queue's time (before 1970,
+    /// past 2^53 − 1 ms): the operation that needed `now` was not run.
+    #[error("the clock: {0}")]
+    Clock(#[from] retryq_core::ClockError),
 }
 
 /// The kind of an [`Error`], as SPEC section 5 names it (`invalid_input`, `conflict`, …).
@@ -191,7 +195,8 @@ impl Error {
             | Error::Refused { .. }
             | Error::Corrupt(_)
             | Error::Storage(_)
-            | Error::Closed => ErrorKind::Storage,
+            | Error::Closed
+            | Error::Clock(_) => ErrorKind::Storage,
             #[cfg(feature = "postgres")]
             Error::Postgres(_) => ErrorKind::Storage,
         }

@@ -61,13 +61,17 @@
 mod asynch;
 mod audit;
 mod backend;
+mod clock;
+mod clocked;
 mod ddl;
 mod delay;
+mod enqueue_job;
 mod error;
 mod file;
 mod input;
 mod interrupt;
 mod job;
+mod outbox;
 #[cfg(feature = "postgres")]
 mod pg;
 mod queue;
@@ -80,12 +84,15 @@ mod upgrade;
 pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
 pub use backend::{Backend, open_backend};
+pub use clock::{Clock, ClockError, Jitter, ManualClock, ServerClock, SystemClock, UniformJitter, now_ms};
 pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
+pub use enqueue_job::{Enqueue, ToEnqueue};
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use interrupt::Interrupt;
 pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
+pub use outbox::{Outbox, OutboxTransaction, Param};
 #[cfg(feature = "postgres")]
 pub use pg::PgQueue;
 /// The `postgres` client this crate is built on (feature `postgres`): the type inside

@@ -204,3 +204,52 @@ fn install_refuses_a_file_that_cannot_take_the_schema() {
     conn.execute("INSERT INTO orders (id, customer) VALUES (?1, ?2)", params![1, "ada"])
         .expect("app goes on");
 }
+
+/// The same on PostgreSQL: `PgQueue::install` puts the queue beside the application's own
+/// tables (and refuses a schema where one of them is named like the queue's), and a job
+/// enqueued in the application's transaction commits or rolls back with its row.
+#[test]
+fn on_postgres_a_job_lives_or_dies_with_the_applications_transaction() {
+    let Some(url) = retryq_pgtest::database("on_postgres_a_job_lives_or_dies_with_the_applications_transaction")
+    else {
+        return;
+    };
+    let mut client = retryq::postgres::Client::connect(&url, retryq::postgres::NoTls).expect("connect");
+    client.batch_execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer TEXT NOT NULL)").expect("table");
+    retryq::PgQueue::install(&mut client).expect("installed beside the orders table");
+    retryq::PgQueue::install(&mut client).expect("a second install finds it");
+    let enqueue = |tx: &mut retryq::postgres::Transaction<'_>, id: &str, order: i64, payload: &str| {
+        tx.execute("INSERT INTO orders (id, customer) VALUES ($1, 'ada')", &[&order]).expect("row");
+        retryq::PgQueue::enqueue_in(tx, &retryq::Enqueue::new(id, payload))
+    };
+    let mut tx = client.transaction().expect("begin");
+    assert_eq!(enqueue(&mut tx, "a", 1, "p").expect("job"), Enqueued::New);
+    tx.rollback().expect("rollback");
+    let mut tx = client.transaction().expect("begin");
+    assert_eq!(enqueue(&mut tx, "b", 2, "p").expect("job"), Enqueued::New);
+    // A refusal leaves the application's transaction usable: the savepoint is rolled back.
+    let err = retryq::PgQueue::enqueue_in(&mut tx, &retryq::Enqueue::new("b", "other")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    tx.execute("INSERT INTO orders (id, customer) VALUES (3, 'grace')", &[]).expect("still usable");
+    tx.commit().expect("commit");
+    let queue = retryq::PgQueue::connect(&url).expect("queue");
+    assert_eq!(queue.get("a").expect("get"), None);
+    let b = queue.get("b").expect("get").expect("b committed with its row");
+    // Resolved on the server's clock: the defaults, five attempts within the hour.
+    assert_eq!((b.max_attempts, b.deadline - b.enqueued_at), (5, 3_600_000));
+    let orders: i64 = client.query_one("SELECT count(*) FROM orders", &[]).expect("count").get(0);
+    assert_eq!(orders, 2);
+    assert!(queue.audit().expect("audit").is_clean());
+
+    // A schema with a table named like one of the queue's is refused, and left as it was.
+    let Some(other) = retryq_pgtest::database("on_postgres_install_refuses_a_taken_name") else { return };
+    let mut client = retryq::postgres::Client::connect(&other, retryq::postgres::NoTls).expect("connect");
+    client.batch_execute("CREATE TABLE history (n INT)").expect("table");
+    let err = retryq::PgQueue::install(&mut client).unwrap_err();
+    assert!(err.to_string().contains("history"), "{err}");
+    let tables: i64 = client
+        .query_one("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(tables, 1);
+}

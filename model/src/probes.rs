@@ -88,7 +88,7 @@ impl QueueModel {
             Set::Store => self.store_probes(world, &mut ops),
             Set::Arguments => {
                 if self.bounds.contract_1_1 {
-                    lookup_and_settings_probes(world, &mut ops);
+                    settings_probes(world, &mut ops);
                     argument_probes(world, &mut ops);
                 }
             }
@@ -152,15 +152,10 @@ impl QueueModel {
     }
 }
 
-/// What depends only on the ids stored and the settings: the fence, a cancel and a redrive of
-/// a missing id (`not_found`), and `config` with each setting omitted (which must keep its
-/// value) and each changed alone.
-fn lookup_and_settings_probes(world: &World, ops: &mut Vec<Op>) {
-    let now = world.now;
-    let missing = job_name(world.store.jobs().len());
-    fence_probes(&missing, 1, &Phase::Done, now, ops);
-    ops.push(Op::Cancel { id: missing.clone(), now });
-    ops.push(Op::Redrive { id: missing, now, add_attempts: 1, deadline: (now + 1).min(MAX_INT) });
+/// What depends only on the settings: `config` with each setting omitted (which must keep its
+/// value), given alone at its value, and changed alone. (A missing id's fence, cancel and
+/// redrive are argument probes.)
+fn settings_probes(world: &World, ops: &mut Vec<Op>) {
     let Config { base_ms, cap_ms, lease_ms } = world.store.config();
     let other = |v: u64| if v < MAX_INT { v + 1 } else { v - 1 };
     ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: None });

@@ -1,12 +1,18 @@
-//! The retryq worker: a process that runs a queue's unit of work forever, safely, next to
-//! others on the same store (a SQLite file, or a PostgreSQL database that workers on many
-//! hosts share).
+//! The retryq worker: the runtime that works a queue off, safely, next to others on the same
+//! store (a SQLite file, or a PostgreSQL database that workers on many hosts share).
+//!
+//! An application hands a handler to a [`Worker`] — a closure ([`Worker::run`]) or an async
+//! fn on its own tokio runtime (`Worker::run_async`, feature `tokio`) — and the worker claims,
+//! runs, renews and records; an error means retry ([`JobError`]), a panic is recorded, and a
+//! [`Stop`] ends it gracefully. The `retryq work` binary runs the same engine
+//! ([`work_in_slots`]) with a command or a URL as the handler.
 //!
 //! The queue ([`retryq::Queue::run_once`]) is one claim, one send, one record, with no
 //! sleeping and no clock of its own. This crate adds what a process needs around it:
 //!
 //! - [`work`]: the loop — the system clock (or any [`Clock`], [`work_with_clock`]), a
-//!   uniformly random jitter per attempt, each attempt bounded by a timeout, by the job's
+//!   jitter per attempt from the store ([`retryq::Backend::jitter`]: uniform by default),
+//!   each attempt bounded by a timeout, by the job's
 //!   deadline and by its lease on both the monotonic and the wall clock ([`Window`]), its
 //!   lease renewed every third of it while it runs (heartbeats: an attempt may outlast its
 //!   lease, and one whose renewal is refused is stopped and not recorded), a
@@ -43,11 +49,13 @@ mod config;
 mod dbfile;
 mod exec;
 mod fsize;
+mod handler;
 mod held;
 pub mod http;
 mod identity;
 mod outage;
 mod outcome;
+mod runtime;
 mod slot;
 mod stop;
 mod store;
@@ -61,9 +69,11 @@ pub use config::{Config, ConfigError, KILL_GRACE, MIN_LEASE};
 pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE};
 pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
+pub use handler::{Attempt, JobError};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use identity::process_name;
 pub use outcome::{Summary, WorkError};
+pub use runtime::Worker;
 pub use stop::Stop;
 pub use trampoline::{EXIT_NOT_STARTED, Trampoline, bounce};
 pub use transport::{Transport, Unclassified};

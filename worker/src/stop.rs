@@ -64,9 +64,17 @@ impl Stop {
         Ok(())
     }
 
-    /// Requests the stop, as a first signal would.
+    /// Requests the stop, as a first signal would: nothing more is claimed, and the
+    /// attempts under way finish and are recorded. Asked again, it abandons them instead:
+    /// the worker returns as soon as they return (an async handler's task is dropped, a
+    /// command's process group killed), records nothing of them, and their jobs wait out
+    /// their leases, as after a crash.
     pub fn request(&self) {
-        self.request_by(0);
+        if !self.request_by(0) {
+            self.inner.leaving.store(true, Ordering::SeqCst);
+            self.kill_running();
+            self.inner.wake.notify_all();
+        }
     }
 
     /// Records the request; false if one was already there.
@@ -96,8 +104,9 @@ impl Stop {
         *self.inner.interrupt.lock().unwrap_or_else(PoisonError::into_inner) = interrupt;
     }
 
-    /// Whether the process is exiting on a second signal: the attempts it killed end with
-    /// errors of its own making, which are neither recorded nor reported.
+    /// Whether the attempts under way are abandoned (a second signal, which exits the
+    /// process, or a second [`Stop::request`]): the attempts it killed end with errors of its
+    /// own making, which are neither recorded nor reported.
     pub(crate) fn leaving(&self) -> bool {
         self.inner.leaving.load(Ordering::SeqCst)
     }

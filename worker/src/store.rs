@@ -38,8 +38,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rand::RngExt;
-use rand::rngs::ThreadRng;
 use retryq::{
     Backend, Completed, Completion, DeadReason, Error, ErrorKind, HistoryEntry, Lease, Report, Status,
 };
@@ -92,7 +90,8 @@ pub(crate) struct Store<'a> {
     pub(crate) slots: Vec<Slot>,
     pub(crate) done: Receiver<Finished>,
     pub(crate) summary: Summary,
-    pub(crate) rng: ThreadRng,
+    /// Where each retry's jitter comes from: the store's source ([`retryq::Backend::jitter`]).
+    pub(crate) jitter: std::sync::Arc<dyn retryq::Jitter>,
     /// When to claim next: now after a claim that filled every free slot or a commit that
     /// freed some, later when nothing was due.
     pub(crate) claim_at: Instant,
@@ -138,6 +137,10 @@ impl Store<'_> {
     pub(crate) fn run(&mut self) -> Result<(), WorkError> {
         let mut arrived: Vec<Finished> = Vec::new();
         loop {
+            if self.stop.leaving() {
+                // Abandoned: what is still running is neither waited for nor recorded.
+                return Ok(());
+            }
             arrived.extend(self.done.try_iter());
             if !arrived.is_empty() || !self.waiting.is_empty() {
                 self.record(std::mem::take(&mut arrived))?;
@@ -442,7 +445,7 @@ impl Store<'_> {
                 }
                 (Err(Unclassified(error)), Ok(_)) => unclassified.push((job, error)),
                 (Ok(report), Ok(after)) => {
-                    let jitter: f64 = self.rng.random();
+                    let jitter = self.jitter.jitter();
                     self.waiting.push(Outcome {
                         lease: job.lease,
                         report,

@@ -140,6 +140,12 @@ impl<'c> Window<'c> {
         })
     }
 
+    /// The lease the store thread renews and the margin kept before its end, for a view
+    /// of the window that outlives it (a handler's [`Attempt`](crate::Attempt)).
+    pub(crate) fn held(&self) -> Option<(Arc<Held>, Duration)> {
+        self.lease.as_ref().map(|lease| (Arc::clone(&lease.held), lease.margin))
+    }
+
     /// The attempt's own limit, as given: its timeout, cut to the job's deadline.
     pub fn timeout(&self) -> Duration {
         self.timeout

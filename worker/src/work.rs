@@ -161,6 +161,7 @@ pub fn work_in_slots<T: Transport + Send>(
             slots.push(Slot { jobs: jobs_tx, holds: None });
         }
         drop(done_tx);
+        let jitter = queue.jitter();
         let mut store = Store {
             queue: &mut *queue,
             config,
@@ -170,7 +171,7 @@ pub fn work_in_slots<T: Transport + Send>(
             slots,
             done: done_rx,
             summary: Summary::default(),
-            rng: rand::rng(),
+            jitter,
             claim_at: Instant::now(),
             outage: Outage::default(),
             waiting: Vec::new(),
@@ -366,7 +367,7 @@ mod tests {
     /// A clock whose n-th reading (from 1) is `f(n)`.
     struct ScriptedClock<F>(Counter, F);
 
-    impl<F: Fn(u64) -> Result<u64, ClockError> + Sync> Clock for ScriptedClock<F> {
+    impl<F: Fn(u64) -> Result<u64, ClockError> + Send + Sync> Clock for ScriptedClock<F> {
         fn now_ms(&self) -> Result<u64, ClockError> {
             let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
             (self.1)(n)

@@ -96,4 +96,10 @@ impl Backend for PgQueue {
     fn audit(&self) -> Result<Audit> {
         PgQueue::audit(self)
     }
+    fn clock(&self) -> std::sync::Arc<dyn crate::clock::Clock> {
+        PgQueue::clock(self)
+    }
+    fn jitter(&self) -> std::sync::Arc<dyn crate::clock::Jitter> {
+        PgQueue::jitter(self)
+    }
 }

@@ -31,7 +31,12 @@ impl PgQueue {
     /// `pending`, an existing one with the same payload is [`Enqueued::Existing`] and
     /// changes nothing, one with another payload is [`Error::Conflict`]; every argument is
     /// checked first.
-    pub fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued> {
+    ///
+    /// An [`Enqueue`](crate::Enqueue) is resolved against the queue's clock first (by
+    /// default the server's).
+    pub fn enqueue(&mut self, job: &(impl crate::enqueue_job::ToEnqueue + ?Sized)) -> Result<Enqueued> {
+        let clock = std::sync::Arc::clone(&self.sources.clock);
+        let job = &job.new_job(&mut || crate::clock::store_now(&*self, &*clock))?;
         job.validate()?;
         // A new id is the common case: the insert alone, as its own transaction. An existing
         // one is looked at in a transaction of its own (its payload never changes).
@@ -70,7 +75,7 @@ impl PgQueue {
 
 /// The one write of `enqueue` (and of each job of `enqueue_many`) inside a write
 /// transaction, once the job is validated.
-fn insert(tx: &mut Tx<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
+pub(super) fn insert(tx: &mut Tx<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
     let payload = job.payload.as_bytes();
     let inserted = tx.execute(
         INSERT,

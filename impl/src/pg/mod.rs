@@ -28,6 +28,7 @@ mod complete;
 mod connect;
 mod enqueue;
 mod heartbeat;
+mod inside;
 mod inspect;
 mod redrive;
 mod schema;
@@ -39,4 +40,6 @@ mod turn;
 mod turn_tests;
 mod value;
 
+pub(crate) use inside::enqueue_in_with;
 pub use store::PgQueue;
+pub(crate) use store::{client_config, session};

@@ -186,8 +186,38 @@ pub(super) fn prepare(tx: &mut Tx<'_>, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// [`prepare`] for a schema that holds the application's own tables: the queue is put
+/// beside them ([`PgQueue::install`](super::PgQueue::install)), unless one of them bears a
+/// name the queue's schema uses.
+pub(super) fn install(tx: &mut Tx<'_>, name: &str) -> Result<()> {
+    if inspect_with(tx, name, true)? == Found::Retryq {
+        return Ok(());
+    }
+    tx.query_one(CREATION_LOCK, &[&APPLICATION_ID])?;
+    if inspect_with(tx, name, true)? == Found::Empty {
+        tx.batch(DDL)?;
+        tx.execute(MARK, &[&APPLICATION_ID, &SCHEMA_VERSION])?;
+    }
+    Ok(())
+}
+
+/// The relations of the current schema that bear a name the queue's schema uses (its
+/// tables, their indexes and identity sequences), if any.
+const TAKEN: &str = "
+    SELECT string_agg(relname, ', ' ORDER BY relname) FROM pg_catalog.pg_class
+    WHERE relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema())
+      AND relname IN ('retryq_meta', 'retryq_meta_pkey', 'jobs', 'jobs_pkey', 'jobs_id_key',
+                      'jobs_seq_seq', 'jobs_due', 'jobs_open_deadline', 'jobs_last_lease',
+                      'history', 'history_pkey', 'history_n_seq', 'history_job')";
+
 /// Decides what the current schema is, reading only.
 pub(super) fn inspect(tx: &mut Tx<'_>, name: &str) -> Result<Found> {
+    inspect_with(tx, name, false)
+}
+
+/// [`inspect`]; with `beside`, a schema holding other relations is `Empty` (the queue may
+/// be installed beside them) unless one of them is named like one of the queue's.
+fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
     let refuse = |why: String| Error::NotRetryq { path: name.into(), why };
     let row = tx.query_one(LOOK, &[])?;
     let schema: Option<String> = row.try_get(0)?;
@@ -202,8 +232,14 @@ pub(super) fn inspect(tx: &mut Tx<'_>, name: &str) -> Result<Found> {
         return Err(refuse(format!("the database's encoding is {encoding}; retryq stores UTF-8 text")));
     }
     if !marked {
-        if relations > 0 {
+        if relations > 0 && !beside {
             return Err(refuse(format!("schema {schema:?} holds {relations} relations of another program")));
+        }
+        if beside {
+            let taken: Option<String> = tx.query_one(TAKEN, &[])?.try_get(0)?;
+            if let Some(taken) = taken {
+                return Err(refuse(format!("schema {schema:?} already has relations named {taken}")));
+            }
         }
         if let Some(functions) = functions {
             return Err(refuse(format!("schema {schema:?} already has functions named {functions}")));

@@ -51,6 +51,8 @@ pub struct PgQueue {
     /// The database as messages name it: its URL without the password.
     name: String,
     pub(super) settings: Settings,
+    /// The clock and the jitter of the operations that read them (`clocked.rs`).
+    pub(crate) sources: crate::clock::Sources,
 }
 
 /// The connection and the statements prepared on it, which live and die with it.
@@ -104,7 +106,13 @@ pub(super) struct Tx<'a> {
     statements: &'a mut HashMap<&'static str, Statement>,
 }
 
-impl Tx<'_> {
+impl<'a> Tx<'a> {
+    /// A transaction of the application's own (a savepoint inside it, say), with statements
+    /// prepared for it alone.
+    pub(super) fn over(tx: Transaction<'a>, statements: &'a mut HashMap<&'static str, Statement>) -> Tx<'a> {
+        Tx { tx, statements }
+    }
+
     fn statement(&mut self, sql: &'static str) -> Result<Statement> {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
@@ -159,7 +167,7 @@ impl Tx<'_> {
         Ok(())
     }
 
-    fn commit(self) -> Result<()> {
+    pub(super) fn commit(self) -> Result<()> {
         Ok(self.tx.commit()?)
     }
 
@@ -202,18 +210,18 @@ impl PgQueue {
     /// A connection to the database `url` names, as it is: [`PgQueue::connect`] and
     /// [`PgQueue::connect_existing`] (`connect.rs`) then look at its schema.
     pub(super) fn open(url: &str) -> Result<PgQueue> {
-        let mut config: Config = url.parse()?;
-        config.keepalives(true).keepalives_interval(Self::KEEPALIVE_INTERVAL).keepalives_retries(3);
-        if config.get_keepalives_idle() > Self::KEEPALIVE_IDLE {
-            config.keepalives_idle(Self::KEEPALIVE_IDLE);
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("retryq");
-        }
+        let config = client_config(url)?;
         let name = describe(&config);
         let cancel = Arc::new(Mutex::new(None));
         let conn = Conn::open(&config, &cancel)?;
-        Ok(PgQueue { conn: RefCell::new(conn), config, cancel, name, settings: Settings::default() })
+        Ok(PgQueue {
+            conn: RefCell::new(conn),
+            config,
+            cancel,
+            name,
+            settings: Settings::default(),
+            sources: Default::default(),
+        })
     }
 
     /// Names this connection, and every one opened after it, `identity` in
@@ -373,10 +381,24 @@ const HOLDERS: &str = concat!(
      AND l.relation = 'jobs'::regclass))) ORDER BY a.pid"
 );
 
+/// The client's configuration for `url`, with the session settings every connection of this
+/// crate gets (keepalives, a name).
+pub(crate) fn client_config(url: &str) -> Result<Config> {
+    let mut config: Config = url.parse()?;
+    config.keepalives(true).keepalives_interval(PgQueue::KEEPALIVE_INTERVAL).keepalives_retries(3);
+    if config.get_keepalives_idle() > PgQueue::KEEPALIVE_IDLE {
+        config.keepalives_idle(PgQueue::KEEPALIVE_IDLE);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("retryq");
+    }
+    Ok(config)
+}
+
 /// A new connection, with the session settings every operation relies on: commits that
 /// wait for the WAL, and the timeouts that bound every wait (see [`PgQueue::LOCK_TIMEOUT`]
 /// and the constants after it).
-fn session(config: &Config) -> Result<Client> {
+pub(crate) fn session(config: &Config) -> Result<Client> {
     let mut client = config.connect(NoTls)?;
     client.batch_execute(&format!(
         "SET synchronous_commit = on; SET lock_timeout = {}; SET statement_timeout = {}; \

@@ -3,6 +3,8 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::store::Queue;
+use crate::clock::Clock as _;
+use crate::enqueue_job::ToEnqueue;
 use crate::error::{Error, Result};
 use crate::input;
 use crate::schema;
@@ -105,9 +107,14 @@ impl Queue {
     /// assert_eq!(q.enqueue(&other).map_err(|e| e.kind()), Err(ErrorKind::Conflict));
     /// # Ok::<(), retryq::Error>(())
     /// ```
-    pub fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued> {
+    ///
+    /// An [`Enqueue`](crate::Enqueue) is resolved against the queue's clock first
+    /// ([`Queue::set_clock`]); a `NewJob` never reads it.
+    pub fn enqueue(&mut self, job: &(impl ToEnqueue + ?Sized)) -> Result<Enqueued> {
+        let clock = std::sync::Arc::clone(&self.sources.clock);
+        let job = job.new_job(&mut || crate::clock::store_now(&*self, &*clock))?;
         job.validate()?;
-        self.write(|tx| insert(tx, job))
+        self.write(|tx| insert(tx, &job))
     }
 
     /// Enqueues many jobs in one transaction (one commit, one fsync), each with exactly the
@@ -167,10 +174,23 @@ impl Queue {
 /// application's row. Begin `tx` as `IMMEDIATE`
 /// ([`rusqlite::TransactionBehavior::Immediate`]), as every queue write does: a deferred
 /// transaction that read first can fail with `SQLITE_BUSY` when it comes to write.
-pub fn enqueue_in(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
+///
+/// An [`Enqueue`](crate::Enqueue) is resolved against this host's clock
+/// ([`SystemClock`](crate::SystemClock)): every process on a SQLite file runs on one host.
+pub fn enqueue_in(tx: &Transaction<'_>, job: &(impl ToEnqueue + ?Sized)) -> Result<Enqueued> {
+    enqueue_in_at(tx, job, &mut || crate::clock::SystemClock.now_ms().map_err(Error::Clock))
+}
+
+/// [`enqueue_in`], an [`Enqueue`](crate::Enqueue) resolved at `now`'s reading.
+pub(crate) fn enqueue_in_at(
+    tx: &Transaction<'_>,
+    job: &(impl ToEnqueue + ?Sized),
+    now: &mut dyn FnMut() -> Result<u64>,
+) -> Result<Enqueued> {
+    let job = job.new_job(now)?;
     job.validate()?;
     schema::require(tx)?;
-    insert(tx, job)
+    insert(tx, &job)
 }
 
 /// The one write of `enqueue` (and of each job of `enqueue_many` and `enqueue_in`) inside a

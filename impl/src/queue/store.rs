@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, FileControl, MAIN_DB, OpenFlags, Transaction, TransactionBehavior};
 
+use crate::clock::Sources;
 use crate::error::{Error, Result};
 use crate::file;
 use crate::input;
@@ -89,6 +90,8 @@ pub struct Queue {
     pub(super) conn: Connection,
     path: PathBuf,
     pub(super) settings: Settings,
+    /// The clock and the jitter of the operations that read them (`clocked.rs`).
+    pub(crate) sources: Sources,
 }
 
 impl Queue {
@@ -204,7 +207,7 @@ impl Queue {
         };
         conn.pragma_update(None, "synchronous", synchronous)?;
         conn.set_prepared_statement_cache_capacity(32);
-        Ok(Queue { conn, path, settings: Settings::default() })
+        Ok(Queue { conn, path, settings: Settings::default(), sources: Sources::default() })
     }
 
     /// The file this queue is on (`:memory:` for an in-memory one).

@@ -1,5 +1,5 @@
 //! The README's one library snippet is a region of an example, which `cargo test` compiles
-//! and runs (`tests/examples.rs`): a snippet edited in the README alone, or an example
+//! and runs (`tests/orders_example.rs`): a snippet edited in the README alone, or an example
 //! changed under it, fails here.
 
 use std::path::Path;
@@ -22,11 +22,11 @@ fn anchored_region(example: &str) -> Option<String> {
 fn the_readme_snippet_is_the_examples_region() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("../README.md")).expect("README.md");
-    let example = std::fs::read_to_string(root.join("examples/order_pipeline.rs")).expect("example");
+    let example = std::fs::read_to_string(root.join("examples/orders.rs")).expect("example");
     let snippet = readme_snippet(&readme).expect("a ```rust block under ## The library");
-    let region = anchored_region(&example).expect("an ANCHOR: readme region in order_pipeline.rs");
-    assert!(region.contains("retryq::enqueue_in") && region.contains("run_once"), "{region}");
-    assert_eq!(snippet, region, "README.md's library snippet differs from examples/order_pipeline.rs");
+    let region = anchored_region(&example).expect("an ANCHOR: readme region in orders.rs");
+    assert!(region.contains("tx.enqueue") && region.contains("run_async"), "{region}");
+    assert_eq!(snippet, region, "README.md's library snippet differs from worker/examples/orders.rs");
 }
 
 #[test]
