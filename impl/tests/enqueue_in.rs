@@ -210,12 +210,15 @@ fn install_refuses_a_file_that_cannot_take_the_schema() {
 /// enqueued in the application's transaction commits or rolls back with its row.
 #[test]
 fn on_postgres_a_job_lives_or_dies_with_the_applications_transaction() {
-    let Some(url) = retryq_pgtest::database("on_postgres_a_job_lives_or_dies_with_the_applications_transaction")
+    let Some(url) =
+        retryq_pgtest::database("on_postgres_a_job_lives_or_dies_with_the_applications_transaction")
     else {
         return;
     };
     let mut client = retryq::postgres::Client::connect(&url, retryq::postgres::NoTls).expect("connect");
-    client.batch_execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer TEXT NOT NULL)").expect("table");
+    client
+        .batch_execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, customer TEXT NOT NULL)")
+        .expect("table");
     retryq::PgQueue::install(&mut client).expect("installed beside the orders table");
     retryq::PgQueue::install(&mut client).expect("a second install finds it");
     let enqueue = |tx: &mut retryq::postgres::Transaction<'_>, id: &str, order: i64, payload: &str| {

@@ -372,7 +372,7 @@ impl fmt::Display for Bounds {
 /// the formula's doubling, its cap after several doublings, saturation and binary64's edges
 /// are asked of the store directly. `retry_delay` reads no state, so asking once, from each
 /// initial world, asks it everywhere.
-pub const DELAY_PROBES: [(u64, u64, u64, f64); 14] = [
+pub const DELAY_PROBES: [(u64, u64, u64, f64); 13] = [
     (2, 100, 1000, 0.5),
     (3, 100, 250, 0.5),
     (3, 1, 1000, 1.0),
@@ -386,9 +386,7 @@ pub const DELAY_PROBES: [(u64, u64, u64, f64); 14] = [
     // 0.818108110530233188, the binary64 value nearest it (SPEC 6.2).
     (1, crate::MAX_INT, crate::MAX_INT, f64::from_bits(0x3fea_2df1_0f6a_3b05)),
     (2, 100, 0, 1.0),
-    // Windows where binary64's spacing is 1, so its rounding of the product moves the floor:
-    // (2^53 − 2) × 0.75 is exactly halfway between two integers and ties to the even one
-    // below; (2^53 − 3) × 0.75 is three quarters past one and rounds up past the exact floor.
+    // A window where binary64's spacing is 1, so its rounding of the product moves the floor:
+    // (2^53 − 2) × 0.75 is exactly halfway between two integers and ties to the even one below.
     (1, crate::MAX_INT - 1, crate::MAX_INT, 0.75),
-    (1, crate::MAX_INT - 2, crate::MAX_INT, 0.75),
 ];

@@ -158,11 +158,15 @@ pub enum Bug {
     /// Enqueueing an existing id with the same payload stores the new `max_attempts` (an
     /// upsert that updates the row where SPEC 6.22 says nothing changes).
     ExistingTakesNewBudget,
+    /// The product of window and jitter rounds a halfway case up, not to the even neighbour
+    /// (a multiply in decimal, or rounding half up by hand): at (2^53 − 2) × 0.75 the delay is
+    /// one more than binary64's.
+    DelayTiesUp,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 60] = [
+    pub const ALL: [Bug; 61] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -223,6 +227,7 @@ impl Bug {
         Bug::ReapAMillisecondEarly,
         Bug::RedriveRefusesLargestBudget,
         Bug::ExistingTakesNewBudget,
+        Bug::DelayTiesUp,
     ];
 
     /// The name `--bug` takes.
@@ -288,6 +293,7 @@ impl Bug {
             Bug::ReapAMillisecondEarly => "reap-a-millisecond-early",
             Bug::RedriveRefusesLargestBudget => "redrive-refuses-largest-budget",
             Bug::ExistingTakesNewBudget => "existing-takes-new-budget",
+            Bug::DelayTiesUp => "delay-ties-up",
         }
     }
 
@@ -364,6 +370,7 @@ impl Bug {
                 "a redrive to a budget of exactly 2^31 - 1 is refused (>= for >)"
             }
             Bug::ExistingTakesNewBudget => "re-enqueueing the same payload stores the new max_attempts",
+            Bug::DelayTiesUp => "the delay's product rounds halfway cases up, not to even",
         }
     }
 

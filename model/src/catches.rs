@@ -72,6 +72,7 @@ impl Bug {
             Bug::ReapAMillisecondEarly => NO_SILENT_DROP,
             Bug::RedriveRefusesLargestBudget => ARGUMENTS_FIRST,
             Bug::ExistingTakesNewBudget => ENQUEUE_RULE,
+            Bug::DelayTiesUp => DELAY_RULE,
         }
     }
 }

@@ -559,6 +559,24 @@ pub enum Field {
 }
 
 impl Field {
+    /// Every field, in the order the argument table lists them.
+    pub const ALL: [Field; 14] = [
+        Field::Id,
+        Field::Worker,
+        Field::Payload,
+        Field::MaxAttempts,
+        Field::AddAttempts,
+        Field::Deadline,
+        Field::Now,
+        Field::After,
+        Field::NotBefore,
+        Field::BaseMs,
+        Field::CapMs,
+        Field::LeaseMs,
+        Field::Attempt,
+        Field::Jitter,
+    ];
+
     /// The name a detail starts with (SPEC 6.13).
     pub fn name(self) -> &'static str {
         match self {
@@ -629,6 +647,18 @@ pub enum Class {
 }
 
 impl Class {
+    /// Every class, in the order the argument table lists them.
+    pub const ALL: [Class; 8] = [
+        Class::Least,
+        Class::Most,
+        Class::Odd,
+        Class::Absent,
+        Class::Below,
+        Class::Above,
+        Class::Forbidden,
+        Class::Missing,
+    ];
+
     /// Whether a value of this class is a valid argument.
     pub fn valid(self) -> bool {
         matches!(self, Class::Least | Class::Most | Class::Odd | Class::Absent)
@@ -667,6 +697,147 @@ pub fn classes(op: OpKind, field: Field) -> &'static [Class] {
         Field::Jitter if op == OpKind::RetryDelay => &[Least, Most, Odd, Below, Above, Forbidden],
         Field::Jitter => &[Least, Most, Odd, Below, Above, Forbidden, Missing],
     }
+}
+
+/// A cell of the argument table (SPEC 3.1, 5.2, 6.21): an operation judged with a value of one
+/// class in one of its fields. Every one is reached, the way every cell of [`cells`] is: the
+/// model proves that each class of each field of each operation was put to the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArgCell {
+    /// The operation.
+    pub op: OpKind,
+    /// The field.
+    pub field: Field,
+    /// The class of its value.
+    pub class: Class,
+}
+
+/// Every cell of the argument table, by operation, field and class.
+pub fn arg_cells() -> Vec<ArgCell> {
+    let mut cells = Vec::new();
+    for op in OpKind::ALL {
+        for &field in fields(op) {
+            for &class in classes(op, field) {
+                cells.push(ArgCell { op, field, class });
+            }
+        }
+    }
+    cells
+}
+
+/// The largest budget, 2^31 − 1 (SPEC 3.2).
+const MAX_BUDGET: u64 = (1 << 31) - 1;
+/// The largest payload, 1 MiB (SPEC 3.2).
+const MAX_PAYLOAD: usize = 1 << 20;
+
+/// The class of `field`'s value in `op`, if it falls in one (most values are in none: an
+/// ordinary name, a time in the middle of the range). Read from SPEC 3.1, 5.2 and 6.21 by
+/// itself, not from the probes that put the classes to the store, so that a probe whose value
+/// missed its class leaves that cell unreached.
+pub fn class_of(op: &Op, field: Field) -> Option<Class> {
+    use Class::*;
+    let time = |v: u64, least: u64, most: u64| match v {
+        v if v > crate::MAX_INT => Some(Above),
+        v if v == least => Some(Least),
+        v if v == most => Some(Most),
+        _ => None,
+    };
+    let optional = |v: Option<u64>, least: u64| v.map_or(Some(Absent), |v| time(v, least, crate::MAX_INT));
+    match (op, field) {
+        (Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Heartbeat { id, .. }, Field::Id)
+        | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id)
+        | (
+            Op::Claim { worker: id, .. }
+            | Op::Complete { worker: id, .. }
+            | Op::RunOnce { worker: id, .. }
+            | Op::Heartbeat { worker: id, .. },
+            Field::Worker,
+        ) => name_class(id),
+        (Op::Enqueue { payload, .. }, Field::Payload) => match payload.len() {
+            0 => Some(Least),
+            MAX_PAYLOAD => Some(Most),
+            n if n > MAX_PAYLOAD => Some(Above),
+            _ => None,
+        },
+        (Op::Enqueue { max_attempts: v, .. }, Field::MaxAttempts)
+        | (Op::Redrive { add_attempts: v, .. }, Field::AddAttempts) => match *v {
+            0 => Some(Below),
+            1 => Some(Least),
+            MAX_BUDGET => Some(Most),
+            v if v > MAX_BUDGET => Some(Above),
+            _ => None,
+        },
+        (Op::Enqueue { deadline, now, .. } | Op::Redrive { deadline, now, .. }, Field::Deadline) => {
+            match *deadline {
+                d if d > crate::MAX_INT => Some(Above),
+                d if d <= *now => Some(Below),
+                crate::MAX_INT => Some(Most),
+                d if d == now + 1 => Some(Least),
+                _ => None,
+            }
+        }
+        // A deadline must come after `now`: the latest `now` of an enqueue or a redrive is
+        // one before the end of the range.
+        (Op::Enqueue { now, .. } | Op::Redrive { now, .. }, Field::Now) => time(*now, 0, crate::MAX_INT - 1),
+        (_, Field::Now) => time(op.now()?, 0, crate::MAX_INT),
+        (Op::RunOnce { after, now, .. }, Field::After) => match *after {
+            None => Some(Absent),
+            Some(a) => time(a, 0, crate::MAX_INT).or((a > *now).then_some(Odd)),
+        },
+        (Op::Enqueue { not_before, now, deadline, .. }, Field::NotBefore) => match *not_before {
+            None => Some(Absent),
+            Some(at) if at < *now => Some(Below),
+            Some(at) if at >= *deadline => Some(Above),
+            Some(at) if at == *now => Some(Least),
+            Some(at) if at + 1 == *deadline => Some(Most),
+            Some(_) => None,
+        },
+        (Op::Enqueue { base_ms: v, .. } | Op::Config { base_ms: v, .. }, Field::BaseMs)
+        | (Op::Enqueue { cap_ms: v, .. } | Op::Config { cap_ms: v, .. }, Field::CapMs) => optional(*v, 0),
+        (Op::RetryDelay { base_ms: v, .. }, Field::BaseMs)
+        | (Op::RetryDelay { cap_ms: v, .. }, Field::CapMs) => time(*v, 0, crate::MAX_INT),
+        (Op::Config { lease_ms: Some(0), .. }, Field::LeaseMs) => Some(Below),
+        (Op::Config { lease_ms, .. }, Field::LeaseMs) => optional(*lease_ms, 1),
+        (
+            Op::Complete { attempt, .. } | Op::Heartbeat { attempt, .. } | Op::RetryDelay { attempt, .. },
+            Field::Attempt,
+        ) => match *attempt {
+            0 => Some(Below),
+            a => time(a, 1, crate::MAX_INT),
+        },
+        (Op::Complete { jitter, .. } | Op::RunOnce { jitter, .. }, Field::Jitter) => {
+            jitter.map_or(Some(Missing), jitter_class)
+        }
+        (Op::RetryDelay { jitter, .. }, Field::Jitter) => jitter_class(*jitter),
+        _ => None,
+    }
+}
+
+/// The class of a name (`id`, `worker`): empty, holding NUL, past 256 bytes, 256 bytes with
+/// a multi-byte or control character, 256 bytes, one byte.
+fn name_class(name: &str) -> Option<Class> {
+    match name.len() {
+        0 => Some(Class::Below),
+        _ if name.contains('\0') => Some(Class::Forbidden),
+        n if n > 256 => Some(Class::Above),
+        256 if name.chars().any(|c| !c.is_ascii() || c.is_control()) => Some(Class::Odd),
+        256 => Some(Class::Most),
+        1 => Some(Class::Least),
+        _ => None,
+    }
+}
+
+/// The class of a jitter: NaN, above 1, below 0, −0, 0, 1.
+fn jitter_class(jitter: f64) -> Option<Class> {
+    Some(match jitter {
+        j if j.is_nan() => Class::Forbidden,
+        j if j > 1.0 => Class::Above,
+        j if j < 0.0 => Class::Below,
+        j if j == 0.0 && j.is_sign_negative() => Class::Odd,
+        0.0 => Class::Least,
+        1.0 => Class::Most,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 
 use std::sync::OnceLock;
 
-use crate::contract::{self, Answer, Cell, Meets, OpKind};
+use crate::contract::{self, Answer, ArgCell, Cell, Class, Field, Meets, OpKind};
 use crate::reference::{Job, Phase, Store};
 use crate::{DeadReason, Op, Response};
 
@@ -77,6 +77,45 @@ pub fn cells(
     }
 }
 
+/// Calls `reached` with the position of each cell of the argument table `op` reaches (after
+/// the cells of [`contract::cells`]): the class of each of its fields' values, if any.
+pub fn arg_cells(op: &Op, reached: &mut impl FnMut(usize)) {
+    let kind = OpKind::of(op);
+    for &field in contract::fields(kind) {
+        let position =
+            contract::class_of(op, field).and_then(|class| arg_position(ArgCell { op: kind, field, class }));
+        if let Some(position) = position {
+            reached(table_len() + position);
+        }
+    }
+}
+
+/// How many cells the contract's table allows: where the argument table's positions start.
+pub fn table_len() -> usize {
+    static LEN: OnceLock<usize> = OnceLock::new();
+    *LEN.get_or_init(|| contract::cells().len())
+}
+
+/// The position of `cell` in [`contract::arg_cells`], or `None` for a class the table does not
+/// list for that field.
+pub fn arg_position(cell: ArgCell) -> Option<usize> {
+    static POSITIONS: OnceLock<Vec<u16>> = OnceLock::new();
+    // Field and Class list their variants in declaration order (a test pins it), so their
+    // discriminants index the table; an operation's position is looked up.
+    let slot = |cell: ArgCell| {
+        let op = OpKind::ALL.iter().position(|&o| o == cell.op).unwrap_or(0);
+        (op * Field::ALL.len() + cell.field as usize) * Class::ALL.len() + cell.class as usize
+    };
+    let positions = POSITIONS.get_or_init(|| {
+        let mut positions = vec![u16::MAX; OpKind::ALL.len() * Field::ALL.len() * Class::ALL.len()];
+        for (i, cell) in contract::arg_cells().into_iter().enumerate() {
+            positions[slot(cell)] = i as u16;
+        }
+        positions
+    });
+    positions.get(slot(cell)).copied().filter(|&p| p != u16::MAX).map(usize::from)
+}
+
 /// The position of each allowed cell in [`contract::cells`], by operation, status and answer;
 /// `u16::MAX` for a cell the contract does not allow.
 fn positions() -> &'static [u16] {
@@ -111,7 +150,7 @@ pub fn position(cell: Cell) -> Option<usize> {
 /// state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reached {
-    cells: [u16; 4],
+    cells: [u16; 8],
     len: u8,
     /// A cell the contract does not allow.
     pub outside: bool,
@@ -122,12 +161,15 @@ impl Reached {
     pub fn insert(&mut self, cell: Cell) {
         match position(cell) {
             None => self.outside = true,
-            Some(p) => {
-                if let Some(slot) = self.cells.get_mut(usize::from(self.len)) {
-                    *slot = p as u16;
-                    self.len += 1;
-                }
-            }
+            Some(p) => self.insert_position(p),
+        }
+    }
+
+    /// Records the cell at `position` (of either table).
+    pub fn insert_position(&mut self, position: usize) {
+        if let Some(slot) = self.cells.get_mut(usize::from(self.len)) {
+            *slot = position as u16;
+            self.len += 1;
         }
     }
 
@@ -141,6 +183,17 @@ impl Reached {
 mod tests {
     use super::*;
     use crate::Outcome;
+
+    #[test]
+    fn every_argument_cell_has_a_position_and_the_orders_are_the_declarations() {
+        assert!(Field::ALL.iter().enumerate().all(|(i, &f)| f as usize == i));
+        assert!(Class::ALL.iter().enumerate().all(|(i, &c)| c as usize == i));
+        for (i, cell) in contract::arg_cells().into_iter().enumerate() {
+            assert_eq!(arg_position(cell), Some(i));
+        }
+        let unlisted = ArgCell { op: OpKind::Restart, field: Field::Id, class: Class::Least };
+        assert_eq!(arg_position(unlisted), None);
+    }
 
     #[test]
     fn every_allowed_cell_has_a_position_and_no_other() {

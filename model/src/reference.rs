@@ -250,7 +250,7 @@ impl Store {
             Op::Get { id } => self.get(id),
             Op::Stats { now } => validate::int("now", *now).map(|now| Reply::Stats(self.stats(now))),
             Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
-                delay_op(*attempt, *base_ms, *cap_ms, *jitter)
+                delay_op(*attempt, *base_ms, *cap_ms, *jitter, self.bug)
             }
             Op::Restart => Ok(self.restart()),
         };
@@ -717,18 +717,29 @@ struct Schedule {
 }
 
 /// `retry_delay` as an operation: its arguments checked, then SPEC section 2.
-fn delay_op(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> Result<Reply, Failure> {
+fn delay_op(
+    attempt: u64,
+    base_ms: u64,
+    cap_ms: u64,
+    jitter: f64,
+    bug: Option<Bug>,
+) -> Result<Reply, Failure> {
     validate::attempt(attempt)?;
     validate::int("base_ms", base_ms)?;
     validate::int("cap_ms", cap_ms)?;
     validate::ratio(jitter)?;
-    Ok(Reply::Delay { delay_ms: retry_delay(attempt, base_ms, cap_ms, jitter) })
+    let delay_ms = match bug {
+        // A store whose formula is wrong answers `retry_delay` with it too.
+        Some(seeded) if seeded.bends_delay() => seeded::delay(seeded, attempt, base_ms, cap_ms, jitter),
+        _ => retry_delay(attempt, base_ms, cap_ms, jitter),
+    };
+    Ok(Reply::Delay { delay_ms })
 }
 
 impl Bug {
     /// The seeded bugs that change the delay formula.
     fn bends_delay(self) -> bool {
-        matches!(self, Bug::RoundDelay | Bug::ExactProductDelay | Bug::JitterBeforeCap)
+        matches!(self, Bug::RoundDelay | Bug::ExactProductDelay | Bug::JitterBeforeCap | Bug::DelayTiesUp)
     }
 
     /// The seeded bugs that change the reap.
@@ -827,7 +838,8 @@ mod seeded {
                 let doubled = u128::from(base_ms) << attempt.saturating_sub(1).min(64);
                 ((doubled as f64 * jitter).floor() as u64).min(cap_ms)
             }
-            // Exact: the binary64 jitter is m * 2^e; floor(window * m / 2^-e) in integers.
+            // Exact: the binary64 jitter is m * 2^e; floor(window * m / 2^-e) in integers;
+            // with ties up, first rounded to 53 bits, halfway cases upwards.
             _ => {
                 let bits = jitter.to_bits();
                 let (mantissa, exponent) =
@@ -836,7 +848,12 @@ mod seeded {
                     return 0;
                 }
                 let shift = (1075 - exponent) as u32;
-                let product = u128::from(window) * u128::from(mantissa);
+                let mut product = u128::from(window) * u128::from(mantissa);
+                let width = 128 - product.leading_zeros();
+                if bug == Bug::DelayTiesUp && width > 53 {
+                    let dropped = width - 53;
+                    product = ((product + (1 << (dropped - 1))) >> dropped) << dropped;
+                }
                 if shift >= 128 { 0 } else { (product >> shift) as u64 }
             }
         }

@@ -40,10 +40,11 @@ impl Probed for QueueModel {
     }
 }
 
-/// How many cells the contract's table allows.
+/// How many cells the contract's two tables hold: operation × status × answer, then
+/// operation × field × class of argument.
 pub fn cell_count() -> usize {
     static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *COUNT.get_or_init(|| contract::cells().len())
+    *COUNT.get_or_init(|| contract::cells().len() + contract::arg_cells().len())
 }
 
 impl QueueModel {

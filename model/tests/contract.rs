@@ -55,7 +55,7 @@ const EXAMPLE_STEPS: &[(&str, usize)] = &[
 #[test]
 fn the_model_check_passes_and_reaches_everything() {
     let mut found = Vec::new();
-    let mut cells = vec![false; contract::cells().len()];
+    let mut cells = vec![false; contract::cells().len() + contract::arg_cells().len()];
     for bounds in small_worlds() {
         let report = QueueModel::new(bounds.clone(), None).check(2, true);
         assert_eq!(report.outside_boundary, 0, "{bounds}: the claim bound cut the SPEC's store");
@@ -89,9 +89,15 @@ fn the_model_check_passes_and_reaches_everything() {
         }
     }
     assert!(moved.is_empty(), "examples found at other depths than pinned:\n{}", moved.join("\n"));
-    for (cell, reached) in contract::cells().into_iter().zip(cells) {
+    let (table, args) = cells.split_at(contract::cells().len());
+    for (cell, &reached) in contract::cells().into_iter().zip(table) {
         assert!(reached || contract::DEEP_ONLY.contains(&cell), "no small world reaches {cell:?}");
     }
+    // Every class of every field of every operation was put to the store: a probe whose value
+    // missed its class (`contract::class_of` reads the class independently) leaves it unreached.
+    let missed: Vec<_> =
+        contract::arg_cells().into_iter().zip(args).filter(|(_, r)| !**r).map(|(c, _)| c).collect();
+    assert!(missed.is_empty(), "no small world puts these to the store: {missed:?}");
 }
 
 /// Every seeded bug is caught by the property that names it, and with a counterexample that

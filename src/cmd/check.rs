@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use retryq_model::checker::{CheckReport, Finding, Kind, Progress, Status};
-use retryq_model::contract::{self, Cell};
+use retryq_model::contract;
 use retryq_model::model::{Action, Bounds, QueueModel, Scene, World};
 use retryq_model::trace;
 use serde::Serialize;
@@ -192,15 +192,23 @@ pub fn failed(report: &CheckReport<World, Action>, seeded_bug: bool, deep: bool)
     violated_or_missing || (!seeded_bug && !unreached(report, deep).is_empty())
 }
 
-/// The cells of the contract's table the check should have reached and did not: every cell,
-/// but those named as reached only at `--deep` when the check is not deep.
-pub fn unreached(report: &CheckReport<World, Action>, deep: bool) -> Vec<Cell> {
-    contract::cells()
-        .into_iter()
+/// The cells of the contract's two tables the check should have reached and did not, each in
+/// words: every cell, but those named as reached only at `--deep` when the check is not deep.
+pub fn unreached(report: &CheckReport<World, Action>, deep: bool) -> Vec<String> {
+    let table = contract::cells();
+    let cells = table
+        .iter()
         .zip(&report.cells)
         .filter(|(cell, path)| path.is_none() && (deep || !contract::DEEP_ONLY.contains(cell)))
-        .map(|(cell, _)| cell)
-        .collect()
+        .map(|(cell, _)| {
+            format!("{} meeting {} answering {}", cell.op.name(), cell.meets.name(), cell.answer.name())
+        });
+    let args = contract::arg_cells()
+        .into_iter()
+        .zip(report.cells.iter().skip(table.len()))
+        .filter(|(_, path)| path.is_none())
+        .map(|(cell, _)| format!("{} with {} {}", cell.op.name(), cell.field.name(), cell.class.name()));
+    cells.chain(args).collect()
 }
 
 /// The contract's table, each cell reached or not, with the length of a shortest path to it
@@ -222,6 +230,16 @@ fn print_coverage(model: &QueueModel, report: &CheckReport<World, Action>) -> Re
             None => "NOT REACHED".into(),
         };
         outln!("{op:<12} {:<26} {:<24} {reached}", cell.meets.name(), cell.answer.name())?;
+    }
+    outln!()?;
+    outln!("the argument table (SPEC 3.1, 5.2, 6.21): operation, field, class of its value")?;
+    let table = contract::cells().len();
+    for (cell, path) in contract::arg_cells().into_iter().zip(report.cells.iter().skip(table)) {
+        let reached = match path {
+            Some(path) => format!("reached ({} steps)", path.len()),
+            None => "NOT REACHED".into(),
+        };
+        outln!("{:<12} {:<14} {:<10} {reached}", cell.op.name(), cell.field.name(), cell.class.name())?;
     }
     Ok(())
 }
@@ -310,11 +328,16 @@ fn print_report(
             report.outside_boundary
         )?;
     }
-    let cells = report.cells.iter().filter(|c| c.is_some()).count();
+    let table = contract::cells().len();
+    let reached = |cells: &[Option<_>]| cells.iter().filter(|c| c.is_some()).count();
     if model.bug.is_none() {
+        let (cells, args) = report.cells.split_at(table.min(report.cells.len()));
         outln!(
-            "cells of the contract's table reached: {cells} of {} (--coverage prints them)",
-            report.cells.len()
+            "cells reached: {} of {} of the contract's table, {} of {} of the argument table (--coverage prints them)",
+            reached(cells),
+            cells.len(),
+            reached(args),
+            args.len()
         )?;
     }
     let violated = report.findings.iter().filter(|f| f.status == Status::Violated).count();

@@ -165,12 +165,7 @@ fn model_check() -> Row {
     let unreached = super::check::unreached(&report, false);
     let verdict = match (report.findings.iter().find(|f| f.status.is_failure()), unreached.first()) {
         (Some(f), _) => Err(format!("{}: {} (run `retryq check` for the trace)", f.name, f.status.name())),
-        (None, Some(cell)) => Err(format!(
-            "{} meeting {} answering {} not reached (run `retryq check --coverage`)",
-            cell.op.name(),
-            cell.meets.name(),
-            cell.answer.name()
-        )),
+        (None, Some(cell)) => Err(format!("{cell} not reached (run `retryq check --coverage`)")),
         (None, None) => Ok("every property holds, every example found, every cell reached".into()),
     };
     Row { stage: "model check", checked, verdict, seconds: 0.0 }
