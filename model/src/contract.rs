@@ -14,7 +14,7 @@
 //! classifies. It may not reach up: the table says what the contract allows whoever takes the
 //! step, the store included.
 
-use crate::{DeadReason, Failure, Op, Reply, Response};
+use crate::{DeadReason, Failure, Op, Outcome, Reply, Response, RunOutcome};
 
 /// SPEC 5.3's operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -805,8 +805,15 @@ pub fn class_of(op: &Op, field: Field) -> Option<Class> {
             0 => Some(Below),
             a => time(a, 1, crate::MAX_INT),
         },
-        (Op::Complete { jitter, .. } | Op::RunOnce { jitter, .. }, Field::Jitter) => {
-            jitter.map_or(Some(Missing), jitter_class)
+        // Required only for a `retryable` outcome (6.6): elsewhere an absent jitter is no class.
+        (Op::Complete { jitter: None, outcome, .. }, Field::Jitter) => {
+            (*outcome == Outcome::Retryable).then_some(Missing)
+        }
+        (Op::RunOnce { jitter: None, outcome, .. }, Field::Jitter) => {
+            (*outcome == RunOutcome::Retryable).then_some(Missing)
+        }
+        (Op::Complete { jitter: Some(j), .. } | Op::RunOnce { jitter: Some(j), .. }, Field::Jitter) => {
+            jitter_class(*j)
         }
         (Op::RetryDelay { jitter, .. }, Field::Jitter) => jitter_class(*jitter),
         _ => None,

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use crate::contract::{self, Answer, ArgCell, Cell, Class, Field, Meets, OpKind};
 use crate::reference::{Job, Phase, Store};
-use crate::{DeadReason, Op, Response};
+use crate::{DeadReason, Failure, Op, Response};
 
 /// The status of `job` at `now`, as the table tells statuses apart.
 pub fn meets(job: Option<&Job>, now: u64) -> Meets {
@@ -77,15 +77,27 @@ pub fn cells(
     }
 }
 
-/// Calls `reached` with the position of each cell of the argument table `op` reaches (after
-/// the cells of [`contract::cells`]): the class of each of its fields' values, if any.
-pub fn arg_cells(op: &Op, reached: &mut impl FnMut(usize)) {
+/// Records in `reached` each cell of the argument table `op` reaches (after the cells of
+/// [`contract::cells`]): the class of each of its fields' values, if any. A step whose answer
+/// is not the one its classes call for falls outside the table (SPEC 3.1): a value of an
+/// invalid class not refused `invalid_input`, or a refusal whose detail names a field whose
+/// value is of a valid class (but `add_attempts`, whose sum with the stored attempts is
+/// checked apart, 6.5).
+pub fn arg_cells(op: &Op, response: &Response, reached: &mut Reached) {
     let kind = OpKind::of(op);
+    let refused = match response {
+        Response::Err(Failure::InvalidInput { detail }) => Some(detail.as_str()),
+        _ => None,
+    };
     for &field in contract::fields(kind) {
-        let position =
-            contract::class_of(op, field).and_then(|class| arg_position(ArgCell { op: kind, field, class }));
-        if let Some(position) = position {
-            reached(table_len() + position);
+        let Some(class) = contract::class_of(op, field) else { continue };
+        let named =
+            refused.and_then(|d| d.strip_prefix(field.name())).is_some_and(|rest| rest.starts_with(':'));
+        if (!class.valid() && refused.is_none()) || (class.valid() && named && field != Field::AddAttempts) {
+            reached.outside = true;
+        }
+        if let Some(position) = arg_position(ArgCell { op: kind, field, class }) {
+            reached.insert_position(table_len() + position);
         }
     }
 }
