@@ -549,7 +549,7 @@ impl QueueModel {
         coverage::cells(&world.store, &op, &response, &next.store, world.now, &mut |cell| {
             reached.insert(cell)
         });
-        coverage::arg_cells(&op, &response, &mut reached);
+        coverage::arg_cells(&op, &response, matches!(action, Action::Probe { .. }), &mut reached);
         next.reached = reached;
         self.observe(world, action, &op, &response, &mut next);
         next.normalize();
