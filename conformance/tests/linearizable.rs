@@ -475,6 +475,8 @@ impl Broken {
     }
 }
 
+impl retryq::ServerTime for Broken {}
+
 impl Backend for Broken {
     fn claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
         match self.split {

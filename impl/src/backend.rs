@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use crate::clock::{Clock, Jitter, ServerClock, UniformJitter};
+use crate::clock::{Clock, Jitter, ServerClock, ServerTime, UniformJitter};
 use crate::interrupt::Interrupt;
 
 use crate::audit::Audit;
@@ -31,7 +31,7 @@ use crate::queue::store::{Queue, Settings};
 /// A durable store of jobs that keeps SPEC sections 2 to 4. Every write is one transaction
 /// (or, for the `_batch`/`_many` calls, one for the whole batch); every read sees one
 /// snapshot.
-pub trait Backend: Send {
+pub trait Backend: Send + ServerTime {
     /// Which store this is, for messages: `sqlite` or `postgres`.
     fn kind(&self) -> &'static str;
     /// The lease and backoff parameters later operations use.
@@ -78,12 +78,6 @@ pub trait Backend: Send {
     fn next_due(&self) -> Result<Option<u64>>;
     /// SPEC section 4's invariants checked on every row and every recorded transition.
     fn audit(&self) -> Result<Audit>;
-    /// The store's own clock in Unix milliseconds, for a store that many hosts share: their
-    /// clocks may disagree, the server's is one. `None` for a store with no server (SQLite),
-    /// whose callers use their host's clock.
-    fn server_now(&self) -> Result<Option<u64>> {
-        Ok(None)
-    }
     /// Names this session after `identity` (a worker's lease-holding name) where the store
     /// shows its sessions to an operator: PostgreSQL's `application_name`, in
     /// `pg_stat_activity`, cut to its 63 bytes. Nothing for a store without sessions.
@@ -189,6 +183,9 @@ impl From<crate::pg::PgQueue> for Box<dyn Backend> {
         Box::new(queue)
     }
 }
+
+/// SQLite has no server: its callers use their host's clock.
+impl ServerTime for Queue {}
 
 impl Backend for Queue {
     fn kind(&self) -> &'static str {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use crate::backend::Backend;
 use crate::clock::{Clock, Jitter, store_now};
-use crate::enqueue_job::ToEnqueue;
 use crate::error::Result;
 use crate::queue::enqueue::Enqueued;
+use crate::queue::enqueue::ToEnqueue;
 use crate::queue::inspect::Stats;
 use crate::queue::store::Queue;
 

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
-use crate::queue::enqueue::NewJob;
+use crate::queue::enqueue::{NewJob, ToEnqueue};
 
 /// A job to enqueue on the store's clock: `Enqueue::new(id, payload)`, then any of the
 /// settings below. Given to `enqueue` ([`Queue::enqueue`](crate::Queue::enqueue),
@@ -194,20 +194,6 @@ impl crate::Claimed {
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
         serde_json::from_str(&self.payload)
             .map_err(|e| Error::invalid("payload", format!("is not the JSON expected: {e}")))
-    }
-}
-
-/// What an `enqueue` takes: a [`NewJob`] with its times given (the contract's operation, the
-/// clock never read), or an [`Enqueue`], resolved against the store's clock.
-pub trait ToEnqueue {
-    /// The job as the contract's enqueue takes it; `now` reads the store's clock, and is
-    /// called only by a job whose times are relative to it.
-    fn new_job(&self, now: &mut dyn FnMut() -> Result<u64>) -> Result<NewJob<'_>>;
-}
-
-impl ToEnqueue for NewJob<'_> {
-    fn new_job(&self, _: &mut dyn FnMut() -> Result<u64>) -> Result<NewJob<'_>> {
-        Ok(*self)
     }
 }
 

@@ -84,10 +84,12 @@ mod upgrade;
 pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
 pub use backend::{Backend, open_backend};
-pub use clock::{Clock, ClockError, Jitter, ManualClock, ServerClock, SystemClock, UniformJitter, now_ms};
+pub use clock::{
+    Clock, ClockError, Jitter, ManualClock, ServerClock, ServerTime, SystemClock, UniformJitter, now_ms,
+};
 pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
-pub use enqueue_job::{Enqueue, ToEnqueue};
+pub use enqueue_job::Enqueue;
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
 pub use interrupt::Interrupt;
@@ -101,7 +103,7 @@ pub use pg::PgQueue;
 pub use postgres;
 pub use queue::claim::Claimed;
 pub use queue::complete::{Completed, Completion};
-pub use queue::enqueue::{Enqueued, NewJob, enqueue_in};
+pub use queue::enqueue::{Enqueued, NewJob, ToEnqueue, enqueue_in};
 pub use queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
 pub use queue::lease::Lease;
 pub use queue::redrive::{Redrive, RedriveDead};

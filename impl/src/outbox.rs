@@ -15,9 +15,9 @@ use std::sync::Arc;
 use rusqlite::TransactionBehavior;
 
 use crate::clock::Clock;
-use crate::enqueue_job::ToEnqueue;
 use crate::error::{Error, Result};
 use crate::queue::enqueue::Enqueued;
+use crate::queue::enqueue::ToEnqueue;
 
 /// A value bound to a placeholder of the application's SQL: any type both clients bind
 /// (`i32`, `i64`, `f64`, `bool`, `String`, `&str`, `Vec<u8>`, `Option` of them, …).

@@ -215,6 +215,7 @@ fn finish(span: &tracing::Span, report: Report, started: Instant) -> Report {
     report
 }
 
+#[cfg(feature = "tokio")]
 /// The report of an attempt cut at `cut` after `ms` milliseconds: retried, as the exec
 /// transport's is (a refused renewal is not recorded at all: the engine drops it).
 fn cut_short(cut: Cut, ms: u128) -> Report {

@@ -20,6 +20,8 @@ struct Refusing {
     refused: u64,
 }
 
+impl retryq::ServerTime for Refusing {}
+
 impl Backend for Refusing {
     fn heartbeat(&mut self, lease: &Lease, _now: u64) -> Result<u64> {
         self.refused += 1;

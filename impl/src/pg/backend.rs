@@ -14,12 +14,16 @@ use crate::queue::lease::Lease;
 use crate::queue::redrive::{Redrive, RedriveDead};
 use crate::queue::store::Settings;
 
+/// The server's clock: one for every host that shares the database.
+impl crate::clock::ServerTime for PgQueue {
+    fn server_now(&self) -> Result<Option<u64>> {
+        PgQueue::server_now(self).map(Some)
+    }
+}
+
 impl Backend for PgQueue {
     fn kind(&self) -> &'static str {
         "postgres"
-    }
-    fn server_now(&self) -> Result<Option<u64>> {
-        PgQueue::server_now(self).map(Some)
     }
     fn set_identity(&mut self, identity: &str) -> Result<()> {
         PgQueue::set_identity(self, identity)

@@ -34,7 +34,7 @@ impl PgQueue {
     ///
     /// An [`Enqueue`](crate::Enqueue) is resolved against the queue's clock first (by
     /// default the server's).
-    pub fn enqueue(&mut self, job: &(impl crate::enqueue_job::ToEnqueue + ?Sized)) -> Result<Enqueued> {
+    pub fn enqueue(&mut self, job: &(impl crate::queue::enqueue::ToEnqueue + ?Sized)) -> Result<Enqueued> {
         let clock = std::sync::Arc::clone(&self.sources.clock);
         let job = &job.new_job(&mut || crate::clock::store_now(&*self, &*clock))?;
         job.validate()?;

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use super::schema::{self, Found};
 use super::store::{PgQueue, Tx};
 use crate::clock::Clock;
-use crate::enqueue_job::ToEnqueue;
 use crate::error::{Error, Result};
 use crate::queue::enqueue::Enqueued;
+use crate::queue::enqueue::ToEnqueue;
 
 /// What messages call the application's database, whose URL the queue never saw.
 const APP: &str = "the application's database";

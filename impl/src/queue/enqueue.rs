@@ -4,7 +4,6 @@ use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::store::Queue;
 use crate::clock::Clock as _;
-use crate::enqueue_job::ToEnqueue;
 use crate::error::{Error, Result};
 use crate::input;
 use crate::schema;
@@ -42,6 +41,20 @@ pub struct NewJob<'a> {
     /// The job's own largest retry window in place of the queue's `cap_ms`; `None` as for
     /// `base_ms`.
     pub cap_ms: Option<u64>,
+}
+
+/// What an `enqueue` takes: a [`NewJob`] with its times given (the contract's operation, the
+/// clock never read), or an [`Enqueue`], resolved against the store's clock.
+pub trait ToEnqueue {
+    /// The job as the contract's enqueue takes it; `now` reads the store's clock, and is
+    /// called only by a job whose times are relative to it.
+    fn new_job(&self, now: &mut dyn FnMut() -> Result<u64>) -> Result<NewJob<'_>>;
+}
+
+impl ToEnqueue for NewJob<'_> {
+    fn new_job(&self, _: &mut dyn FnMut() -> Result<u64>) -> Result<NewJob<'_>> {
+        Ok(*self)
+    }
 }
 
 /// What `enqueue` did.
