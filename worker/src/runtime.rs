@@ -19,7 +19,7 @@ use crate::identity::process_name;
 use crate::outcome::{Summary, WorkError};
 use crate::stop::Stop;
 use crate::transport::{Transport, Unclassified};
-use crate::window::{Cut, Window};
+use crate::window::Window;
 use crate::work::work_in_slots;
 
 /// How an application runs its jobs: a name, how many attempts at once, and the lease,
@@ -218,7 +218,7 @@ fn finish(span: &tracing::Span, report: Report, started: Instant) -> Report {
 #[cfg(feature = "tokio")]
 /// The report of an attempt cut at `cut` after `ms` milliseconds: retried, as the exec
 /// transport's is (a refused renewal is not recorded at all: the engine drops it).
-fn cut_short(cut: Cut, ms: u128) -> Report {
+fn cut_short(cut: crate::window::Cut, ms: u128) -> Report {
     Report::with_error(Outcome::Retryable, format!("stopped after {ms} ms at {cut}; the handler was dropped"))
 }
 
