@@ -80,14 +80,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_system_clock_is_the_shared_one() {
-        let now = now_ms().expect("clock");
-        // 2020-01-01 and 2100-01-01: a reading in seconds or microseconds would miss.
-        assert!((1_577_836_800_000..4_102_444_800_000).contains(&now), "{now}");
-        assert!(SystemClock.now_ms().is_ok_and(|later| later >= now));
-    }
-
-    #[test]
     fn the_server_clock_on_a_store_without_a_server_is_this_hosts() {
         let queue = retryq::Queue::open_in_memory().expect("queue");
         let clock = ServerClock::new();
