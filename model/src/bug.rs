@@ -162,11 +162,15 @@ pub enum Bug {
     /// (a multiply in decimal, or rounding half up by hand): at (2^53 − 2) × 0.75 the delay is
     /// one more than binary64's.
     DelayTiesUp,
+    /// A jitter is checked only for outcome `retryable`, which uses it: an `ok` or `permanent`
+    /// completion (or `run_once`) with a jitter outside [0, 1], or NaN, is applied where SPEC
+    /// 6.6 refuses it (`if outcome == retryable { check(jitter) }`).
+    JitterCheckedOnlyOnRetry,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 61] = [
+    pub const ALL: [Bug; 62] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -228,6 +232,7 @@ impl Bug {
         Bug::RedriveRefusesLargestBudget,
         Bug::ExistingTakesNewBudget,
         Bug::DelayTiesUp,
+        Bug::JitterCheckedOnlyOnRetry,
     ];
 
     /// The name `--bug` takes.
@@ -294,6 +299,7 @@ impl Bug {
             Bug::RedriveRefusesLargestBudget => "redrive-refuses-largest-budget",
             Bug::ExistingTakesNewBudget => "existing-takes-new-budget",
             Bug::DelayTiesUp => "delay-ties-up",
+            Bug::JitterCheckedOnlyOnRetry => "jitter-checked-only-on-retry",
         }
     }
 
@@ -371,6 +377,7 @@ impl Bug {
             }
             Bug::ExistingTakesNewBudget => "re-enqueueing the same payload stores the new max_attempts",
             Bug::DelayTiesUp => "the delay's product rounds halfway cases up, not to even",
+            Bug::JitterCheckedOnlyOnRetry => "a jitter outside [0, 1] is refused only for outcome retryable",
         }
     }
 

@@ -73,6 +73,7 @@ impl Bug {
             Bug::RedriveRefusesLargestBudget => ARGUMENTS_FIRST,
             Bug::ExistingTakesNewBudget => ENQUEUE_RULE,
             Bug::DelayTiesUp => DELAY_RULE,
+            Bug::JitterCheckedOnlyOnRetry => ARGUMENTS_FIRST,
         }
     }
 }

@@ -77,16 +77,16 @@ pub fn cells(
     }
 }
 
-/// Records in `reached` each cell of the argument table `op` reaches (after the cells of
-/// [`contract::cells`]) when `probe` says it is an argument probe: the class of each of its
-/// fields' values, if any. The world's own actions put some classes to the store too (a
-/// clock at 0); counting only the probes proves that the probes derived from the table put
-/// every one. Every step's answer is checked against its classes: a step whose answer
+/// Records in `reached` the cell of the argument table `op` reaches (after the cells of
+/// [`contract::cells`]) when it is an argument probe that `varies` a field: that field's
+/// class, if any. The world's own actions and the other fields of a probe put some classes to
+/// the store too (a clock at 0, a budget of 1); counting only the field a probe varies proves
+/// that the probes derived from the table put every class of every field, one at a time. Every step's answer is checked against its classes: a step whose answer
 /// is not the one its classes call for falls outside the table (SPEC 3.1): a value of an
 /// invalid class not refused `invalid_input`, or a refusal whose detail names a field whose
 /// value is of a valid class (but `add_attempts`, whose sum with the stored attempts is
 /// checked apart, 6.5).
-pub fn arg_cells(op: &Op, response: &Response, probe: bool, reached: &mut Reached) {
+pub fn arg_cells(op: &Op, response: &Response, varies: Option<Field>, reached: &mut Reached) {
     let kind = OpKind::of(op);
     let refused = match response {
         Response::Err(Failure::InvalidInput { detail }) => Some(detail.as_str()),
@@ -99,7 +99,9 @@ pub fn arg_cells(op: &Op, response: &Response, probe: bool, reached: &mut Reache
         if (!class.valid() && refused.is_none()) || (class.valid() && named && field != Field::AddAttempts) {
             reached.outside = true;
         }
-        if let Some(position) = arg_position(ArgCell { op: kind, field, class }).filter(|_| probe) {
+        if let Some(position) =
+            arg_position(ArgCell { op: kind, field, class }).filter(|_| varies == Some(field))
+        {
             reached.insert_position(table_len() + position);
         }
     }

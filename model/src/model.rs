@@ -42,6 +42,7 @@ pub use crate::bounds::{
     Bounds, CAP_BELOW_BASE, DELAY_PROBES, DOUBLING, LARGEST, SHAPES, Scene, Shape, TWO_THIRDS, Watchdog,
 };
 use crate::bug::Bug;
+use crate::contract::Field;
 use crate::coverage::{self, Reached};
 pub use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_index, job_name, worker_index, worker_name};
 use crate::reference::{Config, Phase, Store};
@@ -333,6 +334,10 @@ pub enum Action {
     Probe {
         /// The operation.
         op: Op,
+        /// The field an argument probe gives a representative of its class (the others keep
+        /// the valid values of [`crate::probes`]' base operation): the only cell of the
+        /// argument table the step counts toward. `None` for the other probes.
+        varies: Option<Field>,
     },
 }
 
@@ -376,7 +381,7 @@ impl fmt::Display for Action {
             Action::Configure { to } => {
                 write!(f, "config base {} cap {} lease {}", to.base_ms, to.cap_ms, to.lease_ms)
             }
-            Action::Probe { op } => write!(f, "probe {}", op.to_json_line()),
+            Action::Probe { op, .. } => write!(f, "probe {}", op.to_json_line()),
         }
     }
 }
@@ -517,7 +522,7 @@ impl QueueModel {
             },
             Action::Cancel { job } => Op::Cancel { id: job_name(*job), now },
             Action::Configure { to } => QueueModel::config_op(*to),
-            Action::Probe { op } => op.clone(),
+            Action::Probe { op, .. } => op.clone(),
         })
     }
 
@@ -549,7 +554,11 @@ impl QueueModel {
         coverage::cells(&world.store, &op, &response, &next.store, world.now, &mut |cell| {
             reached.insert(cell)
         });
-        coverage::arg_cells(&op, &response, matches!(action, Action::Probe { .. }), &mut reached);
+        let varies = match action {
+            Action::Probe { varies, .. } => *varies,
+            _ => None,
+        };
+        coverage::arg_cells(&op, &response, varies, &mut reached);
         next.reached = reached;
         self.observe(world, action, &op, &response, &mut next);
         next.normalize();

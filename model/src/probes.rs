@@ -89,14 +89,19 @@ impl QueueModel {
             Set::Arguments => {
                 if self.bounds.contract_1_1 {
                     settings_probes(world, &mut ops);
-                    argument_probes(world, &mut ops);
+                    let mut varied = Vec::new();
+                    argument_probes(world, &mut varied);
+                    actions.extend(ops.drain(..).map(|op| Action::Probe { op, varies: None }));
+                    actions.extend(
+                        varied.into_iter().map(|(op, field)| Action::Probe { op, varies: Some(field) }),
+                    );
                 }
             }
             Set::Formula => ops.extend(DELAY_PROBES.iter().map(|&(attempt, base_ms, cap_ms, jitter)| {
                 Op::RetryDelay { attempt, base_ms, cap_ms, jitter }
             })),
         }
-        actions.extend(ops.into_iter().map(|op| Action::Probe { op }));
+        actions.extend(ops.into_iter().map(|op| Action::Probe { op, varies: None }));
     }
 
     fn store_probes(&self, world: &World, ops: &mut Vec<Op>) {
@@ -221,8 +226,8 @@ fn odd_name() -> String {
 }
 
 /// The argument probes: every operation, every field, every class, against the first job
-/// (if any) and a missing id.
-fn argument_probes(world: &World, ops: &mut Vec<Op>) {
+/// (if any) and a missing id; each with the field it varies.
+fn argument_probes(world: &World, ops: &mut Vec<(Op, Field)>) {
     let store = &world.store;
     let missing = job_name(store.jobs().len());
     let mut targets = vec![missing];
@@ -235,14 +240,14 @@ fn argument_probes(world: &World, ops: &mut Vec<Op>) {
                 for target in targets.iter().take(if kind.names_a_job() { 2 } else { 1 }) {
                     let base = base_op(kind, world, target);
                     if let Some(op) = varied(base.clone(), field, class, world.now) {
-                        ops.push(op);
+                        ops.push((op, field));
                     }
                     // SPEC 6.6: a present jitter is checked whatever the outcome.
                     if field == Field::Jitter
                         && class != Class::Missing
                         && let Some(op) = varied(with_outcome_ok(base), field, class, world.now)
                     {
-                        ops.push(op);
+                        ops.push((op, field));
                     }
                 }
             }

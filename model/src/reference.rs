@@ -213,6 +213,14 @@ impl Store {
         validate::name(field, value)
     }
 
+    /// A completion's jitter checked (SPEC 6.6: whatever the outcome, when present).
+    fn jitter(&self, jitter: Option<f64>, retryable: bool) -> Result<f64, Failure> {
+        if self.bug(Bug::JitterCheckedOnlyOnRetry) && !retryable {
+            return Ok(0.0);
+        }
+        validate::jitter(jitter, retryable)
+    }
+
     fn position(&self, id: &str) -> Option<usize> {
         self.jobs.iter().position(|job| &*job.id == id)
     }
@@ -439,7 +447,7 @@ impl Store {
         self.name("id", id)?;
         validate::attempt(attempt)?;
         validate::int("now", now)?;
-        let jitter = validate::jitter(jitter, outcome == Outcome::Retryable)?;
+        let jitter = self.jitter(jitter, outcome == Outcome::Retryable)?;
         let i = self.position(id).ok_or(Failure::NotFound)?;
         let job = &self.jobs[i];
         let Phase::Leased { ref owner, claimed_at, .. } = job.phase else {
@@ -523,7 +531,7 @@ impl Store {
         self.name("worker", worker)?;
         validate::int("now", now)?;
         let after = validate::int("after", after.unwrap_or(now))?;
-        let jitter = validate::jitter(jitter, outcome == RunOutcome::Retryable)?;
+        let jitter = self.jitter(jitter, outcome == RunOutcome::Retryable)?;
         let Reply::Claimed { id, attempt, .. } = self.claim(worker, now)? else {
             return Ok(Reply::None);
         };

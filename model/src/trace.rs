@@ -81,7 +81,7 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         // config ends with a claim, whose `lease_until` shows `lease_ms`.
         let touches_settings = path.actions.iter().any(|a| match a {
             Action::Configure { .. } => true,
-            Action::Probe { op } => matches!(op, Op::Restart | Op::Config { .. }),
+            Action::Probe { op, .. } => matches!(op, Op::Restart | Op::Config { .. }),
             _ => false,
         });
         if touches_settings {
