@@ -110,6 +110,11 @@ pub trait Backend: Send + ServerTime {
     fn jitter(&self) -> Arc<dyn Jitter> {
         Arc::new(UniformJitter)
     }
+    /// The file this store is on, for a SQLite one (`:memory:` for an in-memory one); `None`
+    /// for a server's database.
+    fn path(&self) -> Option<&std::path::Path> {
+        None
+    }
 }
 
 /// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a PostgreSQL
@@ -190,6 +195,9 @@ impl ServerTime for Queue {}
 impl Backend for Queue {
     fn kind(&self) -> &'static str {
         "sqlite"
+    }
+    fn path(&self) -> Option<&std::path::Path> {
+        Some(Queue::path(self))
     }
     fn settings(&self) -> Settings {
         Queue::settings(self)

@@ -82,8 +82,8 @@ impl Outbox {
         if crate::backend::is_postgres_url(db) {
             #[cfg(feature = "postgres")]
             {
-                let config = crate::pg::client_config(db)?;
-                let mut client = crate::pg::session(&config)?;
+                let (config, tls) = crate::pg::client_config(db)?;
+                let mut client = crate::pg::session(&config, &tls)?;
                 crate::PgQueue::install(&mut client)?;
                 return Ok(Outbox { conn: Conn::Postgres(client), clock: None });
             }

@@ -31,7 +31,27 @@ async fn every_operation_answers_as_the_sync_queue_does() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("q.db");
     let q = open(&path).await;
-    assert_eq!(q.path(), path);
+    assert_eq!(q.path(), Some(path.as_path()));
+    every_operation(&q).await;
+}
+
+/// The same operations on PostgreSQL, by URL: the same answers. (The database is made before
+/// the runtime starts: the synchronous client may not run on a runtime's thread.)
+#[test]
+fn every_operation_answers_the_same_on_postgresql() {
+    let Some(url) = retryq_pgtest::database("AsyncQueue on PostgreSQL") else { return };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let q = AsyncQueue::connect(&url).await.expect("connect");
+        assert_eq!(q.path(), None);
+        assert_eq!(q.call(|store| store.kind()).await.expect("kind"), "postgres");
+        q.set_settings(SETTINGS).await.expect("settings");
+        every_operation(&q).await;
+    });
+}
+
+/// Every operation once, and what each must answer, on a queue with [`SETTINGS`].
+async fn every_operation(q: &AsyncQueue) {
     assert_eq!(q.settings().await.expect("settings"), SETTINGS);
 
     assert_eq!(q.enqueue(&job("a", "p")).await.expect("enqueue"), Enqueued::New);

@@ -71,6 +71,8 @@ struct Own {
     fsync: bool,
     /// Set in the server's environment (a test's `LD_PRELOAD` of libfaketime, say).
     env: Vec<(String, String)>,
+    /// More `-c name=value` settings of the server (TLS's, say).
+    settings: Vec<String>,
 }
 
 /// The cluster every test of this process shares.
@@ -149,6 +151,22 @@ impl Cluster {
     /// backend it starts see it (a test starts one under libfaketime this way, to step the
     /// server's clock while the test's own runs on).
     pub fn start_with_env(fsync: bool, env: &[(&str, &str)]) -> Result<Cluster, Unavailable> {
+        Cluster::start_with(fsync, env, None)
+    }
+
+    /// [`Cluster::start`] with TLS on (`ssl = on`) for the certificate chain `cert_pem` and its
+    /// key `key_pem` (PEM), written to the cluster's directory as the server's user, the key
+    /// readable by it alone, and required: `pg_hba.conf` refuses a connection without TLS to
+    /// every database but `postgres`, where the admin connections of [`Cluster`] go.
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> Result<Cluster, Unavailable> {
+        Cluster::start_with(false, &[], Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(
+        fsync: bool,
+        env: &[(&str, &str)],
+        tls: Option<(&str, &str)>,
+    ) -> Result<Cluster, Unavailable> {
         let bin = find_bin().ok_or(Unavailable::NotInstalled)?;
         let failed = |what: &str, e: &dyn fmt::Display| Unavailable::Failed(format!("{what}: {e}"));
         let dir = tempfile::Builder::new()
@@ -165,7 +183,22 @@ impl Cluster {
             "initdb",
         )?;
         let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        let mut own = Own { _dir: dir, data, bin, port: 0, socket_dir, fsync, env };
+        let mut settings = Vec::new();
+        if let Some((cert, key)) = tls {
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhost postgres all 127.0.0.1/32 trust\nhostssl all all 127.0.0.1/32 trust\n",
+            )
+            .map_err(|e| failed("pg_hba.conf", &e))?;
+            let cert_file = socket_dir.join("server.crt");
+            let key_file = socket_dir.join("server.key");
+            write_private(&cert_file, cert).map_err(|e| failed("server.crt", &e))?;
+            write_private(&key_file, key).map_err(|e| failed("server.key", &e))?;
+            settings.push("ssl=on".to_owned());
+            settings.push(format!("ssl_cert_file={}", cert_file.display()));
+            settings.push(format!("ssl_key_file={}", key_file.display()));
+        }
+        let mut own = Own { _dir: dir, data, bin, port: 0, socket_dir, fsync, env, settings };
         own.start_on_free_port()?;
         own.watch(std::process::id())?;
         Ok(Cluster { base: format!("postgres://postgres@127.0.0.1:{}", own.port), own: Some(own) })
@@ -232,12 +265,16 @@ impl Own {
     }
 
     fn start(&self) -> Result<(), Unavailable> {
-        let options = format!(
+        let mut options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync={} -c max_connections=200",
             self.port,
             self.socket_dir.display(),
             if self.fsync { "on" } else { "off" },
         );
+        for setting in &self.settings {
+            options.push_str(" -c ");
+            options.push_str(setting);
+        }
         let log = self.socket_dir.join("server.log");
         let log = log.to_string_lossy();
         let mut start = self.pg_ctl_command();
@@ -330,7 +367,8 @@ fn server_command(program: &Path) -> Command {
     command
 }
 
-/// Makes `dir` the `postgres` user's when running as root, so that `initdb` may write it.
+/// Makes `dir` (or a file) the `postgres` user's when running as root, so that `initdb` may
+/// write it (or the server read it).
 fn as_server_user_owned(dir: &Path) -> std::io::Result<()> {
     if !is_root() {
         return Ok(());
@@ -341,6 +379,15 @@ fn as_server_user_owned(dir: &Path) -> std::io::Result<()> {
     } else {
         Err(std::io::Error::other(format!("chown postgres: {} failed ({status})", dir.display())))
     }
+}
+
+/// Writes `text` to `path`, readable and writable by the server's user alone (the server
+/// refuses a key file others may read).
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    as_server_user_owned(path)
 }
 
 fn run(command: &mut Command, what: &str) -> Result<(), Unavailable> {

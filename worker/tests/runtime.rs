@@ -182,3 +182,30 @@ fn an_async_handler_is_dropped_at_its_timeout_and_a_second_stop_abandons() {
     let job = Queue::open(&path).expect("reopen").get("stuck").expect("get").expect("job");
     assert_eq!((job.status, job.attempts), (Status::Leased, 1));
 }
+
+/// Typed payloads: a job enqueued from a value reads back as that value; a payload that is not
+/// the JSON the handler expects is a permanent error (no later attempt would read it).
+#[test]
+fn a_typed_payload_reads_back_and_a_malformed_one_dies_permanent() {
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Delivery {
+        order: u64,
+        to: String,
+    }
+    let mut queue = queue(&["not-json"], 3);
+    let sent = Delivery { order: 7, to: "Ada".into() };
+    queue.enqueue(&Enqueue::json("typed", &sent).expect("json").max_attempts(3)).expect("enqueue");
+    let read = Mutex::new(Vec::new());
+    let summary = worker()
+        .run(&mut queue, &Stop::new(), |attempt: &Attempt| {
+            let delivery: Delivery = attempt.json()?;
+            read.lock().expect("read").push(delivery);
+            Ok(())
+        })
+        .expect("run");
+    assert_eq!((summary.attempts, summary.done, summary.dead), (2, 1, 1));
+    assert_eq!(read.into_inner().expect("read"), [sent]);
+    let bad = queue.get("not-json").expect("get").expect("job");
+    assert_eq!((bad.status, bad.dead_reason, bad.attempts), (Status::Dead, Some(DeadReason::Permanent), 1));
+    assert!(bad.last_error.as_deref().is_some_and(|e| e.contains("not the JSON expected")), "{bad:?}");
+}

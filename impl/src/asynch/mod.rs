@@ -1,12 +1,13 @@
 //! `AsyncQueue`: the queue driven from async code, on a thread of its own.
 //!
-//! Every queue operation is a SQLite transaction that may wait for the disk (a durable commit
-//! is an fsync) or for another process's write lock (up to the busy timeout). Run on a
-//! runtime's thread, that wait would stall every task scheduled there. So the `Queue` lives
-//! on one dedicated thread and the handles send it requests over a channel, each answered on
-//! a oneshot: a task awaits its answer and the runtime's threads never block. One thread and
+//! Every queue operation is a transaction that may wait for the disk (a durable commit is an
+//! fsync), for another process's write lock (SQLite's busy timeout) or for the server
+//! (PostgreSQL's). Run on a runtime's thread, that wait would stall every task scheduled
+//! there. So the store — a SQLite `Queue` or a `PgQueue`, both synchronous — lives on one
+//! dedicated thread and the handles send it requests over a channel, each answered on a
+//! oneshot: a task awaits its answer and the runtime's threads never block. One thread and
 //! one connection serve every clone of a handle, in the order the requests arrive — SQLite
-//! takes one writer at a time anyway.
+//! takes one writer at a time anyway; on PostgreSQL, open one handle per connection wanted.
 
 mod ops;
 mod run_once;
@@ -16,12 +17,12 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::queue::store::{OpenOptions, Queue};
 
-/// One operation for the queue's thread: a closure over its `Queue` that sends its own
-/// answer.
-type Request = Box<dyn FnOnce(&mut Queue) + Send>;
+/// One operation for the queue's thread: a closure over its store that sends its own answer.
+type Request = Box<dyn FnOnce(&mut dyn Backend) + Send>;
 
 /// What a handle sends the queue's thread.
 enum Message {
@@ -35,12 +36,12 @@ enum Message {
 /// held back instead of buffered without bound.
 const WAITING: usize = 64;
 
-/// A handle on a [`Queue`] that lives on a thread of its own, for async code (feature
-/// `tokio`).
+/// A handle on a store — a SQLite [`Queue`] or a `PgQueue` — that lives on a thread of its
+/// own, for async code (feature `tokio`).
 ///
 /// Each method sends its operation to the queue's thread and awaits the answer, so neither
-/// an fsync nor the busy timeout ever blocks a runtime thread. The operations, their
-/// arguments, results, refusals and transactions are exactly [`Queue`]'s; borrowed arguments
+/// an fsync nor a lock wait ever blocks a runtime thread. The operations, their arguments,
+/// results, refusals and transactions are exactly the store's ([`Backend`]); borrowed arguments
 /// are copied, because the thread must own what it works on even if the caller stops
 /// waiting.
 ///
@@ -57,7 +58,8 @@ const WAITING: usize = 64;
 #[derive(Clone, Debug)]
 pub struct AsyncQueue {
     requests: mpsc::Sender<Message>,
-    path: Arc<PathBuf>,
+    /// The SQLite file, if the store is one.
+    path: Option<Arc<PathBuf>>,
 }
 
 impl AsyncQueue {
@@ -72,33 +74,43 @@ impl AsyncQueue {
     pub async fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<AsyncQueue> {
         let path = path.as_ref().to_path_buf();
         let options = options.clone();
-        AsyncQueue::start(move || Queue::open_with(&path, &options)).await
+        AsyncQueue::start(move || Ok(Box::new(Queue::open_with(&path, &options)?))).await
+    }
+
+    /// Opens the store `db` names, as [`open_backend`](crate::open_backend) does: a
+    /// `postgres://` URL (feature `postgres`; TLS by its `sslmode`) or a SQLite file's path
+    /// (created if missing), on the queue's new thread.
+    pub async fn connect(db: &str) -> Result<AsyncQueue> {
+        let db = db.to_owned();
+        AsyncQueue::start(move || crate::backend::open_backend(&db)).await
     }
 
     /// A fresh queue in memory, as [`Queue::open_in_memory`]: nothing survives its thread.
     pub async fn open_in_memory() -> Result<AsyncQueue> {
-        AsyncQueue::start(Queue::open_in_memory).await
+        AsyncQueue::start(|| Ok(Box::new(Queue::open_in_memory()?))).await
     }
 
-    /// Moves a queue opened (and set up) synchronously to a thread of its own.
+    /// Moves a store opened (and set up) synchronously — a [`Queue`], a `PgQueue` or a
+    /// `Box<dyn Backend>` — to a thread of its own.
     ///
-    /// [`Error::Closed`] if the thread cannot be started; the queue is then dropped.
-    pub fn from_queue(queue: Queue) -> Result<AsyncQueue> {
-        let path = Arc::new(queue.path().to_path_buf());
+    /// [`Error::Closed`] if the thread cannot be started; the store is then dropped.
+    pub fn from_queue(store: impl Into<Box<dyn Backend>>) -> Result<AsyncQueue> {
+        let store = store.into();
+        let path = store.path().map(|p| Arc::new(p.to_path_buf()));
         let (requests, incoming) = mpsc::channel(WAITING);
-        spawn(move || serve(queue, incoming))?;
+        spawn(move || serve(store, incoming))?;
         Ok(AsyncQueue { requests, path })
     }
 
-    /// Starts the queue's thread and opens the queue there with `open`.
-    async fn start(open: impl FnOnce() -> Result<Queue> + Send + 'static) -> Result<AsyncQueue> {
+    /// Starts the queue's thread and opens the store there with `open`.
+    async fn start(open: impl FnOnce() -> Result<Box<dyn Backend>> + Send + 'static) -> Result<AsyncQueue> {
         let (opened, answer) = oneshot::channel();
         let (requests, incoming) = mpsc::channel(WAITING);
         spawn(move || match open() {
             Ok(queue) => {
                 // The opener may have stopped waiting: then nobody holds a handle, and the
                 // loop ends at once.
-                let _ = opened.send(Ok(queue.path().to_path_buf()));
+                let _ = opened.send(Ok(queue.path().map(Path::to_path_buf)));
                 serve(queue, incoming);
             }
             Err(e) => {
@@ -106,16 +118,17 @@ impl AsyncQueue {
             }
         })?;
         let path = answer.await.map_err(|_| Error::Closed)??;
-        Ok(AsyncQueue { requests, path: Arc::new(path) })
+        Ok(AsyncQueue { requests, path: path.map(Arc::new) })
     }
 
-    /// The file this queue is on (`:memory:` for an in-memory one).
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The SQLite file this queue is on (`:memory:` for an in-memory one); `None` on
+    /// PostgreSQL.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref().map(PathBuf::as_path)
     }
 
-    /// Runs `f` on the queue's thread with the queue itself, and returns what it returns: the
-    /// way to any [`Queue`] method this handle does not wrap (`audit`, `dead_jobs`,
+    /// Runs `f` on the queue's thread with the store itself, and returns what it returns: the
+    /// way to any [`Backend`] method this handle does not wrap (`audit`, `dead_jobs`,
     /// `redrive_dead`, …), or to several operations in a row with no other request between
     /// them (each is still its own transaction).
     ///
@@ -123,7 +136,7 @@ impl AsyncQueue {
     /// panics, the thread stops and every later call is [`Error::Closed`].
     pub async fn call<T, F>(&self, f: F) -> Result<T>
     where
-        F: FnOnce(&mut Queue) -> T + Send + 'static,
+        F: FnOnce(&mut dyn Backend) -> T + Send + 'static,
         T: Send + 'static,
     {
         let (answer, answered) = oneshot::channel();
@@ -138,7 +151,7 @@ impl AsyncQueue {
     /// [`AsyncQueue::call`] for an operation that has its own refusals.
     async fn run<T, F>(&self, f: F) -> Result<T>
     where
-        F: FnOnce(&mut Queue) -> Result<T> + Send + 'static,
+        F: FnOnce(&mut dyn Backend) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
         self.call(f).await?
@@ -162,15 +175,15 @@ fn spawn(work: impl FnOnce() + Send + 'static) -> Result<()> {
 
 /// The queue's thread: answers requests in order until every handle is gone or one closes
 /// the queue. Blocking here is the point: this thread belongs to no runtime.
-fn serve(mut queue: Queue, mut incoming: mpsc::Receiver<Message>) {
+fn serve(mut store: Box<dyn Backend>, mut incoming: mpsc::Receiver<Message>) {
     while let Some(message) = incoming.blocking_recv() {
         match message {
-            Message::Run(request) => request(&mut queue),
+            Message::Run(request) => request(&mut *store),
             Message::Close(done) => {
                 // Refuse new requests first; those already waiting are dropped unanswered
                 // with the receiver, and their callers see `Closed`.
                 incoming.close();
-                drop(queue);
+                drop(store);
                 let _ = done.send(());
                 return;
             }

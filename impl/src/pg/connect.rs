@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 
 impl PgQueue {
     /// Connects to the database `url` names (`postgres://user:password@host:port/dbname`,
-    /// or any form the `postgres` crate reads; no TLS) and makes it a queue: an empty
+    /// or any form the `postgres` crate reads; TLS by libpq's `sslmode` and `sslrootcert`,
+    /// `prefer` by default: docs/postgres.md) and makes it a queue: an empty
     /// database gets the schema, in one transaction; one that has it is used as it is.
     ///
     /// Refused, with nothing changed: [`Error::NotRetryq`] for a database whose schema (the

@@ -35,6 +35,7 @@ mod schema;
 mod store;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod turn;
 #[cfg(test)]
 mod turn_tests;

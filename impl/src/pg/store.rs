@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{CancelToken, Client, Config, IsolationLevel, NoTls, Row, Statement, Transaction};
+use postgres::{CancelToken, Client, Config, IsolationLevel, Row, Statement, Transaction};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub(super) use super::turn::Turn;
 use crate::error::{Error, Result};
@@ -46,6 +47,8 @@ const RERUNS: usize = 8;
 pub struct PgQueue {
     conn: RefCell<Conn>,
     config: Config,
+    /// TLS as the URL's `sslmode` asks (`tls.rs`): for every connection, and for cancelling.
+    tls: MakeRustlsConnect,
     /// Cancels the statement the current connection runs, from another thread.
     cancel: Arc<Mutex<Option<CancelToken>>>,
     /// The database as messages name it: its URL without the password.
@@ -64,8 +67,8 @@ struct Conn {
 }
 
 impl Conn {
-    fn open(config: &Config, cancel: &Mutex<Option<CancelToken>>) -> Result<Conn> {
-        let client = session(config)?;
+    fn open(config: &Config, tls: &MakeRustlsConnect, cancel: &Mutex<Option<CancelToken>>) -> Result<Conn> {
+        let client = session(config, tls)?;
         *cancel.lock().unwrap_or_else(PoisonError::into_inner) = Some(client.cancel_token());
         Ok(Conn { client, statements: HashMap::new(), lost: false })
     }
@@ -210,13 +213,14 @@ impl PgQueue {
     /// A connection to the database `url` names, as it is: [`PgQueue::connect`] and
     /// [`PgQueue::connect_existing`] (`connect.rs`) then look at its schema.
     pub(super) fn open(url: &str) -> Result<PgQueue> {
-        let config = client_config(url)?;
+        let (config, tls) = client_config(url)?;
         let name = describe(&config);
         let cancel = Arc::new(Mutex::new(None));
-        let conn = Conn::open(&config, &cancel)?;
+        let conn = Conn::open(&config, &tls, &cancel)?;
         Ok(PgQueue {
             conn: RefCell::new(conn),
             config,
+            tls,
             cancel,
             name,
             settings: Settings::default(),
@@ -252,7 +256,7 @@ impl PgQueue {
 
     /// Cancels, from another thread, the statement this queue's connection runs now.
     pub fn interrupter(&self) -> Arc<dyn crate::interrupt::Interrupt> {
-        Arc::new(Interrupter(Arc::clone(&self.cancel)))
+        Arc::new(Interrupter(Arc::clone(&self.cancel), self.tls.clone()))
     }
 
     /// The server's clock, in Unix milliseconds: one clock for every host that shares the
@@ -314,7 +318,7 @@ impl PgQueue {
         loop {
             run += 1;
             if conn.lost || conn.client.is_closed() {
-                *conn = Conn::open(&self.config, &self.cancel)?;
+                *conn = Conn::open(&self.config, &self.tls, &self.cancel)?;
             }
             let Conn { client, statements, .. } = &mut *conn;
             let statement = match statements.get(sql) {
@@ -344,7 +348,7 @@ impl PgQueue {
         loop {
             run += 1;
             if conn.lost || conn.client.is_closed() {
-                *conn = Conn::open(&self.config, &self.cancel)?;
+                *conn = Conn::open(&self.config, &self.tls, &self.cancel)?;
             }
             match conn.run(kind, &mut f) {
                 Err(Error::Postgres(e)) if run < RERUNS && rolled_back(&e) => continue,
@@ -381,10 +385,13 @@ const HOLDERS: &str = concat!(
      AND l.relation = 'jobs'::regclass))) ORDER BY a.pid"
 );
 
-/// The client's configuration for `url`, with the session settings every connection of this
+/// The client's configuration and TLS connector for `url`: libpq's TLS words are read here
+/// (`tls.rs`), the rest by the client; then the session settings every connection of this
 /// crate gets (keepalives, a name).
-pub(crate) fn client_config(url: &str) -> Result<Config> {
-    let mut config: Config = url.parse()?;
+pub(crate) fn client_config(url: &str) -> Result<(Config, MakeRustlsConnect)> {
+    let settings = super::tls::split(url)?;
+    let tls = super::tls::connector(&settings)?;
+    let mut config: Config = settings.client.parse()?;
     config.keepalives(true).keepalives_interval(PgQueue::KEEPALIVE_INTERVAL).keepalives_retries(3);
     if config.get_keepalives_idle() > PgQueue::KEEPALIVE_IDLE {
         config.keepalives_idle(PgQueue::KEEPALIVE_IDLE);
@@ -392,14 +399,14 @@ pub(crate) fn client_config(url: &str) -> Result<Config> {
     if config.get_application_name().is_none() {
         config.application_name("retryq");
     }
-    Ok(config)
+    Ok((config, tls))
 }
 
 /// A new connection, with the session settings every operation relies on: commits that
 /// wait for the WAL, and the timeouts that bound every wait (see [`PgQueue::LOCK_TIMEOUT`]
 /// and the constants after it).
-pub(crate) fn session(config: &Config) -> Result<Client> {
-    let mut client = config.connect(NoTls)?;
+pub(crate) fn session(config: &Config, tls: &MakeRustlsConnect) -> Result<Client> {
+    let mut client = config.connect(tls.clone())?;
     client.batch_execute(&format!(
         "SET synchronous_commit = on; SET lock_timeout = {}; SET statement_timeout = {}; \
          SET idle_in_transaction_session_timeout = {}",
@@ -411,7 +418,7 @@ pub(crate) fn session(config: &Config) -> Result<Client> {
 }
 
 /// [`PgQueue::interrupter`]: the cancel token of the connection open now.
-struct Interrupter(Arc<Mutex<Option<CancelToken>>>);
+struct Interrupter(Arc<Mutex<Option<CancelToken>>>, MakeRustlsConnect);
 
 impl crate::interrupt::Interrupt for Interrupter {
     fn interrupt(&self) {
@@ -419,7 +426,7 @@ impl crate::interrupt::Interrupt for Interrupter {
         if let Some(token) = token {
             // A connection of its own, to send the request; a failure leaves the statement
             // to its timeout.
-            let _ = token.cancel_query(NoTls);
+            let _ = token.cancel_query(self.1.clone());
         }
     }
 }
