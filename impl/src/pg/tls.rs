@@ -175,22 +175,23 @@ pub(crate) fn connector(settings: &Settings) -> Result<MakeRustlsConnect> {
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::invalid("sslmode", format!("no TLS version to offer: {e}")))?;
-    let config = match settings.mode {
-        Mode::Disable | Mode::Prefer | Mode::Require => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
-            .with_no_client_auth(),
-        Mode::VerifyFull => builder.with_root_certificates(roots(settings)?).with_no_client_auth(),
-        Mode::VerifyCa => {
-            let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(settings)?), provider)
-                .build()
-                .map_err(|e| Error::invalid("sslrootcert", e.to_string()))?;
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyName(chain)))
-                .with_no_client_auth()
+    let chain = match settings.mode {
+        Mode::VerifyFull => {
+            return Ok(MakeRustlsConnect::new(
+                builder.with_root_certificates(roots(settings)?).with_no_client_auth(),
+            ));
         }
+        Mode::Disable | Mode::Prefer | Mode::Require => None,
+        Mode::VerifyCa => Some(
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots(settings)?), Arc::clone(&provider))
+                .build()
+                .map_err(|e| Error::invalid("sslrootcert", e.to_string()))?,
+        ),
     };
+    let config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Verifier { provider, chain }))
+        .with_no_client_auth();
     Ok(MakeRustlsConnect::new(config))
 }
 
@@ -211,52 +212,17 @@ fn roots(settings: &Settings) -> Result<RootCertStore> {
     Ok(store)
 }
 
-/// `require` and `prefer`: the channel is encrypted and the handshake's signatures checked,
-/// but any certificate is accepted, as libpq does without a root certificate.
+/// The verifier of `require`, `prefer` and `verify-ca`. The channel is encrypted and the
+/// handshake's signatures checked either way. Without `chain` any certificate is accepted, as
+/// libpq does without a root certificate; with it, the chain must lead to a trusted root,
+/// and the name in the certificate is not compared with the host.
 #[derive(Debug)]
-struct Unverified(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Verifier {
+    provider: Arc<CryptoProvider>,
+    chain: Option<Arc<WebPkiServerVerifier>>,
 }
 
-/// `verify-ca`: the chain must lead to a trusted root; the name in the certificate is not
-/// compared with the host.
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -266,7 +232,10 @@ impl ServerCertVerifier for AnyName {
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
         use rustls::CertificateError::{NotValidForName, NotValidForNameContext};
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             // The chain is checked before the name: this error means the chain was good.
             Err(rustls::Error::InvalidCertificate(NotValidForName | NotValidForNameContext { .. })) => {
                 Ok(ServerCertVerified::assertion())
@@ -281,7 +250,7 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -290,11 +259,11 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }
 
