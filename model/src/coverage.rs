@@ -81,7 +81,8 @@ pub fn cells(
 /// [`contract::cells`]) when it is an argument probe that `varies` a field: that field's
 /// class, if any. The world's own actions and the other fields of a probe put some classes to
 /// the store too (a clock at 0, a budget of 1); counting only the field a probe varies proves
-/// that the probes derived from the table put every class of every field, one at a time. Every step's answer is checked against its classes: a step whose answer
+/// that the probes derived from the table put every class of every field, one at a time.
+/// Every step's answer is checked against its classes: a step whose answer
 /// is not the one its classes call for falls outside the table (SPEC 3.1): a value of an
 /// invalid class not refused `invalid_input`, or a refusal whose detail names a field whose
 /// value is of a valid class (but `add_attempts`, whose sum with the stored attempts is
@@ -99,8 +100,9 @@ pub fn arg_cells(op: &Op, response: &Response, varies: Option<Field>, reached: &
         if (!class.valid() && refused.is_none()) || (class.valid() && named && field != Field::AddAttempts) {
             reached.outside = true;
         }
-        if let Some(position) =
-            arg_position(ArgCell { op: kind, field, class }).filter(|_| varies == Some(field))
+        // Looked up only for the field a probe varies: every other step skips the table.
+        if varies == Some(field)
+            && let Some(position) = arg_position(ArgCell { op: kind, field, class })
         {
             reached.insert_position(table_len() + position);
         }
