@@ -3,8 +3,8 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,20 +24,33 @@ impl Drop for Running {
 struct Explorer {
     port: u16,
     _server: Running,
+    /// The server's standard output, kept open while it runs.
+    _output: BufReader<std::process::ChildStdout>,
 }
 
 impl Explorer {
-    /// Starts `retryq explore` with `args` and waits until it answers.
+    /// Starts `retryq explore` with `args` on a port it picks itself (`--port 0`, read from
+    /// the address it prints: a port picked here and handed over could be taken by another
+    /// test's server in between) and waits until it answers.
     fn start(args: &[&str]) -> Explorer {
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        let child = Command::new(BIN)
+        let mut child = Command::new(BIN)
             .arg("explore")
-            .args(["--port", &port.to_string()])
+            .args(["--port", "0"])
             .args(args)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .spawn()
             .expect("retryq explore starts");
-        let explorer = Explorer { port, _server: Running(child) };
+        let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+        let server = Running(child);
+        let mut first = String::new();
+        output.read_line(&mut first).expect("explore prints its address");
+        let port = first
+            .split("http://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {first:?}"));
+        let explorer = Explorer { port, _server: server, _output: output };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "explore never listened on {port}");
