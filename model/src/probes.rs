@@ -110,13 +110,13 @@ impl QueueModel {
         let later = |by: u64| (now + by).min(MAX_INT);
         let missing = job_name(store.jobs().len());
         ops.push(Op::Restart);
-        ops.push(Op::Stats { now });
+        ops.push(Op::Stats { queue: None,  now });
         ops.push(Op::Get { id: missing.clone() });
         for job in store.jobs() {
             let id = job.id.to_string();
             ops.push(Op::Get { id: id.clone() });
             // SPEC 6.22: the same payload changes nothing, whatever else it says.
-            ops.push(Op::Enqueue {
+            ops.push(Op::Enqueue { priority: None, queue: None, 
                 id: id.clone(),
                 payload: job.payload.to_string(),
                 max_attempts: (job.max_attempts + 1).min(MAX_BUDGET),
@@ -152,7 +152,7 @@ impl QueueModel {
             (RunOutcome::Unknown, None, Some(later(1))),
         ];
         for (outcome, jitter, after) in readings {
-            ops.push(Op::RunOnce { worker: worker_name(0), now, after, outcome, jitter });
+            ops.push(Op::RunOnce { queues: None,  worker: worker_name(0), now, after, outcome, jitter });
         }
     }
 }
@@ -262,7 +262,7 @@ fn with_outcome_ok(op: Op) -> Op {
             Op::Complete { worker, id, attempt, outcome: Outcome::Ok, now, jitter }
         }
         Op::RunOnce { worker, now, after, jitter, .. } => {
-            Op::RunOnce { worker, now, after, outcome: RunOutcome::Ok, jitter }
+            Op::RunOnce { queues: None,  worker, now, after, outcome: RunOutcome::Ok, jitter }
         }
         other => other,
     }
@@ -277,7 +277,7 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
     let worker = worker_name(0);
     match kind {
         OpKind::Config => QueueModel::config_op(world.store.config()),
-        OpKind::Enqueue => Op::Enqueue {
+        OpKind::Enqueue => Op::Enqueue { priority: None, queue: None, 
             id: target.into(),
             payload: PAYLOAD.into(),
             max_attempts: 1,
@@ -287,7 +287,7 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
             base_ms: None,
             cap_ms: None,
         },
-        OpKind::Claim => Op::Claim { worker, now },
+        OpKind::Claim => Op::Claim { queues: None,  worker, now },
         OpKind::Complete => Op::Complete {
             worker,
             id: target.into(),
@@ -297,14 +297,14 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
             jitter: Some(0.5),
         },
         OpKind::RunOnce => {
-            Op::RunOnce { worker, now, after: None, outcome: RunOutcome::Retryable, jitter: Some(0.5) }
+            Op::RunOnce { queues: None,  worker, now, after: None, outcome: RunOutcome::Retryable, jitter: Some(0.5) }
         }
         OpKind::Heartbeat => Op::Heartbeat { worker, id: target.into(), attempt, now },
         OpKind::Redrive => Op::Redrive { id: target.into(), now, add_attempts: 1, deadline },
         OpKind::Cancel => Op::Cancel { id: target.into(), now },
         OpKind::Reap => Op::Reap { now },
         OpKind::Get => Op::Get { id: target.into() },
-        OpKind::Stats => Op::Stats { now },
+        OpKind::Stats => Op::Stats { queue: None,  now },
         OpKind::RetryDelay => Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: 2, jitter: 0.5 },
         OpKind::Restart => Op::Restart,
     }
@@ -409,7 +409,7 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
             | Op::Heartbeat { now: at, .. }
             | Op::Cancel { now: at, .. }
             | Op::Reap { now: at }
-            | Op::Stats { now: at },
+            | Op::Stats { queue: _,  now: at },
             Field::Now,
         ) => *at = int(class, 0, MAX_INT)?.unwrap_or(now),
         (Op::RunOnce { after, now: at, .. }, Field::After) => {

@@ -216,7 +216,7 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(cap_ms.is_none_or(int), "cap_ms");
             check(lease_ms.is_none_or(|l| int(l) && l >= 1), "lease_ms");
         }
-        Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+        Op::Enqueue { queue: _, priority: _,  id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
             check(name(id), "id");
             check(payload.len() <= 1 << 20, "payload");
             check(budget(*max_attempts), "max_attempts");
@@ -237,7 +237,7 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(name(id), "id");
             check(int(*now), "now");
         }
-        Op::Claim { worker, now } => {
+        Op::Claim { queues: _,  worker, now } => {
             check(name(worker), "worker");
             check(int(*now), "now");
         }
@@ -248,7 +248,7 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(int(*now), "now");
             check(jitter(*j, *outcome == Outcome::Retryable), "jitter");
         }
-        Op::RunOnce { worker, now, after, outcome, jitter: j } => {
+        Op::RunOnce { queues: _,  worker, now, after, outcome, jitter: j } => {
             check(name(worker), "worker");
             check(int(*now), "now");
             check(after.is_none_or(int), "after");
@@ -260,7 +260,7 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(budget(*add_attempts), "add_attempts");
             check(int(*deadline) && deadline > now, "deadline");
         }
-        Op::Reap { now } | Op::Stats { now } => check(int(*now), "now"),
+        Op::Reap { now } | Op::Stats { queue: _,  now } => check(int(*now), "now"),
         Op::Get { id } => check(name(id), "id"),
         Op::RetryDelay { attempt: a, base_ms, cap_ms, jitter: j } => {
             check(attempt(*a), "attempt");
@@ -287,7 +287,7 @@ fn apply(
             config.lease_ms = lease_ms.unwrap_or(config.lease_ms);
             Ok(Reply::Config)
         }
-        Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+        Op::Enqueue { queue: _, priority: _,  id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
             match find(jobs, id) {
                 // SPEC 6.22: the payload alone decides; schedule and backoff are ignored.
                 Some(job) if *job.payload == **payload => Ok(Reply::Existing),
@@ -311,14 +311,14 @@ fn apply(
                 }
             }
         }
-        Op::Claim { worker, now } => Ok(match claim(jobs, config.lease_ms, worker, *now, first_enqueue) {
+        Op::Claim { queues: _,  worker, now } => Ok(match claim(jobs, config.lease_ms, worker, *now, first_enqueue) {
             Some((id, attempt, lease_until)) => Reply::Claimed { id, attempt, lease_until },
             None => Reply::None,
         }),
         Op::Complete { worker, id, attempt, outcome, now, jitter } => {
             complete(jobs, config, worker, id, *attempt, *outcome, *now, jitter.unwrap_or(0.0))
         }
-        Op::RunOnce { worker, now, after, outcome, jitter } => {
+        Op::RunOnce { queues: _,  worker, now, after, outcome, jitter } => {
             let Some((id, attempt, _)) = claim(jobs, config.lease_ms, worker, *now, first_enqueue) else {
                 return Ok(Reply::None);
             };
@@ -374,7 +374,7 @@ fn apply(
         }
         Op::Reap { now } => Ok(Reply::Reaped { count: reap(jobs, *now) }),
         Op::Get { id } => find(jobs, id).map(|job| Reply::Job(view(job))).ok_or(Failure::NotFound),
-        Op::Stats { now } => Ok(Reply::Stats(stats(jobs, *now))),
+        Op::Stats { queue: _,  now } => Ok(Reply::Stats(stats(jobs, *now))),
         Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Ok(Reply::Delay { delay_ms: delay(*attempt, *base_ms, *cap_ms, *jitter) })
         }
