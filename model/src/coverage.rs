@@ -226,7 +226,9 @@ mod tests {
     #[test]
     fn a_complete_meets_the_job_it_names() {
         let mut store = Store::new();
-        let enqueue = Op::Enqueue { priority: None, queue: None, 
+        let enqueue = Op::Enqueue {
+            priority: None,
+            queue: None,
             id: "a".into(),
             payload: String::new(),
             max_attempts: 2,

@@ -466,7 +466,9 @@ impl QueueModel {
                 let (now, scheduled) = if *back { (now.checked_sub(1)?, Some(now)) } else { (now, None) };
                 let (not_before, base_ms, cap_ms) = Shape::fields(*shape, now);
                 let not_before = scheduled.or(not_before);
-                Op::Enqueue { priority: None, queue: None, 
+                Op::Enqueue {
+                    priority: None,
+                    queue: None,
                     id: job_name(world.ghosts.len()),
                     payload: PAYLOAD.into(),
                     max_attempts: *max_attempts,
@@ -477,7 +479,7 @@ impl QueueModel {
                     cap_ms,
                 }
             }
-            Action::Claim { worker } => Op::Claim { queues: None,  worker: worker_name(*worker), now },
+            Action::Claim { worker } => Op::Claim { queues: None, worker: worker_name(*worker), now },
             Action::Complete { worker, outcome, jitter } => {
                 let held = held(*worker)?;
                 Op::Complete {
@@ -499,14 +501,16 @@ impl QueueModel {
                 }
             }
             Action::Crash { .. } | Action::Tick => return None,
-            Action::RunOnce { worker, outcome } => Op::RunOnce { queues: None, 
+            Action::RunOnce { worker, outcome } => Op::RunOnce {
+                queues: None,
                 worker: worker_name(*worker),
                 now,
                 after: None,
                 outcome: *outcome,
                 jitter: None,
             },
-            Action::RunOnceClockBack { worker } => Op::RunOnce { queues: None, 
+            Action::RunOnceClockBack { worker } => Op::RunOnce {
+                queues: None,
                 worker: worker_name(*worker),
                 now,
                 after: Some(now.checked_sub(1)?),
@@ -628,7 +632,10 @@ impl QueueModel {
                     }
                 }
             }
-            (&Op::Claim { queues: _,  ref worker, now }, Response::Ok(Reply::Claimed { id, attempt, lease_until })) => {
+            (
+                &Op::Claim { queues: _, ref worker, now },
+                Response::Ok(Reply::Claimed { id, attempt, lease_until }),
+            ) => {
                 let job = self.claimed(before, id, worker, now, *lease_until, next);
                 if let (Some(job), Action::Claim { worker }) = (job, action)
                     && let Some(slot) = next.workers.get_mut(*worker)
@@ -642,7 +649,7 @@ impl QueueModel {
                     });
                 }
             }
-            (&Op::RunOnce { queues: _,  ref worker, now, after, outcome, jitter }, response) => {
+            (&Op::RunOnce { queues: _, ref worker, now, after, outcome, jitter }, response) => {
                 self.ran(before, worker, now, after.unwrap_or(now), outcome, jitter, response, next);
             }
             (&Op::Complete { ref worker, ref id, attempt, outcome, now, jitter }, response) => {

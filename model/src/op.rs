@@ -267,7 +267,8 @@ mod tests {
 
     #[test]
     fn ops_serialize_as_spec_lines() {
-        let op = Op::RunOnce { queues: None, 
+        let op = Op::RunOnce {
+            queues: None,
             worker: "w1".into(),
             now: 0,
             after: None,
@@ -281,7 +282,9 @@ mod tests {
         assert_eq!(Op::Restart.to_json_line(), r#"{"op":"restart"}"#);
         let config = Op::Config { base_ms: Some(100), cap_ms: None, lease_ms: Some(1000) };
         assert_eq!(config.to_json_line(), r#"{"op":"config","base_ms":100,"lease_ms":1000}"#);
-        let enqueue = |not_before, base_ms, cap_ms| Op::Enqueue { priority: None, queue: None, 
+        let enqueue = |not_before, base_ms, cap_ms| Op::Enqueue {
+            priority: None,
+            queue: None,
             id: "a".into(),
             payload: String::new(),
             max_attempts: 2,

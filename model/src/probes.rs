@@ -110,13 +110,15 @@ impl QueueModel {
         let later = |by: u64| (now + by).min(MAX_INT);
         let missing = job_name(store.jobs().len());
         ops.push(Op::Restart);
-        ops.push(Op::Stats { queue: None,  now });
+        ops.push(Op::Stats { queue: None, now });
         ops.push(Op::Get { id: missing.clone() });
         for job in store.jobs() {
             let id = job.id.to_string();
             ops.push(Op::Get { id: id.clone() });
             // SPEC 6.22: the same payload changes nothing, whatever else it says.
-            ops.push(Op::Enqueue { priority: None, queue: None, 
+            ops.push(Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: id.clone(),
                 payload: job.payload.to_string(),
                 max_attempts: (job.max_attempts + 1).min(MAX_BUDGET),
@@ -152,7 +154,7 @@ impl QueueModel {
             (RunOutcome::Unknown, None, Some(later(1))),
         ];
         for (outcome, jitter, after) in readings {
-            ops.push(Op::RunOnce { queues: None,  worker: worker_name(0), now, after, outcome, jitter });
+            ops.push(Op::RunOnce { queues: None, worker: worker_name(0), now, after, outcome, jitter });
         }
     }
 }
@@ -262,7 +264,7 @@ fn with_outcome_ok(op: Op) -> Op {
             Op::Complete { worker, id, attempt, outcome: Outcome::Ok, now, jitter }
         }
         Op::RunOnce { worker, now, after, jitter, .. } => {
-            Op::RunOnce { queues: None,  worker, now, after, outcome: RunOutcome::Ok, jitter }
+            Op::RunOnce { queues: None, worker, now, after, outcome: RunOutcome::Ok, jitter }
         }
         other => other,
     }
@@ -277,7 +279,9 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
     let worker = worker_name(0);
     match kind {
         OpKind::Config => QueueModel::config_op(world.store.config()),
-        OpKind::Enqueue => Op::Enqueue { priority: None, queue: None, 
+        OpKind::Enqueue => Op::Enqueue {
+            priority: None,
+            queue: None,
             id: target.into(),
             payload: PAYLOAD.into(),
             max_attempts: 1,
@@ -287,7 +291,7 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
             base_ms: None,
             cap_ms: None,
         },
-        OpKind::Claim => Op::Claim { queues: None,  worker, now },
+        OpKind::Claim => Op::Claim { queues: None, worker, now },
         OpKind::Complete => Op::Complete {
             worker,
             id: target.into(),
@@ -296,15 +300,22 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
             now,
             jitter: Some(0.5),
         },
-        OpKind::RunOnce => {
-            Op::RunOnce { queues: None,  worker, now, after: None, outcome: RunOutcome::Retryable, jitter: Some(0.5) }
-        }
+        OpKind::RunOnce => Op::RunOnce {
+            queues: None,
+            worker,
+            now,
+            after: None,
+            outcome: RunOutcome::Retryable,
+            jitter: Some(0.5),
+        },
         OpKind::Heartbeat => Op::Heartbeat { worker, id: target.into(), attempt, now },
         OpKind::Redrive => Op::Redrive { id: target.into(), now, add_attempts: 1, deadline },
         OpKind::Cancel => Op::Cancel { id: target.into(), now },
         OpKind::Reap => Op::Reap { now },
+        OpKind::Prune => Op::Prune { before: now, now },
+        OpKind::Forget => Op::Forget { before: now, now },
         OpKind::Get => Op::Get { id: target.into() },
-        OpKind::Stats => Op::Stats { queue: None,  now },
+        OpKind::Stats => Op::Stats { queue: None, now },
         OpKind::RetryDelay => Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: 2, jitter: 0.5 },
         OpKind::Restart => Op::Restart,
     }
@@ -409,7 +420,7 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
             | Op::Heartbeat { now: at, .. }
             | Op::Cancel { now: at, .. }
             | Op::Reap { now: at }
-            | Op::Stats { queue: _,  now: at },
+            | Op::Stats { queue: _, now: at },
             Field::Now,
         ) => *at = int(class, 0, MAX_INT)?.unwrap_or(now),
         (Op::RunOnce { after, now: at, .. }, Field::After) => {
@@ -452,6 +463,53 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
         (Op::RetryDelay { jitter: j, .. }, Field::Jitter) => *j = jitter(class)??,
         (Op::Complete { jitter: j, .. } | Op::RunOnce { jitter: j, .. }, Field::Jitter) => {
             *j = jitter(class)?
+        }
+        (Op::Enqueue { queue, .. } | Op::Stats { queue, .. }, Field::Queue) => {
+            *queue = match class {
+                Least => Some("q".into()),
+                Most => Some("q".repeat(64)),
+                // 31 two-byte characters and two control characters: 64 bytes.
+                Odd => Some(format!("{}\u{7}\n", "é".repeat(31))),
+                Absent => None,
+                Below => Some(String::new()),
+                Above => Some("q".repeat(65)),
+                Forbidden => Some("q\0".into()),
+                Missing => return None,
+            }
+        }
+        (Op::Claim { queues, .. } | Op::RunOnce { queues, .. }, Field::Queues) => {
+            let names = |n: usize| (0..n).map(|i| format!("q{i}")).collect::<Vec<_>>();
+            *queues = match class {
+                Least => Some(names(1)),
+                Most => Some(names(64)),
+                Absent => None,
+                Below => Some(Vec::new()),
+                Above => Some(names(65)),
+                Forbidden => Some(vec!["default".into(), "default".into()]),
+                Odd | Missing => return None,
+            }
+        }
+        (Op::Enqueue { priority, .. }, Field::Priority) => {
+            *priority = match class {
+                Least => Some(0),
+                Most => Some(9),
+                Absent => None,
+                Above => Some(10),
+                _ => return None,
+            }
+        }
+        (Op::Prune { before, now: at } | Op::Forget { before, now: at }, Field::Now) => {
+            // `before` stays valid: at most the new `now` where it can be.
+            *at = int(class, 0, MAX_INT)?.unwrap_or(now);
+            *before = (*before).min(*at);
+        }
+        (Op::Prune { before, now: at } | Op::Forget { before, now: at }, Field::Before) => {
+            *before = match class {
+                Least => 0,
+                Most => *at,
+                Above => at.checked_add(1)?,
+                _ => return None,
+            }
         }
         _ => return None,
     }

@@ -333,22 +333,31 @@ impl Store {
     fn apply(&mut self, op: &Op) -> Response {
         let result = match op {
             Op::Config { base_ms, cap_ms, lease_ms } => self.configure(*base_ms, *cap_ms, *lease_ms),
-            Op::Enqueue { queue, priority, id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
-                self.enqueue(
-                    id,
-                    payload,
-                    *max_attempts,
-                    *deadline,
-                    *now,
-                    Schedule {
-                        not_before: *not_before,
-                        base_ms: *base_ms,
-                        cap_ms: *cap_ms,
-                        queue: queue.as_deref(),
-                        priority: *priority,
-                    },
-                )
-            }
+            Op::Enqueue {
+                queue,
+                priority,
+                id,
+                payload,
+                max_attempts,
+                deadline,
+                now,
+                not_before,
+                base_ms,
+                cap_ms,
+            } => self.enqueue(
+                id,
+                payload,
+                *max_attempts,
+                *deadline,
+                *now,
+                Schedule {
+                    not_before: *not_before,
+                    base_ms: *base_ms,
+                    cap_ms: *cap_ms,
+                    queue: queue.as_deref(),
+                    priority: *priority,
+                },
+            ),
             Op::Claim { queues, worker, now } => self.claim(worker, queues.as_deref(), *now),
             Op::Complete { worker, id, attempt, outcome, now, jitter } => {
                 self.complete(worker, id, *attempt, *outcome, *now, *jitter)
@@ -504,15 +513,21 @@ impl Store {
     /// `min_by_key` keeps the first of equal keys).
     fn pick(&self, queues: &[String], now: u64) -> Option<usize> {
         let served = |job: &Job| queues.iter().any(|q| **q == *job.queue);
-        let claimable = |job: &Job| served(job) && !job.cancel_requested && match job.phase {
-            Phase::Pending { .. } if self.bug(Bug::ScheduledClaimableEarly) => seeded::unscheduled(job, now),
-            Phase::Pending { available_at } => available_at <= now,
-            Phase::Leased { until, .. } => match self.bug {
-                Some(Bug::IgnoreExpiredLease) => false,
-                Some(Bug::StealLiveLease) => true,
-                _ => until <= now,
-            },
-            Phase::Done | Phase::Dead(_) => false,
+        let claimable = |job: &Job| {
+            served(job)
+                && !job.cancel_requested
+                && match job.phase {
+                    Phase::Pending { .. } if self.bug(Bug::ScheduledClaimableEarly) => {
+                        seeded::unscheduled(job, now)
+                    }
+                    Phase::Pending { available_at } => available_at <= now,
+                    Phase::Leased { until, .. } => match self.bug {
+                        Some(Bug::IgnoreExpiredLease) => false,
+                        Some(Bug::StealLiveLease) => true,
+                        _ => until <= now,
+                    },
+                    Phase::Done | Phase::Dead(_) => false,
+                }
         };
         let candidates = self.jobs.iter().enumerate().filter(|(_, job)| claimable(job));
         match self.bug {

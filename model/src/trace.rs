@@ -66,7 +66,9 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         for i in 0..last.ghosts.len() {
             probe(Op::Get { id: job_name(i) });
             // The payload is seen only by another enqueue: the job's own is `existing`.
-            probe(Op::Enqueue { priority: None, queue: None, 
+            probe(Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: job_name(i),
                 payload: PAYLOAD.into(),
                 max_attempts: 1,
@@ -85,7 +87,9 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
             _ => false,
         });
         if touches_settings {
-            probe(Op::Enqueue { priority: None, queue: None, 
+            probe(Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: SETTINGS_PROBE.into(),
                 payload: PAYLOAD.into(),
                 max_attempts: 1,
@@ -95,7 +99,7 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
                 base_ms: None,
                 cap_ms: None,
             });
-            probe(Op::Claim { queues: None,  worker: SETTINGS_PROBE.into(), now: last.now });
+            probe(Op::Claim { queues: None, worker: SETTINGS_PROBE.into(), now: last.now });
         }
     }
     lines

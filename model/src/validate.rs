@@ -124,7 +124,11 @@ pub fn queues(value: &[String]) -> Result<(), Failure> {
 
 /// An enqueue's `priority`: 0 … 9 (SPEC 1.6).
 pub fn priority(value: u64) -> Result<u64, Failure> {
-    if value <= MAX_PRIORITY { Ok(value) } else { Err(invalid("priority", format!("{value} is outside 0 … 9"))) }
+    if value <= MAX_PRIORITY {
+        Ok(value)
+    } else {
+        Err(invalid("priority", format!("{value} is outside 0 … 9")))
+    }
 }
 
 /// `before` of `prune` and `forget`: in range and at most `now` (SPEC 3.14, 3.15).
