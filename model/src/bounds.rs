@@ -102,6 +102,9 @@ pub struct Scene {
     /// Whether every pending job may be cancelled, whatever came before (a retry, a redrive);
     /// otherwise only the first job, before its first claim and redrive.
     pub cancel_any: bool,
+    /// Whether the operator prunes and forgets (SPEC 3.14, 3.15) at the clock, and cancels
+    /// leased jobs (3.13), so that tombstones and cancel requests meet every operation.
+    pub retention: bool,
     /// The budgets an enqueue may ask for here, if not [`Bounds::max_attempts`].
     pub max_attempts: Option<Vec<u64>>,
     /// Whether every deadline leaves a whole lease before the end of the clock, so that at
@@ -127,6 +130,7 @@ impl Scene {
             shapes: Vec::new(),
             backdate: true,
             cancel_any: false,
+            retention: false,
             max_attempts: None,
             liveness: true,
         }
@@ -146,6 +150,7 @@ impl Scene {
             shapes: SHAPES.to_vec(),
             backdate: false,
             cancel_any: true,
+            retention: true,
             max_attempts: Some(vec![1, 3]),
             ..Scene::main()
         }
@@ -177,6 +182,7 @@ impl Scene {
             shapes: vec![Shape::Own { base_ms: Some(MAX_INT), cap_ms: Some(MAX_INT) }],
             backdate: false,
             cancel_any: true,
+            retention: false,
             max_attempts: None,
             liveness: false,
         }
@@ -330,7 +336,7 @@ impl fmt::Display for Scene {
             .collect();
         write!(
             f,
-            "{}: jobs {}, workers {}, clock {}..={}, settings [{}]{}, first-job shapes {}{}{}{}",
+            "{}: jobs {}, workers {}, clock {}..={}, settings [{}]{}, first-job shapes {}{}{}{}{}",
             self.name,
             self.jobs,
             self.workers,
@@ -341,6 +347,7 @@ impl fmt::Display for Scene {
             self.shapes.len(),
             if self.backdate { ", backdated enqueues" } else { "" },
             if self.cancel_any { ", cancels of any pending job" } else { "" },
+            if self.retention { ", prunes, forgets and cancels of leased jobs" } else { "" },
             if self.liveness { "" } else { ", no liveness" },
         )
     }

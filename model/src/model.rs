@@ -118,6 +118,9 @@ pub struct Ghost {
     pub not_before: u64,
     /// An operator cancelled it (and the store answered `cancelled`), at some point.
     pub cancelled: bool,
+    /// A forget removed its tombstone (SPEC 3.15): the id may be absent from the store, or a
+    /// new job.
+    pub forgotten: bool,
     /// The worker of the latest claim (its index, or [`OUTSIDER`]) while that claim's lease
     /// stands in the store; [`NOBODY`] otherwise. With `claims`, the token only it may present.
     pub holder: u8,
@@ -319,11 +322,15 @@ pub enum Action {
         /// The job's index.
         job: usize,
     },
-    /// The operator cancels job `job`.
+    /// The operator cancels job `job` (pending: it ends; leased: its holder is asked to stop).
     Cancel {
         /// The job's index.
         job: usize,
     },
+    /// The operator prunes the jobs ended by now (SPEC 3.14).
+    Prune,
+    /// The operator forgets the tombstones of jobs ended by now (SPEC 3.15).
+    Forget,
     /// The world changes its settings to another of its scene's.
     Configure {
         /// The settings.
@@ -378,6 +385,8 @@ impl fmt::Display for Action {
             Action::Redrive { job } => write!(f, "redrive {}", job_name(*job)),
             Action::Heartbeat { worker } => write!(f, "{} heartbeats", w(*worker)),
             Action::Cancel { job } => write!(f, "cancel {}", job_name(*job)),
+            Action::Prune => write!(f, "prune"),
+            Action::Forget => write!(f, "forget"),
             Action::Configure { to } => {
                 write!(f, "config base {} cap {} lease {}", to.base_ms, to.cap_ms, to.lease_ms)
             }
@@ -525,6 +534,8 @@ impl QueueModel {
                 deadline: now + self.bounds.redrive_deadline,
             },
             Action::Cancel { job } => Op::Cancel { id: job_name(*job), now },
+            Action::Prune => Op::Prune { before: now, now },
+            Action::Forget => Op::Forget { before: now, now },
             Action::Configure { to } => QueueModel::config_op(*to),
             Action::Probe { op, .. } => op.clone(),
         })
@@ -603,9 +614,19 @@ impl QueueModel {
                     longest_lease: 0,
                     not_before: not_before.unwrap_or(now),
                     cancelled: false,
+                    forgotten: false,
                     holder: NOBODY,
                     enqueued_under: None,
                 });
+            }
+            (Op::Forget { .. }, Response::Ok(Reply::Forgotten { .. })) => {
+                for tombstone in before.store.tombstones() {
+                    if next.store.tombstone(&tombstone.id).is_none()
+                        && let Some(ghost) = job_index(&tombstone.id).and_then(|job| next.ghosts.get_mut(job))
+                    {
+                        ghost.forgotten = true;
+                    }
+                }
             }
             (Op::Cancel { id, .. }, Response::Ok(Reply::Cancelled)) => {
                 if let Some(ghost) = job_index(id).and_then(|job| next.ghosts.get_mut(job)) {
@@ -1059,11 +1080,20 @@ impl QueueModel {
                 actions.push(Action::Redrive { job });
             }
             let first_fresh = job == 0 && ghost.claims == 0 && ghost.redrives == 0;
+            let pending = matches!(stored.phase, Phase::Pending { .. });
+            let running = matches!(stored.phase, Phase::Leased { .. }) && !stored.cancel_requested;
             if b.contract_1_1
-                && matches!(stored.phase, Phase::Pending { .. })
-                && (scene.cancel_any || first_fresh)
+                && ((pending && (scene.cancel_any || first_fresh)) || (running && scene.retention))
             {
                 actions.push(Action::Cancel { job });
+            }
+        }
+        if scene.retention {
+            if world.store.jobs().iter().any(|j| j.ended_at.is_some_and(|at| at <= now)) {
+                actions.push(Action::Prune);
+            }
+            if world.store.tombstones().iter().any(|t| t.ended_at <= now) {
+                actions.push(Action::Forget);
             }
         }
         if scene.switch {

@@ -34,7 +34,7 @@ use std::hash::Hash;
 
 use crate::contract::{self, Class, Field, OpKind};
 use crate::coverage;
-use crate::ids::{PAYLOAD, job_name, worker_name};
+use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
 use crate::model::{Action, DELAY_PROBES, QueueModel, World};
 use crate::reference::{Config, Phase};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
@@ -72,7 +72,8 @@ impl QueueModel {
             Set::Arguments => {
                 let statuses: Vec<_> =
                     world.store.jobs().iter().map(|job| coverage::meets(Some(job), world.now)).collect();
-                class_of(&(world.scene, world.store.config(), statuses))
+                let tombstone = !world.store.tombstones().is_empty();
+                class_of(&(world.scene, world.store.config(), statuses, tombstone))
             }
             Set::Formula => 0,
         }
@@ -136,6 +137,29 @@ impl QueueModel {
             ops.push(Op::Cancel { id: id.clone(), now });
             ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
             fence_probes(&id, job.attempts, &job.phase, now, ops);
+        }
+        // A tombstone's id, every way an operation can name it (SPEC 3.14): it answers as the
+        // ended job it was, is never run again, and is shown as pruned.
+        for tombstone in store.tombstones() {
+            let id = tombstone.id.to_string();
+            ops.push(Op::Get { id: id.clone() });
+            for payload in [tombstone.payload.to_string(), OTHER_PAYLOAD.to_string()] {
+                ops.push(Op::Enqueue {
+                    id: id.clone(),
+                    payload,
+                    max_attempts: 1,
+                    deadline: later(1),
+                    now,
+                    not_before: None,
+                    base_ms: None,
+                    cap_ms: None,
+                    queue: None,
+                    priority: None,
+                });
+            }
+            ops.push(Op::Cancel { id: id.clone(), now });
+            ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
+            fence_probes(&id, tombstone.attempts, &tombstone.phase, now, ops);
         }
         // run_once's second reading the first, or later: each outcome the transport can
         // classify (ok and permanent at the first only: a later one changes nothing they do).
@@ -236,10 +260,14 @@ fn argument_probes(world: &World, ops: &mut Vec<(Op, Field)>) {
     if let Some(first) = store.jobs().first() {
         targets.push(first.id.to_string());
     }
+    // A tombstone's id too: bad arguments come before its lookup as before any other.
+    if let Some(first) = store.tombstones().first() {
+        targets.push(first.id.to_string());
+    }
     for kind in OpKind::ALL {
         for &field in contract::fields(kind) {
             for &class in contract::classes(kind, field) {
-                for target in targets.iter().take(if kind.names_a_job() { 2 } else { 1 }) {
+                for target in targets.iter().take(if kind.names_a_job() { targets.len() } else { 1 }) {
                     let base = base_op(kind, world, target);
                     if let Some(op) = varied(base.clone(), field, class, world.now) {
                         ops.push((op, field));

@@ -410,17 +410,19 @@ fn no_silent_drop(_: &QueueModel, world: &World) -> bool {
     if world.broken.contains(Broken::LIFECYCLE) {
         return false;
     }
-    let jobs = world.store.jobs();
+    // Every enqueued id is a job, or a tombstone, once (SPEC 4.3); or forgotten by a forget
+    // (and then absent, or a new job).
+    let ids = world.store.jobs().iter().map(|j| &j.id).chain(world.store.tombstones().iter().map(|t| &t.id));
     let mut seen = vec![false; world.ghosts.len()];
-    for job in jobs {
-        match job_index(&job.id) {
+    for id in ids {
+        match job_index(id) {
             Some(i) if i < seen.len() && !seen[i] => seen[i] = true,
             // A probe's job outside the world's naming: no ghost follows it.
             None => {}
             _ => return false,
         }
     }
-    seen.iter().all(|&s| s)
+    seen.iter().zip(&world.ghosts).all(|(&s, ghost)| s || ghost.forgotten)
         && jobs_with_ghosts(world).all(|(job, ghost)| match job.phase {
             Phase::Done => ghost.report == HolderReport::Completed(Outcome::Ok),
             Phase::Dead(DeadReason::Permanent) => ghost.report == HolderReport::Completed(Outcome::Permanent),

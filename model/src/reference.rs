@@ -294,21 +294,22 @@ impl Store {
     pub fn step(&mut self, op: &Op) -> Response {
         let before = self.clone();
         let response = self.apply(op);
-        if let Response::Ok(reply) = &response {
-            self.stamp(&before, op, reply);
-        }
+        // Refusals change nothing; `run_once`'s two reports follow a claim whose reap did.
+        self.stamp(&before, op, &response);
         response
     }
 
     /// What every transition records (SPEC 1.1): a job that ended `done` or `dead` gets its
     /// `ended_at` (a `run_once`'s job the second reading, every other the operation's `now`);
     /// an open job has none; a cancel request lasts only while the lease does (6.33).
-    fn stamp(&mut self, before: &Store, op: &Op, reply: &Reply) {
+    fn stamp(&mut self, before: &Store, op: &Op, response: &Response) {
         let now = op.now().unwrap_or(0);
-        let ran = match (op, reply) {
+        let ran = match (op, response) {
             (
                 Op::RunOnce { after, .. },
-                Reply::RanDone { id, .. } | Reply::RanRetry { id, .. } | Reply::RanDead { id, .. },
+                Response::Ok(
+                    Reply::RanDone { id, .. } | Reply::RanRetry { id, .. } | Reply::RanDead { id, .. },
+                ),
             ) => Some((id.as_str(), after.unwrap_or(now))),
             _ => None,
         };
