@@ -50,6 +50,42 @@ pub enum Shape {
     },
 }
 
+/// Where a job of the lanes scene goes (SPEC 1.6): the default queue at the default
+/// priority, another queue, or a lower priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// `"default"`, priority 0: nothing said.
+    Default,
+    /// Queue [`OTHER_QUEUE`], which only one of the two workers serves.
+    OtherQueue,
+    /// Priority 1: any job of priority 0 due goes first.
+    Low,
+}
+
+/// The second queue of the lanes scene.
+pub const OTHER_QUEUE: &str = "q1";
+
+impl Lane {
+    /// The enqueue's `queue` and `priority` for this lane: absent for the default one.
+    pub fn fields(self) -> (Option<String>, Option<u64>) {
+        match self {
+            Lane::Default => (None, None),
+            Lane::OtherQueue => (Some(OTHER_QUEUE.into()), None),
+            Lane::Low => (None, Some(1)),
+        }
+    }
+
+    /// The queues worker `worker` serves in the lanes scene: the first only the default
+    /// queue, the second both.
+    pub fn served_by(worker: usize) -> Vec<String> {
+        let mut queues = vec!["default".to_owned()];
+        if worker > 0 {
+            queues.push(OTHER_QUEUE.into());
+        }
+        queues
+    }
+}
+
 impl Shape {
     /// The enqueue's `not_before`, `base_ms` and `cap_ms` for this shape at `now`.
     pub fn fields(shape: Option<Shape>, now: u64) -> (Option<u64>, Option<u64>, Option<u64>) {
@@ -105,6 +141,9 @@ pub struct Scene {
     /// Whether the operator prunes and forgets (SPEC 3.14, 3.15) at the clock, and cancels
     /// leased jobs (3.13), so that tombstones and cancel requests meet every operation.
     pub retention: bool,
+    /// Whether the second job may go to another queue or a lower priority, and the workers
+    /// serve different queues ([`Lane`]).
+    pub lanes: bool,
     /// The budgets an enqueue may ask for here, if not [`Bounds::max_attempts`].
     pub max_attempts: Option<Vec<u64>>,
     /// Whether every deadline leaves a whole lease before the end of the clock, so that at
@@ -131,6 +170,7 @@ impl Scene {
             backdate: true,
             cancel_any: false,
             retention: false,
+            lanes: false,
             max_attempts: None,
             liveness: true,
         }
@@ -183,8 +223,24 @@ impl Scene {
             backdate: false,
             cancel_any: true,
             retention: false,
+            lanes: false,
             max_attempts: None,
             liveness: false,
+        }
+    }
+
+    /// Two jobs in two queues and at two priorities (SPEC 1.6, 3.3.2, 4.8): two workers, the
+    /// first serving only the default queue, a clock up to 4, the doubling settings, budget 1.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
+    pub fn lanes() -> Scene {
+        Scene {
+            name: "lanes",
+            horizon: 4,
+            configs: vec![DOUBLING],
+            backdate: false,
+            lanes: true,
+            max_attempts: Some(vec![1]),
+            ..Scene::main()
         }
     }
 
@@ -249,7 +305,7 @@ impl Default for Bounds {
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     fn default() -> Self {
         Bounds {
-            scenes: vec![Scene::main(), Scene::one_job(), Scene::edges()],
+            scenes: vec![Scene::main(), Scene::one_job(), Scene::edges(), Scene::lanes()],
             jitters: vec![0.0, 0.5, 1.0, TWO_THIRDS],
             max_attempts: vec![1, 2],
             deadlines: vec![2, 3],
@@ -336,7 +392,7 @@ impl fmt::Display for Scene {
             .collect();
         write!(
             f,
-            "{}: jobs {}, workers {}, clock {}..={}, settings [{}]{}, first-job shapes {}{}{}{}{}",
+            "{}: jobs {}, workers {}, clock {}..={}, settings [{}]{}, first-job shapes {}{}{}{}{}{}",
             self.name,
             self.jobs,
             self.workers,
@@ -348,6 +404,7 @@ impl fmt::Display for Scene {
             if self.backdate { ", backdated enqueues" } else { "" },
             if self.cancel_any { ", cancels of any pending job" } else { "" },
             if self.retention { ", prunes, forgets and cancels of leased jobs" } else { "" },
+            if self.lanes { ", two queues and two priorities" } else { "" },
             if self.liveness { "" } else { ", no liveness" },
         )
     }

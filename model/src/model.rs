@@ -39,7 +39,8 @@ use smallvec::SmallVec;
 use stateright::Representative;
 
 pub use crate::bounds::{
-    Bounds, CAP_BELOW_BASE, DELAY_PROBES, DOUBLING, LARGEST, SHAPES, Scene, Shape, TWO_THIRDS, Watchdog,
+    Bounds, CAP_BELOW_BASE, DELAY_PROBES, DOUBLING, LARGEST, Lane, OTHER_QUEUE, SHAPES, Scene, Shape,
+    TWO_THIRDS, Watchdog,
 };
 use crate::bug::Bug;
 use crate::contract::Field;
@@ -195,6 +196,15 @@ impl Events {
     pub const SWITCHED_SETTINGS_RETRY: Events = Events(1 << 26);
     /// A claim's or a heartbeat's lease ends past 2^53 − 1 (SPEC 6.10).
     pub const LEASE_PAST_MAX_INT: Events = Events(1 << 27);
+    /// A claim took a job of priority 0 while one of a lower priority, due no later, waited
+    /// (SPEC 3.3.2, 4.8).
+    pub const PRIORITY_FIRST: Events = Events(1 << 28);
+    /// A claim passed over a claimable job of a queue it does not serve (SPEC 3.3.2).
+    pub const QUEUE_PASSED_OVER: Events = Events(1 << 29);
+    /// A job whose holder was asked to stop ended (SPEC 3.13).
+    pub const RUNNING_CANCELLED: Events = Events(1 << 30);
+    /// An enqueue of a pruned id was answered `existing` from its tombstone (SPEC 3.14).
+    pub const PRUNED_REENQUEUED: Events = Events(1 << 31);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -272,6 +282,8 @@ pub enum Action {
         shape: Option<Shape>,
         /// Dated one millisecond before the clock, and scheduled at it.
         back: bool,
+        /// Its queue and priority (the lanes scene's second job only).
+        lane: Lane,
     },
     /// An idle worker claims.
     Claim {
@@ -355,8 +367,13 @@ impl fmt::Display for Action {
         let w = |worker: usize| worker_name(worker);
         let lower = |name: String| name.to_lowercase();
         match self {
-            Action::Enqueue { max_attempts, deadline_in, shape, back } => {
+            Action::Enqueue { max_attempts, deadline_in, shape, back, lane } => {
                 write!(f, "enqueue a new job: max_attempts {max_attempts}, deadline now+{deadline_in}")?;
+                match lane {
+                    Lane::Default => {}
+                    Lane::OtherQueue => write!(f, ", queue {OTHER_QUEUE}")?,
+                    Lane::Low => f.write_str(", priority 1")?,
+                }
                 if *back {
                     f.write_str(", dated 1 ms back, not before now")?;
                 }
@@ -442,6 +459,12 @@ impl QueueModel {
         Some(renumbered.unwrap_or(next))
     }
 
+    /// The queues `worker` names in its claims: in the lanes scene, the queues it serves
+    /// ([`Lane::served_by`]); elsewhere none (the default queue).
+    fn queues_of(&self, world: &World, worker: usize) -> Option<Vec<String>> {
+        self.scene(world).lanes.then(|| Lane::served_by(worker))
+    }
+
     /// The `config` line that sets `config`: every trace starts with its world's.
     pub fn config_op(config: Config) -> Op {
         Op::Config {
@@ -469,15 +492,16 @@ impl QueueModel {
         let now = world.now;
         let held = |worker: usize| world.workers.get(worker).copied().flatten();
         Some(match action {
-            Action::Enqueue { max_attempts, deadline_in, shape, back } => {
+            Action::Enqueue { max_attempts, deadline_in, shape, back, lane } => {
+                let (queue, priority) = lane.fields();
                 // Dated back, it is scheduled at the clock: due with the job enqueued at the
                 // clock, first enqueued after it, with an earlier `enqueued_at`.
                 let (now, scheduled) = if *back { (now.checked_sub(1)?, Some(now)) } else { (now, None) };
                 let (not_before, base_ms, cap_ms) = Shape::fields(*shape, now);
                 let not_before = scheduled.or(not_before);
                 Op::Enqueue {
-                    priority: None,
-                    queue: None,
+                    priority,
+                    queue,
                     id: job_name(world.ghosts.len()),
                     payload: PAYLOAD.into(),
                     max_attempts: *max_attempts,
@@ -488,7 +512,9 @@ impl QueueModel {
                     cap_ms,
                 }
             }
-            Action::Claim { worker } => Op::Claim { queues: None, worker: worker_name(*worker), now },
+            Action::Claim { worker } => {
+                Op::Claim { queues: self.queues_of(world, *worker), worker: worker_name(*worker), now }
+            }
             Action::Complete { worker, outcome, jitter } => {
                 let held = held(*worker)?;
                 Op::Complete {
@@ -511,7 +537,7 @@ impl QueueModel {
             }
             Action::Crash { .. } | Action::Tick => return None,
             Action::RunOnce { worker, outcome } => Op::RunOnce {
-                queues: None,
+                queues: self.queues_of(world, *worker),
                 worker: worker_name(*worker),
                 now,
                 after: None,
@@ -519,7 +545,7 @@ impl QueueModel {
                 jitter: None,
             },
             Action::RunOnceClockBack { worker } => Op::RunOnce {
-                queues: None,
+                queues: self.queues_of(world, *worker),
                 worker: worker_name(*worker),
                 now,
                 after: Some(now.checked_sub(1)?),
@@ -594,6 +620,21 @@ impl QueueModel {
             && op.id().is_some_and(|id| before.store.job(id).is_none())
         {
             next.events.insert(Events::INVALID_BEFORE_LOOKUP);
+        }
+        if let (&Op::Claim { queues: Some(ref queues), now, .. }, Response::Ok(reply)) = (op, response) {
+            self.lane_events(before, queues, now, reply, next);
+        }
+        let stopped = before.store.jobs().iter().any(|b| {
+            b.cancel_requested
+                && next.store.job(&b.id).is_some_and(|a| matches!(a.phase, Phase::Done | Phase::Dead(_)))
+        });
+        if stopped {
+            next.events.insert(Events::RUNNING_CANCELLED);
+        }
+        if let (Op::Enqueue { id, .. }, Response::Ok(Reply::Existing)) = (op, response)
+            && before.store.tombstone(id).is_some()
+        {
+            next.events.insert(Events::PRUNED_REENQUEUED);
         }
         match (op, response) {
             (Op::Restart, _)
@@ -739,6 +780,36 @@ impl QueueModel {
         ghost.lease_until = lease_until;
         ghost.holder = worker_index(worker).map_or(OUTSIDER, |w| w.min(usize::from(OUTSIDER) - 1) as u8);
         Some(job)
+    }
+
+    /// The lanes scene's `sometimes` events of a claim serving `queues` at `now` that answered
+    /// `reply`: judged on the jobs claimable at the claim (after its reap), from the store.
+    fn lane_events(&self, before: &World, queues: &[String], now: u64, reply: &Reply, next: &mut World) {
+        let mut store = before.store.clone();
+        store.step(&Op::Reap { now });
+        let due = |job: &&crate::reference::Job| match job.phase {
+            Phase::Pending { available_at } => available_at <= now,
+            Phase::Leased { until, .. } => until <= now && !job.cancel_requested,
+            _ => false,
+        };
+        let claimable: Vec<_> = store.jobs().iter().filter(due).collect();
+        let served = |job: &crate::reference::Job| queues.iter().any(|q| **q == *job.queue);
+        if claimable.iter().any(|job| !served(job)) {
+            next.events.insert(Events::QUEUE_PASSED_OVER);
+        }
+        if let Reply::Claimed { id, .. } = reply
+            && let Some(taken) = before.store.job(id)
+            && let Some(at) = taken.phase.available_at()
+        {
+            let waits = |job: &&&crate::reference::Job| {
+                served(job)
+                    && job.priority > taken.priority
+                    && job.phase.available_at().is_some_and(|a| a <= at)
+            };
+            if claimable.iter().any(|job| waits(&job)) {
+                next.events.insert(Events::PRIORITY_FIRST);
+            }
+        }
     }
 
     /// The `sometimes` events of a claim that took job `job`: a tie broken (and one where the
@@ -1017,9 +1088,23 @@ impl QueueModel {
                 && world.store.jobs().last().is_some_and(|j| j.enqueued_at == now);
             for back in [false, true].into_iter().filter(|&back| !back || backdated) {
                 let dated = now - u64::from(back);
+                // The lanes scene's second job goes to any lane; every other job to the default.
+                let lanes: &[Lane] = if scene.lanes && world.ghosts.len() == 1 {
+                    &[Lane::Default, Lane::OtherQueue, Lane::Low]
+                } else {
+                    &[Lane::Default]
+                };
                 for &max_attempts in b.budgets(scene) {
                     for &deadline_in in b.deadlines.iter().filter(|&&d| scene.room_for(dated, d)) {
-                        actions.push(Action::Enqueue { max_attempts, deadline_in, shape: None, back });
+                        for &lane in lanes {
+                            actions.push(Action::Enqueue {
+                                max_attempts,
+                                deadline_in,
+                                shape: None,
+                                back,
+                                lane,
+                            });
+                        }
                     }
                 }
             }
@@ -1035,6 +1120,7 @@ impl QueueModel {
                         deadline_in,
                         shape: Some(shape),
                         back: false,
+                        lane: Lane::Default,
                     });
                 }
             }

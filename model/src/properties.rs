@@ -214,6 +214,16 @@ pub mod names {
         "a retry uses the settings in effect, switched since the enqueue";
     /// A `sometimes` property: a lease whose expiry passes 2^53 - 1 (SPEC 6.10).
     pub const LEASE_PAST_MAX_INT: &str = "a lease ends past 2^53 - 1";
+    /// A `sometimes` property: a low-priority job waits while a higher one due no later goes
+    /// first (SPEC 3.3.2, 4.8).
+    pub const PRIORITY_FIRST: &str = "a low-priority job waits while a higher one goes first";
+    /// A `sometimes` property: a claim passes over a job of a queue it does not serve.
+    pub const QUEUE_PASSED_OVER: &str = "a claim passes over a queue it does not serve";
+    /// A `sometimes` property: a running job is cancelled and ends by its holder's report or
+    /// its lease (SPEC 3.13).
+    pub const RUNNING_CANCELLED: &str = "a running job is cancelled and ends";
+    /// A `sometimes` property: a pruned id is enqueued again and answered from its tombstone.
+    pub const PRUNED_REENQUEUED: &str = "a pruned id is enqueued again: existing, not run";
 }
 
 /// Every property, in report order.
@@ -366,6 +376,26 @@ pub fn all() -> Vec<Check> {
             name: LEASE_PAST_MAX_INT,
             kind: Sometimes,
             holds: |_, w| w.events.contains(Events::LEASE_PAST_MAX_INT),
+        },
+        Check {
+            name: PRIORITY_FIRST,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::PRIORITY_FIRST),
+        },
+        Check {
+            name: QUEUE_PASSED_OVER,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::QUEUE_PASSED_OVER),
+        },
+        Check {
+            name: RUNNING_CANCELLED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::RUNNING_CANCELLED),
+        },
+        Check {
+            name: PRUNED_REENQUEUED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::PRUNED_REENQUEUED),
         },
     ]
 }

@@ -15,8 +15,13 @@ use retryq_model::{Bug, Store};
 /// The small worlds: one job and two workers up to 5 (every dimension of one job), two jobs
 /// and one worker up to 5 with an enqueue dated back (claim's choice between them), and the
 /// range's edges.
-fn small_worlds() -> [Bounds; 3] {
-    [Bounds::small(), Bounds::backdating(), Bounds { scenes: vec![Scene::edges()], ..Bounds::default() }]
+fn small_worlds() -> [Bounds; 4] {
+    [
+        Bounds::small(),
+        Bounds::backdating(),
+        Bounds { scenes: vec![Scene::edges()], ..Bounds::default() },
+        Bounds { scenes: vec![Scene::lanes()], ..Bounds::default() },
+    ]
 }
 
 /// The length of a shortest path to each example in the small worlds: where each situation
@@ -50,6 +55,10 @@ const EXAMPLE_STEPS: &[(&str, usize)] = &[
     ("a claim breaks a tie by first enqueue, not enqueued_at", 4),
     ("a retry uses the settings in effect, switched since the enqueue", 4),
     ("a lease ends past 2^53 - 1", 2),
+    ("a low-priority job waits while a higher one goes first", 3),
+    ("a claim passes over a queue it does not serve", 2),
+    ("a running job is cancelled and ends", 4),
+    ("a pruned id is enqueued again: existing, not run", 4),
 ];
 
 #[test]
