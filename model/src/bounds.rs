@@ -355,6 +355,9 @@ impl Bounds {
         if bug.needs_two_jobs() {
             return Bounds::sized(2, 1, 4);
         }
+        if bug.needs_lanes() {
+            return Bounds { scenes: vec![Scene::lanes()], ..Bounds::default() };
+        }
         if bug.needs_range_edges() {
             return Bounds { scenes: vec![Scene::edges()], ..Bounds::default() };
         }

@@ -339,10 +339,18 @@ pub enum Action {
         /// The job's index.
         job: usize,
     },
-    /// The operator prunes the jobs ended by now (SPEC 3.14).
-    Prune,
-    /// The operator forgets the tombstones of jobs ended by now (SPEC 3.15).
-    Forget,
+    /// The operator prunes the jobs ended `lag` ms before now or earlier (SPEC 3.14): with a
+    /// lag of 1, a job that ended just now stays.
+    Prune {
+        /// How far `before` is behind the clock: 0 or 1.
+        lag: u64,
+    },
+    /// The operator forgets the tombstones of jobs ended `lag` ms before now or earlier
+    /// (SPEC 3.15).
+    Forget {
+        /// How far `before` is behind the clock: 0 or 1.
+        lag: u64,
+    },
     /// The world changes its settings to another of its scene's.
     Configure {
         /// The settings.
@@ -402,8 +410,8 @@ impl fmt::Display for Action {
             Action::Redrive { job } => write!(f, "redrive {}", job_name(*job)),
             Action::Heartbeat { worker } => write!(f, "{} heartbeats", w(*worker)),
             Action::Cancel { job } => write!(f, "cancel {}", job_name(*job)),
-            Action::Prune => write!(f, "prune"),
-            Action::Forget => write!(f, "forget"),
+            Action::Prune { lag } => write!(f, "prune what ended by now-{lag}"),
+            Action::Forget { lag } => write!(f, "forget what ended by now-{lag}"),
             Action::Configure { to } => {
                 write!(f, "config base {} cap {} lease {}", to.base_ms, to.cap_ms, to.lease_ms)
             }
@@ -560,8 +568,8 @@ impl QueueModel {
                 deadline: now + self.bounds.redrive_deadline,
             },
             Action::Cancel { job } => Op::Cancel { id: job_name(*job), now },
-            Action::Prune => Op::Prune { before: now, now },
-            Action::Forget => Op::Forget { before: now, now },
+            Action::Prune { lag } => Op::Prune { before: now.checked_sub(*lag)?, now },
+            Action::Forget { lag } => Op::Forget { before: now.checked_sub(*lag)?, now },
             Action::Configure { to } => QueueModel::config_op(*to),
             Action::Probe { op, .. } => op.clone(),
         })
@@ -1175,11 +1183,19 @@ impl QueueModel {
             }
         }
         if scene.retention {
-            if world.store.jobs().iter().any(|j| j.ended_at.is_some_and(|at| at <= now)) {
-                actions.push(Action::Prune);
-            }
-            if world.store.tombstones().iter().any(|t| t.ended_at <= now) {
-                actions.push(Action::Forget);
+            // Only where something ended: with a lag of 1, only where something ended just now
+            // too, which that prune (or forget) must leave.
+            let ended: Vec<u64> = world.store.jobs().iter().filter_map(|j| j.ended_at).collect();
+            let buried: Vec<u64> = world.store.tombstones().iter().map(|t| t.ended_at).collect();
+            let worth =
+                |times: &[u64], lag: u64| if lag == 0 { !times.is_empty() } else { times.contains(&now) };
+            for lag in [0, 1].into_iter().filter(|&lag| lag <= now) {
+                if worth(&ended, lag) {
+                    actions.push(Action::Prune { lag });
+                }
+                if worth(&buried, lag) {
+                    actions.push(Action::Forget { lag });
+                }
             }
         }
         if scene.switch {

@@ -122,6 +122,8 @@ pub mod names {
     /// SPEC section 3.11, an invariant: every step that applies the operation
     /// answers and changes exactly what the rule says.
     pub const CONFIG_RULE: &str = "3.11 config follows its rule";
+    /// SPEC 3.14 and 3.15, read by [`crate::rules`].
+    pub const RETENTION_RULE: &str = "3.14 prune and 3.15 forget follow their rules";
     /// SPEC section 4.7, a liveness property checked as an invariant at the horizon: there,
     /// one reap leaves no job pending or leased.
     pub const EVERY_JOB_ENDS: &str = "4.7 every job ends done or dead";
@@ -254,6 +256,7 @@ pub fn all() -> Vec<Check> {
         Check { name: REAP_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::REAP) },
         Check { name: READS_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::READS) },
         Check { name: CONFIG_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CONFIG) },
+        Check { name: RETENTION_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::RETENTION) },
         Check { name: ANSWER_IN_TABLE, kind: Always, holds: |_, w| !w.reached.outside },
         Check { name: EXECUTIONS_APART, kind: Always, holds: executions_apart },
         Check { name: WATCHDOG_NOT_EARLY, kind: Always, holds: watchdog_not_early },

@@ -513,7 +513,8 @@ impl Store {
     /// `(priority, available_at)`, ties to the first enqueued (the lowest position, as
     /// `min_by_key` keeps the first of equal keys).
     fn pick(&self, queues: &[String], now: u64) -> Option<usize> {
-        let served = |job: &Job| queues.iter().any(|q| **q == *job.queue);
+        let served =
+            |job: &Job| self.bug(Bug::ClaimIgnoresQueues) || queues.iter().any(|q| **q == *job.queue);
         let claimable = |job: &Job| {
             served(job)
                 && !job.cancel_requested
@@ -541,6 +542,9 @@ impl Store {
             Some(Bug::ClaimTieByEnqueuedAt) => {
                 candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.enqueued_at)).map(|(i, _)| i)
             }
+            Some(Bug::PriorityInverted) => candidates
+                .min_by_key(|(_, job)| (std::cmp::Reverse(job.priority), job.phase.available_at()))
+                .map(|(i, _)| i),
             _ => candidates.min_by_key(|(_, job)| (job.priority, job.phase.available_at())).map(|(i, _)| i),
         }
     }
@@ -623,6 +627,10 @@ impl Store {
         };
         let reply = match outcome {
             Outcome::Ok => {
+                job.phase = Phase::Done;
+                Reply::Done
+            }
+            Outcome::Retryable if job.cancel_requested && bug == Some(Bug::StoppedAttemptDone) => {
                 job.phase = Phase::Done;
                 Reply::Done
             }
@@ -864,17 +872,27 @@ impl Store {
         let before = validate::before(before, now)?;
         let mut count = 0;
         let mut kept = Jobs::new();
+        let bug = self.bug;
         for job in std::mem::take(&mut self.jobs) {
+            if bug == Some(Bug::PruneOpenPastDeadline) && job.ended_at.is_none() && job.deadline <= before {
+                count += 1;
+                continue;
+            }
+            let ended = |at: u64| at <= before || bug == Some(Bug::PruneIgnoresBefore);
             match (job.ended_at, &job.phase) {
-                (Some(ended_at), Phase::Done | Phase::Dead(_)) if ended_at <= before => {
-                    self.tombstones.push(Tombstone {
-                        id: job.id,
-                        queue: job.queue,
-                        payload: job.payload,
-                        phase: job.phase,
-                        attempts: job.attempts,
-                        ended_at,
-                    });
+                (Some(ended_at), Phase::Done | Phase::Dead(_)) if ended(ended_at) => {
+                    let payload =
+                        if bug == Some(Bug::TombstoneOtherDigest) { Text::default() } else { job.payload };
+                    if bug != Some(Bug::PruneWithoutTombstone) {
+                        self.tombstones.push(Tombstone {
+                            id: job.id,
+                            queue: job.queue,
+                            payload,
+                            phase: job.phase,
+                            attempts: job.attempts,
+                            ended_at,
+                        });
+                    }
                     count += 1;
                 }
                 _ => kept.push(job),
@@ -890,7 +908,8 @@ impl Store {
         validate::int("now", now)?;
         let before = validate::before(before, now)?;
         let was = self.tombstones.len();
-        self.tombstones.retain(|t| t.ended_at > before);
+        let all = self.bug(Bug::ForgetIgnoresBefore);
+        self.tombstones.retain(|t| t.ended_at > before && !all);
         Ok(Reply::Forgotten { count: (was - self.tombstones.len()) as u64 })
     }
 
@@ -905,7 +924,8 @@ impl Store {
         let mut s = StatsView::default();
         let mut oldest: Option<u64> = None;
         let counted = |q: &Text| queue.is_none_or(|queue| **q == *queue);
-        for tombstone in self.tombstones.iter().filter(|t| counted(&t.queue)) {
+        let tombstones = if self.bug(Bug::StatsForgetsPruned) { &[][..] } else { &self.tombstones[..] };
+        for tombstone in tombstones.iter().filter(|t| counted(&t.queue)) {
             match tombstone.phase {
                 Phase::Done => s.pruned_done += 1,
                 _ => s.pruned_dead += 1,
