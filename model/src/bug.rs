@@ -188,11 +188,17 @@ pub enum Bug {
     /// A `retryable` report of an attempt asked to stop ends the job `done`, as if the
     /// holder's stop had succeeded.
     StoppedAttemptDone,
+    /// An expired lease with a cancel request is claimed again like any expired lease: the
+    /// request is forgotten.
+    ReclaimCancelling,
+    /// An enqueue of a pruned id looks only at the jobs: the id is stored as a new job beside
+    /// its tombstone, and runs again.
+    EnqueueRevivesPruned,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 71] = [
+    pub const ALL: [Bug; 73] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -264,6 +270,8 @@ impl Bug {
         Bug::ForgetIgnoresBefore,
         Bug::StatsForgetsPruned,
         Bug::StoppedAttemptDone,
+        Bug::ReclaimCancelling,
+        Bug::EnqueueRevivesPruned,
     ];
 
     /// The name `--bug` takes.
@@ -340,6 +348,8 @@ impl Bug {
             Bug::ForgetIgnoresBefore => "forget-ignores-before",
             Bug::StatsForgetsPruned => "stats-forgets-pruned",
             Bug::StoppedAttemptDone => "stopped-attempt-done",
+            Bug::ReclaimCancelling => "reclaim-cancelling",
+            Bug::EnqueueRevivesPruned => "enqueue-revives-pruned",
         }
     }
 
@@ -431,6 +441,8 @@ impl Bug {
             Bug::ForgetIgnoresBefore => "a forget removes every tombstone, whenever its job ended",
             Bug::StatsForgetsPruned => "stats counts no tombstones: pruned ids are accounted nowhere",
             Bug::StoppedAttemptDone => "a retryable report under a cancel request ends the job done",
+            Bug::ReclaimCancelling => "an expired lease with a cancel request is claimed again",
+            Bug::EnqueueRevivesPruned => "an enqueue of a pruned id stores it as a new job: it runs again",
         }
     }
 

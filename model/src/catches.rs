@@ -83,6 +83,8 @@ impl Bug {
             Bug::ForgetIgnoresBefore => RETENTION_RULE,
             Bug::StatsForgetsPruned => READS_RULE,
             Bug::StoppedAttemptDone => COMPLETE_RULE,
+            Bug::ReclaimCancelling => CANCEL_STOPS,
+            Bug::EnqueueRevivesPruned => PRUNED_STAYS,
         }
     }
 }

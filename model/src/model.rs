@@ -133,7 +133,7 @@ pub struct Ghost {
 /// Things the last step did, for the properties about transitions. Cleared at every step, so
 /// they cost states only where they happen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Events(u32);
+pub struct Events(u64);
 
 impl Events {
     /// A claim at or after the caller's deadline, or with no budget left.
@@ -205,6 +205,11 @@ impl Events {
     pub const RUNNING_CANCELLED: Events = Events(1 << 30);
     /// An enqueue of a pruned id was answered `existing` from its tombstone (SPEC 3.14).
     pub const PRUNED_REENQUEUED: Events = Events(1 << 31);
+    /// A job with a cancel request was claimed again, went back to pending, or had its
+    /// attempts or deadline moved (SPEC 4.13).
+    pub const CANCEL_IGNORED: Events = Events(1 << 32);
+    /// A tombstone's id became a job again without a forget (SPEC 4.14).
+    pub const TOMBSTONE_REVIVED: Events = Events(1 << 33);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -631,6 +636,23 @@ impl QueueModel {
         }
         if let (&Op::Claim { queues: Some(ref queues), now, .. }, Response::Ok(reply)) = (op, response) {
             self.lane_events(before, queues, now, reply, next);
+        }
+        let ignored = before.store.jobs().iter().filter(|b| b.cancel_requested).any(|b| {
+            next.store.job(&b.id).is_some_and(|a| {
+                let held = |j: &crate::reference::Job| match &j.phase {
+                    Phase::Leased { owner, claimed_at, .. } => Some((owner.clone(), *claimed_at)),
+                    _ => None,
+                };
+                let moved = a.attempts != b.attempts || a.deadline != b.deadline;
+                let reclaimed = matches!(a.phase, Phase::Leased { .. }) && held(a) != held(b);
+                moved || reclaimed || matches!(a.phase, Phase::Pending { .. })
+            })
+        });
+        if ignored {
+            next.events.insert(Events::CANCEL_IGNORED);
+        }
+        if before.store.tombstones().iter().any(|t| next.store.job(&t.id).is_some()) {
+            next.events.insert(Events::TOMBSTONE_REVIVED);
         }
         let stopped = before.store.jobs().iter().any(|b| {
             b.cancel_requested

@@ -122,6 +122,11 @@ pub mod names {
     /// SPEC section 3.11, an invariant: every step that applies the operation
     /// answers and changes exactly what the rule says.
     pub const CONFIG_RULE: &str = "3.11 config follows its rule";
+    /// SPEC section 4.13, an invariant: a job with a cancel request is never claimed again nor
+    /// pending again, and its attempts and deadline stay.
+    pub const CANCEL_STOPS: &str = "4.13 a cancel request stops the job: never claimed again";
+    /// SPEC section 4.14, an invariant: a tombstone's id names no job until a forget.
+    pub const PRUNED_STAYS: &str = "4.14 a pruned id never runs again";
     /// SPEC 3.14 and 3.15, read by [`crate::rules`].
     pub const RETENTION_RULE: &str = "3.14 prune and 3.15 forget follow their rules";
     /// SPEC section 4.7, a liveness property checked as an invariant at the horizon: there,
@@ -244,6 +249,12 @@ pub fn all() -> Vec<Check> {
         Check { name: RESTART_KEEPS_ALL, kind: Always, holds: |_, w| !w.broken.contains(Broken::RESTART) },
         Check { name: LEASE_BOUND, kind: Always, holds: lease_bound },
         Check { name: SCHEDULE_WAITS, kind: Always, holds: |_, w| !w.events.contains(Events::EARLY_CLAIM) },
+        Check { name: CANCEL_STOPS, kind: Always, holds: |_, w| !w.events.contains(Events::CANCEL_IGNORED) },
+        Check {
+            name: PRUNED_STAYS,
+            kind: Always,
+            holds: |_, w| !w.events.contains(Events::TOMBSTONE_REVIVED),
+        },
         Check { name: DELAY_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::DELAY) },
         Check { name: ARGUMENTS_FIRST, kind: Always, holds: |_, w| !w.broken.contains(Broken::ARGUMENTS) },
         Check { name: ENQUEUE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::ENQUEUE) },

@@ -442,7 +442,9 @@ impl Store {
         validate::queue("queue", queue)?;
         let priority = validate::priority(schedule.priority.unwrap_or(0))?;
         // A pruned id is never run again: its tombstone answers for it (SPEC 3.2, 6.29).
-        if let Some(tombstone) = self.tombstone(id) {
+        if let Some(tombstone) = self.tombstone(id)
+            && !self.bug(Bug::EnqueueRevivesPruned)
+        {
             return if *tombstone.payload == *payload { Ok(Reply::Existing) } else { Err(Failure::Conflict) };
         }
         if let Some(i) = self.position(id) {
@@ -517,7 +519,7 @@ impl Store {
             |job: &Job| self.bug(Bug::ClaimIgnoresQueues) || queues.iter().any(|q| **q == *job.queue);
         let claimable = |job: &Job| {
             served(job)
-                && !job.cancel_requested
+                && (!job.cancel_requested || self.bug(Bug::ReclaimCancelling))
                 && match job.phase {
                     Phase::Pending { .. } if self.bug(Bug::ScheduledClaimableEarly) => {
                         seeded::unscheduled(job, now)
@@ -559,10 +561,11 @@ impl Store {
             return seeded::reap(bug, &mut self.jobs, now);
         }
         let mut count = 0;
+        let reclaim = self.bug == Some(Bug::ReclaimCancelling);
         for job in &mut self.jobs {
             let expired = job.phase.expired_lease(now);
             // An operator's request ends an expired lease first (SPEC 3.3.1, 6.25).
-            if expired && job.cancel_requested {
+            if expired && job.cancel_requested && !reclaim {
                 job.phase = Phase::Dead(DeadReason::Cancelled);
                 count += 1;
                 continue;
