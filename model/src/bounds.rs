@@ -190,7 +190,7 @@ impl Scene {
             shapes: SHAPES.to_vec(),
             backdate: false,
             cancel_any: true,
-            retention: true,
+            retention: false,
             max_attempts: Some(vec![1, 3]),
             ..Scene::main()
         }
@@ -226,6 +226,22 @@ impl Scene {
             lanes: false,
             max_attempts: None,
             liveness: false,
+        }
+    }
+
+    /// Retention and running cancels (SPEC 3.13–3.15): one job, two workers, a clock up to 5,
+    /// the doubling settings; the operator prunes and forgets at the clock (or a millisecond
+    /// behind it) and cancels leased jobs.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
+    pub fn retention() -> Scene {
+        Scene {
+            name: "retention",
+            jobs: 1,
+            configs: vec![DOUBLING],
+            backdate: false,
+            cancel_any: true,
+            retention: true,
+            ..Scene::main()
         }
     }
 
@@ -305,7 +321,7 @@ impl Default for Bounds {
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     fn default() -> Self {
         Bounds {
-            scenes: vec![Scene::main(), Scene::one_job(), Scene::edges(), Scene::lanes()],
+            scenes: vec![Scene::main(), Scene::one_job(), Scene::edges(), Scene::lanes(), Scene::retention()],
             jitters: vec![0.0, 0.5, 1.0, TWO_THIRDS],
             max_attempts: vec![1, 2],
             deadlines: vec![2, 3],
@@ -357,6 +373,9 @@ impl Bounds {
         }
         if bug.needs_lanes() {
             return Bounds { scenes: vec![Scene::lanes()], ..Bounds::default() };
+        }
+        if bug.needs_retention() {
+            return Bounds { scenes: vec![Scene::retention()], ..Bounds::default() };
         }
         if bug.needs_range_edges() {
             return Bounds { scenes: vec![Scene::edges()], ..Bounds::default() };

@@ -492,6 +492,23 @@ impl Bug {
         matches!(self, Bug::ClaimIgnoresQueues | Bug::PriorityInverted)
     }
 
+    /// The bugs that only prunes, forgets and cancels of running jobs show (the retention
+    /// scene).
+    pub fn needs_retention(self) -> bool {
+        matches!(
+            self,
+            Bug::PruneOpenPastDeadline
+                | Bug::PruneIgnoresBefore
+                | Bug::PruneWithoutTombstone
+                | Bug::TombstoneOtherDigest
+                | Bug::ForgetIgnoresBefore
+                | Bug::StatsForgetsPruned
+                | Bug::StoppedAttemptDone
+                | Bug::ReclaimCancelling
+                | Bug::EnqueueRevivesPruned
+        )
+    }
+
     /// The bugs that only the far end of the integer range shows.
     pub fn needs_range_edges(self) -> bool {
         matches!(self, Bug::HeartbeatExpiryCapped)

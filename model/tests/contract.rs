@@ -15,12 +15,13 @@ use retryq_model::{Bug, Store};
 /// The small worlds: one job and two workers up to 5 (every dimension of one job), two jobs
 /// and one worker up to 5 with an enqueue dated back (claim's choice between them), and the
 /// range's edges.
-fn small_worlds() -> [Bounds; 4] {
+fn small_worlds() -> [Bounds; 5] {
     [
         Bounds::small(),
         Bounds::backdating(),
         Bounds { scenes: vec![Scene::edges()], ..Bounds::default() },
         Bounds { scenes: vec![Scene::lanes()], ..Bounds::default() },
+        Bounds { scenes: vec![Scene::retention()], ..Bounds::default() },
     ]
 }
 
