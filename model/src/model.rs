@@ -46,7 +46,7 @@ use crate::bug::Bug;
 use crate::contract::Field;
 use crate::coverage::{self, Reached};
 pub use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_index, job_name, worker_index, worker_name};
-use crate::reference::{Config, Phase, Store};
+use crate::reference::{Config, Job, Phase, Store, Tombstone};
 use crate::rules::{self, Broken};
 use crate::{DeadReason, Failure, Op, Outcome, Reply, Response, RunOutcome};
 
@@ -249,18 +249,68 @@ pub struct World {
     pub broken: Broken,
     /// The cells of the contract's table the step into this state reached.
     pub reached: Reached,
+    /// Whether the world may prune (its scene's [`Scene::retention`]): only then does a job's
+    /// `ended_at` make the state (see [`World::job_keys`]).
+    pub prunes: bool,
 }
 
+/// The fields of a world that make its state, but the store's jobs ([`World::job_keys`]).
+type StateKey<'a> = (u64, u8, Config, &'a [Tombstone], &'a Config, &'a [Option<Held>], &'a [Ghost]);
+
 impl World {
-    /// The fields that make the state: everything but what the last step did.
-    fn state(&self) -> (u64, u8, &Store, &Config, &[Option<Held>], &[Ghost]) {
-        (self.now, self.scene, &self.store, &self.config, &self.workers, &self.ghosts)
+    /// The fields that make the state: everything but what the last step did, and the store
+    /// but its jobs (see [`World::job_keys`]).
+    fn state(&self) -> StateKey<'_> {
+        (
+            self.now,
+            self.scene,
+            self.store.config(),
+            self.store.tombstones(),
+            &self.config,
+            &self.workers,
+            &self.ghosts,
+        )
+    }
+
+    /// Each job as a state, its `ended_at` abstracted: in a world that never prunes, left
+    /// out; in one that does, collapsed to `now − 1` when older, since every prune the world
+    /// makes from here on has a `before` of at least `now − 1` (the clock only moves on) and
+    /// none tells those apart. Only `get` shows the difference, and a world reached with one
+    /// value is judged as the one first reached with another (docs/model.md).
+    fn job_keys(&self) -> impl Iterator<Item = impl std::hash::Hash + Eq + '_> {
+        let floor = if self.prunes { self.now.saturating_sub(1) } else { u64::MAX };
+        self.store.jobs().iter().map(move |job| {
+            let Job {
+                id,
+                payload,
+                phase,
+                attempts,
+                max_attempts,
+                deadline,
+                redrives,
+                enqueued_at,
+                not_before,
+                base_ms,
+                cap_ms,
+                queue,
+                priority,
+                ended_at,
+                cancel_requested,
+            } = job;
+            (
+                (id, payload, phase, attempts, max_attempts, deadline, redrives),
+                (enqueued_at, not_before, base_ms, cap_ms, queue, priority),
+                (ended_at.map(|at| at.max(floor)), cancel_requested),
+            )
+        })
     }
 }
 
 impl PartialEq for World {
     fn eq(&self, other: &World) -> bool {
         self.state() == other.state()
+            && self.store.jobs().len() == other.store.jobs().len()
+            && self.job_keys().zip(other.job_keys()).all(|(a, b)| a == b)
     }
 }
 
@@ -269,6 +319,10 @@ impl Eq for World {}
 impl std::hash::Hash for World {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.state().hash(state);
+        self.store.jobs().len().hash(state);
+        for key in self.job_keys() {
+            key.hash(state);
+        }
     }
 }
 
@@ -1091,6 +1145,7 @@ impl QueueModel {
                     events: Events::default(),
                     broken: Broken::NONE,
                     reached: Reached::default(),
+                    prunes: scene.retention,
                 });
             }
         }
@@ -1319,6 +1374,7 @@ impl World {
             events: self.events,
             broken: self.broken,
             reached: self.reached,
+            prunes: self.prunes,
         })
     }
 }
