@@ -67,6 +67,9 @@ pub struct Held {
     /// `lease_until − margin + skew`. Renewed by each accepted heartbeat while it runs. The
     /// execution is live while this is after `now`.
     pub runs_until: u64,
+    /// The holder stopped the execution itself, at a heartbeat refused `cancelled` (SPEC
+    /// 3.12, 6.20): an end the watchdog did not make.
+    pub stopped: bool,
 }
 
 impl Held {
@@ -792,6 +795,7 @@ impl QueueModel {
                         claimed_at: before.now,
                         lease_until: *lease_until,
                         runs_until: self.watchdog_fires(*lease_until),
+                        stopped: false,
                     });
                 }
             }
@@ -807,6 +811,16 @@ impl QueueModel {
                 self.completed(before, worker, id, attempt, outcome, now, jitter, response, next);
             }
             (&Op::Heartbeat { ref worker, ref id, attempt, now }, response) => {
+                // A cancel request: the holder stops its attempt at once (SPEC 3.12, 6.20),
+                // and reports it later like any other.
+                if matches!(response, Response::Err(Failure::Cancelled))
+                    && let Action::Heartbeat { worker } = action
+                    && let Some(Some(held)) = next.workers.get_mut(*worker)
+                    && held.running(before.now)
+                {
+                    held.runs_until = before.now;
+                    held.stopped = true;
+                }
                 let extended = self.heartbeat_seen(before, worker, id, attempt, now, response, next);
                 if let (Some(lease_until), Action::Heartbeat { worker }) = (extended, action)
                     && let Some(Some(held)) = next.workers.get_mut(*worker)

@@ -555,7 +555,8 @@ fn watchdog_not_early(model: &QueueModel, world: &World) -> bool {
         .workers
         .iter()
         .flatten()
-        .filter(|held| !held.running(world.now))
+        // An execution its holder stopped at a `cancelled` heartbeat is no watchdog's cut.
+        .filter(|held| !held.running(world.now) && !held.stopped)
         .all(|held| held.lease_until + watchdog.skew <= held.runs_until.saturating_add(watchdog.margin))
 }
 
