@@ -213,6 +213,8 @@ impl Events {
     pub const CANCEL_IGNORED: Events = Events(1 << 32);
     /// A tombstone's id became a job again without a forget (SPEC 4.14).
     pub const TOMBSTONE_REVIVED: Events = Events(1 << 33);
+    /// A forgotten id was enqueued anew as a new job (SPEC 3.15).
+    pub const FORGOTTEN_ENQUEUED: Events = Events(1 << 34);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -401,6 +403,12 @@ pub enum Action {
         /// The job's index.
         job: usize,
     },
+    /// A caller enqueues job `job` again after a forget removed its tombstone (SPEC 3.15): a
+    /// new job, with the smallest budget and the nearest deadline.
+    Reenqueue {
+        /// The job's index.
+        job: usize,
+    },
     /// The operator prunes the jobs ended `lag` ms before now or earlier (SPEC 3.14): with a
     /// lag of 1, a job that ended just now stays.
     Prune {
@@ -472,6 +480,7 @@ impl fmt::Display for Action {
             Action::Redrive { job } => write!(f, "redrive {}", job_name(*job)),
             Action::Heartbeat { worker } => write!(f, "{} heartbeats", w(*worker)),
             Action::Cancel { job } => write!(f, "cancel {}", job_name(*job)),
+            Action::Reenqueue { job } => write!(f, "enqueue forgotten {} anew", job_name(*job)),
             Action::Prune { lag } => write!(f, "prune what ended by now-{lag}"),
             Action::Forget { lag } => write!(f, "forget what ended by now-{lag}"),
             Action::Configure { to } => {
@@ -630,6 +639,18 @@ impl QueueModel {
                 deadline: now + self.bounds.redrive_deadline,
             },
             Action::Cancel { job } => Op::Cancel { id: job_name(*job), now },
+            Action::Reenqueue { job } => Op::Enqueue {
+                priority: None,
+                queue: None,
+                id: job_name(*job),
+                payload: PAYLOAD.into(),
+                max_attempts: *self.bounds.budgets(self.scene(world)).iter().min()?,
+                deadline: now + *self.bounds.deadlines.iter().min()?,
+                now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
+            },
             Action::Prune { lag } => Op::Prune { before: now.checked_sub(*lag)?, now },
             Action::Forget { lag } => Op::Forget { before: now.checked_sub(*lag)?, now },
             Action::Configure { to } => QueueModel::config_op(*to),
@@ -731,9 +752,9 @@ impl QueueModel {
             }
             // An id outside the world's naming (a probe's) has no ghost: nothing follows it.
             (&Op::Enqueue { ref id, deadline, now, not_before, .. }, Response::Ok(Reply::Enqueued))
-                if job_index(id) == Some(next.ghosts.len()) =>
+                if job_index(id).is_some_and(|i| i <= next.ghosts.len()) =>
             {
-                next.ghosts.push(Ghost {
+                let fresh = Ghost {
                     claims: 0,
                     deadline,
                     redrives: 0,
@@ -745,7 +766,17 @@ impl QueueModel {
                     forgotten: false,
                     holder: NOBODY,
                     enqueued_under: None,
-                });
+                };
+                // A forgotten id enqueued anew is a new job: its ghost starts over (SPEC 3.15).
+                match job_index(id).and_then(|i| next.ghosts.get_mut(i)) {
+                    Some(ghost) => {
+                        if ghost.forgotten {
+                            next.events.insert(Events::FORGOTTEN_ENQUEUED);
+                        }
+                        *ghost = fresh;
+                    }
+                    None => next.ghosts.push(fresh),
+                }
             }
             (Op::Forget { .. }, Response::Ok(Reply::Forgotten { .. })) => {
                 for tombstone in before.store.tombstones() {
@@ -1278,6 +1309,14 @@ impl QueueModel {
             // too, which that prune (or forget) must leave.
             let ended: Vec<u64> = world.store.jobs().iter().filter_map(|j| j.ended_at).collect();
             let buried: Vec<u64> = world.store.tombstones().iter().map(|t| t.ended_at).collect();
+            let nearest = b.deadlines.iter().min().copied().unwrap_or(0);
+            for (job, ghost) in world.ghosts.iter().enumerate() {
+                let id = job_name(job);
+                let gone = world.store.job(&id).is_none() && world.store.tombstone(&id).is_none();
+                if ghost.forgotten && gone && scene.room_for(now, nearest) {
+                    actions.push(Action::Reenqueue { job });
+                }
+            }
             let worth =
                 |times: &[u64], lag: u64| if lag == 0 { !times.is_empty() } else { times.contains(&now) };
             for lag in [0, 1].into_iter().filter(|&lag| lag <= now) {

@@ -231,6 +231,8 @@ pub mod names {
     pub const RUNNING_CANCELLED: &str = "a running job is cancelled and ends";
     /// A `sometimes` property: a pruned id is enqueued again and answered from its tombstone.
     pub const PRUNED_REENQUEUED: &str = "a pruned id is enqueued again: existing, not run";
+    /// A `sometimes` property: a forgotten id is enqueued anew, as a new job (SPEC 3.15).
+    pub const FORGOTTEN_ENQUEUED: &str = "a forgotten id is enqueued anew";
 }
 
 /// Every property, in report order.
@@ -410,6 +412,11 @@ pub fn all() -> Vec<Check> {
             name: PRUNED_REENQUEUED,
             kind: Sometimes,
             holds: |_, w| w.events.contains(Events::PRUNED_REENQUEUED),
+        },
+        Check {
+            name: FORGOTTEN_ENQUEUED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::FORGOTTEN_ENQUEUED),
         },
     ]
 }

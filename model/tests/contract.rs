@@ -60,6 +60,7 @@ const EXAMPLE_STEPS: &[(&str, usize)] = &[
     ("a claim passes over a queue it does not serve", 2),
     ("a running job is cancelled and ends", 4),
     ("a pruned id is enqueued again: existing, not run", 4),
+    ("a forgotten id is enqueued anew", 5),
 ];
 
 #[test]
