@@ -402,7 +402,9 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
                 Schedule::After(d) => Some(now.saturating_add(*d).min(MAX_INT)),
                 Schedule::BeforeNow => Some(now.saturating_sub(1)),
             };
-            Op::Enqueue { priority: None, queue: None, 
+            Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: id.into(),
                 payload,
                 max_attempts: *max_attempts,
@@ -430,7 +432,9 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
             Op::Heartbeat { worker, id: id.into(), attempt, now }
         }
         Abstract::Cancel { job, now } => Op::Cancel { id: IDS[*job].into(), now: at(now) },
-        Abstract::Claim { worker, now } => Op::Claim { queues: None,  worker: WORKERS[*worker].into(), now: at(now) },
+        Abstract::Claim { worker, now } => {
+            Op::Claim { queues: None, worker: WORKERS[*worker].into(), now: at(now) }
+        }
         Abstract::Complete { by, job, token, outcome, now, jitter } => {
             let id = IDS[*job];
             let (worker, attempt) = presented(store, id, *by, *token);
@@ -450,13 +454,15 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
             let now = at(now);
             // The second clock reading's edges are about the job this run will claim.
             let mut probe = store.clone();
-            let claimed = match probe.step(&Op::Claim { queues: None,  worker: WORKERS[*worker].into(), now }) {
+            let claimed = match probe.step(&Op::Claim { queues: None, worker: WORKERS[*worker].into(), now })
+            {
                 retryq_model::Response::Ok(retryq_model::Reply::Claimed { id, .. }) => Some(id),
                 _ => None,
             };
             let focus = claimed.as_deref().map(|id| (id, jitter.map(|j| JITTERS[j])));
             let after = after.as_ref().map(|after| resolve(after, &probe, now, focus));
-            Op::RunOnce { queues: None, 
+            Op::RunOnce {
+                queues: None,
                 worker: WORKERS[*worker].into(),
                 now,
                 after,
@@ -475,7 +481,7 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
         }
         Abstract::Reap { now } => Op::Reap { now: at(now) },
         Abstract::Get { job } => Op::Get { id: IDS[*job].into() },
-        Abstract::Stats { now } => Op::Stats { queue: None,  now: at(now) },
+        Abstract::Stats { now } => Op::Stats { queue: None, now: at(now) },
         Abstract::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Op::RetryDelay { attempt: *attempt, base_ms: *base_ms, cap_ms: *cap_ms, jitter: JITTERS[*jitter] }
         }
@@ -616,7 +622,9 @@ fn random_step(g: &mut Gen) -> Step {
             let not_before = (u8::arbitrary(g) % 4 == 0)
                 .then(|| (now + u64::from(u8::arbitrary(g) % 24)).saturating_sub(1));
             let own = |g: &mut Gen| (u8::arbitrary(g) % 4 == 0).then(|| u64::from(u8::arbitrary(g) % 24));
-            Op::Enqueue { priority: None, queue: None, 
+            Op::Enqueue {
+                priority: None,
+                queue: None,
                 id,
                 payload: pick(g, &["", "x", "y"]).to_owned(),
                 max_attempts: u64::from(u8::arbitrary(g) % 4),
@@ -627,7 +635,7 @@ fn random_step(g: &mut Gen) -> Step {
                 cap_ms: own(g),
             }
         }
-        3..=5 => Op::Claim { queues: None,  worker, now: time(g) },
+        3..=5 => Op::Claim { queues: None, worker, now: time(g) },
         6..=8 => Op::Complete {
             worker,
             id,
@@ -636,7 +644,8 @@ fn random_step(g: &mut Gen) -> Step {
             now: time(g),
             jitter,
         },
-        9..=11 => Op::RunOnce { queues: None, 
+        9..=11 => Op::RunOnce {
+            queues: None,
             worker,
             now: time(g),
             after: if bool::arbitrary(g) { None } else { Some(time(g)) },

@@ -327,7 +327,9 @@ mod tests {
             (r#"{"op":"config"}"#, Op::Config { base_ms: None, cap_ms: None, lease_ms: None }),
             (
                 r#"{"op":"enqueue","id":"a","max_attempts":5,"deadline":700,"now":0}"#,
-                Op::Enqueue { priority: None, queue: None, 
+                Op::Enqueue {
+                    priority: None,
+                    queue: None,
                     id: "a".into(),
                     payload: String::new(),
                     max_attempts: 5,
@@ -340,7 +342,9 @@ mod tests {
             ),
             (
                 r#"{"op":"enqueue","id":"a","payload":"x","max_attempts":5,"deadline":700,"now":0,"not_before":10,"base_ms":0,"cap_ms":9007199254740991}"#,
-                Op::Enqueue { priority: None, queue: None, 
+                Op::Enqueue {
+                    priority: None,
+                    queue: None,
                     id: "a".into(),
                     payload: "x".into(),
                     max_attempts: 5,
@@ -353,7 +357,9 @@ mod tests {
             ),
             (
                 r#"{"cap_ms":3,"op":"enqueue","id":"a","max_attempts":5,"deadline":700,"now":0}"#,
-                Op::Enqueue { priority: None, queue: None, 
+                Op::Enqueue {
+                    priority: None,
+                    queue: None,
                     id: "a".into(),
                     payload: String::new(),
                     max_attempts: 5,
@@ -369,7 +375,10 @@ mod tests {
                 Op::Heartbeat { worker: "w".into(), id: "a".into(), attempt: 2, now: 5 },
             ),
             (r#"{"op":"cancel","id":"a","now":5}"#, Op::Cancel { id: "a".into(), now: 5 }),
-            (r#" {"now":3,"op":"claim","worker":"w"} "#, Op::Claim { queues: None,  worker: "w".into(), now: 3 }),
+            (
+                r#" {"now":3,"op":"claim","worker":"w"} "#,
+                Op::Claim { queues: None, worker: "w".into(), now: 3 },
+            ),
             (
                 r#"{"op":"complete","worker":"w","id":"a","attempt":1,"outcome":"retryable","now":5,"jitter":1}"#,
                 Op::Complete {
@@ -383,7 +392,8 @@ mod tests {
             ),
             (
                 r#"{"op":"run_once","worker":"w","now":1,"after":2,"outcome":"crash"}"#,
-                Op::RunOnce { queues: None, 
+                Op::RunOnce {
+                    queues: None,
                     worker: "w".into(),
                     now: 1,
                     after: Some(2),
@@ -397,7 +407,7 @@ mod tests {
             ),
             (r#"{"op":"reap","now":9007199254740991}"#, Op::Reap { now: MAX_INT }),
             (r#"{"op":"get","id":"\u00e9"}"#, Op::Get { id: "é".into() }),
-            (r#"{"op":"stats","now":0}"#, Op::Stats { queue: None,  now: 0 }),
+            (r#"{"op":"stats","now":0}"#, Op::Stats { queue: None, now: 0 }),
             (
                 r#"{"op":"retry_delay","attempt":3,"base_ms":100,"cap_ms":250,"jitter":5e-1}"#,
                 Op::RetryDelay { attempt: 3, base_ms: 100, cap_ms: 250, jitter: 0.5 },

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
-use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_VERSION, ddl};
+use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_VERSION, ddl};
 use crate::error::{Error, Result};
 use crate::upgrade;
 
@@ -19,9 +19,9 @@ pub(crate) enum Found {
     Empty,
     /// A retryq database of this schema version.
     Retryq,
-    /// A retryq database of schema 1 (contract 1.0): a read-write open upgrades it in place,
-    /// a read-only one reads it as it is (`upgrade.rs`).
-    Schema1,
+    /// A retryq database of an older schema, 1 (contract 1.0) or 2 (contract 1.1): a
+    /// read-write open upgrades it in place, a read-only one reads it as it is (`upgrade.rs`).
+    Older(i64),
 }
 
 /// Decides what the file is, reading only: a refused file is left exactly as it was.
@@ -52,8 +52,8 @@ pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
             supported: SCHEMA_VERSION,
         });
     }
-    if version == SCHEMA_1 {
-        return Ok(Found::Schema1);
+    if version == SCHEMA_1 || version == SCHEMA_2 {
+        return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
         return Err(refuse(format!("schema version {version}, which no retryq release wrote")));
@@ -72,11 +72,11 @@ pub(crate) fn create(conn: &mut Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Upgrades a schema 1 file to schema 2 in one write transaction (`upgrade.rs`): committed
+/// Upgrades a schema 1 or 2 file to schema 3 in one write transaction (`upgrade.rs`): committed
 /// whole, or not at all.
 pub(crate) fn upgrade(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    upgrade::from_schema_1(&tx, path)?;
+    upgrade::to_current(&tx, path)?;
     tx.commit()?;
     Ok(())
 }
@@ -88,7 +88,12 @@ const TAKEN: &str = "
     WHERE name IN ('jobs', 'jobs_due', 'jobs_open_deadline', 'jobs_last_lease', 'history',
                    'history_job', 'jobs_history_insert', 'jobs_history_update',
                    'jobs_never_deleted', 'jobs_identity_fixed', 'history_no_update',
-                   'history_no_delete')";
+                   'history_no_delete', 'jobs_open_age', 'jobs_leases', 'jobs_cancelling',
+                   'jobs_ended', 'jobs_count_insert', 'jobs_count_update', 'jobs_count_delete',
+                   'jobs_not_over_a_tombstone', 'tombstones', 'tombstones_ended',
+                   'tombstones_never_change', 'tombstones_of_ended_jobs',
+                   'tombstones_forgotten_whole', 'tombstones_count_insert',
+                   'tombstones_count_delete', 'counts')";
 
 /// Installs retryq's schema into the database of the application's own connection, next to
 /// the application's tables, so that [`enqueue_in`](crate::enqueue_in) can enqueue jobs in
@@ -110,9 +115,9 @@ pub fn install(conn: &Connection) -> Result<()> {
     let path = path_of(conn);
     // Checked before the journal mode changes, so that a refusal leaves the file as it was.
     if !needs_schema(conn, &path)? {
-        if inspect(conn, &path)? == Found::Schema1 {
+        if let Found::Older(_) = inspect(conn, &path)? {
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-            upgrade::from_schema_1(&tx, &path)?;
+            upgrade::to_current(&tx, &path)?;
             tx.commit()?;
         }
         return Ok(());
@@ -171,14 +176,15 @@ pub(crate) fn require(conn: &Connection) -> Result<()> {
         return Ok(());
     }
     // Another program's marks, or another version of the schema: refused as an open is.
-    // Schema 1 is refused too: the upgrade rebuilds the jobs table, which is not a step to
+    // An older schema is refused too: the upgrade rebuilds the jobs table, which is not a step to
     // take inside the application's transaction.
     match inspect(conn, &path_of(conn))? {
-        Found::Schema1 => Err(Error::NotRetryq {
+        Found::Older(version) => Err(Error::NotRetryq {
             path: path_of(conn),
-            why: "schema version 1 must be upgraded first: call retryq::install on it, or open \
+            why: format!(
+                "schema version {version} must be upgraded first: call retryq::install on it, or open \
                   it once with Queue::open"
-                .into(),
+            ),
         }),
         _ => Ok(()),
     }

@@ -61,7 +61,7 @@ pub(crate) fn begin(store: &mut Store, call: &Call) -> Advance {
         // Refused before its claim: one step, which the model checks whole.
         return judge(store.step(&call.op), &call.response);
     }
-    let claimed = store.step(&Op::Claim { queues: None,  worker: worker.clone(), now: *now });
+    let claimed = store.step(&Op::Claim { queues: None, worker: worker.clone(), now: *now });
     let (id, attempt) = match &claimed {
         Response::Ok(Reply::Claimed { id, attempt, .. }) => (id.clone(), *attempt),
         // `none` (or a refusal): the run ends with its claim, answering as the claim did.
@@ -86,7 +86,7 @@ pub(crate) fn begin(store: &mut Store, call: &Call) -> Advance {
 
 /// A `run_once`'s second step: the completion of the attempt its claim took.
 pub(crate) fn finish(store: &mut Store, call: &Call, id: &str, attempt: u64) -> Advance {
-    let Op::RunOnce { queues: _,  worker, now, after, outcome, jitter } = &call.op else {
+    let Op::RunOnce { queues: _, worker, now, after, outcome, jitter } = &call.op else {
         return Advance::Wrong(Response::invalid("only a run_once has a second step"));
     };
     let Some(outcome) = outcome.classified() else {

@@ -73,7 +73,9 @@ impl Workload {
     pub fn setup(&self) -> Vec<Op> {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x5e7u64);
         (0..self.jobs)
-            .map(|n| Op::Enqueue { priority: None, queue: None, 
+            .map(|n| Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: job(n),
                 payload: "p".into(),
                 max_attempts: rng.random_range(1..=3),
@@ -173,7 +175,7 @@ impl Client {
         };
         let worker = self.worker.clone();
         match self.rng.random_range(0..100u32) {
-            0..22 => Op::Claim { queues: None,  worker, now },
+            0..22 => Op::Claim { queues: None, worker, now },
             22..40 => {
                 let lease = self.lease(board);
                 let outcome = match self.rng.random_range(0..10u32) {
@@ -199,7 +201,14 @@ impl Client {
                     _ => RunOutcome::Crash,
                 };
                 let after = now + self.rng.random_range(0..=30);
-                Op::RunOnce { queues: None,  worker, now, after: Some(after), outcome, jitter: Some(self.jitter()) }
+                Op::RunOnce {
+                    queues: None,
+                    worker,
+                    now,
+                    after: Some(after),
+                    outcome,
+                    jitter: Some(self.jitter()),
+                }
             }
             52..62 => {
                 let lease = self.lease(board);
@@ -213,7 +222,9 @@ impl Client {
                 deadline: now + self.rng.random_range(100..=400),
             },
             78..84 => Op::Cancel { id: self.id(), now },
-            84..92 => Op::Enqueue { priority: None, queue: None, 
+            84..92 => Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: self.id(),
                 payload: if self.rng.random_bool(0.9) { "p".into() } else { "q".into() },
                 max_attempts: self.rng.random_range(1..=3),
@@ -224,7 +235,7 @@ impl Client {
                 cap_ms: None,
             },
             92..96 => Op::Get { id: self.id() },
-            _ => Op::Stats { queue: None,  now },
+            _ => Op::Stats { queue: None, now },
         }
     }
 

@@ -23,7 +23,7 @@ const STATUS: &str = "SELECT status FROM jobs WHERE id = $1";
 impl PgQueue {
     /// [`Queue::cancel`](crate::Queue::cancel) on PostgreSQL: the pending job `id` becomes
     /// dead(cancelled); the same refusals.
-    pub fn cancel(&mut self, id: &str, now: u64) -> Result<()> {
+    pub fn cancel(&mut self, id: &str, now: u64) -> Result<crate::Cancelled> {
         input::name("id", id)?;
         input::int("now", now)?;
         let at = big("now", now)?;
@@ -32,16 +32,16 @@ impl PgQueue {
 }
 
 /// The cancel inside the caller's transaction, once validated. A refusal writes nothing.
-fn cancel(tx: &mut Tx<'_>, id: &str, at: i64) -> Result<()> {
+fn cancel(tx: &mut Tx<'_>, id: &str, at: i64) -> Result<crate::Cancelled> {
     for _ in 0..STARTS {
         if tx.execute(CANCEL, &[&id, &at])? == 1 {
-            return Ok(());
+            return Ok(crate::Cancelled::Ended);
         }
         let Some(row) = tx.query_opt(STATUS, &[&id])? else {
             return Err(Error::NotFound { id: id.to_owned() });
         };
         match word(&row, 0)? {
-            Status::Leased => return Err(Error::Leased { id: id.to_owned() }),
+            Status::Leased => todo!("WIP: the store's 1.2"),
             status @ (Status::Done | Status::Dead) => {
                 return Err(Error::NotCancellable { id: id.to_owned(), status });
             }

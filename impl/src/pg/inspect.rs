@@ -93,6 +93,10 @@ fn job_of(row: &Row) -> Result<Job> {
         not_before: uint(row, 14)?,
         base_ms: opt_uint(row, 15)?,
         cap_ms: opt_uint(row, 16)?,
+        queue: crate::DEFAULT_QUEUE.to_owned(), // WIP: the store's 1.2
+        priority: 0,
+        ended_at: None,
+        cancel_requested: false,
     })
 }
 
@@ -139,6 +143,8 @@ impl PgQueue {
                 dead_cancelled: uint(&row, 7)?,
                 leased_expired: uint(&row, 8)?,
                 oldest_open_age_ms: oldest.map(|at| now.saturating_sub(at)),
+                pruned_done: 0, // WIP: the store's 1.2
+                pruned_dead: 0,
             })
         })
     }

@@ -10,6 +10,18 @@ use crate::error::{Error, Result};
 use crate::input;
 use crate::job::Status;
 
+/// What a `cancel` did (SPEC 3.13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cancelled {
+    /// A pending job is now `dead(cancelled)`: `{"ok":"cancelled"}`.
+    Ended,
+    /// A leased job has a cancel request (or had one already): its holder's next heartbeat is
+    /// refused, and it ends `dead(cancelled)` unless the attempt's report ends it first:
+    /// `{"ok":"cancelling"}`.
+    Requested,
+}
+
 /// A pending job becomes dead(cancelled), whatever its deadline and its schedule: time moves
 /// jobs to dead only in a claim or a reap (SPEC 3.1), so a pending job past its deadline is
 /// still pending, and cancellable.
@@ -45,7 +57,7 @@ impl Queue {
     /// assert_eq!(q.cancel("b", 30).map_err(|e| e.kind()), Err(ErrorKind::NotCancellable));
     /// # Ok::<(), retryq::Error>(())
     /// ```
-    pub fn cancel(&mut self, id: &str, now: u64) -> Result<()> {
+    pub fn cancel(&mut self, id: &str, now: u64) -> Result<Cancelled> {
         input::name("id", id)?;
         input::int("now", now)?;
         self.write(|tx| cancel(tx, id, now))
@@ -53,14 +65,14 @@ impl Queue {
 }
 
 /// The cancel inside the caller's transaction, once validated. A refusal writes nothing.
-pub(super) fn cancel(tx: &Transaction<'_>, id: &str, now: u64) -> Result<()> {
+pub(super) fn cancel(tx: &Transaction<'_>, id: &str, now: u64) -> Result<Cancelled> {
     if tx.prepare_cached(CANCEL)?.execute(params![id, now])? == 1 {
-        return Ok(());
+        return Ok(Cancelled::Ended);
     }
     let status: Option<Status> = tx.prepare_cached(STATUS)?.query_row([id], |row| row.get(0)).optional()?;
     match status {
         None => Err(Error::NotFound { id: id.to_owned() }),
-        Some(Status::Leased) => Err(Error::Leased { id: id.to_owned() }),
+        Some(Status::Leased) => todo!("cancel request"),
         Some(status @ (Status::Done | Status::Dead)) => {
             Err(Error::NotCancellable { id: id.to_owned(), status })
         }

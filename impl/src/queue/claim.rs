@@ -88,7 +88,14 @@ impl Queue {
     /// # Ok::<(), retryq::Error>(())
     /// ```
     pub fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
+        self.claim_from(worker, &[crate::DEFAULT_QUEUE], now)
+    }
+
+    /// [`claim`](Queue::claim) serving `queues` (SPEC 3.3): the reap covers every queue, the
+    /// pick only these.
+    pub fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
         input::name("worker", worker)?;
+        input::queues(queues)?;
         input::int("now", now)?;
         let lease_ms = self.settings.lease_ms;
         self.write(|tx| {

@@ -41,6 +41,11 @@ pub struct NewJob<'a> {
     /// The job's own largest retry window in place of the queue's `cap_ms`; `None` as for
     /// `base_ms`.
     pub cap_ms: Option<u64>,
+    /// The queue (SPEC 1.6): 1 … 64 bytes, no NUL; `None` is [`DEFAULT_QUEUE`](crate::DEFAULT_QUEUE).
+    /// An id already stored keeps its own (SPEC 6.28).
+    pub queue: Option<&'a str>,
+    /// 0 … 9, lower first (SPEC 1.6); `None` is 0. An id already stored keeps its own.
+    pub priority: Option<u64>,
 }
 
 /// What an `enqueue` takes: a [`NewJob`] with its times given (the contract's operation, the

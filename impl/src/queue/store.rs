@@ -188,8 +188,8 @@ impl Queue {
                 }
                 schema::create(&mut conn, &path)?;
             }
-            Found::Schema1 if options.read_only => upgrade::read_schema_1(&conn)?,
-            Found::Schema1 => {
+            Found::Older(version) if options.read_only => upgrade::read_old(&conn, version)?,
+            Found::Older(_) => {
                 if on_disk {
                     schema::set_wal(&conn)?;
                 }
