@@ -59,10 +59,10 @@ CREATE TABLE jobs (
                  CHECK (not_before BETWEEN 0 AND 9007199254740991),
     base_ms      INTEGER CHECK (base_ms BETWEEN 0 AND 9007199254740991),  -- the job's own, if any
     cap_ms       INTEGER CHECK (cap_ms BETWEEN 0 AND 9007199254740991),   -- the job's own, if any
-    queue        TEXT    NOT NULL CHECK (length(CAST(queue AS BLOB)) BETWEEN 1 AND 64),
-    priority     INTEGER NOT NULL CHECK (priority BETWEEN 0 AND 9),
+    queue        TEXT    NOT NULL DEFAULT 'default' CHECK (length(CAST(queue AS BLOB)) BETWEEN 1 AND 64),
+    priority     INTEGER NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 9),
     ended_at     INTEGER,               -- the now of the transition that ended it, once done or dead
-    cancel_requested INTEGER NOT NULL CHECK (cancel_requested = 0 OR cancel_requested = 1),
+    cancel_requested INTEGER NOT NULL DEFAULT 0 CHECK (cancel_requested = 0 OR cancel_requested = 1),
     CHECK (attempts <= max_attempts),
     CHECK ((status IN ('pending', 'leased')) = (available_at IS NOT NULL)),
     CHECK ((status = 'dead') = (dead_reason IS NOT NULL)),

@@ -340,16 +340,17 @@ mod tests {
             .expect("rows")
             .collect::<rusqlite::Result<_>>()
             .expect("names");
-        let frozen = ["seq", "id", "payload", "enqueued_at", "not_before", "base_ms", "cap_ms"];
+        let frozen =
+            ["seq", "id", "payload", "enqueued_at", "not_before", "base_ms", "cap_ms", "queue", "priority"];
         let notes = ["last_error", "last_node"];
         let mut expected = 1;
         for column in columns.iter().filter(|c| !frozen.contains(&c.as_str()) && !notes.contains(&c.as_str()))
         {
-            conn.execute(&format!("UPDATE jobs SET {column} = {column}"), []).expect("update");
+            conn.execute(&format!("UPDATE jobs SET {column} = {column}"), []).expect(column);
             expected += 1;
             assert_eq!(count(&conn), expected, "an update of {column} was not recorded");
         }
-        assert_eq!(expected, 1 + 10, "the state columns changed: review jobs_history_update");
+        assert_eq!(expected, 1 + 12, "the state columns changed: review jobs_history_update");
     }
 
     #[test]
@@ -372,6 +373,18 @@ mod tests {
         assert!(insert("done", 1, Some(3), None).is_err(), "done with a reservation");
         assert!(insert("leased", 1, Some(3), None).is_err(), "leased without an owner");
         assert!(insert("waiting", 0, Some(0), None).is_err(), "unknown status");
+        let ended = |status: &str, reason: Option<&str>, ended_at: Option<i64>, cancel: i64| {
+            conn.execute(
+                "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at,
+                                   deadline, dead_reason, redrives, enqueued_at, updated_at,
+                                   not_before, ended_at, cancel_requested)
+                 VALUES (hex(randomblob(8)), '', ?1, 1, 3, NULL, 10, ?2, 0, 0, 0, 0, ?3, ?4)",
+                rusqlite::params![status, reason, ended_at, cancel],
+            )
+        };
+        assert!(ended("done", None, Some(5), 0).is_ok());
+        assert!(ended("done", None, None, 0).is_err(), "ended without ended_at");
+        assert!(ended("dead", Some("permanent"), Some(5), 1).is_err(), "a cancel request on a dead job");
     }
 
     #[test]
@@ -397,8 +410,10 @@ mod tests {
             let err = conn.execute(&format!("UPDATE jobs SET {column} = 7"), []).unwrap_err();
             assert!(err.to_string().contains("never change"), "{column}: {err}");
         }
-        let cancelled = conn
-            .execute("UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL", []);
+        let cancelled = conn.execute(
+            "UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL, ended_at = 0",
+            [],
+        );
         assert!(cancelled.is_ok(), "cancelled is a dead reason: {cancelled:?}");
     }
 }

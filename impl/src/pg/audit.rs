@@ -86,9 +86,11 @@ fn stored(row: &Row) -> Result<Stored> {
             reason: row.try_get::<_, Option<String>>(7)?.map(Word::parsed),
             redrives: row.try_get(8)?,
             worker: row.try_get(9)?,
+            cancel_requested: false, // WIP: the store's 1.2
         },
         claimed_at: row.try_get(10)?,
         not_before: row.try_get(11)?,
+        ended_at: None, // WIP: the store's 1.2
     })
 }
 
@@ -107,6 +109,7 @@ fn entry(row: &Row) -> Result<Entry> {
             redrives: row.try_get(8)?,
             reason: row.try_get::<_, Option<String>>(9)?.map(Word::parsed),
             worker: row.try_get(10)?,
+            cancel_requested: false, // WIP: the store's 1.2
         },
     })
 }

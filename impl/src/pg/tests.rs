@@ -268,12 +268,16 @@ fn cancel_takes_only_a_pending_job() {
         let c = q.claim("w1", 2).expect("claim").expect("done");
         q.complete(&Completion::new(&c.lease, Outcome::Ok, 3, 0.0)).expect("done");
         let kind = |q: &mut dyn Backend, id: &str, now: u64| q.cancel(id, now).map_err(|e| e.kind());
-        assert_eq!(kind(q, "leased", 5000), Err(ErrorKind::Leased));
+        assert_eq!(kind(q, "leased", 5000), Ok(crate::Cancelled::Requested));
         assert_eq!(kind(q, "done", 10), Err(ErrorKind::NotCancellable));
         assert_eq!(kind(q, "first", 10), Err(ErrorKind::NotCancellable));
         assert_eq!(kind(q, "nope", 10), Err(ErrorKind::NotFound));
         assert_eq!(kind(q, "", 10), Err(ErrorKind::InvalidInput));
-        assert_eq!(kind(q, "scheduled", 900), Ok(()), "past its deadline, still pending");
+        assert_eq!(
+            kind(q, "scheduled", 900),
+            Ok(crate::Cancelled::Ended),
+            "past its deadline, still pending"
+        );
         assert_eq!(status(q, "scheduled"), (Status::Dead, None, Some(DeadReason::Cancelled)));
         q.redrive(&Redrive { id: "scheduled", add_attempts: 1, deadline: 2000, now: 950 }).expect("redrive");
         assert_eq!(q.claim("w1", 950).expect("claim").expect("claimed").id(), "scheduled");
@@ -751,6 +755,7 @@ fn call(rng: &mut Rng, q: &mut dyn Backend, now: u64, leases: &mut Vec<Lease>) -
         not_before: rng.chance(20).then(|| now + rng.below(600)),
         base_ms: rng.chance(15).then(|| rng.below(400)),
         cap_ms: rng.chance(15).then(|| rng.below(400)),
+        ..NewJob::default()
     };
     let earlier = |rng: &mut Rng| if rng.chance(15) { now.saturating_sub(rng.below(300)) } else { now };
     let report = |rng: &mut Rng| {

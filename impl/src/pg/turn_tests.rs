@@ -112,7 +112,7 @@ fn taking_out() -> Vec<(&'static str, Call)> {
         ("complete_batch of ok", finish_batch("batch", Outcome::Ok)),
         ("record_error", Box::new(|q: &mut PgQueue| q.record_error(&lease("note"), "refused", None))),
         ("heartbeat", Box::new(|q: &mut PgQueue| q.heartbeat(&lease("beat"), 20).map(drop))),
-        ("cancel", Box::new(|q: &mut PgQueue| q.cancel("pending", 20))),
+        ("cancel", Box::new(|q: &mut PgQueue| q.cancel("pending", 20).map(|_| ()))),
     ]
 }
 

@@ -57,7 +57,7 @@ impl Queue {
             // Every later single claim at this `now` would reap nothing more: a job just
             // leased expires at `now + lease_ms`, after `now`, so one reap is all of them.
             reap(tx, now)?;
-            lease_picked(tx, worker, now, lease_ms, k)
+            lease_picked(tx, worker, queues, now, lease_ms, k)
         })
     }
 
