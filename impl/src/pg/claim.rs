@@ -13,7 +13,7 @@
 //! # Why the lease is fenced by the row's version
 //!
 //! A claim's pick reads the statement's snapshot and chooses the first due row there; its
-//! write then waits for a row another transaction holds (a completion, a heartbeat, a cancel
+//! write then waits for a row another transaction holds (a completion, a heartbeat, a note
 //! of that job) instead of stepping over it. Once that transaction commits, the row may still
 //! be due and yet no longer first: a heartbeat moved its expiry past another job's
 //! `available_at`, or a retry's backoff did. Leasing it then mixes two instants — the other
@@ -27,9 +27,9 @@
 //! runs again on what is committed now. The writes that hold a row a claim may want are
 //! the ones that run beside claims, without the turn (`turn.rs`).
 //!
-//! The price of taking turns is that claims commit one at a time, and that enqueues, retries
-//! and redrives wait while a claim runs: claims per second are bounded by the server's commit
-//! latency, while `ok` completions, heartbeats, notes and cancels run beside claims, and
+//! The price of taking turns is that claims commit one at a time, and that enqueues, retries,
+//! redrives and cancels wait while a claim runs: claims per second are bounded by the server's commit
+//! latency, while `ok` completions, heartbeats and notes run beside claims, and
 //! every write beside the others (each locks only its own rows). A worker claims for all its
 //! free slots in one transaction (`claim_batch`), so a process running many attempts at once
 //! pays one turn for many jobs. `docs/postgres.md` has the figures.
