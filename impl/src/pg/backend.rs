@@ -47,8 +47,7 @@ impl Backend for PgQueue {
         PgQueue::enqueue_many(self, jobs)
     }
     fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
-        let _ = queues;
-        PgQueue::claim(self, worker, now) // WIP: the store's 1.2
+        PgQueue::claim_from(self, worker, queues, now)
     }
     fn claim_batch_from(
         &mut self,
@@ -57,8 +56,7 @@ impl Backend for PgQueue {
         now: u64,
         k: usize,
     ) -> Result<Vec<Claimed>> {
-        let _ = queues;
-        PgQueue::claim_batch(self, worker, now, k) // WIP: the store's 1.2
+        PgQueue::claim_batch_from(self, worker, queues, now, k)
     }
     fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed> {
         PgQueue::complete(self, completion)
@@ -76,20 +74,16 @@ impl Backend for PgQueue {
         PgQueue::cancel(self, id, now)
     }
     fn prune(&mut self, before: u64, now: u64) -> Result<u64> {
-        let _ = (before, now);
-        todo!("WIP: the store's 1.2")
+        PgQueue::prune(self, before, now)
     }
     fn prune_at_most(&mut self, before: u64, now: u64, limit: u64) -> Result<u64> {
-        let _ = (before, now, limit);
-        todo!("WIP: the store's 1.2")
+        PgQueue::prune_at_most(self, before, now, limit)
     }
     fn forget(&mut self, before: u64, now: u64) -> Result<u64> {
-        let _ = (before, now);
-        todo!("WIP: the store's 1.2")
+        PgQueue::forget(self, before, now)
     }
     fn lookup(&self, id: &str) -> Result<Option<crate::Lookup>> {
-        let _ = id;
-        todo!("WIP: the store's 1.2")
+        PgQueue::lookup(self, id)
     }
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
         PgQueue::redrive(self, redrive)
@@ -104,8 +98,7 @@ impl Backend for PgQueue {
         PgQueue::get(self, id)
     }
     fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats> {
-        let _ = queue;
-        PgQueue::stats(self, now) // WIP: the store's 1.2
+        PgQueue::stats_of(self, now, queue)
     }
     fn owners(&self, now: u64) -> Result<Vec<Owner>> {
         PgQueue::owners(self, now)
