@@ -26,6 +26,9 @@ pub struct Args {
     /// Print Prometheus text exposition format.
     #[arg(long)]
     prometheus: bool,
+    /// Count one queue's jobs and tombstones only (default: every queue).
+    #[arg(long, value_name = "NAME", value_parser = super::queue_name, conflicts_with = "workers")]
+    queue: Option<String>,
     /// List each worker holding leases, with how many it holds and how many have expired
     /// (its process may have died), instead of the counts.
     #[arg(long, conflicts_with = "prometheus")]
@@ -62,7 +65,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let stats = queue.stats(now).map_err(|e| args.db.explain(e))?;
+    let stats = queue.stats_of(now, args.queue.as_deref()).map_err(|e| args.db.explain(e))?;
     if args.json {
         print_json(&view::stats(&stats))?;
     } else if args.prometheus {

@@ -53,6 +53,10 @@ pub struct Args {
     /// logged at start; with the suffix it must fit in 256 bytes (236 always does).
     #[arg(long, value_name = "NAME", value_parser = super::name)]
     worker: String,
+    /// A queue this worker serves; repeat for several (at most 64). Every claim takes the
+    /// most urgent due job of all of them together. Default: the `default` queue.
+    #[arg(long = "queue", value_name = "NAME", value_parser = super::queue_name)]
+    queues: Vec<String>,
     /// Attempts in flight at once. The default, 16, suits I/O-bound work (a command or
     /// receiver that mostly waits): 16 waits overlap on two cores at little cost; raise it
     /// for slow receivers, lower it (1: one at a time) for CPU-bound commands.
@@ -285,6 +289,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         timeout: Duration::from_millis(args.timeout_ms),
         until_idle: args.until_idle,
         margin: args.margin_ms.map(Duration::from_millis),
+        queues: if args.queues.is_empty() {
+            vec![retryq::DEFAULT_QUEUE.to_owned()]
+        } else {
+            args.queues.clone()
+        },
         ..Config::new(worker)
     };
     let stop = Stop::new();

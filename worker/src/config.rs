@@ -25,6 +25,9 @@ pub const KILL_GRACE: Duration = Duration::from_millis(500);
 pub struct Config {
     /// The name its leases are held under (1–256 bytes).
     pub worker: String,
+    /// The queues it serves (SPEC 3.3): 1 to 64 names; every claim takes the most urgent
+    /// due job of all of them together.
+    pub queues: Vec<String>,
     /// Lease, backoff base and cap, as the queue takes them.
     pub settings: Settings,
     /// The longest an attempt may run. It may be longer than the lease: the store thread
@@ -51,6 +54,7 @@ impl Config {
     pub fn new(worker: impl Into<String>) -> Config {
         Config {
             worker: worker.into(),
+            queues: vec![retryq::DEFAULT_QUEUE.to_owned()],
             settings: Settings::default(),
             timeout: Duration::from_secs(20),
             until_idle: false,

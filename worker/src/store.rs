@@ -274,8 +274,14 @@ impl Store<'_> {
                     self.summary.writes += 1;
                     debug!(job = %id, attempt, lease_until = until, "heartbeat");
                 }
+                // A cancel request (SPEC 3.13) is told to the holder here: the attempt is
+                // stopped like one whose lease is gone, and the job ends dead(cancelled) at the
+                // lease's expiry.
                 Err(
-                    e @ (Error::LeaseLost { .. } | Error::DeadlinePassed { .. } | Error::NotFound { .. }),
+                    e @ (Error::LeaseLost { .. }
+                    | Error::DeadlinePassed { .. }
+                    | Error::NotFound { .. }
+                    | Error::Cancelled { .. }),
                 ) => {
                     holding.held.abandon();
                     self.summary.abandoned += 1;
@@ -353,7 +359,8 @@ impl Store<'_> {
                 return Ok(Claim::Again);
             }
         }
-        let claimed = match self.queue.claim_batch(self.config.worker.as_str(), now, free) {
+        let queues: Vec<&str> = self.config.queues.iter().map(String::as_str).collect();
+        let claimed = match self.queue.claim_batch_from(self.config.worker.as_str(), &queues, now, free) {
             Ok(claimed) => claimed,
             Err(e) => {
                 self.pause_or_fail("claim", e)?;
