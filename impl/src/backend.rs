@@ -77,6 +77,12 @@ pub trait Backend: Send + ServerTime {
     fn prune_at_most(&mut self, before: u64, now: u64, limit: u64) -> Result<u64>;
     /// SPEC 3.15: every tombstone with `ended_at` ≤ `before` is removed; how many.
     fn forget(&mut self, before: u64, now: u64) -> Result<u64>;
+    /// Gives space that prunes freed back to the file system where the store can (SQLite's
+    /// `incremental_vacuum`: [`Queue::reclaim`]); how many pages were free. PostgreSQL's
+    /// autovacuum does this by itself: there, nothing (0).
+    fn reclaim(&mut self) -> Result<u64> {
+        Ok(0)
+    }
     /// SPEC 3.6: a dead job gets a new budget.
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()>;
     /// Every dead job (of one reason) redriven, each answered on its own.
@@ -285,6 +291,9 @@ impl Backend for Queue {
     }
     fn forget(&mut self, before: u64, now: u64) -> Result<u64> {
         Queue::forget(self, before, now)
+    }
+    fn reclaim(&mut self) -> Result<u64> {
+        Queue::reclaim(self)
     }
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
         Queue::redrive(self, redrive)

@@ -206,6 +206,14 @@ fn write(tx: &Transaction<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Lets `incremental_vacuum` give the pages a prune frees back to the file system (see
+/// `Queue::reclaim`). Settable only before the file's first page is written, so before the
+/// switch to write-ahead logging and the schema: for a new, empty file.
+pub(crate) fn set_auto_vacuum(conn: &Connection) -> Result<()> {
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    Ok(())
+}
+
 /// Switches the file to write-ahead logging (persistent: done once per file).
 pub(crate) fn set_wal(conn: &Connection) -> Result<()> {
     let mode: String = conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
@@ -231,6 +239,18 @@ mod tests {
         assert_eq!(inspect(&conn, path).expect("inspect"), Found::Retryq);
         // Creating again is a no-op, not an error.
         create(&mut conn, path).expect("create twice");
+    }
+
+    #[test]
+    fn a_new_file_reclaims_pages_incrementally() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.db");
+        let mut conn = Connection::open(&path).expect("open");
+        set_auto_vacuum(&conn).expect("auto_vacuum");
+        set_wal(&conn).expect("wal");
+        create(&mut conn, &path).expect("create");
+        let mode: i64 = conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0)).expect("auto_vacuum");
+        assert_eq!(mode, 2, "INCREMENTAL");
     }
 
     #[test]

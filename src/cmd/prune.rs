@@ -6,6 +6,8 @@
 //! stay taken and never run again. With `--forget-older-than`, then removes the tombstones of
 //! jobs that ended at least that long ago, which ends idempotency for those ids. Prints
 //! `{"ok":"pruned","count":N}` (and `{"ok":"forgotten","count":M}`), one JSON line each.
+//! On SQLite the freed pages then go back to the file system (`incremental_vacuum`); on
+//! PostgreSQL autovacuum reclaims them.
 
 use std::process::ExitCode;
 
@@ -66,6 +68,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             "forgot {forgotten} tombstones of jobs that ended at or before {before}: those ids may run again"
         );
         print_json(&Counted { ok: "forgotten", count: forgotten })?;
+    }
+    if pruned > 0 {
+        let free = queue.reclaim().map_err(|e| args.db.explain(e))?;
+        if free > 0 {
+            noteln!("gave {free} free pages back to the file system");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -57,6 +57,10 @@ pub struct Args {
     /// most urgent due job of all of them together. Default: the `default` queue.
     #[arg(long = "queue", value_name = "NAME", value_parser = super::queue_name)]
     queues: Vec<String>,
+    /// Retention: prune done and dead jobs that ended at least this long ago (7d, 1h),
+    /// leaving a tombstone for each, at most 1,000 a transaction. Default: keep everything.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
+    retain: Option<u64>,
     /// Attempts in flight at once. The default, 16, suits I/O-bound work (a command or
     /// receiver that mostly waits): 16 waits overlap on two cores at little cost; raise it
     /// for slow receivers, lower it (1: one at a time) for CPU-bound commands.
@@ -289,6 +293,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         timeout: Duration::from_millis(args.timeout_ms),
         until_idle: args.until_idle,
         margin: args.margin_ms.map(Duration::from_millis),
+        retain: args.retain.map(Duration::from_millis),
         queues: if args.queues.is_empty() {
             vec![retryq::DEFAULT_QUEUE.to_owned()]
         } else {

@@ -46,7 +46,17 @@ pub struct Config {
     /// when the worker cannot (stalled, frozen, killed): `None` for the default, a quarter of
     /// the lease ([`Config::margin`]).
     pub margin: Option<Duration>,
+    /// Retention (SPEC 3.14): prune the done and dead jobs that ended at least this long
+    /// ago, as the worker goes, at most [`PRUNE_BATCH`] a transaction (so the write lock is
+    /// never held long) and at most one transaction every [`PRUNE_EVERY`] unless a full batch
+    /// says more is waiting. `None`: the worker prunes nothing.
+    pub retain: Option<Duration>,
 }
+
+/// The most jobs a worker's prune removes in one transaction.
+pub const PRUNE_BATCH: u64 = 1_000;
+/// How often a worker with retention prunes when the last prune found less than a batch.
+pub const PRUNE_EVERY: Duration = Duration::from_secs(1);
 
 impl Config {
     /// The defaults for `worker`: SPEC section 5's lease (30 s) and backoff (100 ms doubling
@@ -61,6 +71,7 @@ impl Config {
             max_sleep: Duration::from_secs(1),
             db_file: None,
             margin: None,
+            retain: None,
         }
     }
 

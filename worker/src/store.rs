@@ -44,7 +44,7 @@ use retryq::{
 use tracing::{debug, error, info, warn};
 
 use crate::clock::{Clock, ClockError};
-use crate::config::Config;
+use crate::config::{Config, PRUNE_BATCH, PRUNE_EVERY};
 use crate::dbfile::DbFile;
 use crate::fsize::{describe_limit, file_size_limit_hit};
 use crate::held::Held;
@@ -102,6 +102,8 @@ pub(crate) struct Store<'a> {
     pub(crate) waiting: Vec<Outcome>,
     /// When the store's clock was last read ([`CLOCK_WATCH`]).
     pub(crate) clock_read_at: Instant,
+    /// When to prune next, with retention ([`Config::retain`]).
+    pub(crate) prune_at: Instant,
 }
 
 /// How often, at least, the store thread reads the store's clock while attempts are in
@@ -147,6 +149,7 @@ impl Store<'_> {
             }
             self.beat()?;
             self.watch_clock();
+            self.prune()?;
             let stopping = self.stop.requested();
             if !stopping && self.free() > 0 && Instant::now() >= self.claim_at && self.claim()? == Claim::Idle
             {
@@ -204,6 +207,34 @@ impl Store<'_> {
                 debug!(error = %e, "the store's clock could not be read; the next operation tries again")
             }
         }
+    }
+
+    /// With retention, prunes one batch of the jobs that ended `retain` ago or earlier, once
+    /// [`PRUNE_EVERY`] (at once again after a full batch: more is waiting). A passing
+    /// failure is noted and left to the next round.
+    fn prune(&mut self) -> Result<(), WorkError> {
+        let Some(retain) = self.config.retain else { return Ok(()) };
+        if Instant::now() < self.prune_at {
+            return Ok(());
+        }
+        self.prune_at = Instant::now() + PRUNE_EVERY;
+        let Some(now) = self.now("prune")? else { return Ok(()) };
+        let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
+        let before = now.saturating_sub(retain_ms);
+        match self.queue.prune_at_most(before, now, PRUNE_BATCH) {
+            Ok(0) => {}
+            Ok(pruned) => {
+                self.outage.answered();
+                self.summary.pruned += pruned;
+                self.summary.writes += 1;
+                debug!(pruned, before, "pruned ended jobs, leaving tombstones");
+                if pruned >= PRUNE_BATCH {
+                    self.prune_at = Instant::now();
+                }
+            }
+            Err(e) => self.pause_or_fail("prune", e)?,
+        }
+        Ok(())
     }
 
     /// When the next heartbeat is due: the earliest over the attempts in flight that were

@@ -76,6 +76,20 @@ impl Queue {
         })
     }
 
+    /// Gives the pages prunes freed back to the file system (`PRAGMA incremental_vacuum`):
+    /// how many pages the file had free before. Freed pages are reused by later writes
+    /// anyway, so a store under steady retention stays the same size without this; it
+    /// shrinks the file after a large one-off prune. A file created before schema 3 keeps
+    /// its free pages inside until a `VACUUM` (its `auto_vacuum` is off).
+    pub fn reclaim(&mut self) -> Result<u64> {
+        let free: u64 = self.conn.pragma_query_value(None, "freelist_count", |row| row.get(0))?;
+        // Each step of the pragma frees one page: step it to its end.
+        let mut vacuum = self.conn.prepare("PRAGMA incremental_vacuum")?;
+        let mut rows = vacuum.query([])?;
+        while rows.next()?.is_some() {}
+        Ok(free)
+    }
+
     /// Removes every tombstone whose `ended_at` is at or before `before` (SPEC 3.15); how
     /// many. This ends idempotency for those ids: an enqueue of one stores a new job.
     /// [`Error::InvalidInput`] naming `before` when `before` > `now`.
@@ -146,4 +160,69 @@ fn prune(tx: &Transaction<'_>, before: u64) -> Result<u64> {
         delete_history.execute([&job.id])?;
     }
     Ok(ended.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{NewJob, Queue};
+
+    #[test]
+    fn a_prune_then_a_reclaim_shrinks_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.db");
+        let mut q = Queue::open(&path).expect("open");
+        let payload = "x".repeat(4000);
+        let ids: Vec<String> = (0..500).map(|n| format!("job-{n}")).collect();
+        let jobs: Vec<NewJob<'_>> = ids
+            .iter()
+            .map(|id| NewJob {
+                id,
+                payload: &payload,
+                max_attempts: 1,
+                deadline: 1_000,
+                now: 0,
+                ..NewJob::default()
+            })
+            .collect();
+        q.enqueue_many(&jobs).expect("enqueue");
+        for id in &ids {
+            q.cancel(id, 1).expect("cancel");
+        }
+        q.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").expect("checkpoint");
+        let full = std::fs::metadata(&path).expect("size").len();
+        assert_eq!(q.prune(1, 2).expect("prune"), 500);
+        assert!(q.reclaim().expect("reclaim") > 400, "the payloads' pages were freed");
+        q.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").expect("checkpoint");
+        let after = std::fs::metadata(&path).expect("size").len();
+        assert!(after * 4 < full, "{full} bytes before, {after} after");
+        assert_eq!(q.stats(2).expect("stats").pruned_dead, 500);
+        assert!(q.audit().expect("audit").is_clean());
+    }
+
+    #[test]
+    fn prune_at_most_stops_at_a_whole_instant() {
+        let mut q = Queue::open_in_memory().expect("queue");
+        let ids: Vec<String> = (0..5).map(|n| format!("j{n}")).collect();
+        for (n, id) in ids.iter().enumerate() {
+            q.enqueue(&NewJob {
+                id,
+                payload: "",
+                max_attempts: 1,
+                deadline: 100,
+                now: 0,
+                ..NewJob::default()
+            })
+            .expect("enqueue");
+            // j0 and j1 end at 10, j2 and j3 at 11, j4 at 12.
+            q.cancel(id, 10 + n as u64 / 2).expect("cancel");
+        }
+        // Three would split the jobs that ended at 11: the prune stops at 10.
+        assert_eq!(q.prune_at_most(20, 20, 3).expect("prune"), 2);
+        // One is fewer than the jobs that ended at the earliest instant: those two go whole.
+        assert_eq!(q.prune_at_most(20, 20, 1).expect("prune"), 2);
+        assert_eq!(q.prune_at_most(20, 20, 10).expect("prune"), 1);
+        assert_eq!(q.prune_at_most(20, 20, 10).expect("prune"), 0);
+        let err = q.prune_at_most(21, 20, 10).unwrap_err();
+        assert!(err.to_string().contains("before"), "{err}");
+    }
 }

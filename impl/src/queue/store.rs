@@ -183,6 +183,7 @@ impl Queue {
                 if options.read_only {
                     return Err(Error::NotRetryq { path, why: "the database is empty".into() });
                 }
+                schema::set_auto_vacuum(&conn)?;
                 if on_disk {
                     schema::set_wal(&conn)?;
                 }
