@@ -61,6 +61,11 @@ pub struct Args {
     /// leaving a tombstone for each, at most 1,000 a transaction. Default: keep everything.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
     retain: Option<u64>,
+    /// With --retain, also forget the tombstones of jobs that ended at least this long ago
+    /// (at least --retain): their ids may then be enqueued and run anew. Default: keep
+    /// tombstones for good, so a pruned id never runs again.
+    #[arg(long, value_name = "DURATION", requires = "retain", allow_hyphen_values = true, value_parser = duration::positive)]
+    forget_after: Option<u64>,
     /// Attempts in flight at once. The default, 16, suits I/O-bound work (a command or
     /// receiver that mostly waits): 16 waits overlap on two cores at little cost; raise it
     /// for slow receivers, lower it (1: one at a time) for CPU-bound commands.
@@ -287,6 +292,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.exec.as_deref().is_some_and(|c| c.trim().is_empty()) {
         return Err(CliError::flag("--exec", "must not be empty"));
     }
+    if let (Some(retain), Some(forget)) = (args.retain, args.forget_after)
+        && forget < retain
+    {
+        return Err(CliError::flag(
+            "--forget-after",
+            "is shorter than --retain: a tombstone would be forgotten before its job is pruned",
+        ));
+    }
     let worker = retryq_worker::process_name(&args.worker).map_err(|e| CliError::flag("--worker", e))?;
     let config = Config {
         settings: Settings { lease_ms: args.lease_ms, base_ms: args.base_ms, cap_ms: args.cap_ms },
@@ -294,6 +307,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         until_idle: args.until_idle,
         margin: args.margin_ms.map(Duration::from_millis),
         retain: args.retain.map(Duration::from_millis),
+        forget: args.forget_after.map(Duration::from_millis),
         queues: if args.queues.is_empty() {
             vec![retryq::DEFAULT_QUEUE.to_owned()]
         } else {

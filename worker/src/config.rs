@@ -51,6 +51,10 @@ pub struct Config {
     /// never held long) and at most one transaction every [`PRUNE_EVERY`] unless a full batch
     /// says more is waiting. `None`: the worker prunes nothing.
     pub retain: Option<Duration>,
+    /// With retention, forget (SPEC 3.15) the tombstones of jobs that ended at least this long
+    /// ago, in the same rounds: ends idempotency for those ids, and keeps the store's size
+    /// bounded under steady load. `None`: tombstones are kept for good.
+    pub forget: Option<Duration>,
 }
 
 /// The most jobs a worker's prune removes in one transaction.
@@ -72,6 +76,7 @@ impl Config {
             db_file: None,
             margin: None,
             retain: None,
+            forget: None,
         }
     }
 

@@ -234,6 +234,17 @@ impl Store<'_> {
             }
             Err(e) => self.pause_or_fail("prune", e)?,
         }
+        if let Some(forget) = self.config.forget {
+            let forget_ms = u64::try_from(forget.as_millis()).unwrap_or(u64::MAX);
+            match self.queue.forget(now.saturating_sub(forget_ms), now) {
+                Ok(0) => {}
+                Ok(forgotten) => {
+                    self.summary.writes += 1;
+                    debug!(forgotten, "forgot tombstones: their ids may be enqueued anew");
+                }
+                Err(e) => self.pause_or_fail("forget", e)?,
+            }
+        }
         Ok(())
     }
 
