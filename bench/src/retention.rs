@@ -24,8 +24,8 @@ use crate::median::median;
 pub const BATCH: usize = 1_000;
 /// How long ended jobs are kept when pruning: one minute of queue time.
 pub const RETAIN_MS: u64 = 60_000;
-/// How long tombstones are kept in the run that forgets: ten minutes of queue time.
-pub const FORGET_MS: u64 = 600_000;
+/// How long tombstones are kept in the run that forgets: two minutes of queue time.
+pub const FORGET_MS: u64 = 120_000;
 /// `stats` calls timed at each checkpoint.
 const STATS_CALLS: usize = 21;
 

@@ -874,6 +874,18 @@ fn response_of(line: &str) -> Option<Response> {
         "cancelling" => Reply::Cancelling,
         "forgotten" => Reply::Forgotten { count: int("count")? },
         "pruned" if v.get("count").is_some() => Reply::Pruned { count: int("count")? },
+        "pruned" => Reply::Tombstone(retryq_model::TombstoneView {
+            id: text("id")?,
+            queue: text("queue")?,
+            status: match text("status")?.as_str() {
+                "done" => retryq_model::Status::Done,
+                "dead" => retryq_model::Status::Dead,
+                _ => return None,
+            },
+            dead_reason: reason("dead_reason")?,
+            attempts: int("attempts")?,
+            ended_at: int("ended_at")?,
+        }),
         "reaped" => Reply::Reaped { count: int("count")? },
         "job" => Reply::Job(JobView {
             id: text("id")?,
