@@ -313,8 +313,8 @@ fn postgres_histories_with_agreeing_clocks_are_linearizable() {
 /// The due job with the smallest `available_at`, read on its own (autocommit, no lock).
 const PICK: &str = "
     SELECT id, attempts, payload, deadline FROM jobs
-    WHERE status IN ('pending', 'leased') AND available_at <= ?1
-    ORDER BY available_at, seq LIMIT 1";
+    WHERE status IN ('pending', 'leased') AND available_at <= ?1 AND queue = 'default'
+    ORDER BY priority, available_at, seq LIMIT 1";
 
 /// Leases the picked job, if it is still open, with the attempt count read before, in a
 /// transaction of its own: a claim made in between is overwritten.
