@@ -1,5 +1,6 @@
 //! `audit`: reads the store and its history and checks SPEC section 4's invariants 1 to 6,
-//! 11 and 12, on every job as it stands and on every transition the history recorded.
+//! 11 to 14, on every job as it stands and on every transition the history recorded, and
+//! the tombstones and kept counts against the rows.
 //!
 //! The schema's CHECK constraints and triggers already refuse most lies at write time; the
 //! audit is the second look, for a file that was written by another build, edited by hand,
@@ -17,12 +18,13 @@
 //! |---|---|---|
 //! | — → pending | enqueue | attempts 0, redrives 0, `at` ≤ `available_at` = the row's `not_before` < deadline |
 //! | pending/leased → leased | claim | attempts + 1; before it attempts < max_attempts; `at` < deadline; due (`available_at` ≤ `at`: for a lease, expired); before the first redrive, `at` ≥ `not_before` (4.12) |
-//! | leased → leased, attempts kept | heartbeat | the same holder; `at` < deadline; the expiry never shrinks (4.11) |
+//! | leased → leased, attempts kept | heartbeat | the same holder; `at` < deadline; the expiry never shrinks (4.11); no cancel request before it (4.13) |
+//! | leased → leased, a cancel request made | cancel | the lease, its holder and the attempt kept |
 //! | leased → pending | retryable | attempts kept; `at` ≤ `available_at` < deadline |
 //! | leased → done | ok | attempts kept |
-//! | leased → dead | completion or reap | attempts kept; `exhausted` only with attempts = max_attempts; `deadline` by a reap only once the lease expired and the deadline came — or by a completion |
+//! | leased → dead | completion or reap | attempts kept; `exhausted` only with attempts = max_attempts; `deadline` by a reap only once the lease expired and the deadline came — or by a completion; `cancelled` only with a cancel request standing (4.13) |
 //! | pending → dead | reap | reason `deadline`, deadline ≤ `at`, attempts kept |
-//! | pending → dead(cancelled) | cancel | attempts kept (and never from leased: 6.25) |
+//! | pending → dead(cancelled) | cancel | attempts kept |
 //! | dead → pending | redrive | redrives + 1, attempts kept, `available_at` = `at` < new deadline, max_attempts > attempts |
 //!
 //! Any other pair — leaving `done`, leaving `dead` but by a redrive, `pending → pending`,
@@ -49,8 +51,8 @@ use crate::input::MAX_ATTEMPTS;
 use crate::job::{DeadReason, Status};
 use crate::queue::store::Queue;
 
-/// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6, and the history
-/// being a faithful record of the rows.
+/// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6 and 11 to 14, the
+/// kept counts, and the history being a faithful record of the rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Check {
@@ -761,7 +763,7 @@ const ORPHANS: &str = "
     SELECT job, min(n), count(*) FROM history WHERE job NOT IN (SELECT id FROM jobs) GROUP BY job";
 
 impl Queue {
-    /// Checks SPEC section 4's invariants 1 to 6 on every job's row and on every recorded
+    /// Checks SPEC section 4's invariants 1 to 6 and 11 to 14 on every job's row and on every recorded
     /// transition, in one read snapshot. Changes nothing, and so borrows the queue shared.
     ///
     /// ```

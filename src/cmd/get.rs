@@ -79,7 +79,14 @@ fn fields(job: &Job) -> Vec<(&'static str, String)> {
         ("id", printable(&job.id).into_owned()),
         ("status", job.status.to_string()),
         ("attempts", format!("{} of {}", job.attempts, job.max_attempts)),
+        ("queue", format!("{} (priority {})", printable(&job.queue), job.priority)),
     ];
+    if job.cancel_requested {
+        lines.push(("cancel", "requested: its worker is asked to stop the attempt".into()));
+    }
+    if let Some(at) = job.ended_at {
+        lines.push(("ended at", view::stamp(at)));
+    }
     if let Some(reason) = job.dead_reason {
         lines.push(("dead reason", reason.to_string()));
     }

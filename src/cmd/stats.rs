@@ -94,6 +94,7 @@ fn human(s: &Stats) -> String {
     format!(
         "pending         {}\nleased          {} ({} expired)\ndone            {}\n\
          dead            {} (exhausted {}, deadline {}, permanent {}, cancelled {})\n\
+         pruned          {} (done {}, dead {}: tombstones)\n\
          oldest open age {oldest}\n",
         s.pending,
         s.leased,
@@ -103,7 +104,10 @@ fn human(s: &Stats) -> String {
         s.dead_exhausted,
         s.dead_deadline,
         s.dead_permanent,
-        s.dead_cancelled
+        s.dead_cancelled,
+        s.pruned_done + s.pruned_dead,
+        s.pruned_done,
+        s.pruned_dead
     )
 }
 
@@ -114,6 +118,12 @@ fn prometheus(s: &Stats) -> String {
     out.push_str("# HELP retryq_jobs Jobs in the store by status.\n# TYPE retryq_jobs gauge\n");
     for (status, n) in [("pending", s.pending), ("leased", s.leased), ("done", s.done), ("dead", s.dead)] {
         out.push_str(&format!("retryq_jobs{{status=\"{status}\"}} {n}\n"));
+    }
+    out.push_str(
+        "# HELP retryq_pruned_jobs Pruned jobs (tombstones) by their final status.\n# TYPE retryq_pruned_jobs gauge\n",
+    );
+    for (status, n) in [("done", s.pruned_done), ("dead", s.pruned_dead)] {
+        out.push_str(&format!("retryq_pruned_jobs{{status=\"{status}\"}} {n}\n"));
     }
     out.push_str("# HELP retryq_dead_jobs Dead jobs by reason.\n# TYPE retryq_dead_jobs gauge\n");
     for (reason, n) in [
@@ -158,6 +168,7 @@ mod tests {
         assert!(text.contains("retryq_dead_jobs{reason=\"deadline\"} 2\n"), "{text}");
         assert!(text.contains("retryq_dead_jobs{reason=\"cancelled\"} 1\n"), "{text}");
         assert!(text.contains("retryq_oldest_open_age_seconds 1.500\n"), "{text}");
+        assert!(text.contains("retryq_pruned_jobs{status=\"done\"} 0\n"), "{text}");
         let none = prometheus(&Stats::default());
         assert!(!none.contains("retryq_oldest_open_age_seconds 0"), "{none}");
         assert!(none.contains("# TYPE retryq_oldest_open_age_seconds gauge"), "{none}");

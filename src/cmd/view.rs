@@ -196,7 +196,7 @@ mod tests {
         let line = serde_json::to_string(&super::job(&job)).expect("json");
         assert_eq!(
             line,
-            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":50,"cap_ms":null}"#
+            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":50,"cap_ms":null,"queue":"default","priority":0,"ended_at":1275,"cancel_requested":false}"#
         );
     }
 
@@ -215,7 +215,7 @@ mod tests {
         let line = serde_json::to_string(&stats(&Stats { pending: 2, ..Stats::default() })).expect("json");
         assert_eq!(
             line,
-            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null}"#
+            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null,"pruned_done":0,"pruned_dead":0}"#
         );
         assert_eq!(serde_json::to_string(&NOT_FOUND).expect("json"), r#"{"error":"not_found"}"#);
     }
