@@ -2,8 +2,8 @@
 //! SQLite queue's own rules (`audit.rs`), which know nothing of SQL. Words are read as text
 //! and parsed there, so an unknown word is a finding, not an error, as on SQLite. Two checks
 //! of the tombstones are this store's own: no id names a job and a tombstone at once, and no
-//! history is left of a pruned job. (`stats` keeps no counts here, so there are none to
-//! check against the rows.)
+//! history is left of a pruned job. The counts `stats` reads are checked against the rows as
+//! on SQLite, each the sum of its shards (`ddl.rs`).
 
 use postgres::Row;
 
@@ -43,6 +43,21 @@ const LEFT_OVER: &str = "
     SELECT h.job, min(h.n), count(*) FROM history h JOIN tombstones t ON t.id = h.job
     WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = h.job)
     GROUP BY h.job ORDER BY min(h.n)";
+
+/// Every (queue, status, reason) whose kept count — the sum of its shards — differs from the
+/// rows: the kept counts against the jobs and tombstones counted afresh, both ways (SQLite's
+/// `COUNTS_AGAINST_ROWS`, over the shards).
+pub(super) const COUNTS_AGAINST_ROWS: &str = "
+    WITH fresh (queue, status, reason, n) AS (
+        SELECT queue, status, coalesce(dead_reason, ''), count(*) FROM jobs GROUP BY 1, 2, 3
+        UNION ALL
+        SELECT queue, 'pruned_' || status, '', count(*) FROM tombstones GROUP BY 1, 2),
+    kept (queue, status, reason, n) AS (
+        SELECT queue, status, reason, sum(n)::bigint FROM counts GROUP BY 1, 2, 3 HAVING sum(n) <> 0)
+    SELECT queue, status, reason, coalesce(k.n, 0), coalesce(f.n, 0)
+    FROM fresh f FULL JOIN kept k USING (queue, status, reason)
+    WHERE coalesce(k.n, 0) <> coalesce(f.n, 0)
+    ORDER BY 1, 2, 3";
 
 impl PgQueue {
     /// [`Queue::audit`](crate::Queue::audit) on PostgreSQL: SPEC section 4's invariants
@@ -106,6 +121,15 @@ impl PgQueue {
                     entry: Some(first),
                     what: format!("{count} history entries left of a pruned job, whose tombstone stands"),
                 });
+            }
+            for row in tx.query(COUNTS_AGAINST_ROWS, &[])? {
+                found.count_differs(
+                    row.try_get(0)?,
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                    row.try_get(4)?,
+                );
             }
             Ok(found)
         })

@@ -3,12 +3,28 @@
 //! kept verbatim: the upgrade's starting point, which its test builds a database from.
 //!
 //! Schema 3 mirrors SQLite's schema 3 (`ddl.rs`) rule for rule, with the differences of the
-//! medium `schema.rs` lists, and one of design: `stats` counts rows (by the indexes where it
-//! can) rather than reading counts that triggers keep. A row of counts per queue and status,
-//! updated by every transition, is a lock every concurrent completion of a queue would wait
-//! for until the one before it commits, and completions on PostgreSQL run beside each other
-//! and beside claims (`turn.rs`).
+//! medium `schema.rs` lists, and one of design: the counts `stats` reads (SPEC 3.8) are
+//! sharded. SQLite keeps one row per queue, status and reason; here that row would be a lock
+//! every concurrent completion and claim of the queue waits on until the one before it
+//! commits, and completions on PostgreSQL run beside each other and beside claims
+//! (`turn.rs`). So `counts` holds up to 16 rows per queue, status and reason, one per shard,
+//! and `stats` sums them. A write adds to the shard its transaction owns: the first, counting
+//! from its backend's (`pg_backend_pid() % 16`), whose transaction-scoped advisory lock it
+//! holds or takes without waiting ([`OBJECTS_3`]'s `retryq_counts_shard`). While no more
+//! than 16 transactions write at once, no two of them ever touch the same counter row: a
+//! counter never makes a write wait, and so never closes a deadlock. Past 16, a transaction
+//! that finds every shard taken writes its backend's anyway, under the rows' own locks, in
+//! one statement with its rows in key order: it may wait for the shard's owner, and a
+//! deadlock (SQLSTATE 40P01, which needs that owner to wait in turn for a job row the
+//! latecomer holds) is possible but transient, and the store runs the transaction again.
 //!
+//! The counts are kept by statement-level triggers over the statement's transition tables
+//! (every changed row old and new): one upsert per statement, whatever number of rows a
+//! batch, a reap or a prune moves, of the net change per queue, status and reason (a
+//! heartbeat's or a note's is none, and writes nothing). A shard's `n` may fall below zero —
+//! a job counted into one shard when enqueued leaves from another when it ends — and only
+//! the sum over the shards is the count; the audit checks the sums against the rows.
+
 //! Pieces, so that creating and upgrading build from the same text: [`JOBS_3`] and
 //! [`HISTORY_3`] are the two tables as schema 3 creates them (their columns in the order an
 //! upgrade's `ADD COLUMN`s leave them), [`OBJECTS_3`] everything schema 3 adds or redefines
@@ -209,8 +225,9 @@ CREATE INDEX history_job ON history (job, n);
 "#;
 
 /// What schema 3 adds to, or redefines in, schema 2's tables: the claim's index by queue and
-/// priority, the reap's and the prune's indexes, the tombstones (SPEC 1.7), the functions
-/// (created or replaced) and every trigger of the three tables.
+/// priority, the reap's, the prune's and `stats`' indexes, the tombstones (SPEC 1.7), the
+/// sharded counts `stats` reads (SPEC 3.8), the functions (created or replaced) and every
+/// trigger of the three tables.
 ///
 /// The triggers keep SPEC 1.1's promises in the database: history is written on every
 /// transition and goes only with a pruned job; a job is deleted only by a prune, once done
@@ -220,10 +237,15 @@ CREATE INDEX history_job ON history (job, n);
 /// an insert that waited for a prune deleting the same id's job (`ON CONFLICT` waits for
 /// it) sees the prune's tombstone then, and fails with SQLSTATE `RQ001`, which the store
 /// runs again (`store.rs`): the second run finds the tombstone and answers by its digest.
+/// And the jobs' and tombstones' statements keep the counts, in the same transaction.
 pub(super) const OBJECTS_3: &str = r#"
 -- claim's pick: for each queue it serves and each priority, the open job with the smallest
 -- available_at, ties by seq. A scheduled job is simply pending with a later available_at.
 CREATE INDEX jobs_due ON jobs (queue, priority, available_at, seq) WHERE status IN ('pending', 'leased');
+-- stats' oldest open job, queue by queue.
+CREATE INDEX jobs_open_age ON jobs (queue, enqueued_at) WHERE status IN ('pending', 'leased');
+-- stats' expired leases, queue by queue: a walk of the leases alone.
+CREATE INDEX jobs_leases ON jobs (queue, available_at) WHERE status = 'leased';
 -- reap of a cancel request: expired leases of jobs an operator asked to stop.
 CREATE INDEX jobs_cancelling ON jobs (available_at) WHERE status = 'leased' AND cancel_requested;
 -- prune: ended jobs by the time they ended.
@@ -241,6 +263,19 @@ CREATE TABLE tombstones (
 );
 -- forget: tombstones by the time their jobs ended.
 CREATE INDEX tombstones_ended ON tombstones (ended_at);
+
+-- What stats counts (SPEC 3.8), by queue, status (a job's, or pruned_done and pruned_dead for
+-- the tombstones) and reason (a dead job's, '' for the others), in shards: the count is the
+-- sum of a key's shards, each of which may be below zero (see the module's comment).
+CREATE TABLE counts (
+    queue  text     COLLATE "C" NOT NULL,
+    status text     NOT NULL
+           CHECK (status IN ('pending', 'leased', 'done', 'dead', 'pruned_done', 'pruned_dead')),
+    reason text     NOT NULL,
+    shard  smallint NOT NULL CHECK (shard BETWEEN 0 AND 15),
+    n      bigint   NOT NULL,
+    PRIMARY KEY (queue, status, reason, shard)
+);
 
 CREATE OR REPLACE FUNCTION retryq_history_insert() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
@@ -333,6 +368,64 @@ BEGIN
     RETURN OLD;
 END $$;
 
+-- The counts' shard this transaction writes: the first of the 16, counting from the
+-- backend's own, whose advisory lock (in a key space of this schema's counts table) the
+-- transaction holds or takes without waiting; held to its end, so that no other writes the
+-- shard meanwhile. When all 16 are taken, the backend's own, unowned.
+CREATE OR REPLACE FUNCTION retryq_counts_shard() RETURNS smallint LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+DECLARE
+    space integer := ('counts'::regclass::oid::bigint - 2147483648)::integer;
+    own integer := pg_backend_pid() % 16;
+BEGIN
+    FOR i IN 0..15 LOOP
+        IF pg_try_advisory_xact_lock(space, (own + i) % 16) THEN
+            RETURN (own + i) % 16;
+        END IF;
+    END LOOP;
+    RETURN own;
+END $$;
+
+-- Adds a statement's net change per queue, status and reason to the transaction's shard,
+-- in one upsert, its rows in key order: the jobs' (their status and dead reason) or the
+-- tombstones' (pruned_ and their status). `old_rows` and `new_rows` are the statement's
+-- transition tables, whichever of them the firing trigger has. The shard is picked once,
+-- and only when something changed.
+CREATE OR REPLACE FUNCTION retryq_count() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'jobs' AND TG_OP = 'INSERT' THEN
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, status, coalesce(dead_reason, ''), (SELECT retryq_counts_shard()), count(*)
+        FROM new_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    ELSIF TG_TABLE_NAME = 'jobs' AND TG_OP = 'UPDATE' THEN
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, status, reason, (SELECT retryq_counts_shard()), sum(n)
+        FROM (SELECT queue, status, coalesce(dead_reason, '') AS reason, 1 AS n FROM new_rows
+              UNION ALL
+              SELECT queue, status, coalesce(dead_reason, ''), -1 FROM old_rows) AS moves
+        GROUP BY 1, 2, 3 HAVING sum(n) <> 0 ORDER BY 1, 2, 3
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    ELSIF TG_TABLE_NAME = 'jobs' THEN
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, status, coalesce(dead_reason, ''), (SELECT retryq_counts_shard()), -count(*)
+        FROM old_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    ELSIF TG_OP = 'INSERT' THEN
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, 'pruned_' || status, '', (SELECT retryq_counts_shard()), count(*)
+        FROM new_rows GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    ELSE
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, 'pruned_' || status, '', (SELECT retryq_counts_shard()), -count(*)
+        FROM old_rows GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    END IF;
+    RETURN NULL;
+END $$;
+
 CREATE TRIGGER jobs_history_insert AFTER INSERT ON jobs
     FOR EACH ROW EXECUTE FUNCTION retryq_history_insert();
 CREATE TRIGGER jobs_history_update
@@ -363,6 +456,20 @@ CREATE TRIGGER tombstones_forgotten_whole BEFORE DELETE ON tombstones
     FOR EACH ROW EXECUTE FUNCTION retryq_tombstone_delete();
 CREATE TRIGGER tombstones_never_truncated BEFORE TRUNCATE ON tombstones
     FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: a tombstone goes only by a forget');
+-- The counts: one statement's net change each (a trigger with transition tables fires on
+-- one event and names no columns, so every UPDATE fires it; one that moves no job between
+-- statuses writes nothing).
+CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+CREATE TRIGGER jobs_count_update AFTER UPDATE ON jobs
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+CREATE TRIGGER tombstones_count_insert AFTER INSERT ON tombstones REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+CREATE TRIGGER tombstones_count_delete AFTER DELETE ON tombstones REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
 "#;
 
 /// Schema 3 whole, in the order it is created.
@@ -402,3 +509,13 @@ ALTER TABLE jobs
     ADD CONSTRAINT jobs_cancel_check CHECK (NOT cancel_requested OR status = 'leased');
 ALTER TABLE history ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;
 "#;
+
+/// The counts of an upgraded schema (schema 2 had none), once its rows are in place: after
+/// [`UPGRADE_2_TO_3`] and [`OBJECTS_3`], in the same transaction, every job counted into
+/// shard 0 (and every tombstone, though an upgrade finds none).
+pub(super) const FILL_COUNTS: &str = "
+INSERT INTO counts (queue, status, reason, shard, n)
+SELECT queue, status, coalesce(dead_reason, ''), 0, count(*) FROM jobs GROUP BY 1, 2, 3
+UNION ALL
+SELECT queue, 'pruned_' || status, '', 0, count(*) FROM tombstones GROUP BY 1, 2;
+";

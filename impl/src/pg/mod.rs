@@ -39,6 +39,8 @@ mod store;
 mod tests;
 #[cfg(test)]
 mod tests_1_2;
+#[cfg(test)]
+mod tests_stats;
 mod tls;
 mod turn;
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //!
 //! A schema of version 2 (retryq 1.1, contract 1.1) is upgraded to version 3 in place, in
 //! the one transaction that finds it, under the creation lock: a second connection waits,
-//! then finds version 3. A failure anywhere rolls the whole upgrade back.
+//! then finds version 3. A failure anywhere rolls the whole upgrade back. The counts `stats`
+//! reads are filled from the rows last, in that transaction, once the rows are in place.
 //!
 //! Where SQLite marks its files with `application_id` and `user_version`, a PostgreSQL
 //! database has a one-row table, `retryq_meta`, holding both. The schema lives in the
@@ -21,7 +22,7 @@
 //! refused and left untouched, never "repaired": a mistyped URL must not turn another
 //! program's tables into a queue.
 
-use super::ddl::{OBJECTS_3, UPGRADE_2_TO_3, schema_3};
+use super::ddl::{FILL_COUNTS, OBJECTS_3, UPGRADE_2_TO_3, schema_3};
 use super::store::Tx;
 use crate::ddl::{APPLICATION_ID, SCHEMA_VERSION};
 use crate::error::{Error, Result};
@@ -57,7 +58,7 @@ const LOOK: &str = "
               AND proname IN ('retryq_history_insert', 'retryq_history_update', 'retryq_refuse',
                               'retryq_job_delete', 'retryq_job_not_over_a_tombstone',
                               'retryq_history_delete', 'retryq_tombstone_insert',
-                              'retryq_tombstone_delete'))";
+                              'retryq_tombstone_delete', 'retryq_counts_shard', 'retryq_count'))";
 
 const META: &str = "SELECT application_id, schema_version FROM retryq_meta";
 
@@ -129,6 +130,7 @@ fn upgrade(tx: &mut Tx<'_>, version: i64) -> Result<()> {
     }
     tx.batch(UPGRADE_2_TO_3)?;
     tx.batch(OBJECTS_3)?;
+    tx.batch(FILL_COUNTS)?;
     tx.execute(REMARK, &[&SCHEMA_VERSION])?;
     Ok(())
 }
@@ -142,7 +144,8 @@ const TAKEN: &str = "
                       'jobs_seq_seq', 'jobs_due', 'jobs_open_deadline', 'jobs_last_lease',
                       'jobs_cancelling', 'jobs_ended', 'history', 'history_pkey',
                       'history_n_seq', 'history_job', 'tombstones', 'tombstones_pkey',
-                      'tombstones_ended')";
+                      'tombstones_ended', 'jobs_open_age', 'jobs_leases', 'counts',
+                      'counts_pkey')";
 
 /// Decides what the current schema is, reading only.
 pub(super) fn inspect(tx: &mut Tx<'_>, name: &str) -> Result<Found> {
@@ -217,7 +220,7 @@ mod tests {
             .skip(1)
             .filter_map(|rest| rest.split('(').next())
             .collect();
-        assert_eq!(created.len(), 8, "{created:?}");
+        assert_eq!(created.len(), 10, "{created:?}");
         for name in &created {
             assert!(super::LOOK.contains(&format!("'{name}'")), "{name}");
         }

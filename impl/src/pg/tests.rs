@@ -980,6 +980,8 @@ fn concurrent_workers_keep_every_invariant() {
     let audit = q.audit().expect("audit");
     assert!(audit.is_clean(), "{:#?}", audit.violations);
     assert!(audit.entries > 80 * 2, "{audit:?}");
+    // The store runs a deadlocked transaction again; the server counts each one.
+    assert_eq!(super::tests_stats::deadlocks(&q), 0, "the server detected a deadlock");
 }
 
 /// An answer a concurrent worker may get: applied, or refused because another worker got
