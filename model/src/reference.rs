@@ -292,17 +292,20 @@ impl Store {
 
     /// Runs one operation of SPEC section 5.
     pub fn step(&mut self, op: &Op) -> Response {
-        let before = self.clone();
+        // The ids of the jobs open before (no `ended_at`): all `stamp` needs of the store
+        // before, kept instead of a copy of it (the model checker steps millions of times).
+        let open: smallvec::SmallVec<[Text; 4]> =
+            self.jobs.iter().filter(|job| job.ended_at.is_none()).map(|job| job.id.clone()).collect();
         let response = self.apply(op);
         // Refusals change nothing; `run_once`'s two reports follow a claim whose reap did.
-        self.stamp(&before, op, &response);
+        self.stamp(&open, op, &response);
         response
     }
 
     /// What every transition records (SPEC 1.1): a job that ended `done` or `dead` gets its
     /// `ended_at` (a `run_once`'s job the second reading, every other the operation's `now`);
     /// an open job has none; a cancel request lasts only while the lease does (6.33).
-    fn stamp(&mut self, before: &Store, op: &Op, response: &Response) {
+    fn stamp(&mut self, open: &[Text], op: &Op, response: &Response) {
         let now = op.now().unwrap_or(0);
         let ran = match (op, response) {
             (
@@ -314,7 +317,7 @@ impl Store {
             _ => None,
         };
         for job in &mut self.jobs {
-            let was_open = before.job(&job.id).is_some_and(|b| b.ended_at.is_none());
+            let was_open = open.contains(&job.id);
             match job.phase {
                 Phase::Done | Phase::Dead(_) if was_open || job.ended_at.is_none() => {
                     job.ended_at = Some(match ran {
@@ -489,9 +492,14 @@ impl Store {
     fn claim(&mut self, worker: &str, queues: Option<&[String]>, now: u64) -> Result<Reply, Failure> {
         self.name("worker", worker)?;
         validate::int("now", now)?;
-        let default = [DEFAULT_QUEUE.to_owned()];
-        let queues = queues.unwrap_or(&default);
-        validate::queues(queues)?;
+        // The default queue alone, when the claim names none: valid, and not allocated anew.
+        let queues = match queues {
+            Some(queues) => {
+                validate::queues(queues)?;
+                queues
+            }
+            None => &DEFAULT_QUEUES[..],
+        };
         if self.bug(Bug::ClaimReapsOnlyExhausted) {
             seeded::reap_exhausted(&mut self.jobs, now);
         } else {
@@ -974,6 +982,10 @@ impl Store {
 
 /// The queue of a job enqueued without one, and served by a claim that names none (SPEC 1.6).
 pub const DEFAULT_QUEUE: &str = "default";
+
+/// What a claim naming no queue serves: [`DEFAULT_QUEUE`] alone.
+static DEFAULT_QUEUES: std::sync::LazyLock<[String; 1]> =
+    std::sync::LazyLock::new(|| [DEFAULT_QUEUE.to_owned()]);
 
 /// An enqueue's optional arguments: the schedule, the job's own backoff, its queue and
 /// priority.

@@ -39,6 +39,9 @@ type Jobs = SmallVec<[Job; 2]>;
 
 /// The queue of a job enqueued without one, and the one a claim naming none serves (SPEC 1.6).
 const DEFAULT_QUEUE: &str = "default";
+/// What a claim naming no queue serves: [`DEFAULT_QUEUE`] alone, allocated once.
+static DEFAULT_QUEUES: std::sync::LazyLock<[String; 1]> =
+    std::sync::LazyLock::new(|| [DEFAULT_QUEUE.to_owned()]);
 
 /// The rules a step broke, as a set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -335,7 +338,7 @@ fn apply(
     // it was (SPEC 6.30); `redrive` and `cancel` say `pruned` (3.14).
     let lost = |id: &str| if pruned(id).is_some() { Failure::LeaseLost } else { Failure::NotFound };
     let gone = |id: &str| if pruned(id).is_some() { Failure::Pruned } else { Failure::NotFound };
-    let default_queues = [DEFAULT_QUEUE.to_owned()];
+    let default_queues = &DEFAULT_QUEUES[..];
     match op {
         Op::Config { base_ms, cap_ms, lease_ms } => {
             config.base_ms = base_ms.unwrap_or(config.base_ms);
@@ -392,7 +395,7 @@ fn apply(
             }
         }
         Op::Claim { queues, worker, now } => {
-            let queues = queues.as_deref().unwrap_or(&default_queues);
+            let queues = queues.as_deref().unwrap_or(default_queues);
             Ok(match claim(jobs, config.lease_ms, worker, queues, *now, first_enqueue) {
                 Some((id, attempt, lease_until)) => Reply::Claimed { id, attempt, lease_until },
                 None => Reply::None,
@@ -405,7 +408,7 @@ fn apply(
             complete(jobs, config, worker, id, *attempt, *outcome, *now, jitter.unwrap_or(0.0))
         }
         Op::RunOnce { queues, worker, now, after, outcome, jitter } => {
-            let queues = queues.as_deref().unwrap_or(&default_queues);
+            let queues = queues.as_deref().unwrap_or(default_queues);
             let Some((id, attempt, _)) = claim(jobs, config.lease_ms, worker, queues, *now, first_enqueue)
             else {
                 return Ok(Reply::None);
