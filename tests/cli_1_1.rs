@@ -100,7 +100,11 @@ fn cancel_answers_for_each_status_and_cancelled_jobs_are_listed_and_counted() {
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"cancelling\"}\n"), "{}", r.stderr);
     assert!(r.stderr.contains("asked to stop"), "{}", r.stderr);
     let r = retryq(&db, &["get", "a"]);
-    assert!(r.stdout.contains("\"status\":\"leased\"") && r.stdout.contains("\"cancel_requested\":true"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("\"status\":\"leased\"") && r.stdout.contains("\"cancel_requested\":true"),
+        "{}",
+        r.stdout
+    );
     let r = retryq(&db, &["cancel", "b"]);
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"cancelled\"}\n"), "{}", r.stderr);
     let r = retryq(&db, &["cancel", "b"]);
@@ -181,7 +185,8 @@ fn a_schema_1_file_is_read_audited_then_upgraded_by_a_write() {
                 old.trim_end_matches('}'),
                 enqueued_at[id.as_str()]
             );
-            let rest = r.stdout.strip_prefix(&expected).unwrap_or_else(|| panic!("{when}: {id}: {}", r.stdout));
+            let rest =
+                r.stdout.strip_prefix(&expected).unwrap_or_else(|| panic!("{when}: {id}: {}", r.stdout));
             let (ended_at, tail) = rest.split_once(',').expect("ended_at, then cancel_requested");
             assert_eq!(tail, "\"cancel_requested\":false}\n", "{when}: {id}");
             let open = old.contains("\"status\":\"pending\"") || old.contains("\"status\":\"leased\"");

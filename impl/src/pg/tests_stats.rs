@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use super::PgQueue;
-use super::tests::pg_at;
+use super::tests::{deadlocks, pg_at};
 use crate::{Check, Completion, NewJob, Outcome, Report};
 
 fn job<'a>(id: &'a str, queue: &'a str, now: u64) -> NewJob<'a> {
@@ -152,24 +152,6 @@ fn concurrent_transitions_write_shards_of_their_own() {
             .get(0);
     assert_eq!(shards, 2);
     assert!(q.audit().expect("audit").is_clean());
-}
-
-/// Deadlocks the server detected in this database since it began, once every other session
-/// of it has ended (a session's counts reach the statistics by the time it has left
-/// `pg_stat_activity`): the store runs a deadlocked transaction again, so only the server
-/// can tell that one happened.
-pub(super) fn deadlocks(q: &PgQueue) -> i64 {
-    let others = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()";
-    for _ in 0..500 {
-        if q.raw_query(others).expect("sessions")[0].get::<_, i64>(0) == 0 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    q.raw("SELECT pg_stat_clear_snapshot()").expect("fresh statistics");
-    q.raw_query("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
-        .expect("deadlocks")[0]
-        .get(0)
 }
 
 /// Sixteen connections — as many as there are shards — enqueueing, claiming and completing in
