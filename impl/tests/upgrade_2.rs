@@ -27,7 +27,9 @@ fn copy() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn user_version(path: &Path) -> i64 {
-    let conn = Connection::open(path).expect("raw connection");
+    // Read-only: a missing file is an error, not a new empty database.
+    let flags = retryq::rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let conn = Connection::open_with_flags(path, flags).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     conn.pragma_query_value(None, "user_version", |row| row.get(0)).expect("user_version")
 }
 
