@@ -42,8 +42,10 @@ enum Command {
     History(cmd::history::Args),
     /// Give dead jobs a new budget.
     Redrive(cmd::redrive::Args),
-    /// Take a pending job off the queue (dead, reason cancelled).
+    /// Take a pending job off the queue, or ask a running one to stop.
     Cancel(cmd::cancel::Args),
+    /// Remove ended jobs older than a duration, leaving tombstones (and forget old ones).
+    Prune(cmd::prune::Args),
     /// Check SPEC section 4's invariants on every job and recorded transition.
     Audit(cmd::audit::Args),
     /// Run a JSON Lines trace (SPEC section 5) against a SQLite database.
@@ -122,6 +124,7 @@ fn main() -> ExitCode {
         Command::History(args) => cmd::history::run(args),
         Command::Redrive(args) => cmd::redrive::run(args),
         Command::Cancel(args) => cmd::cancel::run(args),
+        Command::Prune(args) => cmd::prune::run(args),
         Command::Audit(args) => cmd::audit::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),

@@ -18,14 +18,18 @@ fn json_report_has_every_property_with_its_kind_and_status() {
     assert_eq!(report["unique_states"], 336_508);
     assert!(report["cells_reached"].as_u64() <= report["cells"].as_u64());
     let properties = report["properties"].as_array().expect("properties");
-    assert_eq!(properties.len(), 54);
+    assert_eq!(properties.len(), 62);
     let kinds = |kind: &str| properties.iter().filter(|p| p["kind"] == kind).count();
-    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (26, 1, 27));
+    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (29, 1, 32));
     let elsewhere = [
         "a claim breaks a tie by first enqueue",
         "a claim takes a later-enqueued job due earlier",
         "a claim breaks a tie by first enqueue, not enqueued_at",
         "a lease ends past 2^53 - 1",
+        "a low-priority job waits while a higher one goes first",
+        "a running job is cancelled and ends",
+        "a pruned id is enqueued again: existing, not run",
+        "a forgotten id is enqueued anew",
     ];
     for p in properties {
         let expected = match p["kind"].as_str() {

@@ -87,7 +87,7 @@ fn enqueue_get_and_stats_print_the_spec_objects() {
     expected["oldest_open_age_ms"] = printed["oldest_open_age_ms"].clone();
     assert_eq!(printed, expected);
     let keys: Vec<&str> = printed.as_object().expect("object").keys().map(String::as_str).collect();
-    assert_eq!(keys.len(), 11, "{keys:?}");
+    assert_eq!(keys.len(), 13, "{keys:?}");
 
     let r = retryq(&db, &["stats", "--prometheus"]);
     assert!(r.stdout.contains("retryq_jobs{status=\"pending\"} 2\n"), "{}", r.stdout);
@@ -339,7 +339,7 @@ fn foreign_text_corrupt_and_newer_files_are_refused_and_left_as_they_were() {
     let cases = [
         (&foreign, "not a retryq database: a SQLite database with 1 objects of another program"),
         (&text, "not a retryq database: the file is not a SQLite database"),
-        (&newer, "schema version 3 is newer than this build of retryq supports"),
+        (&newer, "schema version 4 is newer than this build of retryq supports"),
         (&corrupt, "the database file is corrupt"),
     ];
     for (path, message) in cases {

@@ -53,7 +53,7 @@ fn enqueue_stores_a_schedule_and_an_own_backoff_and_get_shows_the_specs_view() {
         r.stdout,
         format!("{}\n", Response::Ok(Reply::Job(job_view(&job).expect("view"))).to_json_line())
     );
-    assert!(r.stdout.ends_with(",\"base_ms\":2000,\"cap_ms\":60000}\n"), "{}", r.stdout);
+    assert!(r.stdout.contains(",\"base_ms\":2000,\"cap_ms\":60000,\"queue\":\"default\""), "{}", r.stdout);
     let r = retryq(&db, &["get", "--human", "a"]);
     assert!(r.stdout.contains("not before") && r.stdout.contains("backoff cap   60000 ms"), "{}", r.stdout);
 
@@ -95,9 +95,16 @@ fn cancel_answers_for_each_status_and_cancelled_jobs_are_listed_and_counted() {
     let now = retryq_worker::now_ms().expect("clock");
     Queue::open(&db).expect("open").claim("w1", now).expect("claim").expect("a is due");
 
+    // A running job is asked to stop (contract 1.2): it stays leased, with the request.
     let r = retryq(&db, &["cancel", "a"]);
-    assert_eq!((r.code, r.stdout.as_str()), (Some(1), "{\"error\":\"leased\"}\n"), "{}", r.stderr);
-    assert!(r.stderr.contains("attempt decides"), "{}", r.stderr);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"cancelling\"}\n"), "{}", r.stderr);
+    assert!(r.stderr.contains("asked to stop"), "{}", r.stderr);
+    let r = retryq(&db, &["get", "a"]);
+    assert!(
+        r.stdout.contains("\"status\":\"leased\"") && r.stdout.contains("\"cancel_requested\":true"),
+        "{}",
+        r.stdout
+    );
     let r = retryq(&db, &["cancel", "b"]);
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"cancelled\"}\n"), "{}", r.stderr);
     let r = retryq(&db, &["cancel", "b"]);
@@ -170,14 +177,20 @@ fn a_schema_1_file_is_read_audited_then_upgraded_by_a_write() {
         for (id, old) in schema_1_gets() {
             let r = retryq(&db, &["get", &id]);
             assert_eq!(r.code, Some(0), "{when}: {}", r.stderr);
-            // Schema 1's line, plus the three fields contract 1.1 added: not_before is the
-            // enqueue's now, no own backoff.
+            // Schema 1's line, plus the fields contracts 1.1 and 1.2 added: not_before is the
+            // enqueue's now, no own backoff, the default queue and priority, no cancel
+            // request, and an end (its last transition's now) only for an ended job.
             let expected = format!(
-                "{},\"not_before\":{},\"base_ms\":null,\"cap_ms\":null}}\n",
+                "{},\"not_before\":{},\"base_ms\":null,\"cap_ms\":null,\"queue\":\"default\",\"priority\":0,\"ended_at\":",
                 old.trim_end_matches('}'),
                 enqueued_at[id.as_str()]
             );
-            assert_eq!(r.stdout, expected, "{when}: {id}");
+            let rest =
+                r.stdout.strip_prefix(&expected).unwrap_or_else(|| panic!("{when}: {id}: {}", r.stdout));
+            let (ended_at, tail) = rest.split_once(',').expect("ended_at, then cancel_requested");
+            assert_eq!(tail, "\"cancel_requested\":false}\n", "{when}: {id}");
+            let open = old.contains("\"status\":\"pending\"") || old.contains("\"status\":\"leased\"");
+            assert_eq!(ended_at == "null", open, "{when}: {id}: ended_at {ended_at}");
         }
     };
     // Read-only commands read schema 1 as it is.
@@ -185,8 +198,8 @@ fn a_schema_1_file_is_read_audited_then_upgraded_by_a_write() {
     let r = retryq(&db, &["audit"]);
     assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
     // The first write upgrades the file; everything reads the same afterwards.
-    let r = retryq(&db, &["cancel", "leased-6"]);
-    assert_eq!((r.code, r.stdout.as_str()), (Some(1), "{\"error\":\"leased\"}\n"), "{}", r.stderr);
+    let r = retryq(&db, &["cancel", "nobody"]);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(1), "{\"error\":\"not_found\"}\n"), "{}", r.stderr);
     let conn = retryq::rusqlite::Connection::open(&db).expect("raw");
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
     assert_eq!(version, retryq::SCHEMA_VERSION);

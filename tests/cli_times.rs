@@ -62,7 +62,7 @@ fn get_stays_spec_json_and_human_shows_utc_beside_the_milliseconds() {
     assert_eq!(
         tail,
         format!(
-            r#""deadline":{DEADLINE},"dead_reason":null,"redrives":0,"not_before":{available_at},"base_ms":null,"cap_ms":null}}"#
+            r#""deadline":{DEADLINE},"dead_reason":null,"redrives":0,"not_before":{available_at},"base_ms":null,"cap_ms":null,"queue":"default","priority":0,"ended_at":null,"cancel_requested":false}}"#
         ) + "\n"
     );
 

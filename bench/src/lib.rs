@@ -29,6 +29,7 @@ pub mod peers;
 pub mod pg_floor;
 pub mod pg_worker;
 pub mod postgres;
+pub mod retention;
 pub mod scaling;
 pub mod throughput;
 pub mod worker;
@@ -74,7 +75,7 @@ pub struct Config {
 
 impl Config {
     /// A fresh temporary directory for a run's databases, under [`Config::dir`] if given.
-    fn scratch_dir(&self) -> Result<tempfile::TempDir, BenchError> {
+    pub(crate) fn scratch_dir(&self) -> Result<tempfile::TempDir, BenchError> {
         let builder = tempfile::Builder::new().prefix("retryq-bench-").to_owned();
         Ok(match &self.dir {
             Some(dir) => builder.tempdir_in(dir)?,
@@ -83,7 +84,7 @@ impl Config {
     }
 
     /// Progress lines stamped with the seconds since `started`.
-    fn stamped(&self, started: std::time::Instant) -> impl Fn(&str) + '_ {
+    pub(crate) fn stamped(&self, started: std::time::Instant) -> impl Fn(&str) + '_ {
         move |line: &str| (self.progress)(&format!("[{:5.1} s] {line}", started.elapsed().as_secs_f64()))
     }
 

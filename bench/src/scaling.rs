@@ -24,7 +24,8 @@ const BARE_CLAIM: &str = "
     UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = ?2, claimed_at = ?1,
                     available_at = ?3, updated_at = ?1
     WHERE seq = (SELECT seq FROM jobs
-                 WHERE status IN ('pending', 'leased') AND available_at <= ?1
+                 WHERE queue = 'default' AND priority = 0 AND status IN ('pending', 'leased')
+                   AND available_at <= ?1
                  ORDER BY available_at, seq LIMIT 1)
     RETURNING id";
 
@@ -38,12 +39,13 @@ const BARE_PUT_BACK: &str = "
 const BARE_LOAD: &str = "
     WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
-                      dead_reason, redrives, enqueued_at, updated_at, not_before)
+                      dead_reason, redrives, enqueued_at, updated_at, not_before, ended_at)
     SELECT printf('order-%08d', i), ?3,
            CASE WHEN i >= ?2 THEN 'pending' WHEN i % 2 = 0 THEN 'done' ELSE 'dead' END,
            CASE WHEN i >= ?2 THEN 0 ELSE 1 END, ?4,
            CASE WHEN i >= ?2 THEN 0 END, ?5,
-           CASE WHEN i < ?2 AND i % 2 = 1 THEN 'permanent' END, 0, 0, 0, 0
+           CASE WHEN i < ?2 AND i % 2 = 1 THEN 'permanent' END, 0, 0, 0, 0,
+           CASE WHEN i < ?2 THEN 0 END
     FROM n";
 
 /// One queue size.

@@ -116,7 +116,7 @@ pub fn compare_with(trace: &Trace, side: &mut Side, mut model: Store) -> Result<
                 )));
             }
         }
-        let probe = Op::Stats { now: clock };
+        let probe = Op::Stats { queue: None, now: clock };
         let (ours, theirs) = (side.step(&probe)?, model.step(&probe));
         if ours != theirs {
             return Ok(Comparison::Diverge(divergence(side, i, step, &probe.to_json_line(), &ours, &theirs)));

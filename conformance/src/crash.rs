@@ -280,7 +280,10 @@ fn probes(trace: &Trace) -> Vec<Op> {
         .iter()
         .filter_map(|step| match parse_line(&step.to_line()) {
             Line::Op(
-                Op::Claim { now, .. } | Op::Reap { now } | Op::Stats { now } | Op::RunOnce { now, .. },
+                Op::Claim { now, .. }
+                | Op::Reap { now }
+                | Op::Stats { queue: _, now }
+                | Op::RunOnce { now, .. },
             ) => Some(now),
             Line::Op(Op::Enqueue { now, .. } | Op::Complete { now, .. } | Op::Redrive { now, .. }) => {
                 Some(now)
@@ -289,7 +292,7 @@ fn probes(trace: &Trace) -> Vec<Op> {
         })
         .max()
         .unwrap_or(0);
-    IDS.iter().map(|id| Op::Get { id: (*id).into() }).chain([Op::Stats { now }]).collect()
+    IDS.iter().map(|id| Op::Get { id: (*id).into() }).chain([Op::Stats { queue: None, now }]).collect()
 }
 
 fn observe(side: &mut Side, trace: &Trace) -> Result<Vec<Response>, ReplayError> {
@@ -331,7 +334,14 @@ fn judge(trace: &Trace, run: &Run) -> Result<Judged, String> {
         trace.steps.get(run.finished).map(|step| parse_line(&step.to_line()))
     {
         let mut claimed = model_after(trace, run.finished);
-        claimed.step(&Op::RunOnce { worker, now, after: t1, outcome: RunOutcome::Crash, jitter });
+        claimed.step(&Op::RunOnce {
+            queues: None,
+            worker,
+            now,
+            after: t1,
+            outcome: RunOutcome::Crash,
+            jitter,
+        });
         if observe_model(&claimed, trace) == run.observed {
             return Ok(Judged::Claimed);
         }

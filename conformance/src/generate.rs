@@ -11,7 +11,13 @@
 //!   going back, re-enqueue with the same and a different payload, redrive, restart, ids
 //!   reused, invalid lines mixed in; and SPEC 1.1's: heartbeats by the holder, with a stale
 //!   token, by another worker, at the deadline and with the clock back; cancels in every
-//!   status; scheduled starts (out of range at both ends too) and a job's own backoff. proptest shrinks the abstract steps, and the
+//!   status; scheduled starts (out of range at both ends too) and a job's own backoff; and
+//!   SPEC 1.2's: a second queue on enqueues and in claims' lists (the other queue alone, and
+//!   both), priorities 0 and 1 (and 10, out of range), stats of a queue, cancels of leased
+//!   jobs followed by their holder's heartbeat, completion or expiry, prunes at a job's
+//!   `ended_at` and one either side (and at a deadline no reap has acted on yet), every
+//!   operation on a pruned id, forgets at a tombstone's `ended_at` and one either side, and
+//!   enqueues of the forgotten ids. proptest shrinks the abstract steps, and the
 //!   materialized trace shrinks with them.
 //! - [`RandomTrace`], a quickcheck `Arbitrary` that draws concrete operations directly from
 //!   small domains (a few ids and workers, times in a narrow window, tiny leases) so that
@@ -28,6 +34,56 @@ use crate::trace::{Step, Trace};
 pub const IDS: [&str; 5] = ["a", "b", "c", "d", "e"];
 /// The workers steps pick from.
 pub const WORKERS: [&str; 3] = ["w1", "w2", "w3"];
+/// The queues enqueues name (SPEC 1.6): the default one, named, and a second one.
+pub const QUEUES: [&str; 2] = ["default", "q1"];
+/// The lists claims and runs serve (SPEC 3.3): the other queue alone, both (in either order),
+/// the default one named, and two refused (a name twice, none).
+pub const SERVED: [&[&str]; 6] =
+    [&["q1"], &["default", "q1"], &["q1", "default"], &["default"], &["q1", "q1"], &[]];
+/// The queues `stats` counts (SPEC 3.8): both, and one no job or tombstone carries.
+pub const COUNTED: [&str; 3] = ["default", "q1", "q9"];
+
+/// Which job an operation names.
+#[derive(Clone, Copy, Debug)]
+pub enum Pick {
+    /// One of [`IDS`], by index.
+    Any(usize),
+    /// The `n`-th leased job (wrapping around); [`IDS`]`[n]` if none is leased.
+    Leased(usize),
+    /// The `n`-th leased job with a cancel request; else as [`Pick::Leased`].
+    Cancelling(usize),
+    /// The `n`-th tombstone's id (SPEC 3.14); [`IDS`]`[n]` if there is none.
+    Pruned(usize),
+    /// The `n`-th id a forget removed that names nothing yet (SPEC 3.15); else [`IDS`]`[n]`.
+    Forgotten(usize),
+}
+
+/// A prune's or a forget's `before`, relative to what the store holds and to `now`.
+#[derive(Clone, Copy, Debug)]
+pub enum Bound {
+    /// At the `job`-th ended job's `ended_at` (a forget: the `job`-th tombstone's), or one
+    /// either side; `now` moves up to it if it is earlier.
+    Ended {
+        /// Which one, wrapping around.
+        job: usize,
+        /// -1, 0 or +1 ms around its `ended_at`.
+        offset: i8,
+    },
+    /// At the `job`-th open job's deadline or one past it, `now` moved there: a job past its
+    /// deadline that no reap has ended yet.
+    OpenDeadline {
+        /// Which one, wrapping around.
+        job: usize,
+        /// 0 or +1 ms past the deadline.
+        offset: i8,
+    },
+    /// `now` itself.
+    Now,
+    /// This much before `now`.
+    Ago(u64),
+    /// One after `now`: refused.
+    Future,
+}
 
 /// How a step's `now` is chosen, relative to the trace so far.
 #[derive(Clone, Debug)]
@@ -85,6 +141,30 @@ pub enum Completer {
     Worker(usize),
 }
 
+/// What follows a cancel request on a leased job (SPEC 3.13): the holder learning of it,
+/// reporting its attempt, or its lease running out.
+#[derive(Clone, Copy, Debug)]
+pub enum Stop {
+    /// The holder's heartbeat with its current token, a little later: refused `cancelled`.
+    Heartbeat(u64),
+    /// The holder's completion with its current token, a little later.
+    Complete {
+        /// The outcome reported: `retryable` ends the job dead(cancelled).
+        outcome: Outcome,
+        /// How much later.
+        later: u64,
+        /// An index into [`JITTERS`].
+        jitter: usize,
+    },
+    /// A claim by a worker, by index, when the lease runs out (or one before, or after).
+    Expiry {
+        /// Which worker.
+        worker: usize,
+        /// -1, 0 or +1 ms around the expiry.
+        offset: i8,
+    },
+}
+
 /// An enqueue's schedule (SPEC 3.2's `not_before`).
 #[derive(Clone, Copy, Debug)]
 pub enum Schedule {
@@ -126,24 +206,33 @@ pub enum Abstract {
         base_ms: Option<u64>,
         /// Its own `cap_ms`, if any.
         cap_ms: Option<u64>,
+        /// Its queue, by index into [`QUEUES`]; `None` leaves it out.
+        queue: Option<usize>,
+        /// Its priority (out-of-range ones included); `None` leaves it out.
+        priority: Option<u64>,
+        /// Which id, when not `job`: a pruned or a forgotten one.
+        pick: Option<Pick>,
     },
     /// Becomes `heartbeat`, current or stale, from the holder or another worker.
     Heartbeat {
         /// Who presents the lease.
         by: Completer,
-        /// Which job, by index.
-        job: usize,
+        /// Which job: mostly a leased one.
+        job: Pick,
         /// Which attempt number it presents.
         token: Token,
         /// When: at the deadline, or with the clock back, as often as not.
         now: When,
     },
-    /// Becomes `cancel`, whatever the job's status.
+    /// Becomes `cancel`, whatever the job's status, and, when it leaves a cancel request
+    /// on a leased job, what its holder does next.
     Cancel {
-        /// Which job, by index.
-        job: usize,
+        /// Which job: any, a leased one, a pruned one.
+        job: Pick,
         /// When.
         now: When,
+        /// A second operation right after a cancel request, if any.
+        then: Option<Stop>,
     },
     /// Becomes `claim`.
     Claim {
@@ -151,13 +240,15 @@ pub enum Abstract {
         worker: usize,
         /// When.
         now: When,
+        /// The queues served, by index into [`SERVED`]; `None` leaves them out.
+        queues: Option<usize>,
     },
     /// Becomes `complete`, current or stale, from the holder or another worker.
     Complete {
         /// Who presents the lease.
         by: Completer,
-        /// Which job, by index.
-        job: usize,
+        /// Which job: any, a leased one (one asked to stop first), a pruned one.
+        job: Pick,
         /// Which attempt number it presents.
         token: Token,
         /// The outcome reported.
@@ -179,11 +270,13 @@ pub enum Abstract {
         outcome: RunOutcome,
         /// An index into [`JITTERS`]; `None` leaves the jitter out.
         jitter: Option<usize>,
+        /// The queues served, by index into [`SERVED`]; `None` leaves them out.
+        queues: Option<usize>,
     },
     /// Becomes `redrive`.
     Redrive {
-        /// Which job, by index.
-        job: usize,
+        /// Which job: any, or a pruned one.
+        job: Pick,
         /// When.
         now: When,
         /// Attempts added.
@@ -198,12 +291,28 @@ pub enum Abstract {
     },
     /// Becomes `get`.
     Get {
-        /// Which job, by index.
-        job: usize,
+        /// Which job: any, or a pruned one.
+        job: Pick,
     },
     /// Becomes `stats`.
     Stats {
         /// When.
+        now: When,
+        /// The queue counted, by index into [`COUNTED`]; `None` for every queue.
+        queue: Option<usize>,
+    },
+    /// Becomes `prune`.
+    Prune {
+        /// Its `before`.
+        before: Bound,
+        /// When (moved up to `before` where the bound is a job's time).
+        now: When,
+    },
+    /// Becomes `forget`.
+    Forget {
+        /// Its `before`.
+        before: Bound,
+        /// When (moved up to `before` where the bound is a tombstone's time).
         now: When,
     },
     /// Becomes `retry_delay`, the formula alone.
@@ -315,31 +424,124 @@ fn heartbeat_when() -> impl Strategy<Value = When> {
     ]
 }
 
+/// A job's queue: mostly none given (the default one), often the second one.
+fn queue() -> impl Strategy<Value = Option<usize>> {
+    prop_oneof![10 => Just(None), 1 => Just(Some(0)), 2 => Just(Some(1))]
+}
+
+/// A job's priority: mostly none given (0), often 1, now and then 0 named or 10 (refused).
+fn priority() -> impl Strategy<Value = Option<u64>> {
+    prop_oneof![8 => Just(None), 3 => Just(Some(1)), 1 => Just(Some(0)), 1 => Just(Some(10))]
+}
+
+/// The queues a claim or a run serves: mostly none given (the default one), often the
+/// second one alone or both, now and then a refused list.
+fn served() -> impl Strategy<Value = Option<usize>> {
+    prop_oneof![
+        8 => Just(None),
+        1 => Just(Some(0)),
+        5 => (1usize..3).prop_map(Some),
+        1 => Just(Some(3)),
+        1 => (4usize..SERVED.len()).prop_map(Some),
+    ]
+}
+
+/// Which job an enqueue names besides its own index: mostly that one, now and then a pruned
+/// or a forgotten id.
+fn enqueue_pick() -> impl Strategy<Value = Option<Pick>> {
+    let job = 0..IDS.len();
+    prop_oneof![
+        20 => Just(None),
+        2 => job.clone().prop_map(|n| Some(Pick::Pruned(n))),
+        1 => job.prop_map(|n| Some(Pick::Forgotten(n))),
+    ]
+}
+
+/// A prune's or a forget's `before`: a job's end and one either side most often, a deadline
+/// no reap has acted on, `now`, a little before it, and one after it (refused).
+fn bound() -> impl Strategy<Value = Bound> {
+    let job = 0..IDS.len();
+    prop_oneof![
+        6 => (job.clone(), -1i8..=1).prop_map(|(job, offset)| Bound::Ended { job, offset }),
+        1 => (job, 0i8..=1).prop_map(|(job, offset)| Bound::OpenDeadline { job, offset }),
+        2 => Just(Bound::Now),
+        1 => (1u64..40).prop_map(Bound::Ago),
+        1 => Just(Bound::Future),
+    ]
+}
+
+/// What a holder does after a cancel request: most often its completion, any outcome.
+fn stop() -> impl Strategy<Value = Stop> {
+    prop_oneof![
+        1 => (0u64..3).prop_map(Stop::Heartbeat),
+        3 => (outcome(), 0u64..3, 0..JITTERS.len() - 1).prop_map(|(outcome, later, jitter)| Stop::Complete { outcome, later, jitter }),
+        1 => (0..WORKERS.len(), -1i8..=1).prop_map(|(worker, offset)| Stop::Expiry { worker, offset }),
+    ]
+}
+
 /// One abstract step, weighted toward the operations that move jobs.
 pub fn abstract_step() -> impl Strategy<Value = Abstract> {
     let job = 0..IDS.len();
     let worker = 0..WORKERS.len();
     let small = prop_oneof![Just(0u64), Just(1), Just(10), Just(100)];
+    let any = job.clone().prop_map(Pick::Any);
+    let leased = job.clone().prop_map(Pick::Leased);
+    let cancelling = job.clone().prop_map(Pick::Cancelling);
+    let pruned = job.clone().prop_map(Pick::Pruned);
+    let enqueue = (
+        (
+            job.clone(),
+            proptest::bool::weighted(0.1),
+            1u64..5,
+            prop_oneof![Just(0u64), Just(1), 2u64..60, 60u64..600],
+            when(),
+        ),
+        (schedule(), own_setting(), own_setting(), queue(), priority(), enqueue_pick()),
+    )
+        .prop_map(
+            |(
+                (job, other_payload, max_attempts, ttl, now),
+                (schedule, base_ms, cap_ms, queue, priority, pick),
+            )| {
+                Abstract::Enqueue {
+                    job,
+                    other_payload,
+                    max_attempts,
+                    ttl,
+                    now,
+                    schedule,
+                    base_ms,
+                    cap_ms,
+                    queue,
+                    priority,
+                    pick,
+                }
+            },
+        );
     prop_oneof![
         1 => (proptest::option::of(small.clone()), proptest::option::of(small), proptest::option::of(prop_oneof![Just(0u64), Just(1), Just(5), Just(30), Just(100)]))
             .prop_map(|(base_ms, cap_ms, lease_ms)| Abstract::Config { base_ms, cap_ms, lease_ms }),
-        6 => (job.clone(), proptest::bool::weighted(0.1), 1u64..5, prop_oneof![Just(0u64), Just(1), 2u64..60, 60u64..600], when(), schedule(), own_setting(), own_setting())
-            .prop_map(|(job, other_payload, max_attempts, ttl, now, schedule, base_ms, cap_ms)| Abstract::Enqueue { job, other_payload, max_attempts, ttl, now, schedule, base_ms, cap_ms }),
-        2 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)], job.clone(),
+        6 => enqueue,
+        2 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)],
+              prop_oneof![12 => leased.clone(), 3 => cancelling.clone(), 1 => pruned.clone()],
               prop_oneof![6 => Just(Token::Current), 2 => Just(Token::Stale), 1 => Just(Token::Ahead)], heartbeat_when())
             .prop_map(|(by, job, token, now)| Abstract::Heartbeat { by, job, token, now }),
-        1 => (job.clone(), when()).prop_map(|(job, now)| Abstract::Cancel { job, now }),
-        4 => (worker.clone(), claim_when()).prop_map(|(worker, now)| Abstract::Claim { worker, now }),
-        5 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)], job.clone(),
+        2 => (prop_oneof![1 => any.clone(), 4 => leased, 1 => pruned.clone()], when(), proptest::option::weighted(0.7, stop()))
+            .prop_map(|(job, now, then)| Abstract::Cancel { job, now, then }),
+        4 => (worker.clone(), claim_when(), served()).prop_map(|(worker, now, queues)| Abstract::Claim { worker, now, queues }),
+        5 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)],
+              prop_oneof![12 => any.clone(), 3 => cancelling, 1 => pruned.clone()],
               prop_oneof![6 => Just(Token::Current), 2 => Just(Token::Stale), 1 => Just(Token::Ahead)], outcome(), settle_when(), jitter())
             .prop_map(|(by, job, token, outcome, now, jitter)| Abstract::Complete { by, job, token, outcome, now, jitter }),
-        6 => (worker.clone(), claim_when(), proptest::option::weighted(0.4, settle_when()), run_outcome(), jitter())
-            .prop_map(|(worker, now, after, outcome, jitter)| Abstract::RunOnce { worker, now, after, outcome, jitter }),
-        3 => (job.clone(), when(), prop_oneof![Just(0u64), 1u64..4, Just(2_147_483_647)], prop_oneof![Just(0u64), 1u64..200])
+        6 => (worker.clone(), claim_when(), proptest::option::weighted(0.4, settle_when()), run_outcome(), jitter(), served())
+            .prop_map(|(worker, now, after, outcome, jitter, queues)| Abstract::RunOnce { worker, now, after, outcome, jitter, queues }),
+        3 => (prop_oneof![6 => any.clone(), 1 => pruned.clone()], when(), prop_oneof![Just(0u64), 1u64..4, Just(2_147_483_647)], prop_oneof![Just(0u64), 1u64..200])
             .prop_map(|(job, now, add_attempts, ttl)| Abstract::Redrive { job, now, add_attempts, ttl }),
         1 => when().prop_map(|now| Abstract::Reap { now }),
-        1 => job.prop_map(|job| Abstract::Get { job }),
-        1 => when().prop_map(|now| Abstract::Stats { now }),
+        1 => prop_oneof![2 => any, 1 => pruned].prop_map(|job| Abstract::Get { job }),
+        1 => (when(), prop_oneof![2 => Just(None), 1 => (0..COUNTED.len()).prop_map(Some)]).prop_map(|(now, queue)| Abstract::Stats { now, queue }),
+        2 => (bound(), when()).prop_map(|(before, now)| Abstract::Prune { before, now }),
+        1 => (bound(), when()).prop_map(|(before, now)| Abstract::Forget { before, now }),
         1 => (prop_oneof![Just(0u64), 1u64..70, Just(1_000_000_000_000_000)], 0u64..300, 0u64..2000, 0..JITTERS.len())
             .prop_map(|(attempt, base_ms, cap_ms, jitter)| Abstract::RetryDelay { attempt, base_ms, cap_ms, jitter }),
         1 => Just(Abstract::Restart),
@@ -369,6 +571,8 @@ pub fn abstract_trace(max_len: usize) -> impl Strategy<Value = Vec<Abstract>> {
 pub fn materialize(steps: &[Abstract]) -> Trace {
     let mut store = Store::new();
     let mut clock = 0u64;
+    // The ids forgets removed: the model keeps nothing of them, so they are remembered here.
+    let mut forgotten: Vec<String> = Vec::new();
     let mut trace = Trace::default();
     for step in steps {
         let op = match step {
@@ -376,15 +580,135 @@ pub fn materialize(steps: &[Abstract]) -> Trace {
                 trace.steps.push(Step::Invalid(INVALID_LINES[*i % INVALID_LINES.len()].to_owned()));
                 continue;
             }
-            step => concrete(step, &store, &mut clock),
+            step => concrete(step, &store, &mut clock, &forgotten),
         };
+        let tombstones: Vec<String> = store.tombstones().iter().map(|t| t.id.to_string()).collect();
         store.step(&op);
+        for id in tombstones {
+            if store.tombstone(&id).is_none() && !forgotten.contains(&id) {
+                forgotten.push(id);
+            }
+        }
+        let then = match (step, &op) {
+            (Abstract::Cancel { then: Some(stop), .. }, Op::Cancel { id, .. }) => {
+                stopped(*stop, id, &store, &mut clock)
+            }
+            _ => None,
+        };
         trace.steps.push(Step::Op(op));
+        if let Some(op) = then {
+            store.step(&op);
+            trace.steps.push(Step::Op(op));
+        }
     }
     trace
 }
 
-fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
+/// What the holder of `id` does after a cancel request ([`Stop`]), if `id` is a leased job
+/// with a request standing.
+fn stopped(stop: Stop, id: &str, store: &Store, clock: &mut u64) -> Option<Op> {
+    let job = store.job(id).filter(|j| j.cancel_requested)?;
+    let Phase::Leased { owner, until, .. } = &job.phase else { return None };
+    let (worker, attempt) = (owner.to_string(), job.attempts);
+    let op = match stop {
+        Stop::Heartbeat(later) => {
+            *clock = clock.saturating_add(later).min(MAX_INT);
+            Op::Heartbeat { worker, id: id.into(), attempt, now: *clock }
+        }
+        Stop::Complete { outcome, later, jitter } => {
+            *clock = clock.saturating_add(later).min(MAX_INT);
+            Op::Complete {
+                worker,
+                id: id.into(),
+                attempt,
+                outcome,
+                now: *clock,
+                jitter: Some(JITTERS[jitter]),
+            }
+        }
+        Stop::Expiry { worker, offset } => {
+            *clock = match offset {
+                -1 => until.saturating_sub(1),
+                1 => until.saturating_add(1),
+                _ => *until,
+            }
+            .min(MAX_INT);
+            Op::Claim { queues: None, worker: WORKERS[worker].into(), now: *clock }
+        }
+    };
+    Some(op)
+}
+
+/// The id a [`Pick`] names in the model's state.
+fn picked(pick: Pick, store: &Store, forgotten: &[String]) -> String {
+    let nth = |ids: Vec<&str>, n: usize| (!ids.is_empty()).then(|| ids[n % ids.len()].to_owned());
+    let leased = |n: usize| {
+        nth(
+            store
+                .jobs()
+                .iter()
+                .filter(|j| matches!(j.phase, Phase::Leased { .. }))
+                .map(|j| j.id.as_str())
+                .collect(),
+            n,
+        )
+    };
+    let found = match pick {
+        Pick::Any(n) => Some(IDS[n % IDS.len()].to_owned()),
+        Pick::Leased(n) => leased(n),
+        Pick::Cancelling(n) => nth(
+            store
+                .jobs()
+                .iter()
+                .filter(|j| j.cancel_requested && matches!(j.phase, Phase::Leased { .. }))
+                .map(|j| j.id.as_str())
+                .collect(),
+            n,
+        )
+        .or_else(|| leased(n)),
+        Pick::Pruned(n) => nth(store.tombstones().iter().map(|t| t.id.as_str()).collect(), n),
+        Pick::Forgotten(n) => nth(
+            forgotten
+                .iter()
+                .filter(|id| store.job(id).is_none() && store.tombstone(id).is_none())
+                .map(String::as_str)
+                .collect(),
+            n,
+        ),
+    };
+    let n = match pick {
+        Pick::Any(n) | Pick::Leased(n) | Pick::Cancelling(n) | Pick::Pruned(n) | Pick::Forgotten(n) => n,
+    };
+    found.unwrap_or_else(|| IDS[n % IDS.len()].to_owned())
+}
+
+/// The queue list [`SERVED`]`[i]`, if one is given.
+fn served_list(queues: Option<usize>) -> Option<Vec<String>> {
+    queues.map(|i| SERVED[i % SERVED.len()].iter().map(|q| (*q).to_owned()).collect())
+}
+
+/// A prune's or a forget's `before` and `now`: `now` as [`When`] says, moved up to a bound
+/// that lies after it (except [`Bound::Future`], whose point is to lie after it). The clock
+/// of the steps after it stays where [`When`] put it.
+fn bounded(bound: Bound, ended: &[u64], open: &[u64], now: u64) -> (u64, u64) {
+    let shift = |t: u64, offset: i8| match offset {
+        -1 => t.saturating_sub(1),
+        1 => t.saturating_add(1),
+        _ => t,
+    };
+    let nth = |times: &[u64], n: usize| (!times.is_empty()).then(|| times[n % times.len()]);
+    let before = match bound {
+        Bound::Ended { job, offset } => nth(ended, job).map(|t| shift(t, offset)),
+        Bound::OpenDeadline { job, offset } => nth(open, job).map(|t| shift(t, offset)),
+        Bound::Now => Some(now),
+        Bound::Ago(d) => Some(now.saturating_sub(d)),
+        Bound::Future => return (now.saturating_add(1), now),
+    };
+    let before = before.unwrap_or(now).min(MAX_INT);
+    (before, now.max(before))
+}
+
+fn concrete(step: &Abstract, store: &Store, clock: &mut u64, forgotten: &[String]) -> Op {
     let mut at = |when: &When| {
         *clock = resolve(when, store, *clock, None);
         *clock
@@ -393,9 +717,24 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
         Abstract::Config { base_ms, cap_ms, lease_ms } => {
             Op::Config { base_ms: *base_ms, cap_ms: *cap_ms, lease_ms: *lease_ms }
         }
-        Abstract::Enqueue { job, other_payload, max_attempts, ttl, now, schedule, base_ms, cap_ms } => {
+        Abstract::Enqueue {
+            job,
+            other_payload,
+            max_attempts,
+            ttl,
+            now,
+            schedule,
+            base_ms,
+            cap_ms,
+            queue,
+            priority,
+            pick,
+        } => {
             let now = at(now);
-            let id = IDS[*job];
+            let id = match pick {
+                Some(pick) => picked(*pick, store, forgotten),
+                None => IDS[*job].to_owned(),
+            };
             let payload = if *other_payload { format!("other {id}") } else { format!("order {id}") };
             let not_before = match schedule {
                 Schedule::Unscheduled => None,
@@ -403,7 +742,9 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
                 Schedule::BeforeNow => Some(now.saturating_sub(1)),
             };
             Op::Enqueue {
-                id: id.into(),
+                priority: *priority,
+                queue: queue.map(|q| QUEUES[q % QUEUES.len()].to_owned()),
+                id,
                 payload,
                 max_attempts: *max_attempts,
                 deadline: now.saturating_add(*ttl),
@@ -414,49 +755,41 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
             }
         }
         Abstract::Heartbeat { by, job, token, now } => {
-            // Heartbeats are about leases: the `job`-th leased job when there is one, so that
+            // Heartbeats are about leases: mostly a leased job when there is one, so that
             // most are made on a lease rather than refused for lack of one.
-            let leased: Vec<&str> = store
-                .jobs()
-                .iter()
-                .filter(|j| matches!(j.phase, Phase::Leased { .. }))
-                .map(|j| j.id.as_str())
-                .collect();
-            let id = if leased.is_empty() { IDS[*job] } else { leased[*job % leased.len()] };
-            let (worker, attempt) = presented(store, id, *by, *token);
+            let id = picked(*job, store, forgotten);
+            let (worker, attempt) = presented(store, &id, *by, *token);
             // A heartbeat's deadline edges are about the job it keeps.
-            let now = resolve(now, store, *clock, Some((id, None)));
+            let now = resolve(now, store, *clock, Some((&id, None)));
             *clock = now;
-            Op::Heartbeat { worker, id: id.into(), attempt, now }
+            Op::Heartbeat { worker, id, attempt, now }
         }
-        Abstract::Cancel { job, now } => Op::Cancel { id: IDS[*job].into(), now: at(now) },
-        Abstract::Claim { worker, now } => Op::Claim { worker: WORKERS[*worker].into(), now: at(now) },
+        Abstract::Cancel { job, now, .. } => Op::Cancel { id: picked(*job, store, forgotten), now: at(now) },
+        Abstract::Claim { worker, now, queues } => {
+            Op::Claim { queues: served_list(*queues), worker: WORKERS[*worker].into(), now: at(now) }
+        }
         Abstract::Complete { by, job, token, outcome, now, jitter } => {
-            let id = IDS[*job];
-            let (worker, attempt) = presented(store, id, *by, *token);
+            let id = picked(*job, store, forgotten);
+            let (worker, attempt) = presented(store, &id, *by, *token);
             // A completion's deadline edges are about the job it completes.
-            let now = resolve(now, store, *clock, Some((id, jitter.map(|j| JITTERS[j]))));
+            let now = resolve(now, store, *clock, Some((&id, jitter.map(|j| JITTERS[j]))));
             *clock = now;
-            Op::Complete {
-                worker,
-                id: id.into(),
-                attempt,
-                outcome: *outcome,
-                now,
-                jitter: jitter.map(|j| JITTERS[j]),
-            }
+            Op::Complete { worker, id, attempt, outcome: *outcome, now, jitter: jitter.map(|j| JITTERS[j]) }
         }
-        Abstract::RunOnce { worker, now, after, outcome, jitter } => {
+        Abstract::RunOnce { worker, now, after, outcome, jitter, queues } => {
             let now = at(now);
+            let queues = served_list(*queues);
             // The second clock reading's edges are about the job this run will claim.
             let mut probe = store.clone();
-            let claimed = match probe.step(&Op::Claim { worker: WORKERS[*worker].into(), now }) {
+            let claim = Op::Claim { queues: queues.clone(), worker: WORKERS[*worker].into(), now };
+            let claimed = match probe.step(&claim) {
                 retryq_model::Response::Ok(retryq_model::Reply::Claimed { id, .. }) => Some(id),
                 _ => None,
             };
             let focus = claimed.as_deref().map(|id| (id, jitter.map(|j| JITTERS[j])));
             let after = after.as_ref().map(|after| resolve(after, &probe, now, focus));
             Op::RunOnce {
+                queues,
                 worker: WORKERS[*worker].into(),
                 now,
                 after,
@@ -467,15 +800,35 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64) -> Op {
         Abstract::Redrive { job, now, add_attempts, ttl } => {
             let now = at(now);
             Op::Redrive {
-                id: IDS[*job].into(),
+                id: picked(*job, store, forgotten),
                 now,
                 add_attempts: *add_attempts,
                 deadline: now.saturating_add(*ttl),
             }
         }
         Abstract::Reap { now } => Op::Reap { now: at(now) },
-        Abstract::Get { job } => Op::Get { id: IDS[*job].into() },
-        Abstract::Stats { now } => Op::Stats { now: at(now) },
+        Abstract::Get { job } => Op::Get { id: picked(*job, store, forgotten) },
+        Abstract::Stats { now, queue } => {
+            Op::Stats { queue: queue.map(|q| COUNTED[q % COUNTED.len()].to_owned()), now: at(now) }
+        }
+        Abstract::Prune { before, now } => {
+            let ended: Vec<u64> = store.jobs().iter().filter_map(|j| j.ended_at).collect();
+            let open: Vec<u64> = store
+                .jobs()
+                .iter()
+                .filter(|j| matches!(j.phase, Phase::Pending { .. } | Phase::Leased { .. }))
+                .map(|j| j.deadline)
+                .collect();
+            // A bound past the clock moves this step's `now` only: the steps after it go on
+            // from the clock as it was, so that a prune at a deadline kills no job.
+            let (before, now) = bounded(*before, &ended, &open, at(now));
+            Op::Prune { before, now }
+        }
+        Abstract::Forget { before, now } => {
+            let ended: Vec<u64> = store.tombstones().iter().map(|t| t.ended_at).collect();
+            let (before, now) = bounded(*before, &ended, &[], at(now));
+            Op::Forget { before, now }
+        }
         Abstract::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Op::RetryDelay { attempt: *attempt, base_ms: *base_ms, cap_ms: *cap_ms, jitter: JITTERS[*jitter] }
         }
@@ -603,7 +956,7 @@ fn random_step(g: &mut Gen) -> Step {
     let id = pick(g, &IDS).to_owned();
     let worker = pick(g, &WORKERS).to_owned();
     let jitter = if u8::arbitrary(g) % 8 == 0 { None } else { Some(pick(g, &JITTERS)) };
-    let op = match u8::arbitrary(g) % 19 {
+    let op = match u8::arbitrary(g) % 24 {
         0 => Op::Config {
             base_ms: Option::<u8>::arbitrary(g).map(|b| u64::from(b % 16)),
             cap_ms: Option::<u8>::arbitrary(g).map(|c| u64::from(c % 32)),
@@ -616,7 +969,22 @@ fn random_step(g: &mut Gen) -> Step {
             let not_before = (u8::arbitrary(g) % 4 == 0)
                 .then(|| (now + u64::from(u8::arbitrary(g) % 24)).saturating_sub(1));
             let own = |g: &mut Gen| (u8::arbitrary(g) % 4 == 0).then(|| u64::from(u8::arbitrary(g) % 24));
+            // A queue named one time in two, the second one most often; a priority one time
+            // in three, 10 (refused) now and then.
+            let queue = match u8::arbitrary(g) % 6 {
+                0..=2 => None,
+                3 => Some(QUEUES[0].to_owned()),
+                _ => Some(QUEUES[1].to_owned()),
+            };
+            let priority = match u8::arbitrary(g) % 12 {
+                0..=7 => None,
+                8 => Some(0),
+                9 | 10 => Some(1),
+                _ => Some(10),
+            };
             Op::Enqueue {
+                priority,
+                queue,
                 id,
                 payload: pick(g, &["", "x", "y"]).to_owned(),
                 max_attempts: u64::from(u8::arbitrary(g) % 4),
@@ -627,7 +995,7 @@ fn random_step(g: &mut Gen) -> Step {
                 cap_ms: own(g),
             }
         }
-        3..=5 => Op::Claim { worker, now: time(g) },
+        3..=5 => Op::Claim { queues: served_by(g), worker, now: time(g) },
         6..=8 => Op::Complete {
             worker,
             id,
@@ -637,6 +1005,7 @@ fn random_step(g: &mut Gen) -> Step {
             jitter,
         },
         9..=11 => Op::RunOnce {
+            queues: served_by(g),
             worker,
             now: time(g),
             after: if bool::arbitrary(g) { None } else { Some(time(g)) },
@@ -664,10 +1033,35 @@ fn random_step(g: &mut Gen) -> Step {
         13 => Op::Reap { now: time(g) },
         14 => Op::Restart,
         15 | 16 => Op::Heartbeat { worker, id, attempt: u64::from(u8::arbitrary(g) % 5), now: time(g) },
-        17 => Op::Cancel { id, now: time(g) },
+        17 | 18 => Op::Cancel { id, now: time(g) },
+        19 => Op::Stats { queue: bool::arbitrary(g).then(|| pick(g, &COUNTED).to_owned()), now: time(g) },
+        20 | 21 => {
+            let (before, now) = retention(g);
+            Op::Prune { before, now }
+        }
+        22 => {
+            let (before, now) = retention(g);
+            Op::Forget { before, now }
+        }
         _ => return Step::Invalid(pick(g, &INVALID_LINES).to_owned()),
     };
     Step::Op(op)
+}
+
+/// A claim's or a run's queues: none given one time in two, else one of [`SERVED`].
+fn served_by(g: &mut Gen) -> Option<Vec<String>> {
+    (u8::arbitrary(g) % 2 == 0).then(|| pick(g, &SERVED).iter().map(|q| (*q).to_owned()).collect())
+}
+
+/// A prune's or a forget's `before` and `now`: `before` at most a little before `now`, so
+/// that jobs ended on either side of it; now and then one after it (refused).
+fn retention(g: &mut Gen) -> (u64, u64) {
+    let now = time(g);
+    match u8::arbitrary(g) % 10 {
+        0 => (now + 1, now),
+        1 => (now, now),
+        _ => (now.saturating_sub(u64::from(u8::arbitrary(g) % 24)), now),
+    }
 }
 
 #[cfg(test)]
@@ -684,15 +1078,74 @@ mod tests {
         let strategy = abstract_trace(40);
         let (mut expiry_claims, mut deadline_deaths, mut stale, mut crashes) = (0, 0, 0, 0);
         let (mut extended, mut late_heartbeats, mut cancelled, mut not_cancelled) = (0, 0, 0, 0);
+        let (mut other_queue, mut by_priority, mut cancelling, mut refused_beats) = (0, 0, 0, 0);
+        let (mut stopped, mut pruned, mut kept_open, mut pruned_answers) = (0, 0, 0, 0);
+        let (mut forgotten, mut revived, mut refused_bounds) = (0, 0, 0);
         for _ in 0..400 {
             let steps = strategy.new_tree(&mut runner).expect("tree").current();
             let trace = materialize(&steps);
             let mut store = Store::new();
+            let mut gone = Vec::new();
             for step in &trace.steps {
                 let Step::Op(op) = step else { continue };
                 let leases = live_leases(&store);
+                let before = store.clone();
                 let response = store.step(op);
                 let line = response.to_json_line();
+                match op {
+                    // A claim that served the second queue and took one of its jobs.
+                    Op::Claim { queues: Some(queues), .. } | Op::RunOnce { queues: Some(queues), .. }
+                        if queues.iter().any(|q| q == "q1") && line.contains("\"attempt\":") =>
+                    {
+                        other_queue += 1;
+                    }
+                    _ => {}
+                }
+                if let Op::Claim { .. } = op
+                    && let retryq_model::Response::Ok(retryq_model::Reply::Claimed { id, .. }) = &response
+                    && before.job(id).is_some_and(|j| j.priority == 0)
+                    && before.jobs().iter().any(|j| j.priority > 0 && matches!(j.phase, Phase::Pending { available_at } if available_at <= op.now().unwrap_or(0)))
+                {
+                    by_priority += 1;
+                }
+                cancelling += usize::from(line.contains("\"cancelling\""));
+                refused_beats +=
+                    usize::from(matches!(op, Op::Heartbeat { .. }) && line.contains("\"cancelled\""));
+                if let Op::Complete { id, outcome: Outcome::Retryable, .. } = op
+                    && before.job(id).is_some_and(|j| j.cancel_requested)
+                    && line.contains("\"cancelled\"")
+                {
+                    stopped += 1;
+                }
+                if let Op::Prune { before: bound, .. } = op {
+                    pruned += usize::from(store.tombstones().len() > before.tombstones().len());
+                    kept_open += usize::from(
+                        before.jobs().iter().any(|j| j.ended_at.is_none() && j.deadline <= *bound),
+                    );
+                }
+                if op.id().is_some_and(|id| before.tombstone(id).is_some()) && !matches!(op, Op::Get { .. }) {
+                    pruned_answers += 1;
+                }
+                if let Op::Forget { .. } = op {
+                    forgotten += usize::from(store.tombstones().len() < before.tombstones().len());
+                    gone.extend(
+                        before
+                            .tombstones()
+                            .iter()
+                            .filter(|t| store.tombstone(&t.id).is_none())
+                            .map(|t| t.id.clone()),
+                    );
+                }
+                if let Op::Enqueue { id, .. } = op
+                    && line.contains("enqueued")
+                    && gone.iter().any(|g| g == id)
+                {
+                    revived += 1;
+                    gone.retain(|g| g != id);
+                }
+                if let Op::Prune { before: b, now } | Op::Forget { before: b, now } = op {
+                    refused_bounds += usize::from(b > now);
+                }
                 if let Op::Claim { now, .. } | Op::RunOnce { now, .. } = op
                     && leases.contains(now)
                     && line.contains("\"attempt\":")
@@ -719,16 +1172,33 @@ mod tests {
         println!(
             "edges: expiry claims {expiry_claims}, deadline deaths {deadline_deaths}, stale {stale}, crashes {crashes}"
         );
+        println!(
+            "1.1: extended {extended}, late {late_heartbeats}, cancelled {cancelled}, refused {not_cancelled}"
+        );
+        println!(
+            "1.2: other queue {other_queue}, by priority {by_priority}, cancelling {cancelling}, refused beats {refused_beats}, stopped {stopped}"
+        );
+        println!(
+            "1.2: pruned {pruned}, kept open {kept_open}, on pruned ids {pruned_answers}, forgotten {forgotten}, revived {revived}, refused bounds {refused_bounds}"
+        );
         assert!(expiry_claims > 10, "claims exactly at lease expiry: {expiry_claims}");
         assert!(deadline_deaths > 10, "retries dead by deadline: {deadline_deaths}");
         assert!(stale > 10, "stale completions: {stale}");
         assert!(crashes > 10, "crashes: {crashes}");
-        println!(
-            "1.1: extended {extended}, late {late_heartbeats}, cancelled {cancelled}, refused {not_cancelled}"
-        );
         assert!(extended > 10, "accepted heartbeats: {extended}");
         assert!(late_heartbeats > 3, "heartbeats at or past the deadline: {late_heartbeats}");
         assert!(cancelled > 10, "cancels: {cancelled}");
         assert!(not_cancelled > 10, "refused cancels: {not_cancelled}");
+        assert!(other_queue > 10, "claims of the second queue: {other_queue}");
+        assert!(by_priority > 3, "claims passing over a due job of a larger priority: {by_priority}");
+        assert!(cancelling > 10, "cancel requests: {cancelling}");
+        assert!(refused_beats > 3, "heartbeats refused cancelled: {refused_beats}");
+        assert!(stopped > 3, "retryable completions ending dead(cancelled): {stopped}");
+        assert!(pruned > 10, "prunes that pruned: {pruned}");
+        assert!(kept_open > 3, "prunes by an open job's passed deadline: {kept_open}");
+        assert!(pruned_answers > 10, "operations on pruned ids: {pruned_answers}");
+        assert!(forgotten > 3, "forgets that forgot: {forgotten}");
+        assert!(revived > 0, "forgotten ids enqueued anew: {revived}");
+        assert!(refused_bounds > 3, "prunes and forgets refused their before: {refused_bounds}");
     }
 }

@@ -63,7 +63,7 @@ fn parse_op(content: &str) -> Result<Op, String> {
     Ok(op)
 }
 
-const OPS: [&str; 13] = [
+const OPS: [&str; 15] = [
     "config",
     "enqueue",
     "claim",
@@ -73,6 +73,8 @@ const OPS: [&str; 13] = [
     "redrive",
     "cancel",
     "reap",
+    "prune",
+    "forget",
     "get",
     "stats",
     "retry_delay",
@@ -95,8 +97,14 @@ fn read_op(f: &mut Fields<'_>) -> Result<Op, String> {
             not_before: f.optional("not_before", int)?,
             base_ms: f.optional("base_ms", int)?,
             cap_ms: f.optional("cap_ms", int)?,
+            queue: f.optional("queue", string)?,
+            priority: f.optional("priority", int)?,
         },
-        "claim" => Op::Claim { worker: f.required("worker", string)?, now: f.required("now", int)? },
+        "claim" => Op::Claim {
+            worker: f.required("worker", string)?,
+            now: f.required("now", int)?,
+            queues: f.optional("queues", strings)?,
+        },
         "complete" => Op::Complete {
             worker: f.required("worker", string)?,
             id: f.required("id", string)?,
@@ -111,6 +119,7 @@ fn read_op(f: &mut Fields<'_>) -> Result<Op, String> {
             after: f.optional("after", int)?,
             outcome: f.required("outcome", run_outcome)?,
             jitter: f.optional("jitter", number)?,
+            queues: f.optional("queues", strings)?,
         },
         "heartbeat" => Op::Heartbeat {
             worker: f.required("worker", string)?,
@@ -127,7 +136,9 @@ fn read_op(f: &mut Fields<'_>) -> Result<Op, String> {
         },
         "reap" => Op::Reap { now: f.required("now", int)? },
         "get" => Op::Get { id: f.required("id", string)? },
-        "stats" => Op::Stats { now: f.required("now", int)? },
+        "stats" => Op::Stats { now: f.required("now", int)?, queue: f.optional("queue", string)? },
+        "prune" => Op::Prune { before: f.required("before", int)?, now: f.required("now", int)? },
+        "forget" => Op::Forget { before: f.required("before", int)?, now: f.required("now", int)? },
         "retry_delay" => Op::RetryDelay {
             attempt: f.required("attempt", int)?,
             base_ms: f.required("base_ms", int)?,
@@ -262,6 +273,16 @@ fn string(raw: &str) -> Result<String, String> {
     serde_json::from_str::<String>(raw).map_err(|e| format!("invalid string: {e}"))
 }
 
+/// A JSON array of strings (a claim's `queues`); its length and names are the executor's to
+/// judge (SPEC 5.2).
+fn strings(raw: &str) -> Result<Vec<String>, String> {
+    if kind(raw) != "an array" {
+        return Err(format!("must be an array of strings, not {}", kind(raw)));
+    }
+    let values: Vec<Box<RawValue>> = serde_json::from_str(raw).map_err(|e| format!("invalid array: {e}"))?;
+    values.iter().map(|value| string(value.get()).map_err(|why| format!("an element {why}"))).collect()
+}
+
 fn outcome(raw: &str) -> Result<Outcome, String> {
     Ok(match string(raw)?.as_str() {
         "ok" => Outcome::Ok,
@@ -307,6 +328,8 @@ mod tests {
             (
                 r#"{"op":"enqueue","id":"a","max_attempts":5,"deadline":700,"now":0}"#,
                 Op::Enqueue {
+                    priority: None,
+                    queue: None,
                     id: "a".into(),
                     payload: String::new(),
                     max_attempts: 5,
@@ -320,6 +343,8 @@ mod tests {
             (
                 r#"{"op":"enqueue","id":"a","payload":"x","max_attempts":5,"deadline":700,"now":0,"not_before":10,"base_ms":0,"cap_ms":9007199254740991}"#,
                 Op::Enqueue {
+                    priority: None,
+                    queue: None,
                     id: "a".into(),
                     payload: "x".into(),
                     max_attempts: 5,
@@ -333,6 +358,8 @@ mod tests {
             (
                 r#"{"cap_ms":3,"op":"enqueue","id":"a","max_attempts":5,"deadline":700,"now":0}"#,
                 Op::Enqueue {
+                    priority: None,
+                    queue: None,
                     id: "a".into(),
                     payload: String::new(),
                     max_attempts: 5,
@@ -348,7 +375,10 @@ mod tests {
                 Op::Heartbeat { worker: "w".into(), id: "a".into(), attempt: 2, now: 5 },
             ),
             (r#"{"op":"cancel","id":"a","now":5}"#, Op::Cancel { id: "a".into(), now: 5 }),
-            (r#" {"now":3,"op":"claim","worker":"w"} "#, Op::Claim { worker: "w".into(), now: 3 }),
+            (
+                r#" {"now":3,"op":"claim","worker":"w"} "#,
+                Op::Claim { queues: None, worker: "w".into(), now: 3 },
+            ),
             (
                 r#"{"op":"complete","worker":"w","id":"a","attempt":1,"outcome":"retryable","now":5,"jitter":1}"#,
                 Op::Complete {
@@ -363,6 +393,7 @@ mod tests {
             (
                 r#"{"op":"run_once","worker":"w","now":1,"after":2,"outcome":"crash"}"#,
                 Op::RunOnce {
+                    queues: None,
                     worker: "w".into(),
                     now: 1,
                     after: Some(2),
@@ -376,7 +407,7 @@ mod tests {
             ),
             (r#"{"op":"reap","now":9007199254740991}"#, Op::Reap { now: MAX_INT }),
             (r#"{"op":"get","id":"\u00e9"}"#, Op::Get { id: "é".into() }),
-            (r#"{"op":"stats","now":0}"#, Op::Stats { now: 0 }),
+            (r#"{"op":"stats","now":0}"#, Op::Stats { queue: None, now: 0 }),
             (
                 r#"{"op":"retry_delay","attempt":3,"base_ms":100,"cap_ms":250,"jitter":5e-1}"#,
                 Op::RetryDelay { attempt: 3, base_ms: 100, cap_ms: 250, jitter: 0.5 },

@@ -77,7 +77,7 @@ mod tests {
         r#"{"ok":"crashed","id":"order-7","attempt":4}"#,
         r#"{"ok":"none"}"#,
         r#"{"ok":"none"}"#,
-        r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":null,"cap_ms":null}"#,
+        r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":null,"cap_ms":null,"queue":"default","priority":0,"ended_at":1275,"cancel_requested":false}"#,
     ];
 
     #[test]

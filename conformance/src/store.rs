@@ -10,11 +10,12 @@ use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
 use retryq::{
-    Backend, Claimed, Completed, Completion, Enqueued, Error, Lease, NewJob, OpenOptions, Queue, Ran,
-    Redrive, RunError, Settings,
+    Backend, Cancelled, Claimed, Completed, Completion, Enqueued, Error, Lease, Lookup, NewJob, OpenOptions,
+    Queue, Ran, Redrive, RunError, Settings,
 };
 use retryq_model::{
     DeadReason, Failure, JobView, MAX_INT, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status,
+    TombstoneView,
 };
 use tempfile::TempDir;
 
@@ -157,8 +158,21 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
             })?;
             Reply::Config
         }
-        Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+        Op::Enqueue {
+            id,
+            payload,
+            max_attempts,
+            deadline,
+            now,
+            not_before,
+            base_ms,
+            cap_ms,
+            queue,
+            priority,
+        } => {
             let job = NewJob {
+                queue: queue.as_deref(),
+                priority: *priority,
                 id,
                 payload,
                 max_attempts: *max_attempts,
@@ -174,7 +188,7 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
                 other => return Err(unnamed(other)),
             }
         }
-        Op::Claim { worker, now } => match q.claim(worker, *now)? {
+        Op::Claim { worker, now, queues } => match q.claim_from(worker, &names(queues), *now)? {
             Some(Claimed { lease: Lease { id, attempt, .. }, lease_until, .. }) => {
                 Reply::Claimed { id, attempt, lease_until }
             }
@@ -190,31 +204,35 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
                 other => return Err(unnamed(other)),
             }
         }
-        Op::RunOnce { worker, now, after, outcome, jitter } => {
+        Op::RunOnce { worker, now, after, outcome, jitter, queues } => {
             let jitter = jitter_for(*outcome == RunOutcome::Retryable, *jitter)?;
             let after = after.unwrap_or(*now);
             if after > MAX_INT {
                 return Err(refused("after", "is above 2^53-1"));
             }
-            run_once(q, worker, *now, after, *outcome, jitter)?
+            run_once(q, worker, &names(queues), *now, after, *outcome, jitter)?
         }
         Op::Heartbeat { worker, id, attempt, now } => {
             Reply::Extended { lease_until: q.heartbeat(&Lease::new(worker, id, *attempt), *now)? }
         }
-        Op::Cancel { id, now } => {
-            q.cancel(id, *now)?;
-            Reply::Cancelled
-        }
+        Op::Cancel { id, now } => match q.cancel(id, *now)? {
+            Cancelled::Ended => Reply::Cancelled,
+            Cancelled::Requested => Reply::Cancelling,
+            other => return Err(unnamed(other)),
+        },
+        Op::Prune { before, now } => Reply::Pruned { count: q.prune(*before, *now)? },
+        Op::Forget { before, now } => Reply::Forgotten { count: q.forget(*before, *now)? },
         Op::Redrive { id, now, add_attempts, deadline } => {
             q.redrive(&Redrive { id, add_attempts: *add_attempts, deadline: *deadline, now: *now })?;
             Reply::Redriven
         }
         Op::Reap { now } => Reply::Reaped { count: q.reap(*now)? },
-        Op::Get { id } => match q.get(id)? {
-            Some(job) => Reply::Job(job_view(&job)?),
+        Op::Get { id } => match q.lookup(id)? {
+            Some(Lookup::Job(job)) => Reply::Job(job_view(&job)?),
+            Some(Lookup::Pruned(tombstone)) => Reply::Tombstone(tombstone_view(&tombstone)?),
             None => return Err(Refusal::Failure(Failure::NotFound)),
         },
-        Op::Stats { now } => Reply::Stats(stats_view(&q.stats(*now)?)),
+        Op::Stats { now, queue } => Reply::Stats(stats_view(&q.stats_of(*now, queue.as_deref())?)),
         Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
         }
@@ -227,6 +245,7 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
 fn run_once(
     q: &mut dyn Backend,
     worker: &str,
+    queues: &[&str],
     now: u64,
     after: u64,
     outcome: RunOutcome,
@@ -234,20 +253,21 @@ fn run_once(
 ) -> Result<Reply, Refusal> {
     let Some(classified) = outcome.classified() else {
         if outcome == RunOutcome::Crash {
-            return Ok(match q.claim(worker, now)? {
+            return Ok(match q.claim_from(worker, queues, now)? {
                 Some(Claimed { lease: Lease { id, attempt, .. }, .. }) => Reply::Crashed { id, attempt },
                 None => Reply::None,
             });
         }
-        return transport_run(q, worker, now, after, None, jitter);
+        return transport_run(q, worker, queues, now, after, None, jitter);
     };
-    transport_run(q, worker, now, after, Some(outcome_of(classified)), jitter)
+    transport_run(q, worker, queues, now, after, Some(outcome_of(classified)), jitter)
 }
 
 /// The transport's answer: an outcome, or (`None`) an error it could not classify.
 fn transport_run(
     q: &mut dyn Backend,
     worker: &str,
+    queues: &[&str],
     now: u64,
     after: u64,
     answer: Option<retryq::Outcome>,
@@ -256,7 +276,7 @@ fn transport_run(
     let mut readings = [now, after].into_iter();
     let clock = move || readings.next().unwrap_or(after);
     let transport = move |_: &Claimed| answer.ok_or(Unclassified);
-    match q.run_once(worker, clock, transport, jitter) {
+    match q.run_once_from(worker, queues, clock, transport, jitter) {
         Ok(Ran::Idle) => Ok(Reply::None),
         Ok(Ran::Done { id, attempt }) => Ok(Reply::RanDone { id, attempt }),
         Ok(Ran::Retry { id, attempt, available_at }) => Ok(Reply::RanRetry { id, attempt, available_at }),
@@ -313,7 +333,8 @@ impl From<Error> for Refusal {
             Error::NotDead { .. } => Failure::NotDead,
             Error::ClockWentBackwards { .. } => Failure::ClockWentBackwards,
             Error::DeadlinePassed { .. } => Failure::DeadlinePassed,
-            Error::Leased { .. } => Failure::Leased,
+            Error::Cancelled { .. } => Failure::Cancelled,
+            Error::Pruned { .. } => Failure::Pruned,
             Error::NotCancellable { .. } => Failure::NotCancellable,
             fatal => return Refusal::Fatal(ReplayError::Storage(fatal)),
         })
@@ -349,7 +370,31 @@ pub fn job_view(job: &retryq::Job) -> Result<JobView, ReplayError> {
         not_before: job.not_before,
         base_ms: job.base_ms,
         cap_ms: job.cap_ms,
+        queue: job.queue.clone(),
+        priority: u64::from(job.priority),
+        ended_at: job.ended_at,
+        cancel_requested: job.cancel_requested,
     })
+}
+
+/// What SPEC section 5's `get` shows of a pruned id: its tombstone.
+pub fn tombstone_view(t: &retryq::Tombstone) -> Result<TombstoneView, ReplayError> {
+    Ok(TombstoneView {
+        id: t.id.clone(),
+        queue: t.queue.clone(),
+        status: status_of(t.status)?,
+        dead_reason: t.dead_reason.map(reason_of).transpose()?,
+        attempts: t.attempts,
+        ended_at: t.ended_at,
+    })
+}
+
+/// The queues a claim names: the replay's default is the default queue alone (SPEC 5.3).
+fn names(queues: &Option<Vec<String>>) -> Vec<&str> {
+    match queues {
+        Some(queues) => queues.iter().map(String::as_str).collect(),
+        None => vec![retryq::DEFAULT_QUEUE],
+    }
 }
 
 /// What SPEC section 5's `stats` shows of the store, from the library's [`Stats`].
@@ -367,6 +412,8 @@ pub fn stats_view(s: &retryq::Stats) -> StatsView {
         dead_cancelled: s.dead_cancelled,
         leased_expired: s.leased_expired,
         oldest_open_age_ms: s.oldest_open_age_ms,
+        pruned_done: s.pruned_done,
+        pruned_dead: s.pruned_dead,
     }
 }
 
@@ -415,6 +462,8 @@ mod tests {
         let steps = [
             Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(1000) },
             Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: "a".into(),
                 payload: "p".into(),
                 max_attempts: 3,
@@ -424,10 +473,10 @@ mod tests {
                 base_ms: None,
                 cap_ms: None,
             },
-            Op::Claim { worker: "w1".into(), now: 0 },
+            Op::Claim { queues: None, worker: "w1".into(), now: 0 },
             Op::Restart,
-            Op::Claim { worker: "w2".into(), now: 999 },
-            Op::Claim { worker: "w2".into(), now: 1000 },
+            Op::Claim { queues: None, worker: "w2".into(), now: 999 },
+            Op::Claim { queues: None, worker: "w2".into(), now: 1000 },
         ];
         let replies: Vec<Response> = steps.iter().map(|op| side.step(op).expect("step")).collect();
         assert_eq!(replies[4], Response::Ok(Reply::None), "the live lease survived the restart");
@@ -442,6 +491,8 @@ mod tests {
     fn a_missing_jitter_for_retryable_changes_nothing() {
         let mut side = Side::in_memory().expect("memory database");
         side.step(&Op::Enqueue {
+            priority: None,
+            queue: None,
             id: "a".into(),
             payload: String::new(),
             max_attempts: 3,
@@ -454,6 +505,7 @@ mod tests {
         .expect("enqueue");
         let r = side
             .step(&Op::RunOnce {
+                queues: None,
                 worker: "w".into(),
                 now: 0,
                 after: None,

@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(
             trace.steps,
             [
-                Step::Op(Op::Stats { now: 3 }),
+                Step::Op(Op::Stats { queue: None, now: 3 }),
                 Step::Invalid("{\"op\":\"stats\",\"now\":1.5}".into()),
                 Step::Op(Op::Restart)
             ]

@@ -30,6 +30,8 @@ fn agree(ops: Vec<Op>) -> Vec<String> {
 
 fn enqueue(id: &str, payload: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
     Op::Enqueue {
+        priority: None,
+        queue: None,
         id: id.into(),
         payload: payload.into(),
         max_attempts,
@@ -52,9 +54,9 @@ fn names_and_payloads_at_their_limits() {
         enqueue("", "", 3, 1000, 0),
         enqueue("big", &mib_and_one, 3, 1000, 0),
         enqueue(&id256, &mib, 3, 1000, 0),
-        Op::Claim { worker: w257.clone(), now: 1 },
-        Op::Claim { worker: String::new(), now: 1 },
-        Op::Claim { worker: w256.clone(), now: 1 },
+        Op::Claim { queues: None, worker: w257.clone(), now: 1 },
+        Op::Claim { queues: None, worker: String::new(), now: 1 },
+        Op::Claim { queues: None, worker: w256.clone(), now: 1 },
         Op::Complete {
             worker: w256.clone(),
             id: id257.clone(),
@@ -104,12 +106,12 @@ fn times_and_budgets_at_their_limits() {
         enqueue("b", "", 1, past, 0),
         enqueue("b", "", 1, MAX_INT, MAX_INT),
         // The lease runs to (2^53 − 2) + (2^53 − 1): past 2^53 − 1, which is fine.
-        Op::Claim { worker: "w".into(), now: MAX_INT - 1 },
+        Op::Claim { queues: None, worker: "w".into(), now: MAX_INT - 1 },
         Op::Reap { now: MAX_INT },
         Op::Reap { now: past },
-        Op::Stats { now: MAX_INT },
-        Op::Stats { now: u64::MAX },
-        Op::Claim { worker: "w".into(), now: past },
+        Op::Stats { queue: None, now: MAX_INT },
+        Op::Stats { queue: None, now: u64::MAX },
+        Op::Claim { queues: None, worker: "w".into(), now: past },
         Op::Complete {
             worker: "w".into(),
             id: "a".into(),
@@ -132,6 +134,7 @@ fn times_and_budgets_at_their_limits() {
         Op::Redrive { id: "a".into(), now: MAX_INT - 1, add_attempts: BUDGET - 1, deadline: MAX_INT },
         Op::Get { id: "a".into() },
         Op::RunOnce {
+            queues: None,
             worker: "w".into(),
             now: MAX_INT - 1,
             after: Some(past),
@@ -139,6 +142,7 @@ fn times_and_budgets_at_their_limits() {
             jitter: None,
         },
         Op::RunOnce {
+            queues: None,
             worker: "w".into(),
             now: MAX_INT - 1,
             after: Some(MAX_INT),
@@ -234,7 +238,7 @@ mod files {
         let path = dir.path().join("empty.db");
         std::fs::write(&path, b"").expect("write");
         let mut side = Side::file(&path).expect("an empty file is a new database");
-        let r = side.step(&retryq_model::Op::Stats { now: 0 }).expect("stats");
+        let r = side.step(&retryq_model::Op::Stats { queue: None, now: 0 }).expect("stats");
         assert!(r.to_json_line().starts_with(r#"{"ok":"stats""#));
     }
 }
@@ -257,6 +261,8 @@ mod durability {
         let path = dir.path().join("q.db");
         let mut side = Side::file(&path).expect("create");
         side.step(&Op::Enqueue {
+            priority: None,
+            queue: None,
             id: "a".into(),
             payload: String::new(),
             max_attempts: 1,

@@ -55,13 +55,19 @@ fn every_bug_seeded_into_the_model_is_a_divergence() {
             mismatch.trace.to_jsonl("")
         );
     }
-    // The random generators' known gaps: a tie broken after a restart or between jobs whose
-    // `enqueued_at` order is not their first enqueue's, a heartbeat's expiry past 2^53 − 1, a
-    // name of exactly 256 bytes, a bad worker name, a delay whose product is exactly halfway
-    // between two binary64 values. The model check reaches each (its scenes
+    // The random generators' known gaps: a tie broken after a restart, a heartbeat's expiry
+    // past 2^53 − 1, a name of exactly 256 bytes, a bad worker name, a delay whose product is
+    // exactly halfway between two binary64 values. The model check reaches each (its scenes
     // and probes: docs/model.md) and catches each by its property (model/tests/contract.rs).
+    // Every 1.2 bug is found: the generators reach the second queue, priorities, cancel
+    // requests and their holders, prunes, tombstones and forgets on purpose.
+    //
+    // claim-tie-by-enqueued-at is no longer a gap, but not for its tie: the seeded bug's
+    // pick (model/src/reference.rs) orders by `(available_at, enqueued_at)` and so leaves out
+    // 1.2's priority, which two jobs of priorities 0 and 1 show. A tie between jobs whose
+    // `enqueued_at` order is not their first enqueue's is still left to the model check; if
+    // the seeded bug keeps the priority, it is a gap again.
     let gaps = [
-        "claim-tie-by-enqueued-at",
         "restart-sorts-by-id",
         "heartbeat-expiry-capped",
         "long-name-refused",

@@ -16,6 +16,8 @@ use retryq_model::{Config, Failure, Op, Outcome, Reply, Response, RunOutcome};
 
 fn enqueue(id: &str, max_attempts: u64, deadline: u64) -> Op {
     Op::Enqueue {
+        priority: None,
+        queue: None,
         id: id.into(),
         payload: "p".into(),
         max_attempts,
@@ -28,7 +30,7 @@ fn enqueue(id: &str, max_attempts: u64, deadline: u64) -> Op {
 }
 
 fn claim(worker: &str, now: u64) -> Op {
-    Op::Claim { worker: worker.into(), now }
+    Op::Claim { queues: None, worker: worker.into(), now }
 }
 
 fn claimed(id: &str, attempt: u64, lease_until: u64) -> Response {
@@ -113,6 +115,7 @@ fn real_time_order_is_kept() {
 #[test]
 fn run_once_is_checked_as_two_steps() {
     let run = Op::RunOnce {
+        queues: None,
         worker: "w0".into(),
         now: 0,
         after: Some(150),
@@ -310,8 +313,8 @@ fn postgres_histories_with_agreeing_clocks_are_linearizable() {
 /// The due job with the smallest `available_at`, read on its own (autocommit, no lock).
 const PICK: &str = "
     SELECT id, attempts, payload, deadline FROM jobs
-    WHERE status IN ('pending', 'leased') AND available_at <= ?1
-    ORDER BY available_at, seq LIMIT 1";
+    WHERE status IN ('pending', 'leased') AND available_at <= ?1 AND queue = 'default'
+    ORDER BY priority, available_at, seq LIMIT 1";
 
 /// Leases the picked job, if it is still open, with the attempt count read before, in a
 /// transaction of its own: a claim made in between is overwritten.
@@ -323,7 +326,7 @@ const LEASE: &str = "
 /// Marks a job done, in a transaction of its own, trusting a fence checked before.
 const DONE: &str = "
     UPDATE jobs SET status = 'done', dead_reason = NULL, available_at = NULL, owner = NULL,
-                    claimed_at = NULL, updated_at = ?2
+                    claimed_at = NULL, updated_at = ?2, ended_at = ?2, cancel_requested = 0
     WHERE id = ?1";
 
 /// Which operation a [`Broken`] store splits into several transactions.
@@ -348,13 +351,15 @@ enum Split {
 const SKIP_LOCKED_CLAIM: &str = "
     WITH exhausted AS (
         UPDATE jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
-                        owner = NULL, claimed_at = NULL, updated_at = $1
+                        owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1,
+                        cancel_requested = false
         WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= $1
         RETURNING 1)
     SELECT count(*) FROM exhausted";
 const SKIP_LOCKED_REAP_DEADLINE: &str = "
     UPDATE jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
-                    owner = NULL, claimed_at = NULL, updated_at = $1
+                    owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1,
+                    cancel_requested = false
     WHERE status IN ('pending', 'leased') AND deadline <= $1
       AND (status = 'pending' OR available_at <= $1)";
 const SKIP_LOCKED_PICK: &str = "
@@ -478,7 +483,10 @@ impl Broken {
 impl retryq::ServerTime for Broken {}
 
 impl Backend for Broken {
-    fn claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
+    fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> retryq::Result<Option<Claimed>> {
+        if queues != [retryq::DEFAULT_QUEUE] {
+            return self.queue.claim_from(worker, queues, now);
+        }
         match self.split {
             Split::Claim => self.split_claim(worker, now),
             Split::SkipLockedClaim => self.skip_locked_claim(worker, now),
@@ -510,8 +518,14 @@ impl Backend for Broken {
     fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> retryq::Result<Vec<retryq::Result<Enqueued>>> {
         self.queue.enqueue_many(jobs)
     }
-    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> retryq::Result<Vec<Claimed>> {
-        self.queue.claim_batch(worker, now, k)
+    fn claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> retryq::Result<Vec<Claimed>> {
+        self.queue.claim_batch_from(worker, queues, now, k)
     }
     fn complete_batch(
         &mut self,
@@ -525,8 +539,20 @@ impl Backend for Broken {
     fn heartbeat(&mut self, lease: &Lease, now: u64) -> retryq::Result<u64> {
         self.queue.heartbeat(lease, now)
     }
-    fn cancel(&mut self, id: &str, now: u64) -> retryq::Result<()> {
+    fn cancel(&mut self, id: &str, now: u64) -> retryq::Result<retryq::Cancelled> {
         self.queue.cancel(id, now)
+    }
+    fn prune(&mut self, before: u64, now: u64) -> retryq::Result<u64> {
+        self.queue.prune(before, now)
+    }
+    fn prune_at_most(&mut self, before: u64, now: u64, limit: u64) -> retryq::Result<u64> {
+        self.queue.prune_at_most(before, now, limit)
+    }
+    fn forget(&mut self, before: u64, now: u64) -> retryq::Result<u64> {
+        self.queue.forget(before, now)
+    }
+    fn lookup(&self, id: &str) -> retryq::Result<Option<retryq::Lookup>> {
+        self.queue.lookup(id)
     }
     fn redrive(&mut self, redrive: &Redrive<'_>) -> retryq::Result<()> {
         self.queue.redrive(redrive)
@@ -540,8 +566,8 @@ impl Backend for Broken {
     fn get(&self, id: &str) -> retryq::Result<Option<Job>> {
         self.queue.get(id)
     }
-    fn stats(&self, now: u64) -> retryq::Result<Stats> {
-        self.queue.stats(now)
+    fn stats_of(&self, now: u64, queue: Option<&str>) -> retryq::Result<Stats> {
+        self.queue.stats_of(now, queue)
     }
     fn owners(&self, now: u64) -> retryq::Result<Vec<Owner>> {
         self.queue.owners(now)
@@ -817,7 +843,8 @@ fn response_of(line: &str) -> Option<Response> {
             }
             "clock_went_backwards" => Failure::ClockWentBackwards,
             "deadline_passed" => Failure::DeadlinePassed,
-            "leased" => Failure::Leased,
+            "cancelled" => Failure::Cancelled,
+            "pruned" => Failure::Pruned,
             "not_cancellable" => Failure::NotCancellable,
             "unknown_error" => Failure::UnknownError { id: text("id")?, attempt: int("attempt")? },
             _ => return None,
@@ -844,6 +871,21 @@ fn response_of(line: &str) -> Option<Response> {
         "extended" => Reply::Extended { lease_until: int("lease_until")? },
         "redriven" => Reply::Redriven,
         "cancelled" => Reply::Cancelled,
+        "cancelling" => Reply::Cancelling,
+        "forgotten" => Reply::Forgotten { count: int("count")? },
+        "pruned" if v.get("count").is_some() => Reply::Pruned { count: int("count")? },
+        "pruned" => Reply::Tombstone(retryq_model::TombstoneView {
+            id: text("id")?,
+            queue: text("queue")?,
+            status: match text("status")?.as_str() {
+                "done" => retryq_model::Status::Done,
+                "dead" => retryq_model::Status::Dead,
+                _ => return None,
+            },
+            dead_reason: reason("dead_reason")?,
+            attempts: int("attempts")?,
+            ended_at: int("ended_at")?,
+        }),
         "reaped" => Reply::Reaped { count: int("count")? },
         "job" => Reply::Job(JobView {
             id: text("id")?,
@@ -863,6 +905,10 @@ fn response_of(line: &str) -> Option<Response> {
             not_before: int("not_before")?,
             base_ms: maybe("base_ms")?,
             cap_ms: maybe("cap_ms")?,
+            queue: text("queue")?,
+            priority: int("priority")?,
+            ended_at: maybe("ended_at")?,
+            cancel_requested: v.get("cancel_requested")?.as_bool()?,
         }),
         "stats" => Reply::Stats(StatsView {
             pending: int("pending")?,
@@ -875,6 +921,8 @@ fn response_of(line: &str) -> Option<Response> {
             dead_cancelled: int("dead_cancelled")?,
             leased_expired: int("leased_expired")?,
             oldest_open_age_ms: maybe("oldest_open_age_ms")?,
+            pruned_done: int("pruned_done")?,
+            pruned_dead: int("pruned_dead")?,
         }),
         _ => return None,
     }))

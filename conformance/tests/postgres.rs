@@ -126,7 +126,7 @@ fn answers(trace: &Trace, side: &mut Side) -> Vec<String> {
         out.push(format!("{id}: {:?}", side.backend().get(id).expect("job")));
         out.push(format!("{id}: {:?}", side.backend().history(id).expect("history")));
     }
-    out.push(side.step(&Op::Stats { now: latest }).expect("stats").to_json_line());
+    out.push(side.step(&Op::Stats { queue: None, now: latest }).expect("stats").to_json_line());
     out.push(format!("audit clean: {}", side.backend().audit().expect("audit").is_clean()));
     out
 }

@@ -1,5 +1,6 @@
 //! `audit`: reads the store and its history and checks SPEC section 4's invariants 1 to 6,
-//! 11 and 12, on every job as it stands and on every transition the history recorded.
+//! 11 to 14, on every job as it stands and on every transition the history recorded, and
+//! the tombstones and kept counts against the rows.
 //!
 //! The schema's CHECK constraints and triggers already refuse most lies at write time; the
 //! audit is the second look, for a file that was written by another build, edited by hand,
@@ -17,12 +18,13 @@
 //! |---|---|---|
 //! | — → pending | enqueue | attempts 0, redrives 0, `at` ≤ `available_at` = the row's `not_before` < deadline |
 //! | pending/leased → leased | claim | attempts + 1; before it attempts < max_attempts; `at` < deadline; due (`available_at` ≤ `at`: for a lease, expired); before the first redrive, `at` ≥ `not_before` (4.12) |
-//! | leased → leased, attempts kept | heartbeat | the same holder; `at` < deadline; the expiry never shrinks (4.11) |
+//! | leased → leased, attempts kept | heartbeat | the same holder; `at` < deadline; the expiry never shrinks (4.11); no cancel request before it (4.13) |
+//! | leased → leased, a cancel request made | cancel | the lease, its holder and the attempt kept |
 //! | leased → pending | retryable | attempts kept; `at` ≤ `available_at` < deadline |
 //! | leased → done | ok | attempts kept |
-//! | leased → dead | completion or reap | attempts kept; `exhausted` only with attempts = max_attempts; `deadline` by a reap only once the lease expired and the deadline came — or by a completion |
+//! | leased → dead | completion or reap | attempts kept; `exhausted` only with attempts = max_attempts; `deadline` by a reap only once the lease expired and the deadline came — or by a completion; `cancelled` only with a cancel request standing (4.13) |
 //! | pending → dead | reap | reason `deadline`, deadline ≤ `at`, attempts kept |
-//! | pending → dead(cancelled) | cancel | attempts kept (and never from leased: 6.25) |
+//! | pending → dead(cancelled) | cancel | attempts kept |
 //! | dead → pending | redrive | redrives + 1, attempts kept, `available_at` = `at` < new deadline, max_attempts > attempts |
 //!
 //! Any other pair — leaving `done`, leaving `dead` but by a redrive, `pending → pending`,
@@ -49,8 +51,8 @@ use crate::input::MAX_ATTEMPTS;
 use crate::job::{DeadReason, Status};
 use crate::queue::store::Queue;
 
-/// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6, and the history
-/// being a faithful record of the rows.
+/// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6 and 11 to 14, the
+/// kept counts, and the history being a faithful record of the rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Check {
@@ -74,6 +76,13 @@ pub enum Check {
     ScheduledJobWaits,
     /// The history is complete and agrees with the job's row.
     HistoryMatchesRow,
+    /// 13. A cancel request stops the job: it stands only on a leased job, and only a
+    ///     request lets a leased job end `dead(cancelled)`.
+    CancelStopsTheJob,
+    /// 14. A pruned id never runs again: a tombstone has no job row and no history left.
+    PrunedStaysPruned,
+    /// The counts `stats` reads agree with the rows they count.
+    CountsMatchRows,
 }
 
 impl Check {
@@ -88,7 +97,9 @@ impl Check {
             Check::PendingBeforeDeadline => 6,
             Check::LeaseEndsByDeadline => 11,
             Check::ScheduledJobWaits => 12,
-            Check::HistoryMatchesRow => return None,
+            Check::CancelStopsTheJob => 13,
+            Check::PrunedStaysPruned => 14,
+            Check::HistoryMatchesRow | Check::CountsMatchRows => return None,
         })
     }
 
@@ -104,6 +115,9 @@ impl Check {
             Check::LeaseEndsByDeadline => "a lease ends by its deadline plus one lease",
             Check::ScheduledJobWaits => "a scheduled job waits",
             Check::HistoryMatchesRow => "history matches row",
+            Check::CancelStopsTheJob => "a cancel request stops the job",
+            Check::PrunedStaysPruned => "a pruned id never runs again",
+            Check::CountsMatchRows => "counts match rows",
         }
     }
 }
@@ -146,6 +160,8 @@ pub struct Audit {
     pub jobs: u64,
     /// History entries read.
     pub entries: u64,
+    /// Tombstones read.
+    pub tombstones: u64,
     /// Every broken promise found; empty for a sound database.
     pub violations: Vec<Violation>,
 }
@@ -240,6 +256,8 @@ pub(crate) struct State {
     pub(crate) redrives: i64,
     /// The row's owner, or the entry's lease holder.
     pub(crate) worker: Option<String>,
+    /// Whether a cancel request stood (SPEC 3.13).
+    pub(crate) cancel_requested: bool,
 }
 
 impl State {
@@ -260,6 +278,8 @@ pub(crate) struct Stored {
     pub(crate) claimed_at: Option<i64>,
     /// The first `available_at` the enqueue gave it.
     pub(crate) not_before: i64,
+    /// When it became done or dead; `None` while open.
+    pub(crate) ended_at: Option<i64>,
 }
 
 /// One history entry.
@@ -287,6 +307,8 @@ enum Move {
     Claim,
     /// leased → leased, the attempt kept: a heartbeat.
     Extend,
+    /// leased → leased, the attempt and the lease kept, a cancel request made.
+    Request,
     /// leased → pending.
     Retry,
     /// leased → done.
@@ -309,6 +331,11 @@ impl Move {
         use Status::{Dead, Done, Leased, Pending};
         let cancelled = cur.reason.as_ref().is_some_and(|r| r.is(DeadReason::Cancelled));
         Some(match (from, to) {
+            (Leased, Leased)
+                if prev.attempts == cur.attempts && !prev.cancel_requested && cur.cancel_requested =>
+            {
+                Move::Request
+            }
             (Leased, Leased) if prev.attempts == cur.attempts => Move::Extend,
             (Pending | Leased, Leased) => Move::Claim,
             (Leased, Pending) => Move::Retry,
@@ -360,6 +387,8 @@ struct Recorded<'a> {
     row: &'a State,
     /// The row's `not_before`.
     not_before: i64,
+    /// The row's `ended_at`.
+    ended_at: Option<i64>,
     entries: &'a [Entry],
 }
 
@@ -556,10 +585,29 @@ const TRANSITION: &[Rule<JudgeStep>] = &[
         (s.is(Move::Extend) && after < before)
             .then(|| format!("a heartbeat at {} shortened the lease from {before:?} to {after:?}", s.cur.at))
     }),
-    // Cancel takes only what no worker holds.
-    (Check::NoSilentDrop, |s| {
+    // A leased job ends cancelled only once asked to stop (SPEC 3.13).
+    (Check::CancelStopsTheJob, |s| {
         let cancelled = s.c().reason.as_ref().is_some_and(|r| r.is(DeadReason::Cancelled));
-        (s.is(Move::Close) && cancelled).then(|| format!("a leased job cancelled at {}", s.cur.at))
+        (s.is(Move::Close) && cancelled && !s.p().cancel_requested)
+            .then(|| format!("a leased job cancelled at {} with no cancel request", s.cur.at))
+    }),
+    // A request stands only on a leased job, and only a request makes one; it changes
+    // nothing else of the lease.
+    (Check::CancelStopsTheJob, |s| {
+        (s.c().cancel_requested && !s.c().is(Status::Leased))
+            .then(|| format!("a cancel request on a {} job", s.c().status))
+    }),
+    (Check::CancelStopsTheJob, |s| {
+        (s.is(Move::Request) && (s.c().available_at != s.p().available_at || s.c().worker != s.p().worker))
+            .then(|| "a cancel request moved the lease".into())
+    }),
+    (Check::CancelStopsTheJob, |s| {
+        (s.p().cancel_requested && s.is(Move::Extend))
+            .then(|| format!("a lease extended at {} after a cancel request", s.cur.at))
+    }),
+    (Check::CancelStopsTheJob, |s| {
+        (s.p().cancel_requested && s.is(Move::Retry))
+            .then(|| format!("a retry at {} after a cancel request", s.cur.at))
     }),
     (Check::ClaimWithinBudget, |s| {
         (s.is(Move::Redrive) && s.c().max_attempts <= s.c().attempts).then(|| {
@@ -602,6 +650,20 @@ const HISTORY: &[Rule<JudgeRecorded>] = &[
         let early = h.claims().find(|e| e.n < first_redrive && e.at < h.not_before)?;
         Some(format!("claimed at {} (#{}), before its not_before {}", early.at, early.n, h.not_before))
     }),
+    // A job ended when its last transition ended it: `ended_at` is that entry's time.
+    (Check::HistoryMatchesRow, |h| {
+        let last = h.entries.last()?;
+        let ended = !h.row.open();
+        let expected = ended.then_some(last.at);
+        (h.ended_at != expected).then(|| {
+            format!(
+                "ended_at {:?}, but the job {} at {}",
+                h.ended_at,
+                if ended { "ended" } else { "is open; last moved" },
+                last.at
+            )
+        })
+    }),
     (Check::HistoryMatchesRow, |h| {
         let last = h.entries.last()?;
         let differ: Vec<String> =
@@ -613,6 +675,7 @@ const HISTORY: &[Rule<JudgeRecorded>] = &[
 ];
 
 /// The columns a row and its last history entry must agree on, each compared the same way.
+/// (`ended_at` is checked apart: `HISTORY`'s last rule.)
 const SAME_AS_LAST_ENTRY: &[fn(&State, &State) -> Option<String>] = &[
     |r, l| differ("status", &r.status, &l.status),
     |r, l| differ("attempts", r.attempts, l.attempts),
@@ -621,6 +684,7 @@ const SAME_AS_LAST_ENTRY: &[fn(&State, &State) -> Option<String>] = &[
     |r, l| differ("deadline", r.deadline, l.deadline),
     |r, l| differ("dead_reason", &r.reason, &l.reason),
     |r, l| differ("redrives", r.redrives, l.redrives),
+    |r, l| differ("cancel_requested", r.cancel_requested, l.cancel_requested),
     // The owner is the row's only while it is leased; a finished job keeps no holder.
     |r, l| if r.is(Status::Leased) { differ("owner", &r.worker, &l.worker) } else { None },
 ];
@@ -645,7 +709,7 @@ fn not_yet_due(s: &Step<'_>) -> Option<i64> {
 
 const JOBS: &str = "
     SELECT id, status, attempts, max_attempts, available_at, deadline, dead_reason, redrives,
-           owner, claimed_at, not_before
+           owner, claimed_at, not_before, ended_at, cancel_requested
     FROM jobs ORDER BY seq";
 
 /// A row of [`JOBS`].
@@ -661,15 +725,17 @@ fn stored(row: &Row<'_>) -> rusqlite::Result<Stored> {
             reason: row.get(6)?,
             redrives: row.get(7)?,
             worker: row.get(8)?,
+            cancel_requested: row.get(12)?,
         },
         claimed_at: row.get(9)?,
         not_before: row.get(10)?,
+        ended_at: row.get(11)?,
     })
 }
 
 const HISTORY_OF: &str = "
     SELECT n, from_status, to_status, attempt, max_attempts, deadline, available_at, redrives,
-           reason, worker, at
+           reason, worker, at, cancel_requested
     FROM history WHERE job = ?1 ORDER BY n";
 
 /// A row of [`HISTORY_OF`].
@@ -687,6 +753,7 @@ fn entry(row: &Row<'_>) -> rusqlite::Result<Entry> {
             redrives: row.get(7)?,
             reason: row.get(8)?,
             worker: row.get(9)?,
+            cancel_requested: row.get(11)?,
         },
     })
 }
@@ -696,7 +763,7 @@ const ORPHANS: &str = "
     SELECT job, min(n), count(*) FROM history WHERE job NOT IN (SELECT id FROM jobs) GROUP BY job";
 
 impl Queue {
-    /// Checks SPEC section 4's invariants 1 to 6 on every job's row and on every recorded
+    /// Checks SPEC section 4's invariants 1 to 6 and 11 to 14 on every job's row and on every recorded
     /// transition, in one read snapshot. Changes nothing, and so borrows the queue shared.
     ///
     /// ```
@@ -730,8 +797,37 @@ fn audit(tx: &Transaction<'_>) -> Result<Audit> {
     while let Some(row) = rows.next()? {
         found.orphan(row.get(0)?, row.get(1)?, row.get(2)?);
     }
+    found.tombstones = tx.query_row(TOMBSTONES, [], |row| row.get(0))?;
+    let mut shared = tx.prepare(TOMBSTONES_WITH_A_JOB)?;
+    let mut rows = shared.query([])?;
+    while let Some(row) = rows.next()? {
+        found.tombstone_with_a_job(row.get(0)?);
+    }
+    let mut counts = tx.prepare(COUNTS_AGAINST_ROWS)?;
+    let mut rows = counts.query([])?;
+    while let Some(row) = rows.next()? {
+        found.count_differs(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);
+    }
     Ok(found)
 }
+
+const TOMBSTONES: &str = "SELECT count(*) FROM tombstones";
+
+/// Tombstones whose id a job row also holds: a pruned id that could run again.
+const TOMBSTONES_WITH_A_JOB: &str = "SELECT id FROM tombstones WHERE id IN (SELECT id FROM jobs) ORDER BY id";
+
+/// Every (queue, status, reason) whose kept count differs from the rows: the kept counts
+/// against the jobs and tombstones counted afresh, both ways.
+const COUNTS_AGAINST_ROWS: &str = "
+    WITH fresh (queue, status, reason, n) AS (
+        SELECT queue, status, coalesce(dead_reason, ''), count(*) FROM jobs GROUP BY 1, 2, 3
+        UNION ALL
+        SELECT queue, 'pruned_' || status, '', count(*) FROM tombstones GROUP BY 1, 2),
+    kept (queue, status, reason, n) AS (SELECT queue, status, reason, n FROM counts WHERE n <> 0)
+    SELECT coalesce(f.queue, k.queue), coalesce(f.status, k.status), coalesce(f.reason, k.reason),
+           coalesce(k.n, 0), coalesce(f.n, 0)
+    FROM fresh f FULL JOIN kept k USING (queue, status, reason)
+    WHERE coalesce(k.n, 0) <> coalesce(f.n, 0)";
 
 impl Audit {
     /// Counts one job and its history, and checks every rule on them: what a store calls for
@@ -740,6 +836,34 @@ impl Audit {
         self.jobs += 1;
         self.entries += entries.len() as u64;
         Findings { id: &row.id, violations: &mut self.violations }.job(row, entries);
+    }
+
+    /// Reports a tombstone whose id a job row also holds.
+    pub(crate) fn tombstone_with_a_job(&mut self, id: String) {
+        self.violations.push(Violation {
+            check: Check::PrunedStaysPruned,
+            job: id,
+            entry: None,
+            what: "a tombstone and a job row hold the same id".into(),
+        });
+    }
+
+    /// Reports a kept count (`stats`') that differs from the rows it counts.
+    pub(crate) fn count_differs(
+        &mut self,
+        queue: String,
+        status: String,
+        reason: String,
+        kept: i64,
+        rows: i64,
+    ) {
+        let of = if reason.is_empty() { status } else { format!("{status}({reason})") };
+        self.violations.push(Violation {
+            check: Check::CountsMatchRows,
+            job: queue.clone(),
+            entry: None,
+            what: format!("queue {queue:?} counts {kept} {of} but holds {rows}"),
+        });
     }
 
     /// Counts `count` history entries of a job no row holds (the first of them `first`), and
@@ -784,7 +908,8 @@ impl Findings<'_> {
                 ),
             }
         }
-        let recorded = Recorded { row: &row.state, not_before: row.not_before, entries };
+        let recorded =
+            Recorded { row: &row.state, not_before: row.not_before, ended_at: row.ended_at, entries };
         self.apply(HISTORY, None, |broken| broken(&recorded));
     }
 
@@ -931,9 +1056,9 @@ mod tests {
             ),
             (
                 format!("{RAW_HISTORY} UPDATE history SET from_status = 'leased' WHERE {cancel}"),
-                Check::NoSilentDrop,
+                Check::CancelStopsTheJob,
                 "gone",
-                "a leased job cancelled",
+                "with no cancel request",
             ),
             (
                 format!("{RAW_HISTORY} UPDATE history SET at = 2999 WHERE {sched_claim}"),
@@ -1018,7 +1143,7 @@ mod tests {
             ),
             (
                 "done brought back",
-                "UPDATE jobs SET status = 'pending', available_at = 5000, updated_at = 1500 WHERE id = 'ok'"
+                "UPDATE jobs SET status = 'pending', available_at = 5000, updated_at = 1500, ended_at = NULL WHERE id = 'ok'"
                     .into(),
                 Check::NoSilentDrop,
                 "ok",
@@ -1185,6 +1310,39 @@ mod tests {
         let first = "n = (SELECT min(n) FROM history WHERE job = 'late')";
         let redrive = "from_status = 'dead' AND to_status = 'pending'";
         let cases: Vec<(String, Check, &str, &str)> = vec![
+            // 1.2: the end, cancel requests, tombstones, the kept counts.
+            (
+                format!("{RAW} UPDATE jobs SET ended_at = 5 WHERE id = 'ok'"),
+                Check::HistoryMatchesRow,
+                "ok",
+                "ended_at Some(5), but the job ended",
+            ),
+            (
+                format!("{RAW} UPDATE jobs SET ended_at = 5 WHERE id = 'perm'"),
+                Check::HistoryMatchesRow,
+                "perm",
+                "ended_at Some(5), but the job is open",
+            ),
+            (
+                history_of("ok", "to_status = 'done'", "cancel_requested = 1"),
+                Check::CancelStopsTheJob,
+                "ok",
+                "a cancel request on a done job",
+            ),
+            (
+                "INSERT INTO tombstones SELECT id, queue, printf('%064d', 0), status, dead_reason, attempts, ended_at
+                 FROM jobs WHERE id = 'ok'"
+                    .into(),
+                Check::PrunedStaysPruned,
+                "ok",
+                "a tombstone and a job row hold the same id",
+            ),
+            (
+                "UPDATE counts SET n = n + 1 WHERE status = 'done'".into(),
+                Check::CountsMatchRows,
+                "default",
+                "done but holds",
+            ),
             // Every state.
             (
                 format!("{RAW} UPDATE jobs SET status = 'frozen' WHERE id = 'ok'"),
@@ -1304,7 +1462,7 @@ mod tests {
                 "max_attempts 3 → 9 without a redrive",
             ),
             (
-                "UPDATE jobs SET status = 'pending', available_at = 5000, updated_at = 1500 WHERE id = 'ok'"
+                "UPDATE jobs SET status = 'pending', available_at = 5000, updated_at = 1500, ended_at = NULL WHERE id = 'ok'"
                     .into(),
                 Check::NoSilentDrop,
                 "ok",

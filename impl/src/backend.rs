@@ -18,7 +18,8 @@ use crate::interrupt::Interrupt;
 
 use crate::audit::Audit;
 use crate::error::{Result, RunError};
-use crate::job::{DeadReason, Job, Report, Status};
+use crate::job::{DEFAULT_QUEUE, DeadReason, Job, Lookup, Report, Status};
+use crate::queue::cancel::Cancelled;
 use crate::queue::claim::Claimed;
 use crate::queue::complete::{Completed, Completion};
 use crate::queue::enqueue::{Enqueued, NewJob};
@@ -42,10 +43,20 @@ pub trait Backend: Send + ServerTime {
     fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued>;
     /// Several enqueues in one transaction, each answered on its own.
     fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>>;
-    /// SPEC 3.3: reaps, then leases the next due job to `worker`.
-    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>>;
-    /// Up to `k` claims in one transaction, exactly as `k` single claims would answer.
-    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>>;
+    /// SPEC 3.3: reaps every queue, then leases to `worker` the next due job of `queues`.
+    fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>>;
+    /// Up to `k` claims from `queues` in one transaction, exactly as `k` single claims would
+    /// answer.
+    fn claim_batch_from(&mut self, worker: &str, queues: &[&str], now: u64, k: usize)
+    -> Result<Vec<Claimed>>;
+    /// [`claim_from`](Backend::claim_from) the default queue alone.
+    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
+        self.claim_from(worker, &[DEFAULT_QUEUE], now)
+    }
+    /// [`claim_batch_from`](Backend::claim_batch_from) the default queue alone.
+    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
+        self.claim_batch_from(worker, &[DEFAULT_QUEUE], now, k)
+    }
     /// SPEC 3.4: records the outcome of a held attempt.
     fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed>;
     /// Several completions in one transaction, each answered on its own.
@@ -54,18 +65,40 @@ pub trait Backend: Send + ServerTime {
     fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()>;
     /// SPEC 3.12: the holder keeps its lease; the new expiry.
     fn heartbeat(&mut self, lease: &Lease, now: u64) -> Result<u64>;
-    /// SPEC 3.13: a pending job becomes dead(cancelled).
-    fn cancel(&mut self, id: &str, now: u64) -> Result<()>;
+    /// SPEC 3.13: a pending job becomes dead(cancelled); a leased one gets a cancel request.
+    fn cancel(&mut self, id: &str, now: u64) -> Result<Cancelled>;
+    /// SPEC 3.14: every done or dead job with `ended_at` ≤ `before` leaves a tombstone; how
+    /// many.
+    fn prune(&mut self, before: u64, now: u64) -> Result<u64>;
+    /// A prune of at most about `limit` jobs in one transaction, the earliest ended first:
+    /// exactly `prune(b, now)` for the largest `b` ≤ `before` whose jobs number at most
+    /// `limit` — or, when the jobs that ended at the earliest instant alone outnumber
+    /// `limit`, those jobs. How many were pruned; 0 when none is left to prune.
+    fn prune_at_most(&mut self, before: u64, now: u64, limit: u64) -> Result<u64>;
+    /// SPEC 3.15: every tombstone with `ended_at` ≤ `before` is removed; how many.
+    fn forget(&mut self, before: u64, now: u64) -> Result<u64>;
+    /// Gives space that prunes freed back to the file system where the store can (SQLite's
+    /// `incremental_vacuum`: [`Queue::reclaim`]); how many pages were free. PostgreSQL's
+    /// autovacuum does this by itself: there, nothing (0).
+    fn reclaim(&mut self) -> Result<u64> {
+        Ok(0)
+    }
     /// SPEC 3.6: a dead job gets a new budget.
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()>;
     /// Every dead job (of one reason) redriven, each answered on its own.
     fn redrive_dead(&mut self, redrive: &RedriveDead) -> Result<Vec<(String, Result<()>)>>;
     /// SPEC 3.5: quarantines every due job that is out of budget; how many.
     fn reap(&mut self, now: u64) -> Result<u64>;
-    /// SPEC 3.9: the job with this id.
+    /// SPEC 3.9: the job with this id (`None` for a pruned id as for an unknown one).
     fn get(&self, id: &str) -> Result<Option<Job>>;
-    /// SPEC 3.8: counts of the store at `now`.
-    fn stats(&self, now: u64) -> Result<Stats>;
+    /// SPEC 3.9: the job or the tombstone with this id, read in one snapshot.
+    fn lookup(&self, id: &str) -> Result<Option<Lookup>>;
+    /// SPEC 3.8: counts of the store at `now`, of one queue or of all.
+    fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats>;
+    /// SPEC 3.8: counts of the whole store at `now`.
+    fn stats(&self, now: u64) -> Result<Stats> {
+        self.stats_of(now, None)
+    }
     /// The lease holders and their leases at `now`.
     fn owners(&self, now: u64) -> Result<Vec<Owner>>;
     /// Every recorded transition of one job, oldest first.
@@ -167,7 +200,19 @@ impl dyn Backend + '_ {
         transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
         jitter: f64,
     ) -> Result<Ran, RunError<E>> {
-        let claim = |store: &mut Self, worker: &str, now: u64| store.claim(worker, now);
+        self.run_once_from(worker, &[DEFAULT_QUEUE], clock, transport, jitter)
+    }
+
+    /// `run_once` serving `queues` (SPEC 3.5): its claim is [`Backend::claim_from`] them.
+    pub fn run_once_from<R: Into<Report>, E>(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        clock: impl FnMut() -> u64,
+        transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
+        jitter: f64,
+    ) -> Result<Ran, RunError<E>> {
+        let claim = |store: &mut Self, worker: &str, now: u64| store.claim_from(worker, queues, now);
         let complete = |store: &mut Self, c: &Completion<'_>| store.complete(c);
         run_with(self, claim, complete, worker, clock, transport, jitter)
     }
@@ -211,11 +256,17 @@ impl Backend for Queue {
     fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
         Queue::enqueue_many(self, jobs)
     }
-    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
-        Queue::claim(self, worker, now)
+    fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
+        Queue::claim_from(self, worker, queues, now)
     }
-    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
-        Queue::claim_batch(self, worker, now, k)
+    fn claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<Vec<Claimed>> {
+        Queue::claim_batch_from(self, worker, queues, now, k)
     }
     fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed> {
         Queue::complete(self, completion)
@@ -229,8 +280,20 @@ impl Backend for Queue {
     fn heartbeat(&mut self, lease: &Lease, now: u64) -> Result<u64> {
         Queue::heartbeat(self, lease, now)
     }
-    fn cancel(&mut self, id: &str, now: u64) -> Result<()> {
+    fn cancel(&mut self, id: &str, now: u64) -> Result<Cancelled> {
         Queue::cancel(self, id, now)
+    }
+    fn prune(&mut self, before: u64, now: u64) -> Result<u64> {
+        Queue::prune(self, before, now)
+    }
+    fn prune_at_most(&mut self, before: u64, now: u64, limit: u64) -> Result<u64> {
+        Queue::prune_at_most(self, before, now, limit)
+    }
+    fn forget(&mut self, before: u64, now: u64) -> Result<u64> {
+        Queue::forget(self, before, now)
+    }
+    fn reclaim(&mut self) -> Result<u64> {
+        Queue::reclaim(self)
     }
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
         Queue::redrive(self, redrive)
@@ -244,8 +307,11 @@ impl Backend for Queue {
     fn get(&self, id: &str) -> Result<Option<Job>> {
         Queue::get(self, id)
     }
-    fn stats(&self, now: u64) -> Result<Stats> {
-        Queue::stats(self, now)
+    fn lookup(&self, id: &str) -> Result<Option<Lookup>> {
+        Queue::lookup(self, id)
+    }
+    fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats> {
+        Queue::stats_of(self, now, queue)
     }
     fn owners(&self, now: u64) -> Result<Vec<Owner>> {
         Queue::owners(self, now)

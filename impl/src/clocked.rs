@@ -48,7 +48,7 @@ macro_rules! clocked {
             }
 
             #[doc = concat!("[`", $name, "::cancel`] at the store's clock.")]
-            pub fn cancel_now(&mut self, id: &str) -> Result<()> {
+            pub fn cancel_now(&mut self, id: &str) -> Result<crate::Cancelled> {
                 let now = self.now()?;
                 self.cancel(id, now)
             }
@@ -82,7 +82,7 @@ impl dyn Backend + '_ {
     }
 
     /// [`Backend::cancel`] at the store's clock.
-    pub fn cancel_now(&mut self, id: &str) -> Result<()> {
+    pub fn cancel_now(&mut self, id: &str) -> Result<crate::Cancelled> {
         let now = self.now()?;
         self.cancel(id, now)
     }

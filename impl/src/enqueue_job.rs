@@ -52,6 +52,8 @@ pub struct Enqueue<'a> {
     start: Option<Start>,
     base: Option<Duration>,
     cap: Option<Duration>,
+    queue: Option<Cow<'a, str>>,
+    priority: Option<u64>,
 }
 
 /// A scheduled start, as given.
@@ -78,6 +80,8 @@ impl<'a> Enqueue<'a> {
             start: None,
             base: None,
             cap: None,
+            queue: None,
+            priority: None,
         }
     }
 
@@ -133,6 +137,18 @@ impl<'a> Enqueue<'a> {
         self
     }
 
+    /// The queue the job goes to (SPEC 1.6); without one, [`DEFAULT_QUEUE`](crate::DEFAULT_QUEUE).
+    pub fn queue(mut self, queue: impl Into<Cow<'a, str>>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Its priority, 0 … 9, lower first (SPEC 1.6); without one, 0: the most urgent.
+    pub fn priority(mut self, priority: u64) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
     /// The job's id.
     pub fn id(&self) -> &str {
         &self.id
@@ -171,6 +187,8 @@ impl<'a> Enqueue<'a> {
             not_before,
             base_ms: self.base.map(|d| ms("base_ms", d)).transpose()?,
             cap_ms: self.cap.map(|d| ms("cap_ms", d)).transpose()?,
+            queue: self.queue.as_deref(),
+            priority: self.priority,
         })
     }
 }

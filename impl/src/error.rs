@@ -68,11 +68,17 @@ pub enum Error {
         /// The job named.
         id: String,
     },
-    /// `cancel` of a leased job, its lease live or expired: the attempt in flight decides
-    /// its outcome, so cancel never cuts one short (SPEC 3.13, 6.25).
-    #[error("leased: job {id:?} is leased; cancel it after its attempt ends")]
-    Leased {
+    /// `heartbeat` of a job an operator asked to stop (SPEC 3.12, 3.13): the holder stops
+    /// its attempt and reports; the job ends `dead(cancelled)` unless that report ends it.
+    #[error("cancelled: job {id:?} has a cancel request; stop the attempt")]
+    Cancelled {
         /// The job named.
+        id: String,
+    },
+    /// `redrive` or `cancel` of a pruned id: only its tombstone is left (SPEC 3.14, 6.30).
+    #[error("pruned: job {id:?} was pruned; only its tombstone is left")]
+    Pruned {
+        /// The id named.
         id: String,
     },
     /// `cancel` of a job that is already `done` or `dead`: there is nothing left to stop.
@@ -151,8 +157,10 @@ pub enum ErrorKind {
     ClockWentBackwards,
     /// [`Error::DeadlinePassed`]: `deadline_passed`.
     DeadlinePassed,
-    /// [`Error::Leased`]: `leased`.
-    Leased,
+    /// [`Error::Cancelled`]: `cancelled`.
+    Cancelled,
+    /// [`Error::Pruned`]: `pruned`.
+    Pruned,
     /// [`Error::NotCancellable`]: `not_cancellable`.
     NotCancellable,
     /// Everything the SPEC has no code for: a storage failure, a file not opened, a corrupt row.
@@ -170,7 +178,8 @@ impl ErrorKind {
             ErrorKind::NotDead => "not_dead",
             ErrorKind::ClockWentBackwards => "clock_went_backwards",
             ErrorKind::DeadlinePassed => "deadline_passed",
-            ErrorKind::Leased => "leased",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Pruned => "pruned",
             ErrorKind::NotCancellable => "not_cancellable",
             ErrorKind::Storage => "storage",
         }
@@ -188,7 +197,8 @@ impl Error {
             Error::NotDead { .. } => ErrorKind::NotDead,
             Error::ClockWentBackwards { .. } => ErrorKind::ClockWentBackwards,
             Error::DeadlinePassed { .. } => ErrorKind::DeadlinePassed,
-            Error::Leased { .. } => ErrorKind::Leased,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
+            Error::Pruned { .. } => ErrorKind::Pruned,
             Error::NotCancellable { .. } => ErrorKind::NotCancellable,
             Error::NotRetryq { .. }
             | Error::NewerSchema { .. }

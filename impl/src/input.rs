@@ -28,6 +28,64 @@ pub(crate) fn name<'a>(field: &'static str, value: &'a str) -> Result<&'a str> {
     }
 }
 
+/// The longest queue name (SPEC 1.6).
+pub const MAX_QUEUE_BYTES: usize = 64;
+/// The most queues one claim serves (SPEC 3.3).
+pub const MAX_QUEUES: usize = 64;
+/// The largest priority: 0 is the most urgent (SPEC 1.6).
+pub const MAX_PRIORITY: u64 = 9;
+
+/// A queue name: 1 … 64 bytes, no NUL (SPEC 1.6, 6.21).
+pub(crate) fn queue<'a>(field: &'static str, value: &'a str) -> Result<&'a str> {
+    match value.len() {
+        0 => Err(Error::invalid(field, "a queue name must not be empty")),
+        _ if value.contains('\0') => Err(Error::invalid(field, "a queue name must not contain NUL (U+0000)")),
+        n if n > MAX_QUEUE_BYTES => Err(Error::invalid(
+            field,
+            format!("a queue name is {n} bytes, at most {MAX_QUEUE_BYTES} allowed"),
+        )),
+        _ => Ok(value),
+    }
+}
+
+/// The queues a claim serves: 1 … 64 names, each a queue name, none twice (SPEC 3.3).
+pub(crate) fn queues<'a, 'b>(value: &'b [&'a str]) -> Result<&'b [&'a str]> {
+    if value.is_empty() {
+        return Err(Error::invalid("queues", "must name at least one queue"));
+    }
+    if value.len() > MAX_QUEUES {
+        return Err(Error::invalid(
+            "queues",
+            format!("names {} queues, at most {MAX_QUEUES} allowed", value.len()),
+        ));
+    }
+    for (i, name) in value.iter().enumerate() {
+        queue("queues", name)?;
+        if value[..i].contains(name) {
+            return Err(Error::invalid("queues", format!("names {name:?} twice")));
+        }
+    }
+    Ok(value)
+}
+
+/// A priority: 0 … 9 (SPEC 1.6).
+pub(crate) fn priority(value: u64) -> Result<u8> {
+    match u8::try_from(value) {
+        Ok(p) if value <= MAX_PRIORITY => Ok(p),
+        _ => Err(Error::invalid("priority", format!("{value} is outside 0 … {MAX_PRIORITY}"))),
+    }
+}
+
+/// A prune's or a forget's bound: `before` ≤ `now` (SPEC 3.14, 3.15).
+pub(crate) fn before(before: u64, now: u64) -> Result<u64> {
+    int("before", before)?;
+    int("now", now)?;
+    if before > now {
+        return Err(Error::invalid("before", format!("{before} is after now ({now})")));
+    }
+    Ok(before)
+}
+
 /// A payload: at most 1 MiB.
 pub(crate) fn payload(value: &str) -> Result<&str> {
     if value.len() > MAX_PAYLOAD_BYTES {
@@ -77,6 +135,18 @@ mod tests {
     fn bounds_are_inclusive() {
         assert!(int("now", MAX_INT).is_ok());
         assert!(int("now", MAX_INT + 1).is_err());
+        assert!(queue("queue", &"q".repeat(64)).is_ok());
+        assert!(queue("queue", &"q".repeat(65)).is_err());
+        assert!(queue("queue", "").is_err());
+        assert!(queue("queue", "a\0").is_err());
+        assert!(queues(&["a", "b"]).is_ok());
+        assert!(queues(&[]).is_err());
+        assert!(queues(&["a", "a"]).is_err());
+        assert_eq!(priority(9).ok(), Some(9));
+        assert!(priority(10).is_err());
+        assert!(priority(256).is_err());
+        assert!(before(5, 5).is_ok());
+        assert!(before(6, 5).is_err());
         assert!(name("id", &"x".repeat(256)).is_ok());
         assert!(name("id", &"x".repeat(257)).is_err());
         assert!(name("id", "").is_err());

@@ -160,6 +160,59 @@ pub struct Job {
     /// The job's own largest retry window, if it was enqueued with one; `None` as for
     /// `base_ms`.
     pub cap_ms: Option<u64>,
+    /// The queue it was first enqueued to (SPEC 1.6): only claims naming it take the job.
+    pub queue: String,
+    /// 0 … 9, lower first (SPEC 1.6): claims take a smaller priority before a larger one.
+    pub priority: u8,
+    /// The `now` of the transition that made it `done` or `dead`; `None` while open. What a
+    /// prune's `before` is compared with (SPEC 3.14).
+    pub ended_at: Option<u64>,
+    /// Whether an operator asked the attempt in flight to stop (SPEC 3.13): only ever true
+    /// while leased.
+    pub cancel_requested: bool,
+}
+
+/// The queue a job goes to when its enqueue names none, and the one a claim that names none
+/// serves (SPEC 1.6, 5.3).
+pub const DEFAULT_QUEUE: &str = "default";
+
+/// What a prune leaves of a `done` or `dead` job (SPEC 1.7): enough to keep its id from
+/// running again and to tell an operator how it ended. It never changes; only a forget
+/// removes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tombstone {
+    /// The pruned job's id: taken until a forget removes the tombstone.
+    pub id: String,
+    /// The queue the job was in.
+    pub queue: String,
+    /// The SHA-256 digest of the payload's UTF-8 bytes, 64 lowercase hex digits (SPEC 6.29):
+    /// an enqueue of the id is `existing` with a payload of this digest, `conflict` otherwise.
+    pub digest: String,
+    /// How the job ended: `Done` or `Dead`.
+    pub status: Status,
+    /// Why it died; `None` unless `status` is `Dead`.
+    pub dead_reason: Option<DeadReason>,
+    /// Its claims, all told.
+    pub attempts: u64,
+    /// When it ended.
+    pub ended_at: u64,
+}
+
+/// What an id names (SPEC 3.9): a job in the store, or the tombstone a prune left of one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// A job, open or ended.
+    Job(Job),
+    /// A pruned job's tombstone.
+    Pruned(Tombstone),
+}
+
+/// The SHA-256 digest of `payload`'s UTF-8 bytes as a tombstone keeps it: 64 lowercase hex
+/// digits (SPEC 6.29).
+pub fn payload_digest(payload: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(payload.as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// A word that names none of a vocabulary's values: what [`Status`], [`DeadReason`] and
@@ -354,5 +407,12 @@ mod tests {
         let cut = note(Some(&long)).expect("some");
         assert_eq!(cut.len(), MAX_NOTE_BYTES - 1, "the last 2-byte character does not fit");
         assert!(long.starts_with(cut));
+    }
+
+    #[test]
+    fn a_digest_is_sha256_in_lowercase_hex() {
+        // FIPS 180-2's examples.
+        assert_eq!(payload_digest(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(payload_digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

@@ -91,9 +91,14 @@ pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
 pub use enqueue_job::Enqueue;
 pub use error::{Error, ErrorKind, Result, RunError};
-pub use input::{MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES};
+pub use input::{
+    MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES, MAX_PRIORITY, MAX_QUEUE_BYTES, MAX_QUEUES,
+};
 pub use interrupt::Interrupt;
-pub use job::{DeadReason, Job, MAX_NOTE_BYTES, Outcome, Report, Status, UnknownWord};
+pub use job::{
+    DEFAULT_QUEUE, DeadReason, Job, Lookup, MAX_NOTE_BYTES, Outcome, Report, Status, Tombstone, UnknownWord,
+    payload_digest,
+};
 pub use outbox::{Outbox, OutboxTransaction, Param};
 #[cfg(feature = "postgres")]
 pub use pg::PgQueue;
@@ -101,6 +106,7 @@ pub use pg::PgQueue;
 /// [`Error::Postgres`].
 #[cfg(feature = "postgres")]
 pub use postgres;
+pub use queue::cancel::Cancelled;
 pub use queue::claim::Claimed;
 pub use queue::complete::{Completed, Completion};
 pub use queue::enqueue::{Enqueued, NewJob, ToEnqueue, enqueue_in};

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
-use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_VERSION, ddl};
+use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_VERSION, ddl};
 use crate::error::{Error, Result};
 use crate::upgrade;
 
@@ -19,9 +19,9 @@ pub(crate) enum Found {
     Empty,
     /// A retryq database of this schema version.
     Retryq,
-    /// A retryq database of schema 1 (contract 1.0): a read-write open upgrades it in place,
-    /// a read-only one reads it as it is (`upgrade.rs`).
-    Schema1,
+    /// A retryq database of an older schema, 1 (contract 1.0) or 2 (contract 1.1): a
+    /// read-write open upgrades it in place, a read-only one reads it as it is (`upgrade.rs`).
+    Older(i64),
 }
 
 /// Decides what the file is, reading only: a refused file is left exactly as it was.
@@ -52,8 +52,8 @@ pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
             supported: SCHEMA_VERSION,
         });
     }
-    if version == SCHEMA_1 {
-        return Ok(Found::Schema1);
+    if version == SCHEMA_1 || version == SCHEMA_2 {
+        return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
         return Err(refuse(format!("schema version {version}, which no retryq release wrote")));
@@ -72,11 +72,11 @@ pub(crate) fn create(conn: &mut Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Upgrades a schema 1 file to schema 2 in one write transaction (`upgrade.rs`): committed
+/// Upgrades a schema 1 or 2 file to schema 3 in one write transaction (`upgrade.rs`): committed
 /// whole, or not at all.
 pub(crate) fn upgrade(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    upgrade::from_schema_1(&tx, path)?;
+    upgrade::to_current(&tx, path)?;
     tx.commit()?;
     Ok(())
 }
@@ -88,7 +88,12 @@ const TAKEN: &str = "
     WHERE name IN ('jobs', 'jobs_due', 'jobs_open_deadline', 'jobs_last_lease', 'history',
                    'history_job', 'jobs_history_insert', 'jobs_history_update',
                    'jobs_never_deleted', 'jobs_identity_fixed', 'history_no_update',
-                   'history_no_delete')";
+                   'history_no_delete', 'jobs_open_age', 'jobs_leases', 'jobs_cancelling',
+                   'jobs_ended', 'jobs_count_insert', 'jobs_count_update', 'jobs_count_delete',
+                   'jobs_not_over_a_tombstone', 'tombstones', 'tombstones_ended',
+                   'tombstones_never_change', 'tombstones_of_ended_jobs',
+                   'tombstones_forgotten_whole', 'tombstones_count_insert',
+                   'tombstones_count_delete', 'counts')";
 
 /// Installs retryq's schema into the database of the application's own connection, next to
 /// the application's tables, so that [`enqueue_in`](crate::enqueue_in) can enqueue jobs in
@@ -110,9 +115,9 @@ pub fn install(conn: &Connection) -> Result<()> {
     let path = path_of(conn);
     // Checked before the journal mode changes, so that a refusal leaves the file as it was.
     if !needs_schema(conn, &path)? {
-        if inspect(conn, &path)? == Found::Schema1 {
+        if let Found::Older(_) = inspect(conn, &path)? {
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
-            upgrade::from_schema_1(&tx, &path)?;
+            upgrade::to_current(&tx, &path)?;
             tx.commit()?;
         }
         return Ok(());
@@ -171,14 +176,15 @@ pub(crate) fn require(conn: &Connection) -> Result<()> {
         return Ok(());
     }
     // Another program's marks, or another version of the schema: refused as an open is.
-    // Schema 1 is refused too: the upgrade rebuilds the jobs table, which is not a step to
+    // An older schema is refused too: the upgrade rebuilds the jobs table, which is not a step to
     // take inside the application's transaction.
     match inspect(conn, &path_of(conn))? {
-        Found::Schema1 => Err(Error::NotRetryq {
+        Found::Older(version) => Err(Error::NotRetryq {
             path: path_of(conn),
-            why: "schema version 1 must be upgraded first: call retryq::install on it, or open \
+            why: format!(
+                "schema version {version} must be upgraded first: call retryq::install on it, or open \
                   it once with Queue::open"
-                .into(),
+            ),
         }),
         _ => Ok(()),
     }
@@ -197,6 +203,14 @@ fn write(tx: &Transaction<'_>) -> Result<()> {
     tx.execute_batch(&ddl())?;
     tx.pragma_update(None, "application_id", APPLICATION_ID)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    Ok(())
+}
+
+/// Lets `incremental_vacuum` give the pages a prune frees back to the file system (see
+/// `Queue::reclaim`). Settable only before the file's first page is written, so before the
+/// switch to write-ahead logging and the schema: for a new, empty file.
+pub(crate) fn set_auto_vacuum(conn: &Connection) -> Result<()> {
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
     Ok(())
 }
 
@@ -225,6 +239,18 @@ mod tests {
         assert_eq!(inspect(&conn, path).expect("inspect"), Found::Retryq);
         // Creating again is a no-op, not an error.
         create(&mut conn, path).expect("create twice");
+    }
+
+    #[test]
+    fn a_new_file_reclaims_pages_incrementally() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("q.db");
+        let mut conn = Connection::open(&path).expect("open");
+        set_auto_vacuum(&conn).expect("auto_vacuum");
+        set_wal(&conn).expect("wal");
+        create(&mut conn, &path).expect("create");
+        let mode: i64 = conn.pragma_query_value(None, "auto_vacuum", |row| row.get(0)).expect("auto_vacuum");
+        assert_eq!(mode, 2, "INCREMENTAL");
     }
 
     #[test]
@@ -334,16 +360,17 @@ mod tests {
             .expect("rows")
             .collect::<rusqlite::Result<_>>()
             .expect("names");
-        let frozen = ["seq", "id", "payload", "enqueued_at", "not_before", "base_ms", "cap_ms"];
+        let frozen =
+            ["seq", "id", "payload", "enqueued_at", "not_before", "base_ms", "cap_ms", "queue", "priority"];
         let notes = ["last_error", "last_node"];
         let mut expected = 1;
         for column in columns.iter().filter(|c| !frozen.contains(&c.as_str()) && !notes.contains(&c.as_str()))
         {
-            conn.execute(&format!("UPDATE jobs SET {column} = {column}"), []).expect("update");
+            conn.execute(&format!("UPDATE jobs SET {column} = {column}"), []).expect(column);
             expected += 1;
             assert_eq!(count(&conn), expected, "an update of {column} was not recorded");
         }
-        assert_eq!(expected, 1 + 10, "the state columns changed: review jobs_history_update");
+        assert_eq!(expected, 1 + 12, "the state columns changed: review jobs_history_update");
     }
 
     #[test]
@@ -366,6 +393,18 @@ mod tests {
         assert!(insert("done", 1, Some(3), None).is_err(), "done with a reservation");
         assert!(insert("leased", 1, Some(3), None).is_err(), "leased without an owner");
         assert!(insert("waiting", 0, Some(0), None).is_err(), "unknown status");
+        let ended = |status: &str, reason: Option<&str>, ended_at: Option<i64>, cancel: i64| {
+            conn.execute(
+                "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at,
+                                   deadline, dead_reason, redrives, enqueued_at, updated_at,
+                                   not_before, ended_at, cancel_requested)
+                 VALUES (hex(randomblob(8)), '', ?1, 1, 3, NULL, 10, ?2, 0, 0, 0, 0, ?3, ?4)",
+                rusqlite::params![status, reason, ended_at, cancel],
+            )
+        };
+        assert!(ended("done", None, Some(5), 0).is_ok());
+        assert!(ended("done", None, None, 0).is_err(), "ended without ended_at");
+        assert!(ended("dead", Some("permanent"), Some(5), 1).is_err(), "a cancel request on a dead job");
     }
 
     #[test]
@@ -391,8 +430,10 @@ mod tests {
             let err = conn.execute(&format!("UPDATE jobs SET {column} = 7"), []).unwrap_err();
             assert!(err.to_string().contains("never change"), "{column}: {err}");
         }
-        let cancelled = conn
-            .execute("UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL", []);
+        let cancelled = conn.execute(
+            "UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL, ended_at = 0",
+            [],
+        );
         assert!(cancelled.is_ok(), "cancelled is a dead reason: {cancelled:?}");
     }
 }

@@ -50,6 +50,42 @@ pub enum Shape {
     },
 }
 
+/// Where a job of the lanes scene goes (SPEC 1.6): the default queue at the default
+/// priority, another queue, or a lower priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lane {
+    /// `"default"`, priority 0: nothing said.
+    Default,
+    /// Queue [`OTHER_QUEUE`], which only one of the two workers serves.
+    OtherQueue,
+    /// Priority 1: any job of priority 0 due goes first.
+    Low,
+}
+
+/// The second queue of the lanes scene.
+pub const OTHER_QUEUE: &str = "q1";
+
+impl Lane {
+    /// The enqueue's `queue` and `priority` for this lane: absent for the default one.
+    pub fn fields(self) -> (Option<String>, Option<u64>) {
+        match self {
+            Lane::Default => (None, None),
+            Lane::OtherQueue => (Some(OTHER_QUEUE.into()), None),
+            Lane::Low => (None, Some(1)),
+        }
+    }
+
+    /// The queues worker `worker` serves in the lanes scene: the first only the default
+    /// queue, the second both.
+    pub fn served_by(worker: usize) -> Vec<String> {
+        let mut queues = vec!["default".to_owned()];
+        if worker > 0 {
+            queues.push(OTHER_QUEUE.into());
+        }
+        queues
+    }
+}
+
 impl Shape {
     /// The enqueue's `not_before`, `base_ms` and `cap_ms` for this shape at `now`.
     pub fn fields(shape: Option<Shape>, now: u64) -> (Option<u64>, Option<u64>, Option<u64>) {
@@ -102,6 +138,12 @@ pub struct Scene {
     /// Whether every pending job may be cancelled, whatever came before (a retry, a redrive);
     /// otherwise only the first job, before its first claim and redrive.
     pub cancel_any: bool,
+    /// Whether the operator prunes and forgets (SPEC 3.14, 3.15) at the clock, and cancels
+    /// leased jobs (3.13), so that tombstones and cancel requests meet every operation.
+    pub retention: bool,
+    /// Whether the second job may go to another queue or a lower priority, and the workers
+    /// serve different queues ([`Lane`]).
+    pub lanes: bool,
     /// The budgets an enqueue may ask for here, if not [`Bounds::max_attempts`].
     pub max_attempts: Option<Vec<u64>>,
     /// Whether every deadline leaves a whole lease before the end of the clock, so that at
@@ -127,6 +169,8 @@ impl Scene {
             shapes: Vec::new(),
             backdate: true,
             cancel_any: false,
+            retention: false,
+            lanes: false,
             max_attempts: None,
             liveness: true,
         }
@@ -146,6 +190,7 @@ impl Scene {
             shapes: SHAPES.to_vec(),
             backdate: false,
             cancel_any: true,
+            retention: false,
             max_attempts: Some(vec![1, 3]),
             ..Scene::main()
         }
@@ -177,8 +222,41 @@ impl Scene {
             shapes: vec![Shape::Own { base_ms: Some(MAX_INT), cap_ms: Some(MAX_INT) }],
             backdate: false,
             cancel_any: true,
+            retention: false,
+            lanes: false,
             max_attempts: None,
             liveness: false,
+        }
+    }
+
+    /// Retention and running cancels (SPEC 3.13–3.15): one job, two workers, a clock up to 5,
+    /// the doubling settings; the operator prunes and forgets at the clock (or a millisecond
+    /// behind it) and cancels leased jobs.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
+    pub fn retention() -> Scene {
+        Scene {
+            name: "retention",
+            jobs: 1,
+            configs: vec![DOUBLING],
+            backdate: false,
+            cancel_any: true,
+            retention: true,
+            ..Scene::main()
+        }
+    }
+
+    /// Two jobs in two queues and at two priorities (SPEC 1.6, 3.3.2, 4.8): two workers, the
+    /// first serving only the default queue, a clock up to 4, the doubling settings, budget 1.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
+    pub fn lanes() -> Scene {
+        Scene {
+            name: "lanes",
+            horizon: 4,
+            configs: vec![DOUBLING],
+            backdate: false,
+            lanes: true,
+            max_attempts: Some(vec![1]),
+            ..Scene::main()
         }
     }
 
@@ -243,7 +321,7 @@ impl Default for Bounds {
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     fn default() -> Self {
         Bounds {
-            scenes: vec![Scene::main(), Scene::one_job(), Scene::edges()],
+            scenes: vec![Scene::main(), Scene::one_job(), Scene::edges(), Scene::lanes(), Scene::retention()],
             jitters: vec![0.0, 0.5, 1.0, TWO_THIRDS],
             max_attempts: vec![1, 2],
             deadlines: vec![2, 3],
@@ -293,6 +371,12 @@ impl Bounds {
         if bug.needs_two_jobs() {
             return Bounds::sized(2, 1, 4);
         }
+        if bug.needs_lanes() {
+            return Bounds { scenes: vec![Scene::lanes()], ..Bounds::default() };
+        }
+        if bug.needs_retention() {
+            return Bounds { scenes: vec![Scene::retention()], ..Bounds::default() };
+        }
         if bug.needs_range_edges() {
             return Bounds { scenes: vec![Scene::edges()], ..Bounds::default() };
         }
@@ -330,7 +414,7 @@ impl fmt::Display for Scene {
             .collect();
         write!(
             f,
-            "{}: jobs {}, workers {}, clock {}..={}, settings [{}]{}, first-job shapes {}{}{}{}",
+            "{}: jobs {}, workers {}, clock {}..={}, settings [{}]{}, first-job shapes {}{}{}{}{}{}",
             self.name,
             self.jobs,
             self.workers,
@@ -341,6 +425,8 @@ impl fmt::Display for Scene {
             self.shapes.len(),
             if self.backdate { ", backdated enqueues" } else { "" },
             if self.cancel_any { ", cancels of any pending job" } else { "" },
+            if self.retention { ", prunes, forgets and cancels of leased jobs" } else { "" },
+            if self.lanes { ", two queues and two priorities" } else { "" },
             if self.liveness { "" } else { ", no liveness" },
         )
     }

@@ -166,11 +166,39 @@ pub enum Bug {
     /// completion (or `run_once`) with a jitter outside [0, 1], or NaN, is applied where SPEC
     /// 6.6 refuses it (`if outcome == retryable { check(jitter) }`).
     JitterCheckedOnlyOnRetry,
+    /// A claim takes the first due job of any queue, whatever queues it names (a `WHERE`
+    /// missing its `queue IN (…)`).
+    ClaimIgnoresQueues,
+    /// A claim takes the largest `priority` first (`ORDER BY priority DESC`).
+    PriorityInverted,
+    /// A prune removes an open job whose deadline is at or before `before`, as if it had
+    /// ended there, though no reap has ended it: the job is gone without a status.
+    PruneOpenPastDeadline,
+    /// A prune removes every ended job, whenever it ended: `before` is ignored.
+    PruneIgnoresBefore,
+    /// A prune deletes ended jobs and leaves no tombstone: the id is free again at once.
+    PruneWithoutTombstone,
+    /// A tombstone keeps the digest of another payload (the empty one): a re-enqueue with the
+    /// job's own payload is refused `conflict`.
+    TombstoneOtherDigest,
+    /// A forget removes every tombstone, whenever its job ended: `before` is ignored.
+    ForgetIgnoresBefore,
+    /// `stats` counts no tombstones (`pruned_done` and `pruned_dead` stay 0).
+    StatsForgetsPruned,
+    /// A `retryable` report of an attempt asked to stop ends the job `done`, as if the
+    /// holder's stop had succeeded.
+    StoppedAttemptDone,
+    /// An expired lease with a cancel request is claimed again like any expired lease: the
+    /// request is forgotten.
+    ReclaimCancelling,
+    /// An enqueue of a pruned id looks only at the jobs: the id is stored as a new job beside
+    /// its tombstone, and runs again.
+    EnqueueRevivesPruned,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 62] = [
+    pub const ALL: [Bug; 73] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -233,6 +261,17 @@ impl Bug {
         Bug::ExistingTakesNewBudget,
         Bug::DelayTiesUp,
         Bug::JitterCheckedOnlyOnRetry,
+        Bug::ClaimIgnoresQueues,
+        Bug::PriorityInverted,
+        Bug::PruneOpenPastDeadline,
+        Bug::PruneIgnoresBefore,
+        Bug::PruneWithoutTombstone,
+        Bug::TombstoneOtherDigest,
+        Bug::ForgetIgnoresBefore,
+        Bug::StatsForgetsPruned,
+        Bug::StoppedAttemptDone,
+        Bug::ReclaimCancelling,
+        Bug::EnqueueRevivesPruned,
     ];
 
     /// The name `--bug` takes.
@@ -300,6 +339,17 @@ impl Bug {
             Bug::ExistingTakesNewBudget => "existing-takes-new-budget",
             Bug::DelayTiesUp => "delay-ties-up",
             Bug::JitterCheckedOnlyOnRetry => "jitter-checked-only-on-retry",
+            Bug::ClaimIgnoresQueues => "claim-ignores-queues",
+            Bug::PriorityInverted => "priority-inverted",
+            Bug::PruneOpenPastDeadline => "prune-open-past-deadline",
+            Bug::PruneIgnoresBefore => "prune-ignores-before",
+            Bug::PruneWithoutTombstone => "prune-without-tombstone",
+            Bug::TombstoneOtherDigest => "tombstone-other-digest",
+            Bug::ForgetIgnoresBefore => "forget-ignores-before",
+            Bug::StatsForgetsPruned => "stats-forgets-pruned",
+            Bug::StoppedAttemptDone => "stopped-attempt-done",
+            Bug::ReclaimCancelling => "reclaim-cancelling",
+            Bug::EnqueueRevivesPruned => "enqueue-revives-pruned",
         }
     }
 
@@ -378,6 +428,21 @@ impl Bug {
             Bug::ExistingTakesNewBudget => "re-enqueueing the same payload stores the new max_attempts",
             Bug::DelayTiesUp => "the delay's product rounds halfway cases up, not to even",
             Bug::JitterCheckedOnlyOnRetry => "a jitter outside [0, 1] is refused only for outcome retryable",
+            Bug::ClaimIgnoresQueues => "a claim takes the first due job of any queue, not only its own",
+            Bug::PriorityInverted => "a claim takes the largest priority first: 9 before 0",
+            Bug::PruneOpenPastDeadline => {
+                "a prune removes an open job past its deadline that no reap has ended"
+            }
+            Bug::PruneIgnoresBefore => "a prune removes every ended job, whenever it ended",
+            Bug::PruneWithoutTombstone => "a prune leaves no tombstone: the id can be enqueued and run again",
+            Bug::TombstoneOtherDigest => {
+                "a tombstone keeps the digest of another payload: its own is refused conflict"
+            }
+            Bug::ForgetIgnoresBefore => "a forget removes every tombstone, whenever its job ended",
+            Bug::StatsForgetsPruned => "stats counts no tombstones: pruned ids are accounted nowhere",
+            Bug::StoppedAttemptDone => "a retryable report under a cancel request ends the job done",
+            Bug::ReclaimCancelling => "an expired lease with a cancel request is claimed again",
+            Bug::EnqueueRevivesPruned => "an enqueue of a pruned id stores it as a new job: it runs again",
         }
     }
 
@@ -420,6 +485,28 @@ impl Bug {
     /// `enqueued_at` than the first.
     pub fn needs_backdating(self) -> bool {
         matches!(self, Bug::ClaimTieByEnqueuedAt | Bug::StatsOldestByFirstJob)
+    }
+
+    /// The bugs that only jobs of two queues or two priorities show (the lanes scene).
+    pub fn needs_lanes(self) -> bool {
+        matches!(self, Bug::ClaimIgnoresQueues | Bug::PriorityInverted)
+    }
+
+    /// The bugs that only prunes, forgets and cancels of running jobs show (the retention
+    /// scene).
+    pub fn needs_retention(self) -> bool {
+        matches!(
+            self,
+            Bug::PruneOpenPastDeadline
+                | Bug::PruneIgnoresBefore
+                | Bug::PruneWithoutTombstone
+                | Bug::TombstoneOtherDigest
+                | Bug::ForgetIgnoresBefore
+                | Bug::StatsForgetsPruned
+                | Bug::StoppedAttemptDone
+                | Bug::ReclaimCancelling
+                | Bug::EnqueueRevivesPruned
+        )
     }
 
     /// The bugs that only the far end of the integer range shows.

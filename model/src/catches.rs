@@ -74,6 +74,17 @@ impl Bug {
             Bug::ExistingTakesNewBudget => ENQUEUE_RULE,
             Bug::DelayTiesUp => DELAY_RULE,
             Bug::JitterCheckedOnlyOnRetry => ARGUMENTS_FIRST,
+            Bug::ClaimIgnoresQueues => PROGRESS,
+            Bug::PriorityInverted => PROGRESS,
+            Bug::PruneOpenPastDeadline => NO_SILENT_DROP,
+            Bug::PruneIgnoresBefore => RETENTION_RULE,
+            Bug::PruneWithoutTombstone => NO_SILENT_DROP,
+            Bug::TombstoneOtherDigest => RETENTION_RULE,
+            Bug::ForgetIgnoresBefore => RETENTION_RULE,
+            Bug::StatsForgetsPruned => READS_RULE,
+            Bug::StoppedAttemptDone => COMPLETE_RULE,
+            Bug::ReclaimCancelling => CANCEL_STOPS,
+            Bug::EnqueueRevivesPruned => PRUNED_STAYS,
         }
     }
 }

@@ -37,6 +37,10 @@ pub enum OpKind {
     Cancel,
     /// `reap`.
     Reap,
+    /// `prune` (SPEC 3.14).
+    Prune,
+    /// `forget` (SPEC 3.15).
+    Forget,
     /// `get`.
     Get,
     /// `stats`.
@@ -49,7 +53,7 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every operation of SPEC 5.3, in its order.
-    pub const ALL: [OpKind; 13] = [
+    pub const ALL: [OpKind; 15] = [
         OpKind::Config,
         OpKind::Enqueue,
         OpKind::Claim,
@@ -59,6 +63,8 @@ impl OpKind {
         OpKind::Redrive,
         OpKind::Cancel,
         OpKind::Reap,
+        OpKind::Prune,
+        OpKind::Forget,
         OpKind::Get,
         OpKind::Stats,
         OpKind::RetryDelay,
@@ -77,6 +83,8 @@ impl OpKind {
             Op::Redrive { .. } => OpKind::Redrive,
             Op::Cancel { .. } => OpKind::Cancel,
             Op::Reap { .. } => OpKind::Reap,
+            Op::Prune { .. } => OpKind::Prune,
+            Op::Forget { .. } => OpKind::Forget,
             Op::Get { .. } => OpKind::Get,
             Op::Stats { .. } => OpKind::Stats,
             Op::RetryDelay { .. } => OpKind::RetryDelay,
@@ -96,6 +104,8 @@ impl OpKind {
             OpKind::Redrive => "redrive",
             OpKind::Cancel => "cancel",
             OpKind::Reap => "reap",
+            OpKind::Prune => "prune",
+            OpKind::Forget => "forget",
             OpKind::Get => "get",
             OpKind::Stats => "stats",
             OpKind::RetryDelay => "retry_delay",
@@ -144,6 +154,10 @@ pub enum Meets {
     Live,
     /// Leased, the lease expired at the operation's `now` (`available_at` ≤ `now`).
     Expired,
+    /// Leased, the lease not expired, with a cancel request (SPEC 3.13).
+    LiveCancelling,
+    /// Leased, the lease expired, with a cancel request: no claim takes it, a reap ends it.
+    ExpiredCancelling,
     /// Done.
     Done,
     /// Dead, `exhausted`.
@@ -154,22 +168,27 @@ pub enum Meets {
     Permanent,
     /// Dead, `cancelled`.
     Cancelled,
+    /// An id no job has but a tombstone (SPEC 1.7): pruned, not forgotten.
+    Tombstone,
 }
 
 impl Meets {
     /// Every status, in report order.
-    pub const ALL: [Meets; 11] = [
+    pub const ALL: [Meets; 14] = [
         Meets::Nothing,
         Meets::Missing,
         Meets::Fresh,
         Meets::Waiting,
         Meets::Live,
         Meets::Expired,
+        Meets::LiveCancelling,
+        Meets::ExpiredCancelling,
         Meets::Done,
         Meets::Exhausted,
         Meets::Deadline,
         Meets::Permanent,
         Meets::Cancelled,
+        Meets::Tombstone,
     ];
 
     /// The status of a dead job with this reason.
@@ -191,11 +210,14 @@ impl Meets {
             Meets::Waiting => "pending after an attempt",
             Meets::Live => "leased, live",
             Meets::Expired => "leased, expired",
+            Meets::LiveCancelling => "leased, live, cancel requested",
+            Meets::ExpiredCancelling => "leased, expired, cancel requested",
             Meets::Done => "done",
             Meets::Exhausted => "dead(exhausted)",
             Meets::Deadline => "dead(deadline)",
             Meets::Permanent => "dead(permanent)",
             Meets::Cancelled => "dead(cancelled)",
+            Meets::Tombstone => "pruned",
         }
     }
 
@@ -204,7 +226,15 @@ impl Meets {
     }
 
     fn leased(self) -> bool {
-        matches!(self, Meets::Live | Meets::Expired)
+        matches!(self, Meets::Live | Meets::Expired | Meets::LiveCancelling | Meets::ExpiredCancelling)
+    }
+
+    fn cancelling(self) -> bool {
+        matches!(self, Meets::LiveCancelling | Meets::ExpiredCancelling)
+    }
+
+    fn ended(self) -> bool {
+        self == Meets::Done || self.is_dead()
     }
 
     fn is_dead(self) -> bool {
@@ -236,6 +266,8 @@ pub enum Answer {
     DeadDeadline,
     /// `{"ok":"dead","reason":"permanent"}`.
     DeadPermanent,
+    /// `{"ok":"dead","reason":"cancelled"}`: a `retryable` completion under a cancel request.
+    DeadCancelled,
     /// `{"ok":"crashed",…}`.
     Crashed,
     /// `{"ok":"extended",…}`.
@@ -244,14 +276,25 @@ pub enum Answer {
     Redriven,
     /// `{"ok":"cancelled"}`.
     Cancelled,
+    /// `{"ok":"cancelling"}`: a leased job's cancel request (SPEC 3.13).
+    Cancelling,
     /// `{"ok":"reaped",…}` of a reap that moved nothing.
     Reaped,
     /// The reap of `claim`, `run_once` or `reap` moved the job met to dead(exhausted).
     ReapedExhausted,
     /// The reap moved the job met to dead(deadline).
     ReapedDeadline,
+    /// The reap moved the job met, an expired lease with a cancel request, to dead(cancelled).
+    ReapedCancelled,
+    /// `{"ok":"pruned","count"}`: of a prune that removed nothing, or the job met removed.
+    Pruned,
+    /// `{"ok":"forgotten","count"}`: of a forget that removed nothing, or the tombstone met
+    /// removed.
+    Forgotten,
     /// `{"ok":"job",…}`.
     Job,
+    /// `{"ok":"pruned","id",…}`: `get` of a tombstone.
+    TombstoneView,
     /// `{"ok":"stats",…}`.
     Stats,
     /// `{"ok":"delay",…}`.
@@ -274,15 +317,17 @@ pub enum Answer {
     DeadlinePassed,
     /// `{"error":"not_dead"}`.
     NotDead,
-    /// `{"error":"leased"}`.
-    Leased,
     /// `{"error":"not_cancellable"}`.
     NotCancellable,
+    /// `{"error":"cancelled"}`: a heartbeat under a cancel request.
+    CancelledError,
+    /// `{"error":"pruned"}`: `redrive` or `cancel` of a tombstone's id.
+    PrunedError,
 }
 
 impl Answer {
     /// Every answer, in report order.
-    pub const ALL: [Answer; 31] = [
+    pub const ALL: [Answer; 38] = [
         Answer::Config,
         Answer::Enqueued,
         Answer::Existing,
@@ -293,14 +338,20 @@ impl Answer {
         Answer::DeadExhausted,
         Answer::DeadDeadline,
         Answer::DeadPermanent,
+        Answer::DeadCancelled,
         Answer::Crashed,
         Answer::Extended,
         Answer::Redriven,
         Answer::Cancelled,
+        Answer::Cancelling,
         Answer::Reaped,
         Answer::ReapedExhausted,
         Answer::ReapedDeadline,
+        Answer::ReapedCancelled,
+        Answer::Pruned,
+        Answer::Forgotten,
         Answer::Job,
+        Answer::TombstoneView,
         Answer::Stats,
         Answer::Delay,
         Answer::Restart,
@@ -312,8 +363,9 @@ impl Answer {
         Answer::UnknownError,
         Answer::DeadlinePassed,
         Answer::NotDead,
-        Answer::Leased,
         Answer::NotCancellable,
+        Answer::CancelledError,
+        Answer::PrunedError,
     ];
 
     /// The answer a response gives (a reap's moves are told by the caller, who sees the
@@ -331,15 +383,19 @@ impl Answer {
                 Reply::Dead { reason } | Reply::RanDead { reason, .. } => match reason {
                     DeadReason::Exhausted => Answer::DeadExhausted,
                     DeadReason::Deadline => Answer::DeadDeadline,
-                    // A completion cannot cancel: shown as permanent, and the table refuses it.
-                    DeadReason::Permanent | DeadReason::Cancelled => Answer::DeadPermanent,
+                    DeadReason::Permanent => Answer::DeadPermanent,
+                    DeadReason::Cancelled => Answer::DeadCancelled,
                 },
                 Reply::Crashed { .. } => Answer::Crashed,
                 Reply::Extended { .. } => Answer::Extended,
                 Reply::Redriven => Answer::Redriven,
                 Reply::Cancelled => Answer::Cancelled,
+                Reply::Cancelling => Answer::Cancelling,
                 Reply::Reaped { .. } => Answer::Reaped,
+                Reply::Pruned { .. } => Answer::Pruned,
+                Reply::Forgotten { .. } => Answer::Forgotten,
                 Reply::Job(_) => Answer::Job,
+                Reply::Tombstone(_) => Answer::TombstoneView,
                 Reply::Stats(_) => Answer::Stats,
                 Reply::Delay { .. } => Answer::Delay,
                 Reply::Restart => Answer::Restart,
@@ -354,8 +410,9 @@ impl Answer {
                     Answer::ClockWentBackwards
                 }
                 Failure::DeadlinePassed => Answer::DeadlinePassed,
-                Failure::Leased => Answer::Leased,
                 Failure::NotCancellable => Answer::NotCancellable,
+                Failure::Cancelled => Answer::CancelledError,
+                Failure::Pruned => Answer::PrunedError,
                 Failure::UnknownError { .. } => Answer::UnknownError,
             },
         }
@@ -374,14 +431,20 @@ impl Answer {
             Answer::DeadExhausted => "dead(exhausted)",
             Answer::DeadDeadline => "dead(deadline)",
             Answer::DeadPermanent => "dead(permanent)",
+            Answer::DeadCancelled => "dead(cancelled)",
             Answer::Crashed => "crashed",
             Answer::Extended => "extended",
             Answer::Redriven => "redriven",
             Answer::Cancelled => "cancelled",
+            Answer::Cancelling => "cancelling",
             Answer::Reaped => "reaped 0",
             Answer::ReapedExhausted => "reaped: dead(exhausted)",
             Answer::ReapedDeadline => "reaped: dead(deadline)",
+            Answer::ReapedCancelled => "reaped: dead(cancelled)",
+            Answer::Pruned => "pruned",
+            Answer::Forgotten => "forgotten",
             Answer::Job => "job",
+            Answer::TombstoneView => "pruned (tombstone)",
             Answer::Stats => "stats",
             Answer::Delay => "delay",
             Answer::Restart => "restart",
@@ -393,22 +456,25 @@ impl Answer {
             Answer::UnknownError => "unknown_error",
             Answer::DeadlinePassed => "deadline_passed",
             Answer::NotDead => "not_dead",
-            Answer::Leased => "leased",
             Answer::NotCancellable => "not_cancellable",
+            Answer::CancelledError => "error cancelled",
+            Answer::PrunedError => "error pruned",
         }
     }
 }
 
 /// Whether the contract allows `op`, meeting a job in status `meets`, to give `answer`:
-/// SPEC 3.2–3.13 and 5.3, read as a table. Bad arguments are `invalid_input` whatever the job
+/// SPEC 3.2–3.15 and 5.3, read as a table. Bad arguments are `invalid_input` whatever the job
 /// (3.1: checked before any lookup), so every status an operation can meet allows it.
 pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
     use Answer as A;
     use Meets as M;
     let named = meets != M::Nothing;
-    // Statuses a claim can take (3.3.2) and its reap can move (3.3.1).
+    // Statuses a claim can take (3.3.2): never a lease with a cancel request (4.13).
     let takeable = meets.pending() || meets == M::Expired;
+    // And those its reap can move (3.3.1), the request first.
     let reaped = match answer {
+        A::ReapedCancelled => meets == M::ExpiredCancelling,
         A::ReapedExhausted => meets == M::Expired,
         A::ReapedDeadline => takeable,
         _ => false,
@@ -426,12 +492,23 @@ pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
         }
         OpKind::Restart => !named && answer == A::Restart,
         OpKind::Reap => reaped || (!named && matches!(answer, A::Reaped | A::InvalidInput)),
+        // A prune meets each job it removes, only ever an ended one (3.14); a forget each
+        // tombstone (3.15).
+        OpKind::Prune => {
+            (meets.ended() && answer == A::Pruned)
+                || (!named && matches!(answer, A::Pruned | A::InvalidInput))
+        }
+        OpKind::Forget => {
+            (meets == M::Tombstone && answer == A::Forgotten)
+                || (!named && matches!(answer, A::Forgotten | A::InvalidInput))
+        }
         OpKind::Claim => {
             reaped
                 || (takeable && answer == A::Claimed)
                 || (!named && matches!(answer, A::Nothing | A::InvalidInput))
         }
         OpKind::RunOnce => {
+            // The job run was just claimed: no cancel request can stand on it yet.
             let ran = matches!(
                 answer,
                 A::Done
@@ -452,33 +529,47 @@ pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
         _ if answer == A::InvalidInput => op != OpKind::Get || meets == M::Missing,
         OpKind::Enqueue => match meets {
             M::Missing => answer == A::Enqueued,
+            // A tombstone answers as the job it was: its id is never run again (3.2).
             _ => matches!(answer, A::Existing | A::Conflict),
         },
         _ if meets == M::Missing => answer == A::NotFound,
+        OpKind::Get if meets == M::Tombstone => answer == A::TombstoneView,
         OpKind::Get => answer == A::Job,
         OpKind::Complete => {
-            let applied =
-                matches!(answer, A::Done | A::Retry | A::DeadExhausted | A::DeadDeadline | A::DeadPermanent);
+            let applied = if meets.cancelling() {
+                // A cancel request: `ok` is done, `permanent` dead(permanent), `retryable`
+                // dead(cancelled) (3.4).
+                matches!(answer, A::Done | A::DeadPermanent | A::DeadCancelled)
+            } else {
+                matches!(answer, A::Done | A::Retry | A::DeadExhausted | A::DeadDeadline | A::DeadPermanent)
+            };
             // Dated before the claim, a lease cannot have expired yet: `clock_went_backwards`
-            // meets a live one.
+            // meets a live one. A tombstone's fence fails as its ended job's did (6.30).
             answer == A::LeaseLost
                 || (meets.leased() && applied)
-                || (meets == M::Live && answer == A::ClockWentBackwards)
+                || (matches!(meets, M::Live | M::LiveCancelling) && answer == A::ClockWentBackwards)
         }
         OpKind::Heartbeat => {
+            let answered = if meets.cancelling() {
+                answer == A::CancelledError
+            } else {
+                matches!(answer, A::Extended | A::DeadlinePassed)
+            };
             answer == A::LeaseLost
-                || (meets.leased() && matches!(answer, A::Extended | A::DeadlinePassed))
-                || (meets == M::Live && answer == A::ClockWentBackwards)
+                || (meets.leased() && answered)
+                || (matches!(meets, M::Live | M::LiveCancelling) && answer == A::ClockWentBackwards)
         }
         OpKind::Redrive => match answer {
+            A::PrunedError => meets == M::Tombstone,
             A::Redriven => meets.is_dead(),
-            A::NotDead => !meets.is_dead(),
+            A::NotDead => !meets.is_dead() && meets != M::Tombstone,
             _ => false,
         },
         OpKind::Cancel => match answer {
+            A::PrunedError => meets == M::Tombstone,
             A::Cancelled => meets.pending(),
-            A::Leased => meets.leased(),
-            A::NotCancellable => !meets.pending() && !meets.leased(),
+            A::Cancelling => meets.leased(),
+            A::NotCancellable => meets.ended(),
             _ => false,
         },
     }
@@ -556,11 +647,19 @@ pub enum Field {
     Attempt,
     /// `jitter`: a binary64 in [0, 1], checked when present, required for `retryable` (6.6).
     Jitter,
+    /// `queue`: a queue name, 1–64 bytes without NUL (1.6), in `enqueue` and `stats`.
+    Queue,
+    /// `queues`: 1–64 queue names, none twice (3.3), in `claim` and `run_once`.
+    Queues,
+    /// `priority`: 0 … 9 (1.6).
+    Priority,
+    /// `before`: at most `now` (3.14, 3.15).
+    Before,
 }
 
 impl Field {
     /// Every field, in the order the argument table lists them.
-    pub const ALL: [Field; 14] = [
+    pub const ALL: [Field; 18] = [
         Field::Id,
         Field::Worker,
         Field::Payload,
@@ -575,6 +674,10 @@ impl Field {
         Field::LeaseMs,
         Field::Attempt,
         Field::Jitter,
+        Field::Queue,
+        Field::Queues,
+        Field::Priority,
+        Field::Before,
     ];
 
     /// The name a detail starts with (SPEC 6.13).
@@ -594,6 +697,10 @@ impl Field {
             Field::LeaseMs => "lease_ms",
             Field::Attempt => "attempt",
             Field::Jitter => "jitter",
+            Field::Queue => "queue",
+            Field::Queues => "queues",
+            Field::Priority => "priority",
+            Field::Before => "before",
         }
     }
 }
@@ -604,14 +711,18 @@ pub fn fields(op: OpKind) -> &'static [Field] {
     use Field::*;
     match op {
         OpKind::Config => &[BaseMs, CapMs, LeaseMs],
-        OpKind::Enqueue => &[Id, Payload, MaxAttempts, Deadline, Now, NotBefore, BaseMs, CapMs],
-        OpKind::Claim => &[Worker, Now],
+        OpKind::Enqueue => {
+            &[Id, Payload, MaxAttempts, Deadline, Now, NotBefore, BaseMs, CapMs, Queue, Priority]
+        }
+        OpKind::Claim => &[Worker, Now, Queues],
         OpKind::Complete => &[Worker, Id, Attempt, Now, Jitter],
-        OpKind::RunOnce => &[Worker, Now, After, Jitter],
+        OpKind::RunOnce => &[Worker, Now, After, Jitter, Queues],
         OpKind::Heartbeat => &[Worker, Id, Attempt, Now],
         OpKind::Redrive => &[Id, Now, AddAttempts, Deadline],
         OpKind::Cancel => &[Id, Now],
-        OpKind::Reap | OpKind::Stats => &[Now],
+        OpKind::Reap => &[Now],
+        OpKind::Stats => &[Now, Queue],
+        OpKind::Prune | OpKind::Forget => &[Before, Now],
         OpKind::Get => &[Id],
         OpKind::RetryDelay => &[Attempt, BaseMs, CapMs, Jitter],
         OpKind::Restart => &[],
@@ -696,6 +807,13 @@ pub fn classes(op: OpKind, field: Field) -> &'static [Class] {
         Field::Attempt => &[Least, Most, Below, Above],
         Field::Jitter if op == OpKind::RetryDelay => &[Least, Most, Odd, Below, Above, Forbidden],
         Field::Jitter => &[Least, Most, Odd, Below, Above, Forbidden, Missing],
+        // 1 byte, 64, 64 of multi-byte and control characters, left out, empty, 65, NUL.
+        Field::Queue => &[Least, Most, Odd, Absent, Below, Above, Forbidden],
+        // One name, 64 names, a name given twice (forbidden), left out, none, 65 names.
+        Field::Queues => &[Least, Most, Absent, Below, Above, Forbidden],
+        Field::Priority => &[Least, Most, Absent, Above],
+        // 0, `now` itself, past `now` (or past 2^53 − 1).
+        Field::Before => &[Least, Most, Above],
     }
 }
 
@@ -816,6 +934,49 @@ pub fn class_of(op: &Op, field: Field) -> Option<Class> {
             jitter_class(*j)
         }
         (Op::RetryDelay { jitter, .. }, Field::Jitter) => jitter_class(*jitter),
+        (Op::Enqueue { queue, .. } | Op::Stats { queue, .. }, Field::Queue) => {
+            queue.as_deref().map_or(Some(Absent), queue_class)
+        }
+        (Op::Claim { queues, .. } | Op::RunOnce { queues, .. }, Field::Queues) => match queues.as_deref() {
+            None => Some(Absent),
+            Some([]) => Some(Below),
+            Some(names) if names.len() > MAX_QUEUES => Some(Above),
+            Some(names) if names.iter().enumerate().any(|(i, n)| names[..i].contains(n)) => Some(Forbidden),
+            Some([_]) => Some(Least),
+            Some(names) if names.len() == MAX_QUEUES => Some(Most),
+            Some(_) => None,
+        },
+        (Op::Enqueue { priority, .. }, Field::Priority) => match *priority {
+            None => Some(Absent),
+            Some(0) => Some(Least),
+            Some(MAX_PRIORITY) => Some(Most),
+            Some(p) if p > MAX_PRIORITY => Some(Above),
+            Some(_) => None,
+        },
+        (Op::Prune { before, now } | Op::Forget { before, now }, Field::Before) => match *before {
+            b if b > *now || b > crate::MAX_INT => Some(Above),
+            0 => Some(Least),
+            b if b == *now => Some(Most),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The most queues a claim serves, and the largest priority (SPEC 1.6, 3.3).
+const MAX_QUEUES: usize = 64;
+const MAX_PRIORITY: u64 = 9;
+
+/// The class of a queue name: empty, holding NUL, past 64 bytes, 64 bytes with a multi-byte
+/// or control character, 64 bytes, one byte.
+fn queue_class(name: &str) -> Option<Class> {
+    match name.len() {
+        0 => Some(Class::Below),
+        _ if name.contains('\0') => Some(Class::Forbidden),
+        n if n > 64 => Some(Class::Above),
+        64 if name.chars().any(|c| !c.is_ascii() || c.is_control()) => Some(Class::Odd),
+        64 => Some(Class::Most),
+        1 => Some(Class::Least),
         _ => None,
     }
 }
@@ -873,8 +1034,23 @@ mod tests {
     #[test]
     fn the_table_reads_as_the_spec() {
         let allowed = |op, meets, answer| allows(op, meets, answer);
-        // 3.13, 6.25: a leased job, live or expired, is `leased`; done and dead are not cancellable.
-        assert!(allowed(OpKind::Cancel, Meets::Expired, Answer::Leased));
+        // 3.13, 6.25: a leased job, live or expired, gets a request; done and dead are not
+        // cancellable; a tombstone is `pruned`.
+        assert!(allowed(OpKind::Cancel, Meets::Expired, Answer::Cancelling));
+        assert!(allowed(OpKind::Cancel, Meets::Tombstone, Answer::PrunedError));
+        assert!(!allowed(OpKind::Cancel, Meets::Tombstone, Answer::NotFound));
+        // 3.12, 3.4 under a request: the heartbeat is refused, a retryable report cancels.
+        assert!(allowed(OpKind::Heartbeat, Meets::LiveCancelling, Answer::CancelledError));
+        assert!(!allowed(OpKind::Heartbeat, Meets::LiveCancelling, Answer::Extended));
+        assert!(allowed(OpKind::Complete, Meets::ExpiredCancelling, Answer::DeadCancelled));
+        assert!(!allowed(OpKind::Complete, Meets::LiveCancelling, Answer::Retry));
+        assert!(!allowed(OpKind::Claim, Meets::ExpiredCancelling, Answer::Claimed));
+        assert!(allowed(OpKind::Reap, Meets::ExpiredCancelling, Answer::ReapedCancelled));
+        // 3.14: a prune meets only ended jobs; a pruned id's fence fails as lease_lost.
+        assert!(allowed(OpKind::Prune, Meets::Done, Answer::Pruned));
+        assert!(!allowed(OpKind::Prune, Meets::Waiting, Answer::Pruned));
+        assert!(allowed(OpKind::Complete, Meets::Tombstone, Answer::LeaseLost));
+        assert!(allowed(OpKind::Get, Meets::Tombstone, Answer::TombstoneView));
         assert!(allowed(OpKind::Cancel, Meets::Waiting, Answer::Cancelled));
         assert!(!allowed(OpKind::Cancel, Meets::Live, Answer::Cancelled));
         assert!(allowed(OpKind::Cancel, Meets::Cancelled, Answer::NotCancellable));

@@ -23,7 +23,9 @@ pub fn meets(job: Option<&Job>, now: u64) -> Meets {
     match job.phase {
         Phase::Pending { .. } if job.attempts == 0 => Meets::Fresh,
         Phase::Pending { .. } => Meets::Waiting,
+        Phase::Leased { until, .. } if until <= now && job.cancel_requested => Meets::ExpiredCancelling,
         Phase::Leased { until, .. } if until <= now => Meets::Expired,
+        Phase::Leased { .. } if job.cancel_requested => Meets::LiveCancelling,
         Phase::Leased { .. } => Meets::Live,
         Phase::Done => Meets::Done,
         Phase::Dead(reason) => Meets::dead(reason),
@@ -46,7 +48,27 @@ pub fn cells(
     // A `now` out of range is no time at all: the job is met as it is at the world's clock.
     let at = op.now().filter(|&at| at <= crate::MAX_INT).unwrap_or(now);
     if let Some(id) = op.id() {
-        reached(Cell { op: kind, meets: meets(before.job(id), at), answer });
+        let met = match before.job(id) {
+            None if before.tombstone(id).is_some() => Meets::Tombstone,
+            job => meets(job, at),
+        };
+        reached(Cell { op: kind, meets: met, answer });
+        return;
+    }
+    // A prune meets each job it removed, a forget each tombstone (SPEC 3.14, 3.15).
+    if matches!(kind, OpKind::Prune | OpKind::Forget) && answer != Answer::InvalidInput {
+        let mut met = false;
+        for job in before.jobs().iter().filter(|job| after.job(&job.id).is_none()) {
+            reached(Cell { op: kind, meets: meets(Some(job), at), answer });
+            met = true;
+        }
+        for _ in before.tombstones().iter().filter(|t| after.tombstone(&t.id).is_none()) {
+            reached(Cell { op: kind, meets: Meets::Tombstone, answer });
+            met = true;
+        }
+        if !met {
+            reached(Cell { op: kind, meets: Meets::Nothing, answer });
+        }
         return;
     }
     if !kind.reaps() || answer == Answer::InvalidInput {
@@ -63,6 +85,7 @@ pub fn cells(
         let answer = match now_dead {
             Phase::Dead(DeadReason::Exhausted) => Answer::ReapedExhausted,
             Phase::Dead(DeadReason::Deadline) => Answer::ReapedDeadline,
+            Phase::Dead(DeadReason::Cancelled) => Answer::ReapedCancelled,
             // Anything else a reap made of an open job is outside the table.
             Phase::Dead(_) | Phase::Done => Answer::DeadPermanent,
             Phase::Pending { .. } | Phase::Leased { .. } => continue,
@@ -227,6 +250,8 @@ mod tests {
     fn a_complete_meets_the_job_it_names() {
         let mut store = Store::new();
         let enqueue = Op::Enqueue {
+            priority: None,
+            queue: None,
             id: "a".into(),
             payload: String::new(),
             max_attempts: 2,

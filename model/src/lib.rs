@@ -49,7 +49,7 @@ pub mod validate;
 pub use bug::Bug;
 pub use op::{Op, Outcome, RunOutcome};
 pub use reference::{Config, Job, Phase, Store};
-pub use response::{DeadReason, Failure, JobView, Reply, Response, StatsView, Status};
+pub use response::{DeadReason, Failure, JobView, Reply, Response, StatsView, Status, TombstoneView};
 
 /// The largest integer any field may carry: 2^53 − 1, the largest integer a binary64 number
 /// (and so every JSON reader) represents exactly.

@@ -39,13 +39,14 @@ use smallvec::SmallVec;
 use stateright::Representative;
 
 pub use crate::bounds::{
-    Bounds, CAP_BELOW_BASE, DELAY_PROBES, DOUBLING, LARGEST, SHAPES, Scene, Shape, TWO_THIRDS, Watchdog,
+    Bounds, CAP_BELOW_BASE, DELAY_PROBES, DOUBLING, LARGEST, Lane, OTHER_QUEUE, SHAPES, Scene, Shape,
+    TWO_THIRDS, Watchdog,
 };
 use crate::bug::Bug;
 use crate::contract::Field;
 use crate::coverage::{self, Reached};
 pub use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_index, job_name, worker_index, worker_name};
-use crate::reference::{Config, Phase, Store};
+use crate::reference::{Config, Job, Phase, Store, Tombstone};
 use crate::rules::{self, Broken};
 use crate::{DeadReason, Failure, Op, Outcome, Reply, Response, RunOutcome};
 
@@ -66,6 +67,9 @@ pub struct Held {
     /// `lease_until − margin + skew`. Renewed by each accepted heartbeat while it runs. The
     /// execution is live while this is after `now`.
     pub runs_until: u64,
+    /// The holder stopped the execution itself, at a heartbeat refused `cancelled` (SPEC
+    /// 3.12, 6.20): an end the watchdog did not make.
+    pub stopped: bool,
 }
 
 impl Held {
@@ -118,6 +122,9 @@ pub struct Ghost {
     pub not_before: u64,
     /// An operator cancelled it (and the store answered `cancelled`), at some point.
     pub cancelled: bool,
+    /// A forget removed its tombstone (SPEC 3.15): the id may be absent from the store, or a
+    /// new job.
+    pub forgotten: bool,
     /// The worker of the latest claim (its index, or [`OUTSIDER`]) while that claim's lease
     /// stands in the store; [`NOBODY`] otherwise. With `claims`, the token only it may present.
     pub holder: u8,
@@ -129,7 +136,7 @@ pub struct Ghost {
 /// Things the last step did, for the properties about transitions. Cleared at every step, so
 /// they cost states only where they happen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Events(u32);
+pub struct Events(u64);
 
 impl Events {
     /// A claim at or after the caller's deadline, or with no budget left.
@@ -192,6 +199,22 @@ impl Events {
     pub const SWITCHED_SETTINGS_RETRY: Events = Events(1 << 26);
     /// A claim's or a heartbeat's lease ends past 2^53 − 1 (SPEC 6.10).
     pub const LEASE_PAST_MAX_INT: Events = Events(1 << 27);
+    /// A claim took a job of priority 0 while one of a lower priority, due no later, waited
+    /// (SPEC 3.3.2, 4.8).
+    pub const PRIORITY_FIRST: Events = Events(1 << 28);
+    /// A claim passed over a claimable job of a queue it does not serve (SPEC 3.3.2).
+    pub const QUEUE_PASSED_OVER: Events = Events(1 << 29);
+    /// A job whose holder was asked to stop ended (SPEC 3.13).
+    pub const RUNNING_CANCELLED: Events = Events(1 << 30);
+    /// An enqueue of a pruned id was answered `existing` from its tombstone (SPEC 3.14).
+    pub const PRUNED_REENQUEUED: Events = Events(1 << 31);
+    /// A job with a cancel request was claimed again, went back to pending, or had its
+    /// attempts or deadline moved (SPEC 4.13).
+    pub const CANCEL_IGNORED: Events = Events(1 << 32);
+    /// A tombstone's id became a job again without a forget (SPEC 4.14).
+    pub const TOMBSTONE_REVIVED: Events = Events(1 << 33);
+    /// A forgotten id was enqueued anew as a new job (SPEC 3.15).
+    pub const FORGOTTEN_ENQUEUED: Events = Events(1 << 34);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -231,18 +254,68 @@ pub struct World {
     pub broken: Broken,
     /// The cells of the contract's table the step into this state reached.
     pub reached: Reached,
+    /// Whether the world may prune (its scene's [`Scene::retention`]): only then does a job's
+    /// `ended_at` make the state (see [`World::job_keys`]).
+    pub prunes: bool,
 }
 
+/// The fields of a world that make its state, but the store's jobs ([`World::job_keys`]).
+type StateKey<'a> = (u64, u8, Config, &'a [Tombstone], &'a Config, &'a [Option<Held>], &'a [Ghost]);
+
 impl World {
-    /// The fields that make the state: everything but what the last step did.
-    fn state(&self) -> (u64, u8, &Store, &Config, &[Option<Held>], &[Ghost]) {
-        (self.now, self.scene, &self.store, &self.config, &self.workers, &self.ghosts)
+    /// The fields that make the state: everything but what the last step did, and the store
+    /// but its jobs (see [`World::job_keys`]).
+    fn state(&self) -> StateKey<'_> {
+        (
+            self.now,
+            self.scene,
+            self.store.config(),
+            self.store.tombstones(),
+            &self.config,
+            &self.workers,
+            &self.ghosts,
+        )
+    }
+
+    /// Each job as a state, its `ended_at` abstracted: in a world that never prunes, left
+    /// out; in one that does, collapsed to `now − 1` when older, since every prune the world
+    /// makes from here on has a `before` of at least `now − 1` (the clock only moves on) and
+    /// none tells those apart. Only `get` shows the difference, and a world reached with one
+    /// value is judged as the one first reached with another (docs/model.md).
+    fn job_keys(&self) -> impl Iterator<Item = impl std::hash::Hash + Eq + '_> {
+        let floor = if self.prunes { self.now.saturating_sub(1) } else { u64::MAX };
+        self.store.jobs().iter().map(move |job| {
+            let Job {
+                id,
+                payload,
+                phase,
+                attempts,
+                max_attempts,
+                deadline,
+                redrives,
+                enqueued_at,
+                not_before,
+                base_ms,
+                cap_ms,
+                queue,
+                priority,
+                ended_at,
+                cancel_requested,
+            } = job;
+            (
+                (id, payload, phase, attempts, max_attempts, deadline, redrives),
+                (enqueued_at, not_before, base_ms, cap_ms, queue, priority),
+                (ended_at.map(|at| at.max(floor)), cancel_requested),
+            )
+        })
     }
 }
 
 impl PartialEq for World {
     fn eq(&self, other: &World) -> bool {
         self.state() == other.state()
+            && self.store.jobs().len() == other.store.jobs().len()
+            && self.job_keys().zip(other.job_keys()).all(|(a, b)| a == b)
     }
 }
 
@@ -251,6 +324,10 @@ impl Eq for World {}
 impl std::hash::Hash for World {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.state().hash(state);
+        self.store.jobs().len().hash(state);
+        for key in self.job_keys() {
+            key.hash(state);
+        }
     }
 }
 
@@ -269,6 +346,8 @@ pub enum Action {
         shape: Option<Shape>,
         /// Dated one millisecond before the clock, and scheduled at it.
         back: bool,
+        /// Its queue and priority (the lanes scene's second job only).
+        lane: Lane,
     },
     /// An idle worker claims.
     Claim {
@@ -319,10 +398,28 @@ pub enum Action {
         /// The job's index.
         job: usize,
     },
-    /// The operator cancels job `job`.
+    /// The operator cancels job `job` (pending: it ends; leased: its holder is asked to stop).
     Cancel {
         /// The job's index.
         job: usize,
+    },
+    /// A caller enqueues job `job` again after a forget removed its tombstone (SPEC 3.15): a
+    /// new job, with the smallest budget and the nearest deadline.
+    Reenqueue {
+        /// The job's index.
+        job: usize,
+    },
+    /// The operator prunes the jobs ended `lag` ms before now or earlier (SPEC 3.14): with a
+    /// lag of 1, a job that ended just now stays.
+    Prune {
+        /// How far `before` is behind the clock: 0 or 1.
+        lag: u64,
+    },
+    /// The operator forgets the tombstones of jobs ended `lag` ms before now or earlier
+    /// (SPEC 3.15).
+    Forget {
+        /// How far `before` is behind the clock: 0 or 1.
+        lag: u64,
     },
     /// The world changes its settings to another of its scene's.
     Configure {
@@ -348,8 +445,13 @@ impl fmt::Display for Action {
         let w = |worker: usize| worker_name(worker);
         let lower = |name: String| name.to_lowercase();
         match self {
-            Action::Enqueue { max_attempts, deadline_in, shape, back } => {
+            Action::Enqueue { max_attempts, deadline_in, shape, back, lane } => {
                 write!(f, "enqueue a new job: max_attempts {max_attempts}, deadline now+{deadline_in}")?;
+                match lane {
+                    Lane::Default => {}
+                    Lane::OtherQueue => write!(f, ", queue {OTHER_QUEUE}")?,
+                    Lane::Low => f.write_str(", priority 1")?,
+                }
                 if *back {
                     f.write_str(", dated 1 ms back, not before now")?;
                 }
@@ -378,6 +480,9 @@ impl fmt::Display for Action {
             Action::Redrive { job } => write!(f, "redrive {}", job_name(*job)),
             Action::Heartbeat { worker } => write!(f, "{} heartbeats", w(*worker)),
             Action::Cancel { job } => write!(f, "cancel {}", job_name(*job)),
+            Action::Reenqueue { job } => write!(f, "enqueue forgotten {} anew", job_name(*job)),
+            Action::Prune { lag } => write!(f, "prune what ended by now-{lag}"),
+            Action::Forget { lag } => write!(f, "forget what ended by now-{lag}"),
             Action::Configure { to } => {
                 write!(f, "config base {} cap {} lease {}", to.base_ms, to.cap_ms, to.lease_ms)
             }
@@ -433,6 +538,12 @@ impl QueueModel {
         Some(renumbered.unwrap_or(next))
     }
 
+    /// The queues `worker` names in its claims: in the lanes scene, the queues it serves
+    /// ([`Lane::served_by`]); elsewhere none (the default queue).
+    fn queues_of(&self, world: &World, worker: usize) -> Option<Vec<String>> {
+        self.scene(world).lanes.then(|| Lane::served_by(worker))
+    }
+
     /// The `config` line that sets `config`: every trace starts with its world's.
     pub fn config_op(config: Config) -> Op {
         Op::Config {
@@ -460,13 +571,16 @@ impl QueueModel {
         let now = world.now;
         let held = |worker: usize| world.workers.get(worker).copied().flatten();
         Some(match action {
-            Action::Enqueue { max_attempts, deadline_in, shape, back } => {
+            Action::Enqueue { max_attempts, deadline_in, shape, back, lane } => {
+                let (queue, priority) = lane.fields();
                 // Dated back, it is scheduled at the clock: due with the job enqueued at the
                 // clock, first enqueued after it, with an earlier `enqueued_at`.
                 let (now, scheduled) = if *back { (now.checked_sub(1)?, Some(now)) } else { (now, None) };
                 let (not_before, base_ms, cap_ms) = Shape::fields(*shape, now);
                 let not_before = scheduled.or(not_before);
                 Op::Enqueue {
+                    priority,
+                    queue,
                     id: job_name(world.ghosts.len()),
                     payload: PAYLOAD.into(),
                     max_attempts: *max_attempts,
@@ -477,7 +591,9 @@ impl QueueModel {
                     cap_ms,
                 }
             }
-            Action::Claim { worker } => Op::Claim { worker: worker_name(*worker), now },
+            Action::Claim { worker } => {
+                Op::Claim { queues: self.queues_of(world, *worker), worker: worker_name(*worker), now }
+            }
             Action::Complete { worker, outcome, jitter } => {
                 let held = held(*worker)?;
                 Op::Complete {
@@ -500,6 +616,7 @@ impl QueueModel {
             }
             Action::Crash { .. } | Action::Tick => return None,
             Action::RunOnce { worker, outcome } => Op::RunOnce {
+                queues: self.queues_of(world, *worker),
                 worker: worker_name(*worker),
                 now,
                 after: None,
@@ -507,6 +624,7 @@ impl QueueModel {
                 jitter: None,
             },
             Action::RunOnceClockBack { worker } => Op::RunOnce {
+                queues: self.queues_of(world, *worker),
                 worker: worker_name(*worker),
                 now,
                 after: Some(now.checked_sub(1)?),
@@ -521,6 +639,20 @@ impl QueueModel {
                 deadline: now + self.bounds.redrive_deadline,
             },
             Action::Cancel { job } => Op::Cancel { id: job_name(*job), now },
+            Action::Reenqueue { job } => Op::Enqueue {
+                priority: None,
+                queue: None,
+                id: job_name(*job),
+                payload: PAYLOAD.into(),
+                max_attempts: *self.bounds.budgets(self.scene(world)).iter().min()?,
+                deadline: now + *self.bounds.deadlines.iter().min()?,
+                now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
+            },
+            Action::Prune { lag } => Op::Prune { before: now.checked_sub(*lag)?, now },
+            Action::Forget { lag } => Op::Forget { before: now.checked_sub(*lag)?, now },
             Action::Configure { to } => QueueModel::config_op(*to),
             Action::Probe { op, .. } => op.clone(),
         })
@@ -580,6 +712,38 @@ impl QueueModel {
         {
             next.events.insert(Events::INVALID_BEFORE_LOOKUP);
         }
+        if let (&Op::Claim { queues: Some(ref queues), now, .. }, Response::Ok(reply)) = (op, response) {
+            self.lane_events(before, queues, now, reply, next);
+        }
+        let ignored = before.store.jobs().iter().filter(|b| b.cancel_requested).any(|b| {
+            next.store.job(&b.id).is_some_and(|a| {
+                let held = |j: &crate::reference::Job| match &j.phase {
+                    Phase::Leased { owner, claimed_at, .. } => Some((owner.clone(), *claimed_at)),
+                    _ => None,
+                };
+                let moved = a.attempts != b.attempts || a.deadline != b.deadline;
+                let reclaimed = matches!(a.phase, Phase::Leased { .. }) && held(a) != held(b);
+                moved || reclaimed || matches!(a.phase, Phase::Pending { .. })
+            })
+        });
+        if ignored {
+            next.events.insert(Events::CANCEL_IGNORED);
+        }
+        if before.store.tombstones().iter().any(|t| next.store.job(&t.id).is_some()) {
+            next.events.insert(Events::TOMBSTONE_REVIVED);
+        }
+        let stopped = before.store.jobs().iter().any(|b| {
+            b.cancel_requested
+                && next.store.job(&b.id).is_some_and(|a| matches!(a.phase, Phase::Done | Phase::Dead(_)))
+        });
+        if stopped {
+            next.events.insert(Events::RUNNING_CANCELLED);
+        }
+        if let (Op::Enqueue { id, .. }, Response::Ok(Reply::Existing)) = (op, response)
+            && before.store.tombstone(id).is_some()
+        {
+            next.events.insert(Events::PRUNED_REENQUEUED);
+        }
         match (op, response) {
             (Op::Restart, _)
                 if before.store.jobs().iter().any(|j| matches!(j.phase, Phase::Leased { .. })) =>
@@ -588,9 +752,9 @@ impl QueueModel {
             }
             // An id outside the world's naming (a probe's) has no ghost: nothing follows it.
             (&Op::Enqueue { ref id, deadline, now, not_before, .. }, Response::Ok(Reply::Enqueued))
-                if job_index(id) == Some(next.ghosts.len()) =>
+                if job_index(id).is_some_and(|i| i <= next.ghosts.len()) =>
             {
-                next.ghosts.push(Ghost {
+                let fresh = Ghost {
                     claims: 0,
                     deadline,
                     redrives: 0,
@@ -599,9 +763,29 @@ impl QueueModel {
                     longest_lease: 0,
                     not_before: not_before.unwrap_or(now),
                     cancelled: false,
+                    forgotten: false,
                     holder: NOBODY,
                     enqueued_under: None,
-                });
+                };
+                // A forgotten id enqueued anew is a new job: its ghost starts over (SPEC 3.15).
+                match job_index(id).and_then(|i| next.ghosts.get_mut(i)) {
+                    Some(ghost) => {
+                        if ghost.forgotten {
+                            next.events.insert(Events::FORGOTTEN_ENQUEUED);
+                        }
+                        *ghost = fresh;
+                    }
+                    None => next.ghosts.push(fresh),
+                }
+            }
+            (Op::Forget { .. }, Response::Ok(Reply::Forgotten { .. })) => {
+                for tombstone in before.store.tombstones() {
+                    if next.store.tombstone(&tombstone.id).is_none()
+                        && let Some(ghost) = job_index(&tombstone.id).and_then(|job| next.ghosts.get_mut(job))
+                    {
+                        ghost.forgotten = true;
+                    }
+                }
             }
             (Op::Cancel { id, .. }, Response::Ok(Reply::Cancelled)) => {
                 if let Some(ghost) = job_index(id).and_then(|job| next.ghosts.get_mut(job)) {
@@ -628,7 +812,10 @@ impl QueueModel {
                     }
                 }
             }
-            (&Op::Claim { ref worker, now }, Response::Ok(Reply::Claimed { id, attempt, lease_until })) => {
+            (
+                &Op::Claim { queues: _, ref worker, now },
+                Response::Ok(Reply::Claimed { id, attempt, lease_until }),
+            ) => {
                 let job = self.claimed(before, id, worker, now, *lease_until, next);
                 if let (Some(job), Action::Claim { worker }) = (job, action)
                     && let Some(slot) = next.workers.get_mut(*worker)
@@ -639,10 +826,11 @@ impl QueueModel {
                         claimed_at: before.now,
                         lease_until: *lease_until,
                         runs_until: self.watchdog_fires(*lease_until),
+                        stopped: false,
                     });
                 }
             }
-            (&Op::RunOnce { ref worker, now, after, outcome, jitter }, response) => {
+            (&Op::RunOnce { queues: _, ref worker, now, after, outcome, jitter }, response) => {
                 self.ran(before, worker, now, after.unwrap_or(now), outcome, jitter, response, next);
             }
             (&Op::Complete { ref worker, ref id, attempt, outcome, now, jitter }, response) => {
@@ -654,6 +842,16 @@ impl QueueModel {
                 self.completed(before, worker, id, attempt, outcome, now, jitter, response, next);
             }
             (&Op::Heartbeat { ref worker, ref id, attempt, now }, response) => {
+                // A cancel request: the holder stops its attempt at once (SPEC 3.12, 6.20),
+                // and reports it later like any other.
+                if matches!(response, Response::Err(Failure::Cancelled))
+                    && let Action::Heartbeat { worker } = action
+                    && let Some(Some(held)) = next.workers.get_mut(*worker)
+                    && held.running(before.now)
+                {
+                    held.runs_until = before.now;
+                    held.stopped = true;
+                }
                 let extended = self.heartbeat_seen(before, worker, id, attempt, now, response, next);
                 if let (Some(lease_until), Action::Heartbeat { worker }) = (extended, action)
                     && let Some(Some(held)) = next.workers.get_mut(*worker)
@@ -711,6 +909,36 @@ impl QueueModel {
         ghost.lease_until = lease_until;
         ghost.holder = worker_index(worker).map_or(OUTSIDER, |w| w.min(usize::from(OUTSIDER) - 1) as u8);
         Some(job)
+    }
+
+    /// The lanes scene's `sometimes` events of a claim serving `queues` at `now` that answered
+    /// `reply`: judged on the jobs claimable at the claim (after its reap), from the store.
+    fn lane_events(&self, before: &World, queues: &[String], now: u64, reply: &Reply, next: &mut World) {
+        let mut store = before.store.clone();
+        store.step(&Op::Reap { now });
+        let due = |job: &&crate::reference::Job| match job.phase {
+            Phase::Pending { available_at } => available_at <= now,
+            Phase::Leased { until, .. } => until <= now && !job.cancel_requested,
+            _ => false,
+        };
+        let claimable: Vec<_> = store.jobs().iter().filter(due).collect();
+        let served = |job: &crate::reference::Job| queues.iter().any(|q| **q == *job.queue);
+        if claimable.iter().any(|job| !served(job)) {
+            next.events.insert(Events::QUEUE_PASSED_OVER);
+        }
+        if let Reply::Claimed { id, .. } = reply
+            && let Some(taken) = before.store.job(id)
+            && let Some(at) = taken.phase.available_at()
+        {
+            let waits = |job: &&&crate::reference::Job| {
+                served(job)
+                    && job.priority > taken.priority
+                    && job.phase.available_at().is_some_and(|a| a <= at)
+            };
+            if claimable.iter().any(|job| waits(&job)) {
+                next.events.insert(Events::PRIORITY_FIRST);
+            }
+        }
     }
 
     /// The `sometimes` events of a claim that took job `job`: a tie broken (and one where the
@@ -962,6 +1190,7 @@ impl QueueModel {
                     events: Events::default(),
                     broken: Broken::NONE,
                     reached: Reached::default(),
+                    prunes: scene.retention,
                 });
             }
         }
@@ -989,9 +1218,23 @@ impl QueueModel {
                 && world.store.jobs().last().is_some_and(|j| j.enqueued_at == now);
             for back in [false, true].into_iter().filter(|&back| !back || backdated) {
                 let dated = now - u64::from(back);
+                // The lanes scene's second job goes to any lane; every other job to the default.
+                let lanes: &[Lane] = if scene.lanes && world.ghosts.len() == 1 {
+                    &[Lane::Default, Lane::OtherQueue, Lane::Low]
+                } else {
+                    &[Lane::Default]
+                };
                 for &max_attempts in b.budgets(scene) {
                     for &deadline_in in b.deadlines.iter().filter(|&&d| scene.room_for(dated, d)) {
-                        actions.push(Action::Enqueue { max_attempts, deadline_in, shape: None, back });
+                        for &lane in lanes {
+                            actions.push(Action::Enqueue {
+                                max_attempts,
+                                deadline_in,
+                                shape: None,
+                                back,
+                                lane,
+                            });
+                        }
                     }
                 }
             }
@@ -1007,6 +1250,7 @@ impl QueueModel {
                         deadline_in,
                         shape: Some(shape),
                         back: false,
+                        lane: Lane::Default,
                     });
                 }
             }
@@ -1052,11 +1296,36 @@ impl QueueModel {
                 actions.push(Action::Redrive { job });
             }
             let first_fresh = job == 0 && ghost.claims == 0 && ghost.redrives == 0;
+            let pending = matches!(stored.phase, Phase::Pending { .. });
+            let running = matches!(stored.phase, Phase::Leased { .. }) && !stored.cancel_requested;
             if b.contract_1_1
-                && matches!(stored.phase, Phase::Pending { .. })
-                && (scene.cancel_any || first_fresh)
+                && ((pending && (scene.cancel_any || first_fresh)) || (running && scene.retention))
             {
                 actions.push(Action::Cancel { job });
+            }
+        }
+        if scene.retention {
+            // Only where something ended: with a lag of 1, only where something ended just now
+            // too, which that prune (or forget) must leave.
+            let ended: Vec<u64> = world.store.jobs().iter().filter_map(|j| j.ended_at).collect();
+            let buried: Vec<u64> = world.store.tombstones().iter().map(|t| t.ended_at).collect();
+            let nearest = b.deadlines.iter().min().copied().unwrap_or(0);
+            for (job, ghost) in world.ghosts.iter().enumerate() {
+                let id = job_name(job);
+                let gone = world.store.job(&id).is_none() && world.store.tombstone(&id).is_none();
+                if ghost.forgotten && gone && scene.room_for(now, nearest) {
+                    actions.push(Action::Reenqueue { job });
+                }
+            }
+            let worth =
+                |times: &[u64], lag: u64| if lag == 0 { !times.is_empty() } else { times.contains(&now) };
+            for lag in [0, 1].into_iter().filter(|&lag| lag <= now) {
+                if worth(&ended, lag) {
+                    actions.push(Action::Prune { lag });
+                }
+                if worth(&buried, lag) {
+                    actions.push(Action::Forget { lag });
+                }
             }
         }
         if scene.switch {
@@ -1158,6 +1427,7 @@ impl World {
             events: self.events,
             broken: self.broken,
             reached: self.reached,
+            prunes: self.prunes,
         })
     }
 }

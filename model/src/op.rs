@@ -91,13 +91,22 @@ pub enum Op {
         /// The job's own `cap_ms`, likewise.
         #[serde(skip_serializing_if = "Option::is_none")]
         cap_ms: Option<u64>,
+        /// The job's queue (SPEC 1.6); absent means `"default"`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        queue: Option<String>,
+        /// The job's priority, 0 … 9, lower first (SPEC 1.6); absent means 0.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        priority: Option<u64>,
     },
-    /// `claim`: leases the earliest due job to `worker`, reaping first.
+    /// `claim`: leases the first due job of its queues to `worker`, reaping every queue first.
     Claim {
         /// Who takes the lease.
         worker: String,
         /// The caller's clock.
         now: u64,
+        /// The queues the worker serves (SPEC 3.3); absent means `["default"]`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        queues: Option<Vec<String>>,
     },
     /// `complete`: records an attempt's outcome, fenced by the lease it names.
     Complete {
@@ -129,6 +138,9 @@ pub enum Op {
         /// The jitter draw for a retry's delay, as in `complete`.
         #[serde(skip_serializing_if = "Option::is_none")]
         jitter: Option<f64>,
+        /// The queues the worker serves, as in `claim`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        queues: Option<Vec<String>>,
     },
     /// The holder of a running attempt keeps its lease (SPEC 3.12).
     Heartbeat {
@@ -152,9 +164,10 @@ pub enum Op {
         /// The new deadline.
         deadline: u64,
     },
-    /// An operator takes a pending job off the queue (SPEC 3.13).
+    /// An operator takes a pending job off the queue, or asks a leased one's holder to stop
+    /// (SPEC 3.13).
     Cancel {
-        /// The pending job.
+        /// The job.
         id: String,
         /// The caller's clock, recorded in the history.
         now: u64,
@@ -169,9 +182,26 @@ pub enum Op {
         /// The job.
         id: String,
     },
-    /// `stats`: counts the store.
+    /// `stats`: counts the store, or one queue of it.
     Stats {
         /// The caller's clock, for the expired-lease and age figures.
+        now: u64,
+        /// The queue counted (SPEC 3.8); absent means every queue.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        queue: Option<String>,
+    },
+    /// `prune`: ended jobs leave the store, each leaving a tombstone (SPEC 3.14).
+    Prune {
+        /// Jobs that ended at or before it are pruned; at most `now`.
+        before: u64,
+        /// The caller's clock.
+        now: u64,
+    },
+    /// `forget`: tombstones leave the store, and their ids may be enqueued anew (SPEC 3.15).
+    Forget {
+        /// Tombstones of jobs that ended at or before it are removed; at most `now`.
+        before: u64,
+        /// The caller's clock.
         now: u64,
     },
     /// `retry_delay`: evaluates SPEC section 2's formula alone, without a job.
@@ -201,7 +231,9 @@ impl Op {
             | Op::Redrive { now, .. }
             | Op::Cancel { now, .. }
             | Op::Reap { now }
-            | Op::Stats { now } => Some(now),
+            | Op::Stats { now, .. }
+            | Op::Prune { now, .. }
+            | Op::Forget { now, .. } => Some(now),
             Op::Config { .. } | Op::Get { .. } | Op::RetryDelay { .. } | Op::Restart => None,
         }
     }
@@ -236,6 +268,7 @@ mod tests {
     #[test]
     fn ops_serialize_as_spec_lines() {
         let op = Op::RunOnce {
+            queues: None,
             worker: "w1".into(),
             now: 0,
             after: None,
@@ -250,6 +283,8 @@ mod tests {
         let config = Op::Config { base_ms: Some(100), cap_ms: None, lease_ms: Some(1000) };
         assert_eq!(config.to_json_line(), r#"{"op":"config","base_ms":100,"lease_ms":1000}"#);
         let enqueue = |not_before, base_ms, cap_ms| Op::Enqueue {
+            priority: None,
+            queue: None,
             id: "a".into(),
             payload: String::new(),
             max_attempts: 2,

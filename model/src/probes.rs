@@ -34,7 +34,7 @@ use std::hash::Hash;
 
 use crate::contract::{self, Class, Field, OpKind};
 use crate::coverage;
-use crate::ids::{PAYLOAD, job_name, worker_name};
+use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
 use crate::model::{Action, DELAY_PROBES, QueueModel, World};
 use crate::reference::{Config, Phase};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
@@ -72,7 +72,8 @@ impl QueueModel {
             Set::Arguments => {
                 let statuses: Vec<_> =
                     world.store.jobs().iter().map(|job| coverage::meets(Some(job), world.now)).collect();
-                class_of(&(world.scene, world.store.config(), statuses))
+                let tombstone = !world.store.tombstones().is_empty();
+                class_of(&(world.scene, world.store.config(), statuses, tombstone))
             }
             Set::Formula => 0,
         }
@@ -110,13 +111,15 @@ impl QueueModel {
         let later = |by: u64| (now + by).min(MAX_INT);
         let missing = job_name(store.jobs().len());
         ops.push(Op::Restart);
-        ops.push(Op::Stats { now });
+        ops.push(Op::Stats { queue: None, now });
         ops.push(Op::Get { id: missing.clone() });
         for job in store.jobs() {
             let id = job.id.to_string();
             ops.push(Op::Get { id: id.clone() });
             // SPEC 6.22: the same payload changes nothing, whatever else it says.
             ops.push(Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: id.clone(),
                 payload: job.payload.to_string(),
                 max_attempts: (job.max_attempts + 1).min(MAX_BUDGET),
@@ -135,6 +138,29 @@ impl QueueModel {
             ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
             fence_probes(&id, job.attempts, &job.phase, now, ops);
         }
+        // A tombstone's id, every way an operation can name it (SPEC 3.14): it answers as the
+        // ended job it was, is never run again, and is shown as pruned.
+        for tombstone in store.tombstones() {
+            let id = tombstone.id.to_string();
+            ops.push(Op::Get { id: id.clone() });
+            for payload in [tombstone.payload.to_string(), OTHER_PAYLOAD.to_string()] {
+                ops.push(Op::Enqueue {
+                    id: id.clone(),
+                    payload,
+                    max_attempts: 1,
+                    deadline: later(1),
+                    now,
+                    not_before: None,
+                    base_ms: None,
+                    cap_ms: None,
+                    queue: None,
+                    priority: None,
+                });
+            }
+            ops.push(Op::Cancel { id: id.clone(), now });
+            ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
+            fence_probes(&id, tombstone.attempts, &tombstone.phase, now, ops);
+        }
         // run_once's second reading the first, or later: each outcome the transport can
         // classify (ok and permanent at the first only: a later one changes nothing they do).
         // A crash or an unclassified error with the second reading back or ahead: a crash
@@ -152,7 +178,7 @@ impl QueueModel {
             (RunOutcome::Unknown, None, Some(later(1))),
         ];
         for (outcome, jitter, after) in readings {
-            ops.push(Op::RunOnce { worker: worker_name(0), now, after, outcome, jitter });
+            ops.push(Op::RunOnce { queues: None, worker: worker_name(0), now, after, outcome, jitter });
         }
     }
 }
@@ -234,10 +260,14 @@ fn argument_probes(world: &World, ops: &mut Vec<(Op, Field)>) {
     if let Some(first) = store.jobs().first() {
         targets.push(first.id.to_string());
     }
+    // A tombstone's id too: bad arguments come before its lookup as before any other.
+    if let Some(first) = store.tombstones().first() {
+        targets.push(first.id.to_string());
+    }
     for kind in OpKind::ALL {
         for &field in contract::fields(kind) {
             for &class in contract::classes(kind, field) {
-                for target in targets.iter().take(if kind.names_a_job() { 2 } else { 1 }) {
+                for target in targets.iter().take(if kind.names_a_job() { targets.len() } else { 1 }) {
                     let base = base_op(kind, world, target);
                     if let Some(op) = varied(base.clone(), field, class, world.now) {
                         ops.push((op, field));
@@ -262,7 +292,7 @@ fn with_outcome_ok(op: Op) -> Op {
             Op::Complete { worker, id, attempt, outcome: Outcome::Ok, now, jitter }
         }
         Op::RunOnce { worker, now, after, jitter, .. } => {
-            Op::RunOnce { worker, now, after, outcome: RunOutcome::Ok, jitter }
+            Op::RunOnce { queues: None, worker, now, after, outcome: RunOutcome::Ok, jitter }
         }
         other => other,
     }
@@ -278,6 +308,8 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
     match kind {
         OpKind::Config => QueueModel::config_op(world.store.config()),
         OpKind::Enqueue => Op::Enqueue {
+            priority: None,
+            queue: None,
             id: target.into(),
             payload: PAYLOAD.into(),
             max_attempts: 1,
@@ -287,7 +319,7 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
             base_ms: None,
             cap_ms: None,
         },
-        OpKind::Claim => Op::Claim { worker, now },
+        OpKind::Claim => Op::Claim { queues: None, worker, now },
         OpKind::Complete => Op::Complete {
             worker,
             id: target.into(),
@@ -296,15 +328,22 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
             now,
             jitter: Some(0.5),
         },
-        OpKind::RunOnce => {
-            Op::RunOnce { worker, now, after: None, outcome: RunOutcome::Retryable, jitter: Some(0.5) }
-        }
+        OpKind::RunOnce => Op::RunOnce {
+            queues: None,
+            worker,
+            now,
+            after: None,
+            outcome: RunOutcome::Retryable,
+            jitter: Some(0.5),
+        },
         OpKind::Heartbeat => Op::Heartbeat { worker, id: target.into(), attempt, now },
         OpKind::Redrive => Op::Redrive { id: target.into(), now, add_attempts: 1, deadline },
         OpKind::Cancel => Op::Cancel { id: target.into(), now },
         OpKind::Reap => Op::Reap { now },
+        OpKind::Prune => Op::Prune { before: now, now },
+        OpKind::Forget => Op::Forget { before: now, now },
         OpKind::Get => Op::Get { id: target.into() },
-        OpKind::Stats => Op::Stats { now },
+        OpKind::Stats => Op::Stats { queue: None, now },
         OpKind::RetryDelay => Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: 2, jitter: 0.5 },
         OpKind::Restart => Op::Restart,
     }
@@ -409,7 +448,7 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
             | Op::Heartbeat { now: at, .. }
             | Op::Cancel { now: at, .. }
             | Op::Reap { now: at }
-            | Op::Stats { now: at },
+            | Op::Stats { queue: _, now: at },
             Field::Now,
         ) => *at = int(class, 0, MAX_INT)?.unwrap_or(now),
         (Op::RunOnce { after, now: at, .. }, Field::After) => {
@@ -452,6 +491,53 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
         (Op::RetryDelay { jitter: j, .. }, Field::Jitter) => *j = jitter(class)??,
         (Op::Complete { jitter: j, .. } | Op::RunOnce { jitter: j, .. }, Field::Jitter) => {
             *j = jitter(class)?
+        }
+        (Op::Enqueue { queue, .. } | Op::Stats { queue, .. }, Field::Queue) => {
+            *queue = match class {
+                Least => Some("q".into()),
+                Most => Some("q".repeat(64)),
+                // 31 two-byte characters and two control characters: 64 bytes.
+                Odd => Some(format!("{}\u{7}\n", "é".repeat(31))),
+                Absent => None,
+                Below => Some(String::new()),
+                Above => Some("q".repeat(65)),
+                Forbidden => Some("q\0".into()),
+                Missing => return None,
+            }
+        }
+        (Op::Claim { queues, .. } | Op::RunOnce { queues, .. }, Field::Queues) => {
+            let names = |n: usize| (0..n).map(|i| format!("q{i}")).collect::<Vec<_>>();
+            *queues = match class {
+                Least => Some(names(1)),
+                Most => Some(names(64)),
+                Absent => None,
+                Below => Some(Vec::new()),
+                Above => Some(names(65)),
+                Forbidden => Some(vec!["default".into(), "default".into()]),
+                Odd | Missing => return None,
+            }
+        }
+        (Op::Enqueue { priority, .. }, Field::Priority) => {
+            *priority = match class {
+                Least => Some(0),
+                Most => Some(9),
+                Absent => None,
+                Above => Some(10),
+                _ => return None,
+            }
+        }
+        (Op::Prune { before, now: at } | Op::Forget { before, now: at }, Field::Now) => {
+            // `before` stays valid: at most the new `now` where it can be.
+            *at = int(class, 0, MAX_INT)?.unwrap_or(now);
+            *before = (*before).min(*at);
+        }
+        (Op::Prune { before, now: at } | Op::Forget { before, now: at }, Field::Before) => {
+            *before = match class {
+                Least => 0,
+                Most => *at,
+                Above => at.checked_add(1)?,
+                _ => return None,
+            }
         }
         _ => return None,
     }

@@ -122,6 +122,13 @@ pub mod names {
     /// SPEC section 3.11, an invariant: every step that applies the operation
     /// answers and changes exactly what the rule says.
     pub const CONFIG_RULE: &str = "3.11 config follows its rule";
+    /// SPEC section 4.13, an invariant: a job with a cancel request is never claimed again nor
+    /// pending again, and its attempts and deadline stay.
+    pub const CANCEL_STOPS: &str = "4.13 a cancel request stops the job: never claimed again";
+    /// SPEC section 4.14, an invariant: a tombstone's id names no job until a forget.
+    pub const PRUNED_STAYS: &str = "4.14 a pruned id never runs again";
+    /// SPEC 3.14 and 3.15, read by [`crate::rules`].
+    pub const RETENTION_RULE: &str = "3.14 prune and 3.15 forget follow their rules";
     /// SPEC section 4.7, a liveness property checked as an invariant at the horizon: there,
     /// one reap leaves no job pending or leased.
     pub const EVERY_JOB_ENDS: &str = "4.7 every job ends done or dead";
@@ -214,6 +221,18 @@ pub mod names {
         "a retry uses the settings in effect, switched since the enqueue";
     /// A `sometimes` property: a lease whose expiry passes 2^53 - 1 (SPEC 6.10).
     pub const LEASE_PAST_MAX_INT: &str = "a lease ends past 2^53 - 1";
+    /// A `sometimes` property: a low-priority job waits while a higher one due no later goes
+    /// first (SPEC 3.3.2, 4.8).
+    pub const PRIORITY_FIRST: &str = "a low-priority job waits while a higher one goes first";
+    /// A `sometimes` property: a claim passes over a job of a queue it does not serve.
+    pub const QUEUE_PASSED_OVER: &str = "a claim passes over a queue it does not serve";
+    /// A `sometimes` property: a running job is cancelled and ends by its holder's report or
+    /// its lease (SPEC 3.13).
+    pub const RUNNING_CANCELLED: &str = "a running job is cancelled and ends";
+    /// A `sometimes` property: a pruned id is enqueued again and answered from its tombstone.
+    pub const PRUNED_REENQUEUED: &str = "a pruned id is enqueued again: existing, not run";
+    /// A `sometimes` property: a forgotten id is enqueued anew, as a new job (SPEC 3.15).
+    pub const FORGOTTEN_ENQUEUED: &str = "a forgotten id is enqueued anew";
 }
 
 /// Every property, in report order.
@@ -232,6 +251,12 @@ pub fn all() -> Vec<Check> {
         Check { name: RESTART_KEEPS_ALL, kind: Always, holds: |_, w| !w.broken.contains(Broken::RESTART) },
         Check { name: LEASE_BOUND, kind: Always, holds: lease_bound },
         Check { name: SCHEDULE_WAITS, kind: Always, holds: |_, w| !w.events.contains(Events::EARLY_CLAIM) },
+        Check { name: CANCEL_STOPS, kind: Always, holds: |_, w| !w.events.contains(Events::CANCEL_IGNORED) },
+        Check {
+            name: PRUNED_STAYS,
+            kind: Always,
+            holds: |_, w| !w.events.contains(Events::TOMBSTONE_REVIVED),
+        },
         Check { name: DELAY_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::DELAY) },
         Check { name: ARGUMENTS_FIRST, kind: Always, holds: |_, w| !w.broken.contains(Broken::ARGUMENTS) },
         Check { name: ENQUEUE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::ENQUEUE) },
@@ -244,6 +269,7 @@ pub fn all() -> Vec<Check> {
         Check { name: REAP_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::REAP) },
         Check { name: READS_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::READS) },
         Check { name: CONFIG_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CONFIG) },
+        Check { name: RETENTION_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::RETENTION) },
         Check { name: ANSWER_IN_TABLE, kind: Always, holds: |_, w| !w.reached.outside },
         Check { name: EXECUTIONS_APART, kind: Always, holds: executions_apart },
         Check { name: WATCHDOG_NOT_EARLY, kind: Always, holds: watchdog_not_early },
@@ -367,6 +393,31 @@ pub fn all() -> Vec<Check> {
             kind: Sometimes,
             holds: |_, w| w.events.contains(Events::LEASE_PAST_MAX_INT),
         },
+        Check {
+            name: PRIORITY_FIRST,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::PRIORITY_FIRST),
+        },
+        Check {
+            name: QUEUE_PASSED_OVER,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::QUEUE_PASSED_OVER),
+        },
+        Check {
+            name: RUNNING_CANCELLED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::RUNNING_CANCELLED),
+        },
+        Check {
+            name: PRUNED_REENQUEUED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::PRUNED_REENQUEUED),
+        },
+        Check {
+            name: FORGOTTEN_ENQUEUED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::FORGOTTEN_ENQUEUED),
+        },
     ]
 }
 
@@ -410,17 +461,19 @@ fn no_silent_drop(_: &QueueModel, world: &World) -> bool {
     if world.broken.contains(Broken::LIFECYCLE) {
         return false;
     }
-    let jobs = world.store.jobs();
+    // Every enqueued id is a job, or a tombstone, once (SPEC 4.3); or forgotten by a forget
+    // (and then absent, or a new job).
+    let ids = world.store.jobs().iter().map(|j| &j.id).chain(world.store.tombstones().iter().map(|t| &t.id));
     let mut seen = vec![false; world.ghosts.len()];
-    for job in jobs {
-        match job_index(&job.id) {
+    for id in ids {
+        match job_index(id) {
             Some(i) if i < seen.len() && !seen[i] => seen[i] = true,
             // A probe's job outside the world's naming: no ghost follows it.
             None => {}
             _ => return false,
         }
     }
-    seen.iter().all(|&s| s)
+    seen.iter().zip(&world.ghosts).all(|(&s, ghost)| s || ghost.forgotten)
         && jobs_with_ghosts(world).all(|(job, ghost)| match job.phase {
             Phase::Done => ghost.report == HolderReport::Completed(Outcome::Ok),
             Phase::Dead(DeadReason::Permanent) => ghost.report == HolderReport::Completed(Outcome::Permanent),
@@ -509,7 +562,8 @@ fn watchdog_not_early(model: &QueueModel, world: &World) -> bool {
         .workers
         .iter()
         .flatten()
-        .filter(|held| !held.running(world.now))
+        // An execution its holder stopped at a `cancelled` heartbeat is no watchdog's cut.
+        .filter(|held| !held.running(world.now) && !held.stopped)
         .all(|held| held.lease_until + watchdog.skew <= held.runs_until.saturating_add(watchdog.margin))
 }
 

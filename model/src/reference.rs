@@ -21,7 +21,9 @@
 use crate::bug::Bug;
 use crate::delay::retry_delay;
 use crate::validate;
-use crate::{DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status};
+use crate::{
+    DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status, TombstoneView,
+};
 
 /// A name or payload as stored. Short text is kept inline, so copying a store (as the model
 /// checker does for every state) allocates nothing and shares no counter between threads.
@@ -120,6 +122,49 @@ pub struct Job {
     pub base_ms: Option<u64>,
     /// The job's own `cap_ms`, likewise.
     pub cap_ms: Option<u64>,
+    /// Its queue (SPEC 1.6).
+    pub queue: Text,
+    /// Its priority, 0 … 9, lower first (SPEC 1.6).
+    pub priority: u64,
+    /// When it ended `done` or `dead`; `None` while open (SPEC 1.1).
+    pub ended_at: Option<u64>,
+    /// An operator asked the holder of its lease to stop (SPEC 3.13); only while leased.
+    pub cancel_requested: bool,
+}
+
+/// What a prune leaves of an ended job (SPEC 1.7). The model keeps the payload itself where
+/// the stores keep its SHA-256: the same answers, but for a collision of SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tombstone {
+    /// The pruned job's id.
+    pub id: Text,
+    /// Its queue.
+    pub queue: Text,
+    /// Its payload, compared by a later enqueue of the id.
+    pub payload: Text,
+    /// Its final phase: `Done` or `Dead`.
+    pub phase: Phase,
+    /// Its claims.
+    pub attempts: u64,
+    /// When it ended.
+    pub ended_at: u64,
+}
+
+impl Tombstone {
+    /// What `get` shows.
+    pub fn view(&self) -> TombstoneView {
+        TombstoneView {
+            id: self.id.to_string(),
+            queue: self.queue.to_string(),
+            status: self.phase.status(),
+            dead_reason: match self.phase {
+                Phase::Dead(reason) => Some(reason),
+                _ => None,
+            },
+            attempts: self.attempts,
+            ended_at: self.ended_at,
+        }
+    }
 }
 
 impl Job {
@@ -140,6 +185,10 @@ impl Job {
             not_before: self.not_before,
             base_ms: self.base_ms,
             cap_ms: self.cap_ms,
+            queue: self.queue.to_string(),
+            priority: self.priority,
+            ended_at: self.ended_at,
+            cancel_requested: self.cancel_requested,
         }
     }
 
@@ -159,6 +208,8 @@ type Jobs = smallvec::SmallVec<[Job; 2]>;
 pub struct Store {
     config: Config,
     jobs: Jobs,
+    /// Tombstones of pruned jobs, in the order they were pruned (SPEC 1.7).
+    tombstones: Vec<Tombstone>,
     bug: Option<Bug>,
 }
 
@@ -186,6 +237,16 @@ impl Store {
     /// The job called `id`, if stored.
     pub fn job(&self, id: &str) -> Option<&Job> {
         self.jobs.iter().find(|job| &*job.id == id)
+    }
+
+    /// The tombstones, in the order they were pruned.
+    pub fn tombstones(&self) -> &[Tombstone] {
+        &self.tombstones
+    }
+
+    /// The tombstone of `id`, if it was pruned and not forgotten.
+    pub fn tombstone(&self, id: &str) -> Option<&Tombstone> {
+        self.tombstones.iter().find(|t| &*t.id == id)
     }
 
     /// The same store with each lease's owner renamed by `rename` (kept where it gives
@@ -231,23 +292,82 @@ impl Store {
 
     /// Runs one operation of SPEC section 5.
     pub fn step(&mut self, op: &Op) -> Response {
+        // The ids of the jobs open before (no `ended_at`): all `stamp` needs of the store
+        // before, kept instead of a copy of it (the model checker steps millions of times).
+        let open: smallvec::SmallVec<[Text; 4]> =
+            self.jobs.iter().filter(|job| job.ended_at.is_none()).map(|job| job.id.clone()).collect();
+        let response = self.apply(op);
+        // Refusals change nothing; `run_once`'s two reports follow a claim whose reap did.
+        self.stamp(&open, op, &response);
+        response
+    }
+
+    /// What every transition records (SPEC 1.1): a job that ended `done` or `dead` gets its
+    /// `ended_at` (a `run_once`'s job the second reading, every other the operation's `now`);
+    /// an open job has none; a cancel request lasts only while the lease does (6.33).
+    fn stamp(&mut self, open: &[Text], op: &Op, response: &Response) {
+        let now = op.now().unwrap_or(0);
+        let ran = match (op, response) {
+            (
+                Op::RunOnce { after, .. },
+                Response::Ok(
+                    Reply::RanDone { id, .. } | Reply::RanRetry { id, .. } | Reply::RanDead { id, .. },
+                ),
+            ) => Some((id.as_str(), after.unwrap_or(now))),
+            _ => None,
+        };
+        for job in &mut self.jobs {
+            let was_open = open.contains(&job.id);
+            match job.phase {
+                Phase::Done | Phase::Dead(_) if was_open || job.ended_at.is_none() => {
+                    job.ended_at = Some(match ran {
+                        Some((id, at)) if id == &*job.id => at,
+                        _ => now,
+                    });
+                }
+                Phase::Pending { .. } | Phase::Leased { .. } => job.ended_at = None,
+                _ => {}
+            }
+            if !matches!(job.phase, Phase::Leased { .. }) {
+                job.cancel_requested = false;
+            }
+        }
+    }
+
+    fn apply(&mut self, op: &Op) -> Response {
         let result = match op {
             Op::Config { base_ms, cap_ms, lease_ms } => self.configure(*base_ms, *cap_ms, *lease_ms),
-            Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => self
-                .enqueue(
-                    id,
-                    payload,
-                    *max_attempts,
-                    *deadline,
-                    *now,
-                    Schedule { not_before: *not_before, base_ms: *base_ms, cap_ms: *cap_ms },
-                ),
-            Op::Claim { worker, now } => self.claim(worker, *now),
+            Op::Enqueue {
+                queue,
+                priority,
+                id,
+                payload,
+                max_attempts,
+                deadline,
+                now,
+                not_before,
+                base_ms,
+                cap_ms,
+            } => self.enqueue(
+                id,
+                payload,
+                *max_attempts,
+                *deadline,
+                *now,
+                Schedule {
+                    not_before: *not_before,
+                    base_ms: *base_ms,
+                    cap_ms: *cap_ms,
+                    queue: queue.as_deref(),
+                    priority: *priority,
+                },
+            ),
+            Op::Claim { queues, worker, now } => self.claim(worker, queues.as_deref(), *now),
             Op::Complete { worker, id, attempt, outcome, now, jitter } => {
                 self.complete(worker, id, *attempt, *outcome, *now, *jitter)
             }
-            Op::RunOnce { worker, now, after, outcome, jitter } => {
-                self.run_once(worker, *now, *after, *outcome, *jitter)
+            Op::RunOnce { queues, worker, now, after, outcome, jitter } => {
+                self.run_once(worker, queues.as_deref(), *now, *after, *outcome, *jitter)
             }
             Op::Heartbeat { worker, id, attempt, now } => self.heartbeat(worker, id, *attempt, *now),
             Op::Redrive { id, now, add_attempts, deadline } => {
@@ -256,7 +376,9 @@ impl Store {
             Op::Cancel { id, now } => self.cancel(id, *now),
             Op::Reap { now } => validate::int("now", *now).map(|now| Reply::Reaped { count: self.reap(now) }),
             Op::Get { id } => self.get(id),
-            Op::Stats { now } => validate::int("now", *now).map(|now| Reply::Stats(self.stats(now))),
+            Op::Stats { queue, now } => self.stats_op(*now, queue.as_deref()),
+            Op::Prune { before, now } => self.prune(*before, *now),
+            Op::Forget { before, now } => self.forget(*before, *now),
             Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
                 delay_op(*attempt, *base_ms, *cap_ms, *jitter, self.bug)
             }
@@ -319,6 +441,15 @@ impl Store {
         };
         let base_ms = validate::own_setting("base_ms", schedule.base_ms)?;
         let cap_ms = validate::own_setting("cap_ms", schedule.cap_ms)?;
+        let queue = schedule.queue.unwrap_or(DEFAULT_QUEUE);
+        validate::queue("queue", queue)?;
+        let priority = validate::priority(schedule.priority.unwrap_or(0))?;
+        // A pruned id is never run again: its tombstone answers for it (SPEC 3.2, 6.29).
+        if let Some(tombstone) = self.tombstone(id)
+            && !self.bug(Bug::EnqueueRevivesPruned)
+        {
+            return if *tombstone.payload == *payload { Ok(Reply::Existing) } else { Err(Failure::Conflict) };
+        }
         if let Some(i) = self.position(id) {
             if *self.jobs[i].payload != *payload {
                 if self.bug(Bug::ConflictOverwritesPayload) {
@@ -349,20 +480,32 @@ impl Store {
             not_before,
             base_ms,
             cap_ms,
+            queue: queue.into(),
+            priority,
+            ended_at: None,
+            cancel_requested: false,
         });
         Ok(Reply::Enqueued)
     }
 
-    /// `claim`: reap, pick, claim — one transaction.
-    fn claim(&mut self, worker: &str, now: u64) -> Result<Reply, Failure> {
+    /// `claim`: reap (every queue), pick (among `queues`), claim — one transaction.
+    fn claim(&mut self, worker: &str, queues: Option<&[String]>, now: u64) -> Result<Reply, Failure> {
         self.name("worker", worker)?;
         validate::int("now", now)?;
+        // The default queue alone, when the claim names none: valid, and not allocated anew.
+        let queues = match queues {
+            Some(queues) => {
+                validate::queues(queues)?;
+                queues
+            }
+            None => &DEFAULT_QUEUES[..],
+        };
         if self.bug(Bug::ClaimReapsOnlyExhausted) {
             seeded::reap_exhausted(&mut self.jobs, now);
         } else {
             self.reap(now);
         }
-        let Some(i) = self.pick(now) else {
+        let Some(i) = self.pick(queues, now) else {
             return Ok(Reply::None);
         };
         let lease_ms = self.config.lease_ms;
@@ -376,18 +519,27 @@ impl Store {
         Ok(Reply::Claimed { id: job.id.to_string(), attempt: job.attempts, lease_until: until })
     }
 
-    /// Claim step 2: the claimable job with the smallest `available_at`, ties to the first
-    /// enqueued (the lowest position, as `min_by_key` keeps the first of equal keys).
-    fn pick(&self, now: u64) -> Option<usize> {
-        let claimable = |job: &Job| match job.phase {
-            Phase::Pending { .. } if self.bug(Bug::ScheduledClaimableEarly) => seeded::unscheduled(job, now),
-            Phase::Pending { available_at } => available_at <= now,
-            Phase::Leased { until, .. } => match self.bug {
-                Some(Bug::IgnoreExpiredLease) => false,
-                Some(Bug::StealLiveLease) => true,
-                _ => until <= now,
-            },
-            Phase::Done | Phase::Dead(_) => false,
+    /// Claim step 2: among the claimable jobs of `queues`, the one with the smallest
+    /// `(priority, available_at)`, ties to the first enqueued (the lowest position, as
+    /// `min_by_key` keeps the first of equal keys).
+    fn pick(&self, queues: &[String], now: u64) -> Option<usize> {
+        let served =
+            |job: &Job| self.bug(Bug::ClaimIgnoresQueues) || queues.iter().any(|q| **q == *job.queue);
+        let claimable = |job: &Job| {
+            served(job)
+                && (!job.cancel_requested || self.bug(Bug::ReclaimCancelling))
+                && match job.phase {
+                    Phase::Pending { .. } if self.bug(Bug::ScheduledClaimableEarly) => {
+                        seeded::unscheduled(job, now)
+                    }
+                    Phase::Pending { available_at } => available_at <= now,
+                    Phase::Leased { until, .. } => match self.bug {
+                        Some(Bug::IgnoreExpiredLease) => false,
+                        Some(Bug::StealLiveLease) => true,
+                        _ => until <= now,
+                    },
+                    Phase::Done | Phase::Dead(_) => false,
+                }
         };
         let candidates = self.jobs.iter().enumerate().filter(|(_, job)| claimable(job));
         match self.bug {
@@ -400,7 +552,10 @@ impl Store {
             Some(Bug::ClaimTieByEnqueuedAt) => {
                 candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.enqueued_at)).map(|(i, _)| i)
             }
-            _ => candidates.min_by_key(|(_, job)| job.phase.available_at()).map(|(i, _)| i),
+            Some(Bug::PriorityInverted) => candidates
+                .min_by_key(|(_, job)| (std::cmp::Reverse(job.priority), job.phase.available_at()))
+                .map(|(i, _)| i),
+            _ => candidates.min_by_key(|(_, job)| (job.priority, job.phase.available_at())).map(|(i, _)| i),
         }
     }
 
@@ -414,8 +569,15 @@ impl Store {
             return seeded::reap(bug, &mut self.jobs, now);
         }
         let mut count = 0;
+        let reclaim = self.bug == Some(Bug::ReclaimCancelling);
         for job in &mut self.jobs {
             let expired = job.phase.expired_lease(now);
+            // An operator's request ends an expired lease first (SPEC 3.3.1, 6.25).
+            if expired && job.cancel_requested && !reclaim {
+                job.phase = Phase::Dead(DeadReason::Cancelled);
+                count += 1;
+                continue;
+            }
             if expired && job.attempts >= job.max_attempts {
                 job.phase = Phase::Dead(DeadReason::Exhausted);
                 count += 1;
@@ -448,7 +610,7 @@ impl Store {
         validate::attempt(attempt)?;
         validate::int("now", now)?;
         let jitter = self.jitter(jitter, outcome == Outcome::Retryable)?;
-        let i = self.position(id).ok_or(Failure::NotFound)?;
+        let i = self.position(id).ok_or(self.missing(id))?;
         let job = &self.jobs[i];
         let Phase::Leased { ref owner, claimed_at, .. } = job.phase else {
             return Err(Failure::LeaseLost);
@@ -478,6 +640,15 @@ impl Store {
             Outcome::Ok => {
                 job.phase = Phase::Done;
                 Reply::Done
+            }
+            Outcome::Retryable if job.cancel_requested && bug == Some(Bug::StoppedAttemptDone) => {
+                job.phase = Phase::Done;
+                Reply::Done
+            }
+            // A cancel request: no retry, whatever the budget and the deadline (SPEC 3.4).
+            Outcome::Retryable if job.cancel_requested => {
+                job.phase = Phase::Dead(DeadReason::Cancelled);
+                Reply::Dead { reason: DeadReason::Cancelled }
             }
             Outcome::Permanent => {
                 job.phase = Phase::Dead(DeadReason::Permanent);
@@ -523,6 +694,7 @@ impl Store {
     fn run_once(
         &mut self,
         worker: &str,
+        queues: Option<&[String]>,
         now: u64,
         after: Option<u64>,
         outcome: RunOutcome,
@@ -532,7 +704,7 @@ impl Store {
         validate::int("now", now)?;
         let after = validate::int("after", after.unwrap_or(now))?;
         let jitter = self.jitter(jitter, outcome == RunOutcome::Retryable)?;
-        let Reply::Claimed { id, attempt, .. } = self.claim(worker, now)? else {
+        let Reply::Claimed { id, attempt, .. } = self.claim(worker, queues, now)? else {
             return Ok(Reply::None);
         };
         // A dead process never read the clock again: `after` does not matter.
@@ -570,7 +742,7 @@ impl Store {
         self.name("id", id)?;
         validate::attempt(attempt)?;
         validate::int("now", now)?;
-        let i = self.position(id).ok_or(Failure::NotFound)?;
+        let i = self.position(id).ok_or(self.missing(id))?;
         let (lease_ms, bug) = (self.config.lease_ms, self.bug);
         let job = &mut self.jobs[i];
         let Phase::Leased { ref owner, claimed_at, until } = job.phase else {
@@ -585,6 +757,9 @@ impl Store {
         }
         if now < claimed_at {
             return Err(Failure::ClockWentBackwards);
+        }
+        if job.cancel_requested {
+            return Err(Failure::Cancelled);
         }
         if now >= job.deadline && bug != Some(Bug::HeartbeatPastDeadline) {
             return Err(Failure::DeadlinePassed);
@@ -603,11 +778,12 @@ impl Store {
     }
 
     /// `cancel`: a pending job becomes dead(cancelled), whatever its deadline and schedule; a
-    /// leased one is the attempt in flight's to decide (SPEC 3.13, 6.25).
+    /// leased one gets a cancel request, and its holder's report or its lease's end decides
+    /// (SPEC 3.13, 6.25).
     fn cancel(&mut self, id: &str, now: u64) -> Result<Reply, Failure> {
         self.name("id", id)?;
         validate::int("now", now)?;
-        let i = self.position(id).ok_or(Failure::NotFound)?;
+        let i = self.position(id).ok_or(self.pruned_or_missing(id))?;
         let bug = self.bug;
         let job = &mut self.jobs[i];
         match job.phase {
@@ -616,7 +792,10 @@ impl Store {
             }
             Phase::Pending { .. } => {}
             Phase::Leased { .. } if bug == Some(Bug::CancelLeasedJob) => {}
-            Phase::Leased { .. } => return Err(Failure::Leased),
+            Phase::Leased { .. } => {
+                job.cancel_requested = true;
+                return Ok(Reply::Cancelling);
+            }
             Phase::Done | Phase::Dead(_) => return Err(Failure::NotCancellable),
         }
         job.phase = Phase::Dead(DeadReason::Cancelled);
@@ -632,7 +811,7 @@ impl Store {
         validate::int("now", now)?;
         validate::budget("add_attempts", add_attempts)?;
         validate::deadline(deadline, now)?;
-        let i = self.position(id).ok_or(Failure::NotFound)?;
+        let i = self.position(id).ok_or(self.pruned_or_missing(id))?;
         let bug = self.bug;
         let job = &mut self.jobs[i];
         if !matches!(job.phase, Phase::Dead(_)) && bug != Some(Bug::RedriveLiveJob) {
@@ -658,8 +837,9 @@ impl Store {
     /// the settings and every job, leases included (SPEC section 3.10). The store is rebuilt
     /// from that image, so that a store which kept anything only in memory would show it.
     fn restart(&mut self) -> Reply {
-        let (config, jobs) = (self.config, std::mem::take(&mut self.jobs));
-        *self = Store { config, jobs, bug: self.bug };
+        let (config, jobs, tombstones) =
+            (self.config, std::mem::take(&mut self.jobs), std::mem::take(&mut self.tombstones));
+        *self = Store { config, jobs, tombstones, bug: self.bug };
         match self.bug {
             Some(Bug::RestartForgetsConfig) => self.config = Config::default(),
             Some(Bug::RestartReleasesLeases) => seeded::release_leases(&mut self.jobs),
@@ -671,14 +851,98 @@ impl Store {
 
     fn get(&self, id: &str) -> Result<Reply, Failure> {
         self.name("id", id)?;
+        if let Some(tombstone) = self.tombstone(id) {
+            return Ok(Reply::Tombstone(tombstone.view()));
+        }
         self.job(id).map(|job| Reply::Job(job.view())).ok_or(Failure::NotFound)
     }
 
-    /// `stats`: counts by status and reason, expired leases, and the oldest open job's age.
+    /// The refusal of a fenced operation for an id no job has: `lease_lost` for a pruned
+    /// one, as for the ended job it was (SPEC 6.30), else `not_found`.
+    fn missing(&self, id: &str) -> Failure {
+        if self.tombstone(id).is_some() { Failure::LeaseLost } else { Failure::NotFound }
+    }
+
+    /// The refusal of `redrive` or `cancel` for an id no job has (SPEC 3.14).
+    fn pruned_or_missing(&self, id: &str) -> Failure {
+        if self.tombstone(id).is_some() { Failure::Pruned } else { Failure::NotFound }
+    }
+
+    /// `stats` as an operation: its arguments checked, then the counts.
+    fn stats_op(&self, now: u64, queue: Option<&str>) -> Result<Reply, Failure> {
+        let now = validate::int("now", now)?;
+        if let Some(queue) = queue {
+            validate::queue("queue", queue)?;
+        }
+        Ok(Reply::Stats(self.stats_of(now, queue)))
+    }
+
+    /// `prune`: every ended job at or before `before` leaves a tombstone (SPEC 3.14).
+    fn prune(&mut self, before: u64, now: u64) -> Result<Reply, Failure> {
+        validate::int("now", now)?;
+        let before = validate::before(before, now)?;
+        let mut count = 0;
+        let mut kept = Jobs::new();
+        let bug = self.bug;
+        for job in std::mem::take(&mut self.jobs) {
+            if bug == Some(Bug::PruneOpenPastDeadline) && job.ended_at.is_none() && job.deadline <= before {
+                count += 1;
+                continue;
+            }
+            let ended = |at: u64| at <= before || bug == Some(Bug::PruneIgnoresBefore);
+            match (job.ended_at, &job.phase) {
+                (Some(ended_at), Phase::Done | Phase::Dead(_)) if ended(ended_at) => {
+                    let payload =
+                        if bug == Some(Bug::TombstoneOtherDigest) { Text::default() } else { job.payload };
+                    if bug != Some(Bug::PruneWithoutTombstone) {
+                        self.tombstones.push(Tombstone {
+                            id: job.id,
+                            queue: job.queue,
+                            payload,
+                            phase: job.phase,
+                            attempts: job.attempts,
+                            ended_at,
+                        });
+                    }
+                    count += 1;
+                }
+                _ => kept.push(job),
+            }
+        }
+        self.jobs = kept;
+        Ok(Reply::Pruned { count })
+    }
+
+    /// `forget`: tombstones of jobs ended at or before `before` go; their ids are free again
+    /// (SPEC 3.15).
+    fn forget(&mut self, before: u64, now: u64) -> Result<Reply, Failure> {
+        validate::int("now", now)?;
+        let before = validate::before(before, now)?;
+        let was = self.tombstones.len();
+        let all = self.bug(Bug::ForgetIgnoresBefore);
+        self.tombstones.retain(|t| t.ended_at > before && !all);
+        Ok(Reply::Forgotten { count: (was - self.tombstones.len()) as u64 })
+    }
+
+    /// `stats` of every queue.
     pub fn stats(&self, now: u64) -> StatsView {
+        self.stats_of(now, None)
+    }
+
+    /// `stats`: counts by status and reason, expired leases, the oldest open job's age, and
+    /// the tombstones — of `queue`'s jobs, or of all.
+    pub fn stats_of(&self, now: u64, queue: Option<&str>) -> StatsView {
         let mut s = StatsView::default();
         let mut oldest: Option<u64> = None;
-        for job in &self.jobs {
+        let counted = |q: &Text| queue.is_none_or(|queue| **q == *queue);
+        let tombstones = if self.bug(Bug::StatsForgetsPruned) { &[][..] } else { &self.tombstones[..] };
+        for tombstone in tombstones.iter().filter(|t| counted(&t.queue)) {
+            match tombstone.phase {
+                Phase::Done => s.pruned_done += 1,
+                _ => s.pruned_dead += 1,
+            }
+        }
+        for job in self.jobs.iter().filter(|job| counted(&job.queue)) {
             match job.phase {
                 Phase::Pending { .. } => s.pending += 1,
                 Phase::Leased { until, .. } => {
@@ -716,12 +980,22 @@ impl Store {
     }
 }
 
-/// An enqueue's optional 1.1 arguments: the schedule and the job's own backoff.
+/// The queue of a job enqueued without one, and served by a claim that names none (SPEC 1.6).
+pub const DEFAULT_QUEUE: &str = "default";
+
+/// What a claim naming no queue serves: [`DEFAULT_QUEUE`] alone.
+static DEFAULT_QUEUES: std::sync::LazyLock<[String; 1]> =
+    std::sync::LazyLock::new(|| [DEFAULT_QUEUE.to_owned()]);
+
+/// An enqueue's optional arguments: the schedule, the job's own backoff, its queue and
+/// priority.
 #[derive(Clone, Copy, Debug, Default)]
-struct Schedule {
+struct Schedule<'a> {
     not_before: Option<u64>,
     base_ms: Option<u64>,
     cap_ms: Option<u64>,
+    queue: Option<&'a str>,
+    priority: Option<u64>,
 }
 
 /// `retry_delay` as an operation: its arguments checked, then SPEC section 2.

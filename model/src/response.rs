@@ -63,6 +63,31 @@ pub struct JobView {
     pub base_ms: Option<u64>,
     /// The job's own `cap_ms`, `null` unless it was enqueued with one (SPEC 6.23).
     pub cap_ms: Option<u64>,
+    /// The job's queue (SPEC 1.6).
+    pub queue: String,
+    /// The job's priority, 0 … 9, lower first (SPEC 1.6).
+    pub priority: u64,
+    /// When it ended `done` or `dead`; `null` while open (SPEC 1.1).
+    pub ended_at: Option<u64>,
+    /// Whether an operator asked the holder of its lease to stop (SPEC 3.13).
+    pub cancel_requested: bool,
+}
+
+/// What `get` shows of a pruned job: its tombstone (SPEC 1.7, 3.9).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct TombstoneView {
+    /// The pruned job's id, taken for good (until a forget).
+    pub id: String,
+    /// Its queue.
+    pub queue: String,
+    /// Its final status: `done` or `dead`.
+    pub status: Status,
+    /// Why it died; `null` unless dead.
+    pub dead_reason: Option<DeadReason>,
+    /// The claims it had.
+    pub attempts: u64,
+    /// When it ended.
+    pub ended_at: u64,
 }
 
 /// What `stats` shows of the store.
@@ -89,6 +114,10 @@ pub struct StatsView {
     /// `now − min(enqueued_at)` over pending and leased jobs (SPEC 3.8): the one figure that
     /// shows a queue falling behind.
     pub oldest_open_age_ms: Option<u64>,
+    /// Tombstones of jobs that ended `done` (SPEC 3.14).
+    pub pruned_done: u64,
+    /// Tombstones of jobs that ended `dead`.
+    pub pruned_dead: u64,
 }
 
 /// A successful result: `{"ok": …}`.
@@ -168,13 +197,28 @@ pub enum Reply {
     Redriven,
     /// `cancel` of a pending job.
     Cancelled,
+    /// `cancel` of a leased job: the request is recorded (SPEC 3.13).
+    Cancelling,
     /// `reap` ended jobs out of budget or time.
     Reaped {
         /// How many jobs it ended.
         count: u64,
     },
+    /// `prune` removed ended jobs, leaving tombstones (SPEC 3.14).
+    Pruned {
+        /// How many jobs it removed.
+        count: u64,
+    },
+    /// `forget` removed tombstones (SPEC 3.15).
+    Forgotten {
+        /// How many tombstones it removed.
+        count: u64,
+    },
     /// `get`'s view of a job.
     Job(JobView),
+    /// `get`'s view of a pruned job's tombstone.
+    #[serde(rename = "pruned")]
+    Tombstone(TombstoneView),
     /// `stats`' view of the store.
     Stats(StatsView),
     /// `retry_delay`: the delay SPEC section 2's formula gives.
@@ -208,10 +252,12 @@ pub enum Failure {
     ClockWentBackwards,
     /// `heartbeat` at or after the job's deadline (SPEC 3.12).
     DeadlinePassed,
-    /// `cancel` of a leased job: the attempt in flight decides (SPEC 3.13, 6.25).
-    Leased,
     /// `cancel` of a job that is done or dead.
     NotCancellable,
+    /// `heartbeat` of a lease whose job an operator cancelled: stop the attempt (SPEC 3.12).
+    Cancelled,
+    /// `redrive` or `cancel` of a pruned id (SPEC 3.14).
+    Pruned,
     /// `run_once`: the transport failed in a way it did not classify; the job stays leased.
     UnknownError {
         /// The job left leased.
@@ -332,17 +378,35 @@ mod tests {
             not_before: 0,
             base_ms: None,
             cap_ms: None,
+            queue: "default".into(),
+            priority: 0,
+            ended_at: Some(1275),
+            cancel_requested: false,
         })
         .into();
         assert_eq!(
             r.to_json_line(),
-            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":null,"cap_ms":null}"#
+            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":null,"cap_ms":null,"queue":"default","priority":0,"ended_at":1275,"cancel_requested":false}"#
         );
         let r: Response = Reply::Stats(StatsView::default()).into();
         assert_eq!(
             r.to_json_line(),
-            r#"{"ok":"stats","pending":0,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null}"#
+            r#"{"ok":"stats","pending":0,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null,"pruned_done":0,"pruned_dead":0}"#
         );
+        let r: Response = Reply::Tombstone(TombstoneView {
+            id: "a".into(),
+            queue: "mail".into(),
+            status: Status::Dead,
+            dead_reason: Some(DeadReason::Exhausted),
+            attempts: 3,
+            ended_at: 9,
+        })
+        .into();
+        assert_eq!(
+            r.to_json_line(),
+            r#"{"ok":"pruned","id":"a","queue":"mail","status":"dead","dead_reason":"exhausted","attempts":3,"ended_at":9}"#
+        );
+        assert_eq!(Response::from(Reply::Pruned { count: 2 }).to_json_line(), r#"{"ok":"pruned","count":2}"#);
     }
 
     #[test]
@@ -351,7 +415,9 @@ mod tests {
         assert_eq!(r.to_json_line(), r#"{"error":"clock_went_backwards","id":"a","attempt":2}"#);
         assert_eq!(Response::from(Failure::LeaseLost).to_json_line(), r#"{"error":"lease_lost"}"#);
         assert_eq!(Response::from(Failure::DeadlinePassed).to_json_line(), r#"{"error":"deadline_passed"}"#);
-        assert_eq!(Response::from(Failure::Leased).to_json_line(), r#"{"error":"leased"}"#);
+        assert_eq!(Response::from(Failure::Cancelled).to_json_line(), r#"{"error":"cancelled"}"#);
+        assert_eq!(Response::from(Failure::Pruned).to_json_line(), r#"{"error":"pruned"}"#);
+        assert_eq!(Response::from(Reply::Cancelling).to_json_line(), r#"{"ok":"cancelling"}"#);
         assert_eq!(Response::from(Failure::NotCancellable).to_json_line(), r#"{"error":"not_cancellable"}"#);
         assert_eq!(
             Response::from(Reply::Extended { lease_until: 7 }).to_json_line(),

@@ -24,8 +24,10 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::reference::{Config, Job, Phase, Store};
-use crate::{DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status};
+use crate::reference::{Config, Job, Phase, Store, Tombstone};
+use crate::{
+    DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status, TombstoneView,
+};
 
 /// The largest integer of any field: 2^53 − 1 (SPEC 3.1).
 const MAX_INT: u64 = (1 << 53) - 1;
@@ -34,6 +36,12 @@ const MAX_BUDGET: u64 = (1 << 31) - 1;
 
 /// A copy of a store's jobs, inline for a small world.
 type Jobs = SmallVec<[Job; 2]>;
+
+/// The queue of a job enqueued without one, and the one a claim naming none serves (SPEC 1.6).
+const DEFAULT_QUEUE: &str = "default";
+/// What a claim naming no queue serves: [`DEFAULT_QUEUE`] alone, allocated once.
+static DEFAULT_QUEUES: std::sync::LazyLock<[String; 1]> =
+    std::sync::LazyLock::new(|| [DEFAULT_QUEUE.to_owned()]);
 
 /// The rules a step broke, as a set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -73,8 +81,11 @@ impl Broken {
     pub const LIFECYCLE: Broken = Broken(1 << 12);
     /// SPEC 3.12: heartbeat (the fence, the clock, the deadline, then the `max` extension).
     pub const HEARTBEAT: Broken = Broken(1 << 13);
-    /// SPEC 3.13: cancel (pending → dead(cancelled); leased, done and dead refused).
+    /// SPEC 3.13: cancel (pending → dead(cancelled); leased → a cancel request; done, dead and
+    /// pruned refused).
     pub const CANCEL: Broken = Broken(1 << 14);
+    /// SPEC 3.14 and 3.15: prune and forget.
+    pub const RETENTION: Broken = Broken(1 << 15);
 
     /// Whether `rule` is among those broken.
     pub fn contains(self, rule: Broken) -> bool {
@@ -101,11 +112,12 @@ pub fn judge(
     after: &Store,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
 ) -> Broken {
-    let expected = expect(before.jobs(), before.config(), op, first_enqueue);
+    let expected = expect(before.jobs(), before.tombstones(), before.config(), op, first_enqueue);
     let mut broken = Broken::NONE;
     let same = expected.response.observable() == response.observable()
         && expected.config == after.config()
-        && same_jobs(&expected.jobs, after.jobs());
+        && same_jobs(&expected.jobs, after.jobs())
+        && expected.tombstones == after.tombstones();
     // SPEC 6.13: the detail of a refusal names the field to blame, when one alone is.
     if let (
         Response::Err(Failure::InvalidInput { detail: field }),
@@ -131,6 +143,7 @@ pub fn judge(
 struct Expected {
     response: Response,
     jobs: Jobs,
+    tombstones: Vec<Tombstone>,
     config: Config,
 }
 
@@ -161,6 +174,7 @@ fn classify(op: &Op, expected: &Response, actual: &Response) -> Broken {
         Op::Cancel { .. } => Broken::CANCEL,
         Op::Reap { .. } => Broken::REAP,
         Op::Get { .. } | Op::Stats { .. } => Broken::READS,
+        Op::Prune { .. } | Op::Forget { .. } => Broken::RETENTION,
         Op::RetryDelay { .. } => Broken::DELAY,
         Op::Restart => Broken::RESTART,
     }
@@ -178,12 +192,19 @@ fn retried_apart(expected: &Response, actual: &Response) -> bool {
 }
 
 /// SPEC section 3, operation by operation.
-fn expect(jobs: &[Job], config: Config, op: &Op, first_enqueue: &dyn Fn(&str) -> Option<usize>) -> Expected {
+fn expect(
+    jobs: &[Job],
+    tombstones: &[Tombstone],
+    config: Config,
+    op: &Op,
+    first_enqueue: &dyn Fn(&str) -> Option<usize>,
+) -> Expected {
     let mut jobs: Jobs = jobs.iter().cloned().collect();
+    let mut tombstones = tombstones.to_vec();
     let mut config = config;
     let bad = bad_fields(op);
     let result = match bad.as_slice() {
-        [] => apply(&mut jobs, &mut config, op, first_enqueue),
+        [] => apply(&mut jobs, &mut tombstones, &mut config, op, first_enqueue),
         [field] => Err(Failure::InvalidInput { detail: format!("{field}:") }),
         _ => Err(Failure::InvalidInput { detail: String::new() }),
     };
@@ -191,7 +212,7 @@ fn expect(jobs: &[Job], config: Config, op: &Op, first_enqueue: &dyn Fn(&str) ->
         Ok(reply) => Response::Ok(reply),
         Err(failure) => Response::Err(failure),
     };
-    Expected { response, jobs, config }
+    Expected { response, jobs, tombstones, config }
 }
 
 /// SPEC 3.1 and 5.2: the arguments of `op` out of their range, by field name. Checked before
@@ -204,6 +225,13 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
     // A jitter is checked whenever present, and required for `retryable` (SPEC 6.6).
     let jitter = |j: Option<f64>, retryable: bool| j.map_or(!retryable, ratio);
     let attempt = |a: u64| int(a) && a >= 1;
+    // SPEC 1.6: a queue name is 1–64 bytes, no NUL; a claim serves 1–64 of them, none twice.
+    let queue = |q: &str| (1..=64).contains(&q.len()) && !q.contains('\0');
+    let queues = |qs: &[String]| {
+        (1..=64).contains(&qs.len())
+            && qs.iter().all(|q| queue(q))
+            && qs.iter().enumerate().all(|(i, q)| !qs[..i].contains(q))
+    };
     let mut bad = SmallVec::new();
     let mut check = |holds: bool, field: &'static str| {
         if !holds {
@@ -216,7 +244,20 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(cap_ms.is_none_or(int), "cap_ms");
             check(lease_ms.is_none_or(|l| int(l) && l >= 1), "lease_ms");
         }
-        Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+        Op::Enqueue {
+            queue: q,
+            priority,
+            id,
+            payload,
+            max_attempts,
+            deadline,
+            now,
+            not_before,
+            base_ms,
+            cap_ms,
+        } => {
+            check(q.as_deref().is_none_or(queue), "queue");
+            check(priority.is_none_or(|p| p <= 9), "priority");
             check(name(id), "id");
             check(payload.len() <= 1 << 20, "payload");
             check(budget(*max_attempts), "max_attempts");
@@ -237,9 +278,10 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(name(id), "id");
             check(int(*now), "now");
         }
-        Op::Claim { worker, now } => {
+        Op::Claim { queues: qs, worker, now } => {
             check(name(worker), "worker");
             check(int(*now), "now");
+            check(qs.as_deref().is_none_or(queues), "queues");
         }
         Op::Complete { worker, id, attempt: a, outcome, now, jitter: j } => {
             check(name(worker), "worker");
@@ -248,7 +290,8 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(int(*now), "now");
             check(jitter(*j, *outcome == Outcome::Retryable), "jitter");
         }
-        Op::RunOnce { worker, now, after, outcome, jitter: j } => {
+        Op::RunOnce { queues: qs, worker, now, after, outcome, jitter: j } => {
+            check(qs.as_deref().is_none_or(queues), "queues");
             check(name(worker), "worker");
             check(int(*now), "now");
             check(after.is_none_or(int), "after");
@@ -260,7 +303,16 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(budget(*add_attempts), "add_attempts");
             check(int(*deadline) && deadline > now, "deadline");
         }
-        Op::Reap { now } | Op::Stats { now } => check(int(*now), "now"),
+        Op::Reap { now } => check(int(*now), "now"),
+        Op::Stats { queue: q, now } => {
+            check(int(*now), "now");
+            check(q.as_deref().is_none_or(queue), "queue");
+        }
+        // SPEC 3.14, 3.15: `before` at most `now`.
+        Op::Prune { before, now } | Op::Forget { before, now } => {
+            check(int(*now), "now");
+            check(int(*before) && before <= now, "before");
+        }
         Op::Get { id } => check(name(id), "id"),
         Op::RetryDelay { attempt: a, base_ms, cap_ms, jitter: j } => {
             check(attempt(*a), "attempt");
@@ -276,10 +328,17 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
 /// The operation, its arguments already known good.
 fn apply(
     jobs: &mut Jobs,
+    tombstones: &mut Vec<Tombstone>,
     config: &mut Config,
     op: &Op,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
 ) -> Result<Reply, Failure> {
+    let pruned = |id: &str| tombstones.iter().find(|t| *t.id == *id).cloned();
+    // An id no job has: a fenced operation's fence fails on a tombstone as on the ended job
+    // it was (SPEC 6.30); `redrive` and `cancel` say `pruned` (3.14).
+    let lost = |id: &str| if pruned(id).is_some() { Failure::LeaseLost } else { Failure::NotFound };
+    let gone = |id: &str| if pruned(id).is_some() { Failure::Pruned } else { Failure::NotFound };
+    let default_queues = &DEFAULT_QUEUES[..];
     match op {
         Op::Config { base_ms, cap_ms, lease_ms } => {
             config.base_ms = base_ms.unwrap_or(config.base_ms);
@@ -287,9 +346,29 @@ fn apply(
             config.lease_ms = lease_ms.unwrap_or(config.lease_ms);
             Ok(Reply::Config)
         }
-        Op::Enqueue { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } => {
+        Op::Enqueue {
+            queue,
+            priority,
+            id,
+            payload,
+            max_attempts,
+            deadline,
+            now,
+            not_before,
+            base_ms,
+            cap_ms,
+        } => {
+            // SPEC 3.2: a tombstone answers for its id, which never runs again (6.29).
+            if let Some(tombstone) = pruned(id) {
+                return if *tombstone.payload == **payload {
+                    Ok(Reply::Existing)
+                } else {
+                    Err(Failure::Conflict)
+                };
+            }
             match find(jobs, id) {
-                // SPEC 6.22: the payload alone decides; schedule and backoff are ignored.
+                // SPEC 6.22, 6.28: the payload alone decides; schedule, backoff, queue and
+                // priority are ignored.
                 Some(job) if *job.payload == **payload => Ok(Reply::Existing),
                 Some(_) => Err(Failure::Conflict),
                 None => {
@@ -306,20 +385,32 @@ fn apply(
                         not_before: first_due,
                         base_ms: *base_ms,
                         cap_ms: *cap_ms,
+                        queue: queue.as_deref().unwrap_or(DEFAULT_QUEUE).into(),
+                        priority: priority.unwrap_or(0),
+                        ended_at: None,
+                        cancel_requested: false,
                     });
                     Ok(Reply::Enqueued)
                 }
             }
         }
-        Op::Claim { worker, now } => Ok(match claim(jobs, config.lease_ms, worker, *now, first_enqueue) {
-            Some((id, attempt, lease_until)) => Reply::Claimed { id, attempt, lease_until },
-            None => Reply::None,
-        }),
+        Op::Claim { queues, worker, now } => {
+            let queues = queues.as_deref().unwrap_or(default_queues);
+            Ok(match claim(jobs, config.lease_ms, worker, queues, *now, first_enqueue) {
+                Some((id, attempt, lease_until)) => Reply::Claimed { id, attempt, lease_until },
+                None => Reply::None,
+            })
+        }
         Op::Complete { worker, id, attempt, outcome, now, jitter } => {
+            if find(jobs, id).is_none() {
+                return Err(lost(id));
+            }
             complete(jobs, config, worker, id, *attempt, *outcome, *now, jitter.unwrap_or(0.0))
         }
-        Op::RunOnce { worker, now, after, outcome, jitter } => {
-            let Some((id, attempt, _)) = claim(jobs, config.lease_ms, worker, *now, first_enqueue) else {
+        Op::RunOnce { queues, worker, now, after, outcome, jitter } => {
+            let queues = queues.as_deref().unwrap_or(default_queues);
+            let Some((id, attempt, _)) = claim(jobs, config.lease_ms, worker, queues, *now, first_enqueue)
+            else {
                 return Ok(Reply::None);
             };
             let after = after.unwrap_or(*now);
@@ -342,22 +433,29 @@ fn apply(
             }
         }
         Op::Heartbeat { worker, id, attempt, now } => {
+            if find(jobs, id).is_none() {
+                return Err(lost(id));
+            }
             heartbeat(jobs, config.lease_ms, worker, id, *attempt, *now)
         }
-        Op::Cancel { id, .. } => {
-            let job = find_mut(jobs, id).ok_or(Failure::NotFound)?;
+        Op::Cancel { id, now } => {
+            let Some(job) = find_mut(jobs, id) else { return Err(gone(id)) };
             match job.phase {
                 Phase::Pending { .. } => {
-                    job.phase = Phase::Dead(DeadReason::Cancelled);
+                    end(job, Phase::Dead(DeadReason::Cancelled), *now);
                     Ok(Reply::Cancelled)
                 }
-                // SPEC 6.25: a lease, live or expired, is the attempt in flight's to decide.
-                Phase::Leased { .. } => Err(Failure::Leased),
+                // SPEC 3.13, 6.25: a lease, live or expired, gets a request; its holder's
+                // report or the lease's end decides.
+                Phase::Leased { .. } => {
+                    job.cancel_requested = true;
+                    Ok(Reply::Cancelling)
+                }
                 Phase::Done | Phase::Dead(_) => Err(Failure::NotCancellable),
             }
         }
         Op::Redrive { id, now, add_attempts, deadline } => {
-            let job = find_mut(jobs, id).ok_or(Failure::NotFound)?;
+            let Some(job) = find_mut(jobs, id) else { return Err(gone(id)) };
             if !matches!(job.phase, Phase::Dead(_)) {
                 return Err(Failure::NotDead);
             }
@@ -370,11 +468,44 @@ fn apply(
             job.max_attempts = max_attempts;
             job.deadline = *deadline;
             job.redrives += 1;
+            job.ended_at = None;
             Ok(Reply::Redriven)
         }
         Op::Reap { now } => Ok(Reply::Reaped { count: reap(jobs, *now) }),
-        Op::Get { id } => find(jobs, id).map(|job| Reply::Job(view(job))).ok_or(Failure::NotFound),
-        Op::Stats { now } => Ok(Reply::Stats(stats(jobs, *now))),
+        Op::Get { id } => match pruned(id) {
+            Some(tombstone) => Ok(Reply::Tombstone(tombstone_view(&tombstone))),
+            None => find(jobs, id).map(|job| Reply::Job(view(job))).ok_or(Failure::NotFound),
+        },
+        Op::Stats { queue, now } => Ok(Reply::Stats(stats(jobs, tombstones, queue.as_deref(), *now))),
+        // SPEC 3.14: every ended job at or before `before` leaves the store, and a tombstone.
+        Op::Prune { before, .. } => {
+            let mut count = 0;
+            jobs.retain(|job| {
+                let ended = match (job.ended_at, &job.phase) {
+                    (Some(at), Phase::Done | Phase::Dead(_)) => at <= *before,
+                    _ => false,
+                };
+                if ended {
+                    tombstones.push(Tombstone {
+                        id: job.id.clone(),
+                        queue: job.queue.clone(),
+                        payload: job.payload.clone(),
+                        phase: job.phase.clone(),
+                        attempts: job.attempts,
+                        ended_at: job.ended_at.unwrap_or(0),
+                    });
+                    count += 1;
+                }
+                !ended
+            });
+            Ok(Reply::Pruned { count })
+        }
+        // SPEC 3.15: the tombstones ended at or before `before` go.
+        Op::Forget { before, .. } => {
+            let was = tombstones.len();
+            tombstones.retain(|t| t.ended_at > *before);
+            Ok(Reply::Forgotten { count: (was - tombstones.len()) as u64 })
+        }
         Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Ok(Reply::Delay { delay_ms: delay(*attempt, *base_ms, *cap_ms, *jitter) })
         }
@@ -397,16 +528,26 @@ fn reap(jobs: &mut [Job], now: u64) -> u64 {
     for job in jobs.iter_mut() {
         let reason = match job.phase {
             Phase::Leased { until, .. } if until > now => None,
+            // SPEC 3.3.1: the operator's request first.
+            Phase::Leased { .. } if job.cancel_requested => Some(DeadReason::Cancelled),
             Phase::Leased { .. } if job.attempts >= job.max_attempts => Some(DeadReason::Exhausted),
             Phase::Leased { .. } | Phase::Pending { .. } if job.deadline <= now => Some(DeadReason::Deadline),
             _ => None,
         };
         if let Some(reason) = reason {
-            job.phase = Phase::Dead(reason);
+            end(job, Phase::Dead(reason), now);
             moved += 1;
         }
     }
     moved
+}
+
+/// A job ends `done` or `dead` at `now`: `ended_at` is set, and a cancel request, which lasts
+/// only while the lease does, is gone (SPEC 1.1, 6.33).
+fn end(job: &mut Job, phase: Phase, now: u64) {
+    job.phase = phase;
+    job.ended_at = Some(now);
+    job.cancel_requested = false;
 }
 
 /// SPEC 3.3: reap, pick (the smallest `available_at`, ties to the first enqueue), claim.
@@ -415,21 +556,24 @@ fn claim(
     jobs: &mut [Job],
     lease_ms: u64,
     worker: &str,
+    queues: &[String],
     now: u64,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
 ) -> Option<(String, u64, u64)> {
+    // SPEC 3.3: the reap covers every queue; the pick only the claimer's, by priority first.
     reap(jobs, now);
     let rank = |job: &Job| first_enqueue(&job.id).unwrap_or(usize::MAX);
-    let mut pick: Option<(u64, usize, usize)> = None;
+    let mut pick: Option<(u64, u64, usize, usize)> = None;
     for (i, job) in jobs.iter().enumerate() {
-        if let Some(at) = due_at(job, now) {
-            let key = (at, rank(job), i);
+        let served = queues.iter().any(|q| *q == *job.queue);
+        if let Some(at) = due_at(job, now).filter(|_| served && !job.cancel_requested) {
+            let key = (job.priority, at, rank(job), i);
             if pick.is_none_or(|best| key < best) {
                 pick = Some(key);
             }
         }
     }
-    let (_, _, i) = pick?;
+    let (_, _, _, i) = pick?;
     let job = &mut jobs[i];
     job.attempts += 1;
     let until = now + lease_ms;
@@ -458,6 +602,10 @@ fn heartbeat(
     }
     if now < *claimed_at {
         return Err(Failure::ClockWentBackwards);
+    }
+    // SPEC 3.12, 6.34: a cancel request stops the attempt before the deadline is looked at.
+    if job.cancel_requested {
+        return Err(Failure::Cancelled);
     }
     if now >= deadline {
         return Err(Failure::DeadlinePassed);
@@ -508,6 +656,8 @@ fn complete(
     let (phase, reply) = match outcome {
         Outcome::Ok => (Phase::Done, Reply::Done),
         Outcome::Permanent => dead(DeadReason::Permanent),
+        // SPEC 3.4: under a cancel request a retryable attempt ends the job, cancelled.
+        Outcome::Retryable if job.cancel_requested => dead(DeadReason::Cancelled),
         Outcome::Retryable if job.attempts >= job.max_attempts => dead(DeadReason::Exhausted),
         Outcome::Retryable => {
             let (base_ms, cap_ms) = settings_for(job, config);
@@ -519,7 +669,13 @@ fn complete(
             }
         }
     };
-    job.phase = phase;
+    match phase {
+        Phase::Pending { .. } => {
+            job.phase = phase;
+            job.cancel_requested = false;
+        }
+        _ => end(job, phase, now),
+    }
     Ok(reply)
 }
 
@@ -547,11 +703,38 @@ fn view(job: &Job) -> JobView {
         not_before: job.not_before,
         base_ms: job.base_ms,
         cap_ms: job.cap_ms,
+        queue: job.queue.to_string(),
+        priority: job.priority,
+        ended_at: job.ended_at,
+        cancel_requested: job.cancel_requested,
     }
 }
 
-/// SPEC 3.8: the counts, expired leases, and the oldest open job's age (6.8).
-fn stats(jobs: &[Job], now: u64) -> StatsView {
+/// SPEC 3.9: what `get` shows of a tombstone.
+fn tombstone_view(t: &Tombstone) -> TombstoneView {
+    let (status, dead_reason) = match t.phase {
+        Phase::Dead(reason) => (Status::Dead, Some(reason)),
+        _ => (Status::Done, None),
+    };
+    TombstoneView {
+        id: t.id.to_string(),
+        queue: t.queue.to_string(),
+        status,
+        dead_reason,
+        attempts: t.attempts,
+        ended_at: t.ended_at,
+    }
+}
+
+/// SPEC 3.8: the counts, expired leases, the oldest open job's age (6.8) and the tombstones,
+/// of one queue's jobs or of all.
+fn stats(all: &[Job], tombstones: &[Tombstone], queue: Option<&str>, now: u64) -> StatsView {
+    let of_queue = |q: &str| queue.is_none_or(|queue| queue == q);
+    let jobs: Jobs = all.iter().filter(|job| of_queue(&job.queue)).cloned().collect();
+    let jobs = &jobs[..];
+    let pruned = |done: bool| {
+        tombstones.iter().filter(|t| of_queue(&t.queue) && (t.phase == Phase::Done) == done).count() as u64
+    };
     let count = |f: &dyn Fn(&Job) -> bool| jobs.iter().filter(|job| f(job)).count() as u64;
     let dead_by = |reason: DeadReason| count(&|job| job.phase == Phase::Dead(reason));
     let open = jobs.iter().filter(|job| matches!(job.phase, Phase::Pending { .. } | Phase::Leased { .. }));
@@ -566,6 +749,8 @@ fn stats(jobs: &[Job], now: u64) -> StatsView {
         dead_cancelled: dead_by(DeadReason::Cancelled),
         leased_expired: count(&|job| matches!(job.phase, Phase::Leased { until, .. } if until <= now)),
         oldest_open_age_ms: open.map(|job| job.enqueued_at).min().map(|oldest| now.saturating_sub(oldest)),
+        pruned_done: pruned(true),
+        pruned_dead: pruned(false),
     }
 }
 
@@ -604,7 +789,10 @@ pub fn exact_delay(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 
 pub fn claimable(jobs: &[Job], now: u64) -> Vec<(u64, String)> {
     let mut jobs: Jobs = jobs.iter().cloned().collect();
     reap(&mut jobs, now);
-    jobs.iter().filter_map(|job| due_at(job, now).map(|at| (at, job.id.to_string()))).collect()
+    jobs.iter()
+        .filter(|job| !job.cancel_requested)
+        .filter_map(|job| due_at(job, now).map(|at| (at, job.id.to_string())))
+        .collect()
 }
 
 /// When a job became claimable, if it is claimable at `now`: a pending job from its
@@ -650,10 +838,23 @@ fn round_to_binary64(n: u128) -> u128 {
 /// rules above and independent of them: it looks only at which operation ran, its times and
 /// outcome, and each job's status, budget and deadline before and after.
 fn lifecycle_holds(before: &Store, op: &Op, after: &Store) -> bool {
-    before.jobs().iter().all(|b| match after.jobs().iter().find(|a| a.id == b.id) {
-        None => false,
+    // Only a prune removes a job, only an ended one, ended at or before its `before`, and
+    // leaves its tombstone (SPEC 3.14); only a forget removes a tombstone (3.15).
+    let pruned = |b: &Job| match *op {
+        Op::Prune { before: at, .. } => {
+            matches!(b.phase, Phase::Done | Phase::Dead(_))
+                && b.ended_at.is_some_and(|ended| ended <= at)
+                && after.tombstones().iter().any(|t| t.id == b.id)
+        }
+        _ => false,
+    };
+    let forgotten = |t: &Tombstone| matches!(*op, Op::Forget { before: at, .. } if t.ended_at <= at);
+    let jobs = before.jobs().iter().all(|b| match after.jobs().iter().find(|a| a.id == b.id) {
+        None => pruned(b),
         Some(a) => a.phase == b.phase || may_become(b, a, op, before.config()),
-    })
+    });
+    let tombstones = before.tombstones().iter().all(|t| after.tombstones().contains(t) || forgotten(t));
+    jobs && tombstones
 }
 
 /// Whether `op` may take a job from `b` to `a` (whose phase differs).
@@ -704,9 +905,14 @@ fn may_become(b: &Job, a: &Job, op: &Op, config: Config) -> bool {
             let late = matches!(completes, Some((Outcome::Retryable, t)) if retried(t));
             reaped || late
         }
-        // SPEC 4.3: only a cancel of a pending job.
+        // SPEC 4.3: a cancel of a pending job, a reap of an expired lease with a cancel
+        // request, or a retryable completion under one.
         Phase::Dead(DeadReason::Cancelled) => {
-            matches!(op, Op::Cancel { .. }) && matches!(b.phase, Phase::Pending { .. })
+            let cancelled = matches!(op, Op::Cancel { .. }) && matches!(b.phase, Phase::Pending { .. });
+            let reaped = b.cancel_requested
+                && reaps_at.is_some_and(|now| matches!(b.phase, Phase::Leased { until, .. } if until <= now));
+            let stopped = b.cancel_requested && matches!(completes, Some((Outcome::Retryable, _)));
+            cancelled || reaped || stopped
         }
         Phase::Pending { .. } => {
             let redriven = matches!(op, Op::Redrive { .. }) && matches!(b.phase, Phase::Dead(_));

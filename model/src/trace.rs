@@ -67,6 +67,8 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
             probe(Op::Get { id: job_name(i) });
             // The payload is seen only by another enqueue: the job's own is `existing`.
             probe(Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: job_name(i),
                 payload: PAYLOAD.into(),
                 max_attempts: 1,
@@ -86,6 +88,8 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
         });
         if touches_settings {
             probe(Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: SETTINGS_PROBE.into(),
                 payload: PAYLOAD.into(),
                 max_attempts: 1,
@@ -95,7 +99,7 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
                 base_ms: None,
                 cap_ms: None,
             });
-            probe(Op::Claim { worker: SETTINGS_PROBE.into(), now: last.now });
+            probe(Op::Claim { queues: None, worker: SETTINGS_PROBE.into(), now: last.now });
         }
     }
     lines

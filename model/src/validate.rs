@@ -91,6 +91,52 @@ pub fn lease_ms(value: u64) -> Result<u64, Failure> {
     if value >= 1 { Ok(value) } else { Err(invalid("lease_ms", "must be at least 1")) }
 }
 
+/// The longest queue name, in bytes of UTF-8 (SPEC 1.6).
+pub const MAX_QUEUE_BYTES: usize = 64;
+/// The most queues one claim serves (SPEC 3.3).
+pub const MAX_QUEUES: usize = 64;
+/// The largest `priority` (SPEC 1.6): 0 is the most urgent.
+pub const MAX_PRIORITY: u64 = 9;
+
+/// A queue name: 1–64 bytes, no NUL (SPEC 1.6, 6.21).
+pub fn queue(field: &str, value: &str) -> Result<(), Failure> {
+    match value.len() {
+        0 => Err(invalid(field, "a queue name must not be empty")),
+        _ if value.contains('\0') => Err(invalid(field, "a queue name must not contain NUL")),
+        n if n > MAX_QUEUE_BYTES => Err(invalid(field, format!("a queue name of {n} bytes is above 64"))),
+        _ => Ok(()),
+    }
+}
+
+/// A claim's `queues`: 1–64 valid names, none twice (SPEC 3.3, 5.2).
+pub fn queues(value: &[String]) -> Result<(), Failure> {
+    if value.is_empty() || value.len() > MAX_QUEUES {
+        return Err(invalid("queues", format!("{} names, not 1 … 64", value.len())));
+    }
+    for (i, name) in value.iter().enumerate() {
+        queue("queues", name)?;
+        if value[..i].contains(name) {
+            return Err(invalid("queues", format!("{name:?} is named twice")));
+        }
+    }
+    Ok(())
+}
+
+/// An enqueue's `priority`: 0 … 9 (SPEC 1.6).
+pub fn priority(value: u64) -> Result<u64, Failure> {
+    if value <= MAX_PRIORITY {
+        Ok(value)
+    } else {
+        Err(invalid("priority", format!("{value} is outside 0 … 9")))
+    }
+}
+
+/// `before` of `prune` and `forget`: in range and at most `now` (SPEC 3.14, 3.15).
+pub fn before(value: u64, now: u64) -> Result<u64, Failure> {
+    int("before", value)?;
+    if value <= now { Ok(value) } else { Err(invalid("before", format!("{value} is after now {now}"))) }
+}
+
 /// A `jitter` ratio in [0, 1] (NaN is outside).
 pub fn ratio(value: f64) -> Result<f64, Failure> {
     if (0.0..=1.0).contains(&value) {

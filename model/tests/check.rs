@@ -43,6 +43,19 @@ const TWO_JOB_EXAMPLES: [&str; 3] =
 /// The examples only the range's edges show.
 const EDGE_EXAMPLES: [&str; 1] = [properties::names::LEASE_PAST_MAX_INT];
 
+/// The examples only contract 1.2's scenes show: priorities ([`Scene::lanes`]; a queue passed
+/// over shows with one job, by a probe), and cancels of running jobs, prunes and forgets
+/// ([`Scene::retention`]).
+///
+/// [`Scene::lanes`]: retryq_model::model::Scene::lanes
+/// [`Scene::retention`]: retryq_model::model::Scene::retention
+const LANE_EXAMPLES: [&str; 1] = [properties::names::PRIORITY_FIRST];
+const RETENTION_EXAMPLES: [&str; 3] = [
+    properties::names::RUNNING_CANCELLED,
+    properties::names::PRUNED_REENQUEUED,
+    properties::names::FORGOTTEN_ENQUEUED,
+];
+
 /// The examples only one job shows: what the two-job scene leaves to it (switched settings,
 /// its own backoff).
 const ONE_JOB_EXAMPLES: [&str; 2] =
@@ -56,11 +69,16 @@ fn two_jobs() -> Bounds {
 
 #[test]
 fn the_spec_store_keeps_every_property_and_shows_every_example() {
-    let edges = Bounds { scenes: vec![retryq_model::model::Scene::edges()], ..Bounds::default() };
+    let scene = |scene| Bounds { scenes: vec![scene], ..Bounds::default() };
+    let edges = scene(retryq_model::model::Scene::edges());
+    let lanes = scene(retryq_model::model::Scene::lanes());
+    let retention = scene(retryq_model::model::Scene::retention());
     for (bounds, examples) in [
         (Bounds::small(), None),
         (two_jobs(), Some(&TWO_JOB_EXAMPLES[..])),
         (edges, Some(&EDGE_EXAMPLES[..])),
+        (lanes, Some(&LANE_EXAMPLES[..])),
+        (retention, Some(&RETENTION_EXAMPLES[..])),
     ] {
         let report = check(bounds.clone(), None, true);
         let model = QueueModel::new(bounds, None);
@@ -69,7 +87,9 @@ fn the_spec_store_keeps_every_property_and_shows_every_example() {
                 assert_eq!(finding.status, Status::Holds, "{}", finding.name);
                 continue;
             }
-            let elsewhere = TWO_JOB_EXAMPLES.contains(&finding.name) || EDGE_EXAMPLES.contains(&finding.name);
+            let elsewhere = [&TWO_JOB_EXAMPLES[..], &EDGE_EXAMPLES, &LANE_EXAMPLES, &RETENTION_EXAMPLES]
+                .iter()
+                .any(|names| names.contains(&finding.name));
             if examples.is_some_and(|names| !names.contains(&finding.name)) {
                 continue;
             }

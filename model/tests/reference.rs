@@ -10,6 +10,8 @@ fn enqueue(id: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
 
 fn enqueue_payload(id: &str, payload: &str, max_attempts: u64, deadline: u64, now: u64) -> Op {
     Op::Enqueue {
+        priority: None,
+        queue: None,
         id: id.into(),
         payload: payload.into(),
         max_attempts,
@@ -22,7 +24,7 @@ fn enqueue_payload(id: &str, payload: &str, max_attempts: u64, deadline: u64, no
 }
 
 fn claim(worker: &str, now: u64) -> Op {
-    Op::Claim { worker: worker.into(), now }
+    Op::Claim { queues: None, worker: worker.into(), now }
 }
 
 fn complete(worker: &str, id: &str, attempt: u64, outcome: Outcome, now: u64, jitter: Option<f64>) -> Op {
@@ -30,7 +32,7 @@ fn complete(worker: &str, id: &str, attempt: u64, outcome: Outcome, now: u64, ji
 }
 
 fn run_once(worker: &str, now: u64, after: Option<u64>, outcome: RunOutcome, jitter: Option<f64>) -> Op {
-    Op::RunOnce { worker: worker.into(), now, after, outcome, jitter }
+    Op::RunOnce { queues: None, worker: worker.into(), now, after, outcome, jitter }
 }
 
 fn config(base_ms: u64, cap_ms: u64, lease_ms: u64) -> Op {
@@ -286,12 +288,12 @@ fn redrive_rules() {
 fn stats_counts_and_the_oldest_open_age() {
     let mut store = Store::new();
     store.step(&config(100, 1000, 10));
-    assert_eq!(store.step(&Op::Stats { now: 0 }), ok(Reply::Stats(StatsView::default())));
+    assert_eq!(store.step(&Op::Stats { queue: None, now: 0 }), ok(Reply::Stats(StatsView::default())));
     store.step(&enqueue("a", 1, 100, 5));
     store.step(&enqueue("b", 1, 100, 8));
     store.step(&claim("w", 8));
     let expected = StatsView { pending: 1, leased: 1, oldest_open_age_ms: Some(0), ..Default::default() };
-    assert_eq!(store.step(&Op::Stats { now: 4 }), ok(Reply::Stats(expected)), "0 at least");
+    assert_eq!(store.step(&Op::Stats { queue: None, now: 4 }), ok(Reply::Stats(expected)), "0 at least");
     store.step(&Op::Reap { now: 18 });
     let expected = StatsView {
         pending: 1,
@@ -300,7 +302,7 @@ fn stats_counts_and_the_oldest_open_age() {
         oldest_open_age_ms: Some(10),
         ..Default::default()
     };
-    assert_eq!(store.step(&Op::Stats { now: 18 }), ok(Reply::Stats(expected)));
+    assert_eq!(store.step(&Op::Stats { queue: None, now: 18 }), ok(Reply::Stats(expected)));
 }
 
 #[test]
@@ -340,6 +342,8 @@ fn scheduled(
     cap_ms: Option<u64>,
 ) -> Op {
     Op::Enqueue {
+        priority: None,
+        queue: None,
         id: id.into(),
         payload: "p".into(),
         max_attempts: 3,
@@ -568,14 +572,19 @@ fn cancel_takes_only_pending_jobs() {
     let before = store.clone();
     for (op, expected) in [
         (cancel("missing", 1), err(Failure::NotFound)),
-        (cancel("leased", 1), err(Failure::Leased)),
-        (cancel("leased", 10), err(Failure::Leased)),
         (cancel("done", 1), err(Failure::NotCancellable)),
         (cancel("dead", 1), err(Failure::NotCancellable)),
     ] {
         assert_eq!(store.step(&op), expected, "{op:?}");
         assert_eq!(store, before, "{op:?}");
     }
+    // SPEC 1.2: a leased job gets a cancel request, and a second cancel changes nothing more.
+    let mut requested = store.clone();
+    assert_eq!(requested.step(&cancel("leased", 1)), ok(Reply::Cancelling));
+    let once = requested.clone();
+    assert_eq!(requested.step(&cancel("leased", 10)), ok(Reply::Cancelling));
+    assert_eq!(requested, once);
+    assert!(view(&mut requested, "leased").cancel_requested);
     assert!(is_invalid(&store.step(&cancel("", 1))));
     assert!(is_invalid(&store.step(&cancel("missing", MAX_INT + 1))), "arguments before any lookup");
     assert_eq!(store, before);
@@ -583,7 +592,7 @@ fn cancel_takes_only_pending_jobs() {
     assert_eq!(store.step(&cancel("late", 7)), ok(Reply::Cancelled), "past its deadline, not yet reaped");
     assert_eq!(store.step(&cancel("late", 8)), err(Failure::NotCancellable));
     assert_eq!(view(&mut store, "late").dead_reason, Some(DeadReason::Cancelled));
-    match store.step(&Op::Stats { now: 8 }) {
+    match store.step(&Op::Stats { queue: None, now: 8 }) {
         Response::Ok(Reply::Stats(s)) => {
             assert_eq!((s.dead, s.dead_cancelled, s.dead_permanent), (3, 2, 1));
         }
@@ -604,4 +613,106 @@ fn a_redrive_replaces_the_schedule() {
     store.step(&Op::Redrive { id: "a".into(), now: 2, add_attempts: 1, deadline: 100 });
     assert!(matches!(store.step(&claim("w", 2)), Response::Ok(Reply::Claimed { .. })));
     assert_eq!(view(&mut store, "a").not_before, 60, "not_before stays the job's");
+}
+
+/// SPEC 1.2, 3.13: a cancel request refuses the holder's heartbeat, ends the job at its
+/// holder's report (`ok` done, `retryable` dead(cancelled)) or at the reap after the lease.
+#[test]
+fn a_cancel_request_stops_a_running_job() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    store.step(&enqueue("a", 3, 100, 0));
+    store.step(&enqueue("b", 3, 100, 0));
+    store.step(&enqueue("c", 3, 100, 0));
+    assert_eq!(store.step(&claim("w", 0)), claimed("a", 1, 10));
+    assert_eq!(store.step(&claim("w", 0)), claimed("b", 1, 10));
+    assert_eq!(store.step(&claim("w", 0)), claimed("c", 1, 10));
+    for id in ["a", "b", "c"] {
+        assert_eq!(store.step(&cancel(id, 1)), ok(Reply::Cancelling));
+    }
+    assert_eq!(store.step(&heartbeat("w", "a", 1, 2)), err(Failure::Cancelled));
+    assert_eq!(
+        store.step(&complete("w", "a", 1, Outcome::Ok, 3, None)),
+        ok(Reply::Done),
+        "its effect happened"
+    );
+    let stopped = complete("w", "b", 1, Outcome::Retryable, 3, Some(0.5));
+    assert_eq!(store.step(&stopped), ok(Reply::Dead { reason: DeadReason::Cancelled }), "no retry");
+    assert_eq!(store.step(&claim("x", 10)), ok(Reply::None), "never claimed again");
+    let c = view(&mut store, "c");
+    assert_eq!(
+        (c.status, c.dead_reason, c.attempts, c.ended_at),
+        (Status::Dead, Some(DeadReason::Cancelled), 1, Some(10))
+    );
+    assert!(!c.cancel_requested, "a request lasts only while the lease does");
+    assert_eq!(view(&mut store, "b").ended_at, Some(3));
+}
+
+/// SPEC 1.6, 3.3: a claim takes only its queues' jobs, the smallest priority first, and its
+/// reap covers every queue.
+#[test]
+fn claims_serve_their_queues_by_priority() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    let job = |id: &str, queue: &str, priority: u64, deadline: u64| Op::Enqueue {
+        id: id.into(),
+        payload: String::new(),
+        max_attempts: 1,
+        deadline,
+        now: 0,
+        not_before: None,
+        base_ms: None,
+        cap_ms: None,
+        queue: Some(queue.into()),
+        priority: Some(priority),
+    };
+    store.step(&job("low", "mail", 5, 100));
+    store.step(&job("urgent", "mail", 0, 100));
+    store.step(&job("hook", "hooks", 0, 3));
+    let mail = Op::Claim { worker: "w".into(), now: 1, queues: Some(vec!["mail".into()]) };
+    assert_eq!(store.step(&mail), claimed("urgent", 1, 11), "priority before first enqueue");
+    let on_default = Op::Claim { worker: "w".into(), now: 5, queues: None };
+    assert_eq!(store.step(&on_default), ok(Reply::None), "no job in \"default\"");
+    assert_eq!(
+        view(&mut store, "hook").dead_reason,
+        Some(DeadReason::Deadline),
+        "reaped by a claim of another queue"
+    );
+    let twice = Op::Claim { worker: "w".into(), now: 5, queues: Some(vec!["mail".into(), "mail".into()]) };
+    assert!(is_invalid(&store.step(&twice)));
+    let again = job("urgent", "hooks", 9, 100);
+    assert_eq!(store.step(&again), ok(Reply::Existing), "the first enqueue decides the queue");
+    assert_eq!(view(&mut store, "urgent").queue, "mail");
+}
+
+/// SPEC 3.14, 3.15: a prune leaves tombstones that keep their ids from running again; a
+/// forget frees them.
+#[test]
+fn prune_leaves_tombstones_and_forget_frees_ids() {
+    let mut store = Store::new();
+    store.step(&config(100, 1000, 10));
+    store.step(&enqueue("a", 1, 100, 0));
+    store.step(&enqueue("open", 1, 100, 0));
+    assert_eq!(store.step(&claim("w", 0)), claimed("a", 1, 10));
+    assert_eq!(store.step(&complete("w", "a", 1, Outcome::Ok, 4, None)), ok(Reply::Done));
+    let prune = |before: u64, now: u64| Op::Prune { before, now };
+    assert!(is_invalid(&store.step(&prune(5, 4))), "before after now");
+    assert_eq!(store.step(&prune(3, 9)), ok(Reply::Pruned { count: 0 }), "ended after before");
+    assert_eq!(store.step(&prune(4, 9)), ok(Reply::Pruned { count: 1 }), "the open job stays");
+    assert!(store.job("a").is_none() && store.tombstone("a").is_some());
+    assert_eq!(store.step(&enqueue("a", 1, 100, 9)), ok(Reply::Existing), "the same payload");
+    assert_eq!(
+        store.step(&Op::Redrive { id: "a".into(), now: 9, add_attempts: 1, deadline: 99 }),
+        err(Failure::Pruned)
+    );
+    assert_eq!(store.step(&cancel("a", 9)), err(Failure::Pruned));
+    assert_eq!(store.step(&complete("w", "a", 1, Outcome::Ok, 9, None)), err(Failure::LeaseLost));
+    match store.step(&Op::Stats { now: 9, queue: None }) {
+        Response::Ok(Reply::Stats(s)) => assert_eq!((s.pending, s.done, s.pruned_done), (1, 0, 1)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.step(&Op::Forget { before: 3, now: 9 }), ok(Reply::Forgotten { count: 0 }));
+    assert_eq!(store.step(&Op::Forget { before: 4, now: 9 }), ok(Reply::Forgotten { count: 1 }));
+    assert_eq!(store.step(&enqueue("a", 1, 100, 9)), ok(Reply::Enqueued), "a forgotten id is new");
+    assert_eq!(view(&mut store, "a").attempts, 0);
 }

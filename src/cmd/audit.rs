@@ -1,5 +1,6 @@
-//! `retryq audit`: checks SPEC section 4's invariants 1 to 6 on every job and every recorded
-//! transition (see `retryq::Audit`), prints each violation, exits 1 on any.
+//! `retryq audit`: checks SPEC section 4's invariants 1 to 6 and 11 to 14 on every job and
+//! every recorded transition, and the tombstones and kept counts (see `retryq::Audit`),
+//! prints each violation, exits 1 on any.
 
 use std::process::ExitCode;
 

@@ -30,6 +30,11 @@ pub struct Args {
     /// processes, the SQLite queue beside): its section alone, `{"postgres":{…}}` with --json.
     #[arg(long, conflicts_with = "worker_only")]
     postgres_only: bool,
+    /// Measure only retention under steady load: a million jobs through a SQLite queue,
+    /// pruned as they go (kept one minute of queue time) and kept, with the file's size and
+    /// `stats`' latency at 100,000 and at 1,000,000 (a tenth of each with --quick).
+    #[arg(long, conflicts_with_all = ["worker_only", "postgres_only"])]
+    retention_only: bool,
     /// Measure PostgreSQL on this server (the URL of a database there; its user must be
     /// allowed to create databases) instead of a throwaway local cluster.
     #[arg(long, value_name = "URL")]
@@ -60,6 +65,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             outln!("{}", super::json_text(&json)?)?;
         } else {
             out!("{}", retryq_bench::postgres::render(&postgres))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.retention_only {
+        let retention = retryq_bench::retention::run(&config)?;
+        if args.json {
+            let json = serde_json::json!({ "retention": retention });
+            outln!("{}", super::json_text(&json)?)?;
+        } else {
+            out!("{}", retryq_bench::retention::render(&retention))?;
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -1,15 +1,18 @@
-//! `retryq cancel ID`: take a pending job off the queue (SPEC 3.13).
+//! `retryq cancel ID`: take a pending job off the queue, or ask a running one to stop (SPEC
+//! 3.13).
 //!
-//! Prints SPEC section 5's result: `{"ok":"cancelled"}`, or the refusal —
-//! `{"error":"leased"}` (a worker holds it: its attempt decides, so cancel after it ends),
-//! `{"error":"not_cancellable","status":…}` (already done or dead), `{"error":"not_found"}`
-//! — with exit 1, and on standard error what that means in words. A cancelled job is dead
+//! Prints SPEC section 5's result: `{"ok":"cancelled"}` (pending: now dead) or
+//! `{"ok":"cancelling"}` (leased: its worker is told at its next heartbeat and stops the
+//! attempt; the job ends dead(cancelled) by its report or at its lease's expiry), or the
+//! refusal — `{"error":"not_cancellable","status":…}` (already done or dead),
+//! `{"error":"pruned"}`, `{"error":"not_found"}` — with exit 1, and on standard error what
+//! that means in words. A cancelled job is dead
 //! with reason `cancelled`: `retryq dead --reason cancelled` lists it and `retryq redrive`
 //! brings it back.
 
 use std::process::ExitCode;
 
-use retryq::Error;
+use retryq::{Cancelled, Error};
 use serde::Serialize;
 
 use super::db::Db;
@@ -21,7 +24,7 @@ use crate::printable::printable;
 pub struct Args {
     #[command(flatten)]
     db: Db,
-    /// The pending job to cancel.
+    /// The job to cancel: a pending one ends now, a running one is asked to stop.
     #[arg(value_name = "ID", value_parser = super::name)]
     id: String,
 }
@@ -45,17 +48,21 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let now = args.db.now(&*queue)?;
     let id = printable(&args.id);
     let (line, code) = match queue.cancel(&args.id, now) {
-        Ok(()) => {
+        Ok(Cancelled::Requested) => {
+            noteln!(
+                "\"{id}\" is leased: its worker is asked to stop the attempt at its next heartbeat; \
+                 the job ends dead with reason cancelled when the worker reports or its lease \
+                 expires (an attempt that already succeeded ends it done)"
+            );
+            (Line::Ok { ok: "cancelling" }, ExitCode::SUCCESS)
+        }
+        Ok(_) => {
             noteln!("cancelled \"{id}\": dead with reason cancelled; `retryq redrive --id` brings it back");
             (Line::Ok { ok: "cancelled" }, ExitCode::SUCCESS)
         }
-        Err(Error::Leased { .. }) => {
-            noteln!(
-                "\"{id}\" is leased: a worker holds an attempt of it, and that attempt decides its \
-                 outcome; nothing changed. Cancel it after the attempt ends (if it is retried, it is \
-                 pending again)"
-            );
-            (Line::Refused { error: "leased", status: None }, ExitCode::FAILURE)
+        Err(Error::Pruned { .. }) => {
+            noteln!("\"{id}\" was pruned: only its tombstone is left; nothing changed");
+            (Line::Refused { error: "pruned", status: None }, ExitCode::FAILURE)
         }
         Err(Error::NotCancellable { status, .. }) => {
             noteln!("\"{id}\" is {status} already: there is nothing left to cancel; nothing changed");

@@ -63,6 +63,12 @@ pub struct Args {
     /// This job's own largest retry window, in place of the worker's --cap-ms.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
     backoff_cap: Option<u64>,
+    /// The queue the job goes to: only workers serving it (`work --queue`) run it. 1–64 bytes.
+    #[arg(long, value_name = "NAME", default_value = retryq::DEFAULT_QUEUE, value_parser = super::queue_name)]
+    queue: String,
+    /// 0 (the most urgent, the default) … 9: a worker takes a smaller priority first.
+    #[arg(long, value_name = "0-9", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=retryq::MAX_PRIORITY))]
+    priority: Option<u64>,
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
@@ -92,6 +98,8 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         not_before,
         base_ms: args.backoff_base,
         cap_ms: args.backoff_cap,
+        queue: Some(&args.queue),
+        priority: args.priority,
     };
     let (response, code) = match queue.enqueue(&job) {
         Ok(Enqueued::New) => (Response::Ok(Reply::Enqueued), ExitCode::SUCCESS),

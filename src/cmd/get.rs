@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use retryq::{Job, Status};
+use retryq::{Job, Lookup, Status};
 
 use super::db::Db;
 use super::{CliError, print_json, view};
@@ -30,7 +30,27 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let queue = args.db.open_read()?;
-    match (queue.get(&args.id).map_err(|e| args.db.explain(e))?, args.human) {
+    let job = match queue.lookup(&args.id).map_err(|e| args.db.explain(e))? {
+        Some(Lookup::Pruned(tombstone)) if args.human => {
+            let reason = tombstone.dead_reason.map(|r| format!(" ({r})")).unwrap_or_default();
+            outln!(
+                "{:?} was pruned: it ended {}{reason} at {} after {} attempts, in queue {:?}; its tombstone keeps the id from running again",
+                printable(&tombstone.id),
+                tombstone.status,
+                view::stamp(tombstone.ended_at),
+                tombstone.attempts,
+                printable(&tombstone.queue)
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Lookup::Pruned(tombstone)) => {
+            print_json(&view::tombstone(&tombstone))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Lookup::Job(job)) => Some(job),
+        _ => None,
+    };
+    match (job, args.human) {
         (Some(job), false) => {
             print_json(&view::job(&job))?;
             Ok(ExitCode::SUCCESS)
@@ -59,7 +79,14 @@ fn fields(job: &Job) -> Vec<(&'static str, String)> {
         ("id", printable(&job.id).into_owned()),
         ("status", job.status.to_string()),
         ("attempts", format!("{} of {}", job.attempts, job.max_attempts)),
+        ("queue", format!("{} (priority {})", printable(&job.queue), job.priority)),
     ];
+    if job.cancel_requested {
+        lines.push(("cancel", "requested: its worker is asked to stop the attempt".into()));
+    }
+    if let Some(at) = job.ended_at {
+        lines.push(("ended at", view::stamp(at)));
+    }
     if let Some(reason) = job.dead_reason {
         lines.push(("dead reason", reason.to_string()));
     }

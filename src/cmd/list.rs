@@ -163,6 +163,10 @@ mod tests {
             not_before: 1_796_059_356_712,
             base_ms: None,
             cap_ms: None,
+            queue: retryq::DEFAULT_QUEUE.into(),
+            priority: 0,
+            ended_at: Some(1_796_062_956_712),
+            cancel_requested: false,
         };
         let head =
             row(columns(Status::Dead), columns(Status::Dead).iter().map(|c| c.0.to_string()).collect());

@@ -19,6 +19,7 @@ pub mod explore;
 pub mod get;
 pub mod history;
 pub mod list;
+pub mod prune;
 pub mod redrive;
 pub mod replay;
 pub mod serve_demo;
@@ -50,6 +51,18 @@ pub fn name(value: &str) -> Result<String, String> {
     match value.len() {
         0 => Err("must not be empty".into()),
         n if n > MAX_ID_BYTES => Err(format!("is {n} bytes; at most {MAX_ID_BYTES} allowed")),
+        _ => Ok(value.to_owned()),
+    }
+}
+
+/// A queue name flag: 1 to 64 bytes, no NUL (SPEC 1.6).
+pub fn queue_name(value: &str) -> Result<String, String> {
+    match value.len() {
+        0 => Err("a queue name must not be empty".into()),
+        _ if value.contains('\0') => Err("a queue name must not contain NUL".into()),
+        n if n > retryq::MAX_QUEUE_BYTES => {
+            Err(format!("is {n} bytes; a queue name has at most {} bytes", retryq::MAX_QUEUE_BYTES))
+        }
         _ => Ok(value.to_owned()),
     }
 }

@@ -26,6 +26,9 @@ pub struct Args {
     /// Print Prometheus text exposition format.
     #[arg(long)]
     prometheus: bool,
+    /// Count one queue's jobs and tombstones only (default: every queue).
+    #[arg(long, value_name = "NAME", value_parser = super::queue_name, conflicts_with = "workers")]
+    queue: Option<String>,
     /// List each worker holding leases, with how many it holds and how many have expired
     /// (its process may have died), instead of the counts.
     #[arg(long, conflicts_with = "prometheus")]
@@ -62,7 +65,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let stats = queue.stats(now).map_err(|e| args.db.explain(e))?;
+    let stats = queue.stats_of(now, args.queue.as_deref()).map_err(|e| args.db.explain(e))?;
     if args.json {
         print_json(&view::stats(&stats))?;
     } else if args.prometheus {
@@ -91,6 +94,7 @@ fn human(s: &Stats) -> String {
     format!(
         "pending         {}\nleased          {} ({} expired)\ndone            {}\n\
          dead            {} (exhausted {}, deadline {}, permanent {}, cancelled {})\n\
+         pruned          {} (done {}, dead {}: tombstones)\n\
          oldest open age {oldest}\n",
         s.pending,
         s.leased,
@@ -100,7 +104,10 @@ fn human(s: &Stats) -> String {
         s.dead_exhausted,
         s.dead_deadline,
         s.dead_permanent,
-        s.dead_cancelled
+        s.dead_cancelled,
+        s.pruned_done + s.pruned_dead,
+        s.pruned_done,
+        s.pruned_dead
     )
 }
 
@@ -111,6 +118,12 @@ fn prometheus(s: &Stats) -> String {
     out.push_str("# HELP retryq_jobs Jobs in the store by status.\n# TYPE retryq_jobs gauge\n");
     for (status, n) in [("pending", s.pending), ("leased", s.leased), ("done", s.done), ("dead", s.dead)] {
         out.push_str(&format!("retryq_jobs{{status=\"{status}\"}} {n}\n"));
+    }
+    out.push_str(
+        "# HELP retryq_pruned_jobs Pruned jobs (tombstones) by their final status.\n# TYPE retryq_pruned_jobs gauge\n",
+    );
+    for (status, n) in [("done", s.pruned_done), ("dead", s.pruned_dead)] {
+        out.push_str(&format!("retryq_pruned_jobs{{status=\"{status}\"}} {n}\n"));
     }
     out.push_str("# HELP retryq_dead_jobs Dead jobs by reason.\n# TYPE retryq_dead_jobs gauge\n");
     for (reason, n) in [
@@ -155,6 +168,7 @@ mod tests {
         assert!(text.contains("retryq_dead_jobs{reason=\"deadline\"} 2\n"), "{text}");
         assert!(text.contains("retryq_dead_jobs{reason=\"cancelled\"} 1\n"), "{text}");
         assert!(text.contains("retryq_oldest_open_age_seconds 1.500\n"), "{text}");
+        assert!(text.contains("retryq_pruned_jobs{status=\"done\"} 0\n"), "{text}");
         let none = prometheus(&Stats::default());
         assert!(!none.contains("retryq_oldest_open_age_seconds 0"), "{none}");
         assert!(none.contains("# TYPE retryq_oldest_open_age_seconds gauge"), "{none}");

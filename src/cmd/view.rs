@@ -7,7 +7,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use retryq::{Job, Stats};
+use retryq::{Job, Stats, Tombstone};
 use serde::Serialize;
 
 /// The first millisecond RFC 3339 cannot write: 10000-01-01T00:00:00Z. `humantime` refuses
@@ -73,6 +73,10 @@ pub struct JobFields<'a> {
     not_before: u64,
     base_ms: Option<u64>,
     cap_ms: Option<u64>,
+    queue: &'a str,
+    priority: u8,
+    ended_at: Option<u64>,
+    cancel_requested: bool,
 }
 
 impl<'a> JobFields<'a> {
@@ -89,8 +93,38 @@ impl<'a> JobFields<'a> {
             not_before: job.not_before,
             base_ms: job.base_ms,
             cap_ms: job.cap_ms,
+            queue: &job.queue,
+            priority: job.priority,
+            ended_at: job.ended_at,
+            cancel_requested: job.cancel_requested,
         }
     }
+}
+
+/// `{"ok":"pruned",…}`: SPEC section 5's `get` result for a pruned id.
+pub fn tombstone(t: &Tombstone) -> Ok<TombstoneFields<'_>> {
+    Ok {
+        ok: "pruned",
+        fields: TombstoneFields {
+            id: &t.id,
+            queue: &t.queue,
+            status: t.status.as_str(),
+            dead_reason: t.dead_reason.map(|r| r.as_str()),
+            attempts: t.attempts,
+            ended_at: t.ended_at,
+        },
+    }
+}
+
+/// The fields SPEC section 5's `get` shows of a tombstone, in its order.
+#[derive(Serialize)]
+pub struct TombstoneFields<'a> {
+    id: &'a str,
+    queue: &'a str,
+    status: &'static str,
+    dead_reason: Option<&'static str>,
+    attempts: u64,
+    ended_at: u64,
 }
 
 /// The fields SPEC section 5's `stats` shows, in its order.
@@ -106,6 +140,8 @@ pub struct StatsFields {
     dead_cancelled: u64,
     leased_expired: u64,
     oldest_open_age_ms: Option<u64>,
+    pruned_done: u64,
+    pruned_dead: u64,
 }
 
 impl StatsFields {
@@ -121,6 +157,8 @@ impl StatsFields {
             dead_cancelled: s.dead_cancelled,
             leased_expired: s.leased_expired,
             oldest_open_age_ms: s.oldest_open_age_ms,
+            pruned_done: s.pruned_done,
+            pruned_dead: s.pruned_dead,
         }
     }
 }
@@ -150,11 +188,15 @@ mod tests {
             not_before: 0,
             base_ms: Some(50),
             cap_ms: None,
+            queue: retryq::DEFAULT_QUEUE.into(),
+            priority: 0,
+            ended_at: Some(1275),
+            cancel_requested: false,
         };
         let line = serde_json::to_string(&super::job(&job)).expect("json");
         assert_eq!(
             line,
-            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":50,"cap_ms":null}"#
+            r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":50,"cap_ms":null,"queue":"default","priority":0,"ended_at":1275,"cancel_requested":false}"#
         );
     }
 
@@ -173,7 +215,7 @@ mod tests {
         let line = serde_json::to_string(&stats(&Stats { pending: 2, ..Stats::default() })).expect("json");
         assert_eq!(
             line,
-            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null}"#
+            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null,"pruned_done":0,"pruned_dead":0}"#
         );
         assert_eq!(serde_json::to_string(&NOT_FOUND).expect("json"), r#"{"error":"not_found"}"#);
     }

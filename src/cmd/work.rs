@@ -53,6 +53,19 @@ pub struct Args {
     /// logged at start; with the suffix it must fit in 256 bytes (236 always does).
     #[arg(long, value_name = "NAME", value_parser = super::name)]
     worker: String,
+    /// A queue this worker serves; repeat for several (at most 64). Every claim takes the
+    /// most urgent due job of all of them together. Default: the `default` queue.
+    #[arg(long = "queue", value_name = "NAME", value_parser = super::queue_name)]
+    queues: Vec<String>,
+    /// Retention: prune done and dead jobs that ended at least this long ago (7d, 1h),
+    /// leaving a tombstone for each, at most 1,000 a transaction. Default: keep everything.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
+    retain: Option<u64>,
+    /// With --retain, also forget the tombstones of jobs that ended at least this long ago
+    /// (at least --retain): their ids may then be enqueued and run anew. Default: keep
+    /// tombstones for good, so a pruned id never runs again.
+    #[arg(long, value_name = "DURATION", requires = "retain", allow_hyphen_values = true, value_parser = duration::positive)]
+    forget_after: Option<u64>,
     /// Attempts in flight at once. The default, 16, suits I/O-bound work (a command or
     /// receiver that mostly waits): 16 waits overlap on two cores at little cost; raise it
     /// for slow receivers, lower it (1: one at a time) for CPU-bound commands.
@@ -279,12 +292,27 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.exec.as_deref().is_some_and(|c| c.trim().is_empty()) {
         return Err(CliError::flag("--exec", "must not be empty"));
     }
+    if let (Some(retain), Some(forget)) = (args.retain, args.forget_after)
+        && forget < retain
+    {
+        return Err(CliError::flag(
+            "--forget-after",
+            "is shorter than --retain: a tombstone would be forgotten before its job is pruned",
+        ));
+    }
     let worker = retryq_worker::process_name(&args.worker).map_err(|e| CliError::flag("--worker", e))?;
     let config = Config {
         settings: Settings { lease_ms: args.lease_ms, base_ms: args.base_ms, cap_ms: args.cap_ms },
         timeout: Duration::from_millis(args.timeout_ms),
         until_idle: args.until_idle,
         margin: args.margin_ms.map(Duration::from_millis),
+        retain: args.retain.map(Duration::from_millis),
+        forget: args.forget_after.map(Duration::from_millis),
+        queues: if args.queues.is_empty() {
+            vec![retryq::DEFAULT_QUEUE.to_owned()]
+        } else {
+            args.queues.clone()
+        },
         ..Config::new(worker)
     };
     let stop = Stop::new();

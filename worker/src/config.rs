@@ -25,6 +25,9 @@ pub const KILL_GRACE: Duration = Duration::from_millis(500);
 pub struct Config {
     /// The name its leases are held under (1–256 bytes).
     pub worker: String,
+    /// The queues it serves (SPEC 3.3): 1 to 64 names; every claim takes the most urgent
+    /// due job of all of them together.
+    pub queues: Vec<String>,
     /// Lease, backoff base and cap, as the queue takes them.
     pub settings: Settings,
     /// The longest an attempt may run. It may be longer than the lease: the store thread
@@ -43,7 +46,21 @@ pub struct Config {
     /// when the worker cannot (stalled, frozen, killed): `None` for the default, a quarter of
     /// the lease ([`Config::margin`]).
     pub margin: Option<Duration>,
+    /// Retention (SPEC 3.14): prune the done and dead jobs that ended at least this long
+    /// ago, as the worker goes, at most [`PRUNE_BATCH`] a transaction (so the write lock is
+    /// never held long) and at most one transaction every [`PRUNE_EVERY`] unless a full batch
+    /// says more is waiting. `None`: the worker prunes nothing.
+    pub retain: Option<Duration>,
+    /// With retention, forget (SPEC 3.15) the tombstones of jobs that ended at least this long
+    /// ago, in the same rounds: ends idempotency for those ids, and keeps the store's size
+    /// bounded under steady load. `None`: tombstones are kept for good.
+    pub forget: Option<Duration>,
 }
+
+/// The most jobs a worker's prune removes in one transaction.
+pub const PRUNE_BATCH: u64 = 1_000;
+/// How often a worker with retention prunes when the last prune found less than a batch.
+pub const PRUNE_EVERY: Duration = Duration::from_secs(1);
 
 impl Config {
     /// The defaults for `worker`: SPEC section 5's lease (30 s) and backoff (100 ms doubling
@@ -51,12 +68,15 @@ impl Config {
     pub fn new(worker: impl Into<String>) -> Config {
         Config {
             worker: worker.into(),
+            queues: vec![retryq::DEFAULT_QUEUE.to_owned()],
             settings: Settings::default(),
             timeout: Duration::from_secs(20),
             until_idle: false,
             max_sleep: Duration::from_secs(1),
             db_file: None,
             margin: None,
+            retain: None,
+            forget: None,
         }
     }
 

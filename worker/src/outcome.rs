@@ -71,4 +71,6 @@ pub struct Summary {
     /// that reaped, notes of unclassified errors, accepted heartbeats. On a durable store
     /// each costs one fsync.
     pub writes: u64,
+    /// Jobs this worker's retention pruned (`Config::retain`), each leaving a tombstone.
+    pub pruned: u64,
 }

@@ -44,7 +44,7 @@ use retryq::{
 use tracing::{debug, error, info, warn};
 
 use crate::clock::{Clock, ClockError};
-use crate::config::Config;
+use crate::config::{Config, PRUNE_BATCH, PRUNE_EVERY};
 use crate::dbfile::DbFile;
 use crate::fsize::{describe_limit, file_size_limit_hit};
 use crate::held::Held;
@@ -102,6 +102,8 @@ pub(crate) struct Store<'a> {
     pub(crate) waiting: Vec<Outcome>,
     /// When the store's clock was last read ([`CLOCK_WATCH`]).
     pub(crate) clock_read_at: Instant,
+    /// When to prune next, with retention ([`Config::retain`]).
+    pub(crate) prune_at: Instant,
 }
 
 /// How often, at least, the store thread reads the store's clock while attempts are in
@@ -147,6 +149,7 @@ impl Store<'_> {
             }
             self.beat()?;
             self.watch_clock();
+            self.prune()?;
             let stopping = self.stop.requested();
             if !stopping && self.free() > 0 && Instant::now() >= self.claim_at && self.claim()? == Claim::Idle
             {
@@ -204,6 +207,45 @@ impl Store<'_> {
                 debug!(error = %e, "the store's clock could not be read; the next operation tries again")
             }
         }
+    }
+
+    /// With retention, prunes one batch of the jobs that ended `retain` ago or earlier, once
+    /// [`PRUNE_EVERY`] (at once again after a full batch: more is waiting). A passing
+    /// failure is noted and left to the next round.
+    fn prune(&mut self) -> Result<(), WorkError> {
+        let Some(retain) = self.config.retain else { return Ok(()) };
+        if Instant::now() < self.prune_at {
+            return Ok(());
+        }
+        self.prune_at = Instant::now() + PRUNE_EVERY;
+        let Some(now) = self.now("prune")? else { return Ok(()) };
+        let retain_ms = u64::try_from(retain.as_millis()).unwrap_or(u64::MAX);
+        let before = now.saturating_sub(retain_ms);
+        match self.queue.prune_at_most(before, now, PRUNE_BATCH) {
+            Ok(0) => {}
+            Ok(pruned) => {
+                self.outage.answered();
+                self.summary.pruned += pruned;
+                self.summary.writes += 1;
+                debug!(pruned, before, "pruned ended jobs, leaving tombstones");
+                if pruned >= PRUNE_BATCH {
+                    self.prune_at = Instant::now();
+                }
+            }
+            Err(e) => self.pause_or_fail("prune", e)?,
+        }
+        if let Some(forget) = self.config.forget {
+            let forget_ms = u64::try_from(forget.as_millis()).unwrap_or(u64::MAX);
+            match self.queue.forget(now.saturating_sub(forget_ms), now) {
+                Ok(0) => {}
+                Ok(forgotten) => {
+                    self.summary.writes += 1;
+                    debug!(forgotten, "forgot tombstones: their ids may be enqueued anew");
+                }
+                Err(e) => self.pause_or_fail("forget", e)?,
+            }
+        }
+        Ok(())
     }
 
     /// When the next heartbeat is due: the earliest over the attempts in flight that were
@@ -274,8 +316,14 @@ impl Store<'_> {
                     self.summary.writes += 1;
                     debug!(job = %id, attempt, lease_until = until, "heartbeat");
                 }
+                // A cancel request (SPEC 3.13) is told to the holder here: the attempt is
+                // stopped like one whose lease is gone, and the job ends dead(cancelled) at the
+                // lease's expiry.
                 Err(
-                    e @ (Error::LeaseLost { .. } | Error::DeadlinePassed { .. } | Error::NotFound { .. }),
+                    e @ (Error::LeaseLost { .. }
+                    | Error::DeadlinePassed { .. }
+                    | Error::NotFound { .. }
+                    | Error::Cancelled { .. }),
                 ) => {
                     holding.held.abandon();
                     self.summary.abandoned += 1;
@@ -353,7 +401,8 @@ impl Store<'_> {
                 return Ok(Claim::Again);
             }
         }
-        let claimed = match self.queue.claim_batch(self.config.worker.as_str(), now, free) {
+        let queues: Vec<&str> = self.config.queues.iter().map(String::as_str).collect();
+        let claimed = match self.queue.claim_batch_from(self.config.worker.as_str(), &queues, now, free) {
             Ok(claimed) => claimed,
             Err(e) => {
                 self.pause_or_fail("claim", e)?;

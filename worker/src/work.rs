@@ -176,6 +176,7 @@ pub fn work_in_slots<T: Transport + Send>(
             outage: Outage::default(),
             waiting: Vec::new(),
             clock_read_at: Instant::now(),
+            prune_at: Instant::now(),
         };
         let ran = store.run();
         if ran.is_err() && store.slots.iter().any(|s| s.holds.is_some()) {
@@ -196,6 +197,7 @@ pub fn work_in_slots<T: Transport + Send>(
         unrecorded = summary.unrecorded,
         abandoned = summary.abandoned,
         writes = summary.writes,
+        pruned = summary.pruned,
         "worker stopped"
     );
     Ok(summary)
@@ -282,6 +284,42 @@ mod tests {
         let mut q = Queue::open_in_memory().expect("queue");
         let err = work(&mut q, &short, &mut scripted(vec![]), &Stop::new()).unwrap_err();
         assert!(matches!(err, WorkError::Config(ConfigError::LeaseTooShort { .. })), "{err}");
+    }
+
+    #[test]
+    fn retention_prunes_what_ended_long_enough_ago_and_keeps_the_rest() {
+        let mut q = Queue::open_in_memory().expect("queue");
+        let now = now_ms().expect("clock");
+        let ago = now - 600_000;
+        let old = NewJob {
+            id: "old",
+            payload: "p",
+            max_attempts: 1,
+            deadline: now + 60_000,
+            now: ago,
+            ..NewJob::default()
+        };
+        q.enqueue(&old).expect("enqueue");
+        let claimed = q.claim("w0", ago).expect("claim").expect("old");
+        q.complete(&retryq::Completion::new(&claimed.lease, Outcome::Ok, ago, 0.0))
+            .expect("done ten minutes ago");
+        enqueue(&mut q, "new", 1, 60_000);
+        let retain = Config { retain: Some(Duration::from_secs(60)), ..config() };
+        let summary = work(&mut q, &retain, &mut scripted(vec![]), &Stop::new()).expect("work");
+        assert_eq!((summary.done, summary.pruned), (1, 1));
+        assert!(matches!(q.lookup("old").expect("lookup"), Some(retryq::Lookup::Pruned(_))));
+        assert_eq!(q.get("new").expect("get").expect("new").status, Status::Done, "ended just now: kept");
+        let stats = q.stats(now_ms().expect("clock")).expect("stats");
+        assert_eq!((stats.done, stats.pruned_done), (1, 1));
+        // Without retention nothing is pruned.
+        let mut q = Queue::open_in_memory().expect("queue");
+        q.enqueue(&old).expect("enqueue");
+        let claimed = q.claim("w0", ago).expect("claim").expect("old");
+        q.complete(&retryq::Completion::new(&claimed.lease, Outcome::Ok, ago, 0.0)).expect("done");
+        enqueue(&mut q, "new", 1, 60_000);
+        let summary = work(&mut q, &config(), &mut scripted(vec![]), &Stop::new()).expect("work");
+        assert_eq!(summary.pruned, 0);
+        assert_eq!(q.get("old").expect("get").expect("kept").status, Status::Done);
     }
 
     #[test]

@@ -42,11 +42,17 @@ impl Backend for Refusing {
     fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
         self.queue.enqueue_many(jobs)
     }
-    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
-        self.queue.claim(worker, now)
+    fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
+        self.queue.claim_from(worker, queues, now)
     }
-    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
-        self.queue.claim_batch(worker, now, k)
+    fn claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<Vec<Claimed>> {
+        self.queue.claim_batch_from(worker, queues, now, k)
     }
     fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed> {
         self.queue.complete(completion)
@@ -57,8 +63,20 @@ impl Backend for Refusing {
     fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()> {
         self.queue.record_error(lease, error, node)
     }
-    fn cancel(&mut self, id: &str, now: u64) -> Result<()> {
+    fn cancel(&mut self, id: &str, now: u64) -> Result<retryq::Cancelled> {
         self.queue.cancel(id, now)
+    }
+    fn prune(&mut self, before: u64, now: u64) -> Result<u64> {
+        self.queue.prune(before, now)
+    }
+    fn prune_at_most(&mut self, before: u64, now: u64, limit: u64) -> Result<u64> {
+        self.queue.prune_at_most(before, now, limit)
+    }
+    fn forget(&mut self, before: u64, now: u64) -> Result<u64> {
+        self.queue.forget(before, now)
+    }
+    fn lookup(&self, id: &str) -> Result<Option<retryq::Lookup>> {
+        self.queue.lookup(id)
     }
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
         self.queue.redrive(redrive)
@@ -72,8 +90,8 @@ impl Backend for Refusing {
     fn get(&self, id: &str) -> Result<Option<Job>> {
         self.queue.get(id)
     }
-    fn stats(&self, now: u64) -> Result<Stats> {
-        self.queue.stats(now)
+    fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats> {
+        self.queue.stats_of(now, queue)
     }
     fn owners(&self, now: u64) -> Result<Vec<Owner>> {
         self.queue.owners(now)
@@ -148,6 +166,13 @@ fn stopped_and_unrecorded(dir: &Path, summary: &Summary, store: &Refusing) {
 fn a_heartbeat_refused_for_the_deadline_stops_the_attempt() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (summary, store) = run(dir.path(), |lease| Error::DeadlinePassed { id: lease.id.clone() });
+    stopped_and_unrecorded(dir.path(), &summary, &store);
+}
+
+#[test]
+fn a_heartbeat_refused_for_a_cancel_request_stops_the_attempt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (summary, store) = run(dir.path(), |lease| Error::Cancelled { id: lease.id.clone() });
     stopped_and_unrecorded(dir.path(), &summary, &store);
 }
 

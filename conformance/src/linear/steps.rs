@@ -54,14 +54,15 @@ pub(crate) enum Advance {
 
 /// The first (often only) step of `call` on `store`.
 pub(crate) fn begin(store: &mut Store, call: &Call) -> Advance {
-    let Op::RunOnce { worker, now, after, outcome, .. } = &call.op else {
+    let Op::RunOnce { worker, now, after, outcome, queues, .. } = &call.op else {
         return judge(store.step(&call.op), &call.response);
     };
     if matches!(call.response, Response::Err(Failure::InvalidInput { .. })) {
         // Refused before its claim: one step, which the model checks whole.
         return judge(store.step(&call.op), &call.response);
     }
-    let claimed = store.step(&Op::Claim { worker: worker.clone(), now: *now });
+    // The run's claim serves the run's queues.
+    let claimed = store.step(&Op::Claim { queues: queues.clone(), worker: worker.clone(), now: *now });
     let (id, attempt) = match &claimed {
         Response::Ok(Reply::Claimed { id, attempt, .. }) => (id.clone(), *attempt),
         // `none` (or a refusal): the run ends with its claim, answering as the claim did.
@@ -86,7 +87,7 @@ pub(crate) fn begin(store: &mut Store, call: &Call) -> Advance {
 
 /// A `run_once`'s second step: the completion of the attempt its claim took.
 pub(crate) fn finish(store: &mut Store, call: &Call, id: &str, attempt: u64) -> Advance {
-    let Op::RunOnce { worker, now, after, outcome, jitter } = &call.op else {
+    let Op::RunOnce { queues: _, worker, now, after, outcome, jitter } = &call.op else {
         return Advance::Wrong(Response::invalid("only a run_once has a second step"));
     };
     let Some(outcome) = outcome.classified() else {
@@ -118,6 +119,8 @@ pub fn changes_nothing(call: &Call) -> bool {
     match (&call.op, &call.response) {
         (Op::Get { .. } | Op::Stats { .. } | Op::RetryDelay { .. }, _) => true,
         (Op::Reap { .. }, Response::Ok(Reply::Reaped { count: 0 })) => true,
+        (Op::Prune { .. }, Response::Ok(Reply::Pruned { count: 0 })) => true,
+        (Op::Forget { .. }, Response::Ok(Reply::Forgotten { count: 0 })) => true,
         (Op::Enqueue { .. }, Response::Ok(Reply::Existing)) => true,
         // A run_once's claim applied even when its run reports an error (SPEC 6.7).
         (Op::RunOnce { .. }, Response::Err(Failure::InvalidInput { .. })) => true,

@@ -12,6 +12,11 @@
 //! client's attempt under that client's name (a worker that restarted with the same name
 //! and an old token).
 //!
+//! Contract 1.2 adds its collisions: jobs in two queues and two priorities, claims serving
+//! one queue or both, cancels of leased jobs racing their completions and heartbeats, and
+//! prunes (`before` a little behind `now`) and forgets racing claims, completions,
+//! redrives and enqueues of the ids they remove.
+//!
 //! Each client draws from its own seeded generator, but what it does next depends on what
 //! the store answered (which leases it holds), so a run is not reproducible from its seed:
 //! the history records what happened.
@@ -74,6 +79,8 @@ impl Workload {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x5e7u64);
         (0..self.jobs)
             .map(|n| Op::Enqueue {
+                priority: None,
+                queue: None,
                 id: job(n),
                 payload: "p".into(),
                 max_attempts: rng.random_range(1..=3),
@@ -100,6 +107,9 @@ impl Workload {
         }
     }
 }
+
+/// The queue beside the default one that some jobs go to.
+const OTHER_QUEUE: &str = "q1";
 
 /// The name of job `n`.
 fn job(n: usize) -> String {
@@ -173,7 +183,7 @@ impl Client {
         };
         let worker = self.worker.clone();
         match self.rng.random_range(0..100u32) {
-            0..22 => Op::Claim { worker, now },
+            0..22 => Op::Claim { queues: self.queues(), worker, now },
             22..40 => {
                 let lease = self.lease(board);
                 let outcome = match self.rng.random_range(0..10u32) {
@@ -199,7 +209,14 @@ impl Client {
                     _ => RunOutcome::Crash,
                 };
                 let after = now + self.rng.random_range(0..=30);
-                Op::RunOnce { worker, now, after: Some(after), outcome, jitter: Some(self.jitter()) }
+                Op::RunOnce {
+                    queues: self.queues(),
+                    worker,
+                    now,
+                    after: Some(after),
+                    outcome,
+                    jitter: Some(self.jitter()),
+                }
             }
             52..62 => {
                 let lease = self.lease(board);
@@ -214,6 +231,8 @@ impl Client {
             },
             78..84 => Op::Cancel { id: self.id(), now },
             84..92 => Op::Enqueue {
+                priority: self.rng.random_bool(0.3).then(|| self.rng.random_range(0..=1)),
+                queue: self.rng.random_bool(0.3).then(|| OTHER_QUEUE.to_owned()),
                 id: self.id(),
                 payload: if self.rng.random_bool(0.9) { "p".into() } else { "q".into() },
                 max_attempts: self.rng.random_range(1..=3),
@@ -223,8 +242,10 @@ impl Client {
                 base_ms: None,
                 cap_ms: None,
             },
-            92..96 => Op::Get { id: self.id() },
-            _ => Op::Stats { now },
+            92..95 => Op::Get { id: self.id() },
+            95..98 => Op::Prune { before: now.saturating_sub(self.rng.random_range(0..=60)), now },
+            98 => Op::Forget { before: now.saturating_sub(self.rng.random_range(0..=200)), now },
+            _ => Op::Stats { queue: self.rng.random_bool(0.5).then(|| OTHER_QUEUE.to_owned()), now },
         }
     }
 
@@ -266,6 +287,16 @@ impl Client {
             return lease;
         }
         Granted { worker: self.worker.clone(), id: self.id(), attempt: self.rng.random_range(1..=2) }
+    }
+
+    /// The queues a claim serves: the default one alone (the replay's default), the other
+    /// one alone, or both.
+    fn queues(&mut self) -> Option<Vec<String>> {
+        match self.rng.random_range(0..4u32) {
+            0 => Some(vec![OTHER_QUEUE.to_owned()]),
+            1 => Some(vec![OTHER_QUEUE.to_owned(), retryq_model::reference::DEFAULT_QUEUE.to_owned()]),
+            _ => None,
+        }
     }
 
     fn id(&mut self) -> String {

@@ -23,11 +23,14 @@ struct OwnedJob {
     not_before: Option<u64>,
     base_ms: Option<u64>,
     cap_ms: Option<u64>,
+    queue: Option<String>,
+    priority: Option<u64>,
 }
 
 impl OwnedJob {
     fn of(job: &NewJob<'_>) -> OwnedJob {
-        let NewJob { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } = *job;
+        let NewJob { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms, queue, priority } =
+            *job;
         OwnedJob {
             id: id.to_owned(),
             payload: payload.to_owned(),
@@ -37,11 +40,24 @@ impl OwnedJob {
             not_before,
             base_ms,
             cap_ms,
+            queue: queue.map(str::to_owned),
+            priority,
         }
     }
 
     fn job(&self) -> NewJob<'_> {
-        let OwnedJob { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms } = self;
+        let OwnedJob {
+            id,
+            payload,
+            max_attempts,
+            deadline,
+            now,
+            not_before,
+            base_ms,
+            cap_ms,
+            queue,
+            priority,
+        } = self;
         NewJob {
             id,
             payload,
@@ -51,6 +67,8 @@ impl OwnedJob {
             not_before: *not_before,
             base_ms: *base_ms,
             cap_ms: *cap_ms,
+            queue: queue.as_deref(),
+            priority: *priority,
         }
     }
 }
@@ -129,7 +147,7 @@ impl AsyncQueue {
     }
 
     /// [`Queue::cancel`](crate::Queue::cancel).
-    pub async fn cancel(&self, id: &str, now: u64) -> Result<()> {
+    pub async fn cancel(&self, id: &str, now: u64) -> Result<crate::Cancelled> {
         let id = id.to_owned();
         self.run(move |q| q.cancel(&id, now)).await
     }

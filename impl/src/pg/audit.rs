@@ -1,32 +1,63 @@
 //! `audit` on PostgreSQL: the rows and the history read in one snapshot, and handed to the
 //! SQLite queue's own rules (`audit.rs`), which know nothing of SQL. Words are read as text
-//! and parsed there, so an unknown word is a finding, not an error, as on SQLite.
+//! and parsed there, so an unknown word is a finding, not an error, as on SQLite. Two checks
+//! of the tombstones are this store's own: no id names a job and a tombstone at once, and no
+//! history is left of a pruned job. The counts `stats` reads are checked against the rows as
+//! on SQLite, each the sum of its shards (`ddl.rs`).
 
 use postgres::Row;
 
 use super::store::PgQueue;
-use crate::audit::{Audit, Entry, State, Stored, Word};
+use crate::audit::{Audit, Check, Entry, State, Stored, Violation, Word};
 use crate::error::{Error, Result};
 
 /// Every job, in insertion order, with the seq that pairs it with its history.
 const JOBS: &str = "
     SELECT seq, id, status, attempts, max_attempts, available_at, deadline, dead_reason,
-           redrives, owner, claimed_at, not_before
+           redrives, owner, claimed_at, not_before, ended_at, cancel_requested
     FROM jobs ORDER BY seq";
 
 /// Every history entry of a job the store holds, job by job in insertion order, each job's
 /// entries as recorded: one pass, however many jobs.
 const HISTORY: &str = "
     SELECT j.seq, h.n, h.from_status, h.to_status, h.attempt, h.max_attempts, h.deadline,
-           h.available_at, h.redrives, h.reason, h.worker, h.at
+           h.available_at, h.redrives, h.reason, h.worker, h.at, h.cancel_requested
     FROM history h JOIN jobs j ON j.id = h.job
     ORDER BY j.seq, h.n";
 
-/// History of ids no row holds: a job that vanished.
+/// History of ids no row holds and no tombstone keeps: a job that vanished.
 const ORPHANS: &str = "
     SELECT job, min(n), count(*) FROM history h
     WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = h.job)
+      AND NOT EXISTS (SELECT 1 FROM tombstones WHERE id = h.job)
     GROUP BY job ORDER BY min(n)";
+
+/// Ids that name a job and a tombstone at once: a pruned id that runs again, or a tombstone
+/// written of a job that was not deleted (SPEC 1.1, 4.3, 4.14).
+const BOTH: &str = "
+    SELECT t.id, t.status, j.status FROM tombstones t JOIN jobs j ON j.id = t.id ORDER BY j.seq";
+
+/// History left of a pruned job: a prune deletes it with the job (SPEC 3.14). Ids that are
+/// also a job's are [`BOTH`]'s finding, and their history is the job's.
+const LEFT_OVER: &str = "
+    SELECT h.job, min(h.n), count(*) FROM history h JOIN tombstones t ON t.id = h.job
+    WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = h.job)
+    GROUP BY h.job ORDER BY min(h.n)";
+
+/// Every (queue, status, reason) whose kept count — the sum of its shards — differs from the
+/// rows: the kept counts against the jobs and tombstones counted afresh, both ways (SQLite's
+/// `COUNTS_AGAINST_ROWS`, over the shards).
+pub(super) const COUNTS_AGAINST_ROWS: &str = "
+    WITH fresh (queue, status, reason, n) AS (
+        SELECT queue, status, coalesce(dead_reason, ''), count(*) FROM jobs GROUP BY 1, 2, 3
+        UNION ALL
+        SELECT queue, 'pruned_' || status, '', count(*) FROM tombstones GROUP BY 1, 2),
+    kept (queue, status, reason, n) AS (
+        SELECT queue, status, reason, sum(n)::bigint FROM counts GROUP BY 1, 2, 3 HAVING sum(n) <> 0)
+    SELECT queue, status, reason, coalesce(k.n, 0), coalesce(f.n, 0)
+    FROM fresh f FULL JOIN kept k USING (queue, status, reason)
+    WHERE coalesce(k.n, 0) <> coalesce(f.n, 0)
+    ORDER BY 1, 2, 3";
 
 impl PgQueue {
     /// [`Queue::audit`](crate::Queue::audit) on PostgreSQL: SPEC section 4's invariants
@@ -68,6 +99,38 @@ impl PgQueue {
             for row in tx.query(ORPHANS, &[])? {
                 found.orphan(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
             }
+            let tombstones: i64 = tx.query_one("SELECT count(*) FROM tombstones", &[])?.try_get(0)?;
+            found.tombstones = tombstones.max(0) as u64;
+            for row in tx.query(BOTH, &[])? {
+                let (id, pruned, status): (String, String, String) =
+                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                found.violations.push(Violation {
+                    check: Check::PrunedStaysPruned,
+                    job: id,
+                    entry: None,
+                    what: format!("the id names a {status} job and the tombstone of a {pruned} one"),
+                });
+            }
+            for row in tx.query(LEFT_OVER, &[])? {
+                let (id, first, count): (String, i64, i64) =
+                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                found.entries += count.max(0) as u64;
+                found.violations.push(Violation {
+                    check: Check::PrunedStaysPruned,
+                    job: id,
+                    entry: Some(first),
+                    what: format!("{count} history entries left of a pruned job, whose tombstone stands"),
+                });
+            }
+            for row in tx.query(COUNTS_AGAINST_ROWS, &[])? {
+                found.count_differs(
+                    row.try_get(0)?,
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                    row.try_get(4)?,
+                );
+            }
             Ok(found)
         })
     }
@@ -86,9 +149,11 @@ fn stored(row: &Row) -> Result<Stored> {
             reason: row.try_get::<_, Option<String>>(7)?.map(Word::parsed),
             redrives: row.try_get(8)?,
             worker: row.try_get(9)?,
+            cancel_requested: row.try_get(13)?,
         },
         claimed_at: row.try_get(10)?,
         not_before: row.try_get(11)?,
+        ended_at: row.try_get(12)?,
     })
 }
 
@@ -107,6 +172,7 @@ fn entry(row: &Row) -> Result<Entry> {
             redrives: row.try_get(8)?,
             reason: row.try_get::<_, Option<String>>(9)?.map(Word::parsed),
             worker: row.try_get(10)?,
+            cancel_requested: row.try_get(12)?,
         },
     })
 }

@@ -46,11 +46,17 @@ impl Backend for PgQueue {
     fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
         PgQueue::enqueue_many(self, jobs)
     }
-    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
-        PgQueue::claim(self, worker, now)
+    fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
+        PgQueue::claim_from(self, worker, queues, now)
     }
-    fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
-        PgQueue::claim_batch(self, worker, now, k)
+    fn claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<Vec<Claimed>> {
+        PgQueue::claim_batch_from(self, worker, queues, now, k)
     }
     fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed> {
         PgQueue::complete(self, completion)
@@ -64,8 +70,20 @@ impl Backend for PgQueue {
     fn heartbeat(&mut self, lease: &Lease, now: u64) -> Result<u64> {
         PgQueue::heartbeat(self, lease, now)
     }
-    fn cancel(&mut self, id: &str, now: u64) -> Result<()> {
+    fn cancel(&mut self, id: &str, now: u64) -> Result<crate::Cancelled> {
         PgQueue::cancel(self, id, now)
+    }
+    fn prune(&mut self, before: u64, now: u64) -> Result<u64> {
+        PgQueue::prune(self, before, now)
+    }
+    fn prune_at_most(&mut self, before: u64, now: u64, limit: u64) -> Result<u64> {
+        PgQueue::prune_at_most(self, before, now, limit)
+    }
+    fn forget(&mut self, before: u64, now: u64) -> Result<u64> {
+        PgQueue::forget(self, before, now)
+    }
+    fn lookup(&self, id: &str) -> Result<Option<crate::Lookup>> {
+        PgQueue::lookup(self, id)
     }
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
         PgQueue::redrive(self, redrive)
@@ -79,8 +97,8 @@ impl Backend for PgQueue {
     fn get(&self, id: &str) -> Result<Option<Job>> {
         PgQueue::get(self, id)
     }
-    fn stats(&self, now: u64) -> Result<Stats> {
-        PgQueue::stats(self, now)
+    fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats> {
+        PgQueue::stats_of(self, now, queue)
     }
     fn owners(&self, now: u64) -> Result<Vec<Owner>> {
         PgQueue::owners(self, now)

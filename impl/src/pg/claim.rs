@@ -1,10 +1,11 @@
-//! `claim`, `claim_batch` and `reap`: quarantine what is out of budget, then lease the next
-//! due job(s).
+//! `claim`, `claim_batch` and `reap`: quarantine what is out of budget or asked to stop, in
+//! every queue, then lease the next due job(s) of the queues a claim serves.
 //!
 //! # Why claims take turns
 //!
-//! SPEC 3.3.2 says a claim takes the claimable job with the smallest `available_at` (ties to
-//! the first enqueued), and SPEC 3.10 that concurrent operations are linearizable. Claims and
+//! SPEC 3.3.2 says a claim takes the claimable job of its queues with the smallest
+//! `(priority, available_at)` (ties to the first enqueued), and SPEC 3.10 that concurrent
+//! operations are linearizable. Claims and
 //! reaps therefore run in the turn alone, and every write that can make a job due in it
 //! shared: see `turn.rs` for why a claim may not step over rows others hold, and why no such
 //! write may commit between a claim's snapshot and its commit.
@@ -12,7 +13,7 @@
 //! # Why the lease is fenced by the row's version
 //!
 //! A claim's pick reads the statement's snapshot and chooses the first due row there; its
-//! write then waits for a row another transaction holds (a completion, a heartbeat, a cancel
+//! write then waits for a row another transaction holds (a completion, a heartbeat, a note
 //! of that job) instead of stepping over it. Once that transaction commits, the row may still
 //! be due and yet no longer first: a heartbeat moved its expiry past another job's
 //! `available_at`, or a retry's backoff did. Leasing it then mixes two instants — the other
@@ -26,9 +27,9 @@
 //! runs again on what is committed now. The writes that hold a row a claim may want are
 //! the ones that run beside claims, without the turn (`turn.rs`).
 //!
-//! The price of taking turns is that claims commit one at a time, and that enqueues, retries
-//! and redrives wait while a claim runs: claims per second are bounded by the server's commit
-//! latency, while `ok` completions, heartbeats, notes and cancels run beside claims, and
+//! The price of taking turns is that claims commit one at a time, and that enqueues, retries,
+//! redrives and cancels wait while a claim runs: claims per second are bounded by the server's commit
+//! latency, while `ok` completions, heartbeats and notes run beside claims, and
 //! every write beside the others (each locks only its own rows). A worker claims for all its
 //! free slots in one transaction (`claim_batch`), so a process running many attempts at once
 //! pays one turn for many jobs. `docs/postgres.md` has the figures.
@@ -48,50 +49,92 @@ use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_utf8, uint, utf8};
 use crate::error::Result;
 use crate::input;
+use crate::job::DEFAULT_QUEUE;
 use crate::queue::claim::Claimed;
 use crate::queue::lease::Lease;
 
-/// Both reaps in one statement (each a CTE; one round trip): a lease on the last attempt
-/// that expired is `exhausted` — first, even when its deadline has also passed (SPEC 6.4),
-/// which is why `late` leaves such rows to it — and a pending job, or an expired lease,
-/// whose deadline has come is `deadline`. The two sets are disjoint, so no row is written
-/// twice by the statement. A row another transaction holds is waited for, then looked at
+/// The three reaps in one statement (each a CTE; one round trip), over every queue (SPEC
+/// 6.27): an expired lease with a cancel request is `cancelled` — first, whatever its budget
+/// and deadline (SPEC 6.25) — then, of the rest, an expired lease on the last attempt is
+/// `exhausted`, even when its deadline has also passed (SPEC 6.4), and a pending job or an
+/// expired lease whose deadline has come is `deadline`. The three sets are disjoint, so no
+/// row is written twice by the statement. Each sets `ended_at`; the cancel request goes with
+/// the lease (SPEC 6.33). A row another transaction holds is waited for, then looked at
 /// again as it committed.
 macro_rules! reaps {
     () => {
-        "exhausted AS (
+        "cancelling AS (
+            UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
+                            owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1,
+                            cancel_requested = false
+            WHERE status = 'leased' AND cancel_requested AND available_at <= $1
+            RETURNING 1),
+         exhausted AS (
             UPDATE jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
-                            owner = NULL, claimed_at = NULL, updated_at = $1
+                            owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1
             WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= $1
+              AND NOT cancel_requested
             RETURNING 1),
          late AS (
             UPDATE jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
-                            owner = NULL, claimed_at = NULL, updated_at = $1
+                            owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1
             WHERE status IN ('pending', 'leased') AND deadline <= $1
               AND (status = 'pending' OR available_at <= $1)
               AND NOT (status = 'leased' AND attempts >= max_attempts)
+              AND NOT cancel_requested
             RETURNING 1)"
     };
 }
 
 /// Claim's step 1 alone: how many jobs the reaps moved to `dead`.
-const REAP: &str =
-    concat!("WITH ", reaps!(), " SELECT (SELECT count(*) FROM exhausted) + (SELECT count(*) FROM late)");
+const REAP: &str = concat!(
+    "WITH ",
+    reaps!(),
+    " SELECT (SELECT count(*) FROM cancelling) + (SELECT count(*) FROM exhausted)
+           + (SELECT count(*) FROM late)"
+);
 
-/// Reaps, and leases the due job with the smallest `available_at`, ties to the first
-/// enqueued, in one statement (one round trip). The pick sees the statement's snapshot, from
-/// before the reaps, but takes only rows in budget, which no reap touches; the write takes the
-/// row only in the version the pick saw (see the module's doc), so it comes back empty when
-/// another transaction changed that row meanwhile.
+/// The claimable jobs of the queues `$Q` (a `text[]`) in claim's order — `priority`, then
+/// `available_at`, then first enqueue (SPEC 3.3.2) — at most `$N` of them: for each queue
+/// and each of the ten priorities, one walk of `jobs_due` from its start, taking the first
+/// `$N` rows that are due and in budget (what a reap left; see the module's doc) and have no
+/// cancel request; then the best `$N` of those few. So a pick costs ten index seeks per
+/// queue served, whatever the number of jobs, and a queue not served is never read.
+macro_rules! pick {
+    ($queues:literal, $limit:literal, $version:literal) => {
+        concat!(
+            "SELECT c.seq, c.version FROM unnest(",
+            $queues,
+            "::text[]) AS q(name)
+             CROSS JOIN generate_series(0, 9) AS p(priority)
+             CROSS JOIN LATERAL (
+                SELECT seq, ",
+            $version,
+            " AS version, available_at FROM jobs
+                WHERE queue = q.name AND priority = p.priority::smallint
+                  AND status IN ('pending', 'leased') AND available_at <= $1
+                  AND deadline > $1 AND attempts < max_attempts AND NOT cancel_requested
+                ORDER BY available_at, seq LIMIT ",
+            $limit,
+            ") AS c
+             ORDER BY p.priority, c.available_at, c.seq LIMIT ",
+            $limit
+        )
+    };
+}
+
+/// Reaps, and leases the claimable job of the queues `$4` that comes first in claim's order,
+/// in one statement (one round trip). The pick sees the statement's snapshot, from before
+/// the reaps, but takes only rows in budget and without a cancel request, which no reap
+/// touches; the write takes the row only in the version the pick saw (see the module's
+/// doc), so it comes back empty when another transaction changed that row meanwhile.
 pub(super) const CLAIM: &str = concat!(
     "WITH ",
     reaps!(),
     ",
-     first AS (
-        SELECT seq, xmin AS version FROM jobs
-        WHERE status IN ('pending', 'leased') AND available_at <= $1
-          AND deadline > $1 AND attempts < max_attempts
-        ORDER BY available_at, seq LIMIT 1),
+     first AS (",
+    pick!("$4", "1", "xmin"),
+    "),
      picked AS (
         UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
                         available_at = $3, updated_at = $1
@@ -100,21 +143,11 @@ pub(super) const CLAIM: &str = concat!(
      SELECT id, attempts, payload, deadline, last_node FROM picked"
 );
 
-/// The seqs of up to `$2` due jobs in claim order, with the version of each row the pick saw
-/// (`xmin`, as a number, to hand back to [`LEASE`]): what `$2` picks of [`CLAIM`] one after
-/// another would take, since a job just leased expires after `now`.
-pub(super) const PICK: &str = "
-    SELECT seq, xmin::text::bigint FROM jobs
-    WHERE status IN ('pending', 'leased') AND available_at <= $1
-      AND deadline > $1 AND attempts < max_attempts
-    ORDER BY available_at, seq LIMIT $2";
-
-/// Whether any job is due and in budget, as committed now: after a pick came back short,
-/// whether to pick again.
-const ANY_DUE: &str = "
-    SELECT EXISTS (SELECT 1 FROM jobs
-                   WHERE status IN ('pending', 'leased') AND available_at <= $1
-                     AND deadline > $1 AND attempts < max_attempts)";
+/// The seqs of up to `$2` claimable jobs of the queues `$3` in claim order, with the version
+/// of each row the pick saw (`xmin`, as a number, to hand back to [`LEASE`]): what `$2`
+/// picks of [`CLAIM`] one after another would take, since a job just leased expires after
+/// `now`. With `$2` = 1, whether any job of those queues is claimable, as committed now.
+pub(super) const PICK: &str = pick!("$3", "$2", "xmin::text::bigint");
 
 /// Leases one picked job, [`CLAIM`]'s write by seq: only in the version [`PICK`] saw, so no
 /// row when another transaction changed it meanwhile.
@@ -130,20 +163,42 @@ const UNDO: &str = "ROLLBACK TO SAVEPOINT pick";
 const KEEP: &str = "RELEASE SAVEPOINT pick";
 
 impl PgQueue {
-    /// [`Queue::claim`](crate::Queue::claim) on PostgreSQL: reaps, then leases the claimable
-    /// job with the smallest `available_at` to `worker` until `now + lease_ms`, in one
-    /// transaction; `None` when nothing is due.
+    /// [`Queue::claim`](crate::Queue::claim) on PostgreSQL: [`PgQueue::claim_from`] the
+    /// default queue alone.
     pub fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
-        input::name("worker", worker)?;
-        input::int("now", now)?;
-        let lease_ms = self.settings.lease_ms;
-        self.write(Turn::Alone, |tx| lease_next(tx, worker, now, lease_ms))
+        self.claim_from(worker, &[DEFAULT_QUEUE], now)
     }
 
-    /// [`Queue::claim_batch`](crate::Queue::claim_batch) on PostgreSQL: up to `k` claims in
-    /// one transaction, exactly as `k` single claims at `now` would answer.
-    pub fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
+    /// [`Queue::claim_from`](crate::Queue::claim_from) on PostgreSQL: reaps every queue,
+    /// then leases the claimable job of `queues` with the smallest `(priority,
+    /// available_at, first enqueue)` to `worker` until `now + lease_ms`, in one transaction;
+    /// `None` when nothing of `queues` is claimable.
+    pub fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
         input::name("worker", worker)?;
+        input::queues(queues)?;
+        input::int("now", now)?;
+        let lease_ms = self.settings.lease_ms;
+        self.write(Turn::Alone, |tx| lease_next(tx, worker, queues, now, lease_ms))
+    }
+
+    /// [`Queue::claim_batch`](crate::Queue::claim_batch) on PostgreSQL:
+    /// [`PgQueue::claim_batch_from`] the default queue alone.
+    pub fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
+        self.claim_batch_from(worker, &[DEFAULT_QUEUE], now, k)
+    }
+
+    /// [`Queue::claim_batch_from`](crate::Queue::claim_batch_from) on PostgreSQL: up to `k`
+    /// claims from `queues` in one transaction, exactly as `k` single claims at `now` would
+    /// answer.
+    pub fn claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<Vec<Claimed>> {
+        input::name("worker", worker)?;
+        input::queues(queues)?;
         input::int("now", now)?;
         if k == 0 {
             return Ok(Vec::new());
@@ -152,20 +207,21 @@ impl PgQueue {
         self.write(Turn::Alone, |tx| {
             // As on SQLite: a job just leased expires after `now`, so one reap is all of them.
             reap(tx, now)?;
-            lease_picked(tx, worker, now, lease_ms, k)
+            lease_picked(tx, worker, queues, now, lease_ms, k)
         })
     }
 
-    /// [`Queue::reap`](crate::Queue::reap) on PostgreSQL: claim's first step alone; how many
-    /// jobs moved to `dead`.
+    /// [`Queue::reap`](crate::Queue::reap) on PostgreSQL: claim's first step alone, over
+    /// every queue; how many jobs moved to `dead`.
     pub fn reap(&mut self, now: u64) -> Result<u64> {
         input::int("now", now)?;
         self.write(Turn::Alone, |tx| reap(tx, now))
     }
 }
 
-/// Claim's step 1 inside the caller's transaction, in its turn. Exhaustion first: an expired
-/// lease on the last attempt is `exhausted` even when its deadline has also passed (SPEC 6.4).
+/// Claim's step 1 inside the caller's transaction, in its turn. A cancel request first, then
+/// exhaustion: an expired lease on the last attempt is `exhausted` even when its deadline has
+/// also passed (SPEC 6.4).
 fn reap(tx: &mut Tx<'_>, now: u64) -> Result<u64> {
     let reaped: i64 = tx.query_one(REAP, &[&big("now", now)?])?.try_get(0)?;
     uint_of(reaped)
@@ -176,17 +232,23 @@ fn uint_of(count: i64) -> Result<u64> {
 }
 
 /// Claim's three steps (reap, pick and lease) inside the caller's transaction, in its turn.
-fn lease_next(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64) -> Result<Option<Claimed>> {
+fn lease_next(
+    tx: &mut Tx<'_>,
+    worker: &str,
+    queues: &[&str],
+    now: u64,
+    lease_ms: u64,
+) -> Result<Option<Claimed>> {
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;
     let (at, until) = (big("now", now)?, big("lease_until", lease_until)?);
     loop {
-        if let Some(row) = tx.query_opt(CLAIM, &[&at, &worker, &until])? {
+        if let Some(row) = tx.query_opt(CLAIM, &[&at, &worker, &until, &queues])? {
             return claimed(&row, worker, lease_until).map(Some);
         }
         // Empty: nothing is due, or the row chosen changed while this claim waited for it;
         // then pick again among what is committed now.
-        if !any_due(tx, at)? {
+        if !any_due(tx, at, queues)? {
             return Ok(None);
         }
     }
@@ -199,7 +261,14 @@ fn lease_next(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64) -> Result<
 /// are undone and the pick runs again on what is committed now: leasing the rest would lease
 /// them in an order that was first only before the change. A pick that came back short is
 /// repeated for the rest while anything is due.
-fn lease_picked(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64, k: usize) -> Result<Vec<Claimed>> {
+fn lease_picked(
+    tx: &mut Tx<'_>,
+    worker: &str,
+    queues: &[&str],
+    now: u64,
+    lease_ms: u64,
+    k: usize,
+) -> Result<Vec<Claimed>> {
     let at = big("now", now)?;
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;
@@ -209,7 +278,7 @@ fn lease_picked(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64, k: usize
         let want = k - leased.len();
         let limit = i64::try_from(want).unwrap_or(i64::MAX);
         tx.batch(MARK)?;
-        let picks = tx.query(PICK, &[&at, &limit])?;
+        let picks = tx.query(PICK, &[&at, &limit, &queues])?;
         let short = picks.len() < want;
         let mut fresh = Vec::with_capacity(picks.len());
         for pick in picks {
@@ -225,15 +294,17 @@ fn lease_picked(tx: &mut Tx<'_>, worker: &str, now: u64, lease_ms: u64, k: usize
         tx.batch(KEEP)?;
         leased.append(&mut fresh);
         // Every job leased here expires after `now`, so a new pick never takes it again.
-        if short && !any_due(tx, at)? {
+        if short && !any_due(tx, at, queues)? {
             break;
         }
     }
     Ok(leased)
 }
 
-fn any_due(tx: &mut Tx<'_>, at: i64) -> Result<bool> {
-    Ok(tx.query_one(ANY_DUE, &[&at])?.try_get(0)?)
+/// Whether any job of `queues` is claimable, as committed now: after a pick came back
+/// short, whether to pick again.
+fn any_due(tx: &mut Tx<'_>, at: i64, queues: &[&str]) -> Result<bool> {
+    Ok(!tx.query(PICK, &[&at, &1_i64, &queues])?.is_empty())
 }
 
 /// A row of [`CLAIM`]'s or [`LEASE`]'s `RETURNING`.

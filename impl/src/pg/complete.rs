@@ -26,30 +26,39 @@ use crate::queue::store::Settings;
 const STARTS: usize = 4;
 
 /// `ok` and `permanent` in one statement: their result does not depend on what the job
-/// holds, so the whole fence goes in the `WHERE` and no lookup comes first. They only take a
-/// job out of what is due, so they take no turn (`turn.rs`).
+/// holds — a cancel request included (SPEC 3.4) — so the whole fence goes in the `WHERE` and
+/// no lookup comes first. They only take a job out of what is due, so they take no turn
+/// (`turn.rs`). The job ends at `now`, and its cancel request, if any, with the lease.
 const FINISH_FENCED: &str = "
     UPDATE jobs SET status = $5, dead_reason = $6, available_at = NULL, owner = NULL,
-                    claimed_at = NULL, updated_at = $4, last_error = $7, last_node = $8
+                    claimed_at = NULL, updated_at = $4, last_error = $7, last_node = $8,
+                    ended_at = $4, cancel_requested = false
     WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4";
 
 /// What `retryable` needs of the job, locked, when the fence holds.
 const HELD_FENCED: &str = "
-    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms
+    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms,
+           cancel_requested
     FROM jobs
     WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4
     FOR UPDATE";
 
 /// The same columns, unlocked: why a fence did not hold.
 const HELD: &str = "
-    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms
+    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms,
+           cancel_requested
     FROM jobs WHERE id = $1";
+
+/// Whether an id that names no job is a pruned one's: its fence fails (SPEC 6.30).
+pub(super) const PRUNED: &str = "SELECT EXISTS (SELECT 1 FROM tombstones WHERE id = $1)";
 
 const FINISH: &str = "
     UPDATE jobs SET status = $2, dead_reason = $3, available_at = NULL, owner = NULL,
-                    claimed_at = NULL, updated_at = $4, last_error = $5, last_node = $6
+                    claimed_at = NULL, updated_at = $4, last_error = $5, last_node = $6,
+                    ended_at = $4, cancel_requested = false
     WHERE seq = $1";
 
+/// A retry: only without a cancel request, so there is none to clear.
 const RETRY: &str = "
     UPDATE jobs SET status = 'pending', available_at = $2, owner = NULL, claimed_at = NULL,
                     updated_at = $3, last_error = $4, last_node = $5
@@ -126,7 +135,9 @@ impl PgQueue {
                 if tx.execute(NOTE, &[&lease.id, &lease.worker, &attempt, &error, &node])? == 1 {
                     return Ok(());
                 }
-                let held = load(tx, &lease.id)?.ok_or_else(|| Error::NotFound { id: lease.id.clone() })?;
+                let Some((held, _)) = load(tx, &lease.id)? else {
+                    return Err(not_held(tx, lease)?);
+                };
                 if !holds(&held, lease) {
                     return Err(lease_lost(lease));
                 }
@@ -173,13 +184,21 @@ fn record(tx: &mut Tx<'_>, settings: &Settings, c: &Completion<'_>) -> Result<Co
                 });
             }
         } else if let Some(row) = tx.query_opt(HELD_FENCED, &[&id, &lease.worker, &attempt, &at])? {
-            let held = held(&row)?;
-            let completed = settle(&held, report.outcome, report.retry_after_ms, now, settings, *jitter)?;
+            let (held, cancel_requested) = held(&row)?;
+            // With a cancel request standing a retry is no more: the attempt ends the job,
+            // whatever its budget and deadline, and no delay is computed (SPEC 3.4, 6.25).
+            let completed = if cancel_requested {
+                Completed::Dead { reason: DeadReason::Cancelled }
+            } else {
+                settle(&held, report.outcome, report.retry_after_ms, now, settings, *jitter)?
+            };
             write(tx, held.seq, completed, at, error, node)?;
             return Ok(completed);
         }
         // The fence did not hold: say why, in SPEC 3.4's order.
-        let held = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.clone() })?;
+        let Some((held, _)) = load(tx, id)? else {
+            return Err(not_held(tx, lease)?);
+        };
         if !holds(&held, lease) {
             return Err(lease_lost(lease));
         }
@@ -228,13 +247,21 @@ fn changed(id: &str) -> Error {
     Error::Corrupt(format!("job {id:?} changed under a fenced call {STARTS} times"))
 }
 
-fn load(tx: &mut Tx<'_>, id: &str) -> Result<Option<Held>> {
+/// The refusal of a lease on an id that names no job: `lease_lost` for a pruned id, whose
+/// job ended (SPEC 6.30), else `not_found`.
+pub(super) fn not_held(tx: &mut Tx<'_>, lease: &Lease) -> Result<Error> {
+    let pruned: bool = tx.query_one(PRUNED, &[&lease.id])?.try_get(0)?;
+    Ok(if pruned { lease_lost(lease) } else { Error::NotFound { id: lease.id.clone() } })
+}
+
+/// The job a completion names, and whether a cancel request stands on it.
+fn load(tx: &mut Tx<'_>, id: &str) -> Result<Option<(Held, bool)>> {
     tx.query_opt(HELD, &[&id])?.map(|row| held(&row)).transpose()
 }
 
-/// A row of [`HELD`] or [`HELD_FENCED`].
-fn held(row: &postgres::Row) -> Result<Held> {
-    Ok(Held {
+/// A row of [`HELD`] or [`HELD_FENCED`], and its cancel request.
+fn held(row: &postgres::Row) -> Result<(Held, bool)> {
+    let held = Held {
         seq: row.try_get(0)?,
         status: word(row, 1)?,
         owner: row.try_get(2)?,
@@ -244,5 +271,6 @@ fn held(row: &postgres::Row) -> Result<Held> {
         claimed_at: opt_uint(row, 6)?,
         base_ms: opt_uint(row, 7)?,
         cap_ms: opt_uint(row, 8)?,
-    })
+    };
+    Ok((held, row.try_get(9)?))
 }

@@ -27,11 +27,18 @@ impl PgQueue {
 
     /// Connects to a database that is already a queue, for reading or operating on it:
     /// never creates the schema. An empty database is refused ([`Error::NotRetryq`]) and left
-    /// empty, as a missing file is by the SQLite queue's read-only open.
+    /// empty, as a missing file is by the SQLite queue's read-only open. One of an older
+    /// retryq (schema 2, retryq 1.1) is upgraded in place, in one transaction, as
+    /// [`PgQueue::connect`] does: every operation of this build needs schema 3.
     pub fn connect_existing(url: &str) -> Result<PgQueue> {
-        let queue = PgQueue::open(url)?;
+        let mut queue = PgQueue::open(url)?;
         let name = queue.name().to_owned();
-        let found = queue.read(|tx| schema::inspect(tx, &name))?;
+        let mut found = queue.read(|tx| schema::inspect(tx, &name))?;
+        if let schema::Found::Older(_) = found
+            && queue.write(super::store::Turn::Beside, |tx| schema::upgrade_existing(tx, &name))?
+        {
+            found = schema::Found::Retryq;
+        }
         if found != schema::Found::Retryq {
             return Err(Error::NotRetryq {
                 path: name.into(),

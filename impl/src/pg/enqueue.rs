@@ -1,27 +1,40 @@
-//! `enqueue`: accept a job once, by its business id.
+//! `enqueue`: accept a job once, by its business id — or, for a pruned id, answer by its
+//! tombstone's digest (SPEC 3.2, 6.29).
 
 use super::store::{PgQueue, Turn, Tx};
 use super::turn;
 use super::value::{big, opt_big};
 use crate::error::{Error, Result};
+use crate::input;
+use crate::job::{DEFAULT_QUEUE, payload_digest};
 use crate::queue::enqueue::{Enqueued, NewJob};
 
-/// A new job is pending from its `not_before` (`$6`, already `now` when none was given); an
-/// existing id is left exactly as it is. `ON CONFLICT DO NOTHING` waits for a concurrent
-/// insert of the same id to commit or roll back, so two enqueues of one new id store it
-/// once: the second finds the first's row and answers as for any existing id. The row is
-/// made from the shared turn's row, so the statement takes the turn before it writes, also
-/// when it runs on its own (`turn.rs`).
+/// How many times an enqueue looks again when the id's job was pruned between its insert
+/// and its read (see [`insert`]).
+const STARTS: usize = 4;
+
+/// A new job is pending from its `not_before` (`$6`, already `now` when none was given), in
+/// its queue (`$9`) at its priority (`$10`); an existing id is left exactly as it is, and so
+/// is a pruned one (no row: its tombstone answers). `ON CONFLICT DO NOTHING` waits for a
+/// concurrent insert of the same id to commit or roll back, so two enqueues of one new id
+/// store it once: the second finds the first's row and answers as for any existing id. The
+/// row is made from the shared turn's row, so the statement takes the turn before it writes,
+/// also when it runs on its own (`turn.rs`).
 const INSERT: &str = concat!(
     "
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
-                      redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms)
-    SELECT $1, $2, 'pending', 0, $3, $6, $4, 0, $5, $5, $6, $7, $8
+                      redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms, queue,
+                      priority, cancel_requested)
+    SELECT $1, $2, 'pending', 0, $3, $6, $4, 0, $5, $5, $6, $7, $8, $9, $10, false
     FROM pg_advisory_xact_lock_shared(",
     turn::key!(),
     ") AS turn
+    WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE id = $1)
     ON CONFLICT (id) DO NOTHING"
 );
+
+/// A pruned id's tombstone: its payload's digest decides `existing` or `conflict`.
+const TOMBSTONE_DIGEST: &str = "SELECT digest FROM tombstones WHERE id = $1";
 
 /// Byte for byte, as SPEC 3.2 compares payloads (`bytea` equality).
 const SAME_PAYLOAD: &str = "SELECT payload = $2 FROM jobs WHERE id = $1";
@@ -37,9 +50,10 @@ impl PgQueue {
     pub fn enqueue(&mut self, job: &(impl crate::queue::enqueue::ToEnqueue + ?Sized)) -> Result<Enqueued> {
         let clock = std::sync::Arc::clone(&self.sources.clock);
         let job = &job.new_job(&mut || crate::clock::store_now(&*self, &*clock))?;
-        job.validate()?;
+        validate(job)?;
         // A new id is the common case: the insert alone, as its own transaction. An existing
-        // one is looked at in a transaction of its own (its payload never changes).
+        // or pruned one is looked at in a transaction of its own (its payload, and its
+        // tombstone's digest, never change).
         let payload = job.payload.as_bytes();
         let (max_attempts, deadline, now) =
             (big("max_attempts", job.max_attempts)?, big("deadline", job.deadline)?, big("now", job.now)?);
@@ -48,8 +62,19 @@ impl PgQueue {
             opt_big("base_ms", job.base_ms)?,
             opt_big("cap_ms", job.cap_ms)?,
         );
-        let params: [&(dyn postgres::types::ToSql + Sync); 8] =
-            [&job.id, &payload, &max_attempts, &deadline, &now, &not_before, &base_ms, &cap_ms];
+        let (queue, priority) = place(job)?;
+        let params: [&(dyn postgres::types::ToSql + Sync); 10] = [
+            &job.id,
+            &payload,
+            &max_attempts,
+            &deadline,
+            &now,
+            &not_before,
+            &base_ms,
+            &cap_ms,
+            &queue,
+            &priority,
+        ];
         if self.single(INSERT, &params)? == 1 {
             return Ok(Enqueued::New);
         }
@@ -62,7 +87,7 @@ impl PgQueue {
         self.write(Turn::Shared, |tx| {
             let mut results = Vec::with_capacity(jobs.len());
             for job in jobs {
-                let result = job.validate().and_then(|()| insert(tx, job));
+                let result = validate(job).and_then(|()| insert(tx, job));
                 if let Err(Error::Postgres(e)) = result {
                     return Err(Error::Postgres(e));
                 }
@@ -73,30 +98,65 @@ impl PgQueue {
     }
 }
 
-/// The one write of `enqueue` (and of each job of `enqueue_many`) inside a write
-/// transaction, once the job is validated.
+/// Every argument of `job` checked (SPEC 3.1), its queue and priority with the rest.
+pub(super) fn validate(job: &NewJob<'_>) -> Result<()> {
+    job.validate()?;
+    if let Some(queue) = job.queue {
+        input::queue("queue", queue)?;
+    }
+    if let Some(priority) = job.priority {
+        input::priority(priority)?;
+    }
+    Ok(())
+}
+
+/// The queue and the priority a new job of `job` gets: the given ones, else the defaults
+/// (SPEC 1.6).
+fn place<'a>(job: &NewJob<'a>) -> Result<(&'a str, i16)> {
+    let priority = input::priority(job.priority.unwrap_or(0))?;
+    Ok((job.queue.unwrap_or(DEFAULT_QUEUE), i16::from(priority)))
+}
+
+/// The one write of `enqueue` (and of each job of `enqueue_many` and `enqueue_in`) inside a
+/// write transaction, once the job is validated. A pruned id answers by its tombstone; a
+/// job pruned between the insert (which found it) and the read (which did not) is looked at
+/// again, and then its tombstone answers.
 pub(super) fn insert(tx: &mut Tx<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
     let payload = job.payload.as_bytes();
-    let inserted = tx.execute(
-        INSERT,
-        &[
-            &job.id,
-            &payload,
-            &big("max_attempts", job.max_attempts)?,
-            &big("deadline", job.deadline)?,
-            &big("now", job.now)?,
-            &big("not_before", job.not_before.unwrap_or(job.now))?,
-            &opt_big("base_ms", job.base_ms)?,
-            &opt_big("cap_ms", job.cap_ms)?,
-        ],
-    )?;
-    if inserted == 1 {
-        return Ok(Enqueued::New);
+    let (queue, priority) = place(job)?;
+    for _ in 0..STARTS {
+        if let Some(row) = tx.query_opt(TOMBSTONE_DIGEST, &[&job.id])? {
+            let digest: String = row.try_get(0)?;
+            return match digest == payload_digest(job.payload) {
+                true => Ok(Enqueued::Existing),
+                false => Err(Error::Conflict { id: job.id.to_owned() }),
+            };
+        }
+        let inserted = tx.execute(
+            INSERT,
+            &[
+                &job.id,
+                &payload,
+                &big("max_attempts", job.max_attempts)?,
+                &big("deadline", job.deadline)?,
+                &big("now", job.now)?,
+                &big("not_before", job.not_before.unwrap_or(job.now))?,
+                &opt_big("base_ms", job.base_ms)?,
+                &opt_big("cap_ms", job.cap_ms)?,
+                &queue,
+                &priority,
+            ],
+        )?;
+        if inserted == 1 {
+            return Ok(Enqueued::New);
+        }
+        let same = tx.query_opt(SAME_PAYLOAD, &[&job.id, &payload])?;
+        match same.map(|row| row.try_get::<_, bool>(0)).transpose()? {
+            Some(true) => return Ok(Enqueued::Existing),
+            Some(false) => return Err(Error::Conflict { id: job.id.to_owned() }),
+            // Pruned (or pruned and forgotten) since the insert looked: look again.
+            None => {}
+        }
     }
-    let same = tx.query_opt(SAME_PAYLOAD, &[&job.id, &payload])?;
-    match same.map(|row| row.try_get::<_, bool>(0)).transpose()? {
-        Some(true) => Ok(Enqueued::Existing),
-        Some(false) => Err(Error::Conflict { id: job.id.to_owned() }),
-        None => Err(Error::Corrupt(format!("job {:?} neither inserted nor found", job.id))),
-    }
+    Err(Error::Corrupt(format!("job {:?} neither inserted nor found {STARTS} times", job.id)))
 }

@@ -1,5 +1,7 @@
-//! `heartbeat`: the holder of a running attempt keeps its lease (SPEC 3.12).
+//! `heartbeat`: the holder of a running attempt keeps its lease, unless an operator asked it
+//! to stop (SPEC 3.12, 3.13).
 
+use super::complete::not_held;
 use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_uint, uint, word};
 use crate::error::{Error, Result};
@@ -13,16 +15,17 @@ use crate::queue::lease::Lease;
 const STARTS: usize = 4;
 
 /// The whole heartbeat in one statement when it is accepted, as on SQLite: the lease held as
-/// named, the clock not before the claim, the deadline not come. The expiry only grows, and
-/// a refused heartbeat locks nothing.
+/// named, the clock not before the claim, no cancel request, the deadline not come. The
+/// expiry only grows, and a refused heartbeat locks nothing.
 const EXTEND: &str = "
     UPDATE jobs SET available_at = GREATEST(available_at, $5), updated_at = $4
     WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3
-      AND claimed_at <= $4 AND deadline > $4
+      AND claimed_at <= $4 AND NOT cancel_requested AND deadline > $4
     RETURNING available_at";
 
-/// What a refused heartbeat needs to say why, in SPEC 3.12's order.
-const HELD: &str = "SELECT status, owner, attempts, claimed_at, deadline FROM jobs WHERE id = $1";
+/// What a refused heartbeat needs to say why, in SPEC 3.12's order (6.34).
+const HELD: &str =
+    "SELECT status, owner, attempts, claimed_at, deadline, cancel_requested FROM jobs WHERE id = $1";
 
 impl PgQueue {
     /// [`Queue::heartbeat`](crate::Queue::heartbeat) on PostgreSQL: the lease's expiry
@@ -47,7 +50,7 @@ fn extend(tx: &mut Tx<'_>, lease: &Lease, now: u64, lease_ms: u64) -> Result<u64
             return uint(&row, 0);
         }
         let Some(row) = tx.query_opt(HELD, &[id])? else {
-            return Err(Error::NotFound { id: id.clone() });
+            return Err(not_held(tx, lease)?);
         };
         let status: Status = word(&row, 0)?;
         let owner: Option<String> = row.try_get(1)?;
@@ -59,6 +62,9 @@ fn extend(tx: &mut Tx<'_>, lease: &Lease, now: u64, lease_ms: u64) -> Result<u64
             .ok_or_else(|| Error::Corrupt(format!("job {id:?} is leased without a claim time")))?;
         if now < claimed_at {
             return Err(Error::ClockWentBackwards { now, claimed_at });
+        }
+        if row.try_get::<_, bool>(5)? {
+            return Err(Error::Cancelled { id: id.clone() });
         }
         if now >= uint(&row, 4)? {
             return Err(Error::DeadlinePassed { id: id.clone() });

@@ -73,7 +73,7 @@ pub(crate) fn enqueue_in_with(
         }
     };
     let job = job.new_job(&mut now)?;
-    job.validate()?;
+    super::enqueue::validate(&job)?;
     if schema::inspect(&mut inner, APP)? != Found::Retryq {
         return Err(Error::NotRetryq {
             path: APP.into(),

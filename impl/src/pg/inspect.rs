@@ -5,39 +5,63 @@ use postgres::Row;
 
 use super::store::PgQueue;
 use super::value::{big, opt_uint, opt_utf8, opt_word, uint, utf8, word};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::input;
-use crate::job::{DeadReason, Job, Status};
+use crate::job::{DeadReason, Job, Lookup, Status, Tombstone};
 use crate::queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
 
 const GET: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms
+           cap_ms, queue, priority, ended_at, cancel_requested
     FROM jobs WHERE id = $1";
 
 const DEAD: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms
+           cap_ms, queue, priority, ended_at, cancel_requested
     FROM jobs WHERE status = 'dead' AND ($1::text IS NULL OR dead_reason = $1)
     ORDER BY seq";
 
-/// The earliest time an open job needs a worker (see `queue/inspect.rs`).
-const NEXT_DUE: &str = "SELECT min(available_at) FROM jobs WHERE status IN ('pending', 'leased')";
+/// The earliest time an open job needs a worker (see `queue/inspect.rs`): the queues with
+/// open jobs found by skipping through `jobs_due` (one seek per queue), then one `min` per
+/// queue and priority, each the first entry of its part of the index.
+const NEXT_DUE: &str = r#"
+    WITH RECURSIVE queues (name) AS (
+        (SELECT queue FROM jobs WHERE status IN ('pending', 'leased') ORDER BY queue LIMIT 1)
+        UNION ALL
+        SELECT (SELECT queue FROM jobs WHERE status IN ('pending', 'leased') AND queue > q.name
+                ORDER BY queue LIMIT 1)
+        FROM queues q WHERE q.name IS NOT NULL)
+    SELECT min((SELECT min(available_at) FROM jobs
+                WHERE queue = q.name AND priority = p.priority::smallint
+                  AND status IN ('pending', 'leased')))
+    FROM queues q CROSS JOIN generate_series(0, 9) AS p(priority)
+    WHERE q.name IS NOT NULL"#;
 
-const STATS: &str = "
-    SELECT count(*) FILTER (WHERE status = 'pending'),
-           count(*) FILTER (WHERE status = 'leased'),
-           count(*) FILTER (WHERE status = 'done'),
-           count(*) FILTER (WHERE status = 'dead'),
-           count(*) FILTER (WHERE dead_reason = 'exhausted'),
-           count(*) FILTER (WHERE dead_reason = 'deadline'),
-           count(*) FILTER (WHERE dead_reason = 'permanent'),
-           count(*) FILTER (WHERE dead_reason = 'cancelled'),
-           count(*) FILTER (WHERE status = 'leased' AND available_at <= $1),
-           min(enqueued_at) FILTER (WHERE status IN ('pending', 'leased'))
-    FROM jobs";
+/// The kept counts (`ddl.rs`) of one queue (`$1`) or of all, summed over their shards: the
+/// jobs' by status and reason and the tombstones' (`pruned_done`, `pruned_dead`), SPEC 3.8.
+/// A few rows per queue, however many jobs.
+pub(super) const COUNTS: &str = "
+    SELECT status, reason, sum(n)::bigint FROM counts
+    WHERE $1::text IS NULL OR queue = $1
+    GROUP BY status, reason";
+
+/// The expired leases (a walk of `jobs_leases`, which holds the leases alone) and the oldest
+/// open job's `enqueued_at` (one `min` over `jobs_open_age` per queue the counts show open
+/// jobs in), of one queue (`$2`) or of all, as of `$1`.
+pub(super) const LEASES_AND_AGE: &str = "
+    SELECT (SELECT count(*) FROM jobs
+            WHERE status = 'leased' AND available_at <= $1 AND ($2::text IS NULL OR queue = $2)),
+           (SELECT min((SELECT min(enqueued_at) FROM jobs
+                        WHERE queue = q.queue AND status IN ('pending', 'leased')))
+            FROM (SELECT queue FROM counts
+                  WHERE status IN ('pending', 'leased') AND ($2::text IS NULL OR queue = $2)
+                  GROUP BY queue HAVING sum(n) > 0) AS q)";
+
+/// A pruned id's tombstone.
+const TOMBSTONE: &str = "
+    SELECT id, queue, digest, status, dead_reason, attempts, ended_at FROM tombstones WHERE id = $1";
 
 /// The leased rows, grouped by holder, in byte order of the name as SQLite sorts it.
 const OWNERS: &str = r#"
@@ -51,13 +75,14 @@ const HISTORY: &str = "
            reason, worker, at
     FROM history WHERE job = $1 ORDER BY n";
 
-/// Pending or leased jobs in claim's order.
+/// Pending or leased jobs queue by queue, each in claim's order: `priority`, `available_at`,
+/// then first enqueue — `jobs_due`'s order, as SQLite lists them.
 const LIST_OPEN: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms
+           cap_ms, queue, priority, ended_at, cancel_requested
     FROM jobs WHERE status IN ('pending', 'leased') AND status = $1
-    ORDER BY available_at, seq LIMIT $2";
+    ORDER BY queue, priority, available_at, seq LIMIT $2";
 
 const COUNT_OPEN: &str = "SELECT count(*) FROM jobs WHERE status IN ('pending', 'leased') AND status = $1";
 
@@ -66,14 +91,14 @@ const COUNT_OPEN: &str = "SELECT count(*) FROM jobs WHERE status IN ('pending', 
 const LIST_CLOSED: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms
+           cap_ms, queue, priority, ended_at, cancel_requested
     FROM jobs WHERE status = $1 AND ($2::text IS NULL OR dead_reason = $2)
     ORDER BY seq DESC LIMIT $3";
 
 const COUNT_CLOSED: &str =
     "SELECT count(*) FROM jobs WHERE status = $1 AND ($2::text IS NULL OR dead_reason = $2)";
 
-/// A row of the job queries' 17 columns.
+/// A row of the job queries' 21 columns.
 fn job_of(row: &Row) -> Result<Job> {
     Ok(Job {
         id: row.try_get(0)?,
@@ -93,6 +118,29 @@ fn job_of(row: &Row) -> Result<Job> {
         not_before: uint(row, 14)?,
         base_ms: opt_uint(row, 15)?,
         cap_ms: opt_uint(row, 16)?,
+        queue: row.try_get(17)?,
+        priority: small(row, 18)?,
+        ended_at: opt_uint(row, 19)?,
+        cancel_requested: row.try_get(20)?,
+    })
+}
+
+/// A `smallint` column that holds a priority.
+fn small(row: &Row, i: usize) -> Result<u8> {
+    let value: i16 = row.try_get(i)?;
+    u8::try_from(value).map_err(|_| Error::Corrupt(format!("a priority of {value}")))
+}
+
+/// A row of [`TOMBSTONE`].
+fn tombstone_of(row: &Row) -> Result<Tombstone> {
+    Ok(Tombstone {
+        id: row.try_get(0)?,
+        queue: row.try_get(1)?,
+        digest: row.try_get(2)?,
+        status: word(row, 3)?,
+        dead_reason: opt_word(row, 4)?,
+        attempts: uint(row, 5)?,
+        ended_at: uint(row, 6)?,
     })
 }
 
@@ -101,10 +149,26 @@ fn jobs_of(rows: &[Row]) -> Result<Vec<Job>> {
 }
 
 impl PgQueue {
-    /// [`Queue::get`](crate::Queue::get) on PostgreSQL: the job with this id, if any.
+    /// [`Queue::get`](crate::Queue::get) on PostgreSQL: the job with this id, if any (`None`
+    /// for a pruned id, as for an unknown one: see [`PgQueue::lookup`]).
     pub fn get(&self, id: &str) -> Result<Option<Job>> {
         input::name("id", id)?;
         self.read(|tx| tx.query_opt(GET, &[&id])?.as_ref().map(job_of).transpose())
+    }
+
+    /// [`Queue::lookup`](crate::Queue::lookup) on PostgreSQL: the job or the tombstone `id`
+    /// names (SPEC 3.9), in one snapshot.
+    pub fn lookup(&self, id: &str) -> Result<Option<Lookup>> {
+        input::name("id", id)?;
+        self.read(|tx| {
+            if let Some(row) = tx.query_opt(GET, &[&id])? {
+                return Ok(Some(Lookup::Job(job_of(&row)?)));
+            }
+            tx.query_opt(TOMBSTONE, &[&id])?
+                .as_ref()
+                .map(|row| tombstone_of(row).map(Lookup::Pruned))
+                .transpose()
+        })
     }
 
     /// [`Queue::dead_jobs`](crate::Queue::dead_jobs) on PostgreSQL: the dead jobs (of one
@@ -120,26 +184,48 @@ impl PgQueue {
         self.read(|tx| opt_uint(&tx.query_one(NEXT_DUE, &[])?, 0))
     }
 
-    /// [`Queue::stats`](crate::Queue::stats) on PostgreSQL: counts by status and reason,
-    /// expired leases, and the oldest open job's age, as of `now`.
+    /// [`Queue::stats`](crate::Queue::stats) on PostgreSQL: [`PgQueue::stats_of`] every
+    /// queue.
     pub fn stats(&self, now: u64) -> Result<Stats> {
+        self.stats_of(now, None)
+    }
+
+    /// [`Queue::stats_of`](crate::Queue::stats_of) on PostgreSQL: counts by status and
+    /// reason, expired leases, the oldest open job's age as of `now`, and the tombstones by
+    /// final status, of one queue or of all (SPEC 3.8), in one snapshot: the counts from the
+    /// `counts` table, the rest from the indexes of the leases and the open jobs, never a
+    /// scan of the jobs.
+    pub fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats> {
         input::int("now", now)?;
+        if let Some(queue) = queue {
+            input::queue("queue", queue)?;
+        }
         let at = big("now", now)?;
         self.read(|tx| {
-            let row = tx.query_one(STATS, &[&at])?;
-            let oldest = opt_uint(&row, 9)?;
-            Ok(Stats {
-                pending: uint(&row, 0)?,
-                leased: uint(&row, 1)?,
-                done: uint(&row, 2)?,
-                dead: uint(&row, 3)?,
-                dead_exhausted: uint(&row, 4)?,
-                dead_deadline: uint(&row, 5)?,
-                dead_permanent: uint(&row, 6)?,
-                dead_cancelled: uint(&row, 7)?,
-                leased_expired: uint(&row, 8)?,
-                oldest_open_age_ms: oldest.map(|at| now.saturating_sub(at)),
-            })
+            let mut stats = Stats::default();
+            for row in tx.query(COUNTS, &[&queue])? {
+                let (status, reason): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+                let n = uint(&row, 2)?;
+                let slot = match (status.as_str(), reason.as_str()) {
+                    ("pending", "") => &mut stats.pending,
+                    ("leased", "") => &mut stats.leased,
+                    ("done", "") => &mut stats.done,
+                    ("dead", "exhausted") => &mut stats.dead_exhausted,
+                    ("dead", "deadline") => &mut stats.dead_deadline,
+                    ("dead", "permanent") => &mut stats.dead_permanent,
+                    ("dead", "cancelled") => &mut stats.dead_cancelled,
+                    ("pruned_done", "") => &mut stats.pruned_done,
+                    ("pruned_dead", "") => &mut stats.pruned_dead,
+                    _ => return Err(Error::Corrupt(format!("a count of {status:?} ({reason:?})"))),
+                };
+                *slot = n;
+            }
+            stats.dead =
+                stats.dead_exhausted + stats.dead_deadline + stats.dead_permanent + stats.dead_cancelled;
+            let row = tx.query_one(LEASES_AND_AGE, &[&at, &queue])?;
+            stats.leased_expired = uint(&row, 0)?;
+            stats.oldest_open_age_ms = opt_uint(&row, 1)?.map(|at| now.saturating_sub(at));
+            Ok(stats)
         })
     }
 

@@ -26,15 +26,21 @@ mod cancel;
 mod claim;
 mod complete;
 mod connect;
+mod ddl;
 mod enqueue;
 mod heartbeat;
 mod inside;
 mod inspect;
 mod redrive;
+mod retention;
 mod schema;
 mod store;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_1_2;
+#[cfg(test)]
+mod tests_stats;
 mod tls;
 mod turn;
 #[cfg(test)]

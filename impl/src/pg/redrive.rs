@@ -23,9 +23,10 @@ const DEAD: &str = "
     SELECT id FROM jobs WHERE status = 'dead' AND ($1::text IS NULL OR dead_reason = $1)
     ORDER BY seq FOR UPDATE";
 
+/// A dead job has no cancel request to clear (SPEC 6.33); its end is undone.
 const REDRIVE: &str = "
     UPDATE jobs SET status = 'pending', available_at = $2, max_attempts = $3, deadline = $4,
-                    dead_reason = NULL, redrives = redrives + 1, updated_at = $2
+                    dead_reason = NULL, redrives = redrives + 1, updated_at = $2, ended_at = NULL
     WHERE id = $1";
 
 impl PgQueue {
@@ -71,7 +72,12 @@ fn redrive(tx: &mut Tx<'_>, id: &str, budget: Budget) -> Result<()> {
             return Ok(());
         }
         let Some(row) = tx.query_opt(LOOKUP, &[&id])? else {
-            return Err(Error::NotFound { id: id.to_owned() });
+            // SPEC 3.6: `pruned` right after `not_found`.
+            let pruned: bool = tx.query_one(super::complete::PRUNED, &[&id])?.try_get(0)?;
+            return Err(match pruned {
+                true => Error::Pruned { id: id.to_owned() },
+                false => Error::NotFound { id: id.to_owned() },
+            });
         };
         let status: Status = word(&row, 0)?;
         if status != Status::Dead {

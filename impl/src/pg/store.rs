@@ -363,10 +363,17 @@ impl PgQueue {
 }
 
 /// A failure after which the server rolled the whole transaction back on its own, so that
-/// running it again is safe.
+/// running it again is safe: a deadlock, a serialization failure, or `RQ001`, an insert
+/// that waited for a prune of the same id and found its tombstone once it went on
+/// (`ddl.rs`), which a second run answers by that tombstone.
 fn rolled_back(e: &postgres::Error) -> bool {
-    matches!(e.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE)
+    matches!(e.code(), Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED
+        || *code == SqlState::T_R_SERIALIZATION_FAILURE
+        || code.code() == OVER_A_TOMBSTONE)
 }
+
+/// The SQLSTATE of the trigger that refuses a job under a pruned id (`ddl.rs`).
+const OVER_A_TOMBSTONE: &str = "RQ001";
 
 /// Who holds the turn (`turn.rs`: an advisory lock on one bigint key, which `pg_locks`
 /// shows as class 0, object KEY, sub-object 1), blocks any session of this database now, or

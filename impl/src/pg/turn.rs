@@ -32,7 +32,8 @@
 //! # Why the other writes do not take it
 //!
 //! A write that can only take a job out of what is due, or make it due later — an `ok` or
-//! `permanent` completion, a heartbeat, a note, a cancel — leaves a claim's answer as it was
+//! `permanent` completion, a heartbeat, a note, a cancel of a pending job — leaves a claim's
+//! answer as it was
 //! unless the claim wanted that very job, and then the claim locks the row and waits for it
 //! (`claim.rs`; a reap's `UPDATE` does the same). So a claim that did not see such a write
 //! answers as it would after it, and the write can be ordered first; these writes run beside
@@ -68,10 +69,13 @@ pub(super) enum Turn {
     /// Claims and reaps: no write that can make a job due commits while they decide.
     Alone,
     /// Writes that can make a job due, or due sooner (enqueue, a retryable completion,
-    /// redrive): side by side with each other, never inside a claim's turn.
+    /// redrive), or change what a reap does to it (a cancel, whose request makes an expired
+    /// lease end `cancelled` rather than be claimed again): side by side with each other,
+    /// never inside a claim's turn.
     Shared,
     /// Writes that can only take a job out of what is due or make it due later (an `ok` or
-    /// `permanent` completion, heartbeat, note, cancel): beside claims, no turn.
+    /// `permanent` completion, heartbeat, note), or touch only ended jobs and tombstones,
+    /// which no claim sees (prune, forget): beside claims, no turn.
     Beside,
 }
 

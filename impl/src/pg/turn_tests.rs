@@ -40,11 +40,11 @@ fn waits_for(url: &str, held: &str, mut q: PgQueue, name: &str, call: Call) -> b
 }
 
 /// A job in each state the writes below need, on a fresh database: `pending`; `done`,
-/// `retry`, `batch`, `batch2`, `note`, `beat` leased to `w` on attempt 1; `dead` and
+/// `retry`, `batch`, `batch2`, `note`, `beat`, `asked` leased to `w` on attempt 1; `dead` and
 /// `dead2` dead.
 fn scene(test: &str) -> Option<String> {
     let (url, mut q) = pg_at(test)?;
-    let ids = ["pending", "done", "retry", "batch", "batch2", "note", "beat", "dead", "dead2"];
+    let ids = ["pending", "done", "retry", "batch", "batch2", "note", "beat", "asked", "dead", "dead2"];
     for id in ids.iter().rev() {
         let job = NewJob { id, payload: "", max_attempts: 1, deadline: 9000, now: 0, ..NewJob::default() };
         q.enqueue(&job).expect("enqueue");
@@ -79,7 +79,8 @@ fn finish_batch(id: &str, outcome: Outcome) -> Call {
     })
 }
 
-/// The writes of [`scene`]'s jobs that can make a job due, or due sooner.
+/// The writes of [`scene`]'s jobs that can make a job due, or due sooner, or change what a
+/// reap does to one (a cancel: SPEC 6.26).
 fn making_due() -> Vec<(&'static str, Call)> {
     let job = |id| NewJob { id, payload: "", max_attempts: 3, deadline: 9000, now: 20, ..NewJob::default() };
     let redrive_all =
@@ -95,6 +96,8 @@ fn making_due() -> Vec<(&'static str, Call)> {
                 q.redrive(&Redrive { id: "dead", add_attempts: 1, deadline: 9000, now: 20 })
             }),
         ),
+        ("cancel", Box::new(|q: &mut PgQueue| q.cancel("pending", 20).map(drop))),
+        ("cancel of a leased job", Box::new(|q: &mut PgQueue| q.cancel("asked", 20).map(drop))),
         (
             "redrive_dead",
             Box::new(move |q: &mut PgQueue| {
@@ -105,14 +108,15 @@ fn making_due() -> Vec<(&'static str, Call)> {
 }
 
 /// The writes of [`scene`]'s jobs that can only take a job out of what is due, or make it
-/// due later.
+/// due later, and the retention, which touches no open job.
 fn taking_out() -> Vec<(&'static str, Call)> {
     vec![
         ("complete ok", finish("done", Outcome::Ok)),
         ("complete_batch of ok", finish_batch("batch", Outcome::Ok)),
         ("record_error", Box::new(|q: &mut PgQueue| q.record_error(&lease("note"), "refused", None))),
         ("heartbeat", Box::new(|q: &mut PgQueue| q.heartbeat(&lease("beat"), 20).map(drop))),
-        ("cancel", Box::new(|q: &mut PgQueue| q.cancel("pending", 20))),
+        ("prune", Box::new(|q: &mut PgQueue| q.prune(5, 20).map(drop))),
+        ("forget", Box::new(|q: &mut PgQueue| q.forget(5, 20).map(drop))),
     ]
 }
 

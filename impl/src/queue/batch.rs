@@ -34,7 +34,20 @@ impl Queue {
     /// # Ok::<(), retryq::Error>(())
     /// ```
     pub fn claim_batch(&mut self, worker: &str, now: u64, k: usize) -> Result<Vec<Claimed>> {
+        self.claim_batch_from(worker, &[crate::DEFAULT_QUEUE], now, k)
+    }
+
+    /// [`claim_batch`](Queue::claim_batch) serving `queues`: exactly `k` calls of
+    /// [`Queue::claim_from`] with them.
+    pub fn claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<Vec<Claimed>> {
         input::name("worker", worker)?;
+        input::queues(queues)?;
         input::int("now", now)?;
         if k == 0 {
             return Ok(Vec::new());
@@ -44,7 +57,7 @@ impl Queue {
             // Every later single claim at this `now` would reap nothing more: a job just
             // leased expires at `now + lease_ms`, after `now`, so one reap is all of them.
             reap(tx, now)?;
-            lease_picked(tx, worker, now, lease_ms, k)
+            lease_picked(tx, worker, queues, now, lease_ms, k)
         })
     }
 

@@ -4,7 +4,7 @@
 //! rows it may touch (see `schema.rs`), so the cost of a claim does not grow with the number
 //! of jobs waiting, done or dead.
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Transaction, params};
 
 use super::lease::Lease;
 use super::store::Queue;
@@ -47,27 +47,26 @@ impl Claimed {
 // each statement that also writes through a trigger, as every transition does (the history
 // trigger). That copy was the largest single cost of a claim (see `docs/benchmarks.md`).
 
+/// An expired lease whose holder was asked to stop: it is never claimed again (SPEC 3.3.1
+/// rule 1, before the budget and the deadline).
+const REAP_CANCELLED: &str = "
+    UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
+                    owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1,
+                    cancel_requested = 0
+    WHERE status = 'leased' AND cancel_requested = 1 AND available_at <= ?1";
+
 /// A lease on the last attempt that expired: the budget is spent.
 const REAP_EXHAUSTED: &str = "
     UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
-                    owner = NULL, claimed_at = NULL, updated_at = ?1
+                    owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1
     WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= ?1";
 
 /// A pending job, or an expired lease, whose deadline has come: no time is left to start.
 const REAP_DEADLINE: &str = "
     UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
-                    owner = NULL, claimed_at = NULL, updated_at = ?1
+                    owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1
     WHERE status IN ('pending', 'leased') AND deadline <= ?1
       AND (status = 'pending' OR available_at <= ?1)";
-
-/// Leases the due job with the smallest `available_at`, ties to the first enqueued.
-const CLAIM: &str = "
-    UPDATE OR ROLLBACK jobs SET status = 'leased', attempts = attempts + 1, owner = ?2, claimed_at = ?1,
-                    available_at = ?3, updated_at = ?1
-    WHERE seq = (SELECT seq FROM jobs
-                 WHERE status IN ('pending', 'leased') AND available_at <= ?1
-                 ORDER BY available_at, seq LIMIT 1)
-    RETURNING id, attempts, payload, deadline, last_node";
 
 impl Queue {
     /// Quarantines every job that is due and out of budget, then leases the claimable job
@@ -88,12 +87,19 @@ impl Queue {
     /// # Ok::<(), retryq::Error>(())
     /// ```
     pub fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
+        self.claim_from(worker, &[crate::DEFAULT_QUEUE], now)
+    }
+
+    /// [`claim`](Queue::claim) serving `queues` (SPEC 3.3): the reap covers every queue, the
+    /// pick only these.
+    pub fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
         input::name("worker", worker)?;
+        input::queues(queues)?;
         input::int("now", now)?;
         let lease_ms = self.settings.lease_ms;
         self.write(|tx| {
             reap(tx, now)?;
-            lease_next(tx, worker, now, lease_ms)
+            Ok(lease_picked(tx, worker, queues, now, lease_ms, 1)?.pop())
         })
     }
 
@@ -118,60 +124,52 @@ impl Queue {
     }
 }
 
-/// Claim's steps 2 and 3 (pick and lease) inside the caller's transaction, once reaped.
-pub(super) fn lease_next(
-    tx: &Transaction<'_>,
-    worker: &str,
-    now: u64,
-    lease_ms: u64,
-) -> Result<Option<Claimed>> {
-    // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
-    let lease_until = now + lease_ms;
-    let claimed = tx
-        .prepare_cached(CLAIM)?
-        .query_row(params![now, worker, lease_until], |row| {
-            Ok(Claimed {
-                lease: Lease { worker: worker.to_owned(), id: row.get(0)?, attempt: row.get(1)? },
-                lease_until,
-                payload: row.get(2)?,
-                deadline: row.get(3)?,
-                last_node: row.get(4)?,
-            })
-        })
-        .optional()?;
-    Ok(claimed)
-}
-
-/// The seqs of up to `?2` due jobs in claim order: what `?2` picks of [`CLAIM`] one after
-/// another would take, since a job just leased expires after `now` and is due no more.
+/// Up to `?4` due jobs of one queue (`?1`) and one priority (`?2`), in claim order: a walk
+/// of `jobs_due` from its start at that queue and priority, stopping at the first job not due
+/// or once `?4` are found. A job just leased expires after `now` and is due no more, so `k`
+/// single claims take, queue by queue, what one walk finds.
 const PICK: &str = "
-    SELECT seq FROM jobs
-    WHERE status IN ('pending', 'leased') AND available_at <= ?1
-    ORDER BY available_at, seq LIMIT ?2";
+    SELECT available_at, seq FROM jobs
+    WHERE queue = ?1 AND priority = ?2 AND status IN ('pending', 'leased') AND available_at <= ?3
+    ORDER BY available_at, seq LIMIT ?4";
 
-/// Leases one picked job: [`CLAIM`]'s write, by seq.
+/// Leases one picked job by its seq.
 const LEASE: &str = "
     UPDATE OR ROLLBACK jobs SET status = 'leased', attempts = attempts + 1, owner = ?2,
                                 claimed_at = ?1, available_at = ?3, updated_at = ?1
     WHERE seq = ?4
     RETURNING id, attempts, payload, deadline, last_node";
 
-/// Up to `k` claims inside the caller's transaction, once reaped: the due jobs are picked
-/// with one walk of the index, then leased one by one in claim order, so that each job's
-/// row and history are written exactly as `k` calls of [`lease_next`] would write them, in
-/// the same order.
+/// Up to `k` claims from `queues` inside the caller's transaction, once reaped: the due
+/// jobs are picked priority by priority, each priority with one walk of the index per queue
+/// (the smallest `(available_at, seq)` over all queues first: SPEC 3.3.2, 6.32), then
+/// leased one by one in claim order, so that each job's row and history are written exactly
+/// as `k` single claims would write them, in the same order. The cost is at most ten walks
+/// per queue served, whatever the number of jobs.
 pub(super) fn lease_picked(
     tx: &Transaction<'_>,
     worker: &str,
+    queues: &[&str],
     now: u64,
     lease_ms: u64,
     k: usize,
 ) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(k).unwrap_or(i64::MAX);
-    let seqs: Vec<i64> = tx
-        .prepare_cached(PICK)?
-        .query_map(params![now, limit], |row| row.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let mut seqs: Vec<i64> = Vec::new();
+    let mut pick = tx.prepare_cached(PICK)?;
+    for priority in 0..=input::MAX_PRIORITY {
+        let mut due: Vec<(u64, i64)> = Vec::new();
+        for queue in queues {
+            let rows =
+                pick.query_map(params![queue, priority, now, limit], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            due.extend(rows.collect::<rusqlite::Result<Vec<(u64, i64)>>>()?);
+        }
+        due.sort_unstable();
+        seqs.extend(due.into_iter().take(k - seqs.len()).map(|(_, seq)| seq));
+        if seqs.len() == k {
+            break;
+        }
+    }
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;
     let mut lease = tx.prepare_cached(LEASE)?;
@@ -192,11 +190,13 @@ pub(super) fn lease_picked(
 
 /// Claim's step 1 inside the caller's transaction.
 pub(super) fn reap(tx: &Transaction<'_>, now: u64) -> Result<u64> {
-    // Exhaustion first: an expired lease on the last attempt is `exhausted` even when its
-    // deadline has also passed.
+    // A cancel request first, then exhaustion: an expired lease whose holder was asked to
+    // stop is `cancelled` whatever its budget and deadline, and one on the last attempt is
+    // `exhausted` even when its deadline has also passed.
+    let cancelled = tx.prepare_cached(REAP_CANCELLED)?.execute([now])?;
     let exhausted = tx.prepare_cached(REAP_EXHAUSTED)?.execute([now])?;
     let late = tx.prepare_cached(REAP_DEADLINE)?.execute([now])?;
-    Ok((exhausted + late) as u64)
+    Ok((cancelled + exhausted + late) as u64)
 }
 
 #[cfg(test)]
@@ -342,20 +342,9 @@ mod tests {
         let q = queue();
         let plan: Vec<String> = q
             .conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::CLAIM))
-            .expect("explain")
-            .query_map(rusqlite::params![0, "w", 0], |row| row.get::<_, String>(3))
-            .expect("plan")
-            .collect::<Result<_, _>>()
-            .expect("rows");
-        let plan = plan.join("\n");
-        assert!(plan.contains("jobs_due"), "{plan}");
-        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
-        let plan: Vec<String> = q
-            .conn
             .prepare(&format!("EXPLAIN QUERY PLAN {}", super::PICK))
             .expect("explain")
-            .query_map(rusqlite::params![0, 100], |row| row.get::<_, String>(3))
+            .query_map(rusqlite::params!["default", 0, 0, 100], |row| row.get::<_, String>(3))
             .expect("plan")
             .collect::<Result<_, _>>()
             .expect("rows");
@@ -371,9 +360,11 @@ mod tests {
             .collect::<Result<_, _>>()
             .expect("rows");
         assert!(plan.join("\n").contains("INTEGER PRIMARY KEY"), "{plan:?}");
-        for (sql, index) in
-            [(super::REAP_EXHAUSTED, "jobs_last_lease"), (super::REAP_DEADLINE, "jobs_open_deadline")]
-        {
+        for (sql, index) in [
+            (super::REAP_CANCELLED, "jobs_cancelling"),
+            (super::REAP_EXHAUSTED, "jobs_last_lease"),
+            (super::REAP_DEADLINE, "jobs_open_deadline"),
+        ] {
             let plan: Vec<String> = q
                 .conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))

@@ -66,15 +66,20 @@ impl<'a> Completion<'a> {
 }
 
 const HELD: &str = "
-    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms
+    SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms,
+           cancel_requested
     FROM jobs WHERE id = ?1";
+
+/// Whether an id that names no job is a pruned one's: its fence fails (SPEC 6.30).
+pub(super) const PRUNED: &str = "SELECT 1 FROM tombstones WHERE id = ?1";
 
 // The two writes go by the seq `HELD` read, and are `OR ROLLBACK` for the reason given in
 // `claim.rs`: no statement journal for a write that the caller would roll back whole anyway.
 
 const FINISH: &str = "
     UPDATE OR ROLLBACK jobs SET status = ?2, dead_reason = ?3, available_at = NULL, owner = NULL,
-                                claimed_at = NULL, updated_at = ?4, last_error = ?5, last_node = ?6
+                                claimed_at = NULL, updated_at = ?4, last_error = ?5, last_node = ?6,
+                                ended_at = ?4, cancel_requested = 0
     WHERE seq = ?1";
 
 const RETRY: &str = "
@@ -88,7 +93,8 @@ const RETRY: &str = "
 /// general path (lookup, checks, write) finds out which refusal it is.
 const FINISH_FENCED: &str = "
     UPDATE OR ROLLBACK jobs SET status = ?5, dead_reason = ?6, available_at = NULL, owner = NULL,
-                                claimed_at = NULL, updated_at = ?4, last_error = ?7, last_node = ?8
+                                claimed_at = NULL, updated_at = ?4, last_error = ?7, last_node = ?8,
+                                ended_at = ?4, cancel_requested = 0
     WHERE id = ?1 AND status = 'leased' AND owner = ?2 AND attempts = ?3 AND claimed_at <= ?4";
 
 /// Notes on a live lease, fenced like a completion. Names no state column, so it is not a
@@ -174,7 +180,7 @@ impl Queue {
                 return Ok(());
             }
             if load(tx, id)?.is_none() {
-                return Err(Error::NotFound { id: id.clone() });
+                return Err(not_held(tx, lease)?);
             }
             Err(lease_lost(lease))
         })
@@ -235,7 +241,9 @@ pub(super) fn record(tx: &Transaction<'_>, settings: &Settings, c: &Completion<'
             });
         }
     }
-    let held = load(tx, id)?.ok_or_else(|| Error::NotFound { id: id.clone() })?;
+    let Some((held, cancel_requested)) = load(tx, id)? else {
+        return Err(not_held(tx, lease)?);
+    };
     let holds = held.status == Status::Leased
         && held.owner.as_deref() == Some(lease.worker.as_str())
         && held.attempts == lease.attempt;
@@ -248,7 +256,13 @@ pub(super) fn record(tx: &Transaction<'_>, settings: &Settings, c: &Completion<'
     if now < claimed_at {
         return Err(Error::ClockWentBackwards { now, claimed_at });
     }
-    let completed = settle(&held, outcome, report.retry_after_ms, now, settings, *jitter)?;
+    // With a cancel request standing a retry is no more: the attempt ends the job (SPEC 3.4,
+    // 3.13). `ok` and `permanent` end it as they always do, through `FINISH_FENCED` above.
+    let completed = if cancel_requested && outcome == Outcome::Retryable {
+        Completed::Dead { reason: DeadReason::Cancelled }
+    } else {
+        settle(&held, outcome, report.retry_after_ms, now, settings, *jitter)?
+    };
     let seq = held.seq;
     match completed {
         Completed::Done => tx.prepare_cached(FINISH)?.execute(params![
@@ -269,11 +283,19 @@ pub(super) fn record(tx: &Transaction<'_>, settings: &Settings, c: &Completion<'
     Ok(completed)
 }
 
-fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Held>> {
+/// The refusal of a lease on an id that names no job: `lease_lost` for a pruned id, whose
+/// job ended (SPEC 6.30), else `not_found`.
+pub(super) fn not_held(tx: &Transaction<'_>, lease: &Lease) -> Result<Error> {
+    let pruned = tx.prepare_cached(PRUNED)?.exists([&lease.id])?;
+    Ok(if pruned { lease_lost(lease) } else { Error::NotFound { id: lease.id.clone() } })
+}
+
+/// The job a completion names, and whether a cancel request stands on it.
+fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<(Held, bool)>> {
     let held = tx
         .prepare_cached(HELD)?
         .query_row([id], |row| {
-            Ok(Held {
+            let held = Held {
                 seq: row.get(0)?,
                 status: row.get(1)?,
                 owner: row.get(2)?,
@@ -283,7 +305,8 @@ fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<Held>> {
                 claimed_at: row.get(6)?,
                 base_ms: row.get(7)?,
                 cap_ms: row.get(8)?,
-            })
+            };
+            Ok((held, row.get(9)?))
         })
         .optional()?;
     Ok(held)

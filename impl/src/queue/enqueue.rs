@@ -41,6 +41,11 @@ pub struct NewJob<'a> {
     /// The job's own largest retry window in place of the queue's `cap_ms`; `None` as for
     /// `base_ms`.
     pub cap_ms: Option<u64>,
+    /// The queue (SPEC 1.6): 1 … 64 bytes, no NUL; `None` is [`DEFAULT_QUEUE`](crate::DEFAULT_QUEUE).
+    /// An id already stored keeps its own (SPEC 6.28).
+    pub queue: Option<&'a str>,
+    /// 0 … 9, lower first (SPEC 1.6); `None` is 0. An id already stored keeps its own.
+    pub priority: Option<u64>,
 }
 
 /// What an `enqueue` takes: a [`NewJob`] with its times given (the contract's operation, the
@@ -72,9 +77,13 @@ pub enum Enqueued {
 /// existing id is left exactly as it is, schedule and backoff included.
 const INSERT: &str = "
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
-                      redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms)
-    VALUES (?1, ?2, 'pending', 0, ?3, ?6, ?4, 0, ?5, ?5, ?6, ?7, ?8)
+                      redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms, queue,
+                      priority, cancel_requested)
+    VALUES (?1, ?2, 'pending', 0, ?3, ?6, ?4, 0, ?5, ?5, ?6, ?7, ?8, ?9, ?10, 0)
     ON CONFLICT (id) DO NOTHING";
+
+/// A pruned id's tombstone: its payload's digest decides `existing` or `conflict` (SPEC 3.2).
+const TOMBSTONE_DIGEST: &str = "SELECT digest FROM tombstones WHERE id = ?1";
 
 const SAME_PAYLOAD: &str = "SELECT payload = ?2 FROM jobs WHERE id = ?1";
 
@@ -95,6 +104,12 @@ impl NewJob<'_> {
         }
         if let Some(cap_ms) = self.cap_ms {
             input::int("cap_ms", cap_ms)?;
+        }
+        if let Some(queue) = self.queue {
+            input::queue("queue", queue)?;
+        }
+        if let Some(priority) = self.priority {
+            input::priority(priority)?;
         }
         Ok(())
     }
@@ -209,6 +224,14 @@ pub(crate) fn enqueue_in_at(
 /// The one write of `enqueue` (and of each job of `enqueue_many` and `enqueue_in`) inside a
 /// write transaction, once the job is validated.
 fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
+    let digest: Option<String> =
+        tx.prepare_cached(TOMBSTONE_DIGEST)?.query_row([job.id], |r| r.get(0)).optional()?;
+    if let Some(digest) = digest {
+        return match digest == crate::job::payload_digest(job.payload) {
+            true => Ok(Enqueued::Existing),
+            false => Err(Error::Conflict { id: job.id.to_owned() }),
+        };
+    }
     let inserted = tx.prepare_cached(INSERT)?.execute(params![
         job.id,
         job.payload,
@@ -217,7 +240,9 @@ fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
         job.now,
         job.not_before.unwrap_or(job.now),
         job.base_ms,
-        job.cap_ms
+        job.cap_ms,
+        job.queue.unwrap_or(crate::job::DEFAULT_QUEUE),
+        job.priority.unwrap_or(0)
     ])?;
     if inserted == 1 {
         return Ok(Enqueued::New);

@@ -6,7 +6,7 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
-use super::complete::{lease_lost, validate_lease};
+use super::complete::{lease_lost, not_held, validate_lease};
 use super::lease::Lease;
 use super::store::Queue;
 use crate::error::{Error, Result};
@@ -21,11 +21,12 @@ use crate::job::Status;
 const EXTEND: &str = "
     UPDATE jobs SET available_at = max(available_at, ?5), updated_at = ?4
     WHERE id = ?1 AND status = 'leased' AND owner = ?2 AND attempts = ?3
-      AND claimed_at <= ?4 AND deadline > ?4
+      AND claimed_at <= ?4 AND cancel_requested = 0 AND deadline > ?4
     RETURNING available_at";
 
 /// What a refused heartbeat needs to say why, in SPEC 3.12's order.
-const HELD: &str = "SELECT status, owner, attempts, claimed_at, deadline FROM jobs WHERE id = ?1";
+const HELD: &str =
+    "SELECT status, owner, attempts, claimed_at, deadline, cancel_requested FROM jobs WHERE id = ?1";
 
 /// A row of [`HELD`].
 struct Held {
@@ -34,6 +35,7 @@ struct Held {
     attempts: u64,
     claimed_at: Option<u64>,
     deadline: u64,
+    cancel_requested: bool,
 }
 
 impl Queue {
@@ -92,11 +94,12 @@ pub(super) fn extend(tx: &Transaction<'_>, lease: &Lease, now: u64, lease_ms: u6
                 attempts: row.get(2)?,
                 claimed_at: row.get(3)?,
                 deadline: row.get(4)?,
+                cancel_requested: row.get(5)?,
             })
         })
         .optional()?;
-    let Some(Held { status, owner, attempts, claimed_at, deadline }) = held else {
-        return Err(Error::NotFound { id: id.clone() });
+    let Some(Held { status, owner, attempts, claimed_at, deadline, cancel_requested }) = held else {
+        return Err(not_held(tx, lease)?);
     };
     if status != Status::Leased || owner.as_deref() != Some(worker.as_str()) || attempts != *attempt {
         return Err(lease_lost(lease));
@@ -105,6 +108,9 @@ pub(super) fn extend(tx: &Transaction<'_>, lease: &Lease, now: u64, lease_ms: u6
         claimed_at.ok_or_else(|| Error::Corrupt(format!("job {id:?} is leased without a claim time")))?;
     if now < claimed_at {
         return Err(Error::ClockWentBackwards { now, claimed_at });
+    }
+    if cancel_requested {
+        return Err(Error::Cancelled { id: id.clone() });
     }
     if now >= deadline {
         return Err(Error::DeadlinePassed { id: id.clone() });

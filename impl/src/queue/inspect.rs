@@ -4,9 +4,9 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::store::Queue;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::input;
-use crate::job::{DeadReason, Job, Status};
+use crate::job::{DeadReason, Job, Lookup, Status, Tombstone};
 
 /// Counts of the store at one instant.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,6 +33,10 @@ pub struct Stats {
     /// `None` when no job is open. A falling pending count is not success: jobs may have
     /// moved to dead.
     pub oldest_open_age_ms: Option<u64>,
+    /// Tombstones of jobs that were `done` when pruned (SPEC 3.8, 3.14).
+    pub pruned_done: u64,
+    /// Tombstones of jobs that were `dead` when pruned.
+    pub pruned_dead: u64,
 }
 
 /// One lease holder: a worker name in the `owner` column of leased jobs, and how many
@@ -76,32 +80,45 @@ pub struct HistoryEntry {
 
 const JOB_COLUMNS: &str = "id, payload, status, attempts, max_attempts, available_at, deadline, \
                            dead_reason, redrives, enqueued_at, owner, claimed_at, last_error, last_node, \
-                           not_before, base_ms, cap_ms";
+                           not_before, base_ms, cap_ms, queue, priority, ended_at, cancel_requested";
 
 const GET: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms
+           cap_ms, queue, priority, ended_at, cancel_requested
     FROM jobs WHERE id = ?1";
 
 /// The earliest time an open job needs a worker: a pending job's reservation or a lease's
 /// expiry. A pending job is due before its deadline (invariant 6), and a lease is reaped no
 /// earlier than its expiry, so nothing happens to any job before this time but through a
-/// caller. `min` over the `jobs_due` index reads one entry.
-const NEXT_DUE: &str = "SELECT min(available_at) FROM jobs WHERE status IN ('pending', 'leased')";
+/// caller. One `min` over the `jobs_due` index per queue with open jobs (as `counts` has
+/// them) and priority: each reads one entry.
+const NEXT_DUE: &str = "
+    SELECT min((SELECT min(available_at) FROM jobs
+                WHERE queue = q.queue AND priority = p.value AND status IN ('pending', 'leased')))
+    FROM (SELECT DISTINCT queue FROM counts WHERE (status = 'pending' OR status = 'leased') AND n > 0) AS q,
+         (SELECT 0 AS value UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3
+          UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7
+          UNION ALL SELECT 8 UNION ALL SELECT 9) AS p";
 
-const STATS: &str = "
-    SELECT count(*) FILTER (WHERE status = 'pending'),
-           count(*) FILTER (WHERE status = 'leased'),
-           count(*) FILTER (WHERE status = 'done'),
-           count(*) FILTER (WHERE status = 'dead'),
-           count(*) FILTER (WHERE dead_reason = 'exhausted'),
-           count(*) FILTER (WHERE dead_reason = 'deadline'),
-           count(*) FILTER (WHERE dead_reason = 'permanent'),
-           count(*) FILTER (WHERE dead_reason = 'cancelled'),
-           count(*) FILTER (WHERE status = 'leased' AND available_at <= ?1),
-           min(enqueued_at) FILTER (WHERE status IN ('pending', 'leased'))
-    FROM jobs";
+/// The counts by status and reason, of one queue (`?1`) or of all: the rows of `counts`, which
+/// the triggers keep in the same transaction as every transition, so `stats` reads as many
+/// rows as there are queues, statuses and reasons, whatever the number of jobs.
+const COUNTS: &str = "
+    SELECT status, reason, sum(n) FROM counts WHERE ?1 IS NULL OR queue = ?1 GROUP BY status, reason";
+
+/// Expired leases: a walk of the `jobs_leases` index, which holds the leases alone.
+const LEASED_EXPIRED: &str = "
+    SELECT count(*) FROM jobs
+    WHERE status = 'leased' AND available_at <= ?1 AND (?2 IS NULL OR queue = ?2)";
+
+/// The oldest open job's `enqueued_at`: one `min` over `jobs_open_age` per queue with open
+/// jobs.
+const OLDEST_OPEN: &str = "
+    SELECT min((SELECT min(enqueued_at) FROM jobs
+                WHERE queue = q.queue AND status IN ('pending', 'leased')))
+    FROM (SELECT DISTINCT queue FROM counts
+          WHERE (status = 'pending' OR status = 'leased') AND n > 0 AND (?1 IS NULL OR queue = ?1)) AS q";
 
 /// The leased rows, grouped by holder.
 const OWNERS: &str = "
@@ -134,6 +151,25 @@ fn job_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
         not_before: row.get(14)?,
         base_ms: row.get(15)?,
         cap_ms: row.get(16)?,
+        queue: row.get(17)?,
+        priority: row.get(18)?,
+        ended_at: row.get(19)?,
+        cancel_requested: row.get(20)?,
+    })
+}
+
+const TOMBSTONE: &str = "
+    SELECT id, queue, digest, status, dead_reason, attempts, ended_at FROM tombstones WHERE id = ?1";
+
+fn tombstone_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Tombstone> {
+    Ok(Tombstone {
+        id: row.get(0)?,
+        queue: row.get(1)?,
+        digest: row.get(2)?,
+        status: row.get(3)?,
+        dead_reason: row.get(4)?,
+        attempts: row.get(5)?,
+        ended_at: row.get(6)?,
     })
 }
 
@@ -223,23 +259,76 @@ impl Queue {
     /// # Ok::<(), retryq::Error>(())
     /// ```
     pub fn stats(&self, now: u64) -> Result<Stats> {
-        input::int("now", now)?;
+        self.stats_of(now, None)
+    }
+
+    /// The job or the tombstone `id` names (SPEC 3.9), in one snapshot: `get` of a pruned
+    /// id is `None`, as for an id never enqueued; this tells the two apart.
+    ///
+    /// ```
+    /// use retryq::{Lookup, NewJob, Queue, Status};
+    ///
+    /// let mut q = Queue::open_in_memory()?;
+    /// q.enqueue(&NewJob { id: "a", payload: "{}", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() })?;
+    /// q.cancel("a", 10)?;
+    /// assert_eq!(q.prune(10, 20)?, 1);
+    /// let Some(Lookup::Pruned(tombstone)) = q.lookup("a")? else { panic!("a tombstone") };
+    /// assert_eq!((tombstone.status, tombstone.ended_at), (Status::Dead, 10));
+    /// assert_eq!(q.get("a")?, None);
+    /// # Ok::<(), retryq::Error>(())
+    /// ```
+    pub fn lookup(&self, id: &str) -> Result<Option<Lookup>> {
+        input::name("id", id)?;
         self.read(|tx| {
-            let stats = tx.prepare_cached(STATS)?.query_row([now], |row| {
-                let oldest: Option<u64> = row.get(9)?;
-                Ok(Stats {
-                    pending: row.get(0)?,
-                    leased: row.get(1)?,
-                    done: row.get(2)?,
-                    dead: row.get(3)?,
-                    dead_exhausted: row.get(4)?,
-                    dead_deadline: row.get(5)?,
-                    dead_permanent: row.get(6)?,
-                    dead_cancelled: row.get(7)?,
-                    leased_expired: row.get(8)?,
-                    oldest_open_age_ms: oldest.map(|at| now.saturating_sub(at)),
-                })
-            })?;
+            if let Some(job) = tx.prepare_cached(GET)?.query_row([id], job_of).optional()? {
+                return Ok(Some(Lookup::Job(job)));
+            }
+            let tombstone = tx.prepare_cached(TOMBSTONE)?.query_row([id], tombstone_of).optional()?;
+            Ok(tombstone.map(Lookup::Pruned))
+        })
+    }
+
+    /// [`stats`](Queue::stats) of one queue's jobs and tombstones, or of all (SPEC 3.8). The
+    /// counts come from the `counts` table, not from a scan: the same cost at ten million
+    /// jobs as at ten.
+    pub fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats> {
+        input::int("now", now)?;
+        if let Some(queue) = queue {
+            input::queue("queue", queue)?;
+        }
+        self.read(|tx| {
+            let mut stats = Stats::default();
+            let mut counts = tx.prepare_cached(COUNTS)?;
+            let mut rows = counts.query(params![queue])?;
+            while let Some(row) = rows.next()? {
+                let status: String = row.get(0)?;
+                let reason: String = row.get(1)?;
+                let n: u64 = row.get(2)?;
+                let slot = match (status.as_str(), reason.as_str()) {
+                    ("pending", "") => &mut stats.pending,
+                    ("leased", "") => &mut stats.leased,
+                    ("done", "") => &mut stats.done,
+                    ("dead", "exhausted") => &mut stats.dead_exhausted,
+                    ("dead", "deadline") => &mut stats.dead_deadline,
+                    ("dead", "permanent") => &mut stats.dead_permanent,
+                    ("dead", "cancelled") => &mut stats.dead_cancelled,
+                    ("pruned_done", "") => &mut stats.pruned_done,
+                    ("pruned_dead", "") => &mut stats.pruned_dead,
+                    _ => {
+                        return Err(Error::Corrupt(format!(
+                            "a count of status {status:?} reason {reason:?}"
+                        )));
+                    }
+                };
+                *slot += n;
+            }
+            stats.dead =
+                stats.dead_exhausted + stats.dead_deadline + stats.dead_permanent + stats.dead_cancelled;
+            stats.leased_expired =
+                tx.prepare_cached(LEASED_EXPIRED)?.query_row(params![now, queue], |row| row.get(0))?;
+            let oldest: Option<u64> =
+                tx.prepare_cached(OLDEST_OPEN)?.query_row(params![queue], |row| row.get(0))?;
+            stats.oldest_open_age_ms = oldest.map(|at| now.saturating_sub(at));
             Ok(stats)
         })
     }
@@ -307,16 +396,16 @@ pub struct JobPage {
     pub more: u64,
 }
 
-/// Pending or leased jobs in claim's order: `available_at`, then first enqueue. The
-/// `status IN (…)` term repeats what `status = ?1` says for these two words; it is what lets
-/// SQLite walk the partial index `jobs_due` (in `seq` order within a time, as every index
-/// carries the rowid last) instead of scanning and sorting.
+/// Pending or leased jobs queue by queue, each in claim's order: `priority`, `available_at`,
+/// then first enqueue. The `status IN (…)` term repeats what `status = ?1` says for these two
+/// words; it is what lets SQLite walk the partial index `jobs_due` (in `seq` order within a
+/// time, as every index carries the rowid last) instead of scanning and sorting.
 const LIST_OPEN: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms
+           cap_ms, queue, priority, ended_at, cancel_requested
     FROM jobs WHERE status IN ('pending', 'leased') AND status = ?1
-    ORDER BY available_at, seq LIMIT ?2";
+    ORDER BY queue, priority, available_at, seq LIMIT ?2";
 
 /// How many pending (or leased) jobs there are: one pass over a partial index that holds only
 /// the open jobs (`jobs_due` or `jobs_open_deadline`, as SQLite picks), not over the table.
@@ -330,7 +419,7 @@ const COUNT_OPEN: &str = "SELECT count(*) FROM jobs WHERE status IN ('pending', 
 const LIST_CLOSED: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms
+           cap_ms, queue, priority, ended_at, cancel_requested
     FROM jobs WHERE status = ?1 AND (?2 IS NULL OR dead_reason = ?2)
     ORDER BY seq DESC LIMIT ?3";
 
@@ -572,7 +661,12 @@ mod tests {
         let open = plan(&q, LIST_OPEN, params![Status::Pending, 10]);
         assert!(open.contains("jobs_due") && !open.contains("TEMP B-TREE"), "{open}");
         let count = plan(&q, COUNT_OPEN, params![Status::Leased]);
-        assert!(count.contains("jobs_due") || count.contains("jobs_open_deadline"), "{count}");
+        assert!(
+            ["jobs_due", "jobs_open_deadline", "jobs_leases", "jobs_open_age"]
+                .iter()
+                .any(|i| count.contains(i)),
+            "{count}"
+        );
         let closed = plan(&q, LIST_CLOSED, params![Status::Dead, DeadReason::Deadline, 10]);
         assert!(!closed.contains("TEMP B-TREE"), "{closed}");
     }

@@ -14,7 +14,7 @@ const DEAD: &str =
 
 const REDRIVE: &str = "
     UPDATE jobs SET status = 'pending', available_at = ?2, max_attempts = ?3, deadline = ?4,
-                    dead_reason = NULL, redrives = redrives + 1, updated_at = ?2
+                    dead_reason = NULL, redrives = redrives + 1, updated_at = ?2, ended_at = NULL
     WHERE id = ?1";
 
 /// The arguments of [`Queue::redrive`]: which dead job, and its new budget.
@@ -150,7 +150,15 @@ impl Queue {
 fn redrive(tx: &Transaction<'_>, id: &str, budget: Budget) -> Result<()> {
     let found: Option<(Status, u64)> =
         tx.prepare_cached(LOOKUP)?.query_row([id], |row| Ok((row.get(0)?, row.get(1)?))).optional()?;
-    let (status, attempts) = found.ok_or_else(|| Error::NotFound { id: id.to_owned() })?;
+    let Some((status, attempts)) = found else {
+        // A pruned id's job is gone, with nothing left to redrive (SPEC 3.14, 6.30).
+        let pruned = tx.prepare_cached(super::complete::PRUNED)?.exists([id])?;
+        return Err(if pruned {
+            Error::Pruned { id: id.to_owned() }
+        } else {
+            Error::NotFound { id: id.to_owned() }
+        });
+    };
     if status != Status::Dead {
         return Err(Error::NotDead { id: id.to_owned(), status });
     }

@@ -76,6 +76,20 @@ impl Queue {
     ) -> Result<Ran, RunError<E>> {
         run_with(self, Queue::claim, Queue::complete, worker, clock, transport, jitter)
     }
+
+    /// [`run_once`](Queue::run_once) serving `queues` (SPEC 3.5): its claim is
+    /// [`Queue::claim_from`] them.
+    pub fn run_once_from<R: Into<Report>, E>(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        clock: impl FnMut() -> u64,
+        transport: impl FnOnce(&Claimed) -> std::result::Result<R, E>,
+        jitter: f64,
+    ) -> Result<Ran, RunError<E>> {
+        let claim = |q: &mut Queue, worker: &str, now: u64| q.claim_from(worker, queues, now);
+        run_with(self, claim, Queue::complete, worker, clock, transport, jitter)
+    }
 }
 
 /// `run_once` on any store, given its claim and its completion: the one body behind

@@ -183,13 +183,14 @@ impl Queue {
                 if options.read_only {
                     return Err(Error::NotRetryq { path, why: "the database is empty".into() });
                 }
+                schema::set_auto_vacuum(&conn)?;
                 if on_disk {
                     schema::set_wal(&conn)?;
                 }
                 schema::create(&mut conn, &path)?;
             }
-            Found::Schema1 if options.read_only => upgrade::read_schema_1(&conn)?,
-            Found::Schema1 => {
+            Found::Older(version) if options.read_only => upgrade::read_old(&conn, version)?,
+            Found::Older(_) => {
                 if on_disk {
                     schema::set_wal(&conn)?;
                 }

@@ -1,0 +1,521 @@
+//! The SQL of a retryq PostgreSQL schema: schema 3 (contract 1.2), which `schema.rs` creates,
+//! the statements that upgrade schema 2 (contract 1.1) to it in place, and schema 2 itself,
+//! kept verbatim: the upgrade's starting point, which its test builds a database from.
+//!
+//! Schema 3 mirrors SQLite's schema 3 (`ddl.rs`) rule for rule, with the differences of the
+//! medium `schema.rs` lists, and one of design: the counts `stats` reads (SPEC 3.8) are
+//! sharded. SQLite keeps one row per queue, status and reason; here that row would be a lock
+//! every concurrent completion and claim of the queue waits on until the one before it
+//! commits, and completions on PostgreSQL run beside each other and beside claims
+//! (`turn.rs`). So `counts` holds up to 16 rows per queue, status and reason, one per shard,
+//! and `stats` sums them. A write adds to the shard its transaction owns: the first, counting
+//! from its backend's (`pg_backend_pid() % 16`), whose transaction-scoped advisory lock it
+//! holds or takes without waiting ([`OBJECTS_3`]'s `retryq_counts_shard`). While no more
+//! than 16 transactions write at once, no two of them ever touch the same counter row: a
+//! counter never makes a write wait, and so never closes a deadlock. Past 16, a transaction
+//! that finds every shard taken writes its backend's anyway, under the rows' own locks, in
+//! one statement with its rows in key order: it may wait for the shard's owner, and a
+//! deadlock (SQLSTATE 40P01, which needs that owner to wait in turn for a job row the
+//! latecomer holds) is possible but transient, and the store runs the transaction again.
+//!
+//! The counts are kept by statement-level triggers over the statement's transition tables
+//! (every changed row old and new): one upsert per statement, whatever number of rows a
+//! batch, a reap or a prune moves, of the net change per queue, status and reason (a
+//! heartbeat's or a note's is none, and writes nothing). A shard's `n` may fall below zero —
+//! a job counted into one shard when enqueued leaves from another when it ends — and only
+//! the sum over the shards is the count; the audit checks the sums against the rows.
+
+//! Pieces, so that creating and upgrading build from the same text: [`JOBS_3`] and
+//! [`HISTORY_3`] are the two tables as schema 3 creates them (their columns in the order an
+//! upgrade's `ADD COLUMN`s leave them), [`OBJECTS_3`] everything schema 3 adds or redefines
+//! — indexes, the tombstones, the functions (`CREATE OR REPLACE`) and every trigger — which
+//! the upgrade runs after dropping the triggers and the index it replaces.
+
+/// Schema 2's tables, indexes, functions and triggers, as retryq 1.1 created them. Not run
+/// by this build but in tests: a database of schema 2 is upgraded ([`UPGRADE_2_TO_3`]).
+///
+/// The trigger functions pin their `search_path` to the schema they were created in, so
+/// that a session with another `search_path` still writes the history beside its jobs.
+/// `UPDATE OF` fires, as SQLite's does, whenever a listed column is named in the `SET`,
+/// even to its old value: every transition names `updated_at`, and a note names neither a
+/// state column nor `updated_at`, so a note is not a transition. PostgreSQL has `TRUNCATE`
+/// besides `DELETE`; it is refused as well.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(super) const SCHEMA_2: &str = r#"
+CREATE TABLE retryq_meta (
+    one            boolean PRIMARY KEY DEFAULT true CHECK (one),   -- at most one row
+    application_id bigint  NOT NULL,
+    schema_version bigint  NOT NULL
+);
+
+CREATE TABLE jobs (
+    seq          bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,   -- claim's tie-break
+    id           text    COLLATE "C" NOT NULL UNIQUE,
+    payload      bytea   NOT NULL,
+    status       text    NOT NULL CHECK (status IN ('pending', 'leased', 'done', 'dead')),
+    attempts     bigint  NOT NULL CHECK (attempts >= 0),
+    max_attempts bigint  NOT NULL CHECK (max_attempts BETWEEN 1 AND 2147483647),
+    available_at bigint,               -- reservation (pending) or lease expiry (leased)
+    deadline     bigint  NOT NULL,
+    dead_reason  text    CHECK (dead_reason IN ('exhausted', 'deadline', 'permanent', 'cancelled')),
+    redrives     bigint  NOT NULL CHECK (redrives >= 0),
+    enqueued_at  bigint  NOT NULL,
+    owner        text    COLLATE "C",  -- the lease holder, while leased
+    claimed_at   bigint,               -- when the current lease began, while leased
+    updated_at   bigint  NOT NULL,     -- the `now` of the last transition
+    last_error   bytea,                -- what the last recorded attempt's transport said
+    last_node    bytea,                -- which receiver the last recorded attempt reached
+    not_before   bigint  NOT NULL CHECK (not_before BETWEEN 0 AND 9007199254740991),
+    base_ms      bigint  CHECK (base_ms BETWEEN 0 AND 9007199254740991),
+    cap_ms       bigint  CHECK (cap_ms BETWEEN 0 AND 9007199254740991),
+    CHECK (attempts <= max_attempts),
+    CHECK ((status IN ('pending', 'leased')) = (available_at IS NOT NULL)),
+    CHECK ((status = 'dead') = (dead_reason IS NOT NULL)),
+    CHECK ((status = 'leased') = (owner IS NOT NULL AND claimed_at IS NOT NULL)),
+    CHECK (status <> 'pending' OR available_at < deadline),
+    CHECK (not_before >= enqueued_at)
+);
+-- claim's pick: the open job with the smallest available_at, ties by seq.
+CREATE INDEX jobs_due ON jobs (available_at, seq) WHERE status IN ('pending', 'leased');
+-- reap by deadline: open jobs whose deadline has come.
+CREATE INDEX jobs_open_deadline ON jobs (deadline) WHERE status IN ('pending', 'leased');
+-- reap by exhaustion: leases on a job's last attempt, by expiry.
+CREATE INDEX jobs_last_lease ON jobs (available_at)
+    WHERE status = 'leased' AND attempts >= max_attempts;
+
+CREATE TABLE history (
+    n            bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job          text    COLLATE "C" NOT NULL,
+    from_status  text,                 -- NULL for the first enqueue
+    to_status    text    NOT NULL,
+    attempt      bigint  NOT NULL,     -- the job's attempts after the transition
+    max_attempts bigint  NOT NULL,
+    deadline     bigint  NOT NULL,
+    available_at bigint,
+    redrives     bigint  NOT NULL,
+    reason       text,                 -- the dead_reason, for a move to dead
+    worker       text    COLLATE "C",  -- the lease holder involved, if any
+    at           bigint  NOT NULL      -- the operation's now
+);
+CREATE INDEX history_job ON history (job, n);
+
+CREATE FUNCTION retryq_history_insert() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                         available_at, redrives, reason, worker, at)
+    VALUES (NEW.id, NULL, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
+            NEW.available_at, NEW.redrives, NEW.dead_reason, NEW.owner, NEW.updated_at);
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION retryq_history_update() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                         available_at, redrives, reason, worker, at)
+    VALUES (NEW.id, OLD.status, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
+            NEW.available_at, NEW.redrives, NEW.dead_reason, coalesce(NEW.owner, OLD.owner),
+            NEW.updated_at);
+    RETURN NULL;
+END $$;
+
+-- Refuses the statement with the trigger's first argument as the message.
+CREATE FUNCTION retryq_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '%', TG_ARGV[0] USING ERRCODE = 'restrict_violation';
+END $$;
+
+CREATE TRIGGER jobs_history_insert AFTER INSERT ON jobs
+    FOR EACH ROW EXECUTE FUNCTION retryq_history_insert();
+CREATE TRIGGER jobs_history_update
+    AFTER UPDATE OF status, attempts, max_attempts, available_at, deadline, dead_reason, redrives,
+                    owner, claimed_at, updated_at ON jobs
+    FOR EACH ROW EXECUTE FUNCTION retryq_history_update();
+CREATE TRIGGER jobs_never_deleted BEFORE DELETE ON jobs
+    FOR EACH ROW EXECUTE FUNCTION retryq_refuse('retryq: jobs are never deleted (no silent drop)');
+CREATE TRIGGER jobs_never_truncated BEFORE TRUNCATE ON jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: jobs are never deleted (no silent drop)');
+CREATE TRIGGER jobs_identity_fixed
+    BEFORE UPDATE OF seq, id, payload, enqueued_at, not_before, base_ms, cap_ms ON jobs
+    FOR EACH ROW EXECUTE FUNCTION
+    retryq_refuse('retryq: a job''s id, payload, first enqueue, schedule and own backoff never change');
+CREATE TRIGGER history_no_update BEFORE UPDATE ON history
+    FOR EACH ROW EXECUTE FUNCTION retryq_refuse('retryq: history is append-only');
+CREATE TRIGGER history_no_delete BEFORE DELETE ON history
+    FOR EACH ROW EXECUTE FUNCTION retryq_refuse('retryq: history is append-only');
+CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON history
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: history is append-only');
+"#;
+
+/// The version mark's table: one row.
+pub(super) const META: &str = "
+CREATE TABLE retryq_meta (
+    one            boolean PRIMARY KEY DEFAULT true CHECK (one),   -- at most one row
+    application_id bigint  NOT NULL,
+    schema_version bigint  NOT NULL
+);
+";
+
+/// Schema 3's jobs table and the indexes schema 2 had already. `queue`, `priority`,
+/// `ended_at` and `cancel_requested` (SPEC 1.1, 1.6, 3.13) come last, where an upgrade's
+/// `ADD COLUMN` puts them, and their CHECKs are named, so that a created schema and an
+/// upgraded one are the same schema (the upgrade's test compares the catalogs).
+pub(super) const JOBS_3: &str = r#"
+CREATE TABLE jobs (
+    seq          bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,   -- claim's tie-break
+    id           text    COLLATE "C" NOT NULL UNIQUE,
+    payload      bytea   NOT NULL,
+    status       text    NOT NULL CHECK (status IN ('pending', 'leased', 'done', 'dead')),
+    attempts     bigint  NOT NULL CHECK (attempts >= 0),
+    max_attempts bigint  NOT NULL CHECK (max_attempts BETWEEN 1 AND 2147483647),
+    available_at bigint,               -- reservation (pending) or lease expiry (leased)
+    deadline     bigint  NOT NULL,
+    dead_reason  text    CHECK (dead_reason IN ('exhausted', 'deadline', 'permanent', 'cancelled')),
+    redrives     bigint  NOT NULL CHECK (redrives >= 0),
+    enqueued_at  bigint  NOT NULL,
+    owner        text    COLLATE "C",  -- the lease holder, while leased
+    claimed_at   bigint,               -- when the current lease began, while leased
+    updated_at   bigint  NOT NULL,     -- the `now` of the last transition
+    last_error   bytea,                -- what the last recorded attempt's transport said
+    last_node    bytea,                -- which receiver the last recorded attempt reached
+    not_before   bigint  NOT NULL CHECK (not_before BETWEEN 0 AND 9007199254740991),
+    base_ms      bigint  CHECK (base_ms BETWEEN 0 AND 9007199254740991),
+    cap_ms       bigint  CHECK (cap_ms BETWEEN 0 AND 9007199254740991),
+    queue        text    COLLATE "C" NOT NULL
+                 CONSTRAINT jobs_queue_check CHECK (octet_length(queue) BETWEEN 1 AND 64),
+    priority     smallint NOT NULL CONSTRAINT jobs_priority_check CHECK (priority BETWEEN 0 AND 9),
+    ended_at     bigint,               -- the now of the transition that made it done or dead
+    cancel_requested boolean NOT NULL DEFAULT false,   -- an operator asked the holder to stop
+    CHECK (attempts <= max_attempts),
+    CHECK ((status IN ('pending', 'leased')) = (available_at IS NOT NULL)),
+    CHECK ((status = 'dead') = (dead_reason IS NOT NULL)),
+    CHECK ((status = 'leased') = (owner IS NOT NULL AND claimed_at IS NOT NULL)),
+    CHECK (status <> 'pending' OR available_at < deadline),
+    CHECK (not_before >= enqueued_at),
+    CONSTRAINT jobs_ended_check CHECK ((status IN ('done', 'dead')) = (ended_at IS NOT NULL)),
+    CONSTRAINT jobs_cancel_check CHECK (NOT cancel_requested OR status = 'leased')
+);
+-- reap by deadline: open jobs whose deadline has come.
+CREATE INDEX jobs_open_deadline ON jobs (deadline) WHERE status IN ('pending', 'leased');
+-- reap by exhaustion: leases on a job's last attempt, by expiry.
+CREATE INDEX jobs_last_lease ON jobs (available_at)
+    WHERE status = 'leased' AND attempts >= max_attempts;
+"#;
+
+/// Schema 3's history table: schema 2's and `cancel_requested`, whether a cancel request
+/// stood after the transition (false for every entry an upgrade finds: 1.1 had none).
+pub(super) const HISTORY_3: &str = r#"
+CREATE TABLE history (
+    n            bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job          text    COLLATE "C" NOT NULL,
+    from_status  text,                 -- NULL for the first enqueue
+    to_status    text    NOT NULL,
+    attempt      bigint  NOT NULL,     -- the job's attempts after the transition
+    max_attempts bigint  NOT NULL,
+    deadline     bigint  NOT NULL,
+    available_at bigint,
+    redrives     bigint  NOT NULL,
+    reason       text,                 -- the dead_reason, for a move to dead
+    worker       text    COLLATE "C",  -- the lease holder involved, if any
+    at           bigint  NOT NULL,     -- the operation's now
+    cancel_requested boolean NOT NULL DEFAULT false
+);
+CREATE INDEX history_job ON history (job, n);
+"#;
+
+/// What schema 3 adds to, or redefines in, schema 2's tables: the claim's index by queue and
+/// priority, the reap's, the prune's and `stats`' indexes, the tombstones (SPEC 1.7), the
+/// sharded counts `stats` reads (SPEC 3.8), the functions (created or replaced) and every
+/// trigger of the three tables.
+///
+/// The triggers keep SPEC 1.1's promises in the database: history is written on every
+/// transition and goes only with a pruned job; a job is deleted only by a prune, once done
+/// or dead, after its tombstone is written; a tombstone is written only of the ended job it
+/// stands for, never changes, and goes (a forget) only once its job and history are gone;
+/// no job is inserted under an id a tombstone holds. That last check runs after the insert:
+/// an insert that waited for a prune deleting the same id's job (`ON CONFLICT` waits for
+/// it) sees the prune's tombstone then, and fails with SQLSTATE `RQ001`, which the store
+/// runs again (`store.rs`): the second run finds the tombstone and answers by its digest.
+/// And the jobs' and tombstones' statements keep the counts, in the same transaction.
+pub(super) const OBJECTS_3: &str = r#"
+-- claim's pick: for each queue it serves and each priority, the open job with the smallest
+-- available_at, ties by seq. A scheduled job is simply pending with a later available_at.
+CREATE INDEX jobs_due ON jobs (queue, priority, available_at, seq) WHERE status IN ('pending', 'leased');
+-- stats' oldest open job, queue by queue.
+CREATE INDEX jobs_open_age ON jobs (queue, enqueued_at) WHERE status IN ('pending', 'leased');
+-- stats' expired leases, queue by queue: a walk of the leases alone.
+CREATE INDEX jobs_leases ON jobs (queue, available_at) WHERE status = 'leased';
+-- reap of a cancel request: expired leases of jobs an operator asked to stop.
+CREATE INDEX jobs_cancelling ON jobs (available_at) WHERE status = 'leased' AND cancel_requested;
+-- prune: ended jobs by the time they ended.
+CREATE INDEX jobs_ended ON jobs (ended_at) WHERE status IN ('done', 'dead');
+
+CREATE TABLE tombstones (
+    id          text     COLLATE "C" PRIMARY KEY,
+    queue       text     COLLATE "C" NOT NULL CHECK (octet_length(queue) BETWEEN 1 AND 64),
+    digest      char(64) NOT NULL CHECK (digest ~ '^[0-9a-f]{64}$'),   -- SHA-256 of the payload
+    status      text     NOT NULL CHECK (status IN ('done', 'dead')),
+    dead_reason text     CHECK (dead_reason IN ('exhausted', 'deadline', 'permanent', 'cancelled')),
+    attempts    bigint   NOT NULL CHECK (attempts >= 0),
+    ended_at    bigint   NOT NULL,
+    CHECK ((status = 'dead') = (dead_reason IS NOT NULL))
+);
+-- forget: tombstones by the time their jobs ended.
+CREATE INDEX tombstones_ended ON tombstones (ended_at);
+
+-- What stats counts (SPEC 3.8), by queue, status (a job's, or pruned_done and pruned_dead for
+-- the tombstones) and reason (a dead job's, '' for the others), in shards: the count is the
+-- sum of a key's shards, each of which may be below zero (see the module's comment).
+CREATE TABLE counts (
+    queue  text     COLLATE "C" NOT NULL,
+    status text     NOT NULL
+           CHECK (status IN ('pending', 'leased', 'done', 'dead', 'pruned_done', 'pruned_dead')),
+    reason text     NOT NULL,
+    shard  smallint NOT NULL CHECK (shard BETWEEN 0 AND 15),
+    n      bigint   NOT NULL,
+    PRIMARY KEY (queue, status, reason, shard)
+);
+
+CREATE OR REPLACE FUNCTION retryq_history_insert() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                         available_at, redrives, reason, worker, at, cancel_requested)
+    VALUES (NEW.id, NULL, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
+            NEW.available_at, NEW.redrives, NEW.dead_reason, NEW.owner, NEW.updated_at,
+            NEW.cancel_requested);
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION retryq_history_update() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO history (job, from_status, to_status, attempt, max_attempts, deadline,
+                         available_at, redrives, reason, worker, at, cancel_requested)
+    VALUES (NEW.id, OLD.status, NEW.status, NEW.attempts, NEW.max_attempts, NEW.deadline,
+            NEW.available_at, NEW.redrives, NEW.dead_reason, coalesce(NEW.owner, OLD.owner),
+            NEW.updated_at, NEW.cancel_requested);
+    RETURN NULL;
+END $$;
+
+-- Refuses the statement with the trigger's first argument as the message.
+CREATE OR REPLACE FUNCTION retryq_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '%', TG_ARGV[0] USING ERRCODE = 'restrict_violation';
+END $$;
+
+-- Only a prune deletes a job: an ended one, whose tombstone it has just written (SPEC 3.14).
+CREATE OR REPLACE FUNCTION retryq_job_delete() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NOT (OLD.status IN ('done', 'dead')
+            AND EXISTS (SELECT 1 FROM tombstones WHERE id = OLD.id AND ended_at = OLD.ended_at)) THEN
+        RAISE EXCEPTION 'retryq: a job is deleted only by a prune, once ended, leaving a tombstone (no silent drop)'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN OLD;
+END $$;
+
+-- An id names a job or a tombstone, never both: a new job under a pruned id is refused
+-- (SPEC 3.2, 4.14), as long as its tombstone stands.
+CREATE OR REPLACE FUNCTION retryq_job_not_over_a_tombstone() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM tombstones WHERE id = NEW.id) THEN
+        RAISE EXCEPTION 'retryq: the id % is a pruned job''s, kept by its tombstone', NEW.id
+            USING ERRCODE = 'RQ001';
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- History goes only with its job, in a prune: after the job row, once the tombstone stands.
+CREATE OR REPLACE FUNCTION retryq_history_delete() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM jobs WHERE id = OLD.job)
+       OR NOT EXISTS (SELECT 1 FROM tombstones WHERE id = OLD.job) THEN
+        RAISE EXCEPTION 'retryq: history is append-only; it goes only with a pruned job'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN OLD;
+END $$;
+
+-- A tombstone is written only by a prune, of the ended job it stands for.
+CREATE OR REPLACE FUNCTION retryq_tombstone_insert() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM jobs
+                   WHERE id = NEW.id AND status = NEW.status AND ended_at = NEW.ended_at
+                     AND attempts = NEW.attempts AND queue = NEW.queue
+                     AND dead_reason IS NOT DISTINCT FROM NEW.dead_reason
+                     AND encode(sha256(payload), 'hex') = NEW.digest) THEN
+        RAISE EXCEPTION 'retryq: a tombstone is written only by a prune, of the ended job it stands for'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+
+-- A forget removes a tombstone with nothing left of its job.
+CREATE OR REPLACE FUNCTION retryq_tombstone_delete() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM jobs WHERE id = OLD.id)
+       OR EXISTS (SELECT 1 FROM history WHERE job = OLD.id) THEN
+        RAISE EXCEPTION 'retryq: a tombstone goes only once its job and history are gone'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN OLD;
+END $$;
+
+-- The counts' shard this transaction writes: the first of the 16, counting from the
+-- backend's own, whose advisory lock (in a key space of this schema's counts table) the
+-- transaction holds or takes without waiting; held to its end, so that no other writes the
+-- shard meanwhile. When all 16 are taken, the backend's own, unowned.
+CREATE OR REPLACE FUNCTION retryq_counts_shard() RETURNS smallint LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+DECLARE
+    space integer := ('counts'::regclass::oid::bigint - 2147483648)::integer;
+    own integer := pg_backend_pid() % 16;
+BEGIN
+    FOR i IN 0..15 LOOP
+        IF pg_try_advisory_xact_lock(space, (own + i) % 16) THEN
+            RETURN (own + i) % 16;
+        END IF;
+    END LOOP;
+    RETURN own;
+END $$;
+
+-- Adds a statement's net change per queue, status and reason to the transaction's shard,
+-- in one upsert, its rows in key order: the jobs' (their status and dead reason) or the
+-- tombstones' (pruned_ and their status). `old_rows` and `new_rows` are the statement's
+-- transition tables, whichever of them the firing trigger has. The shard is picked once,
+-- and only when something changed.
+CREATE OR REPLACE FUNCTION retryq_count() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'jobs' AND TG_OP = 'INSERT' THEN
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, status, coalesce(dead_reason, ''), (SELECT retryq_counts_shard()), count(*)
+        FROM new_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    ELSIF TG_TABLE_NAME = 'jobs' AND TG_OP = 'UPDATE' THEN
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, status, reason, (SELECT retryq_counts_shard()), sum(n)
+        FROM (SELECT queue, status, coalesce(dead_reason, '') AS reason, 1 AS n FROM new_rows
+              UNION ALL
+              SELECT queue, status, coalesce(dead_reason, ''), -1 FROM old_rows) AS moves
+        GROUP BY 1, 2, 3 HAVING sum(n) <> 0 ORDER BY 1, 2, 3
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    ELSIF TG_TABLE_NAME = 'jobs' THEN
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, status, coalesce(dead_reason, ''), (SELECT retryq_counts_shard()), -count(*)
+        FROM old_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    ELSIF TG_OP = 'INSERT' THEN
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, 'pruned_' || status, '', (SELECT retryq_counts_shard()), count(*)
+        FROM new_rows GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    ELSE
+        INSERT INTO counts AS c (queue, status, reason, shard, n)
+        SELECT queue, 'pruned_' || status, '', (SELECT retryq_counts_shard()), -count(*)
+        FROM old_rows GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (queue, status, reason, shard) DO UPDATE SET n = c.n + excluded.n;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER jobs_history_insert AFTER INSERT ON jobs
+    FOR EACH ROW EXECUTE FUNCTION retryq_history_insert();
+CREATE TRIGGER jobs_history_update
+    AFTER UPDATE OF status, attempts, max_attempts, available_at, deadline, dead_reason, redrives,
+                    owner, claimed_at, updated_at, ended_at, cancel_requested ON jobs
+    FOR EACH ROW EXECUTE FUNCTION retryq_history_update();
+CREATE TRIGGER jobs_never_deleted BEFORE DELETE ON jobs
+    FOR EACH ROW EXECUTE FUNCTION retryq_job_delete();
+CREATE TRIGGER jobs_never_truncated BEFORE TRUNCATE ON jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: jobs are never deleted (no silent drop)');
+CREATE TRIGGER jobs_identity_fixed
+    BEFORE UPDATE OF seq, id, payload, enqueued_at, not_before, base_ms, cap_ms, queue, priority ON jobs
+    FOR EACH ROW EXECUTE FUNCTION
+    retryq_refuse('retryq: a job''s id, payload, first enqueue, schedule, own backoff, queue and priority never change');
+CREATE TRIGGER jobs_not_over_a_tombstone AFTER INSERT ON jobs
+    FOR EACH ROW EXECUTE FUNCTION retryq_job_not_over_a_tombstone();
+CREATE TRIGGER history_no_update BEFORE UPDATE ON history
+    FOR EACH ROW EXECUTE FUNCTION retryq_refuse('retryq: history is append-only');
+CREATE TRIGGER history_no_delete BEFORE DELETE ON history
+    FOR EACH ROW EXECUTE FUNCTION retryq_history_delete();
+CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON history
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: history is append-only');
+CREATE TRIGGER tombstones_of_ended_jobs BEFORE INSERT ON tombstones
+    FOR EACH ROW EXECUTE FUNCTION retryq_tombstone_insert();
+CREATE TRIGGER tombstones_never_change BEFORE UPDATE ON tombstones
+    FOR EACH ROW EXECUTE FUNCTION retryq_refuse('retryq: a tombstone never changes');
+CREATE TRIGGER tombstones_forgotten_whole BEFORE DELETE ON tombstones
+    FOR EACH ROW EXECUTE FUNCTION retryq_tombstone_delete();
+CREATE TRIGGER tombstones_never_truncated BEFORE TRUNCATE ON tombstones
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: a tombstone goes only by a forget');
+-- The counts: one statement's net change each (a trigger with transition tables fires on
+-- one event and names no columns, so every UPDATE fires it; one that moves no job between
+-- statuses writes nothing).
+CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+CREATE TRIGGER jobs_count_update AFTER UPDATE ON jobs
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+CREATE TRIGGER tombstones_count_insert AFTER INSERT ON tombstones REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+CREATE TRIGGER tombstones_count_delete AFTER DELETE ON tombstones REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
+"#;
+
+/// Schema 3 whole, in the order it is created.
+pub(super) fn schema_3() -> String {
+    format!("{META}{JOBS_3}{HISTORY_3}{OBJECTS_3}")
+}
+
+/// Schema 2 to schema 3, before [`OBJECTS_3`]: the new columns (an older job is in queue
+/// `default` at priority 0, with no cancel request — 1.1 had none — and, once done or dead,
+/// `ended_at` = its `updated_at`, the `now` of the transition that ended it), their CHECKs
+/// once every row has its value, the history's new column, and the triggers and the claim
+/// index that schema 3 redefines dropped. The old triggers are dropped before the fill, so
+/// the fill records no history entry: it is not a transition. The defaults `queue` and
+/// `priority` take for the `ADD COLUMN` are dropped again: schema 3 has none (every insert
+/// names them), as a created schema 3 has none.
+pub(super) const UPGRADE_2_TO_3: &str = r#"
+DROP TRIGGER jobs_history_insert ON jobs;
+DROP TRIGGER jobs_history_update ON jobs;
+DROP TRIGGER jobs_never_deleted ON jobs;
+DROP TRIGGER jobs_never_truncated ON jobs;
+DROP TRIGGER jobs_identity_fixed ON jobs;
+DROP TRIGGER history_no_update ON history;
+DROP TRIGGER history_no_delete ON history;
+DROP TRIGGER history_no_truncate ON history;
+DROP INDEX jobs_due;
+ALTER TABLE jobs
+    ADD COLUMN queue text COLLATE "C" NOT NULL DEFAULT 'default'
+        CONSTRAINT jobs_queue_check CHECK (octet_length(queue) BETWEEN 1 AND 64),
+    ADD COLUMN priority smallint NOT NULL DEFAULT 0
+        CONSTRAINT jobs_priority_check CHECK (priority BETWEEN 0 AND 9),
+    ADD COLUMN ended_at bigint,
+    ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;
+ALTER TABLE jobs ALTER COLUMN queue DROP DEFAULT, ALTER COLUMN priority DROP DEFAULT;
+UPDATE jobs SET ended_at = updated_at WHERE status IN ('done', 'dead');
+ALTER TABLE jobs
+    ADD CONSTRAINT jobs_ended_check CHECK ((status IN ('done', 'dead')) = (ended_at IS NOT NULL)),
+    ADD CONSTRAINT jobs_cancel_check CHECK (NOT cancel_requested OR status = 'leased');
+ALTER TABLE history ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;
+"#;
+
+/// The counts of an upgraded schema (schema 2 had none), once its rows are in place: after
+/// [`UPGRADE_2_TO_3`] and [`OBJECTS_3`], in the same transaction, every job counted into
+/// shard 0 (and every tombstone, though an upgrade finds none).
+pub(super) const FILL_COUNTS: &str = "
+INSERT INTO counts (queue, status, reason, shard, n)
+SELECT queue, status, coalesce(dead_reason, ''), 0, count(*) FROM jobs GROUP BY 1, 2, 3
+UNION ALL
+SELECT queue, 'pruned_' || status, '', 0, count(*) FROM tombstones GROUP BY 1, 2;
+";
