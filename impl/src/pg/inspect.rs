@@ -206,22 +206,8 @@ impl PgQueue {
             for row in tx.query(COUNTS, &[&queue])? {
                 let (status, reason): (String, String) = (row.try_get(0)?, row.try_get(1)?);
                 let n = uint(&row, 2)?;
-                let slot = match (status.as_str(), reason.as_str()) {
-                    ("pending", "") => &mut stats.pending,
-                    ("leased", "") => &mut stats.leased,
-                    ("done", "") => &mut stats.done,
-                    ("dead", "exhausted") => &mut stats.dead_exhausted,
-                    ("dead", "deadline") => &mut stats.dead_deadline,
-                    ("dead", "permanent") => &mut stats.dead_permanent,
-                    ("dead", "cancelled") => &mut stats.dead_cancelled,
-                    ("pruned_done", "") => &mut stats.pruned_done,
-                    ("pruned_dead", "") => &mut stats.pruned_dead,
-                    _ => return Err(Error::Corrupt(format!("a count of {status:?} ({reason:?})"))),
-                };
-                *slot = n;
+                stats.count(&status, &reason, n)?;
             }
-            stats.dead =
-                stats.dead_exhausted + stats.dead_deadline + stats.dead_permanent + stats.dead_cancelled;
             let row = tx.query_one(LEASES_AND_AGE, &[&at, &queue])?;
             stats.leased_expired = uint(&row, 0)?;
             stats.oldest_open_age_ms = opt_uint(&row, 1)?.map(|at| now.saturating_sub(at));

@@ -39,6 +39,31 @@ pub struct Stats {
     pub pruned_dead: u64,
 }
 
+impl Stats {
+    /// Adds a kept count (a row of either store's `counts` table: a status, a dead reason or
+    /// `''`, how many) to its field, and the dead ones to `dead`. A status or reason no
+    /// version of retryq writes is [`Error::Corrupt`].
+    pub(crate) fn count(&mut self, status: &str, reason: &str, n: u64) -> Result<()> {
+        let slot = match (status, reason) {
+            ("pending", "") => &mut self.pending,
+            ("leased", "") => &mut self.leased,
+            ("done", "") => &mut self.done,
+            ("dead", "exhausted") => &mut self.dead_exhausted,
+            ("dead", "deadline") => &mut self.dead_deadline,
+            ("dead", "permanent") => &mut self.dead_permanent,
+            ("dead", "cancelled") => &mut self.dead_cancelled,
+            ("pruned_done", "") => &mut self.pruned_done,
+            ("pruned_dead", "") => &mut self.pruned_dead,
+            _ => return Err(Error::Corrupt(format!("a count of status {status:?} reason {reason:?}"))),
+        };
+        *slot += n;
+        if status == "dead" {
+            self.dead += n;
+        }
+        Ok(())
+    }
+}
+
 /// One lease holder: a worker name in the `owner` column of leased jobs, and how many
 /// leases it holds. A worker process holds its leases under a name of its own, so this is
 /// one line per live (or dead, with expired leases) process.
@@ -304,26 +329,8 @@ impl Queue {
                 let status: String = row.get(0)?;
                 let reason: String = row.get(1)?;
                 let n: u64 = row.get(2)?;
-                let slot = match (status.as_str(), reason.as_str()) {
-                    ("pending", "") => &mut stats.pending,
-                    ("leased", "") => &mut stats.leased,
-                    ("done", "") => &mut stats.done,
-                    ("dead", "exhausted") => &mut stats.dead_exhausted,
-                    ("dead", "deadline") => &mut stats.dead_deadline,
-                    ("dead", "permanent") => &mut stats.dead_permanent,
-                    ("dead", "cancelled") => &mut stats.dead_cancelled,
-                    ("pruned_done", "") => &mut stats.pruned_done,
-                    ("pruned_dead", "") => &mut stats.pruned_dead,
-                    _ => {
-                        return Err(Error::Corrupt(format!(
-                            "a count of status {status:?} reason {reason:?}"
-                        )));
-                    }
-                };
-                *slot += n;
+                stats.count(&status, &reason, n)?;
             }
-            stats.dead =
-                stats.dead_exhausted + stats.dead_deadline + stats.dead_permanent + stats.dead_cancelled;
             stats.leased_expired =
                 tx.prepare_cached(LEASED_EXPIRED)?.query_row(params![now, queue], |row| row.get(0))?;
             let oldest: Option<u64> =
