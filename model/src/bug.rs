@@ -191,6 +191,9 @@ pub enum Bug {
     /// An expired lease with a cancel request is claimed again like any expired lease: the
     /// request is forgotten.
     ReclaimCancelling,
+    /// A `retryable` report of an attempt asked to stop schedules a retry like any other: the
+    /// request is forgotten and the job runs again.
+    CancelledRetried,
     /// An enqueue of a pruned id looks only at the jobs: the id is stored as a new job beside
     /// its tombstone, and runs again.
     EnqueueRevivesPruned,
@@ -198,7 +201,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 73] = [
+    pub const ALL: [Bug; 74] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -271,6 +274,7 @@ impl Bug {
         Bug::StatsForgetsPruned,
         Bug::StoppedAttemptDone,
         Bug::ReclaimCancelling,
+        Bug::CancelledRetried,
         Bug::EnqueueRevivesPruned,
     ];
 
@@ -349,6 +353,7 @@ impl Bug {
             Bug::StatsForgetsPruned => "stats-forgets-pruned",
             Bug::StoppedAttemptDone => "stopped-attempt-done",
             Bug::ReclaimCancelling => "reclaim-cancelling",
+            Bug::CancelledRetried => "cancelled-retried",
             Bug::EnqueueRevivesPruned => "enqueue-revives-pruned",
         }
     }
@@ -442,6 +447,7 @@ impl Bug {
             Bug::StatsForgetsPruned => "stats counts no tombstones: pruned ids are accounted nowhere",
             Bug::StoppedAttemptDone => "a retryable report under a cancel request ends the job done",
             Bug::ReclaimCancelling => "an expired lease with a cancel request is claimed again",
+            Bug::CancelledRetried => "a retryable report under a cancel request schedules a retry",
             Bug::EnqueueRevivesPruned => "an enqueue of a pruned id stores it as a new job: it runs again",
         }
     }
@@ -505,6 +511,7 @@ impl Bug {
                 | Bug::StatsForgetsPruned
                 | Bug::StoppedAttemptDone
                 | Bug::ReclaimCancelling
+                | Bug::CancelledRetried
                 | Bug::EnqueueRevivesPruned
         )
     }

@@ -84,6 +84,7 @@ impl Bug {
             Bug::StatsForgetsPruned => READS_RULE,
             Bug::StoppedAttemptDone => COMPLETE_RULE,
             Bug::ReclaimCancelling => CANCEL_STOPS,
+            Bug::CancelledRetried => CANCEL_STOPS,
             Bug::EnqueueRevivesPruned => PRUNED_STAYS,
         }
     }

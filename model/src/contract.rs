@@ -946,13 +946,15 @@ pub fn class_of(op: &Op, field: Field) -> Option<Class> {
             Some(names) if names.len() == MAX_QUEUES => Some(Most),
             Some(_) => None,
         },
-        (Op::Enqueue { priority, .. }, Field::Priority) => match *priority {
-            None => Some(Absent),
-            Some(0) => Some(Least),
-            Some(MAX_PRIORITY) => Some(Most),
-            Some(p) if p > MAX_PRIORITY => Some(Above),
-            Some(_) => None,
-        },
+        (Op::Enqueue { priority, .. }, Field::Priority) => {
+            match priority.map(|p| (p, p.cmp(&MAX_PRIORITY))) {
+                None => Some(Absent),
+                Some((0, _)) => Some(Least),
+                Some((_, std::cmp::Ordering::Equal)) => Some(Most),
+                Some((_, std::cmp::Ordering::Greater)) => Some(Above),
+                Some(_) => None,
+            }
+        }
         (Op::Prune { before, now } | Op::Forget { before, now }, Field::Before) => match *before {
             b if b > *now || b > crate::MAX_INT => Some(Above),
             0 => Some(Least),

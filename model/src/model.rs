@@ -202,14 +202,14 @@ impl Events {
     /// A claim took a job of priority 0 while one of a lower priority, due no later, waited
     /// (SPEC 3.3.2, 4.8).
     pub const PRIORITY_FIRST: Events = Events(1 << 28);
-    /// A claim passed over a claimable job of a queue it does not serve (SPEC 3.3.2).
+    /// A claim took a job while passing over a claimable job of a queue it does not serve
+    /// (SPEC 3.3.2).
     pub const QUEUE_PASSED_OVER: Events = Events(1 << 29);
     /// A job whose holder was asked to stop ended (SPEC 3.13).
     pub const RUNNING_CANCELLED: Events = Events(1 << 30);
     /// An enqueue of a pruned id was answered `existing` from its tombstone (SPEC 3.14).
     pub const PRUNED_REENQUEUED: Events = Events(1 << 31);
-    /// A job with a cancel request was claimed again, went back to pending, or had its
-    /// attempts or deadline moved (SPEC 4.13).
+    /// A job with a cancel request was claimed again or went back to pending (SPEC 4.13).
     pub const CANCEL_IGNORED: Events = Events(1 << 32);
     /// A tombstone's id became a job again without a forget (SPEC 4.14).
     pub const TOMBSTONE_REVIVED: Events = Events(1 << 33);
@@ -716,15 +716,10 @@ impl QueueModel {
             self.lane_events(before, queues, now, reply, next);
         }
         let ignored = before.store.jobs().iter().filter(|b| b.cancel_requested).any(|b| {
-            next.store.job(&b.id).is_some_and(|a| {
-                let held = |j: &crate::reference::Job| match &j.phase {
-                    Phase::Leased { owner, claimed_at, .. } => Some((owner.clone(), *claimed_at)),
-                    _ => None,
-                };
-                let moved = a.attempts != b.attempts || a.deadline != b.deadline;
-                let reclaimed = matches!(a.phase, Phase::Leased { .. }) && held(a) != held(b);
-                moved || reclaimed || matches!(a.phase, Phase::Pending { .. })
-            })
+            // Claimed again (a claim counts an attempt), or put back to wait for one.
+            next.store
+                .job(&b.id)
+                .is_some_and(|a| a.attempts != b.attempts || matches!(a.phase, Phase::Pending { .. }))
         });
         if ignored {
             next.events.insert(Events::CANCEL_IGNORED);
@@ -911,31 +906,25 @@ impl QueueModel {
         Some(job)
     }
 
-    /// The lanes scene's `sometimes` events of a claim serving `queues` at `now` that answered
-    /// `reply`: judged on the jobs claimable at the claim (after its reap), from the store.
+    /// The lanes scene's `sometimes` events of a claim serving `queues` at `now` that took a
+    /// job: judged on the jobs claimable at the claim (after its reap), as the store held them
+    /// before.
     fn lane_events(&self, before: &World, queues: &[String], now: u64, reply: &Reply, next: &mut World) {
-        let mut store = before.store.clone();
-        store.step(&Op::Reap { now });
-        let due = |job: &&crate::reference::Job| match job.phase {
-            Phase::Pending { available_at } => available_at <= now,
-            Phase::Leased { until, .. } => until <= now && !job.cancel_requested,
-            _ => false,
-        };
-        let claimable: Vec<_> = store.jobs().iter().filter(due).collect();
-        let served = |job: &crate::reference::Job| queues.iter().any(|q| **q == *job.queue);
+        let Reply::Claimed { id, .. } = reply else { return };
+        let Some(taken) = before.store.job(id) else { return };
+        let due = rules::claimable(before.store.jobs(), now);
+        let claimable: Vec<&Job> = due.iter().filter_map(|(_, id)| before.store.job(id)).collect();
+        let served = |job: &Job| queues.iter().any(|q| **q == *job.queue);
         if claimable.iter().any(|job| !served(job)) {
             next.events.insert(Events::QUEUE_PASSED_OVER);
         }
-        if let Reply::Claimed { id, .. } = reply
-            && let Some(taken) = before.store.job(id)
-            && let Some(at) = taken.phase.available_at()
-        {
-            let waits = |job: &&&crate::reference::Job| {
+        if let Some(at) = taken.phase.available_at() {
+            let waits = |job: &Job| {
                 served(job)
                     && job.priority > taken.priority
                     && job.phase.available_at().is_some_and(|a| a <= at)
             };
-            if claimable.iter().any(|job| waits(&job)) {
+            if claimable.iter().any(|job| waits(job)) {
                 next.events.insert(Events::PRIORITY_FIRST);
             }
         }

@@ -225,7 +225,7 @@ pub mod names {
     /// first (SPEC 3.3.2, 4.8).
     pub const PRIORITY_FIRST: &str = "a low-priority job waits while a higher one goes first";
     /// A `sometimes` property: a claim passes over a job of a queue it does not serve.
-    pub const QUEUE_PASSED_OVER: &str = "a claim passes over a queue it does not serve";
+    pub const QUEUE_PASSED_OVER: &str = "a claim takes a job, passing over a queue it does not serve";
     /// A `sometimes` property: a running job is cancelled and ends by its holder's report or
     /// its lease (SPEC 3.13).
     pub const RUNNING_CANCELLED: &str = "a running job is cancelled and ends";

@@ -646,7 +646,7 @@ impl Store {
                 Reply::Done
             }
             // A cancel request: no retry, whatever the budget and the deadline (SPEC 3.4).
-            Outcome::Retryable if job.cancel_requested => {
+            Outcome::Retryable if job.cancel_requested && bug != Some(Bug::CancelledRetried) => {
                 job.phase = Phase::Dead(DeadReason::Cancelled);
                 Reply::Dead { reason: DeadReason::Cancelled }
             }

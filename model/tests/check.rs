@@ -49,7 +49,7 @@ const EDGE_EXAMPLES: [&str; 1] = [properties::names::LEASE_PAST_MAX_INT];
 ///
 /// [`Scene::lanes`]: retryq_model::model::Scene::lanes
 /// [`Scene::retention`]: retryq_model::model::Scene::retention
-const LANE_EXAMPLES: [&str; 1] = [properties::names::PRIORITY_FIRST];
+const LANE_EXAMPLES: [&str; 2] = [properties::names::PRIORITY_FIRST, properties::names::QUEUE_PASSED_OVER];
 const RETENTION_EXAMPLES: [&str; 3] = [
     properties::names::RUNNING_CANCELLED,
     properties::names::PRUNED_REENQUEUED,

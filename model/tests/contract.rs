@@ -6,11 +6,14 @@
 //! survives it is a change the model check cannot see; a mutant of the rules or the world
 //! that survives it is a check that catches no bug.
 
+use std::hash::{BuildHasher, RandomState};
+
 use retryq_model::checker::{Kind, Status};
-use retryq_model::contract;
-use retryq_model::model::{Bounds, QueueModel, Scene};
+use retryq_model::contract::{self, Class, Field};
+use retryq_model::model::{Bounds, QueueModel, Scene, World};
 use retryq_model::trace::{self, Line};
-use retryq_model::{Bug, Store};
+use retryq_model::{Bug, Op, Store};
+use stateright::Model;
 
 /// The small worlds: one job and two workers up to 5 (every dimension of one job), two jobs
 /// and one worker up to 5 with an enqueue dated back (claim's choice between them), and the
@@ -57,7 +60,7 @@ const EXAMPLE_STEPS: &[(&str, usize)] = &[
     ("a retry uses the settings in effect, switched since the enqueue", 4),
     ("a lease ends past 2^53 - 1", 2),
     ("a low-priority job waits while a higher one goes first", 3),
-    ("a claim passes over a queue it does not serve", 2),
+    ("a claim takes a job, passing over a queue it does not serve", 3),
     ("a running job is cancelled and ends", 4),
     ("a pruned id is enqueued again: existing, not run", 4),
     ("a forgotten id is enqueued anew", 5),
@@ -141,5 +144,95 @@ fn every_seeded_bug_is_caught_by_its_property() {
         }
         assert!(differs, "{bug}: the SPEC's store answers this trace just like the buggy one");
         assert!(trace::render(&lines).lines().all(|l| l.starts_with('#') || l.starts_with("{\"op\":")));
+    }
+}
+
+/// The checker tells worlds apart by their hash; `World`'s equality must say the same of every
+/// pair, or a state would be merged with one it differs from (or kept twice). Compared over
+/// every pair of the worlds within three steps of each scene's start.
+#[test]
+fn worlds_are_equal_exactly_when_their_hashes_are() {
+    let hasher = RandomState::new();
+    for bounds in small_worlds() {
+        let model = QueueModel::new(bounds.clone(), None);
+        let mut worlds: Vec<World> = model.init_states();
+        let mut frontier = worlds.clone();
+        for _ in 0..3 {
+            let mut next = Vec::new();
+            for world in &frontier {
+                let mut actions = Vec::new();
+                model.actions(world, &mut actions);
+                next.extend(actions.into_iter().filter_map(|action| model.next_state(world, action)));
+            }
+            next.truncate(150);
+            worlds.extend(next.iter().cloned());
+            frontier = next;
+        }
+        let hashes: Vec<u64> = worlds.iter().map(|w| hasher.hash_one(w)).collect();
+        let mut distinct = 0;
+        for (i, a) in worlds.iter().enumerate() {
+            assert!(a == a, "{bounds}: a world differs from itself");
+            for (j, b) in worlds.iter().enumerate().skip(i + 1) {
+                assert_eq!(
+                    a == b,
+                    hashes[i] == hashes[j],
+                    "{bounds}: equality and hash disagree:\n{a:?}\n{b:?}"
+                );
+                distinct += usize::from(a != b);
+            }
+        }
+        assert!(distinct > 0, "{bounds}: no two different worlds were compared");
+    }
+}
+
+/// `contract::class_of` puts each value at the edge the SPEC draws, and a value between the
+/// edges in no class: the cells of arguments count only what was put to the store, so a class
+/// read too widely would be reached by ordinary values and show nothing.
+#[test]
+fn argument_classes_are_the_specs_edges() {
+    let names = |n: usize| Some((0..n).map(|i| format!("q{i}")).collect::<Vec<_>>());
+    let claim = |queues| Op::Claim { worker: "w".into(), now: 10, queues };
+    let cases = [
+        (claim(None), Some(Class::Absent)),
+        (claim(names(0)), Some(Class::Below)),
+        (claim(names(1)), Some(Class::Least)),
+        (claim(names(2)), None),
+        (claim(names(63)), None),
+        (claim(names(64)), Some(Class::Most)),
+        (claim(names(65)), Some(Class::Above)),
+        (claim(Some(vec!["a".into(), "b".into(), "a".into()])), Some(Class::Forbidden)),
+    ];
+    for (op, class) in cases {
+        assert_eq!(contract::class_of(&op, Field::Queues), class, "{}", op.to_json_line());
+    }
+    let enqueue = |priority| Op::Enqueue {
+        id: "j".into(),
+        payload: String::new(),
+        max_attempts: 1,
+        deadline: 100,
+        now: 10,
+        not_before: None,
+        base_ms: None,
+        cap_ms: None,
+        queue: None,
+        priority,
+    };
+    let priorities =
+        [(None, Some(Class::Absent)), (Some(0), Some(Class::Least)), (Some(1), None), (Some(8), None)];
+    let priorities =
+        priorities.into_iter().chain([(Some(9), Some(Class::Most)), (Some(10), Some(Class::Above))]);
+    for (priority, class) in priorities {
+        assert_eq!(contract::class_of(&enqueue(priority), Field::Priority), class, "priority {priority:?}");
+    }
+    for before in [0, 1, 9, 10, 11] {
+        let class = match before {
+            0 => Some(Class::Least),
+            10 => Some(Class::Most),
+            11 => Some(Class::Above),
+            _ => None,
+        };
+        for op in [Op::Prune { before, now: 10 }, Op::Forget { before, now: 10 }] {
+            assert_eq!(contract::class_of(&op, Field::Before), class, "{}", op.to_json_line());
+        }
     }
 }
