@@ -69,7 +69,7 @@ const EXAMPLE_STEPS: &[(&str, usize)] = &[
 #[test]
 fn the_model_check_passes_and_reaches_everything() {
     let mut found = Vec::new();
-    // The tables' sizes, as README.md and docs/model.md quote them.
+    // The tables' sizes, as docs/model.md quotes them.
     assert_eq!((contract::cells().len(), contract::arg_cells().len()), (247, 217));
     let mut cells = vec![false; contract::cells().len() + contract::arg_cells().len()];
     for bounds in small_worlds() {
