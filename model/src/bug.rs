@@ -171,6 +171,10 @@ pub enum Bug {
     ClaimIgnoresQueues,
     /// A claim takes the largest `priority` first (`ORDER BY priority DESC`).
     PriorityInverted,
+    /// A claim serving several queues walks them in the order it names them and takes the
+    /// best due job of the first that has one, not the best of them all (one index walk per
+    /// queue, stopped at the first hit).
+    ClaimQueuesInTurn,
     /// A prune removes an open job whose deadline is at or before `before`, as if it had
     /// ended there, though no reap has ended it: the job is gone without a status.
     PruneOpenPastDeadline,
@@ -201,7 +205,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 74] = [
+    pub const ALL: [Bug; 75] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -266,6 +270,7 @@ impl Bug {
         Bug::JitterCheckedOnlyOnRetry,
         Bug::ClaimIgnoresQueues,
         Bug::PriorityInverted,
+        Bug::ClaimQueuesInTurn,
         Bug::PruneOpenPastDeadline,
         Bug::PruneIgnoresBefore,
         Bug::PruneWithoutTombstone,
@@ -345,6 +350,7 @@ impl Bug {
             Bug::JitterCheckedOnlyOnRetry => "jitter-checked-only-on-retry",
             Bug::ClaimIgnoresQueues => "claim-ignores-queues",
             Bug::PriorityInverted => "priority-inverted",
+            Bug::ClaimQueuesInTurn => "claim-queues-in-turn",
             Bug::PruneOpenPastDeadline => "prune-open-past-deadline",
             Bug::PruneIgnoresBefore => "prune-ignores-before",
             Bug::PruneWithoutTombstone => "prune-without-tombstone",
@@ -435,6 +441,7 @@ impl Bug {
             Bug::JitterCheckedOnlyOnRetry => "a jitter outside [0, 1] is refused only for outcome retryable",
             Bug::ClaimIgnoresQueues => "a claim takes the first due job of any queue, not only its own",
             Bug::PriorityInverted => "a claim takes the largest priority first: 9 before 0",
+            Bug::ClaimQueuesInTurn => "a claim takes from the first queue it names that has a due job",
             Bug::PruneOpenPastDeadline => {
                 "a prune removes an open job past its deadline that no reap has ended"
             }
@@ -495,7 +502,7 @@ impl Bug {
 
     /// The bugs that only jobs of two queues or two priorities show (the lanes scene).
     pub fn needs_lanes(self) -> bool {
-        matches!(self, Bug::ClaimIgnoresQueues | Bug::PriorityInverted)
+        matches!(self, Bug::ClaimIgnoresQueues | Bug::PriorityInverted | Bug::ClaimQueuesInTurn)
     }
 
     /// The bugs that only prunes, forgets and cancels of running jobs show (the retention

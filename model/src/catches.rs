@@ -76,6 +76,7 @@ impl Bug {
             Bug::JitterCheckedOnlyOnRetry => ARGUMENTS_FIRST,
             Bug::ClaimIgnoresQueues => PROGRESS,
             Bug::PriorityInverted => PROGRESS,
+            Bug::ClaimQueuesInTurn => PROGRESS,
             Bug::PruneOpenPastDeadline => NO_SILENT_DROP,
             Bug::PruneIgnoresBefore => RETENTION_RULE,
             Bug::PruneWithoutTombstone => NO_SILENT_DROP,

@@ -552,6 +552,7 @@ impl Store {
             Some(Bug::ClaimTieByEnqueuedAt) => {
                 candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.enqueued_at)).map(|(i, _)| i)
             }
+            Some(Bug::ClaimQueuesInTurn) => seeded::queues_in_turn(candidates, queues),
             Some(Bug::PriorityInverted) => candidates
                 .min_by_key(|(_, job)| (std::cmp::Reverse(job.priority), job.phase.available_at()))
                 .map(|(i, _)| i),
@@ -1062,6 +1063,18 @@ mod seeded {
     /// The smallest `available_at`, ties to the job enqueued last (`claim-tie-to-newest`).
     pub fn tie_to_newest<'a>(candidates: impl Iterator<Item = (usize, &'a Job)>) -> Option<usize> {
         candidates.max_by_key(|(i, job)| (std::cmp::Reverse(job.phase.available_at()), *i)).map(|(i, _)| i)
+    }
+
+    /// The best due job of the first queue named that has one (`claim-queues-in-turn`).
+    pub fn queues_in_turn<'a>(
+        candidates: impl Iterator<Item = (usize, &'a Job)>,
+        queues: &[String],
+    ) -> Option<usize> {
+        let candidates: Vec<_> = candidates.collect();
+        queues.iter().find_map(|queue| {
+            let own = candidates.iter().filter(|(_, job)| *job.queue == **queue);
+            own.min_by_key(|(_, job)| (job.priority, job.phase.available_at())).map(|(i, _)| *i)
+        })
     }
 
     /// Only the first job ever enqueued is looked at (`claim-only-first-job`).
