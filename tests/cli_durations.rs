@@ -1,6 +1,6 @@
-//! Duration flags through the real binary: units (`1h`, `30s`, `1h30m`) and bare numbers of
-//! milliseconds both work, the short names are aliases of the `-ms` ones, and a value the
-//! queue cannot hold is refused naming the flag and why, with nothing changed.
+//! Duration flags through the real binary: units (`1h`, `30s`, `1h30m`) work, a bare number
+//! other than `0` is refused naming the units, the short names are aliases of the `-ms` ones,
+//! and a value the queue cannot hold is refused naming the flag and why, with nothing changed.
 
 mod common;
 
@@ -24,9 +24,9 @@ fn deadline(db: &Path, id: &str) -> u64 {
 }
 
 #[test]
-fn ttl_takes_units_and_a_bare_number_stays_milliseconds() {
+fn ttl_takes_units() {
     let (_dir, db) = fresh();
-    let cases = [("hour", "1h", 3_600_000), ("mixed", "1h30m", 5_400_000), ("bare", "90000", 90_000)];
+    let cases = [("hour", "1h", 3_600_000), ("mixed", "1h30m", 5_400_000), ("ms", "90000ms", 90_000)];
     for (id, ttl, ms) in cases {
         let before = now_ms();
         let r = retryq(&db, &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", ttl]);
@@ -41,12 +41,73 @@ fn ttl_takes_units_and_a_bare_number_stays_milliseconds() {
     assert!(r.stdout.contains("not_dead"), "{}", r.stdout);
 }
 
+/// `--ttl 5` meant 5 ms once, and a job that expires before anyone can claim it is a
+/// mistake nobody would see: every duration flag now refuses a bare number, naming the units,
+/// and changes nothing. `0` is the same in every unit and stays accepted where 0 is allowed.
+#[test]
+fn a_bare_number_is_refused_by_every_duration_flag_naming_the_units() {
+    let (dir, db) = fresh();
+    let enqueue = ["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1"];
+    let work = ["work", "--worker", "w", "--exec", "true"];
+    let url = ["work", "--worker", "w", "--url", "http://127.0.0.1:9/"];
+    let commands: Vec<Vec<&str>> = vec![
+        [&enqueue[..], &["--ttl"]].concat(),
+        [&enqueue[..], &["--ttl", "1h", "--start-in"]].concat(),
+        [&enqueue[..], &["--ttl", "1h", "--backoff-base"]].concat(),
+        [&enqueue[..], &["--ttl", "1h", "--backoff-cap"]].concat(),
+        vec!["redrive", "--all-dead", "--add-attempts", "1", "--ttl"],
+        vec!["prune", "--older-than"],
+        vec!["prune", "--older-than", "1d", "--forget-older-than"],
+        [&work[..], &["--lease"]].concat(),
+        [&work[..], &["--lease-ms"]].concat(),
+        [&work[..], &["--timeout"]].concat(),
+        [&work[..], &["--base"]].concat(),
+        [&work[..], &["--cap-ms"]].concat(),
+        [&work[..], &["--margin"]].concat(),
+        [&work[..], &["--retain"]].concat(),
+        [&work[..], &["--retain", "1d", "--forget-after"]].concat(),
+        [&url[..], &["--retry-budget-ttl"]].concat(),
+        vec!["serve-demo", "--slow"],
+        vec!["serve-demo", "--read-timeout"],
+        vec!["serve-demo", "--stats-every"],
+    ];
+    for command in &commands {
+        let args = [&command[..], &["5"]].concat();
+        let r = retryq(&db, &args);
+        assert_eq!((r.code, r.stdout.as_str()), (Some(2), ""), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("'5' for '--")
+                && r.stderr.contains("5 has no unit; write 5ms, 5s, 5m, 5h or 5d"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    // An item of a list is refused the same way, by its place in the list.
+    let r = retryq(&db, &[&url[..], &["--fault-unavailable-ms", "0,0,30s,1m,2m,3m,600000"]].concat());
+    assert!(
+        r.code == Some(2) && r.stderr.contains("\"600000\": 600000 has no unit; write 600000ms"),
+        "{}",
+        r.stderr
+    );
+    assert!(!db.exists(), "{:?}", std::fs::read_dir(dir.path()).map(|d| d.count()));
+    // `0` needs no unit: a job due at once, with no backoff of its own.
+    let flags = ["--ttl", "1h", "--start-in", "0", "--backoff-base", "0"];
+    let r = retryq(&db, &[&enqueue[..], &flags[..]].concat());
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = retryq(&db, &["get", "a"]);
+    let job: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(
+        (job["base_ms"].as_u64(), job["available_at"].as_u64()),
+        (Some(0), job["not_before"].as_u64())
+    );
+}
+
 #[test]
 fn work_reads_units_under_the_short_names_and_the_old_ones() {
     let (_dir, db) = fresh();
     // A quarter of a second of lease is too short to renew: the message shows it in
     // milliseconds, under the `-ms` name.
-    for args in [["--lease", "0.25s", "--timeout", "2m"], ["--lease-ms", "250", "--timeout-ms", "120000"]] {
+    for args in [["--lease", "0.25s", "--timeout", "2m"], ["--lease-ms", "250ms", "--timeout-ms", "2m"]] {
         let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());
         assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
         assert!(r.stderr.contains("--lease-ms: 250 ms is shorter than 300 ms"), "{args:?}: {}", r.stderr);
@@ -67,11 +128,12 @@ fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
         ("1.5ms", "whole number of milliseconds"),
         ("-1s", "negative"),
         ("-5", "negative"),
-        ("9007199254740992", "too large"),
+        ("9007199254740992ms", "too large"),
         ("104249991375d", "too large"),
-        ("99999999999999999999999999", "too large"),
+        ("99999999999999999999999999s", "too large"),
         ("10 parsecs", "unknown unit \"parsecs\""),
-        ("1h30", "30 has no unit"),
+        ("1h30", "30 has no unit; write 30ms, 30s, 30m, 30h or 30d"),
+        ("250", "250 has no unit; write 250ms, 250s, 250m, 250h or 250d"),
         ("", "empty"),
     ];
     let enqueue = ["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl"];
@@ -136,14 +198,14 @@ fn help_shows_the_accepted_forms_and_the_short_names() {
         "[default: 100ms] [alias: --base]",
         "[default: 1s] [alias: --cap]",
         "[default: 20s] [alias: --timeout]",
-        "A duration: 30s, 2m, 1h30m, or a bare number of milliseconds",
+        "A duration with a unit: 30s, 2m, 1h30m [default: 30s]",
     ] {
         assert!(r.stdout.contains(text), "work --help lacks {text:?}:\n{}", r.stdout);
     }
     for command in ["enqueue", "redrive"] {
         let r = retryq(&db, &[command, "--help"]);
         assert!(r.stdout.contains("--ttl <DURATION>"), "{}", r.stdout);
-        assert!(r.stdout.contains("90s, 1h, 1h30m, 7d, or a bare number of milliseconds"), "{}", r.stdout);
+        assert!(r.stdout.contains("with a unit: 90s, 1h, 1h30m, 7d"), "{}", r.stdout);
     }
 }
 

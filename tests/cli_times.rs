@@ -144,7 +144,8 @@ fn times_past_the_year_9999_are_said_in_words() {
         "{BIN} get far --human > {seen}; {BIN} list --status leased >> {seen}; {BIN} history far >> {seen}",
         seen = seen.display()
     );
-    let r = retryq(&db, &["work", "--worker", "w1", "--lease", FAR, "--exec", &exec, "--until-idle"]);
+    let lease = format!("{FAR}ms");
+    let r = retryq(&db, &["work", "--worker", "w1", "--lease", &lease, "--exec", &exec, "--until-idle"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let seen = fs::read_to_string(&seen).expect("what the attempt saw");
     assert!(!seen.contains("panicked"), "{seen}");

@@ -36,7 +36,7 @@ impl Setup {
     fn enqueue(&self, id: &str, max_attempts: u64) {
         let out = Command::new(BIN)
             .args(["enqueue", "--id", id, "--payload", "p", "--max-attempts", &max_attempts.to_string()])
-            .args(["--ttl", "600000"])
+            .args(["--ttl", "10m"])
             .env("RETRYQ_DB", &self.db)
             .output()
             .expect("enqueue");
@@ -151,9 +151,9 @@ esac
             "--concurrency",
             concurrency,
             "--lease-ms",
-            "1500",
+            "1500ms",
             "--timeout-ms",
-            "500",
+            "500ms",
             "--base-ms",
             "0",
             "--cap-ms",

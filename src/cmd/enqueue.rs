@@ -54,7 +54,7 @@ pub struct Args {
     /// No attempt before this time, in Unix milliseconds: from now up to the deadline − 1.
     #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_INT), conflicts_with = "start_in")]
     not_before: Option<u64>,
-    /// No attempt before this long from now: 90s, 1h, 2d, or a bare number of milliseconds.
+    /// No attempt before this long from now, with a unit: 90s, 1h, 2d (or 0).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
     start_in: Option<u64>,
     /// This job's own first retry window, in place of the worker's --base-ms.

@@ -79,8 +79,7 @@ pub struct Deadline {
     /// The new deadline, in Unix milliseconds: no attempt starts at or after it.
     #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
     deadline: Option<u64>,
-    /// The deadline as a duration from now: 90s, 1h, 1h30m, 7d, or a bare number of
-    /// milliseconds.
+    /// The deadline as a duration from now, with a unit: 90s, 1h, 1h30m, 7d.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
     ttl: Option<u64>,
 }

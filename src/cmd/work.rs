@@ -86,18 +86,17 @@ pub struct Args {
     /// How long a claim holds a job before another worker may claim it again. While an
     /// attempt runs the worker renews its lease every third of it (a heartbeat), so the
     /// lease may be shorter than --timeout-ms: it is how long a job waits after its worker
-    /// crashed. At least 300ms. A duration: 30s, 2m, 1h30m, or a bare number of milliseconds.
+    /// crashed. At least 300ms. A duration with a unit: 30s, 2m, 1h30m.
     #[arg(long, visible_alias = "lease", value_name = "DURATION", allow_hyphen_values = true, default_value = "30s", value_parser = duration::positive)]
     lease_ms: u64,
-    /// The first retry's backoff window: 100ms, 2s, or a bare number of milliseconds.
+    /// The first retry's backoff window: 100ms, 2s.
     #[arg(long, visible_alias = "base", value_name = "DURATION", allow_hyphen_values = true, default_value = "100ms", value_parser = duration::parse_ms)]
     base_ms: u64,
-    /// The largest backoff window: 1s, 5m, or a bare number of milliseconds.
+    /// The largest backoff window: 1s, 5m.
     #[arg(long, visible_alias = "cap", value_name = "DURATION", allow_hyphen_values = true, default_value = "1s", value_parser = duration::parse_ms)]
     cap_ms: u64,
     /// The longest one attempt may run (also never past the job's deadline); then its
-    /// process group is killed and the attempt counts as retryable. A duration: 20s, 2m, or
-    /// a bare number of milliseconds.
+    /// process group is killed and the attempt counts as retryable. A duration: 20s, 2m.
     #[arg(long, visible_alias = "timeout", value_name = "DURATION", allow_hyphen_values = true, default_value = "20s", value_parser = duration::positive)]
     timeout_ms: u64,
     /// How long before its lease's end each attempt is stopped, by the worker or, when the
@@ -143,7 +142,7 @@ struct HttpArgs {
         conflicts_with = "exec"
     )]
     retry_budget_min_per_sec: u32,
-    /// The budget's window (1s to 60s; a bare number is milliseconds). A retry the budget
+    /// The budget's window (1s to 60s). A retry the budget
     /// refuses is not sent; it counts as retryable and waits at least a tenth of the window.
     #[arg(
         long,
@@ -156,13 +155,12 @@ struct HttpArgs {
     )]
     retry_budget_ttl_ms: u64,
     /// Latency bands of the URL selector, ascending: a URL whose answer took at least a band
-    /// is left out for that band's duration. Durations (bare numbers are milliseconds).
-    /// Default RocketMQ's 50,100,550,1000,2000,3000,15000.
+    /// is left out for that band's duration. Durations with units. Default RocketMQ's
+    /// 50ms,100ms,550ms,1s,2s,3s,15s.
     #[arg(long, value_name = "LIST", conflicts_with = "exec")]
     fault_latency_ms: Option<String>,
-    /// How long a URL is left out, per band; a failure counts as the top band. Durations
-    /// (`0,0,30s,1m,2m,3m,10m`; bare numbers are milliseconds). Default RocketMQ's
-    /// 0,0,30000,60000,120000,180000,600000.
+    /// How long a URL is left out, per band, as durations with units; a failure counts as
+    /// the top band. Default RocketMQ's 0,0,30s,1m,2m,3m,10m.
     #[arg(long, value_name = "LIST", conflicts_with = "exec")]
     fault_unavailable_ms: Option<String>,
     /// The Content-Type of each POST.
