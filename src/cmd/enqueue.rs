@@ -1,12 +1,12 @@
 //! `retryq enqueue --id ID [--payload TEXT | --empty-payload | payload on stdin]
-//! --max-attempts N (--deadline UNIX_MS | --ttl DURATION) [--not-before UNIX_MS | --start-in
+//! --max-attempts N (--deadline TIME | --ttl DURATION) [--not-before TIME | --start-in
 //! DURATION] [--backoff-base DURATION] [--backoff-cap DURATION]`: accept a job once, by its
 //! business id.
 //!
-//! A scheduled start is given as the deadline is: a point in Unix milliseconds
-//! (`--not-before`), or a duration from now (`--start-in`). The point is the primary form
-//! because a schedule is usually a time ("after midnight") that a script computes the way it
-//! computes a deadline; the duration is the shorthand, resolved against the same clock
+//! A scheduled start is given as the deadline is: a point in time, RFC 3339 or Unix
+//! milliseconds (`--not-before`, see `instant.rs`), or a duration from now (`--start-in`).
+//! The point is the primary form because a schedule is usually a time ("after midnight")
+//! that a script computes the way it computes a deadline; the duration is the shorthand, resolved against the same clock
 //! reading as the enqueue's `now`, so `--start-in 0` is due at once. `--backoff-base` and
 //! `--backoff-cap` are the job's own retry windows (SPEC 3.2): each one given replaces the
 //! worker's `--base-ms`/`--cap-ms` for this job alone, the other stays the worker's.
@@ -28,7 +28,7 @@ use retryq::{Enqueued, MAX_ATTEMPTS, MAX_INT, MAX_PAYLOAD_BYTES, NewJob};
 use retryq_model::{Failure, Reply, Response};
 
 use super::db::Db;
-use super::{CliError, Deadline, duration, print_json};
+use super::{CliError, Deadline, duration, instant, print_json, words};
 use crate::out::noteln;
 use crate::printable::printable;
 
@@ -51,8 +51,9 @@ pub struct Args {
     max_attempts: u64,
     #[command(flatten)]
     deadline: Deadline,
-    /// No attempt before this time, in Unix milliseconds: from now up to the deadline − 1.
-    #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_INT), conflicts_with = "start_in")]
+    /// No attempt before this time, RFC 3339 or Unix milliseconds: from now up to the
+    /// deadline − 1 ms.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = instant::at_least(0), conflicts_with = "start_in")]
     not_before: Option<u64>,
     /// No attempt before this long from now, with a unit: 90s, 1h, 2d (or 0).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
@@ -186,14 +187,43 @@ fn read_stdin() -> Result<String, CliError> {
     String::from_utf8(bytes).map_err(|_| CliError::flag("--payload", "standard input is not UTF-8 text"))
 }
 
-/// The deadline and the first start the flags ask for, as of `now`.
+/// The deadline and the first start the flags ask for, as of `now`: a start must lie in now …
+/// deadline − 1 ms (SPEC 3.2), said with each time in both forms and `--start-in` in units.
 fn schedule(args: &Args, now: u64) -> Result<(u64, Option<u64>), CliError> {
     let deadline = args.deadline.at(now)?;
     let not_before = match (args.not_before, args.start_in) {
+        (Some(at), _) if at < now => {
+            return Err(CliError::flag(
+                "--not-before",
+                format!("{} is before now, {}", instant::show(at), instant::show(now)),
+            ));
+        }
+        (Some(at), _) if at >= deadline => {
+            return Err(CliError::flag(
+                "--not-before",
+                format!("{} is not before the deadline, {}", instant::show(at), instant::show(deadline)),
+            ));
+        }
         (Some(at), _) => Some(at),
         (None, Some(after)) => match now.checked_add(after) {
-            Some(at) if at <= MAX_INT => Some(at),
-            _ => return Err(CliError::flag("--start-in", format!("{after} ms from now passes 2^53-1"))),
+            Some(at) if at < deadline => Some(at),
+            Some(at) if at <= MAX_INT => {
+                return Err(CliError::flag(
+                    "--start-in",
+                    format!(
+                        "{} from now, {}, is not before the deadline, {}",
+                        words(after),
+                        instant::show(at),
+                        instant::show(deadline)
+                    ),
+                ));
+            }
+            _ => {
+                return Err(CliError::flag(
+                    "--start-in",
+                    format!("{} from now passes 2^53-1 ms", words(after)),
+                ));
+            }
         },
         (None, None) => None,
     };

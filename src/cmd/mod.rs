@@ -18,6 +18,7 @@ pub mod error;
 pub mod explore;
 pub mod get;
 pub mod history;
+pub mod instant;
 pub mod list;
 pub mod prune;
 pub mod redrive;
@@ -72,12 +73,14 @@ pub fn now() -> Result<u64, CliError> {
     retryq_worker::now_ms().map_err(|e| CliError::Other(e.to_string()))
 }
 
-/// `--deadline UNIX_MS` or `--ttl DURATION`: exactly one.
+/// `--deadline TIME` or `--ttl DURATION`: exactly one. Its help speaks of "the deadline";
+/// each command says whose in its own help (`enqueue`: the job's; `redrive`: the new one).
 #[derive(clap::Args, Debug)]
 #[group(required = true, multiple = false)]
 pub struct Deadline {
-    /// The new deadline, in Unix milliseconds: no attempt starts at or after it.
-    #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    /// The deadline, RFC 3339 or Unix milliseconds (2026-12-31T00:00:00Z, 1798675200000):
+    /// no attempt starts at or after it.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = instant::at_least(1))]
     deadline: Option<u64>,
     /// The deadline as a duration from now, with a unit: 90s, 1h, 1h30m, 7d.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
@@ -90,16 +93,21 @@ impl Deadline {
         match (self.deadline, self.ttl) {
             (Some(deadline), _) if deadline <= now => Err(CliError::flag(
                 "--deadline",
-                format!("{deadline} is not after now ({now} ms since 1970)"),
+                format!("{} is not after now, {}", instant::show(deadline), instant::show(now)),
             )),
             (Some(deadline), _) => Ok(deadline),
             (None, Some(ttl)) => match now.checked_add(ttl) {
                 Some(deadline) if deadline <= MAX_INT => Ok(deadline),
-                _ => Err(CliError::flag("--ttl", format!("{ttl} ms from now passes 2^53-1"))),
+                _ => Err(CliError::flag("--ttl", format!("{} from now passes 2^53-1 ms", words(ttl)))),
             },
             (None, None) => Err(CliError::Usage("one of --deadline and --ttl is required".into())),
         }
     }
+}
+
+/// A duration in units, for messages: `2h 30m`, `90ms`.
+pub fn words(ms: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
 }
 
 /// Prints one JSON value as a line: every command's JSON goes through here (or

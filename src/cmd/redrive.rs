@@ -1,5 +1,5 @@
 //! `retryq redrive (--id ID | --all-dead [--reason R]) --add-attempts N
-//! (--deadline UNIX_MS | --ttl DURATION)`: the operator's way out of `dead`, with a new budget.
+//! (--deadline TIME | --ttl DURATION)`: the operator's way out of `dead`, with a new budget.
 //!
 //! Prints one JSON line per job: `{"ok":"redriven","id":…}` or the refusal
 //! (`{"error":"not_found"|"not_dead"|"invalid_input","id":…}`); exit 1 if any was refused.
