@@ -110,8 +110,11 @@ fn work_dead_history_redrive_and_audit() {
     )
     .expect("handler");
     let exec = format!("sh {}", handler.display());
-    let args = ["work", "--worker", "w1", "--exec", &exec, "--lease-ms", "2s", "--timeout-ms", "1s"];
-    let r = retryq(&db, &[&args[..], &["--base-ms", "10ms", "--cap-ms", "10ms", "--until-idle"]].concat());
+    let args = ["work", "--worker", "w1", "--exec", &exec, "--lease", "2s", "--timeout", "1s"];
+    let r = retryq(
+        &db,
+        &[&args[..], &["--backoff-base", "10ms", "--backoff-cap", "10ms", "--until-idle"]].concat(),
+    );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     // One log line per attempt: good#1, bad#1, flaky#1, flaky#2.
     let attempts: Vec<&str> = r.stderr.lines().filter(|l| l.contains(" attempt ")).collect();
@@ -221,15 +224,15 @@ fn every_flag_is_validated_by_name_with_exit_2() {
         ([&enqueue[..], &["--max-attempts", "1"]].concat(), "--deadline"),
         (vec!["enqueue", "--id", "", "--payload", "p", "--max-attempts", "1", "--ttl", "9ms"], "--id"),
         (vec!["enqueue", "--id", &long, "--payload", "p", "--max-attempts", "1", "--ttl", "9ms"], "--id"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "0"], "--lease-ms"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "299ms"], "--lease-ms"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--lease", "0"], "--lease"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--lease", "299ms"], "--lease"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--lease", "200ms", "--timeout", "5s"], "--lease"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--timeout", "0"], "--timeout"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--backoff-base", "-5"], "--backoff-base"),
         (
-            vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "200ms", "--timeout-ms", "5s"],
-            "--lease-ms",
+            vec!["work", "--worker", "w", "--exec", "true", "--backoff-cap", "9007199254740992ms"],
+            "--backoff-cap",
         ),
-        (vec!["work", "--worker", "w", "--exec", "true", "--timeout-ms", "0"], "--timeout-ms"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--base-ms", "-5"], "--base-ms"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--cap-ms", "9007199254740992ms"], "--cap-ms"),
         (vec!["work", "--worker", "", "--exec", "true"], "--worker"),
         (vec!["work", "--worker", "w", "--exec", " "], "--exec"),
         (vec!["work", "--exec", "true"], "--worker"),

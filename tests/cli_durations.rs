@@ -1,6 +1,7 @@
 //! Duration flags through the real binary: units (`1h`, `30s`, `1h30m`) work, a bare number
-//! other than `0` is refused naming the units, the short names are aliases of the `-ms` ones,
-//! and a value the queue cannot hold is refused naming the flag and why, with nothing changed.
+//! other than `0` is refused naming the units, each flag has one name across commands with
+//! its older `-ms` spelling a hidden alias, and a value the queue cannot hold is refused
+//! naming the flag and why, with nothing changed.
 
 mod common;
 
@@ -103,21 +104,55 @@ fn a_bare_number_is_refused_by_every_duration_flag_naming_the_units() {
 }
 
 #[test]
-fn work_reads_units_under_the_short_names_and_the_old_ones() {
+fn work_reads_the_new_names_and_the_old_ones_for_one_release() {
     let (_dir, db) = fresh();
     // A quarter of a second of lease is too short to renew: the message shows it in
-    // milliseconds, under the `-ms` name.
+    // milliseconds, under the flag's one name, whichever spelling was typed.
     for args in [["--lease", "0.25s", "--timeout", "2m"], ["--lease-ms", "250ms", "--timeout-ms", "2m"]] {
         let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());
         assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains("--lease-ms: 250 ms is shorter than 300 ms"), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("--lease: 250 ms is shorter than 300 ms"), "{args:?}: {}", r.stderr);
     }
-    let r = retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let flags = ["--lease", "3m", "--timeout", "2m", "--base", "50ms", "--cap", "1.5s", "--until-idle"];
-    let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &flags[..]].concat());
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let r = retryq(&db, &["get", "a"]);
+    let old = [
+        [
+            "--lease-ms",
+            "3m",
+            "--timeout-ms",
+            "2m",
+            "--margin-ms",
+            "1s",
+            "--base-ms",
+            "50ms",
+            "--cap-ms",
+            "1.5s",
+        ],
+        ["--lease", "3m", "--timeout", "2m", "--margin", "1s", "--base", "50ms", "--cap", "1.5s"],
+        [
+            "--lease",
+            "3m",
+            "--timeout",
+            "2m",
+            "--margin",
+            "1s",
+            "--backoff-base",
+            "50ms",
+            "--backoff-cap",
+            "1.5s",
+        ],
+    ];
+    for (n, flags) in old.iter().enumerate() {
+        let id = n.to_string();
+        let r =
+            retryq(&db, &["enqueue", "--id", &id, "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let r = retryq(
+            &db,
+            &[&["work", "--worker", "w", "--exec", "true", "--until-idle"][..], &flags[..]].concat(),
+        );
+        assert_eq!(r.code, Some(0), "{flags:?}: {}", r.stderr);
+        assert!(r.stderr.contains("lease_ms=180000") && r.stderr.contains("margin_ms=1000"), "{}", r.stderr);
+    }
+    let r = retryq(&db, &["get", "2"]);
     assert!(r.stdout.contains("\"status\":\"done\""), "{}", r.stdout);
 }
 
@@ -143,14 +178,14 @@ fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
     let commands: Vec<(Vec<&str>, &str)> = vec![
         (enqueue.to_vec(), "--ttl"),
         (redrive.to_vec(), "--ttl"),
-        ([&work[..], &["--lease"]].concat(), "--lease-ms"),
-        ([&work[..], &["--lease-ms"]].concat(), "--lease-ms"),
-        ([&work[..], &["--timeout"]].concat(), "--timeout-ms"),
-        ([&work[..], &["--base-ms"]].concat(), "--base-ms"),
-        ([&work[..], &["--cap"]].concat(), "--cap-ms"),
-        ([&url[..], &["--retry-budget-ttl"]].concat(), "--retry-budget-ttl-ms"),
-        (vec!["serve-demo", "--slow-ms"], "--slow-ms"),
-        (vec!["serve-demo", "--read-timeout"], "--read-timeout-ms"),
+        ([&work[..], &["--lease"]].concat(), "--lease"),
+        ([&work[..], &["--lease-ms"]].concat(), "--lease"),
+        ([&work[..], &["--timeout"]].concat(), "--timeout"),
+        ([&work[..], &["--base-ms"]].concat(), "--backoff-base"),
+        ([&work[..], &["--cap"]].concat(), "--backoff-cap"),
+        ([&url[..], &["--retry-budget-ttl-ms"]].concat(), "--retry-budget-ttl"),
+        (vec!["serve-demo", "--slow-ms"], "--slow"),
+        (vec!["serve-demo", "--read-timeout"], "--read-timeout"),
         (vec!["serve-demo", "--stats-every"], "--stats-every"),
     ];
     for (command, flag) in &commands {
@@ -180,7 +215,7 @@ fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
     // A list of durations names the item.
     let r = retryq(&db, &[&url[..], &["--fault-unavailable-ms", "0,0,30s,1m,2m,3m,1.5ms"]].concat());
     assert!(
-        r.code == Some(2) && r.stderr.contains("--fault-unavailable-ms: \"1.5ms\": not a whole number"),
+        r.code == Some(2) && r.stderr.contains("--fault-unavailable: \"1.5ms\": not a whole number"),
         "{}",
         r.stderr
     );
@@ -189,19 +224,48 @@ fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
 }
 
 #[test]
-fn help_shows_the_accepted_forms_and_the_short_names() {
+fn help_shows_one_name_per_flag_and_the_defaults_in_units() {
     let (_dir, db) = fresh();
     let r = retryq(&db, &["work", "--help"]);
     for text in [
-        "--lease-ms <DURATION>",
-        "[default: 30s] [alias: --lease]",
-        "[default: 100ms] [alias: --base]",
-        "[default: 1s] [alias: --cap]",
-        "[default: 20s] [alias: --timeout]",
-        "A duration with a unit: 30s, 2m, 1h30m [default: 30s]",
+        "--lease <DURATION>",
+        "At least 300ms [default: 30s]",
+        "--timeout <DURATION>",
+        "[default: 20s]",
+        "--backoff-base <DURATION>",
+        "[default: 100ms]",
+        "--backoff-cap <DURATION>",
+        "[default: 1s]",
+        "--margin <DURATION>",
+        "--retry-budget-ttl <DURATION>",
+        "--fault-latency <LIST>",
+        "--fault-unavailable <LIST>",
+        "With --url (the HTTP transport):",
     ] {
         assert!(r.stdout.contains(text), "work --help lacks {text:?}:\n{}", r.stdout);
     }
+    // The older spellings work, but are not shown: one name per flag.
+    for text in ["-ms ", "-ms <", "alias", "--base ", "--cap "] {
+        assert!(!r.stdout.contains(text), "work --help shows {text:?}:\n{}", r.stdout);
+    }
+    // The same concept has the same name on enqueue, and enqueue's deadline is the job's.
+    let r = retryq(&db, &["enqueue", "--help"]);
+    for text in [
+        "--backoff-base <DURATION>",
+        "--backoff-cap <DURATION>",
+        "--deadline <TIME>",
+        "The job's deadline, RFC 3339",
+    ] {
+        assert!(r.stdout.contains(text), "enqueue --help lacks {text:?}:\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("The new deadline"), "{}", r.stdout);
+    let r = retryq(&db, &["redrive", "--help"]);
+    assert!(r.stdout.contains("The new deadline of each redriven job"), "{}", r.stdout);
+    let r = retryq(&db, &["serve-demo", "--help"]);
+    for text in ["--slow <DURATION>", "--read-timeout <DURATION>", "[default: 5s]"] {
+        assert!(r.stdout.contains(text), "serve-demo --help lacks {text:?}:\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("alias"), "{}", r.stdout);
     for command in ["enqueue", "redrive"] {
         let r = retryq(&db, &[command, "--help"]);
         assert!(r.stdout.contains("--ttl <DURATION>"), "{}", r.stdout);
@@ -218,15 +282,12 @@ fn the_margin_is_refused_outside_the_grace_and_half_the_lease() {
     for (args, said) in [
         (
             ["--lease", "30s", "--margin", "500ms"],
-            "--margin-ms: 500 ms does not exceed the watchdog's grace of 500 ms",
+            "--margin: 500 ms does not exceed the watchdog's grace of 500 ms",
         ),
-        (
-            ["--lease", "30s", "--margin", "16s"],
-            "--margin-ms: 16000 ms is more than half the lease (15000 ms)",
-        ),
+        (["--lease", "30s", "--margin", "16s"], "--margin: 16000 ms is more than half the lease (15000 ms)"),
         (
             ["--lease", "1s", "--margin", "100ms"],
-            "--margin-ms: 100 ms does not exceed the watchdog's grace of 125 ms",
+            "--margin: 100 ms does not exceed the watchdog's grace of 125 ms",
         ),
     ] {
         let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());

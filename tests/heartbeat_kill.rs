@@ -24,7 +24,7 @@ const JOB_MS: u64 = 6_000;
 /// started) with a 600 ms lease, logging at info to `log`.
 fn worker(db: &Path, exec: &str, log: &Path, flags: &[&str]) -> Child {
     let lease = format!("{LEASE_MS}ms");
-    let args = [&["work", "--worker", "w1", "--exec", exec, "--lease-ms", &lease][..], flags].concat();
+    let args = [&["work", "--worker", "w1", "--exec", exec, "--lease", &lease][..], flags].concat();
     command(db, &args)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())

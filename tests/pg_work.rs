@@ -55,7 +55,8 @@ fn a_worker_makes_the_schema_and_runs_every_job_on_the_servers_clock() {
     // Exit status from the payload; an attempt of 1.2 s under a lease of 600 ms lives on
     // heartbeats. "again" is retryable twice: dead, exhausted.
     let handler = r#"code=$(cat); [ "$RETRYQ_JOB_ID" = ok ] && sleep 1.2; exit "$code""#;
-    let out = work(&url, &["--exec", handler, "--lease", "600ms", "--base", "10ms", "--concurrency", "3"]);
+    let out =
+        work(&url, &["--exec", handler, "--lease", "600ms", "--backoff-base", "10ms", "--concurrency", "3"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let get = |id: &str| q.get(id).expect("get").expect("kept");

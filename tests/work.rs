@@ -210,8 +210,7 @@ fn no_attempt_runs_past_the_deadline() {
     let s = Setup::new();
     s.enqueue("a", 5, 1500);
     let enqueued = Instant::now();
-    let child =
-        s.work("echo slow >&2; sleep 10\n", &["--timeout-ms", "5s", "--lease-ms", "6s", "--until-idle"]);
+    let child = s.work("echo slow >&2; sleep 10\n", &["--timeout", "5s", "--lease", "6s", "--until-idle"]);
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");
     // Killed at the deadline (1.5 s), not at the 5 s timeout.
@@ -229,7 +228,7 @@ fn an_unclassified_exit_waits_for_the_lease() {
     let start = Instant::now();
     let child = s.work(
         "echo 'no such table' >&2; exit 3\n",
-        &["--lease-ms", "1200ms", "--timeout-ms", "200ms", "--until-idle"],
+        &["--lease", "1200ms", "--timeout", "200ms", "--until-idle"],
     );
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");
@@ -250,16 +249,16 @@ fn a_lease_too_short_to_renew_is_refused_and_one_shorter_than_the_timeout_is_not
     let s = Setup::new();
     // Renewed every third of itself: below 300 ms a renewal has too little time to commit.
     let exec = ["--exec", "true", "--until-idle"];
-    let (code, err) = run_work(&s, &[&exec[..], &["--lease-ms", "299ms"]].concat());
+    let (code, err) = run_work(&s, &[&exec[..], &["--lease", "299ms"]].concat());
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--lease-ms") && err.contains("300 ms") && err.contains("every third"), "{err}");
+    assert!(err.contains("--lease") && err.contains("300 ms") && err.contains("every third"), "{err}");
     assert!(!s.db.exists(), "a refused worker created the database");
     let url = ["--url", "http://127.0.0.1:9/", "--until-idle"];
-    let (code, err) = run_work(&s, &[&url[..], &["--lease-ms", "100ms"]].concat());
+    let (code, err) = run_work(&s, &[&url[..], &["--lease", "100ms"]].concat());
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--lease-ms"), "{err}");
+    assert!(err.contains("--lease"), "{err}");
     // The lease need not hold the timeout any more: heartbeats keep it while the attempt runs.
-    let (code, err) = run_work(&s, &[&exec[..], &["--lease-ms", "300ms", "--timeout-ms", "1m"]].concat());
+    let (code, err) = run_work(&s, &[&exec[..], &["--lease", "300ms", "--timeout", "1m"]].concat());
     assert_eq!(code, Some(0), "{err}");
 }
 
@@ -278,7 +277,7 @@ fn a_process_that_left_the_session_is_killed_with_its_command() {
          echo before >&2; exit 65\n",
         held = held.display()
     );
-    let child = s.work(&script, &["--lease-ms", "2s", "--timeout-ms", "1s", "--until-idle"]);
+    let child = s.work(&script, &["--lease", "2s", "--timeout", "1s", "--until-idle"]);
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");
     let job = s.job("a");

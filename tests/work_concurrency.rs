@@ -150,13 +150,13 @@ esac
             "--until-idle",
             "--concurrency",
             concurrency,
-            "--lease-ms",
+            "--lease",
             "1500ms",
-            "--timeout-ms",
+            "--timeout",
             "500ms",
-            "--base-ms",
+            "--backoff-base",
             "0",
-            "--cap-ms",
+            "--backoff-cap",
             "0",
         ];
         let (status, log) = finish(s.work("w", script, "0", &flags), Duration::from_secs(20));

@@ -9,7 +9,7 @@
 //! that a script computes the way it computes a deadline; the duration is the shorthand, resolved against the same clock
 //! reading as the enqueue's `now`, so `--start-in 0` is due at once. `--backoff-base` and
 //! `--backoff-cap` are the job's own retry windows (SPEC 3.2): each one given replaces the
-//! worker's `--base-ms`/`--cap-ms` for this job alone, the other stays the worker's.
+//! worker's `--backoff-base`/`--backoff-cap` for this job alone, the other stays the worker's.
 //!
 //! Prints SPEC section 5's result: `{"ok":"enqueued"}`, `{"ok":"existing"}` (same id and
 //! payload: nothing changed) or `{"error":"conflict"}` (same id, another payload; exit 1),
@@ -32,7 +32,13 @@ use super::{CliError, Deadline, duration, instant, print_json, words};
 use crate::out::noteln;
 use crate::printable::printable;
 
+/// `--deadline`'s help here: the shared flag speaks of "the deadline", and in `enqueue` it is
+/// the job's own.
+const DEADLINE_HELP: &str = "The job's deadline, RFC 3339 or Unix milliseconds (2026-12-31T00:00:00Z, \
+                             1798675200000): no attempt starts at or after it";
+
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("deadline", |a| a.help(DEADLINE_HELP)))]
 pub struct Args {
     #[command(flatten)]
     db: Db,
@@ -58,10 +64,10 @@ pub struct Args {
     /// No attempt before this long from now, with a unit: 90s, 1h, 2d (or 0).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
     start_in: Option<u64>,
-    /// This job's own first retry window, in place of the worker's --base-ms.
+    /// This job's own first retry window, in place of the worker's --backoff-base.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
     backoff_base: Option<u64>,
-    /// This job's own largest retry window, in place of the worker's --cap-ms.
+    /// This job's own largest retry window, in place of the worker's --backoff-cap.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
     backoff_cap: Option<u64>,
     /// The queue the job goes to: only workers serving it (`work --queue`) run it. 1–64 bytes.

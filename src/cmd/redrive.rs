@@ -14,8 +14,13 @@ use super::db::Db;
 use super::{CliError, Deadline, print_json};
 use crate::out::noteln;
 
+/// `--deadline`'s help here: the new deadline each redriven job gets.
+const DEADLINE_HELP: &str = "The new deadline of each redriven job, RFC 3339 or Unix milliseconds \
+                             (2026-12-31T00:00:00Z, 1798675200000): no attempt starts at or after it";
+
 #[derive(clap::Args, Debug)]
 #[group(id = "which", required = true, multiple = false, args = ["id", "all_dead"])]
+#[command(mut_arg("deadline", |a| a.help(DEADLINE_HELP)))]
 pub struct Args {
     #[command(flatten)]
     db: Db,

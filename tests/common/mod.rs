@@ -27,7 +27,7 @@ pub const PROXIES: [&str; 6] =
 /// Short backoff (10 ms doubling to 50), a 5 s lease and a 2 s timeout: retries in a test
 /// take milliseconds, not the defaults' seconds.
 pub const FAST: [&str; 8] =
-    ["--base-ms", "10ms", "--cap-ms", "50ms", "--lease-ms", "5s", "--timeout-ms", "2s"];
+    ["--backoff-base", "10ms", "--backoff-cap", "50ms", "--lease", "5s", "--timeout", "2s"];
 
 /// What a finished run of the binary left: its exit code and both streams, as text.
 pub struct Ran {

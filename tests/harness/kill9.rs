@@ -82,7 +82,16 @@ impl Run {
         let child = Command::new(BIN)
             .args(["work", "--worker", &name, "--exec"])
             .arg(format!("sh {}", self.handler.display()))
-            .args(["--lease-ms", "1500ms", "--timeout-ms", "500ms", "--base-ms", "20ms", "--cap-ms", "200ms"])
+            .args([
+                "--lease",
+                "1500ms",
+                "--timeout",
+                "500ms",
+                "--backoff-base",
+                "20ms",
+                "--backoff-cap",
+                "200ms",
+            ])
             .args(["--until-idle", "--concurrency", &self.shape.concurrency.to_string()])
             .env("RETRYQ_DB", &self.db)
             .env("KILL9_LOG", &self.log)
