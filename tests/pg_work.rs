@@ -97,6 +97,10 @@ fn the_local_clock_is_taken_when_asked_for() {
     let out = work(&url, &["--exec", "cat >/dev/null", "--clock", "local"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(q.get("a").expect("get").expect("kept").status, Status::Done);
+    // On PostgreSQL whose clock is a choice, and the log says which was made.
+    let log = stderr(&out);
+    assert!(log.contains("opened the store") && log.contains("clock=\"local\""), "{log}");
+    assert!(!log.contains("warning: --clock"), "{log}");
 }
 
 #[test]

@@ -27,7 +27,7 @@ use std::time::Duration;
 use retryq::{Enqueued, MAX_ATTEMPTS, MAX_INT, MAX_PAYLOAD_BYTES, NewJob};
 use retryq_model::{Failure, Reply, Response};
 
-use super::db::Db;
+use super::db::{ClockFlag, Db};
 use super::{CliError, Deadline, duration, instant, print_json, words};
 use crate::out::noteln;
 use crate::printable::printable;
@@ -42,6 +42,8 @@ const DEADLINE_HELP: &str = "The job's deadline, RFC 3339 or Unix milliseconds (
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
     /// The business id (1 to 256 bytes); receivers drop duplicates by it.
     #[arg(long, value_name = "ID", value_parser = super::name)]
     id: String,
@@ -94,7 +96,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     // wrong one creates nothing; on PostgreSQL the server's clock then decides.
     schedule(&args, super::now()?)?;
     let mut queue = args.db.open_write(true)?;
-    let now = args.db.now(&*queue)?;
+    let now = args.clock.now(&args.db, &*queue)?;
     let (deadline, not_before) = schedule(&args, now)?;
     let job = NewJob {
         id: &args.id,

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use retryq::{DeadReason, Error, ErrorKind, MAX_ATTEMPTS, Redrive, RedriveDead};
 use serde::Serialize;
 
-use super::db::Db;
+use super::db::{ClockFlag, Db};
 use super::{CliError, Deadline, print_json};
 use crate::out::noteln;
 
@@ -24,6 +24,8 @@ const DEADLINE_HELP: &str = "The new deadline of each redriven job, RFC 3339 or 
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
     /// The dead job to redrive.
     #[arg(long, value_name = "ID", value_parser = super::name)]
     id: Option<String>,
@@ -64,7 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     // server's clock then decides.
     args.deadline.at(super::now()?)?;
     let mut queue = args.db.open_write(false)?;
-    let now = args.db.now(&*queue)?;
+    let now = args.clock.now(&args.db, &*queue)?;
     let deadline = args.deadline.at(now)?;
     let results = match &args.id {
         Some(id) => match queue.redrive(&Redrive { id, add_attempts: args.add_attempts, deadline, now }) {

@@ -45,7 +45,7 @@ use retryq_worker::{
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
 
-use super::db::Db;
+use super::db::{ClockFlag, Db};
 use super::{CliError, duration};
 use crate::out::noteln;
 use crate::printable::printable;
@@ -55,6 +55,8 @@ use crate::printable::printable;
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
     /// The worker's name: leases are held under NAME.PID-RANDOM, unique to this process and
     /// logged at start; with the suffix it must fit in 256 bytes (236 always does).
     #[arg(long, value_name = "NAME", value_parser = super::name)]
@@ -322,6 +324,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let stop = Stop::new();
     init_logging();
+    let whose = args.clock.whose(&args.db);
     let mut transports = transports(&args, &stop)?;
     config.validate().map_err(|e| match e {
         ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease),
@@ -343,12 +346,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         None => args.db.open_write(true)?,
     };
     let config = Config { db_file: args.db.file(), ..config };
-    tracing::info!(db = %retryq::redacted(&args.db.db), store = store.kind(), clock = ?args.db.clock, "opened the store");
+    // Whose clock is logged only where there is a choice: a SQLite file has this host's.
+    let db = retryq::redacted(&args.db.db);
+    match args.db.file() {
+        Some(_) => tracing::info!(db = %db, store = store.kind(), "opened the store"),
+        None => tracing::info!(db = %db, store = store.kind(), clock = whose.as_str(), "opened the store"),
+    }
     let server = ServerClock::new();
     // A test's stepped wall clock (retryq_worker::STEP_FILE_VAR), where this host's clock is
     // the one leases are kept on; the trampolines read the same.
     let stepped = SteppedClock::from_env();
-    let clock: &dyn Clock = match (&stepped, args.db.file(), args.db.clock) {
+    let clock: &dyn Clock = match (&stepped, args.db.file(), whose) {
         (Some(stepped), Some(_), _) | (Some(stepped), None, super::db::Clock::Local) => stepped,
         (_, _, super::db::Clock::Server) => &server,
         (_, _, super::db::Clock::Local) => &SystemClock,
