@@ -1,5 +1,6 @@
 //! `retryq work` as a process: signals, timeouts bounded by the deadline, unclassified exits,
-//! the lease holding every wait, a database file deleted under the worker, a file size limit.
+//! a command the shell cannot run, the lease holding every wait, a database file deleted
+//! under the worker, a file size limit.
 
 mod common;
 
@@ -242,6 +243,50 @@ fn an_unclassified_exit_waits_for_the_lease() {
             .as_deref()
             .is_some_and(|e| e.starts_with("exit 3 (unclassified)") && e.ends_with("no such table"))
     );
+}
+
+/// A command the shell cannot run — not found (127), not executable (126) — is the worker's
+/// configuration, not the job's: every job would fail the same way and spend its budget. The
+/// attempt is recorded at once (not at its lease's end) as retryable with the shell's
+/// reason, the worker logs an error, claims nothing more, and exits 78 (`EX_CONFIG`).
+#[test]
+fn a_command_the_shell_cannot_run_stops_the_worker_at_once_with_exit_78() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let not_executable = dir.path().join("deliver.sh");
+    fs::write(&not_executable, "exit 0\n").expect("a script without its execute bit");
+    let commands = [
+        ("./no-such-command".to_owned(), "command not found (exit 127)"),
+        (not_executable.display().to_string(), "command not executable (exit 126)"),
+    ];
+    for (command, said) in &commands {
+        let s = Setup::new();
+        let (a, b) = ("a", "b");
+        s.enqueue(a, 5, 600_000);
+        s.enqueue(b, 5, 600_000);
+        let start = Instant::now();
+        // No --until-idle, and a lease of a minute: only the stop can end this run in time.
+        let child = spawn_logged(
+            Command::new(BIN)
+                .args(["work", "--worker", "w1", "--concurrency", "1", "--lease", "1m", "--exec", command])
+                .env("RETRYQ_DB", &s.db),
+        );
+        let (status, log) = finish(child, Duration::from_secs(10));
+        assert!(start.elapsed() < Duration::from_secs(5), "{:?}: {log}", start.elapsed());
+        assert_eq!(status.code(), Some(78), "{command}: {log}");
+        let error_line = log.lines().find(|l| l.contains("ERROR")).unwrap_or_else(|| panic!("{log}"));
+        assert!(error_line.contains("cannot run any job") && error_line.contains(said), "{error_line}");
+        assert!(log.contains(&format!("retryq: error: --exec: the command {command:?}: {said}")), "{log}");
+        assert!(log.contains("claimed nothing more") && log.contains("(exit 78)"), "{log}");
+        // The attempt is spent, recorded as retryable with the shell's reason: the job waits
+        // pending for a worker that can run it, its budget otherwise whole.
+        let job = s.job(a);
+        assert_eq!((job.status, job.attempts, job.dead_reason), (Status::Pending, 1, None), "{log}");
+        let error = job.last_error.expect("the shell's reason");
+        assert!(error.starts_with(said), "{error}");
+        assert!(log.contains("outcome=\"retry\""), "recorded, not left to its lease: {log}");
+        let other = s.job(b);
+        assert_eq!((other.status, other.attempts), (Status::Pending, 0), "nothing more was claimed");
+    }
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //!
 //! Exit statuses, for every command: 0 success; 1 the operation was refused or failed (a
 //! conflict, a missing job, an unusable database, audit violations); 2 a flag is wrong (the
-//! message names it). `retryq work` adds 128 + N for a second signal N.
+//! message names it). `retryq work` adds 128 + N for a second signal N, and 78 (`EX_CONFIG`)
+//! when its `--exec` command cannot be run at all (the shell exits 127, not found, or 126,
+//! not executable): it stops at the first such attempt instead of spending every job's
+//! budget on it. 141: standard output was closed.
 
 pub mod audit;
 pub mod bench;

@@ -28,7 +28,10 @@
 //! store cannot be opened (a bad URL, wrong credentials, no server: named with `--db`), if it
 //! failed for a reason that does not pass (a write past the file size limit included), the
 //! database file was deleted or replaced under the worker, or the clock is out of range; 2
-//! for a wrong flag.
+//! for a wrong flag; 78 (`EX_CONFIG`) when the `--exec` command cannot be run at all — the
+//! shell exits 127 (not found) or 126 (not executable): that attempt is recorded at once as
+//! retryable, logged as an error, and the worker claims nothing more, since every later job
+//! would fail the same way and spend its budget.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -375,6 +378,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
         Err(e @ WorkError::DbFile(_)) => Err(CliError::Database(e.to_string())),
+        Err(e @ WorkError::Misconfigured { .. }) => {
+            Err(CliError::Misconfigured(format!("--exec: {e} (exit {})", super::error::EXIT_MISCONFIGURED)))
+        }
         Err(e) => Err(CliError::Other(e.to_string())),
     }
 }
