@@ -289,6 +289,25 @@ fn a_command_the_shell_cannot_run_stops_the_worker_at_once_with_exit_78() {
     }
 }
 
+/// `--exec` is run by `/bin/sh -c` — named by its path, so that the docs and `--help` can
+/// say which shell it is (dash on Debian) and how to get bash instead.
+#[test]
+fn the_exec_command_runs_under_bin_sh_and_help_says_so() {
+    let s = Setup::new();
+    s.enqueue("a", 1, 60_000);
+    let seen = s.path("shell");
+    let exec = format!("echo \"$0\" > {}", seen.display());
+    let (code, log) = run_work(&s, &["--exec", &exec, "--until-idle"]);
+    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(fs::read_to_string(&seen).expect("the command ran"), "/bin/sh\n");
+    let out = Command::new(BIN).args(["work", "--help"]).output().expect("help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let exec_help = help.lines().find(|l| l.trim_start().starts_with("--exec")).expect("--exec in help");
+    for text in ["/bin/sh -c", "dash on Debian", "$RANDOM", "no arrays", "bash -c", "#! line"] {
+        assert!(exec_help.contains(text), "--exec's help lacks {text:?}: {exec_help}");
+    }
+}
+
 #[test]
 fn a_lease_too_short_to_renew_is_refused_and_one_shorter_than_the_timeout_is_not() {
     let s = Setup::new();

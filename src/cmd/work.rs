@@ -73,8 +73,10 @@ pub struct Args {
     /// for slow receivers, lower it (1: one at a time) for CPU-bound commands.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
     concurrency: u16,
-    /// The command run per attempt, with `sh -c`: payload on stdin, RETRYQ_JOB_ID and
-    /// RETRYQ_ATTEMPT in the environment; exit 0 ok, 75 retryable, 65 permanent.
+    /// The command run per attempt, by `/bin/sh -c` — dash on Debian and Ubuntu: no $RANDOM,
+    /// no arrays, no [[ ]]; for bash write `bash -c '…'` or run a script with its own #! line.
+    /// Payload on stdin, RETRYQ_JOB_ID and RETRYQ_ATTEMPT in the environment; exit 0 ok, 75
+    /// retryable, 65 permanent; 127 or 126 (the shell could not run it) stops the worker.
     #[arg(long, value_name = "CMD")]
     exec: Option<String>,
     /// POST each attempt's payload to this URL (http or https), with Idempotency-Key and

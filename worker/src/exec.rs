@@ -2,7 +2,11 @@
 //!
 //! The protocol (docs/operating.md has it for operators):
 //!
-//! - the command is run as `sh -c COMMAND`, in a process group of its own;
+//! - the command is run as `/bin/sh -c COMMAND`, in a process group of its own. `/bin/sh` by
+//!   its path, not the first `sh` on the worker's `PATH`, so that which shell runs a command
+//!   can be said: the system's POSIX shell, which is dash on Debian and Ubuntu (no `$RANDOM`,
+//!   no arrays, no `[[ ]]`) and bash elsewhere. A command that needs bash says so:
+//!   `bash -c '…'`, or a script with its own `#!` line;
 //! - its standard input is the job's payload, then end of file; standard output is the
 //!   worker's; standard error is kept (its last [`TAIL_BYTES`]) for the job's `last_error`;
 //! - its environment is the worker's plus `RETRYQ_JOB_ID` and `RETRYQ_ATTEMPT`;
@@ -52,6 +56,9 @@ use crate::window::{Cut, LeaseEnds, POLL, Window};
 pub const EXIT_RETRYABLE: i32 = 75;
 /// The exit status that quarantines the job: `EX_DATAERR` of sysexits.h.
 pub const EXIT_PERMANENT: i32 = 65;
+/// The shell every command is run with, as `SHELL -c COMMAND`: the system's POSIX shell,
+/// dash on Debian and Ubuntu.
+pub const SHELL: &str = "/bin/sh";
 /// The shell's exit status for a command it found but could not execute (POSIX).
 pub const EXIT_NOT_EXECUTABLE: i32 = 126;
 /// The shell's exit status for a command it could not find (POSIX).
@@ -78,9 +85,9 @@ pub struct Exec {
 }
 
 impl Exec {
-    /// A transport that runs `command` with `sh -c`.
+    /// A transport that runs `command` with `/bin/sh -c` ([`SHELL`]).
     pub fn new(command: impl Into<String>) -> Exec {
-        Exec { command: command.into(), shell: "sh".into(), stop: None, trampoline: None, unusable: None }
+        Exec { command: command.into(), shell: SHELL.into(), stop: None, trampoline: None, unusable: None }
     }
 
     /// Starts each command through `trampoline`, beside a watchdog that ends it with its
@@ -128,7 +135,7 @@ impl Transport for Exec {
             };
             return Ok(Report::with_error(Outcome::Retryable, note));
         }
-        let child = self.spawn(job).map_err(|e| Unclassified(format!("could not start sh -c: {e}")))?;
+        let child = self.spawn(job).map_err(|e| Unclassified(format!("could not start {SHELL} -c: {e}")))?;
         let group = Pid::from_child(&child);
         // Through a trampoline the command is stopped by closing its pipe, never by killing
         // the trampoline: that would leave the command without its watchdog.

@@ -2,7 +2,7 @@
 //! command outlives its lease, however its worker fares — killed with SIGKILL, stopped with
 //! SIGSTOP, frozen in a VM pause or a swap storm — with nothing but safe Rust in the worker.
 //!
-//! The worker starts a small program — the trampoline — instead of `sh -c COMMAND`; the
+//! The worker starts a small program — the trampoline — instead of `/bin/sh -c COMMAND`; the
 //! trampoline starts the shell as its own child, in a process group of its own, and stays
 //! its parent until it is gone. It kills the command's whole group:
 //!
