@@ -16,11 +16,15 @@
 //! and on standard error what that means for this job in words (its id, payload size and
 //! deadline in UTC). Creates the database if it does not exist.
 //!
+//! `--file FILE` (or `-`, standard input) enqueues many jobs at once, one JSON object a line:
+//! see `enqueue_file.rs`.
+//!
 //! An empty payload is accepted only when said (`--payload ''` or `--empty-payload`): an
 //! empty standard input is far more often a producer that failed upstream of the pipe than
 //! a job meant to carry nothing, and a job enqueued once cannot be taken back.
 
 use std::io::{self, IsTerminal, Read};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -28,7 +32,8 @@ use retryq::{Enqueued, MAX_ATTEMPTS, MAX_INT, MAX_PAYLOAD_BYTES, NewJob};
 use retryq_model::{Failure, Reply, Response};
 
 use super::db::{ClockFlag, Db};
-use super::{CliError, Deadline, duration, instant, print_json, words};
+use super::schedule::{self, When};
+use super::{CliError, Deadline, duration, instant, print_json};
 use crate::out::noteln;
 use crate::printable::printable;
 
@@ -37,16 +42,42 @@ use crate::printable::printable;
 const DEADLINE_HELP: &str = "The job's deadline, RFC 3339 or Unix milliseconds (2026-12-31T00:00:00Z, \
                              1798675200000): no attempt starts at or after it";
 
+/// What `--file` replaces: every flag that describes the one job.
+const ONE_JOB: [&str; 12] = [
+    "id",
+    "payload",
+    "empty_payload",
+    "max_attempts",
+    "deadline",
+    "ttl",
+    "not_before",
+    "start_in",
+    "backoff_base",
+    "backoff_cap",
+    "queue",
+    "priority",
+];
+
 #[derive(clap::Args, Debug)]
-#[command(mut_arg("deadline", |a| a.help(DEADLINE_HELP)))]
+#[command(
+    override_usage = "retryq enqueue [OPTIONS] --id <ID> --max-attempts <N> <--deadline <TIME>|--ttl <DURATION>>\n       \
+                      retryq enqueue [OPTIONS] --file <FILE>",
+    mut_arg("deadline", |a| a.help(DEADLINE_HELP).required_unless_present_any(["ttl", "file"])),
+    mut_group("Deadline", |g| g.required(false))
+)]
 pub struct Args {
     #[command(flatten)]
     db: Db,
     #[command(flatten)]
     clock: ClockFlag,
+    /// Enqueue many jobs in one transaction: one JSON object a line, with the fields of the
+    /// flags below (`{"id":"a","payload":"…","max_attempts":5,"ttl":"1h"}`); `-` reads
+    /// standard input. A bad line refuses the whole file.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ONE_JOB)]
+    file: Option<PathBuf>,
     /// The business id (1 to 256 bytes); receivers drop duplicates by it.
-    #[arg(long, value_name = "ID", value_parser = super::name)]
-    id: String,
+    #[arg(long, value_name = "ID", value_parser = super::name, required_unless_present = "file")]
+    id: Option<String>,
     /// The payload (at most 1 MiB of UTF-8). Without it, standard input is read, and must
     /// not be empty (say --payload '' or --empty-payload for that); a terminal is never read.
     #[arg(long, value_name = "TEXT")]
@@ -55,8 +86,8 @@ pub struct Args {
     #[arg(long, conflicts_with = "payload")]
     empty_payload: bool,
     /// The attempt budget: 1 to 2^31-1 claims.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS))]
-    max_attempts: u64,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS), required_unless_present = "file")]
+    max_attempts: Option<u64>,
     #[command(flatten)]
     deadline: Deadline,
     /// No attempt before this time, RFC 3339 or Unix milliseconds: from now up to the
@@ -81,6 +112,13 @@ pub struct Args {
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
+    if let Some(file) = &args.file {
+        return super::enqueue_file::run(&args.db, &args.clock, file);
+    }
+    // clap requires both without --file; said again here rather than unwrapped.
+    let (Some(id), Some(max_attempts)) = (args.id.take(), args.max_attempts) else {
+        return Err(CliError::Usage("--id and --max-attempts are required without --file".into()));
+    };
     let payload = match (args.payload.take(), args.empty_payload) {
         (Some(payload), _) => payload,
         (None, true) => String::new(),
@@ -99,9 +137,9 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     let now = args.clock.now(&args.db, &*queue)?;
     let (deadline, not_before) = schedule(&args, now)?;
     let job = NewJob {
-        id: &args.id,
+        id: &id,
         payload: &payload,
-        max_attempts: args.max_attempts,
+        max_attempts,
         deadline,
         now,
         not_before,
@@ -195,45 +233,14 @@ fn read_stdin() -> Result<String, CliError> {
     String::from_utf8(bytes).map_err(|_| CliError::flag("--payload", "standard input is not UTF-8 text"))
 }
 
-/// The deadline and the first start the flags ask for, as of `now`: a start must lie in now …
-/// deadline − 1 ms (SPEC 3.2), said with each time in both forms and `--start-in` in units.
+/// The deadline and the first start the flags ask for, as of `now` (see `schedule.rs`).
 fn schedule(args: &Args, now: u64) -> Result<(u64, Option<u64>), CliError> {
     let deadline = args.deadline.at(now)?;
-    let not_before = match (args.not_before, args.start_in) {
-        (Some(at), _) if at < now => {
-            return Err(CliError::flag(
-                "--not-before",
-                format!("{} is before now, {}", instant::show(at), instant::show(now)),
-            ));
-        }
-        (Some(at), _) if at >= deadline => {
-            return Err(CliError::flag(
-                "--not-before",
-                format!("{} is not before the deadline, {}", instant::show(at), instant::show(deadline)),
-            ));
-        }
-        (Some(at), _) => Some(at),
-        (None, Some(after)) => match now.checked_add(after) {
-            Some(at) if at < deadline => Some(at),
-            Some(at) if at <= MAX_INT => {
-                return Err(CliError::flag(
-                    "--start-in",
-                    format!(
-                        "{} from now, {}, is not before the deadline, {}",
-                        words(after),
-                        instant::show(at),
-                        instant::show(deadline)
-                    ),
-                ));
-            }
-            _ => {
-                return Err(CliError::flag(
-                    "--start-in",
-                    format!("{} from now passes 2^53-1 ms", words(after)),
-                ));
-            }
-        },
-        (None, None) => None,
+    let (flag, when) = match (args.not_before, args.start_in) {
+        (Some(at), _) => ("--not-before", When::At(at)),
+        (None, Some(after)) => ("--start-in", When::After(after)),
+        (None, None) => return Ok((deadline, None)),
     };
-    Ok((deadline, not_before))
+    let at = schedule::start(when, now, deadline).map_err(|why| CliError::flag(flag, why))?;
+    Ok((deadline, Some(at)))
 }

@@ -17,6 +17,7 @@ pub mod db;
 pub mod dead;
 pub mod duration;
 pub mod enqueue;
+pub mod enqueue_file;
 pub mod error;
 pub mod explore;
 pub mod get;
@@ -26,6 +27,7 @@ pub mod list;
 pub mod prune;
 pub mod redrive;
 pub mod replay;
+pub mod schedule;
 pub mod serve_demo;
 pub mod simulate;
 pub mod stats;
@@ -37,9 +39,10 @@ pub mod work;
 
 use std::path::{Path, PathBuf};
 
-use retryq::{MAX_ID_BYTES, MAX_INT};
+use retryq::MAX_ID_BYTES;
 
 use crate::out::outln;
+use schedule::When;
 
 pub use error::CliError;
 
@@ -93,18 +96,12 @@ pub struct Deadline {
 impl Deadline {
     /// The deadline in Unix milliseconds, which must be after `now`.
     pub fn at(&self, now: u64) -> Result<u64, CliError> {
-        match (self.deadline, self.ttl) {
-            (Some(deadline), _) if deadline <= now => Err(CliError::flag(
-                "--deadline",
-                format!("{} is not after now, {}", instant::show(deadline), instant::show(now)),
-            )),
-            (Some(deadline), _) => Ok(deadline),
-            (None, Some(ttl)) => match now.checked_add(ttl) {
-                Some(deadline) if deadline <= MAX_INT => Ok(deadline),
-                _ => Err(CliError::flag("--ttl", format!("{} from now passes 2^53-1 ms", words(ttl)))),
-            },
-            (None, None) => Err(CliError::Usage("one of --deadline and --ttl is required".into())),
-        }
+        let (flag, when) = match (self.deadline, self.ttl) {
+            (Some(deadline), _) => ("--deadline", When::At(deadline)),
+            (None, Some(ttl)) => ("--ttl", When::After(ttl)),
+            (None, None) => return Err(CliError::Usage("one of --deadline and --ttl is required".into())),
+        };
+        schedule::deadline(when, now).map_err(|why| CliError::flag(flag, why))
     }
 }
 
