@@ -34,7 +34,7 @@ enum Command {
     Stats(cmd::stats::Args),
     /// One job, as SPEC's `get` shows it.
     Get(cmd::get::Args),
-    /// The jobs of one status, in claim order (pending, leased) or newest first (done, dead).
+    /// Every job, or those of one status: in claim order (pending, leased), newest first (done, dead).
     List(cmd::list::Args),
     /// The dead jobs, why, and their last error.
     Dead(cmd::dead::Args),

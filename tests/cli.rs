@@ -36,23 +36,23 @@ fn retryq_stdin(db: &Path, args: &[&str], input: &[u8]) -> Ran {
 #[test]
 fn enqueue_get_and_stats_print_the_spec_objects() {
     let (_dir, db) = fresh("retryq-cli-");
-    let r = retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "3", "--ttl", "60000"]);
+    let r = retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "3", "--ttl", "1m"]);
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"enqueued\"}\n"), "{}", r.stderr);
     // The payload from standard input; the same again is `existing`; another is a conflict.
     let r = retryq_stdin(
         &db,
-        &["enqueue", "--id", "b", "--max-attempts", "2", "--ttl", "60000"],
+        &["enqueue", "--id", "b", "--max-attempts", "2", "--ttl", "1m"],
         "héllo\n".as_bytes(),
     );
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"enqueued\"}\n"), "{}", r.stderr);
     let r = retryq_stdin(
         &db,
-        &["enqueue", "--id", "b", "--max-attempts", "9", "--ttl", "1"],
+        &["enqueue", "--id", "b", "--max-attempts", "9", "--ttl", "1ms"],
         "héllo\n".as_bytes(),
     );
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), "{\"ok\":\"existing\"}\n"), "{}", r.stderr);
     let r =
-        retryq(&db, &["enqueue", "--id", "b", "--payload", "other", "--max-attempts", "2", "--ttl", "60000"]);
+        retryq(&db, &["enqueue", "--id", "b", "--payload", "other", "--max-attempts", "2", "--ttl", "1m"]);
     assert_eq!((r.code, r.stdout.as_str()), (Some(1), "{\"error\":\"conflict\"}\n"), "{}", r.stderr);
 
     // get and stats --json print exactly what the SPEC's get and stats print.
@@ -99,10 +99,8 @@ fn enqueue_get_and_stats_print_the_spec_objects() {
 fn work_dead_history_redrive_and_audit() {
     let (dir, db) = fresh("retryq-cli-");
     for (id, payload) in [("good", "ok"), ("bad", "reject"), ("flaky", "retry")] {
-        let r = retryq(
-            &db,
-            &["enqueue", "--id", id, "--payload", payload, "--max-attempts", "2", "--ttl", "60000"],
-        );
+        let r =
+            retryq(&db, &["enqueue", "--id", id, "--payload", payload, "--max-attempts", "2", "--ttl", "1m"]);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
     }
     let handler = dir.path().join("handler.sh");
@@ -112,8 +110,11 @@ fn work_dead_history_redrive_and_audit() {
     )
     .expect("handler");
     let exec = format!("sh {}", handler.display());
-    let args = ["work", "--worker", "w1", "--exec", &exec, "--lease-ms", "2000", "--timeout-ms", "1000"];
-    let r = retryq(&db, &[&args[..], &["--base-ms", "10", "--cap-ms", "10", "--until-idle"]].concat());
+    let args = ["work", "--worker", "w1", "--exec", &exec, "--lease", "2s", "--timeout", "1s"];
+    let r = retryq(
+        &db,
+        &[&args[..], &["--backoff-base", "10ms", "--backoff-cap", "10ms", "--until-idle"]].concat(),
+    );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     // One log line per attempt: good#1, bad#1, flaky#1, flaky#2.
     let attempts: Vec<&str> = r.stderr.lines().filter(|l| l.contains(" attempt ")).collect();
@@ -153,13 +154,13 @@ fn work_dead_history_redrive_and_audit() {
     assert_eq!(r.code, Some(1));
 
     // Redrive one, then the rest by reason; a job that is not dead is refused by name.
-    let r = retryq(&db, &["redrive", "--id", "good", "--add-attempts", "1", "--ttl", "60000"]);
+    let r = retryq(&db, &["redrive", "--id", "good", "--add-attempts", "1", "--ttl", "1m"]);
     assert_eq!((r.code, r.stdout.trim()), (Some(1), r#"{"error":"not_dead","id":"good","status":"done"}"#));
-    let r = retryq(&db, &["redrive", "--id", "bad", "--add-attempts", "2", "--ttl", "60000"]);
+    let r = retryq(&db, &["redrive", "--id", "bad", "--add-attempts", "2", "--ttl", "1m"]);
     assert_eq!((r.code, r.stdout.trim()), (Some(0), r#"{"ok":"redriven","id":"bad"}"#), "{}", r.stderr);
     let r = retryq(
         &db,
-        &["redrive", "--all-dead", "--reason", "exhausted", "--add-attempts", "1", "--ttl", "60000"],
+        &["redrive", "--all-dead", "--reason", "exhausted", "--add-attempts", "1", "--ttl", "1m"],
     );
     assert_eq!((r.code, r.stdout.trim()), (Some(0), r#"{"ok":"redriven","id":"flaky"}"#), "{}", r.stderr);
     let job: serde_json::Value = serde_json::from_str(&retryq(&db, &["get", "flaky"]).stdout).expect("json");
@@ -185,7 +186,7 @@ fn work_dead_history_redrive_and_audit() {
 #[test]
 fn audit_prints_each_violation_and_exits_1() {
     let (_dir, db) = fresh("retryq-cli-");
-    retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "2", "--ttl", "60000"]);
+    retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "2", "--ttl", "1m"]);
     // A hand edit that skips the history: the row no longer matches what was recorded.
     let conn = rusqlite::Connection::open(&db).expect("open");
     conn.execute_batch(
@@ -210,39 +211,42 @@ fn every_flag_is_validated_by_name_with_exit_2() {
     let long = "x".repeat(257);
     let enqueue = ["enqueue", "--id", "a", "--payload", "p"];
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        ([&enqueue[..], &["--max-attempts", "0", "--ttl", "1000"]].concat(), "--max-attempts"),
-        ([&enqueue[..], &["--max-attempts", "2147483648", "--ttl", "1000"]].concat(), "--max-attempts"),
-        ([&enqueue[..], &["--max-attempts", "-1", "--ttl", "1000"]].concat(), "--max-attempts"),
-        ([&enqueue[..], &["--max-attempts", "many", "--ttl", "1000"]].concat(), "--max-attempts"),
-        (vec!["enqueue", "--id", "a", "--payload", "p", "--ttl", "1000"], "--max-attempts"),
+        ([&enqueue[..], &["--max-attempts", "0", "--ttl", "1s"]].concat(), "--max-attempts"),
+        ([&enqueue[..], &["--max-attempts", "2147483648", "--ttl", "1s"]].concat(), "--max-attempts"),
+        ([&enqueue[..], &["--max-attempts", "-1", "--ttl", "1s"]].concat(), "--max-attempts"),
+        ([&enqueue[..], &["--max-attempts", "many", "--ttl", "1s"]].concat(), "--max-attempts"),
+        (vec!["enqueue", "--id", "a", "--payload", "p", "--ttl", "1s"], "--max-attempts"),
         ([&enqueue[..], &["--max-attempts", "1", "--ttl", "0"]].concat(), "--ttl"),
-        ([&enqueue[..], &["--max-attempts", "1", "--ttl", "9007199254740992"]].concat(), "--ttl"),
-        ([&enqueue[..], &["--max-attempts", "1", "--ttl", "9007199254740000"]].concat(), "--ttl"),
+        ([&enqueue[..], &["--max-attempts", "1", "--ttl", "9007199254740992ms"]].concat(), "--ttl"),
+        ([&enqueue[..], &["--max-attempts", "1", "--ttl", "9007199254740000ms"]].concat(), "--ttl"),
         ([&enqueue[..], &["--max-attempts", "1", "--deadline", "1000"]].concat(), "--deadline"),
-        ([&enqueue[..], &["--max-attempts", "1", "--deadline", "1", "--ttl", "5"]].concat(), "--deadline"),
+        ([&enqueue[..], &["--max-attempts", "1", "--deadline", "1", "--ttl", "5ms"]].concat(), "--deadline"),
         ([&enqueue[..], &["--max-attempts", "1"]].concat(), "--deadline"),
-        (vec!["enqueue", "--id", "", "--payload", "p", "--max-attempts", "1", "--ttl", "9"], "--id"),
-        (vec!["enqueue", "--id", &long, "--payload", "p", "--max-attempts", "1", "--ttl", "9"], "--id"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "0"], "--lease-ms"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "299"], "--lease-ms"),
+        (vec!["enqueue", "--id", "", "--payload", "p", "--max-attempts", "1", "--ttl", "9ms"], "--id"),
+        (vec!["enqueue", "--id", &long, "--payload", "p", "--max-attempts", "1", "--ttl", "9ms"], "--id"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--lease", "0"], "--lease"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--lease", "299ms"], "--lease"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--lease", "200ms", "--timeout", "5s"], "--lease"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--timeout", "0"], "--timeout"),
+        (vec!["work", "--worker", "w", "--exec", "true", "--backoff-base", "-5"], "--backoff-base"),
         (
-            vec!["work", "--worker", "w", "--exec", "true", "--lease-ms", "200ms", "--timeout-ms", "5000"],
-            "--lease-ms",
+            vec!["work", "--worker", "w", "--exec", "true", "--backoff-cap", "9007199254740992ms"],
+            "--backoff-cap",
         ),
-        (vec!["work", "--worker", "w", "--exec", "true", "--timeout-ms", "0"], "--timeout-ms"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--base-ms", "-5"], "--base-ms"),
-        (vec!["work", "--worker", "w", "--exec", "true", "--cap-ms", "9007199254740992"], "--cap-ms"),
         (vec!["work", "--worker", "", "--exec", "true"], "--worker"),
         (vec!["work", "--worker", "w", "--exec", " "], "--exec"),
         (vec!["work", "--exec", "true"], "--worker"),
-        (vec!["redrive", "--id", "a", "--add-attempts", "0", "--ttl", "9"], "--add-attempts"),
-        (vec!["redrive", "--add-attempts", "1", "--ttl", "9"], "--id"),
-        (vec!["redrive", "--id", "a", "--all-dead", "--add-attempts", "1", "--ttl", "9"], "--all-dead"),
+        (vec!["redrive", "--id", "a", "--add-attempts", "0", "--ttl", "9ms"], "--add-attempts"),
+        (vec!["redrive", "--add-attempts", "1", "--ttl", "9ms"], "--id"),
+        (vec!["redrive", "--id", "a", "--all-dead", "--add-attempts", "1", "--ttl", "9ms"], "--all-dead"),
         (
-            vec!["redrive", "--id", "a", "--reason", "permanent", "--add-attempts", "1", "--ttl", "9"],
+            vec!["redrive", "--id", "a", "--reason", "permanent", "--add-attempts", "1", "--ttl", "9ms"],
             "--reason",
         ),
-        (vec!["redrive", "--all-dead", "--reason", "tired", "--add-attempts", "1", "--ttl", "9"], "--reason"),
+        (
+            vec!["redrive", "--all-dead", "--reason", "tired", "--add-attempts", "1", "--ttl", "9ms"],
+            "--reason",
+        ),
         (vec!["dead", "--reason", "tired"], "--reason"),
         (vec!["stats", "--json", "--prometheus"], "--prometheus"),
         (vec!["get", ""], "ID"),
@@ -255,7 +259,7 @@ fn every_flag_is_validated_by_name_with_exit_2() {
         assert!(message.contains(flag), "{args:?} should name {flag}: {}", r.stderr);
     }
     // The payload: at most 1 MiB, UTF-8, and never read from a terminal by accident.
-    let args = ["enqueue", "--id", "a", "--max-attempts", "1", "--ttl", "9000"];
+    let args = ["enqueue", "--id", "a", "--max-attempts", "1", "--ttl", "9s"];
     let r = retryq_stdin(&db, &args, &vec![b'x'; retryq::MAX_PAYLOAD_BYTES + 1]);
     assert!(
         r.code == Some(2) && r.stderr.contains("--payload") && r.stderr.contains("1 MiB"),
@@ -283,7 +287,7 @@ fn read_only_commands_never_create_a_database() {
         assert_eq!(r.code, Some(1), "{args:?}");
         assert!(r.stderr.contains("no such database") && r.stderr.contains("q.db"), "{args:?}: {}", r.stderr);
     }
-    let r = retryq(&db, &["redrive", "--all-dead", "--add-attempts", "1", "--ttl", "9000"]);
+    let r = retryq(&db, &["redrive", "--all-dead", "--add-attempts", "1", "--ttl", "9s"]);
     assert!(r.code == Some(1) && r.stderr.contains("no such database"), "{}", r.stderr);
     assert!(files(dir.path()).is_empty(), "{:?}", files(dir.path()));
     // A directory where the file should be.
@@ -307,7 +311,7 @@ fn foreign_text_corrupt_and_newer_files_are_refused_and_left_as_they_were() {
     let text = dir.path().join("notes.txt");
     fs::write(&text, "these are not the jobs you are looking for\n".repeat(200)).expect("text");
     let newer = dir.path().join("newer.db");
-    retryq(&newer, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "60000"]);
+    retryq(&newer, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "1m"]);
     rusqlite::Connection::open(&newer)
         .expect("newer")
         .pragma_update(None, "user_version", retryq::SCHEMA_VERSION + 1)
@@ -317,17 +321,7 @@ fn foreign_text_corrupt_and_newer_files_are_refused_and_left_as_they_were() {
         let id = format!("job-{n}");
         retryq(
             &corrupt,
-            &[
-                "enqueue",
-                "--id",
-                &id,
-                "--payload",
-                &"p".repeat(3000),
-                "--max-attempts",
-                "1",
-                "--ttl",
-                "60000",
-            ],
+            &["enqueue", "--id", &id, "--payload", &"p".repeat(3000), "--max-attempts", "1", "--ttl", "1m"],
         );
     }
     let mut bytes = fs::read(&corrupt).expect("read");
@@ -384,7 +378,7 @@ fn user_command(dir: &Path, db: &Path, args: &[&str]) -> Ran {
 #[test]
 fn a_read_only_file_is_a_clear_error_and_stays_as_it_was() {
     let (dir, db) = fresh("retryq-cli-");
-    retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "600000"]);
+    retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
     // chmod 444 on the file; the directory stays writable (for the reader's -wal and -shm).
     fs::set_permissions(&db, fs::Permissions::from_mode(0o444)).expect("chmod 444");
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).expect("chmod dir");
@@ -392,7 +386,7 @@ fn a_read_only_file_is_a_clear_error_and_stays_as_it_was() {
     let r = user_command(
         dir.path(),
         &db,
-        &["enqueue", "--id", "b", "--payload", "p", "--max-attempts", "1", "--ttl", "9000"],
+        &["enqueue", "--id", "b", "--payload", "p", "--max-attempts", "1", "--ttl", "9s"],
     );
     assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
     assert!(
@@ -426,13 +420,13 @@ fn a_read_only_file_is_a_clear_error_and_stays_as_it_was() {
 #[test]
 fn a_full_disk_is_a_clear_error_with_nothing_half_written() {
     let (dir, db) = fresh("retryq-cli-");
-    retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "600000"]);
+    retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
     let before = fs::read(&db).expect("read");
     let big = dir.path().join("big");
     fs::write(&big, "x".repeat(600_000)).expect("big payload");
     // 200 blocks of 512 bytes: the database fits, the 600 kB payload's log does not.
     let script = format!(
-        "ulimit -f 200 && trap '' XFSZ && exec {BIN} enqueue --id big --max-attempts 1 --ttl 600000 < {}",
+        "ulimit -f 200 && trap '' XFSZ && exec {BIN} enqueue --id big --max-attempts 1 --ttl 10m < {}",
         big.display()
     );
     let r = ran(Command::new("sh").arg("-c").arg(&script).env("RETRYQ_DB", &db).output().expect("sh"));
@@ -446,7 +440,7 @@ fn a_full_disk_is_a_clear_error_with_nothing_half_written() {
     // Room again: the same enqueue goes through.
     let r = retryq_stdin(
         &db,
-        &["enqueue", "--id", "big", "--max-attempts", "1", "--ttl", "600000"],
+        &["enqueue", "--id", "big", "--max-attempts", "1", "--ttl", "10m"],
         &fs::read(&big).expect("big"),
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);

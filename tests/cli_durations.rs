@@ -1,6 +1,7 @@
-//! Duration flags through the real binary: units (`1h`, `30s`, `1h30m`) and bare numbers of
-//! milliseconds both work, the short names are aliases of the `-ms` ones, and a value the
-//! queue cannot hold is refused naming the flag and why, with nothing changed.
+//! Duration flags through the real binary: units (`1h`, `30s`, `1h30m`) work, a bare number
+//! other than `0` is refused naming the units, each flag has one name across commands with
+//! its older `-ms` spelling a hidden alias, and a value the queue cannot hold is refused
+//! naming the flag and why, with nothing changed.
 
 mod common;
 
@@ -24,9 +25,9 @@ fn deadline(db: &Path, id: &str) -> u64 {
 }
 
 #[test]
-fn ttl_takes_units_and_a_bare_number_stays_milliseconds() {
+fn ttl_takes_units() {
     let (_dir, db) = fresh();
-    let cases = [("hour", "1h", 3_600_000), ("mixed", "1h30m", 5_400_000), ("bare", "90000", 90_000)];
+    let cases = [("hour", "1h", 3_600_000), ("mixed", "1h30m", 5_400_000), ("ms", "90000ms", 90_000)];
     for (id, ttl, ms) in cases {
         let before = now_ms();
         let r = retryq(&db, &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", ttl]);
@@ -41,22 +42,117 @@ fn ttl_takes_units_and_a_bare_number_stays_milliseconds() {
     assert!(r.stdout.contains("not_dead"), "{}", r.stdout);
 }
 
+/// `--ttl 5` meant 5 ms once, and a job that expires before anyone can claim it is a
+/// mistake nobody would see: every duration flag now refuses a bare number, naming the units,
+/// and changes nothing. `0` is the same in every unit and stays accepted where 0 is allowed.
 #[test]
-fn work_reads_units_under_the_short_names_and_the_old_ones() {
-    let (_dir, db) = fresh();
-    // A quarter of a second of lease is too short to renew: the message shows it in
-    // milliseconds, under the `-ms` name.
-    for args in [["--lease", "0.25s", "--timeout", "2m"], ["--lease-ms", "250", "--timeout-ms", "120000"]] {
-        let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());
-        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains("--lease-ms: 250 ms is shorter than 300 ms"), "{args:?}: {}", r.stderr);
+fn a_bare_number_is_refused_by_every_duration_flag_naming_the_units() {
+    let (dir, db) = fresh();
+    let enqueue = ["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1"];
+    let work = ["work", "--worker", "w", "--exec", "true"];
+    let url = ["work", "--worker", "w", "--url", "http://127.0.0.1:9/"];
+    let commands: Vec<Vec<&str>> = vec![
+        [&enqueue[..], &["--ttl"]].concat(),
+        [&enqueue[..], &["--ttl", "1h", "--start-in"]].concat(),
+        [&enqueue[..], &["--ttl", "1h", "--backoff-base"]].concat(),
+        [&enqueue[..], &["--ttl", "1h", "--backoff-cap"]].concat(),
+        vec!["redrive", "--all-dead", "--add-attempts", "1", "--ttl"],
+        vec!["prune", "--older-than"],
+        vec!["prune", "--older-than", "1d", "--forget-older-than"],
+        [&work[..], &["--lease"]].concat(),
+        [&work[..], &["--lease-ms"]].concat(),
+        [&work[..], &["--timeout"]].concat(),
+        [&work[..], &["--base"]].concat(),
+        [&work[..], &["--cap-ms"]].concat(),
+        [&work[..], &["--margin"]].concat(),
+        [&work[..], &["--retain"]].concat(),
+        [&work[..], &["--retain", "1d", "--forget-after"]].concat(),
+        [&url[..], &["--retry-budget-ttl"]].concat(),
+        vec!["serve-demo", "--slow"],
+        vec!["serve-demo", "--read-timeout"],
+        vec!["serve-demo", "--stats-every"],
+    ];
+    for command in &commands {
+        let args = [&command[..], &["5"]].concat();
+        let r = retryq(&db, &args);
+        assert_eq!((r.code, r.stdout.as_str()), (Some(2), ""), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("'5' for '--")
+                && r.stderr.contains("5 has no unit; write 5ms, 5s, 5m, 5h or 5d"),
+            "{args:?}: {}",
+            r.stderr
+        );
     }
-    let r = retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let flags = ["--lease", "3m", "--timeout", "2m", "--base", "50ms", "--cap", "1.5s", "--until-idle"];
-    let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &flags[..]].concat());
+    // An item of a list is refused the same way, by its place in the list.
+    let r = retryq(&db, &[&url[..], &["--fault-unavailable-ms", "0,0,30s,1m,2m,3m,600000"]].concat());
+    assert!(
+        r.code == Some(2) && r.stderr.contains("\"600000\": 600000 has no unit; write 600000ms"),
+        "{}",
+        r.stderr
+    );
+    assert!(!db.exists(), "{:?}", std::fs::read_dir(dir.path()).map(|d| d.count()));
+    // `0` needs no unit: a job due at once, with no backoff of its own.
+    let flags = ["--ttl", "1h", "--start-in", "0", "--backoff-base", "0"];
+    let r = retryq(&db, &[&enqueue[..], &flags[..]].concat());
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let r = retryq(&db, &["get", "a"]);
+    let job: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(
+        (job["base_ms"].as_u64(), job["available_at"].as_u64()),
+        (Some(0), job["not_before"].as_u64())
+    );
+}
+
+#[test]
+fn work_reads_the_new_names_and_the_old_ones_for_one_release() {
+    let (_dir, db) = fresh();
+    // A quarter of a second of lease is too short to renew: the message shows it in
+    // milliseconds, under the flag's one name, whichever spelling was typed.
+    for args in [["--lease", "0.25s", "--timeout", "2m"], ["--lease-ms", "250ms", "--timeout-ms", "2m"]] {
+        let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("--lease: 250 ms is shorter than 300 ms"), "{args:?}: {}", r.stderr);
+    }
+    let old = [
+        [
+            "--lease-ms",
+            "3m",
+            "--timeout-ms",
+            "2m",
+            "--margin-ms",
+            "1s",
+            "--base-ms",
+            "50ms",
+            "--cap-ms",
+            "1.5s",
+        ],
+        ["--lease", "3m", "--timeout", "2m", "--margin", "1s", "--base", "50ms", "--cap", "1.5s"],
+        [
+            "--lease",
+            "3m",
+            "--timeout",
+            "2m",
+            "--margin",
+            "1s",
+            "--backoff-base",
+            "50ms",
+            "--backoff-cap",
+            "1.5s",
+        ],
+    ];
+    for (n, flags) in old.iter().enumerate() {
+        let id = n.to_string();
+        let r =
+            retryq(&db, &["enqueue", "--id", &id, "--payload", "p", "--max-attempts", "1", "--ttl", "10m"]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let r = retryq(
+            &db,
+            &[&["work", "--worker", "w", "--exec", "true", "--until-idle"][..], &flags[..]].concat(),
+        );
+        assert_eq!(r.code, Some(0), "{flags:?}: {}", r.stderr);
+        assert!(r.stderr.contains("lease_ms=180000") && r.stderr.contains("margin_ms=1000"), "{}", r.stderr);
+    }
+    let r = retryq(&db, &["get", "2"]);
     assert!(r.stdout.contains("\"status\":\"done\""), "{}", r.stdout);
 }
 
@@ -67,11 +163,12 @@ fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
         ("1.5ms", "whole number of milliseconds"),
         ("-1s", "negative"),
         ("-5", "negative"),
-        ("9007199254740992", "too large"),
+        ("9007199254740992ms", "too large"),
         ("104249991375d", "too large"),
-        ("99999999999999999999999999", "too large"),
+        ("99999999999999999999999999s", "too large"),
         ("10 parsecs", "unknown unit \"parsecs\""),
-        ("1h30", "30 has no unit"),
+        ("1h30", "30 has no unit; write 30ms, 30s, 30m, 30h or 30d"),
+        ("250", "250 has no unit; write 250ms, 250s, 250m, 250h or 250d"),
         ("", "empty"),
     ];
     let enqueue = ["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl"];
@@ -81,14 +178,14 @@ fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
     let commands: Vec<(Vec<&str>, &str)> = vec![
         (enqueue.to_vec(), "--ttl"),
         (redrive.to_vec(), "--ttl"),
-        ([&work[..], &["--lease"]].concat(), "--lease-ms"),
-        ([&work[..], &["--lease-ms"]].concat(), "--lease-ms"),
-        ([&work[..], &["--timeout"]].concat(), "--timeout-ms"),
-        ([&work[..], &["--base-ms"]].concat(), "--base-ms"),
-        ([&work[..], &["--cap"]].concat(), "--cap-ms"),
-        ([&url[..], &["--retry-budget-ttl"]].concat(), "--retry-budget-ttl-ms"),
-        (vec!["serve-demo", "--slow-ms"], "--slow-ms"),
-        (vec!["serve-demo", "--read-timeout"], "--read-timeout-ms"),
+        ([&work[..], &["--lease"]].concat(), "--lease"),
+        ([&work[..], &["--lease-ms"]].concat(), "--lease"),
+        ([&work[..], &["--timeout"]].concat(), "--timeout"),
+        ([&work[..], &["--base-ms"]].concat(), "--backoff-base"),
+        ([&work[..], &["--cap"]].concat(), "--backoff-cap"),
+        ([&url[..], &["--retry-budget-ttl-ms"]].concat(), "--retry-budget-ttl"),
+        (vec!["serve-demo", "--slow-ms"], "--slow"),
+        (vec!["serve-demo", "--read-timeout"], "--read-timeout"),
         (vec!["serve-demo", "--stats-every"], "--stats-every"),
     ];
     for (command, flag) in &commands {
@@ -118,7 +215,7 @@ fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
     // A list of durations names the item.
     let r = retryq(&db, &[&url[..], &["--fault-unavailable-ms", "0,0,30s,1m,2m,3m,1.5ms"]].concat());
     assert!(
-        r.code == Some(2) && r.stderr.contains("--fault-unavailable-ms: \"1.5ms\": not a whole number"),
+        r.code == Some(2) && r.stderr.contains("--fault-unavailable: \"1.5ms\": not a whole number"),
         "{}",
         r.stderr
     );
@@ -127,23 +224,52 @@ fn what_the_queue_cannot_hold_is_refused_naming_the_flag_and_why() {
 }
 
 #[test]
-fn help_shows_the_accepted_forms_and_the_short_names() {
+fn help_shows_one_name_per_flag_and_the_defaults_in_units() {
     let (_dir, db) = fresh();
     let r = retryq(&db, &["work", "--help"]);
     for text in [
-        "--lease-ms <DURATION>",
-        "[default: 30s] [alias: --lease]",
-        "[default: 100ms] [alias: --base]",
-        "[default: 1s] [alias: --cap]",
-        "[default: 20s] [alias: --timeout]",
-        "A duration: 30s, 2m, 1h30m, or a bare number of milliseconds",
+        "--lease <DURATION>",
+        "At least 300ms [default: 30s]",
+        "--timeout <DURATION>",
+        "[default: 20s]",
+        "--backoff-base <DURATION>",
+        "[default: 100ms]",
+        "--backoff-cap <DURATION>",
+        "[default: 1s]",
+        "--margin <DURATION>",
+        "--retry-budget-ttl <DURATION>",
+        "--fault-latency <LIST>",
+        "--fault-unavailable <LIST>",
+        "With --url (the HTTP transport):",
     ] {
         assert!(r.stdout.contains(text), "work --help lacks {text:?}:\n{}", r.stdout);
     }
+    // The older spellings work, but are not shown: one name per flag.
+    for text in ["-ms ", "-ms <", "alias", "--base ", "--cap "] {
+        assert!(!r.stdout.contains(text), "work --help shows {text:?}:\n{}", r.stdout);
+    }
+    // The same concept has the same name on enqueue, and enqueue's deadline is the job's.
+    let r = retryq(&db, &["enqueue", "--help"]);
+    for text in [
+        "--backoff-base <DURATION>",
+        "--backoff-cap <DURATION>",
+        "--deadline <TIME>",
+        "The job's deadline, RFC 3339",
+    ] {
+        assert!(r.stdout.contains(text), "enqueue --help lacks {text:?}:\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("The new deadline"), "{}", r.stdout);
+    let r = retryq(&db, &["redrive", "--help"]);
+    assert!(r.stdout.contains("The new deadline of each redriven job"), "{}", r.stdout);
+    let r = retryq(&db, &["serve-demo", "--help"]);
+    for text in ["--slow <DURATION>", "--read-timeout <DURATION>", "[default: 5s]"] {
+        assert!(r.stdout.contains(text), "serve-demo --help lacks {text:?}:\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("alias"), "{}", r.stdout);
     for command in ["enqueue", "redrive"] {
         let r = retryq(&db, &[command, "--help"]);
         assert!(r.stdout.contains("--ttl <DURATION>"), "{}", r.stdout);
-        assert!(r.stdout.contains("90s, 1h, 1h30m, 7d, or a bare number of milliseconds"), "{}", r.stdout);
+        assert!(r.stdout.contains("with a unit: 90s, 1h, 1h30m, 7d"), "{}", r.stdout);
     }
 }
 
@@ -156,15 +282,12 @@ fn the_margin_is_refused_outside_the_grace_and_half_the_lease() {
     for (args, said) in [
         (
             ["--lease", "30s", "--margin", "500ms"],
-            "--margin-ms: 500 ms does not exceed the watchdog's grace of 500 ms",
+            "--margin: 500 ms does not exceed the watchdog's grace of 500 ms",
         ),
-        (
-            ["--lease", "30s", "--margin", "16s"],
-            "--margin-ms: 16000 ms is more than half the lease (15000 ms)",
-        ),
+        (["--lease", "30s", "--margin", "16s"], "--margin: 16000 ms is more than half the lease (15000 ms)"),
         (
             ["--lease", "1s", "--margin", "100ms"],
-            "--margin-ms: 100 ms does not exceed the watchdog's grace of 125 ms",
+            "--margin: 100 ms does not exceed the watchdog's grace of 125 ms",
         ),
     ] {
         let r = retryq(&db, &[&["work", "--worker", "w", "--exec", "true"][..], &args[..]].concat());

@@ -1,7 +1,8 @@
 //! `retryq list` through the real binary: one status's jobs in the order an operator needs
-//! them (claim's order for pending and leased, newest first for done and dead), a page at a
-//! time with how many more are left said on standard error, `--json` lines exactly as `get`
-//! prints them, and wrong words refused with the words that are accepted.
+//! them (claim's order for pending and leased, newest first for done and dead), or with no
+//! flag every job status by status, a page at a time with how many more are left said on
+//! standard error, `--json` lines exactly as `get` prints them, and wrong words refused with
+//! the words that are accepted.
 //!
 //! The jobs are made through the library with chosen clocks, so that the order under test
 //! is not an accident of when the test ran.
@@ -160,10 +161,9 @@ fn a_page_says_how_many_more_and_json_lines_are_gets() {
 fn wrong_words_are_refused_with_the_accepted_ones() {
     let (_dir, db) = fresh();
     queue_with_every_status(&db);
-    let cases: [(&[&str], &[&str]); 5] = [
+    let cases: [(&[&str], &[&str]); 4] = [
         (&["list", "--status", "failed"], &["--status", "\"failed\"", "pending, leased, done, dead"]),
         (&["list", "--reason", "timeout"], &["--reason", "\"timeout\"", "exhausted, deadline, permanent"]),
-        (&["list"], &["--status", "pending, leased, done or dead", "--reason"]),
         (
             &["list", "--status", "leased", "--reason", "deadline"],
             &["--reason", "only dead jobs have a reason"],
@@ -177,6 +177,49 @@ fn wrong_words_are_refused_with_the_accepted_ones() {
             assert!(r.stderr.contains(words), "{args:?} should say {words:?}:\n{}", r.stderr);
         }
     }
+}
+
+/// What an operator types first: every job, status by status in the order a job lives
+/// through them (pending, leased, done, dead), each in its own order under its own header,
+/// out of one `--limit`.
+#[test]
+fn a_bare_list_shows_every_job_status_by_status() {
+    let (_dir, db) = fresh();
+    queue_with_every_status(&db);
+
+    let r = retryq(&db, &["list"]);
+    assert_eq!((r.code, r.stderr.as_str()), (Some(0), ""), "{}", r.stderr);
+    let sections: Vec<&str> = r.stdout.split("\n\n").collect();
+    assert_eq!(sections.len(), 4, "one section per status:\n{}", r.stdout);
+    let headers = ["available at", "lease until", "redrives", "reason"];
+    let expected: [&[&str]; 4] = [&["e", "late"], &["c", "d"], &["b"], &["a"]];
+    for ((section, header), want) in sections.iter().zip(headers).zip(expected) {
+        assert!(section.starts_with("id ") && section.lines().next().is_some_and(|h| h.contains(header)));
+        assert_eq!(ids(section), want, "{section}");
+    }
+    // The same as each status alone, in the same order.
+    let alone: Vec<String> = ["pending", "leased", "done", "dead"]
+        .iter()
+        .map(|s| retryq(&db, &["list", "--status", s]).stdout.trim_end().to_owned())
+        .collect();
+    assert_eq!(sections.iter().map(|s| s.trim_end()).collect::<Vec<_>>(), alone);
+
+    // One limit for the whole page; what it left out is said once.
+    let r = retryq(&db, &["list", "--limit", "3"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let shown: Vec<&str> = r.stdout.split("\n\n").flat_map(ids).collect();
+    assert_eq!(shown, ["e", "late", "c"], "{}", r.stdout);
+    assert_eq!(r.stderr, "retryq: 3 more jobs not shown (--limit 3)\n");
+    let r = retryq(&db, &["list", "--json"]);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{}", r.stdout);
+    for (line, id) in lines.iter().zip(["e", "late", "c", "d", "b", "a"]) {
+        assert_eq!(format!("{line}\n"), retryq(&db, &["get", id]).stdout, "{id}");
+    }
+    let (_dir, empty) = fresh();
+    Queue::open(&empty).expect("create");
+    let r = retryq(&empty, &["list"]);
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (Some(0), "", "no jobs\n"));
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Times as an operator reads them, through the real binary: `get --human`, `history` and
 //! `dead` show every time in Unix milliseconds with the same instant in UTC beside it, `get`'s
 //! JSON and the `--json` outputs stay milliseconds alone, and a time past the year 9999 — a
-//! deadline of 2^53−1, a lease expiry past 2^53 — is said in words, never a panic.
+//! deadline of 2^53−1, a lease expiry past 2^53 — is said in words, never a panic. Time flags
+//! take RFC 3339 with any offset or Unix milliseconds, and their errors show both forms.
 
 mod common;
 
@@ -144,7 +145,8 @@ fn times_past_the_year_9999_are_said_in_words() {
         "{BIN} get far --human > {seen}; {BIN} list --status leased >> {seen}; {BIN} history far >> {seen}",
         seen = seen.display()
     );
-    let r = retryq(&db, &["work", "--worker", "w1", "--lease", FAR, "--exec", &exec, "--until-idle"]);
+    let lease = format!("{FAR}ms");
+    let r = retryq(&db, &["work", "--worker", "w1", "--lease", &lease, "--exec", &exec, "--until-idle"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let seen = fs::read_to_string(&seen).expect("what the attempt saw");
     assert!(!seen.contains("panicked"), "{seen}");
@@ -159,4 +161,104 @@ fn times_past_the_year_9999_are_said_in_words() {
         "{seen}"
     );
     assert!(seen.contains(&format!("lease until {ms} (after the year 9999)")), "{seen}");
+}
+
+#[test]
+fn time_flags_take_rfc_3339_with_any_offset_and_unix_milliseconds() {
+    let (_dir, db) = fresh();
+    // The same instant three ways: DEADLINE, in UTC and an hour east of it.
+    let forms = ["4102444800123", "2100-01-01T00:00:00.123Z", "2100-01-01T01:00:00.123+01:00"];
+    for (n, deadline) in forms.iter().enumerate() {
+        let id = format!("job-{n}");
+        // Scheduled a second before the deadline, in RFC 3339 with an offset west of UTC.
+        let flags = ["--deadline", deadline, "--not-before", "2099-12-31T18:59:59.123-05:00"];
+        let r = retryq(
+            &db,
+            &[&["enqueue", "--id", &id, "--payload", "x", "--max-attempts", "1"][..], &flags[..]].concat(),
+        );
+        assert_eq!(r.code, Some(0), "{deadline}: {}", r.stderr);
+        let job: serde_json::Value =
+            serde_json::from_str(&retryq(&db, &["get", &id]).stdout).expect("get prints JSON");
+        assert_eq!(job["deadline"].as_u64(), DEADLINE.parse().ok(), "{deadline}");
+        assert_eq!(job["not_before"].as_u64(), Some(4_102_444_799_123), "{deadline}");
+    }
+    // redrive's --deadline is the same flag: read, then refused only because nothing is dead.
+    let r = retryq(
+        &db,
+        &["redrive", "--id", "job-0", "--add-attempts", "1", "--deadline", "2100-01-01T00:00:00Z"],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stdout.contains("not_dead"), "{}", r.stdout);
+    for command in ["enqueue", "redrive"] {
+        let help = retryq(&db, &[command, "--help"]).stdout;
+        assert!(
+            help.contains("--deadline <TIME>") && help.contains("RFC 3339 or Unix milliseconds"),
+            "{help}"
+        );
+    }
+    let help = retryq(&db, &["enqueue", "--help"]).stdout;
+    assert!(help.contains("--not-before <TIME>"), "{help}");
+}
+
+#[test]
+fn a_time_the_queue_cannot_hold_is_refused_by_its_flag_not_rounded() {
+    let (dir, db) = fresh();
+    let enqueue = ["enqueue", "--id", "a", "--payload", "x", "--max-attempts", "1"];
+    let cases: [(&[&str], &str, &str); 7] = [
+        (&["--deadline", "2100-01-01T00:00:00.0005Z"], "--deadline <TIME>", "finer than a millisecond"),
+        (&["--deadline", "2100-01-01T00:00:00.1234Z"], "--deadline <TIME>", "finer than a millisecond"),
+        (&["--deadline", "2100-01-01"], "--deadline <TIME>", "or Unix milliseconds"),
+        (&["--deadline", "-5"], "--deadline <TIME>", "before 1970"),
+        (&["--deadline", "9007199254740992"], "--deadline <TIME>", "too large"),
+        (
+            &["--ttl", "1h", "--not-before", "2100-01-01T00:00:00.000001Z"],
+            "--not-before <TIME>",
+            "finer than",
+        ),
+        (&["--ttl", "1h", "--not-before", "next tuesday"], "--not-before <TIME>", "not a time"),
+    ];
+    for (flags, flag, why) in cases {
+        let r = retryq(&db, &[&enqueue[..], flags].concat());
+        assert_eq!((r.code, r.stdout.as_str()), (Some(2), ""), "{flags:?}: {}", r.stderr);
+        assert!(r.stderr.contains(flag) && r.stderr.contains(why), "{flags:?}: {}", r.stderr);
+    }
+    assert!(!db.exists(), "{:?}", fs::read_dir(dir.path()).map(|d| d.count()));
+}
+
+#[test]
+fn errors_about_times_show_both_forms_and_start_in_in_units() {
+    let (dir, db) = fresh();
+    let enqueue = ["enqueue", "--id", "a", "--payload", "x", "--max-attempts", "1"];
+    let r = retryq(&db, &[&enqueue[..], &["--deadline", "1764633600000"]].concat());
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let said = "--deadline: 1764633600000 (2025-12-02T00:00:00.000Z) is not after now, ";
+    let rest = r.stderr.split(said).nth(1).unwrap_or_else(|| panic!("{said:?} in {}", r.stderr));
+    assert!(has_stamp(rest), "now in both forms: {}", r.stderr);
+
+    let r =
+        retryq(&db, &[&enqueue[..], &["--ttl", "1h", "--not-before", "2025-12-02T01:00:00+01:00"]].concat());
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--not-before: 1764633600000 (2025-12-02T00:00:00.000Z) is before now, "),
+        "{}",
+        r.stderr
+    );
+    let flags = ["--deadline", DEADLINE, "--not-before", "2100-01-01T00:00:00.123Z"];
+    let r = retryq(&db, &[&enqueue[..], &flags[..]].concat());
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("--not-before: {DEADLINE_UTC} is not before the deadline, {DEADLINE_UTC}")),
+        "{}",
+        r.stderr
+    );
+    let r = retryq(&db, &[&enqueue[..], &["--ttl", "1h", "--start-in", "2h"]].concat());
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--start-in: 2h from now, ") && r.stderr.contains("is not before the deadline, "),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("7200000 ms"), "{}", r.stderr);
+    assert!(!db.exists(), "{:?}", fs::read_dir(dir.path()).map(|d| d.count()));
 }

@@ -115,3 +115,67 @@ fn the_usage_after_an_error_is_the_help_usage() {
     assert_eq!(usage(&["get", "--help"]), "Usage: retryq get [OPTIONS] <ID>");
     assert_eq!(usage(&["stats", "--json", "--prometheus"]), "Usage: retryq stats [OPTIONS]");
 }
+
+/// `--clock` (whose clock gives `now` on PostgreSQL) is offered only by the commands whose
+/// work takes a time — the writers that stamp one, and `stats`, which counts expired leases
+/// at `now` — and its help says it is PostgreSQL's. On a SQLite file it is ignored with one
+/// line of warning, and the worker does not log a clock it had no choice of.
+#[test]
+fn clock_is_offered_only_where_a_time_is_taken_and_only_for_postgresql() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("q.db");
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .env("RETRYQ_DB", &db)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run retryq");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let timed = ["enqueue", "work", "redrive", "cancel", "prune", "stats"];
+    for sub in subcommands() {
+        let (_, help, _) = run(&[&sub, "--help"]);
+        let offered = help.contains("--clock <WHOSE>");
+        let is_timed = timed.contains(&sub.as_str());
+        // The commands that open no database (check, replay, …) have no --clock either.
+        assert_eq!(offered, is_timed, "{sub} --help:\n{help}");
+        if offered {
+            assert!(help.contains("PostgreSQL only (SQLite uses this host's clock)"), "{sub}: {help}");
+        }
+    }
+    for read_only in ["get", "list", "dead", "history", "audit"] {
+        let (code, _, err) = run(&[read_only, "--clock", "local"]);
+        assert_eq!(code, Some(2), "{read_only}: {err}");
+        assert!(err.contains("unexpected argument '--clock'"), "{read_only}: {err}");
+    }
+    let (code, out, err) = run(&[
+        "enqueue",
+        "--clock",
+        "local",
+        "--id",
+        "a",
+        "--payload",
+        "p",
+        "--max-attempts",
+        "1",
+        "--ttl",
+        "1h",
+    ]);
+    assert_eq!((code, out.as_str()), (Some(0), "{\"ok\":\"enqueued\"}\n"), "{err}");
+    let warning = "retryq: warning: --clock local is ignored: it applies to PostgreSQL only";
+    assert_eq!(err.matches(warning).count(), 1, "{err}");
+    let (code, _, log) = run(&["work", "--worker", "w", "--exec", "true", "--until-idle"]);
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("opened the store") && !log.contains("clock="), "{log}");
+    assert!(!log.contains("warning: --clock"), "not given, not warned: {log}");
+    let (code, _, log) =
+        run(&["work", "--clock", "server", "--worker", "w", "--exec", "true", "--until-idle"]);
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("--clock server is ignored") && !log.contains("clock="), "{log}");
+}

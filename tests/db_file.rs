@@ -40,7 +40,7 @@ fn retryq_in(dir: &Path, db: &Path, args: &[&str]) -> Ran {
 }
 
 fn enqueue(dir: &Path, db: &Path, id: &str) -> Ran {
-    retryq_in(dir, db, &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", "600000"])
+    retryq_in(dir, db, &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", "10m"])
 }
 
 fn every_command_refuses(dir: &Path, db: &Path, what: &str) {
@@ -187,7 +187,7 @@ fn db_is_always_a_plain_path_never_a_uri_or_memory() {
     let r = retryq_in(
         dir.path(),
         Path::new("unused"),
-        &["enqueue", "--db", db, "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "9000"],
+        &["enqueue", "--db", db, "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "9s"],
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let r = retryq_in(dir.path(), Path::new("unused"), &["get", "--db", "file:abs.db", "a"]);

@@ -23,8 +23,8 @@ const JOB_MS: u64 = 6_000;
 /// `retryq work` as `w1` on `db`, running `exec` inline (so that `$$` is the shell the worker
 /// started) with a 600 ms lease, logging at info to `log`.
 fn worker(db: &Path, exec: &str, log: &Path, flags: &[&str]) -> Child {
-    let lease = LEASE_MS.to_string();
-    let args = [&["work", "--worker", "w1", "--exec", exec, "--lease-ms", &lease][..], flags].concat();
+    let lease = format!("{LEASE_MS}ms");
+    let args = [&["work", "--worker", "w1", "--exec", exec, "--lease", &lease][..], flags].concat();
     command(db, &args)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())

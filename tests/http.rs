@@ -139,7 +139,7 @@ fn a_flaky_slow_warehouse_gets_every_order_once() {
     // 30 % of requests fail with 503; a quarter take 500 ms, past the worker's 200 ms
     // timeout, and are decided all the same (accepted, unless they fail): the sender retries,
     // the inbox drops the repeat.
-    let demo = Demo::start(&["--fail-rate", "0.3", "--slow-ms", "500", "--slow-rate", "0.25", "--seed", "7"]);
+    let demo = Demo::start(&["--fail-rate", "0.3", "--slow", "500ms", "--slow-rate", "0.25", "--seed", "7"]);
     let store = Store::new();
     let ids: Vec<String> = (0..30).map(|i| format!("order-{i:02}")).collect();
     for id in &ids {
@@ -148,7 +148,7 @@ fn a_flaky_slow_warehouse_gets_every_order_once() {
     let start = Instant::now();
     let log = store.work_until_idle(
         &[&demo.url],
-        &["--base-ms", "10", "--cap-ms", "50", "--lease-ms", "5000", "--timeout-ms", "200"],
+        &["--backoff-base", "10ms", "--backoff-cap", "50ms", "--lease", "5s", "--timeout", "200ms"],
         Duration::from_secs(20),
     );
     let took = start.elapsed();
@@ -228,7 +228,7 @@ fn retry_after_past_the_deadline_ends_the_job_now() {
 
 #[test]
 fn a_dont_retry_pushback_is_permanent_with_the_reason() {
-    let demo = Demo::start(&["--fail-rate", "1", "--pushback-ms", "-1", "--stats-every", "50"]);
+    let demo = Demo::start(&["--fail-rate", "1", "--pushback-ms", "-1", "--stats-every", "50ms"]);
     let store = Store::new();
     store.enqueue("a", "crisps", 5, 60_000);
     store.work_until_idle(&[&demo.url], &FAST, Duration::from_secs(5));
@@ -312,7 +312,7 @@ fn a_retry_avoids_the_url_its_last_attempt_reached_even_in_another_worker() {
     // An operator redrives it; a fresh worker, whose round robin starts at the dead URL,
     // sends the retry to the other one because the job's last attempt reached the first.
     let db = store.db.to_str().expect("path");
-    let (code, err) = run(&["redrive", "--db", db, "--id", "a", "--add-attempts", "2", "--ttl", "60000"]);
+    let (code, err) = run(&["redrive", "--db", db, "--id", "a", "--add-attempts", "2", "--ttl", "1m"]);
     assert_eq!(code, Some(0), "{err}");
     store.work_until_idle(&[&dead, &demo.url], &FAST, Duration::from_secs(5));
     let job = store.job("a");
@@ -324,13 +324,13 @@ fn a_retry_avoids_the_url_its_last_attempt_reached_even_in_another_worker() {
 
 #[test]
 fn timeouts_are_retried_and_never_run_past_the_deadline() {
-    let demo = Demo::start(&["--slow-ms", "5000"]);
+    let demo = Demo::start(&["--slow", "5s"]);
     let store = Store::new();
     let deadline = store.enqueue("a", "crisps", 5, 1_500);
     let start = Instant::now();
     store.work_until_idle(
         &[&demo.url],
-        &["--timeout-ms", "1000", "--base-ms", "10", "--cap-ms", "10", "--lease-ms", "5000"],
+        &["--timeout", "1s", "--backoff-base", "10ms", "--backoff-cap", "10ms", "--lease", "5s"],
         Duration::from_secs(8),
     );
     let took = start.elapsed();
@@ -380,9 +380,9 @@ fn bad_flags_are_refused_by_name() {
         (&["--url", "http://127.0.0.1:9/", "--retry-status", "5xx"], "--retry-status"),
         (&["--url", "http://127.0.0.1:9/", "--permanent-status", "503"], "--permanent-status"),
         (&["--url", "http://127.0.0.1:9/", "--retry-budget-ratio", "-1"], "--retry-budget-ratio"),
-        (&["--url", "http://127.0.0.1:9/", "--retry-budget-ttl-ms", "500"], "--retry-budget-ttl-ms"),
-        (&["--url", "http://127.0.0.1:9/", "--fault-latency-ms", "100,50"], "--fault-latency-ms"),
-        (&["--url", "http://127.0.0.1:9/", "--fault-unavailable-ms", "1,2"], "--fault-unavailable-ms"),
+        (&["--url", "http://127.0.0.1:9/", "--retry-budget-ttl", "500ms"], "--retry-budget-ttl"),
+        (&["--url", "http://127.0.0.1:9/", "--fault-latency", "100ms,50ms"], "--fault-latency"),
+        (&["--url", "http://127.0.0.1:9/", "--fault-unavailable", "1ms,2ms"], "--fault-unavailable"),
         (&["--url", "http://127.0.0.1:9/", "--content-type", "a\u{1}b"], "--content-type"),
         (&["--url", "http://127.0.0.1:9/", "--exec", "true"], "--exec"),
         (&["--exec", "true", "--retry-status", "503"], "--retry-status"),
@@ -405,7 +405,7 @@ fn bad_flags_are_refused_by_name() {
         (&["--slow-rate", "-0.5"], "--slow-rate"),
         (&["--fail-status", "200"], "--fail-status"),
         (&["--threads", "0"], "--threads"),
-        (&["--slow-ms", "-1"], "--slow-ms"),
+        (&["--slow", "-1"], "--slow"),
         (&["--port", &port], "--port"),
     ] {
         let (code, err) = run(&[&["serve-demo"], flags].concat());

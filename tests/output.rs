@@ -29,7 +29,7 @@ fn with_jobs() -> (tempfile::TempDir, PathBuf) {
     for id in ["a", "b"] {
         let (code, _, err) = run(&mut command(
             &db,
-            &["enqueue", "--id", id, "--payload", id, "--max-attempts", "1", "--ttl", "600000"],
+            &["enqueue", "--id", id, "--payload", id, "--max-attempts", "1", "--ttl", "10m"],
         ));
         assert_eq!(code, Some(0), "{err}");
     }
@@ -51,8 +51,8 @@ fn printing_commands() -> Vec<Vec<&'static str>> {
         vec!["stats", "--prometheus"],
         vec!["get", "a"],
         vec!["audit"],
-        vec!["enqueue", "--id", "a", "--payload", "a", "--max-attempts", "1", "--ttl", "600000"],
-        vec!["redrive", "--id", "a", "--add-attempts", "1", "--ttl", "600000"],
+        vec!["enqueue", "--id", "a", "--payload", "a", "--max-attempts", "1", "--ttl", "10m"],
+        vec!["redrive", "--id", "a", "--add-attempts", "1", "--ttl", "10m"],
         vec!["check", "--list-bugs"],
         vec!["simulate", "--clients", "2", "--runs", "1"],
     ]
@@ -104,7 +104,7 @@ fn a_standard_error_that_cannot_be_written_stops_nothing() {
     let (dir, db) = fresh("retryq-out-");
     let (code, _, err) = run(&mut command(
         &db,
-        &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "600000"],
+        &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "1", "--ttl", "10m"],
     ));
     assert_eq!(code, Some(0), "{err}");
     let full = || File::create("/dev/full").expect("/dev/full");
@@ -135,7 +135,7 @@ fn stored_text_reaches_the_terminal_escaped() {
     let worker = "w\x1b[31m\nred";
     let (code, _, err) = run(&mut command(
         &db,
-        &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", "600000"],
+        &["enqueue", "--id", id, "--payload", "p", "--max-attempts", "1", "--ttl", "10m"],
     ));
     assert_eq!(code, Some(0), "{err}");
     let handler = dir.path().join("handler.sh");
@@ -209,7 +209,7 @@ fn json_output_escapes_line_separators_and_c1_controls() {
     let id = "a\u{2028}b\u{2029}c\u{85}d\u{9b}e";
     let (code, _, err) = run(&mut command(
         &db,
-        &["enqueue", "--id", id, "--payload", "p\u{2028}q", "--max-attempts", "1", "--ttl", "600000"],
+        &["enqueue", "--id", id, "--payload", "p\u{2028}q", "--max-attempts", "1", "--ttl", "10m"],
     ));
     assert_eq!(code, Some(0), "{err}");
     // The command's standard error holds U+0085, U+2028 and U+009B: the job's last_error.

@@ -55,7 +55,8 @@ fn a_worker_makes_the_schema_and_runs_every_job_on_the_servers_clock() {
     // Exit status from the payload; an attempt of 1.2 s under a lease of 600 ms lives on
     // heartbeats. "again" is retryable twice: dead, exhausted.
     let handler = r#"code=$(cat); [ "$RETRYQ_JOB_ID" = ok ] && sleep 1.2; exit "$code""#;
-    let out = work(&url, &["--exec", handler, "--lease", "600ms", "--base", "10ms", "--concurrency", "3"]);
+    let out =
+        work(&url, &["--exec", handler, "--lease", "600ms", "--backoff-base", "10ms", "--concurrency", "3"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let get = |id: &str| q.get(id).expect("get").expect("kept");
@@ -96,6 +97,10 @@ fn the_local_clock_is_taken_when_asked_for() {
     let out = work(&url, &["--exec", "cat >/dev/null", "--clock", "local"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(q.get("a").expect("get").expect("kept").status, Status::Done);
+    // On PostgreSQL whose clock is a choice, and the log says which was made.
+    let log = stderr(&out);
+    assert!(log.contains("opened the store") && log.contains("clock=\"local\""), "{log}");
+    assert!(!log.contains("warning: --clock"), "{log}");
 }
 
 #[test]

@@ -126,7 +126,7 @@ fn a_send_cut_short_stores_nothing_and_its_retry_stores_the_whole_order() {
 
 #[test]
 fn slow_clients_time_out_and_the_inbox_is_capped_by_flags() {
-    let demo = Demo::start(&["--read-timeout-ms", "300", "--inbox-max-orders", "1"]);
+    let demo = Demo::start(&["--read-timeout", "300ms", "--inbox-max-orders", "1"]);
     // A client that connects and sends nothing is answered 408 and closed.
     let mut stalled = demo.connect();
     let start = Instant::now();
@@ -159,8 +159,8 @@ fn slow_clients_time_out_and_the_inbox_is_capped_by_flags() {
 #[test]
 fn bad_limits_are_refused_by_name() {
     for (flags, named) in [
-        (&["--read-timeout-ms", "0"][..], "--read-timeout-ms"),
-        (&["--read-timeout-ms", "3600001"], "--read-timeout-ms"),
+        (&["--read-timeout", "0"][..], "--read-timeout"),
+        (&["--read-timeout", "3600001ms"], "--read-timeout"),
         (&["--inbox-max-orders", "0"], "--inbox-max-orders"),
         (&["--inbox-max-bytes", "0"], "--inbox-max-bytes"),
         (&["--inbox-max-bytes", "-1"], "--inbox-max-bytes"),

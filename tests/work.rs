@@ -1,5 +1,6 @@
 //! `retryq work` as a process: signals, timeouts bounded by the deadline, unclassified exits,
-//! the lease holding every wait, a database file deleted under the worker, a file size limit.
+//! a command the shell cannot run, the lease holding every wait, a database file deleted
+//! under the worker, a file size limit.
 
 mod common;
 
@@ -30,7 +31,7 @@ impl Setup {
     fn enqueue(&self, id: &str, max_attempts: u64, ttl_ms: u64) {
         let out = Command::new(BIN)
             .args(["enqueue", "--id", id, "--payload", "p", "--max-attempts", &max_attempts.to_string()])
-            .args(["--ttl", &ttl_ms.to_string()])
+            .args(["--ttl", &format!("{ttl_ms}ms")])
             .env("RETRYQ_DB", &self.db)
             .output()
             .expect("enqueue");
@@ -210,8 +211,7 @@ fn no_attempt_runs_past_the_deadline() {
     let s = Setup::new();
     s.enqueue("a", 5, 1500);
     let enqueued = Instant::now();
-    let child =
-        s.work("echo slow >&2; sleep 10\n", &["--timeout-ms", "5000", "--lease-ms", "6000", "--until-idle"]);
+    let child = s.work("echo slow >&2; sleep 10\n", &["--timeout", "5s", "--lease", "6s", "--until-idle"]);
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");
     // Killed at the deadline (1.5 s), not at the 5 s timeout.
@@ -229,7 +229,7 @@ fn an_unclassified_exit_waits_for_the_lease() {
     let start = Instant::now();
     let child = s.work(
         "echo 'no such table' >&2; exit 3\n",
-        &["--lease-ms", "1200", "--timeout-ms", "200", "--until-idle"],
+        &["--lease", "1200ms", "--timeout", "200ms", "--until-idle"],
     );
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");
@@ -245,21 +245,84 @@ fn an_unclassified_exit_waits_for_the_lease() {
     );
 }
 
+/// A command the shell cannot run — not found (127), not executable (126) — is the worker's
+/// configuration, not the job's: every job would fail the same way and spend its budget. The
+/// attempt is recorded at once (not at its lease's end) as retryable with the shell's
+/// reason, the worker logs an error, claims nothing more, and exits 78 (`EX_CONFIG`).
+#[test]
+fn a_command_the_shell_cannot_run_stops_the_worker_at_once_with_exit_78() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let not_executable = dir.path().join("deliver.sh");
+    fs::write(&not_executable, "exit 0\n").expect("a script without its execute bit");
+    let commands = [
+        ("./no-such-command".to_owned(), "command not found (exit 127)"),
+        (not_executable.display().to_string(), "command not executable (exit 126)"),
+    ];
+    for (command, said) in &commands {
+        let s = Setup::new();
+        let (a, b) = ("a", "b");
+        s.enqueue(a, 5, 600_000);
+        s.enqueue(b, 5, 600_000);
+        let start = Instant::now();
+        // No --until-idle, and a lease of a minute: only the stop can end this run in time.
+        let child = spawn_logged(
+            Command::new(BIN)
+                .args(["work", "--worker", "w1", "--concurrency", "1", "--lease", "1m", "--exec", command])
+                .env("RETRYQ_DB", &s.db),
+        );
+        let (status, log) = finish(child, Duration::from_secs(10));
+        assert!(start.elapsed() < Duration::from_secs(5), "{:?}: {log}", start.elapsed());
+        assert_eq!(status.code(), Some(78), "{command}: {log}");
+        let error_line = log.lines().find(|l| l.contains("ERROR")).unwrap_or_else(|| panic!("{log}"));
+        assert!(error_line.contains("cannot run any job") && error_line.contains(said), "{error_line}");
+        assert!(log.contains(&format!("retryq: error: --exec: the command {command:?}: {said}")), "{log}");
+        assert!(log.contains("claimed nothing more") && log.contains("(exit 78)"), "{log}");
+        // The attempt is spent, recorded as retryable with the shell's reason: the job waits
+        // pending for a worker that can run it, its budget otherwise whole.
+        let job = s.job(a);
+        assert_eq!((job.status, job.attempts, job.dead_reason), (Status::Pending, 1, None), "{log}");
+        let error = job.last_error.expect("the shell's reason");
+        assert!(error.starts_with(said), "{error}");
+        assert!(log.contains("outcome=\"retry\""), "recorded, not left to its lease: {log}");
+        let other = s.job(b);
+        assert_eq!((other.status, other.attempts), (Status::Pending, 0), "nothing more was claimed");
+    }
+}
+
+/// `--exec` is run by `/bin/sh -c` — named by its path, so that the docs and `--help` can
+/// say which shell it is (dash on Debian) and how to get bash instead.
+#[test]
+fn the_exec_command_runs_under_bin_sh_and_help_says_so() {
+    let s = Setup::new();
+    s.enqueue("a", 1, 60_000);
+    let seen = s.path("shell");
+    let exec = format!("echo \"$0\" > {}", seen.display());
+    let (code, log) = run_work(&s, &["--exec", &exec, "--until-idle"]);
+    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(fs::read_to_string(&seen).expect("the command ran"), "/bin/sh\n");
+    let out = Command::new(BIN).args(["work", "--help"]).output().expect("help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let exec_help = help.lines().find(|l| l.trim_start().starts_with("--exec")).expect("--exec in help");
+    for text in ["/bin/sh -c", "dash on Debian", "$RANDOM", "no arrays", "bash -c", "#! line"] {
+        assert!(exec_help.contains(text), "--exec's help lacks {text:?}: {exec_help}");
+    }
+}
+
 #[test]
 fn a_lease_too_short_to_renew_is_refused_and_one_shorter_than_the_timeout_is_not() {
     let s = Setup::new();
     // Renewed every third of itself: below 300 ms a renewal has too little time to commit.
     let exec = ["--exec", "true", "--until-idle"];
-    let (code, err) = run_work(&s, &[&exec[..], &["--lease-ms", "299"]].concat());
+    let (code, err) = run_work(&s, &[&exec[..], &["--lease", "299ms"]].concat());
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--lease-ms") && err.contains("300 ms") && err.contains("every third"), "{err}");
+    assert!(err.contains("--lease") && err.contains("300 ms") && err.contains("every third"), "{err}");
     assert!(!s.db.exists(), "a refused worker created the database");
     let url = ["--url", "http://127.0.0.1:9/", "--until-idle"];
-    let (code, err) = run_work(&s, &[&url[..], &["--lease-ms", "100ms"]].concat());
+    let (code, err) = run_work(&s, &[&url[..], &["--lease", "100ms"]].concat());
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--lease-ms"), "{err}");
+    assert!(err.contains("--lease"), "{err}");
     // The lease need not hold the timeout any more: heartbeats keep it while the attempt runs.
-    let (code, err) = run_work(&s, &[&exec[..], &["--lease-ms", "300", "--timeout-ms", "60000"]].concat());
+    let (code, err) = run_work(&s, &[&exec[..], &["--lease", "300ms", "--timeout", "1m"]].concat());
     assert_eq!(code, Some(0), "{err}");
 }
 
@@ -278,7 +341,7 @@ fn a_process_that_left_the_session_is_killed_with_its_command() {
          echo before >&2; exit 65\n",
         held = held.display()
     );
-    let child = s.work(&script, &["--lease-ms", "2000", "--timeout-ms", "1000", "--until-idle"]);
+    let child = s.work(&script, &["--lease", "2s", "--timeout", "1s", "--until-idle"]);
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");
     let job = s.job("a");

@@ -36,7 +36,7 @@ impl Setup {
     fn enqueue(&self, id: &str, max_attempts: u64) {
         let out = Command::new(BIN)
             .args(["enqueue", "--id", id, "--payload", "p", "--max-attempts", &max_attempts.to_string()])
-            .args(["--ttl", "600000"])
+            .args(["--ttl", "10m"])
             .env("RETRYQ_DB", &self.db)
             .output()
             .expect("enqueue");
@@ -150,13 +150,13 @@ esac
             "--until-idle",
             "--concurrency",
             concurrency,
-            "--lease-ms",
-            "1500",
-            "--timeout-ms",
-            "500",
-            "--base-ms",
+            "--lease",
+            "1500ms",
+            "--timeout",
+            "500ms",
+            "--backoff-base",
             "0",
-            "--cap-ms",
+            "--backoff-cap",
             "0",
         ];
         let (status, log) = finish(s.work("w", script, "0", &flags), Duration::from_secs(20));

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use retryq::{Cancelled, Error};
 use serde::Serialize;
 
-use super::db::Db;
+use super::db::{ClockFlag, Db};
 use super::{CliError, print_json};
 use crate::out::noteln;
 use crate::printable::printable;
@@ -24,6 +24,8 @@ use crate::printable::printable;
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
     /// The job to cancel: a pending one ends now, a running one is asked to stop.
     #[arg(value_name = "ID", value_parser = super::name)]
     id: String,
@@ -45,7 +47,7 @@ enum Line {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut queue = args.db.open_write(false)?;
-    let now = args.db.now(&*queue)?;
+    let now = args.clock.now(&args.db, &*queue)?;
     let id = printable(&args.id);
     let (line, code) = match queue.cancel(&args.id, now) {
         Ok(Cancelled::Requested) => {

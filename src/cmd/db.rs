@@ -1,6 +1,14 @@
 //! `--db`: which store every operating command works on — a SQLite file or a PostgreSQL
-//! database — how it is opened for reading or writing, whose clock gives `now`, and how a
-//! storage failure is told to an operator.
+//! database — how it is opened for reading or writing, and how a storage failure is told to
+//! an operator; and `--clock`: whose clock gives `now`.
+//!
+//! `--clock` is offered only by the commands whose work takes a time — those that write one
+//! (`enqueue`, `work`, `redrive`, `cancel`, `prune`) and `stats`, whose expired leases and
+//! oldest age are counted at `now` — and means something only on PostgreSQL: a SQLite
+//! database is on this host, and so is its clock. Given with a SQLite database it is ignored
+//! with a one-line warning rather than refused, so that one command line (or a unit file's)
+//! serves both stores; the flags that read nothing of a time (`get`, `list`, `dead`,
+//! `history`, `audit`) do not offer it at all.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +16,7 @@ use retryq::{Backend, OpenOptions, PgQueue, Queue};
 use rusqlite::ErrorCode;
 
 use super::error::CliError;
+use crate::out::noteln;
 
 /// The store every operating command works on.
 #[derive(clap::Args, Debug)]
@@ -16,10 +25,16 @@ pub struct Db {
     /// key=value string (`host=h dbname=d`). A password is shown as `***` wherever --db is.
     #[arg(long, value_name = "PATH|URL", env = "RETRYQ_DB", default_value = "./retryq.db")]
     pub db: String,
-    /// Whose clock gives `now` on PostgreSQL: the server's (default; hosts with skewed clocks
-    /// then agree on every lease), or this host's (`local`). SQLite always uses this host's.
-    #[arg(long, value_name = "WHOSE", value_enum, default_value_t = Clock::Server)]
-    pub clock: Clock,
+}
+
+/// `--clock`, for the commands whose work takes a time (see the module's doc).
+#[derive(clap::Args, Debug)]
+pub struct ClockFlag {
+    /// PostgreSQL only (SQLite uses this host's clock): whose clock gives `now`, the
+    /// server's (`server`, the default: hosts with skewed clocks then agree on every lease)
+    /// or this host's (`local`).
+    #[arg(long, value_name = "WHOSE", value_enum)]
+    clock: Option<Clock>,
 }
 
 /// Whose clock gives an operation's `now`.
@@ -31,6 +46,16 @@ pub enum Clock {
     Server,
     // This host's.
     Local,
+}
+
+impl Clock {
+    /// The flag's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clock::Server => "server",
+            Clock::Local => "local",
+        }
+    }
 }
 
 /// What `--db` names.
@@ -112,23 +137,39 @@ impl Db {
         Ok(Box::new(queue.map_err(|e| self.explain(e))?))
     }
 
-    /// The operation's `now`: the server's clock on PostgreSQL unless `--clock local`, this
-    /// host's otherwise.
-    pub fn now(&self, store: &dyn Backend) -> Result<u64, CliError> {
-        if self.clock == Clock::Server
-            && let Some(now) = store.server_now().map_err(|e| self.explain(e))?
-        {
-            return Ok(now);
-        }
-        retryq_worker::now_ms().map_err(|e| CliError::Other(e.to_string()))
-    }
-
     /// A store error in an operator's words, naming `--db`.
     pub fn explain(&self, error: retryq::Error) -> CliError {
         match self.target() {
             Target::File(path) => explain(&path, error),
             Target::Postgres(url) => explain_postgres(&url, error),
         }
+    }
+}
+
+impl ClockFlag {
+    /// Whose clock: the server's unless `--clock local`. Said once, on standard error, when
+    /// `--clock` was given for a SQLite database, which has no other clock than this host's.
+    pub fn whose(&self, db: &Db) -> Clock {
+        if let (Some(clock), Some(path)) = (self.clock, db.file()) {
+            noteln!(
+                "retryq: warning: --clock {} is ignored: it applies to PostgreSQL only, and {} is a \
+                 SQLite database, which uses this host's clock",
+                clock.as_str(),
+                path.display()
+            );
+        }
+        self.clock.unwrap_or(Clock::Server)
+    }
+
+    /// The operation's `now`: the server's clock on PostgreSQL unless `--clock local`, this
+    /// host's otherwise.
+    pub fn now(&self, db: &Db, store: &dyn Backend) -> Result<u64, CliError> {
+        if self.whose(db) == Clock::Server
+            && let Some(now) = store.server_now().map_err(|e| db.explain(e))?
+        {
+            return Ok(now);
+        }
+        retryq_worker::now_ms().map_err(|e| CliError::Other(e.to_string()))
     }
 }
 

@@ -1,6 +1,7 @@
-//! Duration flags (`--ttl 1h`, `--lease 30s`, `--timeout 2m`): a number with a unit, or a
-//! bare number, which stays milliseconds so that every command line written before units
-//! keeps its meaning.
+//! Duration flags (`--ttl 1h`, `--lease 30s`, `--timeout 2m`): a number with a unit. A bare
+//! number is refused, `0` alone excepted (it is 0 in every unit): `--ttl 5` read as 5 ms, as
+//! it once was, expires a job before anyone can claim it when 5 s or 5 min was meant, and
+//! nothing would say so. The refusal names the units to choose from.
 //!
 //! The queue counts time in whole milliseconds from 0 to 2^53−1 (SPEC's integers), so a
 //! value finer than a millisecond (`1.5ms`), negative (`-1s`), past that bound or not a
@@ -15,8 +16,11 @@ use retryq::MAX_INT;
 /// or by the list parser that names the item).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
-    #[error("empty; write 500ms, 30s, 2m, 1h30m, 2d, or a bare number of milliseconds")]
+    #[error("empty; write a number with a unit: 500ms, 30s, 2m, 1h30m, 2d")]
     Empty,
+    /// A number without a unit (`5`, `1.5`, the `30` of `1h30`).
+    #[error("{number} has no unit; write {number}ms, {number}s, {number}m, {number}h or {number}d")]
+    NoUnit { number: String },
     #[error("negative; a duration is 0 or more")]
     Negative,
     #[error("not a whole number of milliseconds (the queue counts whole milliseconds)")]
@@ -25,7 +29,7 @@ pub enum DurationError {
     TooLarge { max: u64 },
     #[error("{ms} ms is too short; at least {} needed", describe(*.min))]
     TooSmall { ms: u64, min: u64 },
-    #[error("not a duration ({reason}); write 500ms, 30s, 2m, 1h30m, 2d, or a bare number of milliseconds")]
+    #[error("not a duration ({reason}); write a number with a unit: 500ms, 30s, 2m, 1h30m, 2d")]
     Unreadable { reason: String },
 }
 
@@ -41,7 +45,7 @@ fn describe(ms: u64) -> String {
     format!("{ms} ms ({})", humantime::format_duration(Duration::from_millis(ms)))
 }
 
-/// A duration in whole milliseconds, within 0 … 2^53−1.
+/// A duration in whole milliseconds, within 0 … 2^53−1, written with a unit (or `0`).
 pub fn parse_ms(text: &str) -> Result<u64, DurationError> {
     let text = text.trim();
     if text.is_empty() {
@@ -50,27 +54,54 @@ pub fn parse_ms(text: &str) -> Result<u64, DurationError> {
     if text.starts_with('-') {
         return Err(DurationError::Negative);
     }
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.bytes().all(|b| b == b'0') {
+            true => Ok(0),
+            false => Err(DurationError::NoUnit { number: text.to_owned() }),
+        };
+    }
     let too_large = DurationError::TooLarge { max: MAX_INT };
-    let ms = if text.bytes().all(|b| b.is_ascii_digit()) {
-        text.parse::<u64>().map_err(|_| too_large.clone())?
-    } else {
-        let duration = humantime::parse_duration(text).map_err(|e| unreadable(e, &too_large))?;
-        if duration.subsec_nanos() % 1_000_000 != 0 {
-            return Err(DurationError::Fraction);
-        }
-        u64::try_from(duration.as_millis()).map_err(|_| too_large.clone())?
-    };
+    // Whole milliseconds are read here: humantime counts in nanoseconds, and overflows on
+    // milliseconds past about 584 years, well short of 2^53-1 ms.
+    if let Some(digits) = text.strip_suffix("ms").map(str::trim_end)
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        return match digits.parse::<u64>() {
+            Ok(ms) if ms <= MAX_INT => Ok(ms),
+            _ => Err(too_large),
+        };
+    }
+    let duration = humantime::parse_duration(text).map_err(|e| unreadable(text, e, &too_large))?;
+    if duration.subsec_nanos() % 1_000_000 != 0 {
+        return Err(DurationError::Fraction);
+    }
+    let ms = u64::try_from(duration.as_millis()).map_err(|_| too_large.clone())?;
     if ms > MAX_INT { Err(too_large) } else { Ok(ms) }
 }
 
-/// humantime's refusal in this command line's words (its own lists every unit it knows,
-/// months and years included, which a queue's flags need not advertise).
-fn unreadable(error: humantime::DurationError, too_large: &DurationError) -> DurationError {
+/// humantime's refusal of `text` in this command line's words (its own lists every unit it
+/// knows, months and years included, which a queue's flags need not advertise).
+fn unreadable(text: &str, error: humantime::DurationError, too_large: &DurationError) -> DurationError {
     use humantime::DurationError as H;
     let reason = match error {
         H::NumberOverflow => return too_large.clone(),
         H::Empty => return DurationError::Empty,
-        H::UnknownUnit { unit, value, .. } if unit.is_empty() => format!("{value} has no unit"),
+        H::UnknownUnit { start, unit, .. } if unit.is_empty() => {
+            // The number is what runs up to where the unit should start: `1.5`, or the `30`
+            // of `1h30`.
+            let before = text.get(..start).unwrap_or(text);
+            let from = before
+                .char_indices()
+                .rev()
+                .take_while(|(_, c)| c.is_ascii_digit() || *c == '.')
+                .last()
+                .map_or(before.len(), |(at, _)| at);
+            let number = before[from..].to_owned();
+            return DurationError::NoUnit {
+                number: if number.is_empty() { text.to_owned() } else { number },
+            };
+        }
         H::UnknownUnit { unit, .. } => format!("unknown unit {unit:?}"),
         H::InvalidCharacter(at) => format!("unexpected character at byte {at}"),
         H::NumberExpected(at) => format!("expected a number at byte {at}"),
@@ -101,11 +132,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bare_numbers_stay_milliseconds_and_units_convert() {
+    fn units_convert_and_zero_needs_none() {
         let cases = [
             ("0", 0),
-            ("250", 250),
-            ("9007199254740991", MAX_INT),
+            ("000", 0),
+            ("9007199254740991ms", MAX_INT),
             ("500ms", 500),
             ("30s", 30_000),
             ("2m", 120_000),
@@ -130,20 +161,34 @@ mod tests {
             ("1us", DurationError::Fraction),
             ("-1s", DurationError::Negative),
             ("-5", DurationError::Negative),
-            ("9007199254740992", DurationError::TooLarge { max: MAX_INT }),
-            ("99999999999999999999999", DurationError::TooLarge { max: MAX_INT }),
+            ("9007199254740992ms", DurationError::TooLarge { max: MAX_INT }),
+            ("99999999999999999999999s", DurationError::TooLarge { max: MAX_INT }),
             ("300000y", DurationError::TooLarge { max: MAX_INT }),
         ];
         for (text, error) in cases {
             assert_eq!(parse_ms(text), Err(error), "{text}");
         }
-        for text in ["10 parsecs", "1.5", "soon", "1h30", "+5"] {
+        for text in ["10 parsecs", "soon", "+5"] {
             assert!(
                 matches!(parse_ms(text), Err(DurationError::Unreadable { .. })),
                 "{text}: {:?}",
                 parse_ms(text)
             );
         }
+    }
+
+    #[test]
+    fn a_bare_number_is_refused_naming_the_units() {
+        let no_unit = |number: &str| DurationError::NoUnit { number: number.to_owned() };
+        for (text, number) in [("5", "5"), ("250", "250"), ("1.5", "1.5"), ("1h30", "30"), ("1h 30", "30")] {
+            assert_eq!(parse_ms(text), Err(no_unit(number)), "{text}");
+        }
+        assert_eq!(
+            parse_ms("5").map_err(|e| e.to_string()),
+            Err("5 has no unit; write 5ms, 5s, 5m, 5h or 5d".to_owned())
+        );
+        // Too many digits for any unit is still the same mistake.
+        assert_eq!(parse_ms("99999999999999999999999"), Err(no_unit("99999999999999999999999")));
     }
 
     #[test]

@@ -1,44 +1,83 @@
 //! `retryq enqueue --id ID [--payload TEXT | --empty-payload | payload on stdin]
-//! --max-attempts N (--deadline UNIX_MS | --ttl DURATION) [--not-before UNIX_MS | --start-in
+//! --max-attempts N (--deadline TIME | --ttl DURATION) [--not-before TIME | --start-in
 //! DURATION] [--backoff-base DURATION] [--backoff-cap DURATION]`: accept a job once, by its
 //! business id.
 //!
-//! A scheduled start is given as the deadline is: a point in Unix milliseconds
-//! (`--not-before`), or a duration from now (`--start-in`). The point is the primary form
-//! because a schedule is usually a time ("after midnight") that a script computes the way it
-//! computes a deadline; the duration is the shorthand, resolved against the same clock
+//! A scheduled start is given as the deadline is: a point in time, RFC 3339 or Unix
+//! milliseconds (`--not-before`, see `instant.rs`), or a duration from now (`--start-in`).
+//! The point is the primary form because a schedule is usually a time ("after midnight")
+//! that a script computes the way it computes a deadline; the duration is the shorthand, resolved against the same clock
 //! reading as the enqueue's `now`, so `--start-in 0` is due at once. `--backoff-base` and
 //! `--backoff-cap` are the job's own retry windows (SPEC 3.2): each one given replaces the
-//! worker's `--base-ms`/`--cap-ms` for this job alone, the other stays the worker's.
+//! worker's `--backoff-base`/`--backoff-cap` for this job alone, the other stays the worker's.
 //!
 //! Prints SPEC section 5's result: `{"ok":"enqueued"}`, `{"ok":"existing"}` (same id and
 //! payload: nothing changed) or `{"error":"conflict"}` (same id, another payload; exit 1),
 //! and on standard error what that means for this job in words (its id, payload size and
 //! deadline in UTC). Creates the database if it does not exist.
 //!
+//! `--file FILE` (or `-`, standard input) enqueues many jobs at once, one JSON object a line:
+//! see `enqueue_file.rs`.
+//!
 //! An empty payload is accepted only when said (`--payload ''` or `--empty-payload`): an
 //! empty standard input is far more often a producer that failed upstream of the pipe than
 //! a job meant to carry nothing, and a job enqueued once cannot be taken back.
 
 use std::io::{self, IsTerminal, Read};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use retryq::{Enqueued, MAX_ATTEMPTS, MAX_INT, MAX_PAYLOAD_BYTES, NewJob};
 use retryq_model::{Failure, Reply, Response};
 
-use super::db::Db;
-use super::{CliError, Deadline, duration, print_json};
+use super::db::{ClockFlag, Db};
+use super::schedule::{self, When};
+use super::{CliError, Deadline, duration, instant, print_json};
 use crate::out::noteln;
 use crate::printable::printable;
 
+/// `--deadline`'s help here: the shared flag speaks of "the deadline", and in `enqueue` it is
+/// the job's own.
+const DEADLINE_HELP: &str = "The job's deadline, RFC 3339 or Unix milliseconds (2026-12-31T00:00:00Z, \
+                             1798675200000): no attempt starts at or after it";
+
+/// What `--file` replaces: every flag that describes the one job.
+const ONE_JOB: [&str; 12] = [
+    "id",
+    "payload",
+    "empty_payload",
+    "max_attempts",
+    "deadline",
+    "ttl",
+    "not_before",
+    "start_in",
+    "backoff_base",
+    "backoff_cap",
+    "queue",
+    "priority",
+];
+
 #[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "retryq enqueue [OPTIONS] --id <ID> --max-attempts <N> <--deadline <TIME>|--ttl <DURATION>>\n       \
+                      retryq enqueue [OPTIONS] --file <FILE>",
+    mut_arg("deadline", |a| a.help(DEADLINE_HELP).required_unless_present_any(["ttl", "file"])),
+    mut_group("Deadline", |g| g.required(false))
+)]
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
+    /// Enqueue many jobs in one transaction: one JSON object a line, with the fields of the
+    /// flags below (`{"id":"a","payload":"…","max_attempts":5,"ttl":"1h"}`); `-` reads
+    /// standard input. A bad line refuses the whole file.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ONE_JOB)]
+    file: Option<PathBuf>,
     /// The business id (1 to 256 bytes); receivers drop duplicates by it.
-    #[arg(long, value_name = "ID", value_parser = super::name)]
-    id: String,
+    #[arg(long, value_name = "ID", value_parser = super::name, required_unless_present = "file")]
+    id: Option<String>,
     /// The payload (at most 1 MiB of UTF-8). Without it, standard input is read, and must
     /// not be empty (say --payload '' or --empty-payload for that); a terminal is never read.
     #[arg(long, value_name = "TEXT")]
@@ -47,20 +86,21 @@ pub struct Args {
     #[arg(long, conflicts_with = "payload")]
     empty_payload: bool,
     /// The attempt budget: 1 to 2^31-1 claims.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS))]
-    max_attempts: u64,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_ATTEMPTS), required_unless_present = "file")]
+    max_attempts: Option<u64>,
     #[command(flatten)]
     deadline: Deadline,
-    /// No attempt before this time, in Unix milliseconds: from now up to the deadline − 1.
-    #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_INT), conflicts_with = "start_in")]
+    /// No attempt before this time, RFC 3339 or Unix milliseconds: from now up to the
+    /// deadline − 1 ms.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = instant::at_least(0), conflicts_with = "start_in")]
     not_before: Option<u64>,
-    /// No attempt before this long from now: 90s, 1h, 2d, or a bare number of milliseconds.
+    /// No attempt before this long from now, with a unit: 90s, 1h, 2d (or 0).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
     start_in: Option<u64>,
-    /// This job's own first retry window, in place of the worker's --base-ms.
+    /// This job's own first retry window, in place of the worker's --backoff-base.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
     backoff_base: Option<u64>,
-    /// This job's own largest retry window, in place of the worker's --cap-ms.
+    /// This job's own largest retry window, in place of the worker's --backoff-cap.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::millis(0, MAX_INT))]
     backoff_cap: Option<u64>,
     /// The queue the job goes to: only workers serving it (`work --queue`) run it. 1–64 bytes.
@@ -72,6 +112,13 @@ pub struct Args {
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
+    if let Some(file) = &args.file {
+        return super::enqueue_file::run(&args.db, &args.clock, file);
+    }
+    // clap requires both without --file; said again here rather than unwrapped.
+    let (Some(id), Some(max_attempts)) = (args.id.take(), args.max_attempts) else {
+        return Err(CliError::Usage("--id and --max-attempts are required without --file".into()));
+    };
     let payload = match (args.payload.take(), args.empty_payload) {
         (Some(payload), _) => payload,
         (None, true) => String::new(),
@@ -87,12 +134,12 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
     // wrong one creates nothing; on PostgreSQL the server's clock then decides.
     schedule(&args, super::now()?)?;
     let mut queue = args.db.open_write(true)?;
-    let now = args.db.now(&*queue)?;
+    let now = args.clock.now(&args.db, &*queue)?;
     let (deadline, not_before) = schedule(&args, now)?;
     let job = NewJob {
-        id: &args.id,
+        id: &id,
         payload: &payload,
-        max_attempts: args.max_attempts,
+        max_attempts,
         deadline,
         now,
         not_before,
@@ -186,16 +233,14 @@ fn read_stdin() -> Result<String, CliError> {
     String::from_utf8(bytes).map_err(|_| CliError::flag("--payload", "standard input is not UTF-8 text"))
 }
 
-/// The deadline and the first start the flags ask for, as of `now`.
+/// The deadline and the first start the flags ask for, as of `now` (see `schedule.rs`).
 fn schedule(args: &Args, now: u64) -> Result<(u64, Option<u64>), CliError> {
     let deadline = args.deadline.at(now)?;
-    let not_before = match (args.not_before, args.start_in) {
-        (Some(at), _) => Some(at),
-        (None, Some(after)) => match now.checked_add(after) {
-            Some(at) if at <= MAX_INT => Some(at),
-            _ => return Err(CliError::flag("--start-in", format!("{after} ms from now passes 2^53-1"))),
-        },
-        (None, None) => None,
+    let (flag, when) = match (args.not_before, args.start_in) {
+        (Some(at), _) => ("--not-before", When::At(at)),
+        (None, Some(after)) => ("--start-in", When::After(after)),
+        (None, None) => return Ok((deadline, None)),
     };
-    Ok((deadline, not_before))
+    let at = schedule::start(when, now, deadline).map_err(|why| CliError::flag(flag, why))?;
+    Ok((deadline, Some(at)))
 }

@@ -3,6 +3,11 @@
 
 use std::process::ExitCode;
 
+/// `work`'s exit status when its transport cannot run any job: `EX_CONFIG` of sysexits.h, in
+/// the family of the exec protocol's own 65 and 75, and none of the other statuses' (0, 1, 2,
+/// 128 + N, 141), so that a supervisor can tell it from a failure worth restarting for.
+pub const EXIT_MISCONFIGURED: u8 = 78;
+
 /// A failure that ends a command: printed as `retryq: error: …`.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -12,6 +17,10 @@ pub enum CliError {
     /// The database cannot be used, said in an operator's words.
     #[error("{0}")]
     Database(String),
+    /// `work`'s transport cannot run any job (an `--exec` command not found or not
+    /// executable): exit [`EXIT_MISCONFIGURED`].
+    #[error("{0}")]
+    Misconfigured(String),
     #[error(transparent)]
     Queue(#[from] retryq::Error),
     #[error(transparent)]
@@ -35,6 +44,7 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Usage(_) => ExitCode::from(2),
+            CliError::Misconfigured(_) => ExitCode::from(EXIT_MISCONFIGURED),
             // 128 + SIGPIPE: what a shell reports for a program a closed pipe stopped.
             CliError::OutputClosed => ExitCode::from(141),
             _ => ExitCode::FAILURE,

@@ -1,5 +1,11 @@
-//! `retryq list --status S [--reason R] [--limit N] [--json]`: the jobs of one status, a
-//! page at a time, in the order an operator needs them.
+//! `retryq list [--status S] [--reason R] [--limit N] [--json]`: the jobs of one status, or
+//! of every status, a page at a time, in the order an operator needs them.
+//!
+//! Without `--status` (or `--reason`, which means the dead) every job is listed, status by
+//! status in the order a job lives through them — pending, leased, done, dead — each in its
+//! own order below and, in text, under its own header; `--limit` bounds the page as a whole.
+//! A bare `retryq list` is what an operator types first, and it should answer rather than
+//! ask for a flag.
 //!
 //! Pending and leased jobs come in the order claim takes them (`available_at`, then first
 //! enqueue): the top of the list is what runs next. Done and dead jobs come the most recently
@@ -21,7 +27,8 @@ use crate::printable::printable;
 pub struct Args {
     #[command(flatten)]
     db: Db,
-    /// Which jobs: pending, leased, done or dead (dead if only --reason is given).
+    /// Which jobs: pending, leased, done or dead (dead if only --reason is given). Default:
+    /// every job, status by status in that order.
     #[arg(long, value_name = "S")]
     status: Option<Status>,
     /// Only the dead jobs dead for this reason: exhausted, deadline, permanent or cancelled.
@@ -35,15 +42,12 @@ pub struct Args {
     json: bool,
 }
 
+/// Every status, in the order a job lives through them: what a bare `list` shows.
+const EVERY: [Status; 4] = [Status::Pending, Status::Leased, Status::Done, Status::Dead];
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let status = match (args.status, args.reason) {
-        (None, None) => {
-            return Err(CliError::flag(
-                "--status",
-                "say which jobs: --status pending, leased, done or dead (or --reason R for the dead jobs \
-                 of one reason)",
-            ));
-        }
+        (None, None) => return every(&args),
         (None, Some(_)) | (Some(Status::Dead), _) => Status::Dead,
         (Some(status), None) => status,
         (Some(status), Some(reason)) => {
@@ -78,6 +82,47 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if page.more > 0 {
         let jobs = if page.more == 1 { "job" } else { "jobs" };
         noteln!("retryq: {} more {what} {jobs} not shown (--limit {})", page.more, args.limit);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every job: each status's page in turn, out of one `--limit`, in text each under its own
+/// header (the columns that tell its jobs apart) with a blank line between. What the limit
+/// left out is counted, status by status, and said once.
+fn every(args: &Args) -> Result<ExitCode, CliError> {
+    let queue = args.db.open_read()?;
+    let mut left = args.limit;
+    let mut more = 0;
+    let mut shown = 0;
+    for status in EVERY {
+        let page = queue.list(status, None, left).map_err(|e| args.db.explain(e))?;
+        more += page.more;
+        if page.jobs.is_empty() {
+            continue;
+        }
+        left = left.saturating_sub(u32::try_from(page.jobs.len()).unwrap_or(u32::MAX));
+        if args.json {
+            for job in &page.jobs {
+                print_json(&view::job(job))?;
+            }
+        } else {
+            if shown > 0 {
+                outln!()?;
+            }
+            let columns = columns(status);
+            outln!("{}", row(columns, columns.iter().map(|(name, _)| name.to_string()).collect()))?;
+            for job in &page.jobs {
+                outln!("{}", row(columns, cells(job)))?;
+            }
+        }
+        shown += page.jobs.len();
+    }
+    if shown == 0 && more == 0 {
+        noteln!("no jobs");
+    }
+    if more > 0 {
+        let jobs = if more == 1 { "job" } else { "jobs" };
+        noteln!("retryq: {more} more {jobs} not shown (--limit {})", args.limit);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,7 +3,10 @@
 //!
 //! Exit statuses, for every command: 0 success; 1 the operation was refused or failed (a
 //! conflict, a missing job, an unusable database, audit violations); 2 a flag is wrong (the
-//! message names it). `retryq work` adds 128 + N for a second signal N.
+//! message names it). `retryq work` adds 128 + N for a second signal N, and 78 (`EX_CONFIG`)
+//! when its `--exec` command cannot be run at all (the shell exits 127, not found, or 126,
+//! not executable): it stops at the first such attempt instead of spending every job's
+//! budget on it. 141: standard output was closed.
 
 pub mod audit;
 pub mod bench;
@@ -14,14 +17,17 @@ pub mod db;
 pub mod dead;
 pub mod duration;
 pub mod enqueue;
+pub mod enqueue_file;
 pub mod error;
 pub mod explore;
 pub mod get;
 pub mod history;
+pub mod instant;
 pub mod list;
 pub mod prune;
 pub mod redrive;
 pub mod replay;
+pub mod schedule;
 pub mod serve_demo;
 pub mod simulate;
 pub mod stats;
@@ -33,9 +39,10 @@ pub mod work;
 
 use std::path::{Path, PathBuf};
 
-use retryq::{MAX_ID_BYTES, MAX_INT};
+use retryq::MAX_ID_BYTES;
 
 use crate::out::outln;
+use schedule::When;
 
 pub use error::CliError;
 
@@ -72,15 +79,16 @@ pub fn now() -> Result<u64, CliError> {
     retryq_worker::now_ms().map_err(|e| CliError::Other(e.to_string()))
 }
 
-/// `--deadline UNIX_MS` or `--ttl DURATION`: exactly one.
+/// `--deadline TIME` or `--ttl DURATION`: exactly one. Its help speaks of "the deadline";
+/// each command says whose in its own help (`enqueue`: the job's; `redrive`: the new one).
 #[derive(clap::Args, Debug)]
 #[group(required = true, multiple = false)]
 pub struct Deadline {
-    /// The new deadline, in Unix milliseconds: no attempt starts at or after it.
-    #[arg(long, value_name = "UNIX_MS", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_INT))]
+    /// The deadline, RFC 3339 or Unix milliseconds (2026-12-31T00:00:00Z, 1798675200000):
+    /// no attempt starts at or after it.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true, value_parser = instant::at_least(1))]
     deadline: Option<u64>,
-    /// The deadline as a duration from now: 90s, 1h, 1h30m, 7d, or a bare number of
-    /// milliseconds.
+    /// The deadline as a duration from now, with a unit: 90s, 1h, 1h30m, 7d.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
     ttl: Option<u64>,
 }
@@ -88,19 +96,18 @@ pub struct Deadline {
 impl Deadline {
     /// The deadline in Unix milliseconds, which must be after `now`.
     pub fn at(&self, now: u64) -> Result<u64, CliError> {
-        match (self.deadline, self.ttl) {
-            (Some(deadline), _) if deadline <= now => Err(CliError::flag(
-                "--deadline",
-                format!("{deadline} is not after now ({now} ms since 1970)"),
-            )),
-            (Some(deadline), _) => Ok(deadline),
-            (None, Some(ttl)) => match now.checked_add(ttl) {
-                Some(deadline) if deadline <= MAX_INT => Ok(deadline),
-                _ => Err(CliError::flag("--ttl", format!("{ttl} ms from now passes 2^53-1"))),
-            },
-            (None, None) => Err(CliError::Usage("one of --deadline and --ttl is required".into())),
-        }
+        let (flag, when) = match (self.deadline, self.ttl) {
+            (Some(deadline), _) => ("--deadline", When::At(deadline)),
+            (None, Some(ttl)) => ("--ttl", When::After(ttl)),
+            (None, None) => return Err(CliError::Usage("one of --deadline and --ttl is required".into())),
+        };
+        schedule::deadline(when, now).map_err(|why| CliError::flag(flag, why))
     }
+}
+
+/// A duration in units, for messages: `2h 30m`, `90ms`.
+pub fn words(ms: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
 }
 
 /// Prints one JSON value as a line: every command's JSON goes through here (or

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::db::Db;
+use super::db::{ClockFlag, Db};
 use super::duration;
 use super::{CliError, print_json};
 use crate::out::noteln;
@@ -25,6 +25,8 @@ pub const BATCH: u64 = 1_000;
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
     /// Prune done and dead jobs that ended at least this long ago: 90s, 1h, 7d. Their
     /// history goes with them; a tombstone keeps each id from running again.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::parse_ms)]
@@ -49,7 +51,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         ));
     }
     let mut queue = args.db.open_write(false)?;
-    let now = args.db.now(&*queue)?;
+    let now = args.clock.now(&args.db, &*queue)?;
     let before = now.saturating_sub(args.older_than);
     let mut pruned = 0;
     loop {

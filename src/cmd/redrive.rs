@@ -1,5 +1,5 @@
 //! `retryq redrive (--id ID | --all-dead [--reason R]) --add-attempts N
-//! (--deadline UNIX_MS | --ttl DURATION)`: the operator's way out of `dead`, with a new budget.
+//! (--deadline TIME | --ttl DURATION)`: the operator's way out of `dead`, with a new budget.
 //!
 //! Prints one JSON line per job: `{"ok":"redriven","id":…}` or the refusal
 //! (`{"error":"not_found"|"not_dead"|"invalid_input","id":…}`); exit 1 if any was refused.
@@ -10,15 +10,22 @@ use std::process::ExitCode;
 use retryq::{DeadReason, Error, ErrorKind, MAX_ATTEMPTS, Redrive, RedriveDead};
 use serde::Serialize;
 
-use super::db::Db;
+use super::db::{ClockFlag, Db};
 use super::{CliError, Deadline, print_json};
 use crate::out::noteln;
 
+/// `--deadline`'s help here: the new deadline each redriven job gets.
+const DEADLINE_HELP: &str = "The new deadline of each redriven job, RFC 3339 or Unix milliseconds \
+                             (2026-12-31T00:00:00Z, 1798675200000): no attempt starts at or after it";
+
 #[derive(clap::Args, Debug)]
 #[group(id = "which", required = true, multiple = false, args = ["id", "all_dead"])]
+#[command(mut_arg("deadline", |a| a.help(DEADLINE_HELP)))]
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
     /// The dead job to redrive.
     #[arg(long, value_name = "ID", value_parser = super::name)]
     id: Option<String>,
@@ -59,7 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     // server's clock then decides.
     args.deadline.at(super::now()?)?;
     let mut queue = args.db.open_write(false)?;
-    let now = args.db.now(&*queue)?;
+    let now = args.clock.now(&args.db, &*queue)?;
     let deadline = args.deadline.at(now)?;
     let results = match &args.id {
         Some(id) => match queue.redrive(&Redrive { id, add_attempts: args.add_attempts, deadline, now }) {

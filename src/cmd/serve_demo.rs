@@ -1,10 +1,10 @@
-//! `retryq serve-demo [--port P] [--slow-ms N] [--slow-rate R] [--fail-rate R] [--fail-status S]
-//! [--retry-after S] [--pushback-ms N] [--seed S] [--threads N] [--read-timeout-ms MS]
-//! [--inbox-max-orders N] [--inbox-max-bytes B] [--stats-every MS]`: the snack warehouse
+//! `retryq serve-demo [--port P] [--slow DURATION] [--slow-rate R] [--fail-rate R] [--fail-status
+//! S] [--retry-after S] [--pushback-ms N] [--seed S] [--threads N] [--read-timeout DURATION]
+//! [--inbox-max-orders N] [--inbox-max-bytes B] [--stats-every DURATION]`: the snack warehouse
 //! (`retryq_demo::Server`) on 127.0.0.1 until SIGINT or SIGTERM.
 //!
 //! Standard output is JSON Lines: `{"listening":"http://127.0.0.1:PORT/orders"}` once
-//! listening, `{"stats":{…}}` every `--stats-every` ms, and `{"summary":{…}}` when stopped
+//! listening, `{"stats":{…}}` every `--stats-every`, and `{"summary":{…}}` when stopped
 //! by a signal (then exit 0). A one-line summary in words goes to standard error.
 
 use std::process::ExitCode;
@@ -12,15 +12,16 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use retryq_demo::{
-    Config, DEFAULT_INBOX_MAX_BYTES, DEFAULT_INBOX_MAX_ORDERS, DEFAULT_READ_TIMEOUT, Server, StartError,
-    Stats,
-};
+use retryq_demo::{Config, DEFAULT_INBOX_MAX_BYTES, DEFAULT_INBOX_MAX_ORDERS, Server, StartError, Stats};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::{CliError, print_json};
 use crate::out::noteln;
+
+/// `--read-timeout`'s default, `retryq_demo::DEFAULT_READ_TIMEOUT`, as the flag is written
+/// (clap parses a default as it parses the flag, and a duration needs its unit).
+const READ_TIMEOUT: &str = "5s";
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -28,10 +29,9 @@ pub struct Args {
     #[arg(long, value_name = "P", default_value_t = 0)]
     port: u16,
     /// How long a slow order request takes before it is decided and answered (the order is
-    /// accepted even if the sender gave up meanwhile): up to 1h, as 250ms, 2s, or a bare
-    /// number of milliseconds.
-    #[arg(long, visible_alias = "slow", value_name = "DURATION", allow_hyphen_values = true, default_value_t = 0, value_parser = super::duration::millis(0, 3_600_000))]
-    slow_ms: u64,
+    /// accepted even if the sender gave up meanwhile): up to 1h, as 250ms, 2s.
+    #[arg(long, alias = "slow-ms", value_name = "DURATION", allow_hyphen_values = true, default_value_t = 0, value_parser = super::duration::millis(0, 3_600_000))]
+    slow: u64,
     /// The share of order requests that are slow, 0 to 1.
     #[arg(long, value_name = "R", allow_negative_numbers = true, default_value_t = 1.0)]
     slow_rate: f64,
@@ -54,10 +54,10 @@ pub struct Args {
     /// wait, and any more are answered 503.
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = 16)]
     threads: usize,
-    /// How long a client has to send its whole request, head and body (1ms to 1h; a bare
-    /// number is milliseconds); a slower one is answered 408 and closed.
-    #[arg(long, visible_alias = "read-timeout", value_name = "DURATION", allow_hyphen_values = true, default_value_t = DEFAULT_READ_TIMEOUT.as_millis() as u64, value_parser = super::duration::millis(1, 3_600_000))]
-    read_timeout_ms: u64,
+    /// How long a client has to send its whole request, head and body (1ms to 1h); a slower
+    /// one is answered 408 and closed.
+    #[arg(long, alias = "read-timeout-ms", value_name = "DURATION", allow_hyphen_values = true, default_value = READ_TIMEOUT, value_parser = super::duration::millis(1, 3_600_000))]
+    read_timeout: u64,
     /// The most orders the inbox keeps; new orders past it are answered 507.
     #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = DEFAULT_INBOX_MAX_ORDERS)]
     inbox_max_orders: usize,
@@ -65,15 +65,14 @@ pub struct Args {
     /// 507.
     #[arg(long, value_name = "B", allow_negative_numbers = true, default_value_t = DEFAULT_INBOX_MAX_BYTES)]
     inbox_max_bytes: u64,
-    /// Print the counts at this interval (10s, 1m, or a bare number of milliseconds; up to
-    /// 1d; 0: only at the end).
+    /// Print the counts at this interval (10s, 1m; up to 1d; 0: only at the end).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value_t = 0, value_parser = super::duration::millis(0, 86_400_000))]
     stats_every: u64,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let config = Config {
-        slow: Duration::from_millis(args.slow_ms),
+        slow: Duration::from_millis(args.slow),
         slow_rate: args.slow_rate,
         fail_rate: args.fail_rate,
         fail_status: args.fail_status,
@@ -81,13 +80,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         pushback_ms: args.pushback_ms,
         seed: args.seed,
         threads: args.threads,
-        read_timeout: Duration::from_millis(args.read_timeout_ms),
+        read_timeout: Duration::from_millis(args.read_timeout),
         inbox_max_orders: args.inbox_max_orders,
         inbox_max_bytes: args.inbox_max_bytes,
     };
     config.validate().map_err(|e| {
         let flag = match e.field {
-            "read_timeout" => "--read-timeout-ms".to_owned(),
+            "read_timeout" => "--read-timeout".to_owned(),
             field => format!("--{}", field.replace('_', "-")),
         };
         CliError::flag(&flag, e.reason)
@@ -138,4 +137,16 @@ fn words(s: &Stats) -> String {
          {} refused for a full inbox; {} connections refused",
         s.requests, s.orders, s.duplicates, s.failed, s.rejected, s.full, s.refused_connections
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use retryq_demo::DEFAULT_READ_TIMEOUT;
+
+    #[test]
+    fn the_read_timeout_default_is_the_demo_crates() {
+        let ms = super::super::duration::parse_ms(READ_TIMEOUT).expect("a duration");
+        assert_eq!(Duration::from_millis(ms), DEFAULT_READ_TIMEOUT);
+    }
 }

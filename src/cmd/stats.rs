@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use retryq::{Owner, Stats};
 use serde::Serialize;
 
-use super::db::Db;
+use super::db::{ClockFlag, Db};
 use super::{CliError, print_json, view};
 use crate::out::out;
 use crate::printable::printable;
@@ -20,6 +20,8 @@ use crate::printable::printable;
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
     /// Print SPEC section 5's stats object, one JSON line.
     #[arg(long, conflicts_with = "prometheus")]
     json: bool,
@@ -51,7 +53,7 @@ struct WorkerLeases<'a> {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let queue = args.db.open_read()?;
-    let now = args.db.now(&*queue)?;
+    let now = args.clock.now(&args.db, &*queue)?;
     if args.workers {
         let owners = queue.owners(now).map_err(|e| args.db.explain(e))?;
         if args.json {

@@ -1,8 +1,14 @@
-//! `retryq work [--db PATH|URL] [--clock server|local] --worker NAME (--exec 'CMD' | --url URL…) [--concurrency N] [--lease DURATION]
-//! [--base DURATION] [--cap DURATION] [--timeout DURATION] [--until-idle]` (each duration flag
-//! also under its older `-ms` name) and, with `--url`, the HTTP transport's flags: a worker
-//! process (the loop is `retryq_worker::work_in_slots`, the transports `Exec` and `Http`, one
-//! per slot).
+//! `retryq work [--db PATH|URL] [--clock server|local] --worker NAME (--exec 'CMD' | --url
+//! URL…) [--concurrency N] [--lease DURATION] [--timeout DURATION] [--margin DURATION]
+//! [--backoff-base DURATION] [--backoff-cap DURATION] [--until-idle]` and, with `--url`, the
+//! HTTP transport's flags: a worker process (the loop is `retryq_worker::work_in_slots`, the
+//! transports `Exec` and `Http`, one per slot).
+//!
+//! Each flag has one name across commands, without a unit in it (the value carries its unit):
+//! `--backoff-base` and `--backoff-cap` as on `enqueue`. The older spellings (`--lease-ms`,
+//! `--timeout-ms`, `--margin-ms`, `--base-ms`/`--base`, `--cap-ms`/`--cap`,
+//! `--retry-budget-ttl-ms`, `--fault-latency-ms`, `--fault-unavailable-ms`) are hidden
+//! aliases, kept for one release so that scripts can move.
 //!
 //! `--db` is a SQLite file (created if missing) or a PostgreSQL URL (the schema is created in
 //! an empty database). On PostgreSQL every claim, heartbeat round and group commit is stamped
@@ -13,7 +19,7 @@
 //!
 //! Leases are held under `NAME.PID-XXXXXXXX` (`retryq_worker::process_name`), logged at
 //! start, so that two processes given the same name never share a fencing identity, and
-//! renewed every third of `--lease-ms` while their attempts run (heartbeats, SPEC 3.12).
+//! renewed every third of `--lease` while their attempts run (heartbeats, SPEC 3.12).
 //!
 //! Logs go to standard error through `tracing`, filtered by `RUST_LOG` (default `info`):
 //! one line per attempt, once its outcome is committed. Exit 0 after SIGTERM or SIGINT (the
@@ -22,7 +28,10 @@
 //! store cannot be opened (a bad URL, wrong credentials, no server: named with `--db`), if it
 //! failed for a reason that does not pass (a write past the file size limit included), the
 //! database file was deleted or replaced under the worker, or the clock is out of range; 2
-//! for a wrong flag.
+//! for a wrong flag; 78 (`EX_CONFIG`) when the `--exec` command cannot be run at all — the
+//! shell exits 127 (not found) or 126 (not executable): that attempt is recorded at once as
+//! retryable, logged as an error, and the worker claims nothing more, since every later job
+//! would fail the same way and spend its budget.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -39,7 +48,7 @@ use retryq_worker::{
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
 
-use super::db::Db;
+use super::db::{ClockFlag, Db};
 use super::{CliError, duration};
 use crate::out::noteln;
 use crate::printable::printable;
@@ -49,6 +58,8 @@ use crate::printable::printable;
 pub struct Args {
     #[command(flatten)]
     db: Db,
+    #[command(flatten)]
+    clock: ClockFlag,
     /// The worker's name: leases are held under NAME.PID-RANDOM, unique to this process and
     /// logged at start; with the suffix it must fit in 256 bytes (236 always does).
     #[arg(long, value_name = "NAME", value_parser = super::name)]
@@ -57,6 +68,48 @@ pub struct Args {
     /// most urgent due job of all of them together. Default: the `default` queue.
     #[arg(long = "queue", value_name = "NAME", value_parser = super::queue_name)]
     queues: Vec<String>,
+    /// Attempts in flight at once. The default, 16, suits I/O-bound work (a command or
+    /// receiver that mostly waits): 16 waits overlap on two cores at little cost; raise it
+    /// for slow receivers, lower it (1: one at a time) for CPU-bound commands.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    concurrency: u16,
+    /// The command run per attempt, by `/bin/sh -c` — dash on Debian and Ubuntu: no $RANDOM,
+    /// no arrays, no [[ ]]; for bash write `bash -c '…'` or run a script with its own #! line.
+    /// Payload on stdin, RETRYQ_JOB_ID and RETRYQ_ATTEMPT in the environment; exit 0 ok, 75
+    /// retryable, 65 permanent; 127 or 126 (the shell could not run it) stops the worker.
+    #[arg(long, value_name = "CMD")]
+    exec: Option<String>,
+    /// POST each attempt's payload to this URL (http or https), with Idempotency-Key and
+    /// Retry-Attempt headers. Repeat for several receivers: a retry avoids the one that
+    /// failed. Credentials (`http://user:pw@host/`) are sent as Basic auth and shown and
+    /// stored as `http://***@host/`.
+    #[arg(long, value_name = "URL")]
+    url: Vec<String>,
+    /// How long a claim holds a job before another worker may claim it again. While an
+    /// attempt runs the worker renews its lease every third of it (a heartbeat), so the
+    /// lease may be shorter than --timeout: it is how long a job waits after its worker
+    /// crashed. At least 300ms.
+    #[arg(long, alias = "lease-ms", value_name = "DURATION", allow_hyphen_values = true, default_value = "30s", value_parser = duration::positive)]
+    lease: u64,
+    /// The longest one attempt may run (also never past the job's deadline); then its
+    /// process group is killed and the attempt counts as retryable.
+    #[arg(long, alias = "timeout-ms", value_name = "DURATION", allow_hyphen_values = true, default_value = "20s", value_parser = duration::positive)]
+    timeout: u64,
+    /// How long before its lease's end each attempt is stopped, by the worker or, when the
+    /// worker cannot (killed, stopped, frozen), by the watchdog beside each --exec command
+    /// (SIGTERM to the command's process group, SIGKILL up to 500ms later). Default: a
+    /// quarter of the lease (7.5s of 30s), which tolerates clocks 7s apart. Above the
+    /// watchdog's grace, at most half the lease.
+    #[arg(long, alias = "margin-ms", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
+    margin: Option<u64>,
+    /// The first retry's backoff window, for jobs enqueued without their own
+    /// (`enqueue --backoff-base`).
+    #[arg(long, aliases = ["base-ms", "base"], value_name = "DURATION", allow_hyphen_values = true, default_value = "100ms", value_parser = duration::parse_ms)]
+    backoff_base: u64,
+    /// The largest backoff window, for jobs enqueued without their own
+    /// (`enqueue --backoff-cap`).
+    #[arg(long, aliases = ["cap-ms", "cap"], value_name = "DURATION", allow_hyphen_values = true, default_value = "1s", value_parser = duration::parse_ms)]
+    backoff_cap: u64,
     /// Retention: prune done and dead jobs that ended at least this long ago (7d, 1h),
     /// leaving a tombstone for each, at most 1,000 a transaction. Default: keep everything.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
@@ -66,54 +119,17 @@ pub struct Args {
     /// tombstones for good, so a pruned id never runs again.
     #[arg(long, value_name = "DURATION", requires = "retain", allow_hyphen_values = true, value_parser = duration::positive)]
     forget_after: Option<u64>,
-    /// Attempts in flight at once. The default, 16, suits I/O-bound work (a command or
-    /// receiver that mostly waits): 16 waits overlap on two cores at little cost; raise it
-    /// for slow receivers, lower it (1: one at a time) for CPU-bound commands.
-    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
-    concurrency: u16,
-    /// The command run per attempt, with `sh -c`: payload on stdin, RETRYQ_JOB_ID and
-    /// RETRYQ_ATTEMPT in the environment; exit 0 ok, 75 retryable, 65 permanent.
-    #[arg(long, value_name = "CMD")]
-    exec: Option<String>,
-    /// POST each attempt's payload to this URL (http or https), with Idempotency-Key and
-    /// Retry-Attempt headers. Repeat for several receivers: a retry avoids the one that
-    /// failed. Credentials (`http://user:pw@host/`) are sent as Basic auth and shown and
-    /// stored as `http://***@host/`.
-    #[arg(long, value_name = "URL")]
-    url: Vec<String>,
-    #[command(flatten)]
-    http: HttpArgs,
-    /// How long a claim holds a job before another worker may claim it again. While an
-    /// attempt runs the worker renews its lease every third of it (a heartbeat), so the
-    /// lease may be shorter than --timeout-ms: it is how long a job waits after its worker
-    /// crashed. At least 300ms. A duration: 30s, 2m, 1h30m, or a bare number of milliseconds.
-    #[arg(long, visible_alias = "lease", value_name = "DURATION", allow_hyphen_values = true, default_value = "30s", value_parser = duration::positive)]
-    lease_ms: u64,
-    /// The first retry's backoff window: 100ms, 2s, or a bare number of milliseconds.
-    #[arg(long, visible_alias = "base", value_name = "DURATION", allow_hyphen_values = true, default_value = "100ms", value_parser = duration::parse_ms)]
-    base_ms: u64,
-    /// The largest backoff window: 1s, 5m, or a bare number of milliseconds.
-    #[arg(long, visible_alias = "cap", value_name = "DURATION", allow_hyphen_values = true, default_value = "1s", value_parser = duration::parse_ms)]
-    cap_ms: u64,
-    /// The longest one attempt may run (also never past the job's deadline); then its
-    /// process group is killed and the attempt counts as retryable. A duration: 20s, 2m, or
-    /// a bare number of milliseconds.
-    #[arg(long, visible_alias = "timeout", value_name = "DURATION", allow_hyphen_values = true, default_value = "20s", value_parser = duration::positive)]
-    timeout_ms: u64,
-    /// How long before its lease's end each attempt is stopped, by the worker or, when the
-    /// worker cannot (killed, stopped, frozen), by the watchdog beside each --exec command
-    /// (SIGTERM to the command's process group, SIGKILL up to 500ms later). Default: a
-    /// quarter of the lease (7.5s of 30s), which tolerates clocks 7s apart. Above the
-    /// watchdog's grace, at most half the lease.
-    #[arg(long, visible_alias = "margin", value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
-    margin_ms: Option<u64>,
     /// Exit once no job is pending or leased.
     #[arg(long)]
     until_idle: bool,
+    #[command(flatten)]
+    http: HttpArgs,
 }
 
-/// The HTTP transport's flags (docs/retry-control.md, "The worker's HTTP transport").
+/// The HTTP transport's flags (docs/retry-control.md, "The worker's HTTP transport"), under
+/// a heading of their own in `work --help`: they mean nothing with `--exec`.
 #[derive(clap::Args, Debug)]
+#[command(next_help_heading = "With --url (the HTTP transport)")]
 struct HttpArgs {
     /// Statuses retried, as codes and ranges: `408,429,500-504`, or `none`. Default
     /// 408,429,500,502,503,504. Connection errors and timeouts are always retried.
@@ -143,28 +159,27 @@ struct HttpArgs {
         conflicts_with = "exec"
     )]
     retry_budget_min_per_sec: u32,
-    /// The budget's window (1s to 60s; a bare number is milliseconds). A retry the budget
+    /// The budget's window (1s to 60s). A retry the budget
     /// refuses is not sent; it counts as retryable and waits at least a tenth of the window.
     #[arg(
         long,
-        visible_alias = "retry-budget-ttl",
+        alias = "retry-budget-ttl-ms",
         value_name = "DURATION",
         allow_hyphen_values = true,
         default_value = "10s",
         value_parser = duration::parse_ms,
         conflicts_with = "exec"
     )]
-    retry_budget_ttl_ms: u64,
+    retry_budget_ttl: u64,
     /// Latency bands of the URL selector, ascending: a URL whose answer took at least a band
-    /// is left out for that band's duration. Durations (bare numbers are milliseconds).
-    /// Default RocketMQ's 50,100,550,1000,2000,3000,15000.
-    #[arg(long, value_name = "LIST", conflicts_with = "exec")]
-    fault_latency_ms: Option<String>,
-    /// How long a URL is left out, per band; a failure counts as the top band. Durations
-    /// (`0,0,30s,1m,2m,3m,10m`; bare numbers are milliseconds). Default RocketMQ's
-    /// 0,0,30000,60000,120000,180000,600000.
-    #[arg(long, value_name = "LIST", conflicts_with = "exec")]
-    fault_unavailable_ms: Option<String>,
+    /// is left out for that band's duration. Durations with units. Default RocketMQ's
+    /// 50ms,100ms,550ms,1s,2s,3s,15s.
+    #[arg(long, alias = "fault-latency-ms", value_name = "LIST", conflicts_with = "exec")]
+    fault_latency: Option<String>,
+    /// How long a URL is left out, per band, as durations with units; a failure counts as
+    /// the top band. Default RocketMQ's 0,0,30s,1m,2m,3m,10m.
+    #[arg(long, alias = "fault-unavailable-ms", value_name = "LIST", conflicts_with = "exec")]
+    fault_unavailable: Option<String>,
     /// The Content-Type of each POST.
     #[arg(long, value_name = "TYPE", default_value = "text/plain; charset=utf-8", conflicts_with = "exec")]
     content_type: String,
@@ -186,39 +201,39 @@ impl HttpArgs {
             CliError::flag(flag, e)
         })?;
         let budget =
-            TpsBudget::new(self.retry_budget_ttl_ms, self.retry_budget_min_per_sec, self.retry_budget_ratio)
+            TpsBudget::new(self.retry_budget_ttl, self.retry_budget_min_per_sec, self.retry_budget_ratio)
                 .map_err(|e| {
                     let flag = match e.field {
-                        "ttl_ms" => "--retry-budget-ttl-ms",
+                        "ttl_ms" => "--retry-budget-ttl",
                         "retry_ratio" => "--retry-budget-ratio",
                         _ => "--retry-budget-min-per-sec",
                     };
                     CliError::flag(flag, e.reason)
                 })?;
         let rocketmq = FaultTable::rocketmq();
-        let faults = match (&self.fault_latency_ms, &self.fault_unavailable_ms) {
+        let faults = match (&self.fault_latency, &self.fault_unavailable) {
             (None, None) => rocketmq,
             (latency, unavailable) => {
                 let latency = numbers(
-                    "--fault-latency-ms",
+                    "--fault-latency",
                     latency.as_deref(),
                     &retryq_control::nodes::ROCKETMQ_LATENCY_MAX_MS,
                 )?;
                 let unavailable = numbers(
-                    "--fault-unavailable-ms",
+                    "--fault-unavailable",
                     unavailable.as_deref(),
                     &retryq_control::nodes::ROCKETMQ_NOT_AVAILABLE_MS,
                 )?;
                 if latency.len() != unavailable.len() {
-                    let flag = if self.fault_unavailable_ms.is_some() {
-                        "--fault-unavailable-ms"
+                    let flag = if self.fault_unavailable.is_some() {
+                        "--fault-unavailable"
                     } else {
-                        "--fault-latency-ms"
+                        "--fault-latency"
                     };
                     return Err(CliError::flag(
                         flag,
                         format!(
-                            "{} durations for {} latency bands: --fault-latency-ms and --fault-unavailable-ms \
+                            "{} durations for {} latency bands: --fault-latency and --fault-unavailable \
                              need one entry each per band (the default tables have 7)",
                             unavailable.len(),
                             latency.len()
@@ -226,11 +241,8 @@ impl HttpArgs {
                     ));
                 }
                 FaultTable::new(latency, unavailable).map_err(|e| {
-                    let flag = if e.field == "latency_max_ms" {
-                        "--fault-latency-ms"
-                    } else {
-                        "--fault-unavailable-ms"
-                    };
+                    let flag =
+                        if e.field == "latency_max_ms" { "--fault-latency" } else { "--fault-unavailable" };
                     CliError::flag(flag, e.reason)
                 })?
             }
@@ -239,7 +251,7 @@ impl HttpArgs {
             statuses,
             faults,
             budget,
-            budget_wait: Duration::from_millis(self.retry_budget_ttl_ms / 10),
+            budget_wait: Duration::from_millis(self.retry_budget_ttl / 10),
             content_type: self.content_type.clone(),
         })
     }
@@ -275,15 +287,15 @@ fn transports(args: &Args, stop: &Stop) -> Result<Vec<Box<dyn Transport + Send>>
     Ok((0..n).map(|_| Box::new(http.clone()) as Box<dyn Transport + Send>).collect())
 }
 
-/// `--lease-ms` below the shortest lease the worker renews, in the flag's words.
+/// `--lease` below the shortest lease the worker renews, in the flag's words.
 fn lease_too_short(e: &ConfigError, lease_ms: u64) -> CliError {
     let least = e.lease_needed_ms().unwrap_or_default();
     CliError::flag(
-        "--lease-ms",
+        "--lease",
         format!(
             "{lease_ms} ms is shorter than {least} ms: the worker renews each lease every third of it \
              while the attempt runs (a heartbeat), and each renewal needs time to commit; raise \
-             --lease-ms to at least {least}"
+             --lease to at least {least}ms"
         ),
     )
 }
@@ -302,10 +314,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let worker = retryq_worker::process_name(&args.worker).map_err(|e| CliError::flag("--worker", e))?;
     let config = Config {
-        settings: Settings { lease_ms: args.lease_ms, base_ms: args.base_ms, cap_ms: args.cap_ms },
-        timeout: Duration::from_millis(args.timeout_ms),
+        settings: Settings { lease_ms: args.lease, base_ms: args.backoff_base, cap_ms: args.backoff_cap },
+        timeout: Duration::from_millis(args.timeout),
         until_idle: args.until_idle,
-        margin: args.margin_ms.map(Duration::from_millis),
+        margin: args.margin.map(Duration::from_millis),
         retain: args.retain.map(Duration::from_millis),
         forget: args.forget_after.map(Duration::from_millis),
         queues: if args.queues.is_empty() {
@@ -317,12 +329,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let stop = Stop::new();
     init_logging();
+    let whose = args.clock.whose(&args.db);
     let mut transports = transports(&args, &stop)?;
     config.validate().map_err(|e| match e {
-        ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease_ms),
+        ConfigError::LeaseTooShort { .. } => lease_too_short(&e, args.lease),
         ConfigError::MarginTooShort { .. } | ConfigError::MarginTooLong { .. } => {
             let what = e.to_string();
-            CliError::flag("--margin-ms", what.strip_prefix("margin: ").unwrap_or(&what))
+            CliError::flag("--margin", what.strip_prefix("margin: ").unwrap_or(&what))
         }
         other => CliError::Usage(other.to_string()),
     })?;
@@ -338,12 +351,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         None => args.db.open_write(true)?,
     };
     let config = Config { db_file: args.db.file(), ..config };
-    tracing::info!(db = %retryq::redacted(&args.db.db), store = store.kind(), clock = ?args.db.clock, "opened the store");
+    // Whose clock is logged only where there is a choice: a SQLite file has this host's.
+    let db = retryq::redacted(&args.db.db);
+    match args.db.file() {
+        Some(_) => tracing::info!(db = %db, store = store.kind(), "opened the store"),
+        None => tracing::info!(db = %db, store = store.kind(), clock = whose.as_str(), "opened the store"),
+    }
     let server = ServerClock::new();
     // A test's stepped wall clock (retryq_worker::STEP_FILE_VAR), where this host's clock is
     // the one leases are kept on; the trampolines read the same.
     let stepped = SteppedClock::from_env();
-    let clock: &dyn Clock = match (&stepped, args.db.file(), args.db.clock) {
+    let clock: &dyn Clock = match (&stepped, args.db.file(), whose) {
         (Some(stepped), Some(_), _) | (Some(stepped), None, super::db::Clock::Local) => stepped,
         (_, _, super::db::Clock::Server) => &server,
         (_, _, super::db::Clock::Local) => &SystemClock,
@@ -362,6 +380,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         Err(WorkError::Config(e)) => Err(CliError::Usage(e.to_string())),
         Err(e @ WorkError::DbFile(_)) => Err(CliError::Database(e.to_string())),
+        Err(e @ WorkError::Misconfigured { .. }) => {
+            Err(CliError::Misconfigured(format!("--exec: {e} (exit {})", super::error::EXIT_MISCONFIGURED)))
+        }
         Err(e) => Err(CliError::Other(e.to_string())),
     }
 }

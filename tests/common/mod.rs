@@ -27,7 +27,7 @@ pub const PROXIES: [&str; 6] =
 /// Short backoff (10 ms doubling to 50), a 5 s lease and a 2 s timeout: retries in a test
 /// take milliseconds, not the defaults' seconds.
 pub const FAST: [&str; 8] =
-    ["--base-ms", "10", "--cap-ms", "50", "--lease-ms", "5000", "--timeout-ms", "2000"];
+    ["--backoff-base", "10ms", "--backoff-cap", "50ms", "--lease", "5s", "--timeout", "2s"];
 
 /// What a finished run of the binary left: its exit code and both streams, as text.
 pub struct Ran {
@@ -169,8 +169,8 @@ pub fn db_commands() -> Vec<Vec<&'static str>> {
         vec!["dead"],
         vec!["history", "a"],
         vec!["audit"],
-        vec!["enqueue", "--id", "z", "--payload", "p", "--max-attempts", "1", "--ttl", "60000"],
-        vec!["redrive", "--all-dead", "--add-attempts", "1", "--ttl", "60000"],
+        vec!["enqueue", "--id", "z", "--payload", "p", "--max-attempts", "1", "--ttl", "1m"],
+        vec!["redrive", "--all-dead", "--add-attempts", "1", "--ttl", "1m"],
         vec!["work", "--worker", "w", "--exec", "true", "--until-idle"],
     ]
 }

@@ -82,7 +82,16 @@ impl Run {
         let child = Command::new(BIN)
             .args(["work", "--worker", &name, "--exec"])
             .arg(format!("sh {}", self.handler.display()))
-            .args(["--lease-ms", "1500", "--timeout-ms", "500", "--base-ms", "20", "--cap-ms", "200"])
+            .args([
+                "--lease",
+                "1500ms",
+                "--timeout",
+                "500ms",
+                "--backoff-base",
+                "20ms",
+                "--backoff-cap",
+                "200ms",
+            ])
             .args(["--until-idle", "--concurrency", &self.shape.concurrency.to_string()])
             .env("RETRYQ_DB", &self.db)
             .env("KILL9_LOG", &self.log)
@@ -205,7 +214,7 @@ pub fn killed_with_sigkill(seed: u64, shape: Shape, db: Option<&str>, trouble: T
         for (id, plan, max_attempts, ttl) in jobs.iter().skip(enqueued).take(shape.per_round) {
             let out = Command::new(BIN)
                 .args(["enqueue", "--id", id, "--payload", &words(plan)])
-                .args(["--max-attempts", &max_attempts.to_string(), "--ttl", &ttl.to_string()])
+                .args(["--max-attempts", &max_attempts.to_string(), "--ttl", &format!("{ttl}ms")])
                 .env("RETRYQ_DB", &run.db)
                 .output()
                 .expect("enqueue");

@@ -2,12 +2,22 @@
 //!
 //! The protocol (docs/operating.md has it for operators):
 //!
-//! - the command is run as `sh -c COMMAND`, in a process group of its own;
+//! - the command is run as `/bin/sh -c COMMAND`, in a process group of its own. `/bin/sh` by
+//!   its path, not the first `sh` on the worker's `PATH`, so that which shell runs a command
+//!   can be said: the system's POSIX shell, which is dash on Debian and Ubuntu (no `$RANDOM`,
+//!   no arrays, no `[[ ]]`) and bash elsewhere. A command that needs bash says so:
+//!   `bash -c '…'`, or a script with its own `#!` line;
 //! - its standard input is the job's payload, then end of file; standard output is the
 //!   worker's; standard error is kept (its last [`TAIL_BYTES`]) for the job's `last_error`;
 //! - its environment is the worker's plus `RETRYQ_JOB_ID` and `RETRYQ_ATTEMPT`;
 //! - exit 0 is `ok`; [`EXIT_RETRYABLE`] (75, `EX_TEMPFAIL`) is `retryable`;
 //!   [`EXIT_PERMANENT`] (65, `EX_DATAERR`) is `permanent`;
+//! - [`EXIT_NOT_EXECUTABLE`] (126) and [`EXIT_NOT_FOUND`] (127) are the shell's own: it could
+//!   not run the command (POSIX, "Command Search and Execution"). That is the worker's
+//!   configuration, not the job: the attempt is `retryable` at once, with `command not found
+//!   (exit 127)` or `command not executable (exit 126)` as its error, and the transport says
+//!   it is [unusable](Transport::unusable), so that the worker stops claiming rather than
+//!   spend every job's budget on the same failure;
 //! - past its timeout the whole process group is killed (SIGKILL) and the attempt is
 //!   `retryable`: the receiver may simply have been slow. So it is, earlier, when the lease
 //!   would otherwise run out by either clock (see [`Window`]); and so it is when a heartbeat
@@ -46,6 +56,13 @@ use crate::window::{Cut, LeaseEnds, POLL, Window};
 pub const EXIT_RETRYABLE: i32 = 75;
 /// The exit status that quarantines the job: `EX_DATAERR` of sysexits.h.
 pub const EXIT_PERMANENT: i32 = 65;
+/// The shell every command is run with, as `SHELL -c COMMAND`: the system's POSIX shell,
+/// dash on Debian and Ubuntu.
+pub const SHELL: &str = "/bin/sh";
+/// The shell's exit status for a command it found but could not execute (POSIX).
+pub const EXIT_NOT_EXECUTABLE: i32 = 126;
+/// The shell's exit status for a command it could not find (POSIX).
+pub const EXIT_NOT_FOUND: i32 = 127;
 /// How much of the end of the command's standard error is kept.
 pub const TAIL_BYTES: usize = 2048;
 /// How long the worker waits, once the command has exited or been killed, for it to be
@@ -63,12 +80,14 @@ pub struct Exec {
     shell: String,
     stop: Option<Stop>,
     trampoline: Option<Trampoline>,
+    /// Why the shell could not run the command at the last attempt, if it could not.
+    unusable: Option<String>,
 }
 
 impl Exec {
-    /// A transport that runs `command` with `sh -c`.
+    /// A transport that runs `command` with `/bin/sh -c` ([`SHELL`]).
     pub fn new(command: impl Into<String>) -> Exec {
-        Exec { command: command.into(), shell: "sh".into(), stop: None, trampoline: None }
+        Exec { command: command.into(), shell: SHELL.into(), stop: None, trampoline: None, unusable: None }
     }
 
     /// Starts each command through `trampoline`, beside a watchdog that ends it with its
@@ -107,6 +126,7 @@ impl Exec {
 
 impl Transport for Exec {
     fn attempt(&mut self, job: &Claimed, window: &Window<'_>) -> Result<Report, Unclassified> {
+        self.unusable = None;
         let (left, cut) = window.left();
         if left.is_zero() {
             let note = match cut {
@@ -115,7 +135,7 @@ impl Transport for Exec {
             };
             return Ok(Report::with_error(Outcome::Retryable, note));
         }
-        let child = self.spawn(job).map_err(|e| Unclassified(format!("could not start sh -c: {e}")))?;
+        let child = self.spawn(job).map_err(|e| Unclassified(format!("could not start {SHELL} -c: {e}")))?;
         let group = Pid::from_child(&child);
         // Through a trampoline the command is stopped by closing its pipe, never by killing
         // the trampoline: that would leave the command without its watchdog.
@@ -127,11 +147,32 @@ impl Transport for Exec {
         if let Some(stop) = &self.stop {
             stop.idle(group);
         }
-        classify(&ran?, window.timeout())
+        let ran = ran?;
+        if ran.cut.is_none()
+            && let Some(code) = ran.status.and_then(|s| s.code())
+            && let Some(what) = not_runnable(code)
+        {
+            let tail = if ran.tail.is_empty() { String::new() } else { format!(": {}", ran.tail) };
+            self.unusable = Some(format!("the command {:?}: {what} (exit {code}){tail}", self.command));
+        }
+        classify(&ran, window.timeout())
     }
 
     fn grace(&self) -> Duration {
         GRACE
+    }
+
+    fn unusable(&self) -> Option<String> {
+        self.unusable.clone()
+    }
+}
+
+/// What the shell's own exit status says, when it could not run the command at all.
+fn not_runnable(code: i32) -> Option<&'static str> {
+    match code {
+        EXIT_NOT_EXECUTABLE => Some("command not executable"),
+        EXIT_NOT_FOUND => Some("command not found"),
+        _ => None,
     }
 }
 
@@ -412,6 +453,12 @@ fn classify(ran: &Ran, timeout: Duration) -> Result<Report, Unclassified> {
             Outcome::Permanent,
             with_tail(format!("exit {EXIT_PERMANENT} (permanent) after {ms} ms")),
         )),
+        // Retryable, not permanent: the job is not at fault, and another worker (or this one,
+        // its command fixed) can run it.
+        (Some(code @ (EXIT_NOT_EXECUTABLE | EXIT_NOT_FOUND)), _) => Ok(Report::with_error(
+            Outcome::Retryable,
+            with_tail(format!("{} (exit {code}) after {ms} ms", not_runnable(code).unwrap_or("exit"))),
+        )),
         (Some(code), _) => Err(Unclassified(with_tail(format!("exit {code} (unclassified) after {ms} ms")))),
         (None, Some(signal)) => {
             Err(Unclassified(with_tail(format!("killed by signal {signal} after {ms} ms"))))
@@ -457,8 +504,36 @@ mod tests {
         assert!(text.starts_with("exit 3 (unclassified)") && text.ends_with(": oops"), "{text}");
         let Unclassified(text) = attempt("kill -TERM $$", 5000).unwrap_err();
         assert!(text.starts_with("killed by signal 15"), "{text}");
-        let Unclassified(text) = attempt("no-such-command-anywhere", 5000).unwrap_err();
-        assert!(text.starts_with("exit 127"), "{text}");
+    }
+
+    #[test]
+    fn a_command_the_shell_cannot_run_is_retryable_and_makes_the_transport_unusable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let script = dir.path().join("not-executable.sh");
+        fs::write(&script, "exit 0\n").expect("script");
+        for (command, said) in [
+            ("no-such-command-anywhere".to_owned(), "command not found (exit 127)"),
+            (script.display().to_string(), "command not executable (exit 126)"),
+        ] {
+            let mut exec = Exec::new(command.as_str());
+            let r = exec
+                .attempt(&job("order-7", 1, ""), &Window::new(Duration::from_millis(5000)))
+                .expect("a report, at once");
+            assert_eq!(r.outcome, Outcome::Retryable);
+            let error = r.error.expect("an error text");
+            assert!(error.starts_with(said), "{error}");
+            let why = exec.unusable().expect("unusable");
+            assert!(why.contains(said) && why.contains(&command), "{why}");
+            // A command that runs makes it usable again.
+            exec.command = "exit 3".into();
+            assert!(exec.attempt(&job("order-7", 2, ""), &Window::new(Duration::from_secs(5))).is_err());
+            assert_eq!(exec.unusable(), None);
+        }
+        // An exit of 126 or 127 by the command itself reads the same: the shell's statuses are
+        // the shell's, and a command should not use them.
+        let mut exec = Exec::new("exit 127");
+        assert!(exec.attempt(&job("a", 1, ""), &Window::new(Duration::from_secs(5))).is_ok());
+        assert!(exec.unusable().is_some());
     }
 
     #[test]

@@ -37,6 +37,16 @@ pub enum WorkError {
     /// An attempt slot's thread could not be started.
     #[error("could not start an attempt thread: {0}")]
     Thread(std::io::Error),
+    /// The transport cannot send any attempt ([`Transport::unusable`]): an `--exec` command
+    /// that is not found or not executable. The attempts that showed it were recorded (as
+    /// retryable, so their jobs wait for a worker that can run them); nothing more was claimed.
+    ///
+    /// [`Transport::unusable`]: crate::Transport::unusable
+    #[error("{why}; claimed nothing more: every job would fail the same way")]
+    Misconfigured {
+        /// What the transport said, for the operator.
+        why: String,
+    },
 }
 
 /// What a loop did, when it returns.

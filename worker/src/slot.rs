@@ -38,6 +38,9 @@ pub(crate) struct Finished {
     pub(crate) after: Result<u64, ClockError>,
     /// The transport's error text, for the log line.
     pub(crate) said: String,
+    /// Why the transport cannot send any attempt, if this one showed it
+    /// ([`Transport::unusable`]).
+    pub(crate) unusable: Option<String>,
 }
 
 /// What every slot needs to open a window: the same for all of them.
@@ -98,5 +101,6 @@ fn attempt(
         Ok(report) => report.error.clone().unwrap_or_default(),
         Err(Unclassified(error)) => error.clone(),
     };
-    Finished { slot, assignment, answer, after, said }
+    let unusable = transport.unusable();
+    Finished { slot, assignment, answer, after, said, unusable }
 }

@@ -104,6 +104,10 @@ pub(crate) struct Store<'a> {
     pub(crate) clock_read_at: Instant,
     /// When to prune next, with retention ([`Config::retain`]).
     pub(crate) prune_at: Instant,
+    /// Why the transport cannot send any attempt, once an attempt showed it
+    /// ([`Transport::unusable`](crate::Transport::unusable)): nothing more is claimed, and the
+    /// loop ends with [`WorkError::Misconfigured`] once the attempts in flight are recorded.
+    pub(crate) unusable: Option<String>,
 }
 
 /// How often, at least, the store thread reads the store's clock while attempts are in
@@ -150,12 +154,17 @@ impl Store<'_> {
             self.beat()?;
             self.watch_clock();
             self.prune()?;
-            let stopping = self.stop.requested();
+            let stopping = self.stop.requested() || self.unusable.is_some();
             if !stopping && self.free() > 0 && Instant::now() >= self.claim_at && self.claim()? == Claim::Idle
             {
                 return Ok(());
             }
             if self.busy() == 0 {
+                if self.waiting.is_empty()
+                    && let Some(why) = self.unusable.take()
+                {
+                    return Err(WorkError::Misconfigured { why });
+                }
                 if self.stop.requested() && self.waiting.is_empty() {
                     return Ok(());
                 }
@@ -470,11 +479,15 @@ impl Store<'_> {
         }
         let mut unclassified = Vec::new();
         let mut clock_failed: Option<ClockError> = None;
+        let mut unusable = None;
         for f in finished {
             if let Some(slot) = self.slots.get_mut(f.slot) {
                 slot.holds = None;
             }
-            let Finished { assignment, answer, after, said, .. } = f;
+            let Finished { assignment, answer, after, said, unusable: why, .. } = f;
+            if let Some(why) = why {
+                unusable.get_or_insert(why);
+            }
             let job = assignment.job;
             let (id, attempt) = (job.id(), job.attempt());
             if assignment.held.abandoned() {
@@ -512,6 +525,17 @@ impl Store<'_> {
         self.commit()?;
         for (job, error) in unclassified {
             self.note(&job.lease, job.lease_until, &error)?;
+        }
+        if let Some(why) = unusable
+            && self.unusable.is_none()
+        {
+            error!(
+                error = %why, in_flight = self.busy(),
+                "the worker cannot run any job: its transport is misconfigured, and every job would fail the \
+                 same way and spend its attempts; claiming nothing more, and stopping once the attempts in \
+                 flight are recorded. Fix the command and start the worker again"
+            );
+            self.unusable = Some(why);
         }
         match clock_failed {
             Some(e) => Err(WorkError::Clock(e)),

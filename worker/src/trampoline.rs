@@ -2,7 +2,7 @@
 //! command outlives its lease, however its worker fares — killed with SIGKILL, stopped with
 //! SIGSTOP, frozen in a VM pause or a swap storm — with nothing but safe Rust in the worker.
 //!
-//! The worker starts a small program — the trampoline — instead of `sh -c COMMAND`; the
+//! The worker starts a small program — the trampoline — instead of `/bin/sh -c COMMAND`; the
 //! trampoline starts the shell as its own child, in a process group of its own, and stays
 //! its parent until it is gone. It kills the command's whole group:
 //!
@@ -62,9 +62,13 @@ use crate::clock::local_ms;
 use crate::window::{LeaseEnds, POLL};
 
 /// The exit status of a trampoline that could not start the command: unclassified (it is
-/// none of 0, [`EXIT_RETRYABLE`](crate::EXIT_RETRYABLE), [`EXIT_PERMANENT`](crate::EXIT_PERMANENT)),
-/// as the shell's own "command not found" is.
-pub const EXIT_NOT_STARTED: i32 = 127;
+/// none of 0, [`EXIT_RETRYABLE`](crate::EXIT_RETRYABLE), [`EXIT_PERMANENT`](crate::EXIT_PERMANENT)).
+/// 125, as `env`, `nohup` and `timeout` exit when they themselves fail, so that the shell's
+/// own 126 and 127 ([`EXIT_NOT_EXECUTABLE`](crate::EXIT_NOT_EXECUTABLE),
+/// [`EXIT_NOT_FOUND`](crate::EXIT_NOT_FOUND): the command could not be run, which stops the
+/// worker) are never the trampoline's: a trampoline that failed, or was stopped before it
+/// started the command, says nothing about the command.
+pub const EXIT_NOT_STARTED: i32 = 125;
 
 /// The first word of the pipe's first line, and the protocol's version.
 const HEADER: &str = "retryq-watchdog 1";

@@ -79,6 +79,19 @@ pub trait Transport {
     fn grace(&self) -> Duration {
         Duration::ZERO
     }
+
+    /// Why this transport cannot send any attempt at all, if its last attempt showed it: a
+    /// fault of the worker's configuration, not of the job or the receiver (an `--exec`
+    /// command that does not exist or cannot be executed), which every later attempt of every
+    /// job would meet the same way, each spending an attempt of its budget for nothing.
+    ///
+    /// Asked by the slot after each attempt. The worker records that attempt's answer as
+    /// usual, logs the reason as an error, claims nothing more, and once the attempts in
+    /// flight are recorded ends with [`WorkError::Misconfigured`](crate::WorkError::Misconfigured).
+    /// By default a transport is never unusable.
+    fn unusable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An attempt's result that is neither success, nor worth retrying, nor permanent: the
@@ -95,5 +108,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn grace(&self) -> Duration {
         (**self).grace()
+    }
+
+    fn unusable(&self) -> Option<String> {
+        (**self).unusable()
     }
 }

@@ -177,6 +177,7 @@ pub fn work_in_slots<T: Transport + Send>(
             waiting: Vec::new(),
             clock_read_at: Instant::now(),
             prune_at: Instant::now(),
+            unusable: None,
         };
         let ran = store.run();
         if ran.is_err() && store.slots.iter().any(|s| s.holds.is_some()) {
