@@ -27,6 +27,7 @@ fn json_report_has_every_property_with_its_kind_and_status() {
         "a claim breaks a tie by first enqueue, not enqueued_at",
         "a lease ends past 2^53 - 1",
         "a low-priority job waits while a higher one goes first",
+        "a claim takes a job, passing over a queue it does not serve",
         "a running job is cancelled and ends",
         "a pruned id is enqueued again: existing, not run",
         "a forgotten id is enqueued anew",
