@@ -13,6 +13,7 @@
 //! beside claims (`turn.rs`).
 
 use super::store::{PgQueue, Turn, Tx};
+use super::turn;
 use super::value::{big, opt_uint, uint, word};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{self, DeadReason, Outcome, Status};
@@ -27,13 +28,19 @@ const STARTS: usize = 4;
 
 /// `ok` and `permanent` in one statement: their result does not depend on what the job
 /// holds — a cancel request included (SPEC 3.4) — so the whole fence goes in the `WHERE` and
-/// no lookup comes first. They only take a job out of what is due, so they take no turn
-/// (`turn.rs`). The job ends at `now`, and its cancel request, if any, with the lease.
-const FINISH_FENCED: &str = "
+/// no lookup comes first. They only take a job out of what is due, so they take no claims'
+/// turn; they end it, so they take the retention's key shared, before the row (`turn.rs`).
+/// The job ends at `now`, and its cancel request, if any, with the lease.
+const FINISH_FENCED: &str = concat!(
+    "
     UPDATE jobs SET status = $5, dead_reason = $6, available_at = NULL, owner = NULL,
                     claimed_at = NULL, updated_at = $4, last_error = $7, last_node = $8,
                     ended_at = $4, cancel_requested = false
-    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4";
+    FROM pg_advisory_xact_lock_shared(",
+    turn::retention_key!(),
+    ") AS retention
+    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4"
+);
 
 /// What `retryable` needs of the job, locked, when the fence holds.
 const HELD_FENCED: &str = "
@@ -148,12 +155,13 @@ impl PgQueue {
 }
 
 /// The turn of a transaction recording `completions`: shared when one may be a retry, which
-/// can make its job due again (`turn.rs`).
+/// can make its job due again; else the retention's key, since each may end its job
+/// (`turn.rs`).
 fn turn(completions: &[Completion<'_>]) -> Turn {
     if completions.iter().any(|c| c.report.outcome == Outcome::Retryable) {
         Turn::Shared
     } else {
-        Turn::Beside
+        Turn::Ending
     }
 }
 

@@ -9,7 +9,9 @@
 //! and its delete: the redrive waits, then finds no job and answers `pruned`.
 //!
 //! Neither prune nor forget touches an open job, so neither can make a job due or change
-//! what a reap does: both run beside claims, without the turn (SPEC 6.26, `turn.rs`).
+//! what a reap does: neither takes the claims' turn (SPEC 6.26). Both take the retention's
+//! key alone first, which every write that ends a job holds shared, so that the ended jobs
+//! they decide on are those committed when they commit (`turn.rs`, "Why prune and forget take a turn of their own").
 
 use super::store::{PgQueue, Turn, Tx};
 use super::value::big;
@@ -53,7 +55,7 @@ impl PgQueue {
     /// transaction; how many. Refused only for its arguments (`before` ≤ `now`).
     pub fn prune(&mut self, before: u64, now: u64) -> Result<u64> {
         let before = big("before", input::before(before, now)?)?;
-        self.write(Turn::Beside, |tx| prune(tx, before))
+        self.write(Turn::Retention, |tx| prune(tx, before))
     }
 
     /// [`Backend::prune_at_most`](crate::Backend::prune_at_most) on PostgreSQL: exactly
@@ -63,7 +65,7 @@ impl PgQueue {
     pub fn prune_at_most(&mut self, before: u64, now: u64, limit: u64) -> Result<u64> {
         let before = big("before", input::before(before, now)?)?;
         let offset = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.write(Turn::Beside, |tx| {
+        self.write(Turn::Retention, |tx| {
             let Some(row) = tx.query_opt(NTH_ENDED, &[&before, &offset])? else {
                 // No more than `limit` jobs ended by `before`: all of them.
                 return prune(tx, before);
@@ -84,7 +86,7 @@ impl PgQueue {
     /// `ended_at` ≤ `before` is removed; how many. Refused only for its arguments.
     pub fn forget(&mut self, before: u64, now: u64) -> Result<u64> {
         let before = big("before", input::before(before, now)?)?;
-        self.write(Turn::Beside, |tx| tx.execute(FORGET, &[&before]))
+        self.write(Turn::Retention, |tx| tx.execute(FORGET, &[&before]))
     }
 }
 

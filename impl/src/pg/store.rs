@@ -85,7 +85,7 @@ impl Conn {
         if let Kind::Write(turn) = kind
             && let Some(wait) = turn.statement()
         {
-            tx.query_one(wait, &[])?;
+            tx.execute(wait, &[])?;
         }
         let value = f(&mut tx)?;
         tx.commit()?;

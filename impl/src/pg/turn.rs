@@ -39,10 +39,29 @@
 //! answers as it would after it, and the write can be ordered first; these writes run beside
 //! claims, which keeps completions, heartbeats and claims overlapping.
 //!
+//! # Why prune and forget take a turn of their own
+//!
+//! A prune decides which jobs have ended on its statement's snapshot and commits later. A
+//! write that ends a job (a completion, a cancel, a reap) or takes one out of its end (a
+//! redrive) and commits in between is not seen by it, and a read that begins after that
+//! write returned and before the prune commits sees the write and not the prune: the same
+//! shape as above, with a job's end in place of its being due. The linearizability check
+//! found it with a forget between them: a cancel ended a job, a forget begun after the cancel
+//! returned did not see the tombstone of another job the prune was writing, and the prune,
+//! whose snapshot predated the cancel, left the cancelled job standing — no order explains
+//! the three answers (one history in fifty on PostgreSQL). So there is a second key, the
+//! retention's: prune and forget take it alone, and every write that can end a job or take
+//! one out of its end takes it shared, after the claims' turn and before its first row. What
+//! a prune decides is then what is committed when it commits, and a forget never runs beside
+//! a prune. Enqueues, heartbeats and notes end no job and take no part.
+//!
 //! # Why it never deadlocks
 //!
 //! Locks are always taken turn first, rows after: a transaction that waits for the turn holds
-//! no row, so a wait for the turn closes no cycle. A claim waiting for the turn is served
+//! no row, so a wait for the turn closes no cycle. The retention's key comes after the
+//! claims' turn and before any row; a prune or a forget takes no claims' turn, and once it
+//! holds its key no one else holds a row it wants (every row of an ended job is locked only
+//! by a write that holds the key shared). A claim waiting for the turn is served
 //! before writes that ask after it (PostgreSQL queues a request behind a conflicting waiter),
 //! so a stream of enqueues cannot starve claims.
 
@@ -56,12 +75,41 @@ macro_rules! key {
 }
 pub(super) use key;
 
-/// A claim's or a reap's turn, alone; held to the end of the transaction.
-pub(super) const ALONE: &str = concat!("SELECT pg_advisory_xact_lock(", key!(), ")");
+/// The retention's key: the turn's plus one (a test pins it to `APPLICATION_ID + 2`).
+macro_rules! retention_key {
+    () => {
+        "1381257811"
+    };
+}
+pub(super) use retention_key;
 
-/// The turn of a write that can make a job due, shared with the others; held to the end of
-/// the transaction.
-pub(super) const SHARED: &str = concat!("SELECT pg_advisory_xact_lock_shared(", key!(), ")");
+/// A claim's or a reap's turn, alone, and the retention's shared (a reap ends jobs); held to
+/// the end of the transaction.
+pub(super) const ALONE: &str = concat!(
+    "SELECT pg_advisory_xact_lock(",
+    key!(),
+    "), pg_advisory_xact_lock_shared(",
+    retention_key!(),
+    ")"
+);
+
+/// The turn of a write that can make a job due, shared with the others, and the
+/// retention's shared (a retry may end its job, a redrive takes one out of its end); held to
+/// the end of the transaction.
+pub(super) const SHARED: &str = concat!(
+    "SELECT pg_advisory_xact_lock_shared(",
+    key!(),
+    "), pg_advisory_xact_lock_shared(",
+    retention_key!(),
+    ")"
+);
+
+/// A write that ends a job beside claims (an `ok` or `permanent` completion): the
+/// retention's key, shared.
+pub(super) const ENDING: &str = concat!("SELECT pg_advisory_xact_lock_shared(", retention_key!(), ")");
+
+/// Prune and forget: the retention's key, alone.
+pub(super) const RETAIN: &str = concat!("SELECT pg_advisory_xact_lock(", retention_key!(), ")");
 
 /// Which turn a write transaction takes before its first row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,10 +121,14 @@ pub(super) enum Turn {
     /// lease end `cancelled` rather than be claimed again): side by side with each other,
     /// never inside a claim's turn.
     Shared,
-    /// Writes that can only take a job out of what is due or make it due later (an `ok` or
-    /// `permanent` completion, heartbeat, note), or touch only ended jobs and tombstones,
-    /// which no claim sees (prune, forget): beside claims, no turn.
+    /// Writes that can only take a job out of what is due or make it due later, and end it:
+    /// an `ok` or `permanent` completion. Beside claims, in no prune.
+    Ending,
+    /// Writes that change no job's end and make none due (heartbeat, note): no turn.
     Beside,
+    /// Prune and forget, which touch only ended jobs and tombstones but must decide on what
+    /// is committed when they commit: beside claims, alone with every write that ends a job.
+    Retention,
 }
 
 impl Turn {
@@ -86,7 +138,9 @@ impl Turn {
         match self {
             Turn::Alone => Some(ALONE),
             Turn::Shared => Some(SHARED),
+            Turn::Ending => Some(ENDING),
             Turn::Beside => None,
+            Turn::Retention => Some(RETAIN),
         }
     }
 }
@@ -96,5 +150,6 @@ mod tests {
     #[test]
     fn the_turn_is_the_creation_lock_plus_one() {
         assert_eq!(key!().parse::<i64>(), Ok(crate::ddl::APPLICATION_ID + 1));
+        assert_eq!(retention_key!().parse::<i64>(), Ok(crate::ddl::APPLICATION_ID + 2));
     }
 }

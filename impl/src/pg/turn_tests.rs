@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::PgQueue;
 use super::tests::pg_at;
-use super::turn::{ALONE, SHARED};
+use super::turn::{ALONE, ENDING, RETAIN, SHARED};
 use crate::{Completion, DeadReason, Lease, NewJob, Outcome, Redrive, RedriveDead, Result};
 
 /// One operation on its own connection, to run while another transaction holds the turn.
@@ -108,14 +108,21 @@ fn making_due() -> Vec<(&'static str, Call)> {
 }
 
 /// The writes of [`scene`]'s jobs that can only take a job out of what is due, or make it
-/// due later, and the retention, which touches no open job.
+/// due later.
 fn taking_out() -> Vec<(&'static str, Call)> {
     vec![
         ("complete ok", finish("done", Outcome::Ok)),
         ("complete_batch of ok", finish_batch("batch", Outcome::Ok)),
         ("record_error", Box::new(|q: &mut PgQueue| q.record_error(&lease("note"), "refused", None))),
         ("heartbeat", Box::new(|q: &mut PgQueue| q.heartbeat(&lease("beat"), 20).map(drop))),
+    ]
+}
+
+/// Prune and forget (of nothing: [`scene`]'s jobs ended at 10).
+fn retention() -> Vec<(&'static str, Call)> {
+    vec![
         ("prune", Box::new(|q: &mut PgQueue| q.prune(5, 20).map(drop))),
+        ("prune_at_most", Box::new(|q: &mut PgQueue| q.prune_at_most(5, 20, 10).map(drop))),
         ("forget", Box::new(|q: &mut PgQueue| q.forget(5, 20).map(drop))),
     ]
 }
@@ -155,14 +162,33 @@ fn writes_do_not_wait_for_each_other_s_turn() {
     }
 }
 
-/// Claims and reaps wait for the writes that make jobs due, and for each other.
+/// Claims and reaps wait for the writes that make jobs due, and for each other; prune and
+/// forget wait for both, which may end jobs.
 #[test]
 fn claims_and_reaps_wait_for_every_other_turn() {
     let Some(url) = scene("claims_and_reaps_wait_for_every_other_turn") else { return };
     for held in [SHARED, ALONE] {
-        for (name, call) in claims() {
+        for (name, call) in claims().into_iter().chain(retention()) {
             let q = PgQueue::connect(&url).expect("connect");
             assert!(waits_for(&url, held, q, name, call), "{name} did not wait for {held}");
         }
+    }
+}
+
+/// Prune and forget wait for every write that can end a job or take one out of its end,
+/// and each such write waits for a prune in progress: what a prune decides is what is
+/// committed when it commits (`turn.rs`). Enqueues, heartbeats and notes run beside it.
+#[test]
+fn the_retention_and_the_writes_that_end_jobs_wait_for_each_other() {
+    let Some(url) = scene("the_retention_and_the_writes_that_end_jobs_wait_for_each_other") else { return };
+    for (name, call) in retention() {
+        let q = PgQueue::connect(&url).expect("connect");
+        assert!(waits_for(&url, ENDING, q, name, call), "{name} ran beside a write that ends a job");
+    }
+    let beside = ["enqueue", "record_error", "heartbeat"];
+    for (name, call) in making_due().into_iter().chain(taking_out()).chain(claims()).chain(retention()) {
+        let q = PgQueue::connect(&url).expect("connect");
+        let waited = waits_for(&url, RETAIN, q, name, call);
+        assert_eq!(waited, !beside.contains(&name), "{name}: waited for a prune in progress: {waited}");
     }
 }
