@@ -127,6 +127,11 @@ pub fn positive(text: &str) -> Result<u64, DurationError> {
     millis(1, MAX_INT)(text)
 }
 
+/// A duration in units, for messages: `2h 30m`, `90ms`.
+pub fn words(ms: u64) -> String {
+    humantime::format_duration(Duration::from_millis(ms)).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

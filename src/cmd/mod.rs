@@ -105,11 +105,6 @@ impl Deadline {
     }
 }
 
-/// A duration in units, for messages: `2h 30m`, `90ms`.
-pub fn words(ms: u64) -> String {
-    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
-}
-
 /// Prints one JSON value as a line: every command's JSON goes through here (or
 /// [`json_text`]).
 pub fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {

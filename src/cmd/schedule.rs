@@ -8,7 +8,8 @@
 
 use retryq::MAX_INT;
 
-use super::{instant, words};
+use super::duration::words;
+use super::instant;
 
 /// A time as given: a point, or a duration from now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
