@@ -11,6 +11,7 @@
 mod cmd;
 mod out;
 mod printable;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -44,6 +45,8 @@ enum Command {
     Redrive(cmd::redrive::Args),
     /// Take a pending job off the queue, or ask a running one to stop.
     Cancel(cmd::cancel::Args),
+    /// The dashboard and /metrics of a store, on 127.0.0.1 unless a token is given.
+    Serve(cmd::serve::Args),
     /// Remove ended jobs older than a duration, leaving tombstones (and forget old ones).
     Prune(cmd::prune::Args),
     /// Check SPEC section 4's invariants on every job and recorded transition.
@@ -124,6 +127,7 @@ fn main() -> ExitCode {
         Command::History(args) => cmd::history::run(args),
         Command::Redrive(args) => cmd::redrive::run(args),
         Command::Cancel(args) => cmd::cancel::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::Prune(args) => cmd::prune::run(args),
         Command::Audit(args) => cmd::audit::run(args),
         Command::Replay(args) => cmd::replay::run(args),

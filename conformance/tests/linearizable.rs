@@ -581,6 +581,12 @@ impl Backend for Broken {
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> retryq::Result<JobPage> {
         self.queue.list(status, reason, limit)
     }
+    fn browse(&self, filter: &retryq::Browse<'_>) -> retryq::Result<retryq::BrowsePage> {
+        self.queue.browse(filter)
+    }
+    fn queues(&self) -> retryq::Result<Vec<String>> {
+        self.queue.queues()
+    }
     fn next_due(&self) -> retryq::Result<Option<u64>> {
         self.queue.next_due()
     }

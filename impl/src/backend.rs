@@ -19,6 +19,7 @@ use crate::interrupt::Interrupt;
 use crate::audit::Audit;
 use crate::error::{Result, RunError};
 use crate::job::{DEFAULT_QUEUE, DeadReason, Job, Lookup, Report, Status};
+use crate::queue::browse::{Browse, BrowsePage};
 use crate::queue::cancel::Cancelled;
 use crate::queue::claim::Claimed;
 use crate::queue::complete::{Completed, Completion};
@@ -107,6 +108,11 @@ pub trait Backend: Send + ServerTime {
     fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>>;
     /// Up to `limit` jobs of one status, in an operator's order.
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage>;
+    /// A page of the jobs that match every filter of `filter`, the most recently enqueued
+    /// first: a dashboard's listing.
+    fn browse(&self, filter: &Browse<'_>) -> Result<BrowsePage>;
+    /// The queues that hold a job or a tombstone, in byte order of their names.
+    fn queues(&self) -> Result<Vec<String>>;
     /// The smallest `available_at` of the open jobs.
     fn next_due(&self) -> Result<Option<u64>>;
     /// SPEC section 4's invariants checked on every row and every recorded transition.
@@ -324,6 +330,12 @@ impl Backend for Queue {
     }
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
         Queue::list(self, status, reason, limit)
+    }
+    fn browse(&self, filter: &Browse<'_>) -> Result<BrowsePage> {
+        Queue::browse(self, filter)
+    }
+    fn queues(&self) -> Result<Vec<String>> {
+        Queue::queues(self)
     }
     fn next_due(&self) -> Result<Option<u64>> {
         Queue::next_due(self)

@@ -106,6 +106,7 @@ pub use pg::PgQueue;
 /// [`Error::Postgres`].
 #[cfg(feature = "postgres")]
 pub use postgres;
+pub use queue::browse::{Browse, BrowsePage};
 pub use queue::cancel::Cancelled;
 pub use queue::claim::Claimed;
 pub use queue::complete::{Completed, Completion};

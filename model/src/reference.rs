@@ -292,20 +292,17 @@ impl Store {
 
     /// Runs one operation of SPEC section 5.
     pub fn step(&mut self, op: &Op) -> Response {
-        // The ids of the jobs open before (no `ended_at`): all `stamp` needs of the store
-        // before, kept instead of a copy of it (the model checker steps millions of times).
-        let open: smallvec::SmallVec<[Text; 4]> =
-            self.jobs.iter().filter(|job| job.ended_at.is_none()).map(|job| job.id.clone()).collect();
         let response = self.apply(op);
         // Refusals change nothing; `run_once`'s two reports follow a claim whose reap did.
-        self.stamp(&open, op, &response);
+        self.stamp(op, &response);
         response
     }
 
     /// What every transition records (SPEC 1.1): a job that ended `done` or `dead` gets its
     /// `ended_at` (a `run_once`'s job the second reading, every other the operation's `now`);
-    /// an open job has none; a cancel request lasts only while the lease does (6.33).
-    fn stamp(&mut self, open: &[Text], op: &Op, response: &Response) {
+    /// an open job has none; a cancel request lasts only while the lease does (6.33). Only
+    /// `stamp` writes `ended_at`, so an ended job without one has just ended.
+    fn stamp(&mut self, op: &Op, response: &Response) {
         let now = op.now().unwrap_or(0);
         let ran = match (op, response) {
             (
@@ -317,9 +314,8 @@ impl Store {
             _ => None,
         };
         for job in &mut self.jobs {
-            let was_open = open.contains(&job.id);
             match job.phase {
-                Phase::Done | Phase::Dead(_) if was_open || job.ended_at.is_none() => {
+                Phase::Done | Phase::Dead(_) if job.ended_at.is_none() => {
                     job.ended_at = Some(match ran {
                         Some((id, at)) if id == &*job.id => at,
                         _ => now,
@@ -882,14 +878,14 @@ impl Store {
     fn prune(&mut self, before: u64, now: u64) -> Result<Reply, Failure> {
         validate::int("now", now)?;
         let before = validate::before(before, now)?;
-        let mut count = 0;
-        let mut kept = Jobs::new();
         let bug = self.bug;
+        let mut count = if bug == Some(Bug::PruneOpenPastDeadline) {
+            seeded::drop_open_past_deadline(&mut self.jobs, before)
+        } else {
+            0
+        };
+        let mut kept = Jobs::new();
         for job in std::mem::take(&mut self.jobs) {
-            if bug == Some(Bug::PruneOpenPastDeadline) && job.ended_at.is_none() && job.deadline <= before {
-                count += 1;
-                continue;
-            }
             let ended = |at: u64| at <= before || bug == Some(Bug::PruneIgnoresBefore);
             match (job.ended_at, &job.phase) {
                 (Some(ended_at), Phase::Done | Phase::Dead(_)) if ended(ended_at) => {
@@ -923,11 +919,6 @@ impl Store {
         let all = self.bug(Bug::ForgetIgnoresBefore);
         self.tombstones.retain(|t| t.ended_at > before && !all);
         Ok(Reply::Forgotten { count: (was - self.tombstones.len()) as u64 })
-    }
-
-    /// `stats` of every queue.
-    pub fn stats(&self, now: u64) -> StatsView {
-        self.stats_of(now, None)
     }
 
     /// `stats`: counts by status and reason, expired leases, the oldest open job's age, and
@@ -1042,8 +1033,16 @@ impl Bug {
 /// The seeded bugs' deviations, kept out of the store's own functions so that mutation testing
 /// of the store (which leaves this module out) mutates only what the SPEC's store runs.
 mod seeded {
-    use super::{Config, Job, Phase};
+    use super::{Config, Job, Jobs, Phase};
     use crate::{Bug, DeadReason, Failure, validate};
+
+    /// Open jobs whose deadline is at or before `before` removed, with no tombstone, and
+    /// counted as pruned (`prune-open-past-deadline`).
+    pub fn drop_open_past_deadline(jobs: &mut Jobs, before: u64) -> u64 {
+        let was = jobs.len();
+        jobs.retain(|job| job.ended_at.is_some() || job.deadline > before);
+        (was - jobs.len()) as u64
+    }
 
     /// `deadline >= now` accepted (`deadline-at-now-accepted`).
     pub fn deadline_at_now(deadline: u64, now: u64) -> Result<u64, Failure> {

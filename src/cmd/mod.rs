@@ -28,6 +28,7 @@ pub mod prune;
 pub mod redrive;
 pub mod replay;
 pub mod schedule;
+pub mod serve;
 pub mod serve_demo;
 pub mod simulate;
 pub mod stats;

@@ -105,6 +105,12 @@ impl Backend for Refusing {
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
         self.queue.list(status, reason, limit)
     }
+    fn browse(&self, filter: &retryq::Browse<'_>) -> Result<retryq::BrowsePage> {
+        self.queue.browse(filter)
+    }
+    fn queues(&self) -> Result<Vec<String>> {
+        self.queue.queues()
+    }
     fn next_due(&self) -> Result<Option<u64>> {
         self.queue.next_due()
     }

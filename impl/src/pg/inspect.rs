@@ -99,7 +99,7 @@ const COUNT_CLOSED: &str =
     "SELECT count(*) FROM jobs WHERE status = $1 AND ($2::text IS NULL OR dead_reason = $2)";
 
 /// A row of the job queries' 21 columns.
-fn job_of(row: &Row) -> Result<Job> {
+pub(super) fn job_of(row: &Row) -> Result<Job> {
     Ok(Job {
         id: row.try_get(0)?,
         payload: utf8(row, 1)?,

@@ -22,6 +22,7 @@
 
 mod audit;
 mod backend;
+mod browse;
 mod cancel;
 mod claim;
 mod complete;

@@ -157,7 +157,7 @@ const HISTORY: &str = "
            reason, worker, at
     FROM history WHERE job = ?1 ORDER BY n";
 
-fn job_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
+pub(super) fn job_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
     Ok(Job {
         id: row.get(0)?,
         payload: row.get(1)?,

@@ -7,6 +7,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod cancel;
+pub(crate) mod browse;
 pub(crate) mod claim;
 pub(crate) mod complete;
 pub(crate) mod enqueue;

@@ -1,0 +1,259 @@
+//! Which request gets which answer: every route, from a [`Request`] and the store to a
+//! [`Response`]. Reads take one snapshot each; a change is one operation of the contract
+//! (`redrive`, `redrive_dead`, `cancel`), as the command line runs it.
+
+use maud::Markup;
+use retryq::{Backend, Browse, Cancelled, DeadReason, Error, Lookup, MAX_ATTEMPTS, Redrive, RedriveDead, Stats, Status};
+
+use super::guard::{COOKIE, Guard, Refusal};
+use super::http::{HTML, Request, Response};
+use super::{metrics, page};
+use crate::cmd::duration;
+
+/// The dashboard's own script and styles.
+const APP_JS: &str = include_str!("app.js");
+const STYLE_CSS: &str = include_str!("style.css");
+
+/// How many jobs a list page shows.
+pub const PAGE: u32 = 50;
+
+/// What every route shares: the guard, and how to read `now`.
+pub struct Routes {
+    /// Who may read and change.
+    pub guard: Guard,
+    /// The operation's `now` from the store (the server's clock on PostgreSQL, unless told
+    /// otherwise), else this host's.
+    pub now: Box<dyn Fn(&dyn Backend) -> Result<u64, String> + Send + Sync>,
+}
+
+/// A route's failure, as an answer.
+struct Failed(Response);
+
+impl From<Error> for Failed {
+    fn from(error: Error) -> Failed {
+        use retryq::ErrorKind::*;
+        let status = match error.kind() {
+            InvalidInput => 400,
+            NotFound => 404,
+            Storage => 500,
+            // A refusal of the contract's (not dead, pruned, …): the job is not as the page
+            // showed it, by now.
+            _ => 409,
+        };
+        Failed(Response::text(status, error.to_string()))
+    }
+}
+
+fn bad(field: &str, why: impl std::fmt::Display) -> Failed {
+    Failed(Response::text(400, format!("{field}: {why}")))
+}
+
+fn html(markup: Markup) -> Response {
+    Response::ok(HTML, markup.into_string())
+}
+
+impl Routes {
+    /// The answer to `request`.
+    pub fn handle(&self, store: &mut dyn Backend, request: &Request) -> Response {
+        match self.route(store, request) {
+            Ok(response) | Err(Failed(response)) => response,
+        }
+    }
+
+    fn route(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
+        let method = request.method.as_str();
+        match (method, request.path.as_str()) {
+            ("GET", "/static/app.js") => return Ok(Response::ok("text/javascript; charset=utf-8", APP_JS)),
+            ("GET", "/static/style.css") => return Ok(Response::ok("text/css; charset=utf-8", STYLE_CSS)),
+            ("GET", "/login") => return Ok(html(page::login(false))),
+            ("POST", "/login") => return Ok(self.login(request)),
+            _ => {}
+        }
+        let change = method == "POST";
+        let admitted = if change { self.guard.admit_change(request) } else { self.guard.admit(request) };
+        match admitted {
+            Ok(()) => {}
+            Err(Refusal::Token) if request.path == "/metrics" || request.path.starts_with("/api/") => {
+                return Ok(Response::text(401, "a token is required: Authorization: Bearer TOKEN"));
+            }
+            Err(Refusal::Token) => return Ok(Response { status: 401, ..html(page::login(false)) }),
+            Err(Refusal::Host) => {
+                return Ok(Response::text(403, "this dashboard answers only to a loopback host name without a token"));
+            }
+            Err(Refusal::Forgery) => {
+                return Ok(Response::text(403, "a change needs a form of this dashboard (its CSRF token and origin)"));
+            }
+        }
+        match (method, request.path.as_str()) {
+            ("GET", "/") => self.overview(store),
+            ("GET", "/api/counts") => self.counts(store),
+            ("GET", "/jobs") => jobs(store, request),
+            ("GET", "/job") => self.job(store, request),
+            ("GET", "/metrics") => self.metrics(store),
+            ("POST", "/redrive") => self.redrive(store, request),
+            ("POST", "/cancel") => self.cancel(store, request),
+            (_, "/" | "/api/counts" | "/jobs" | "/job" | "/metrics" | "/redrive" | "/cancel") => {
+                Ok(Response::text(405, format!("{method} is not allowed here")))
+            }
+            _ => Ok(Response { status: 404, ..html(page::problem("Not found", "No such page.")) }),
+        }
+    }
+
+    fn now(&self, store: &dyn Backend) -> Result<u64, Failed> {
+        (self.now)(store).map_err(|why| Failed(Response::text(500, why)))
+    }
+
+    fn login(&self, request: &Request) -> Response {
+        if !self.guard.has_token() {
+            return Response::see_other("/");
+        }
+        match request.form("token") {
+            Some(token) if self.guard.token_matches(token) => Response {
+                cookie: Some(format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/")),
+                ..Response::see_other("/")
+            },
+            _ => Response { status: 401, ..html(page::login(true)) },
+        }
+    }
+
+    fn overview(&self, store: &mut dyn Backend) -> Result<Response, Failed> {
+        let now = self.now(store)?;
+        let total = store.stats(now)?;
+        let queues = by_queue(store, now)?;
+        Ok(html(page::overview(now, &total, &queues, self.guard.csrf())))
+    }
+
+    /// The counts the overview's script refreshes, by the keys of its `data-count`s.
+    fn counts(&self, store: &mut dyn Backend) -> Result<Response, Failed> {
+        let now = self.now(store)?;
+        let s = store.stats(now)?;
+        let oldest = s.oldest_open_age_ms.map_or_else(|| "none open".to_owned(), duration::words);
+        let mut counts = serde_json::json!({
+            "pending": s.pending, "leased": s.leased, "leased_expired": s.leased_expired, "done": s.done,
+            "dead": s.dead, "pruned_done": s.pruned_done, "pruned_dead": s.pruned_dead, "oldest_open": oldest,
+        });
+        for reason in page::REASONS {
+            counts[format!("dead_{}", reason.as_str())] = page::dead_of(&s, reason).into();
+        }
+        Ok(Response::ok("application/json", counts.to_string()))
+    }
+
+    fn job(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
+        let Some(id) = request.query("id") else {
+            return Ok(Response::see_other("/jobs"));
+        };
+        let message = request.query("said").and_then(said);
+        match store.lookup(id)? {
+            Some(Lookup::Job(job)) => {
+                let history = store.history(id)?;
+                Ok(html(page::job(&job, &history, self.guard.csrf(), message)))
+            }
+            Some(Lookup::Pruned(tombstone)) => Ok(html(page::tombstone(&tombstone))),
+            None => Ok(Response { status: 404, ..html(page::problem("No such job", &format!("No job has the id {id:?}."))) }),
+        }
+    }
+
+    fn metrics(&self, store: &mut dyn Backend) -> Result<Response, Failed> {
+        let now = self.now(store)?;
+        let total = store.stats(now)?;
+        let queues = by_queue(store, now)?;
+        let families = metrics::gauges(&total, &queues);
+        let text = metrics::encode(families).map_err(|_| Failed(Response::text(500, "the exposition failed")))?;
+        Ok(Response::ok(metrics::CONTENT_TYPE, text))
+    }
+
+    fn redrive(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
+        let add_attempts = match request.form("add_attempts").map(str::parse::<u64>) {
+            Some(Ok(n)) if (1..=MAX_ATTEMPTS).contains(&n) => n,
+            _ => return Err(bad("add_attempts", format!("a whole number from 1 to {MAX_ATTEMPTS}"))),
+        };
+        let ttl = request.form("ttl").ok_or_else(|| bad("ttl", "the new deadline, as a duration from now: 1h"))?;
+        let ttl = duration::positive(ttl).map_err(|e| bad("ttl", e))?;
+        let now = self.now(store)?;
+        let deadline = now.checked_add(ttl).ok_or_else(|| bad("ttl", "too far in the future"))?;
+        if let Some(id) = request.form("id") {
+            store.redrive(&Redrive { id, add_attempts, deadline, now })?;
+            return Ok(Response::see_other(format!("{}&said=redriven", page::job_href(id))));
+        }
+        let reason = match request.form("reason").map(str::parse::<DeadReason>) {
+            Some(Ok(reason)) => Some(reason),
+            Some(Err(e)) => return Err(bad("reason", e)),
+            None => None,
+        };
+        let results = store.redrive_dead(&RedriveDead { reason, add_attempts, deadline, now })?;
+        let refused = results.iter().filter(|(_, result)| result.is_err()).count();
+        if refused > 0 {
+            return Err(Failed(Response::text(
+                409,
+                format!("redrove {} of {} dead jobs; the others changed meanwhile", results.len() - refused, results.len()),
+            )));
+        }
+        Ok(Response::see_other("/"))
+    }
+
+    fn cancel(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
+        let id = request.form("id").ok_or_else(|| bad("id", "which job to cancel"))?;
+        let now = self.now(store)?;
+        let said = match store.cancel(id, now) {
+            Ok(Cancelled::Ended) => "cancelled",
+            Ok(_) => "cancelling",
+            Err(Error::NotCancellable { .. }) => "not_cancellable",
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Response::see_other(format!("{}&said={said}", page::job_href(id))))
+    }
+}
+
+/// What a change said, for the page it leads to: only these words, never the query's text.
+fn said(word: &str) -> Option<&'static str> {
+    match word {
+        "redriven" => Some("Redriven: the job is pending again, with its new budget."),
+        "cancelled" => Some("Cancelled: the job is dead (cancelled)."),
+        "cancelling" => Some("Cancel requested: the running attempt is told at its next heartbeat."),
+        "not_cancellable" => Some("Not cancelled: the job had already ended."),
+        _ => None,
+    }
+}
+
+/// Each queue's counts.
+fn by_queue(store: &dyn Backend, now: u64) -> Result<Vec<(String, Stats)>, Failed> {
+    let mut queues = Vec::new();
+    for name in store.queues()? {
+        let stats = store.stats_of(now, Some(&name))?;
+        queues.push((name, stats));
+    }
+    Ok(queues)
+}
+
+fn jobs(store: &dyn Backend, request: &Request) -> Result<Response, Failed> {
+    let status = request.query("status").map(str::parse::<Status>).transpose().map_err(|e| bad("status", e))?;
+    let reason = request.query("reason").map(str::parse::<DeadReason>).transpose().map_err(|e| bad("reason", e))?;
+    let after = request.query("after").map(str::parse::<u64>).transpose().map_err(|e| bad("after", e))?;
+    let older_than = request.query("older_than");
+    let enqueued_by = match older_than {
+        Some(text) => {
+            let age = duration::parse_ms(text).map_err(|e| bad("older_than", e))?;
+            Some(retryq_worker::now_ms().map_err(|e| Failed(Response::text(500, e.to_string())))?.saturating_sub(age))
+        }
+        None => None,
+    };
+    let filters = page::Filters {
+        status,
+        reason,
+        queue: request.query("queue").map(str::to_owned),
+        prefix: request.query("prefix").map(str::to_owned),
+        older_than: older_than.map(str::to_owned),
+    };
+    let browse = Browse {
+        status,
+        reason,
+        queue: filters.queue.as_deref(),
+        id_prefix: filters.prefix.as_deref(),
+        enqueued_by,
+        after,
+        limit: PAGE,
+    };
+    let page = store.browse(&browse)?;
+    let queues = store.queues()?;
+    Ok(html(page::jobs(&filters, &queues, &page)))
+}
