@@ -1,8 +1,9 @@
 //! `retryq work [--db PATH|URL] [--clock server|local] --worker NAME (--exec 'CMD' | --url
 //! URL…) [--concurrency N] [--lease DURATION] [--timeout DURATION] [--margin DURATION]
-//! [--backoff-base DURATION] [--backoff-cap DURATION] [--until-idle]` and, with `--url`, the
-//! HTTP transport's flags: a worker process (the loop is `retryq_worker::work_in_slots`, the
-//! transports `Exec` and `Http`, one per slot).
+//! [--backoff-base DURATION] [--backoff-cap DURATION] [--until-idle] [--every
+//! NAME=INTERVAL|NAME=cron:PATTERN…]` and, with `--url`, the HTTP transport's flags: a worker
+//! process (the loop is `retryq_worker::work_in_slots`, the transports `Exec` and `Http`, one
+//! per slot). `--every` is read here into `retryq_worker::Periodic`s, which the loop enqueues.
 //!
 //! Each flag has one name across commands, without a unit in it (the value carries its unit):
 //! `--backoff-base` and `--backoff-cap` as on `enqueue`. The older spellings (`--lease-ms`,
@@ -42,8 +43,8 @@ use retryq::Settings;
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
 use retryq_worker::{
-    Clock, Config, ConfigError, Exec, Http, ServerClock, SteppedClock, Stop, SystemClock, Transport,
-    WorkError,
+    Clock, Config, ConfigError, Every, Exec, Http, Periodic, ServerClock, SteppedClock, Stop, SystemClock,
+    Transport, WorkError,
 };
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
@@ -123,7 +124,75 @@ pub struct Args {
     #[arg(long)]
     until_idle: bool,
     #[command(flatten)]
+    every: EveryArgs,
+    #[command(flatten)]
     http: HttpArgs,
+}
+
+/// Periodic jobs (docs/operating.md, "Periodic jobs"), under a heading of their own.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Periodic jobs")]
+struct EveryArgs {
+    /// Enqueue the job NAME@<period start> (tick@2026-12-02T03:00:00Z) once per period, into
+    /// the first --queue, due at once, its deadline the period's end. INTERVAL has a unit
+    /// (30s, 1h, 1d: whole seconds) and its periods are aligned to the Unix epoch, in UTC;
+    /// `cron:` takes a crontab pattern, in UTC (`report=cron:0 3 * * *`). The period under
+    /// way is enqueued at start; periods that passed while no worker ran are not. Any number
+    /// of workers with the same flags enqueue each period once. Repeat for several.
+    #[arg(long, value_name = "NAME=INTERVAL|NAME=cron:PATTERN", value_parser = every)]
+    every: Vec<Periodic>,
+    /// The payload of NAME's jobs (default: empty). Every worker must give the same: one that
+    /// differs is refused each period, logged as a conflict.
+    #[arg(long, value_name = "NAME=TEXT", requires = "every")]
+    every_payload: Vec<String>,
+    /// The attempts of each periodic job.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = retryq_worker::DEFAULT_MAX_ATTEMPTS, value_parser = clap::value_parser!(u64).range(1..=retryq::MAX_ATTEMPTS))]
+    every_max_attempts: u64,
+}
+
+/// `--every NAME=INTERVAL` or `--every NAME=cron:PATTERN`: a periodic job with an empty
+/// payload (`--every-payload` and `--every-max-attempts` are applied in [`periodic`]).
+fn every(text: &str) -> Result<Periodic, String> {
+    let Some((name, when)) = text.split_once('=') else {
+        return Err("expected NAME=INTERVAL or NAME=cron:PATTERN (tick=30s, report=cron:0 3 * * *)".into());
+    };
+    let every = match when.strip_prefix("cron:") {
+        Some(pattern) => Every::cron(pattern),
+        None => {
+            let ms = duration::parse_ms(when).map_err(|e| format!("the interval {when:?}: {e}"))?;
+            Every::interval(Duration::from_millis(ms))
+        }
+    };
+    every.and_then(|every| Periodic::new(name, every)).map_err(|e| e.to_string())
+}
+
+/// The periodic jobs the flags name, with their payloads and attempts; each has a period now
+/// (a cron pattern that matches no time is refused here).
+fn periodic(args: &EveryArgs, now: u64) -> Result<Vec<Periodic>, CliError> {
+    let mut jobs: Vec<Periodic> = Vec::with_capacity(args.every.len());
+    for job in &args.every {
+        if jobs.iter().any(|j| j.name() == job.name()) {
+            return Err(CliError::flag("--every", format!("{:?} is given twice", job.name())));
+        }
+        job.period_at(now).map_err(|e| CliError::flag("--every", format!("{}: {e}", job.name())))?;
+        let job = job.clone().with_max_attempts(args.every_max_attempts);
+        jobs.push(job.map_err(|e| CliError::flag("--every-max-attempts", e))?);
+    }
+    let mut given: Vec<&str> = Vec::new();
+    for text in &args.every_payload {
+        let Some((name, payload)) = text.split_once('=') else {
+            return Err(CliError::flag("--every-payload", format!("{text:?}: expected NAME=TEXT")));
+        };
+        if given.contains(&name) {
+            return Err(CliError::flag("--every-payload", format!("{name:?} is given twice")));
+        }
+        given.push(name);
+        let Some(job) = jobs.iter_mut().find(|j| j.name() == name) else {
+            return Err(CliError::flag("--every-payload", format!("{name:?} is not the name of an --every")));
+        };
+        *job = job.clone().with_payload(payload).map_err(|e| CliError::flag("--every-payload", e))?;
+    }
+    Ok(jobs)
 }
 
 /// The HTTP transport's flags (docs/retry-control.md, "The worker's HTTP transport"), under
@@ -313,6 +382,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         ));
     }
     let worker = retryq_worker::process_name(&args.worker).map_err(|e| CliError::flag("--worker", e))?;
+    let periodic = periodic(&args.every, super::now()?)?;
     let config = Config {
         settings: Settings { lease_ms: args.lease, base_ms: args.backoff_base, cap_ms: args.backoff_cap },
         timeout: Duration::from_millis(args.timeout),
@@ -325,6 +395,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         } else {
             args.queues.clone()
         },
+        periodic,
         ..Config::new(worker)
     };
     let stop = Stop::new();
@@ -427,4 +498,64 @@ fn init_logging() {
         .with_ansi(std::io::stderr().is_terminal());
     // Only fails if a subscriber is already set, which then keeps logging.
     let _ = subscriber.try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(every: &[&str], payloads: &[&str]) -> EveryArgs {
+        EveryArgs {
+            every: every.iter().map(|text| super::every(text).expect(text)).collect(),
+            every_payload: payloads.iter().map(|p| (*p).to_owned()).collect(),
+            every_max_attempts: 3,
+        }
+    }
+
+    #[test]
+    fn every_reads_a_name_and_an_interval_or_a_cron_pattern() {
+        let tick = every("tick=1s").expect("tick");
+        assert_eq!((tick.name(), tick.every().to_string()), ("tick", "1s".to_owned()));
+        assert_eq!(every("daily=24h").expect("daily").every().to_string(), "1d");
+        let report = every("report=cron:0 3 * * *").expect("report");
+        assert_eq!((report.name(), report.every().to_string()), ("report", "cron:0 3 * * *".to_owned()));
+        // The first '=' ends the name: here the interval is "b=1s".
+        assert!(every("a=b=1s").expect_err("a=b=1s").contains("\"b=1s\""));
+        for (bad, says) in [
+            ("x", "expected NAME=INTERVAL"),
+            ("a=5", "5 has no unit"),
+            ("a=", "empty"),
+            ("a=500ms", "at least 1s"),
+            ("a=1500ms", "whole number of seconds"),
+            ("a=cron:", "cannot be read"),
+            ("a=cron:61 * * * *", "cannot be read"),
+            ("=1s", "is empty"),
+            ("a@b=1s", "'@'"),
+            ("a\0b=1s", "control"),
+        ] {
+            let e = every(bad).expect_err(bad);
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn payloads_and_attempts_go_to_the_jobs_they_name() {
+        let jobs = periodic(&args(&["a=1s", "b=cron:@hourly"], &["b={\"x\":1}", "a="]), 0).expect("jobs");
+        assert_eq!(jobs.len(), 2);
+        assert_eq!((jobs[0].payload(), jobs[0].max_attempts()), ("", 3));
+        assert_eq!((jobs[1].payload(), jobs[1].max_attempts()), ("{\"x\":1}", 3));
+        // `=` may stand in a payload: the first one ends the name.
+        let jobs = periodic(&args(&["a=1s"], &["a=k=v"]), 0).expect("jobs");
+        assert_eq!(jobs[0].payload(), "k=v");
+        for (every, payloads, says) in [
+            (&["a=1s", "a=2s"][..], &[][..], "--every: \"a\" is given twice"),
+            (&["a=1s"], &["b=x"], "\"b\" is not the name of an --every"),
+            (&["a=1s"], &["a=x", "a=y"], "--every-payload: \"a\" is given twice"),
+            (&["a=1s"], &["a"], "expected NAME=TEXT"),
+            (&["a=cron:0 0 30 2 *"], &[], "matches no date"),
+        ] {
+            let e = periodic(&args(every, payloads), 1_800_000_000_000).expect_err(says).to_string();
+            assert!(e.contains(says), "{every:?} {payloads:?}: {e}");
+        }
+    }
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use retryq::Settings;
 
+use crate::periodic::Periodic;
+
 /// The shortest lease a worker runs with: 300 ms, a heartbeat every 100 ms.
 ///
 /// The store thread renews each lease every third of it, one small transaction per
@@ -55,6 +57,11 @@ pub struct Config {
     /// ago, in the same rounds: ends idempotency for those ids, and keeps the store's size
     /// bounded under steady load. `None`: tombstones are kept for good.
     pub forget: Option<Duration>,
+    /// The periodic jobs it enqueues, each once per period into its first queue
+    /// ([`Periodic`]): at start the period under way, then each as it begins on the store's
+    /// clock. Every worker given the same ones enqueues the same ids, and the store keeps one
+    /// of each.
+    pub periodic: Vec<Periodic>,
 }
 
 /// The most jobs a worker's prune removes in one transaction.
@@ -77,6 +84,7 @@ impl Config {
             margin: None,
             retain: None,
             forget: None,
+            periodic: Vec::new(),
         }
     }
 
@@ -127,6 +135,11 @@ impl Config {
         }
         if self.max_sleep.is_zero() {
             return Err(ConfigError::ZeroSleep);
+        }
+        for (n, periodic) in self.periodic.iter().enumerate() {
+            if self.periodic[..n].iter().any(|p| p.name() == periodic.name()) {
+                return Err(ConfigError::PeriodicTwice { name: periodic.name().to_owned() });
+            }
         }
         let (margin, grace) = (self.margin(), self.kill_grace());
         let lease = Duration::from_millis(self.settings.lease_ms);
@@ -197,6 +210,12 @@ pub enum ConfigError {
         margin_ms: u128,
         /// The longest margin this lease allows.
         most_ms: u128,
+    },
+    /// Two periodic jobs of one name would enqueue the same ids.
+    #[error("periodic: {name:?} is given twice; each name is one periodic job")]
+    PeriodicTwice {
+        /// The name.
+        name: String,
     },
     /// A zero sleep would spin on an empty queue.
     #[error("max_sleep: must be at least 1 ms")]

@@ -22,6 +22,8 @@
 //!   server restarting) with a capped backoff, and on PostgreSQL reads the server's clock
 //!   ([`ServerClock`]). [`work_in_slots`] runs several attempts at once, one per transport, with
 //!   claims in batches and outcomes that arrive together committed together (group commit);
+//! - [`Periodic`]: jobs a worker enqueues once per period, an interval's or a cron
+//!   pattern's, under ids every worker computes alike ([`Config::periodic`]);
 //! - [`process_name`]: the name a process holds its leases under, unique to it;
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
 //!   command per attempt and reads the outcome from its exit status (through a
@@ -55,6 +57,7 @@ pub mod http;
 mod identity;
 mod outage;
 mod outcome;
+mod periodic;
 mod runtime;
 mod slot;
 mod stop;
@@ -73,6 +76,7 @@ pub use handler::{Attempt, JobError};
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use identity::process_name;
 pub use outcome::{Summary, WorkError};
+pub use periodic::{DEFAULT_MAX_ATTEMPTS, Every, MAX_NAME_BYTES, Period, Periodic, PeriodicError};
 pub use runtime::Worker;
 pub use stop::Stop;
 pub use trampoline::{EXIT_NOT_STARTED, Trampoline, bounce};

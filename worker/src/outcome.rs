@@ -83,4 +83,7 @@ pub struct Summary {
     pub writes: u64,
     /// Jobs this worker's retention pruned (`Config::retain`), each leaving a tombstone.
     pub pruned: u64,
+    /// Periodic jobs this worker enqueued (`Config::periodic`): new ids only, not those
+    /// another worker, or this one before a restart, had enqueued already.
+    pub enqueued: u64,
 }

@@ -39,7 +39,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use retryq::{
-    Backend, Completed, Completion, DeadReason, Error, ErrorKind, HistoryEntry, Lease, Report, Status,
+    Backend, Completed, Completion, DeadReason, Enqueued, Error, ErrorKind, HistoryEntry, Lease, Report,
+    Status,
 };
 use tracing::{debug, error, info, warn};
 
@@ -108,6 +109,12 @@ pub(crate) struct Store<'a> {
     /// ([`Transport::unusable`](crate::Transport::unusable)): nothing more is claimed, and the
     /// loop ends with [`WorkError::Misconfigured`] once the attempts in flight are recorded.
     pub(crate) unusable: Option<String>,
+    /// Per periodic job ([`Config::periodic`]), the start of the last period whose enqueue
+    /// was answered: none at start, so that the period under way is enqueued first.
+    pub(crate) periods: Vec<Option<u64>>,
+    /// When to look at the periods next: at the earliest next start, and at least every
+    /// [`Config::max_sleep`], so that a step of the clock is seen.
+    pub(crate) periodic_at: Instant,
 }
 
 /// How often, at least, the store thread reads the store's clock while attempts are in
@@ -154,6 +161,7 @@ impl Store<'_> {
             self.beat()?;
             self.watch_clock();
             self.prune()?;
+            self.periodic()?;
             let stopping = self.stop.requested() || self.unusable.is_some();
             if !stopping && self.free() > 0 && Instant::now() >= self.claim_at && self.claim()? == Claim::Idle
             {
@@ -169,7 +177,8 @@ impl Store<'_> {
                     return Ok(());
                 }
                 if self.waiting.is_empty() {
-                    self.stop.sleep(self.claim_at.saturating_duration_since(Instant::now()));
+                    let at = self.periodic_at().map_or(self.claim_at, |at| at.min(self.claim_at));
+                    self.stop.sleep(at.saturating_duration_since(Instant::now()));
                 }
                 continue;
             }
@@ -191,7 +200,81 @@ impl Store<'_> {
         if !stopping && self.free() > 0 {
             at = at.min(self.claim_at);
         }
+        if let Some(periodic) = self.periodic_at() {
+            at = at.min(periodic);
+        }
         self.next_beat().map_or(at, |beat| at.min(beat))
+    }
+
+    /// When the periodic jobs want a look, if there are any and no stop was asked.
+    fn periodic_at(&self) -> Option<Instant> {
+        (!self.config.periodic.is_empty() && !self.stop.requested()).then_some(self.periodic_at)
+    }
+
+    /// Enqueues the job of each periodic job's period under way on the store's clock, unless
+    /// this process had its answer already: at start, and then as each period begins. Each
+    /// enqueue is its own transaction, and the store keeps the first of each id: `existing`
+    /// is another worker's, or this one's before a restart. A `conflict` (the id holds
+    /// another payload: workers configured differently) is logged as an error, once a period;
+    /// a store away is waited out and the enqueue tried again.
+    fn periodic(&mut self) -> Result<(), WorkError> {
+        if self.periodic_at().is_none_or(|at| Instant::now() < at) {
+            return Ok(());
+        }
+        let config = self.config;
+        let Some(now) = self.now("enqueue")? else {
+            return Ok(());
+        };
+        let queue = config.queues.first().map_or(retryq::DEFAULT_QUEUE, String::as_str);
+        let mut next = now.saturating_add(u64::try_from(config.max_sleep.as_millis()).unwrap_or(u64::MAX));
+        for (n, periodic) in config.periodic.iter().enumerate() {
+            let period = match periodic.period_at(now) {
+                Ok(period) => period,
+                Err(e) => {
+                    error!(periodic = periodic.name(), error = %e, "no period to enqueue");
+                    continue;
+                }
+            };
+            next = next.min(period.end);
+            if self.periods[n] == Some(period.start) {
+                continue;
+            }
+            let (id, every) = (period.id.as_str(), periodic.every());
+            match self.queue.enqueue(&periodic.job(&period, now, queue)) {
+                Ok(enqueued) => {
+                    self.outage.answered();
+                    if enqueued == Enqueued::New {
+                        self.summary.enqueued += 1;
+                        self.summary.writes += 1;
+                        // Claimed at the next look, not after the sleep the last claim set.
+                        self.claim_at = Instant::now();
+                        info!(job = id, every = %every, queue, deadline = period.end, "enqueued a periodic job");
+                    } else {
+                        debug!(job = id, every = %every, "the periodic job was enqueued already");
+                    }
+                }
+                Err(Error::Conflict { .. }) => {
+                    self.outage.answered();
+                    error!(
+                        job = id, every = %every, outcome = "conflict",
+                        "periodic job not enqueued: its id holds another payload, so the workers that enqueue {} \
+                         are given different payloads (--every-payload): give them all the same",
+                        periodic.name()
+                    );
+                }
+                Err(e) if e.is_transient() => {
+                    // Tried again at the next look, after the outage's pause.
+                    self.periodic_at = Instant::now();
+                    return self.pause_or_fail("enqueue", e);
+                }
+                Err(e) if e.kind() == ErrorKind::Storage => return fail(e),
+                Err(e) => error!(job = id, every = %every, error = %e, "periodic job refused"),
+            }
+            self.periods[n] = Some(period.start);
+        }
+        let wait = Duration::from_millis(next.saturating_sub(now)).max(Duration::from_millis(1));
+        self.periodic_at = Instant::now() + wait;
+        Ok(())
     }
 
     /// The store's clock, read now for an operation (or to watch it); `None` for a clock

@@ -146,6 +146,16 @@ pub fn work_in_slots<T: Transport + Send>(
         timeout_ms = config.timeout.as_millis() as u64,
         "worker started"
     );
+    for periodic in &config.periodic {
+        info!(
+            periodic = periodic.name(),
+            every = %periodic.every(),
+            queue = config.queues.first().map_or(retryq::DEFAULT_QUEUE, String::as_str),
+            max_attempts = periodic.max_attempts(),
+            payload_bytes = periodic.payload().len(),
+            "enqueues a job each period"
+        );
+    }
     stop.interrupt_with(queue.interrupter());
     let (done_tx, done_rx) = mpsc::channel();
     let ran = thread::scope(|scope| {
@@ -178,6 +188,8 @@ pub fn work_in_slots<T: Transport + Send>(
             clock_read_at: Instant::now(),
             prune_at: Instant::now(),
             unusable: None,
+            periods: vec![None; config.periodic.len()],
+            periodic_at: Instant::now(),
         };
         let ran = store.run();
         if ran.is_err() && store.slots.iter().any(|s| s.holds.is_some()) {
@@ -199,6 +211,7 @@ pub fn work_in_slots<T: Transport + Send>(
         abandoned = summary.abandoned,
         writes = summary.writes,
         pruned = summary.pruned,
+        enqueued = summary.enqueued,
         "worker stopped"
     );
     Ok(summary)
@@ -701,5 +714,96 @@ mod tests {
         assert_eq!((summary.retried, summary.done), (1, 1));
         // The jitter is random: the retry came after 0 to 400 ms, and was not missed.
         assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    }
+
+    /// `tick`, every hour.
+    fn hourly() -> crate::Periodic {
+        crate::Periodic::new("tick", crate::Every::interval(Duration::from_secs(3600)).expect("1h"))
+            .expect("periodic")
+    }
+
+    #[test]
+    fn a_periodic_job_is_enqueued_once_for_the_period_under_way_at_each_start() {
+        // The worker's clock 10 s into an hour; each run (until idle) is a restart.
+        const HOUR: u64 = 3_600_000;
+        let real = now_ms().expect("clock");
+        let first = (real / HOUR + 1) * HOUR;
+        let offset = Arc::new(AtomicU64::new(first + 10_000 - real));
+        let clock = Stepped(Arc::clone(&offset));
+        let id = |start: u64| crate::Periodic::period_at(&hourly(), start).expect("period").id;
+        let mut q = Queue::open_in_memory().expect("queue");
+        let c = Config {
+            periodic: vec![hourly().with_max_attempts(2).expect("attempts")],
+            queues: vec!["cron".into(), "default".into()],
+            ..config()
+        };
+        let run = |q: &mut Queue| work_with_clock(q, &c, &mut scripted(vec![]), &Stop::new(), &clock);
+        let summary = run(&mut q).expect("work");
+        assert_eq!((summary.enqueued, summary.done), (1, 1));
+        let job = q.get(&id(first)).expect("get").expect("the period under way at start");
+        assert_eq!((job.status, job.max_attempts, job.deadline), (Status::Done, 2, first + HOUR));
+        assert_eq!((job.queue.as_str(), job.not_before), ("cron", job.enqueued_at), "due at once");
+        // Started again in the same period: its job is there already, and is not run again.
+        let summary = run(&mut q).expect("work");
+        assert_eq!((summary.enqueued, summary.attempts), (0, 0));
+        // Stopped during one period, started during the next: that one is enqueued.
+        offset.fetch_add(HOUR, Ordering::SeqCst);
+        assert_eq!(run(&mut q).expect("work").enqueued, 1);
+        assert_eq!(q.get(&id(first + HOUR)).expect("get").map(|j| j.status), Some(Status::Done));
+        // Down for three periods: the one under way at start is enqueued, the two that began
+        // and ended while no worker ran are not (no backlog).
+        offset.fetch_add(3 * HOUR, Ordering::SeqCst);
+        assert_eq!(run(&mut q).expect("work").enqueued, 1);
+        assert!(q.get(&id(first + 4 * HOUR)).expect("get").is_some());
+        for missed in [2, 3] {
+            assert_eq!(q.get(&id(first + missed * HOUR)).expect("get"), None, "period {missed}");
+        }
+        // Another payload under the next period's id (a worker configured differently): the
+        // conflict is logged, and neither stops the worker nor changes the job.
+        let next = id(first + 5 * HOUR);
+        q.enqueue(&NewJob {
+            id: &next,
+            payload: "other",
+            max_attempts: 1,
+            deadline: first + 6 * HOUR,
+            now: first + 5 * HOUR - 1_000,
+            ..NewJob::default()
+        })
+        .expect("enqueue");
+        offset.fetch_add(HOUR, Ordering::SeqCst);
+        let summary = run(&mut q).expect("work");
+        assert_eq!(summary.enqueued, 0);
+        let job = q.get(&next).expect("get").expect("kept");
+        assert_eq!((job.payload.as_str(), job.max_attempts, job.queue.as_str()), ("other", 1, "default"));
+    }
+
+    #[test]
+    fn each_period_that_begins_while_the_worker_runs_is_enqueued() {
+        let tick = crate::Periodic::new("tick", crate::Every::interval(Duration::from_secs(1)).expect("1s"))
+            .expect("periodic");
+        let c = Config { periodic: vec![tick.clone()], until_idle: false, ..config() };
+        let mut q = Queue::open_in_memory().expect("queue");
+        let stop = Stop::new();
+        let (start, summary) = thread::scope(|scope| {
+            let stopper = scope.spawn(|| {
+                thread::sleep(Duration::from_millis(3_500));
+                stop.request();
+            });
+            let start = now_ms().expect("clock");
+            let summary = work(&mut q, &c, &mut scripted(vec![]), &stop).expect("work");
+            stopper.join().expect("stopper");
+            (start, summary)
+        });
+        let end = now_ms().expect("clock");
+        // Every second of the run has its job, whatever the machine's load did to the loop.
+        let expected: Vec<String> =
+            (start / 1000..=end / 1000).map(|s| tick.period_at(s * 1000).expect("period").id).collect();
+        let got: Vec<usize> =
+            (0..expected.len()).filter(|&n| q.get(&expected[n]).expect("get").is_some()).collect();
+        // The first and the last second may have begun before the worker's first look or as
+        // the stop was asked for; none between them is missing.
+        assert!(got.windows(2).all(|w| w[1] == w[0] + 1), "{got:?} of {expected:?}");
+        assert!(got.len() + 2 >= expected.len() && got.len() >= 3, "{got:?} of {expected:?}");
+        assert_eq!(summary.enqueued, got.len() as u64);
     }
 }
