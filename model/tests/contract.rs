@@ -11,8 +11,9 @@ use std::hash::{BuildHasher, RandomState};
 use retryq_model::checker::{Kind, Status};
 use retryq_model::contract::{self, Class, Field};
 use retryq_model::model::{Bounds, QueueModel, Scene, World};
+use retryq_model::rules::{self, Broken};
 use retryq_model::trace::{self, Line};
-use retryq_model::{Bug, Op, Store};
+use retryq_model::{Bug, Op, Outcome, Store};
 use stateright::Model;
 
 /// The small worlds: one job and two workers up to 5 (every dimension of one job), two jobs
@@ -253,5 +254,55 @@ fn argument_classes_are_the_specs_edges() {
         for op in [Op::Prune { before, now }, Op::Forget { before, now }] {
             assert_eq!(contract::class_of(&op, Field::Before), class, "{}", op.to_json_line());
         }
+    }
+}
+
+/// 4.3's coarse reading (the LIFECYCLE rule) judges a prune by itself, whatever the finer rules
+/// also find: a prune that drops an open job, a job that ended after its `before`, or a job
+/// without leaving its tombstone breaks it; the SPEC's own prune of the same store does not.
+#[test]
+fn a_prune_that_drops_what_it_must_not_breaks_the_lifecycle() {
+    let enqueue = |id: &str, deadline, now| Op::Enqueue {
+        id: id.into(),
+        payload: "p".into(),
+        max_attempts: 1,
+        deadline,
+        now,
+        not_before: None,
+        base_ms: None,
+        cap_ms: None,
+        queue: None,
+        priority: None,
+    };
+    let setup = [
+        enqueue("a", 100, 0),
+        Op::Claim { worker: "w".into(), now: 0, queues: None },
+        Op::Complete {
+            worker: "w".into(),
+            id: "a".into(),
+            attempt: 1,
+            outcome: Outcome::Ok,
+            now: 10,
+            jitter: None,
+        },
+        enqueue("b", 50, 20),
+    ];
+    let first_enqueue = |id: &str| ["a", "b"].iter().position(|known| *known == id);
+    let judged = |store: &mut Store, before: u64| {
+        for op in &setup {
+            store.step(op);
+        }
+        let prune = Op::Prune { before, now: 60 };
+        let was = store.clone();
+        let response = store.step(&prune);
+        rules::judge(&was, &prune, &response, store, &first_enqueue)
+    };
+    for (bug, before) in
+        [(Bug::PruneOpenPastDeadline, 60), (Bug::PruneIgnoresBefore, 5), (Bug::PruneWithoutTombstone, 60)]
+    {
+        let broken = judged(&mut Store::new().with_bug(Some(bug)), before);
+        assert!(broken.contains(Broken::LIFECYCLE), "{bug}: {broken}");
+        let kept = judged(&mut Store::new(), before);
+        assert!(!kept.contains(Broken::LIFECYCLE), "the SPEC's prune before {before}: {kept}");
     }
 }

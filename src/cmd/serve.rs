@@ -85,7 +85,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .enumerate()
         .map(|(n, store)| {
             let (server, routes) = (Arc::clone(&server), Arc::clone(&routes));
-            thread::Builder::new().name(format!("retryq-serve-{n}")).spawn(move || serve(&server, &routes, store))
+            thread::Builder::new()
+                .name(format!("retryq-serve-{n}"))
+                .spawn(move || serve(&server, &routes, store))
         })
         .collect::<Result<_, _>>()?;
     if let Some(signal) = signals.forever().next() {
@@ -111,7 +113,9 @@ fn serve(server: &tiny_http::Server, routes: &Routes, mut store: Box<dyn Backend
                 asked.method,
                 crate::printable::printable(&asked.path),
                 response.status,
-                crate::printable::printable(&String::from_utf8_lossy(&response.body[..response.body.len().min(200)]))
+                crate::printable::printable(&String::from_utf8_lossy(
+                    &response.body[..response.body.len().min(200)]
+                ))
             );
         }
         // A client that went away is no error of ours.
@@ -131,7 +135,10 @@ fn token(args: &Args) -> Result<Option<String>, CliError> {
         (None, None) => return Ok(None),
     };
     if token.len() < MIN_TOKEN_BYTES {
-        return Err(CliError::flag(from, format!("the token is {} bytes; at least {MIN_TOKEN_BYTES} are required", token.len())));
+        return Err(CliError::flag(
+            from,
+            format!("the token is {} bytes; at least {MIN_TOKEN_BYTES} are required", token.len()),
+        ));
     }
     if token.chars().any(|c| c.is_control() || c == ';' || c == ' ') {
         return Err(CliError::flag(from, "the token must not hold spaces, semicolons or control characters"));

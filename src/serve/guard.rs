@@ -65,7 +65,11 @@ impl Guard {
         match self.token {
             Some(_) => {
                 let given = request.bearer.as_deref().or(request.cookie_token.as_deref());
-                if given.is_some_and(|token| self.token_matches(token)) { Ok(()) } else { Err(Refusal::Token) }
+                if given.is_some_and(|token| self.token_matches(token)) {
+                    Ok(())
+                } else {
+                    Err(Refusal::Token)
+                }
             }
             None if request.host.as_deref().is_some_and(loopback_host) => Ok(()),
             None => Err(Refusal::Host),
@@ -76,7 +80,9 @@ impl Guard {
     /// token in the form, and an `Origin`, when sent, naming the request's own host.
     pub fn admit_change(&self, request: &Request) -> Result<(), Refusal> {
         self.admit(request)?;
-        if request.method != "POST" || request.form("csrf").is_none_or(|csrf| digest(csrf) != digest(&self.csrf)) {
+        if request.method != "POST"
+            || request.form("csrf").is_none_or(|csrf| digest(csrf) != digest(&self.csrf))
+        {
             return Err(Refusal::Forgery);
         }
         if let Some(origin) = &request.origin {
@@ -148,7 +154,10 @@ mod tests {
         let with = vec![("csrf".to_owned(), csrf.clone())];
         assert_eq!(guard.admit_change(&post(with.clone(), None)), Ok(()));
         assert_eq!(guard.admit_change(&post(with.clone(), Some("http://127.0.0.1:8080"))), Ok(()));
-        assert_eq!(guard.admit_change(&post(with.clone(), Some("http://evil.example"))), Err(Refusal::Forgery));
+        assert_eq!(
+            guard.admit_change(&post(with.clone(), Some("http://evil.example"))),
+            Err(Refusal::Forgery)
+        );
         assert_eq!(guard.admit_change(&post(vec![("csrf".into(), "0".into())], None)), Err(Refusal::Forgery));
         assert_eq!(guard.admit_change(&post(Vec::new(), None)), Err(Refusal::Forgery));
         let get = Request { form: with, ..request("127.0.0.1:8080") };

@@ -124,11 +124,18 @@ impl Response {
 
     /// A 303 to `location`: where a form's POST sends the browser next.
     pub fn see_other(location: impl Into<String>) -> Response {
-        Response { status: 303, content_type: TEXT, body: Vec::new(), location: Some(location.into()), cookie: None }
+        Response {
+            status: 303,
+            content_type: TEXT,
+            body: Vec::new(),
+            location: Some(location.into()),
+            cookie: None,
+        }
     }
 
     /// The tiny_http response, with the headers every answer carries: no caching, no
-    /// sniffing, no framing, no referrer, and a content security policy that runs only the
+    /// sniffing, no framing, no referrer to other sites (a browser then sends an `Origin` of
+    /// `null` with the dashboard's own forms under `no-referrer`), and a content security policy that runs only the
     /// dashboard's own script and styles — a second wall behind the templates' escaping.
     pub fn into_tiny(self) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
         let mut response = tiny_http::Response::from_data(self.body).with_status_code(self.status);
@@ -140,7 +147,7 @@ impl Response {
         add("Content-Type", self.content_type);
         add("Cache-Control", "no-store");
         add("X-Content-Type-Options", "nosniff");
-        add("Referrer-Policy", "no-referrer");
+        add("Referrer-Policy", "same-origin");
         add("X-Frame-Options", "DENY");
         add(
             "Content-Security-Policy",

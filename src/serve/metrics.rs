@@ -6,7 +6,9 @@
 use std::fmt;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelValue, LabelValueEncoder, MetricEncoder, NoLabelSet};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelValue, LabelValueEncoder, MetricEncoder, NoLabelSet,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use retryq::Stats;
@@ -35,7 +37,7 @@ impl EncodeLabelValue for Escaped {
 }
 
 /// One sample's labels.
-pub type Labels = Vec<(&'static str, Escaped)>;
+pub type Labels = Vec<(String, Escaped)>;
 
 /// One metric and its samples, ready to encode.
 #[derive(Clone, Debug)]
@@ -93,7 +95,9 @@ impl Collector for Snapshot {
                 }
                 Samples::Counter(samples) => {
                     for (labels, value) in samples {
-                        labelled(&mut metric, labels, |m| m.encode_counter::<NoLabelSet, _, u64>(value, None))?;
+                        labelled(&mut metric, labels, |m| {
+                            m.encode_counter::<NoLabelSet, _, u64>(value, None)
+                        })?;
                     }
                 }
                 Samples::Histogram(samples) => {
@@ -132,7 +136,7 @@ pub fn encode(families: Vec<Family>) -> Result<String, fmt::Error> {
 /// every queue (`queue` label) in `queues`.
 pub fn gauges(total: &Stats, queues: &[(String, Stats)]) -> Vec<Family> {
     let scopes: Vec<(Labels, &Stats)> = std::iter::once((Vec::new(), total))
-        .chain(queues.iter().map(|(name, stats)| (vec![("queue", Escaped(name.clone()))], stats)))
+        .chain(queues.iter().map(|(name, stats)| (vec![("queue".to_owned(), Escaped(name.clone()))], stats)))
         .collect();
     let each = |f: &dyn Fn(&Stats) -> Vec<(Labels, Number)>| -> Vec<(Labels, Number)> {
         scopes
@@ -145,7 +149,7 @@ pub fn gauges(total: &Stats, queues: &[(String, Stats)]) -> Vec<Family> {
             })
             .collect()
     };
-    let label = |name: &'static str, value: &str| (name, Escaped(value.to_owned()));
+    let label = |name: &str, value: &str| (name.to_owned(), Escaped(value.to_owned()));
     let jobs = each(&|s: &Stats| {
         vec![
             (vec![label("status", "pending")], Number::Count(s.pending)),
@@ -185,8 +189,9 @@ pub fn gauges(total: &Stats, queues: &[(String, Stats)]) -> Vec<Family> {
         },
         Family {
             name: "retryq_oldest_open_age_seconds".into(),
-            help: "How long the oldest pending or leased job has been in the queue (absent when none is open)."
-                .into(),
+            help:
+                "How long the oldest pending or leased job has been in the queue (absent when none is open)."
+                    .into(),
             samples: Samples::Gauge(oldest),
         },
     ]

@@ -3,7 +3,9 @@
 //! (`redrive`, `redrive_dead`, `cancel`), as the command line runs it.
 
 use maud::Markup;
-use retryq::{Backend, Browse, Cancelled, DeadReason, Error, Lookup, MAX_ATTEMPTS, Redrive, RedriveDead, Stats, Status};
+use retryq::{
+    Backend, Browse, Cancelled, DeadReason, Error, Lookup, MAX_ATTEMPTS, Redrive, RedriveDead, Stats, Status,
+};
 
 use super::guard::{COOKIE, Guard, Refusal};
 use super::http::{HTML, Request, Response};
@@ -78,10 +80,16 @@ impl Routes {
             }
             Err(Refusal::Token) => return Ok(Response { status: 401, ..html(page::login(false)) }),
             Err(Refusal::Host) => {
-                return Ok(Response::text(403, "this dashboard answers only to a loopback host name without a token"));
+                return Ok(Response::text(
+                    403,
+                    "this dashboard answers only to a loopback host name without a token",
+                ));
             }
             Err(Refusal::Forgery) => {
-                return Ok(Response::text(403, "a change needs a form of this dashboard (its CSRF token and origin)"));
+                return Ok(Response::text(
+                    403,
+                    "a change needs a form of this dashboard (its CSRF token and origin)",
+                ));
             }
         }
         match (method, request.path.as_str()) {
@@ -149,7 +157,10 @@ impl Routes {
                 Ok(html(page::job(&job, &history, self.guard.csrf(), message)))
             }
             Some(Lookup::Pruned(tombstone)) => Ok(html(page::tombstone(&tombstone))),
-            None => Ok(Response { status: 404, ..html(page::problem("No such job", &format!("No job has the id {id:?}."))) }),
+            None => Ok(Response {
+                status: 404,
+                ..html(page::problem("No such job", &format!("No job has the id {id:?}.")))
+            }),
         }
     }
 
@@ -158,7 +169,8 @@ impl Routes {
         let total = store.stats(now)?;
         let queues = by_queue(store, now)?;
         let families = metrics::gauges(&total, &queues);
-        let text = metrics::encode(families).map_err(|_| Failed(Response::text(500, "the exposition failed")))?;
+        let text =
+            metrics::encode(families).map_err(|_| Failed(Response::text(500, "the exposition failed")))?;
         Ok(Response::ok(metrics::CONTENT_TYPE, text))
     }
 
@@ -167,7 +179,8 @@ impl Routes {
             Some(Ok(n)) if (1..=MAX_ATTEMPTS).contains(&n) => n,
             _ => return Err(bad("add_attempts", format!("a whole number from 1 to {MAX_ATTEMPTS}"))),
         };
-        let ttl = request.form("ttl").ok_or_else(|| bad("ttl", "the new deadline, as a duration from now: 1h"))?;
+        let ttl =
+            request.form("ttl").ok_or_else(|| bad("ttl", "the new deadline, as a duration from now: 1h"))?;
         let ttl = duration::positive(ttl).map_err(|e| bad("ttl", e))?;
         let now = self.now(store)?;
         let deadline = now.checked_add(ttl).ok_or_else(|| bad("ttl", "too far in the future"))?;
@@ -185,7 +198,11 @@ impl Routes {
         if refused > 0 {
             return Err(Failed(Response::text(
                 409,
-                format!("redrove {} of {} dead jobs; the others changed meanwhile", results.len() - refused, results.len()),
+                format!(
+                    "redrove {} of {} dead jobs; the others changed meanwhile",
+                    results.len() - refused,
+                    results.len()
+                ),
             )));
         }
         Ok(Response::see_other("/"))
@@ -226,14 +243,20 @@ fn by_queue(store: &dyn Backend, now: u64) -> Result<Vec<(String, Stats)>, Faile
 }
 
 fn jobs(store: &dyn Backend, request: &Request) -> Result<Response, Failed> {
-    let status = request.query("status").map(str::parse::<Status>).transpose().map_err(|e| bad("status", e))?;
-    let reason = request.query("reason").map(str::parse::<DeadReason>).transpose().map_err(|e| bad("reason", e))?;
+    let status =
+        request.query("status").map(str::parse::<Status>).transpose().map_err(|e| bad("status", e))?;
+    let reason =
+        request.query("reason").map(str::parse::<DeadReason>).transpose().map_err(|e| bad("reason", e))?;
     let after = request.query("after").map(str::parse::<u64>).transpose().map_err(|e| bad("after", e))?;
     let older_than = request.query("older_than");
     let enqueued_by = match older_than {
         Some(text) => {
             let age = duration::parse_ms(text).map_err(|e| bad("older_than", e))?;
-            Some(retryq_worker::now_ms().map_err(|e| Failed(Response::text(500, e.to_string())))?.saturating_sub(age))
+            Some(
+                retryq_worker::now_ms()
+                    .map_err(|e| Failed(Response::text(500, e.to_string())))?
+                    .saturating_sub(age),
+            )
         }
         None => None,
     };

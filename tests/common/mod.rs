@@ -195,3 +195,38 @@ pub fn spawn_logged(command: &mut Command) -> Child {
         .spawn()
         .expect("spawn worker")
 }
+
+/// A running `retryq serve`, killed when dropped (a failed test leaves no server behind).
+pub struct Serving {
+    pub child: Child,
+    /// The dashboard's base URL, `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `retryq serve` on `db` (a file or a PostgreSQL URL) on a free loopback port with
+/// `flags`, once it listens (its first line names the address).
+pub fn start_serve(db: &str, flags: &[&str]) -> Serving {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--db", db])
+        .args(if flags.contains(&"--listen") { &[][..] } else { &["--listen", "127.0.0.1:0"][..] })
+        .args(flags)
+        .env_remove("RETRYQ_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn serve");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("first line");
+    let first: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not listening: {line:?}"));
+    let url = first["listening"].as_str().expect("listening").trim_end_matches('/').to_owned();
+    Serving { child, url }
+}

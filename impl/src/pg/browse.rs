@@ -27,7 +27,13 @@ const BROWSE: &str = "
 impl PgQueue {
     /// [`Queue::queues`](crate::Queue::queues) on PostgreSQL.
     pub fn queues(&self) -> Result<Vec<String>> {
-        self.read(|tx| Ok(tx.query(QUEUES, &[])?.iter().map(|row| row.try_get(0)).collect::<std::result::Result<_, _>>()?))
+        self.read(|tx| {
+            Ok(tx
+                .query(QUEUES, &[])?
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect::<std::result::Result<_, _>>()?)
+        })
     }
 
     /// [`Queue::browse`](crate::Queue::browse) on PostgreSQL.
@@ -39,7 +45,10 @@ impl PgQueue {
         let enqueued_by = opt_big("enqueued_by", filter.enqueued_by)?;
         let limit = big("limit", u64::from(filter.limit) + 1)?;
         self.read(|tx| {
-            let rows = tx.query(BROWSE, &[&start, &status, &reason, &filter.queue, &filter.id_prefix, &enqueued_by, &limit])?;
+            let rows = tx.query(
+                BROWSE,
+                &[&start, &status, &reason, &filter.queue, &filter.id_prefix, &enqueued_by, &limit],
+            )?;
             let mut jobs = rows
                 .iter()
                 .map(|row| Ok((job_of(row)?, row.try_get::<_, i64>(21)?)))
@@ -56,12 +65,23 @@ mod tests {
 
     /// The same jobs in either store.
     fn fill(q: &mut dyn Backend) {
-        for (id, queue, now) in [("a-1", "default", 10), ("a-2", "mail", 20), ("b-1", "default", 30), ("b-2", "mail", 40)] {
-            let job = NewJob { id, payload: id, max_attempts: 1, deadline: 5000, now, queue: Some(queue), ..NewJob::default() };
+        for (id, queue, now) in
+            [("a-1", "default", 10), ("a-2", "mail", 20), ("b-1", "default", 30), ("b-2", "mail", 40)]
+        {
+            let job = NewJob {
+                id,
+                payload: id,
+                max_attempts: 1,
+                deadline: 5000,
+                now,
+                queue: Some(queue),
+                ..NewJob::default()
+            };
             q.enqueue(&job).expect("enqueue");
         }
         let claimed = q.claim("w", 100).expect("claim").expect("a-1");
-        q.complete(&Completion::new(&Lease::new("w", claimed.id(), 1), Outcome::Permanent, 100, 0.0)).expect("dead");
+        q.complete(&Completion::new(&Lease::new("w", claimed.id(), 1), Outcome::Permanent, 100, 0.0))
+            .expect("dead");
     }
 
     fn ids(q: &dyn Backend, filter: &Browse<'_>) -> (Vec<String>, bool) {

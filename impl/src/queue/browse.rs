@@ -67,7 +67,12 @@ pub(crate) const QUEUES: &str = "SELECT queue FROM counts GROUP BY queue HAVING 
 impl Queue {
     /// The queues that hold a job or a tombstone, in byte order of their names.
     pub fn queues(&self) -> Result<Vec<String>> {
-        self.read(|tx| Ok(tx.prepare_cached(QUEUES)?.query_map([], |row| row.get(0))?.collect::<rusqlite::Result<_>>()?))
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(QUEUES)?
+                .query_map([], |row| row.get(0))?
+                .collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// Up to `filter.limit` jobs that match every filter of `filter`, the most recently
@@ -81,7 +86,15 @@ impl Queue {
             let mut rows = tx
                 .prepare_cached(BROWSE)?
                 .query_map(
-                    params![start, filter.status, filter.reason, filter.queue, filter.id_prefix, enqueued_by, limit],
+                    params![
+                        start,
+                        filter.status,
+                        filter.reason,
+                        filter.queue,
+                        filter.id_prefix,
+                        enqueued_by,
+                        limit
+                    ],
                     |row| Ok((job_of(row)?, row.get::<_, i64>(21)?)),
                 )?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -126,12 +139,23 @@ mod tests {
 
     fn store() -> Queue {
         let mut q = queue();
-        for (id, queue_name, now) in [("a-1", "default", 10), ("a-2", "mail", 20), ("b-1", "default", 30), ("b-2", "mail", 40)] {
-            let job = NewJob { id, payload: "", max_attempts: 1, deadline: 5000, now, queue: Some(queue_name), ..NewJob::default() };
+        for (id, queue_name, now) in
+            [("a-1", "default", 10), ("a-2", "mail", 20), ("b-1", "default", 30), ("b-2", "mail", 40)]
+        {
+            let job = NewJob {
+                id,
+                payload: "",
+                max_attempts: 1,
+                deadline: 5000,
+                now,
+                queue: Some(queue_name),
+                ..NewJob::default()
+            };
             q.enqueue(&job).expect("enqueue");
         }
         let claimed = q.claim("w", 100).expect("claim").expect("a-1");
-        q.complete(&Completion::new(&Lease::new("w", claimed.id(), 1), Outcome::Permanent, 100, 0.0)).expect("dead");
+        q.complete(&Completion::new(&Lease::new("w", claimed.id(), 1), Outcome::Permanent, 100, 0.0))
+            .expect("dead");
         q
     }
 
@@ -152,7 +176,8 @@ mod tests {
         assert_eq!(ids(&q.browse(&prefix).expect("prefix")), ["b-2", "b-1"]);
         let old = Browse { enqueued_by: Some(20), ..all.clone() };
         assert_eq!(ids(&q.browse(&old).expect("old")), ["a-2", "a-1"]);
-        let pending_mail = Browse { status: Some(Status::Pending), queue: Some("mail"), id_prefix: Some("a"), ..all };
+        let pending_mail =
+            Browse { status: Some(Status::Pending), queue: Some("mail"), id_prefix: Some("a"), ..all };
         assert_eq!(ids(&q.browse(&pending_mail).expect("mixed")), ["a-2"]);
     }
 

@@ -6,8 +6,8 @@
 //! defines it, so no module here depends on this one.
 
 pub(crate) mod batch;
-pub(crate) mod cancel;
 pub(crate) mod browse;
+pub(crate) mod cancel;
 pub(crate) mod claim;
 pub(crate) mod complete;
 pub(crate) mod enqueue;

@@ -1,0 +1,196 @@
+//! The dashboard in a real browser — Debian's headless Chromium, driven through chromedriver
+//! (WebDriver) — on SQLite and on PostgreSQL: the overview's counts refresh live, the job list
+//! filters, a dead job's page opens and its redrive makes it pending, and a job whose id,
+//! payload and error are markup shows them as text without running anything.
+//!
+//! `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails under CI
+//! and is skipped, loudly, elsewhere. With `RETRYQ_SCREENSHOTS=DIR` it saves what it saw as
+//! PNG files in DIR (the ones in `docs/` were taken so).
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fresh, kill, start_serve, wait};
+use fantoccini::{Client, ClientBuilder, Locator};
+use retryq::{Backend, Completion, Lease, NewJob, Outcome, Report, open_backend};
+use serde_json::json;
+
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+const MARKUP_ID: &str = "<b>bold</b>&x";
+const MARKUP_PAYLOAD: &str = "<script>window.__pwned = 1</script>";
+const MARKUP_ERROR: &str = "<img src=x onerror=\"window.__pwned = 2\">";
+
+fn job<'a>(id: &'a str, payload: &'a str, now: u64) -> NewJob<'a> {
+    NewJob { id, payload, max_attempts: 1, deadline: now + 3_600_000, now, ..NewJob::default() }
+}
+
+/// A done job, a dead one made of markup, and two pending ones.
+fn fill(store: &mut dyn Backend) {
+    let now = retryq_worker::now_ms().expect("clock");
+    store.enqueue(&job("ok-1", "{}", now)).expect("enqueue");
+    let claimed = store.claim("w", now).expect("claim").expect("ok-1");
+    store.complete(&Completion::new(&Lease::new("w", claimed.id(), 1), Outcome::Ok, now, 0.0)).expect("ok");
+    store.enqueue(&job(MARKUP_ID, MARKUP_PAYLOAD, now)).expect("enqueue");
+    let claimed = store.claim("w", now).expect("claim").expect("markup");
+    let report = Report::with_error(Outcome::Retryable, MARKUP_ERROR);
+    store.complete(&Completion::new(&Lease::new("w", claimed.id(), 1), report, now, 0.0)).expect("dead");
+    store.enqueue(&job("wait-1", "{}", now)).expect("enqueue");
+    store.enqueue(&job("wait-2", "{}", now)).expect("enqueue");
+}
+
+/// chromedriver on a free port, once it answers; `None` (skipped) when it is not installed
+/// and this is not CI.
+fn chromedriver() -> Option<(Child, String)> {
+    if !Path::new(CHROMEDRIVER).exists() || !Path::new(CHROMIUM).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CHROMEDRIVER} or {CHROMIUM} is missing; under CI the browser test must not skip (.ci/run installs them)"
+        );
+        eprintln!("SKIPPED the browser test: install chromium and chromium-driver (Debian) to run it");
+        return None;
+    }
+    let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port();
+    let child = Command::new(CHROMEDRIVER)
+        .arg(format!("--port={port}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn chromedriver");
+    let url = format!("http://127.0.0.1:{port}");
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(20), "chromedriver did not listen within 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some((child, url))
+}
+
+async fn browser(driver: &str) -> Client {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": CHROMIUM,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,900", "--no-first-run"],
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector).capabilities(capabilities).connect(driver).await.expect("a browser session")
+}
+
+async fn text(client: &Client, css: &str) -> String {
+    client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(css))
+        .await
+        .expect(css)
+        .text()
+        .await
+        .expect("text")
+}
+
+/// Polls `css`'s text until `done` holds it, for up to 15 s.
+async fn text_until(client: &Client, css: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let now = text(client, css).await;
+        if done(&now) {
+            return now;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "{what}: {css} shows {now:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn screenshot(client: &Client, name: &str) {
+    if let Some(dir) = std::env::var_os("RETRYQ_SCREENSHOTS") {
+        let png = client.screenshot().await.expect("screenshot");
+        std::fs::write(Path::new(&dir).join(name), png).expect("save the screenshot");
+    }
+}
+
+/// Runs a call of the store off the test's runtime: the PostgreSQL client blocks on a
+/// runtime of its own, which cannot start inside another.
+fn off_runtime<T: Send>(call: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| scope.spawn(call).join().expect("the store's call"))
+}
+
+async fn scenario(client: &Client, base: &str, store: &mut dyn Backend) {
+    // The overview: its counts, then a new job counted without a reload (the script runs).
+    client.goto(&format!("{base}/")).await.expect("overview");
+    assert_eq!(text(client, "[data-count=pending]").await, "2");
+    assert_eq!(text(client, "[data-count=dead_exhausted]").await, "1");
+    let held = &mut *store;
+    off_runtime(move || {
+        held.enqueue(&job("wait-3", "{}", retryq_worker::now_ms().expect("clock"))).expect("enqueue")
+    });
+    text_until(client, "[data-count=pending]", "the live count", |shown| shown == "3").await;
+    screenshot(client, "dashboard-overview.png").await;
+
+    // The job list, filtered to the dead jobs by the form.
+    client.goto(&format!("{base}/jobs")).await.expect("jobs");
+    let status = client.find(Locator::Css("select[name=status]")).await.expect("status filter");
+    status.select_by_value("dead").await.expect("choose dead");
+    client.find(Locator::Css("#filters button")).await.expect("filter").click().await.expect("submit");
+    let link = text_until(client, "#jobs a.job", "the dead job listed", |id| id == MARKUP_ID).await;
+    assert_eq!(link, MARKUP_ID, "the id shown as its text");
+    let rows = client.find_all(Locator::Css("#jobs tbody tr")).await.expect("rows");
+    assert_eq!(rows.len(), 1, "only the dead job");
+    client.find(Locator::Css("#jobs a.job")).await.expect("link").click().await.expect("open the job");
+
+    // Its page: the markup is text, and nothing of it ran.
+    assert_eq!(text(client, "#job-id").await, MARKUP_ID);
+    assert_eq!(text(client, "#payload").await, MARKUP_PAYLOAD);
+    assert!(text(client, "td.error").await.contains(MARKUP_ERROR));
+    let pwned = client.execute("return window.__pwned === undefined", Vec::new()).await.expect("script");
+    assert_eq!(pwned, json!(true), "a payload or an error ran as script");
+    assert!(text(client, "#job-status").await.starts_with("dead"));
+    screenshot(client, "dashboard-job.png").await;
+
+    // Redrive it from the page: it is pending again, in the store as on the page.
+    client.find(Locator::Css("form.redrive button")).await.expect("redrive").click().await.expect("redrive");
+    text_until(client, "#job-status", "the redriven job", |status| status == "pending").await;
+    assert!(text(client, "p.message").await.starts_with("Redriven"));
+    let held = &mut *store;
+    let stored = off_runtime(move || held.get(MARKUP_ID)).expect("get").expect("the job");
+    assert_eq!((stored.status.as_str(), stored.redrives), ("pending", 1));
+}
+
+fn run(db: &str) {
+    let Some((mut driver, driver_url)) = chromedriver() else { return };
+    let mut store = open_backend(db).expect("open");
+    fill(&mut *store);
+    let mut serving = start_serve(db, &[]);
+    let base = serving.url.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let client = browser(&driver_url).await;
+        scenario(&client, &base, &mut *store).await;
+        client.close().await.expect("close the browser");
+    });
+    kill(serving.child.id(), "TERM");
+    wait(&mut serving.child, Duration::from_secs(10));
+    let _ = driver.kill();
+    let _ = driver.wait();
+}
+
+#[test]
+fn sqlite_dashboard_in_a_browser() {
+    let (_dir, db) = fresh("dashboard");
+    run(db.to_str().expect("path"));
+}
+
+#[test]
+fn postgres_dashboard_in_a_browser() {
+    let Some(url) = retryq_pgtest::database("postgres_dashboard_in_a_browser") else { return };
+    run(&url);
+}
