@@ -581,6 +581,12 @@ impl Backend for Broken {
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> retryq::Result<JobPage> {
         self.queue.list(status, reason, limit)
     }
+    fn attempts(&self, id: &str) -> retryq::Result<Vec<retryq::AttemptRecord>> {
+        self.queue.attempts(id)
+    }
+    fn tallies(&self) -> retryq::Result<retryq::Tallies> {
+        self.queue.tallies()
+    }
     fn next_due(&self) -> retryq::Result<Option<u64>> {
         self.queue.next_due()
     }

@@ -19,6 +19,7 @@ use crate::interrupt::Interrupt;
 use crate::audit::Audit;
 use crate::error::{Result, RunError};
 use crate::job::{DEFAULT_QUEUE, DeadReason, Job, Lookup, Report, Status};
+use crate::notes::{AttemptRecord, Tallies};
 use crate::queue::cancel::Cancelled;
 use crate::queue::claim::Claimed;
 use crate::queue::complete::{Completed, Completion};
@@ -107,6 +108,11 @@ pub trait Backend: Send + ServerTime {
     fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>>;
     /// Up to `limit` jobs of one status, in an operator's order.
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage>;
+    /// The records of a job's ended attempts, oldest first (SPEC 6.36); empty for an unknown
+    /// or pruned id.
+    fn attempts(&self, id: &str) -> Result<Vec<AttemptRecord>>;
+    /// Every tally the store keeps, read in one snapshot (SPEC 6.36).
+    fn tallies(&self) -> Result<Tallies>;
     /// The smallest `available_at` of the open jobs.
     fn next_due(&self) -> Result<Option<u64>>;
     /// SPEC section 4's invariants checked on every row and every recorded transition.
@@ -324,6 +330,12 @@ impl Backend for Queue {
     }
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
         Queue::list(self, status, reason, limit)
+    }
+    fn attempts(&self, id: &str) -> Result<Vec<AttemptRecord>> {
+        Queue::attempts(self, id)
+    }
+    fn tallies(&self) -> Result<Tallies> {
+        Queue::tallies(self)
     }
     fn next_due(&self) -> Result<Option<u64>> {
         Queue::next_due(self)

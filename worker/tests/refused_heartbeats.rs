@@ -105,6 +105,12 @@ impl Backend for Refusing {
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
         self.queue.list(status, reason, limit)
     }
+    fn attempts(&self, id: &str) -> Result<Vec<retryq::AttemptRecord>> {
+        self.queue.attempts(id)
+    }
+    fn tallies(&self) -> Result<retryq::Tallies> {
+        self.queue.tallies()
+    }
     fn next_due(&self) -> Result<Option<u64>> {
         self.queue.next_due()
     }

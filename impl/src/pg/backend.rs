@@ -6,6 +6,7 @@ use crate::audit::Audit;
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::job::{DeadReason, Job, Status};
+use crate::notes::{AttemptRecord, Tallies};
 use crate::queue::claim::Claimed;
 use crate::queue::complete::{Completed, Completion};
 use crate::queue::enqueue::{Enqueued, NewJob};
@@ -111,6 +112,12 @@ impl Backend for PgQueue {
     }
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
         PgQueue::list(self, status, reason, limit)
+    }
+    fn attempts(&self, id: &str) -> Result<Vec<AttemptRecord>> {
+        PgQueue::attempts(self, id)
+    }
+    fn tallies(&self) -> Result<Tallies> {
+        PgQueue::tallies(self)
     }
     fn next_due(&self) -> Result<Option<u64>> {
         PgQueue::next_due(self)

@@ -31,6 +31,7 @@ mod enqueue;
 mod heartbeat;
 mod inside;
 mod inspect;
+mod notes;
 mod redrive;
 mod retention;
 mod schema;
@@ -39,6 +40,8 @@ mod store;
 mod tests;
 #[cfg(test)]
 mod tests_1_2;
+#[cfg(test)]
+mod tests_notes;
 #[cfg(test)]
 mod tests_stats;
 mod tls;
