@@ -153,7 +153,7 @@ END;
 
 /// The history table. Schema 3 adds `cancel_requested` to schema 1's and 2's (the upgrade
 /// adds the column, with 0 for every older entry: no older job had a cancel request).
-const HISTORY: &str = "
+pub(crate) const HISTORY: &str = "
 CREATE TABLE history (
     n            INTEGER PRIMARY KEY,
     job          TEXT    NOT NULL,
@@ -267,6 +267,31 @@ CREATE TABLE tally_buckets (
     PRIMARY KEY (metric, queue, label, le)
 ) STRICT, WITHOUT ROWID;
 ";
+
+/// The names of what schema 4 adds to schema 3 (but the tombstones' guard it replaces): an
+/// older file that already has an object of one of these names — an application's, beside
+/// the queue — cannot take schema 4, and its upgrade says so (`upgrade.rs`).
+pub(crate) const NOTES_NAMES: [&str; 19] = [
+    "attempts",
+    "tallies",
+    "tally_buckets",
+    "attempts_of_claims",
+    "attempts_ended_never_change",
+    "attempts_no_delete",
+    "tallies_only_grow",
+    "tallies_never_deleted",
+    "tally_buckets_only_grow",
+    "tally_buckets_never_deleted",
+    "jobs_tally_enqueued",
+    "jobs_attempt_claimed",
+    "jobs_attempt_reported",
+    "jobs_tally_moved",
+    "jobs_tally_cancel_requested",
+    "jobs_tally_heartbeat",
+    "attempts_tally_ended",
+    "tombstones_tally_pruned",
+    "tombstones_tally_forgotten",
+];
 
 /// One more of counter `metric` of `queue` and `label`, when `when` holds: a statement of a
 /// trigger body.

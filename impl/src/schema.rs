@@ -278,6 +278,33 @@ mod tests {
         assert_eq!(created, named, "TAKEN must list every object of DDL");
     }
 
+    /// `NOTES_NAMES` are what schema 4 adds to schema 3, but the guard it replaces: what an
+    /// upgrade refuses to find already taken.
+    #[test]
+    fn the_notes_names_are_what_schema_4_adds() {
+        let names = |ddl: &str| -> Vec<String> {
+            let conn = Connection::open_in_memory().expect("memory database");
+            conn.execute_batch(ddl).expect("ddl");
+            let mut names: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+                .expect("names")
+                .query_map([], |row| row.get(0))
+                .expect("rows")
+                .collect::<rusqlite::Result<_>>()
+                .expect("names");
+            names.sort();
+            names
+        };
+        use crate::ddl::{HISTORY, HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_NAMES, RETENTION};
+        let three = format!("{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}");
+        let mut added: Vec<String> =
+            names(&ddl()).into_iter().filter(|n| !names(&three).contains(n)).collect();
+        added.retain(|n| n != "tombstones_forgotten_whole");
+        let mut want: Vec<String> = NOTES_NAMES.iter().map(|n| (*n).to_owned()).collect();
+        want.sort();
+        assert_eq!(added, want);
+    }
+
     #[test]
     fn install_goes_next_to_the_applications_tables_and_nowhere_it_cannot() {
         let path = Path::new(":memory:");
@@ -362,6 +389,18 @@ mod tests {
             })
             .expect("claims");
         assert_eq!(tally, 1);
+        // A prune that left the records behind keeps the tombstone from a forget.
+        conn.execute_batch(
+            "UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL, updated_at = 4,
+                             ended_at = 4;
+             INSERT INTO tombstones SELECT id, queue, printf('%064d', 0), status, dead_reason, attempts, ended_at
+             FROM jobs;
+             DELETE FROM jobs; DELETE FROM history;",
+        )
+        .expect("a prune that forgot the records");
+        refused("DELETE FROM tombstones");
+        conn.execute_batch("DELETE FROM attempts; DELETE FROM tombstones")
+            .expect("records, then the tombstone");
     }
 
     #[test]

@@ -47,8 +47,8 @@
 use rusqlite::{Connection, Transaction};
 
 use crate::ddl::{
-    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_TABLES, RETENTION, SCHEMA_1, SCHEMA_2, SCHEMA_3,
-    SCHEMA_VERSION, notes_objects,
+    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_NAMES, NOTES_TABLES, RETENTION, SCHEMA_1, SCHEMA_2,
+    SCHEMA_3, SCHEMA_VERSION, notes_objects,
 };
 use crate::error::{Error, Result};
 use crate::notes::bucket_of;
@@ -104,6 +104,7 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
             why: format!("schema version {version} changed under the upgrade to {SCHEMA_VERSION}"),
         });
     }
+    notes_not_taken(tx, path)?;
     if version != SCHEMA_3 {
         to_3(tx, version)?;
     }
@@ -131,6 +132,28 @@ fn to_3(tx: &Transaction<'_>, version: i64) -> Result<()> {
     tx.execute_batch(HISTORY_UPGRADE)?;
     tx.execute_batch(HISTORY_OBJECTS)?;
     Ok(())
+}
+
+/// Refuses a file that already holds an object of a name schema 4 adds (an application's
+/// table beside the queue): the upgrade would fail on it half-way, and the operator should
+/// hear why, with the file as it was.
+fn notes_not_taken(tx: &Transaction<'_>, path: &std::path::Path) -> Result<()> {
+    let names: Vec<String> = NOTES_NAMES.iter().map(|name| format!("'{name}'")).collect();
+    let taken: Option<String> = tx.query_row(
+        &format!("SELECT group_concat(name, ', ') FROM sqlite_schema WHERE name IN ({})", names.join(", ")),
+        [],
+        |row| row.get(0),
+    )?;
+    match taken {
+        Some(taken) => Err(Error::NotRetryq {
+            path: path.to_path_buf(),
+            why: format!(
+                "the database already has objects named {taken}, which schema {SCHEMA_VERSION} adds: \
+                 rename them, then open it again"
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Schema 3 to schema 4, but for the version mark: the notes' tables, filled from the store

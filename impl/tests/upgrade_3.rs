@@ -220,3 +220,26 @@ fn an_upgrade_keeps_everything_and_fills_the_notes_from_the_history() {
     drop(q);
     assert_eq!(flat(&Queue::open(&path).expect("reopen").tallies().expect("tallies")), last);
 }
+
+/// A file where the application keeps a table of a name schema 4 adds (`tallies`, beside the
+/// queue) cannot take schema 4: the open says so, and the file stays schema 3, its table with
+/// it.
+#[test]
+fn a_name_schema_4_adds_held_by_the_application_refuses_the_upgrade() {
+    let (_dir, path) = copy();
+    Connection::open(&path)
+        .expect("the application's connection")
+        .execute_batch("CREATE TABLE tallies (day TEXT, n INTEGER)")
+        .expect("the application's table");
+    let err = Queue::open(&path).err().expect("refused");
+    assert!(matches!(err, retryq::Error::NotRetryq { .. }), "{err}");
+    assert!(err.to_string().contains("already has objects named tallies, which schema 4 adds"), "{err}");
+    assert_eq!(user_version(&path), 3);
+    let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("read");
+    let left: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_schema WHERE name IN ('tallies', 'attempts')", [], |r| {
+            r.get(0)
+        })
+        .expect("count");
+    assert_eq!(left, 1, "the application's table, and nothing of schema 4");
+}

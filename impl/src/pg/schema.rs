@@ -102,7 +102,7 @@ pub(super) fn upgrade_existing(tx: &mut Tx<'_>, name: &str) -> Result<bool> {
         Found::Older(_) => {
             tx.query_one(CREATION_LOCK, &[&APPLICATION_ID])?;
             match inspect(tx, name)? {
-                Found::Older(version) => upgrade(tx, version).map(|()| true),
+                Found::Older(version) => upgrade(tx, version, name).map(|()| true),
                 found => Ok(found == Found::Retryq),
             }
         }
@@ -121,7 +121,7 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
             tx.batch(&schema_4())?;
             tx.execute(MARK, &[&APPLICATION_ID, &SCHEMA_VERSION])?;
         }
-        Found::Older(version) => upgrade(tx, version)?,
+        Found::Older(version) => upgrade(tx, version, name)?,
         Found::Retryq => {}
     }
     Ok(())
@@ -129,9 +129,21 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
 
 /// Schema `version` (2 or 3) to this build's, inside the caller's transaction, under the
 /// creation lock: every step or none (`ddl.rs` says what each does).
-fn upgrade(tx: &mut Tx<'_>, version: i64) -> Result<()> {
+fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
     if version != SCHEMA_2 && version != SCHEMA_3 {
         return Err(Error::Corrupt(format!("no upgrade from PostgreSQL schema version {version}")));
+    }
+    // An application's relation beside the queue that bears a name schema 4 adds: the upgrade
+    // would fail on it half-way; the operator hears why, and the rollback leaves it all.
+    let taken: Option<String> = tx.query_one(NOTES_TAKEN, &[])?.try_get(0)?;
+    if let Some(taken) = taken {
+        return Err(Error::NotRetryq {
+            path: name.into(),
+            why: format!(
+                "the schema already has relations named {taken}, which schema {SCHEMA_VERSION} adds: \
+                 rename them, then connect again"
+            ),
+        });
     }
     if version == SCHEMA_2 {
         tx.batch(UPGRADE_2_TO_3)?;
@@ -157,6 +169,13 @@ const TAKEN: &str = "
                       'tombstones_ended', 'jobs_open_age', 'jobs_leases', 'counts',
                       'counts_pkey', 'attempts', 'attempts_pkey', 'tallies', 'tallies_pkey',
                       'tally_buckets', 'tally_buckets_pkey')";
+
+/// The relations of the current schema that bear a name schema 4 adds.
+const NOTES_TAKEN: &str = "
+    SELECT string_agg(relname, ', ' ORDER BY relname) FROM pg_catalog.pg_class
+    WHERE relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema())
+      AND relname IN ('attempts', 'attempts_pkey', 'tallies', 'tallies_pkey', 'tally_buckets',
+                      'tally_buckets_pkey')";
 
 /// Decides what the current schema is, reading only.
 pub(super) fn inspect(tx: &mut Tx<'_>, name: &str) -> Result<Found> {

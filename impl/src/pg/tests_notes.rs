@@ -54,8 +54,8 @@ fn a_schema_3_database_is_upgraded_in_place() {
         )
         .expect("mark");
     // d: done by its report; r: its lease expired and was claimed again, still held; x: its
-    // last attempt's lease expired and it was reaped; c: held, with a cancel request; p: a
-    // pending job cancelled; t: done, then pruned.
+    // last attempt's lease expired and it was reaped; c: held, heartbeaten, with a cancel
+    // request; p: a pending job cancelled; t: done, then pruned.
     client
         .batch_execute(
             "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,
@@ -71,6 +71,7 @@ fn a_schema_3_database_is_upgraded_in_place() {
              UPDATE jobs SET status = 'done', available_at = NULL, owner = NULL, claimed_at = NULL,
                              updated_at = 20, ended_at = 20, last_error = NULL, last_node = NULL
              WHERE id IN ('d', 't');
+             UPDATE jobs SET available_at = 1011, updated_at = 11 WHERE id = 'c';
              UPDATE jobs SET cancel_requested = true, updated_at = 12 WHERE id = 'c';
              UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
                              updated_at = 5, ended_at = 5 WHERE id = 'p';
@@ -101,16 +102,17 @@ fn a_schema_3_database_is_upgraded_in_place() {
             tally(&q, "retryq_cancels_total", "pending"),
             tally(&q, "retryq_pruned_total", "done"),
             tally(&q, "retryq_attempts_ended_total", ""),
+            tally(&q, "retryq_heartbeats_total", ""),
         ],
-        [6, 6, 2, 1, 1, 1, 3],
+        [6, 6, 2, 1, 1, 1, 3, 1],
         "5 jobs and a tombstone; 5 attempts and the tombstone's; x's and p's deaths"
     );
     // The notes are kept from now on: r's second attempt ends by its report, c's by a reap.
     q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
     q.complete(&Completion::new(&Lease::new("w2", "r", 2), Outcome::Ok, 1030, 0.5)).expect("complete");
-    assert_eq!(q.reap(1010).expect("reap"), 1, "c: expired, with a request");
+    assert_eq!(q.reap(1011).expect("reap"), 1, "c: expired, with a request");
     assert_eq!(records(&q, "r"), [r(1, "w1", 10, 1020, "lease expired"), r(2, "w2", 1020, 1030, "ok")]);
-    assert_eq!(records(&q, "c"), [r(1, "w1", 10, 1010, "lease expired")]);
+    assert_eq!(records(&q, "c"), [r(1, "w1", 10, 1011, "lease expired")]);
     assert_eq!(tally(&q, "retryq_reaped_total", "cancelled"), 1);
     assert_eq!(tally(&q, "retryq_attempts_ended_total", ""), 5);
     assert!(q.audit().expect("audit").is_clean());
@@ -195,4 +197,70 @@ fn a_planted_record_or_a_lost_count_is_found() {
             "{what}: expected {check} on {job} saying {said:?}, found {found:#?}"
         );
     }
+}
+
+/// A forget waits for a pruned job's records as for its history: a prune that left them
+/// behind (here by hand) keeps its tombstone from going.
+#[test]
+fn a_forget_waits_for_a_pruned_jobs_records() {
+    let Some((_, mut q)) = pg_at("a_forget_waits_for_a_pruned_jobs_records") else { return };
+    q.enqueue(&crate::NewJob {
+        id: "a",
+        payload: "",
+        max_attempts: 3,
+        deadline: 5000,
+        now: 0,
+        ..Default::default()
+    })
+    .expect("enqueue");
+    let c = q.claim("w1", 0).expect("claim").expect("a");
+    q.complete(&Completion::new(&c.lease, Outcome::Ok, 1, 0.0)).expect("done");
+    q.raw(
+        "INSERT INTO tombstones SELECT id, queue, encode(sha256(payload), 'hex'), status, dead_reason, attempts,
+                                       ended_at FROM jobs WHERE id = 'a';
+         DELETE FROM jobs WHERE id = 'a';
+         DELETE FROM history WHERE job = 'a';",
+    )
+    .expect("a prune that forgot the records");
+    let err = q.forget(1, 2).expect_err("refused");
+    assert!(
+        err.to_string().contains("a tombstone goes only once its job, history and attempts are gone"),
+        "{err}"
+    );
+    q.raw("DELETE FROM attempts WHERE job = 'a'").expect("the records go, the job being gone");
+    assert_eq!(q.forget(1, 2).expect("forget"), 1);
+}
+
+/// A schema 3 database where the application keeps a relation of a name schema 4 adds
+/// (`attempts`, beside the queue) cannot take schema 4: the connect says so, and the schema
+/// stays 3, the application's table with it.
+#[test]
+fn a_name_schema_4_adds_held_by_the_application_refuses_the_upgrade() {
+    let Some((url, fresh)) = pg_at("a_name_schema_4_adds_held_by_the_application") else { return };
+    drop(fresh);
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
+    admin.batch_execute("CREATE SCHEMA three").expect("schema");
+    let three = super::tests::with_search_path(&url, "three");
+    let mut client = postgres::Client::connect(&three, postgres::NoTls).expect("client");
+    client.batch_execute(&schema_3()).expect("schema 3");
+    client
+        .execute(
+            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 3)",
+            &[&crate::APPLICATION_ID],
+        )
+        .expect("mark");
+    client.batch_execute("CREATE TABLE attempts (order_id bigint, tries int)").expect("the application's");
+    let err = PgQueue::connect(&three).err().expect("refused");
+    assert!(err.to_string().contains("already has relations named attempts, which schema 4 adds"), "{err}");
+    let version: i64 = client.query_one("SELECT schema_version FROM retryq_meta", &[]).expect("meta").get(0);
+    assert_eq!(version, 3);
+    let columns: i64 = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns
+             WHERE table_schema = 'three' AND table_name = 'attempts'",
+            &[],
+        )
+        .expect("columns")
+        .get(0);
+    assert_eq!(columns, 2, "the application's table, as it was");
 }
