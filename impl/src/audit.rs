@@ -54,9 +54,7 @@ use crate::job::{DeadReason, Status};
 use crate::queue::store::Queue;
 
 mod notes;
-
-#[cfg(feature = "postgres")]
-pub(crate) use notes::{Record, floors};
+pub(crate) mod notes_sql;
 
 /// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6 and 11 to 14, the
 /// kept counts, and the history being a faithful record of the rows.
@@ -804,21 +802,21 @@ fn audit(tx: &Transaction<'_>) -> Result<Audit> {
     let mut found = Audit::default();
     let mut jobs = tx.prepare(JOBS)?;
     let mut history = tx.prepare(HISTORY_OF)?;
-    let mut records = tx.prepare(notes::RECORDS_OF)?;
+    let mut records = tx.prepare(notes_sql::RECORDS_OF)?;
     let mut rows = jobs.query([])?;
     while let Some(row) = rows.next()? {
         let row = stored(row)?;
         let entries = history.query_map([&row.id], entry)?.collect::<rusqlite::Result<Vec<_>>>()?;
         found.job(&row, &entries);
-        let kept = records.query_map([&row.id], notes::record)?.collect::<rusqlite::Result<Vec<_>>>()?;
+        let kept = records.query_map([&row.id], notes_sql::record)?.collect::<rusqlite::Result<Vec<_>>>()?;
         found.records(&row, &entries, &kept);
     }
-    let mut left = tx.prepare(notes::RECORDS_LEFT)?;
+    let mut left = tx.prepare(notes_sql::RECORDS_LEFT)?;
     let mut rows = left.query([])?;
     while let Some(row) = rows.next()? {
         found.records_left(row.get(0)?, row.get(1)?, row.get(2)?);
     }
-    let mut floors = tx.prepare(&notes::floors(notes::KEPT))?;
+    let mut floors = tx.prepare(&notes_sql::floors(notes_sql::KEPT))?;
     let mut rows = floors.query([])?;
     while let Some(row) = rows.next()? {
         found.tally_short(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);

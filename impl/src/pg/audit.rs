@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use postgres::Row;
 
 use super::store::PgQueue;
-use crate::audit::{Audit, Check, Entry, Record, State, Stored, Violation, Word, floors};
+use crate::audit::notes_sql::{Record, floors};
+use crate::audit::{Audit, Check, Entry, State, Stored, Violation, Word};
 use crate::error::{Error, Result};
 
 /// Every job, in insertion order, with the seq that pairs it with its history.
