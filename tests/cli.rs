@@ -147,9 +147,17 @@ fn work_dead_history_redrive_and_audit() {
     assert!(bad["last_error"].as_str().expect("text").starts_with("exit 65 (permanent)"), "{bad}");
 
     let r = retryq(&db, &["history", "flaky"]);
-    let steps: Vec<&str> = r.stdout.lines().collect();
+    // Each transition a line; under each that ended an attempt, its record, indented.
+    let (records, steps): (Vec<&str>, Vec<&str>) = r.stdout.lines().partition(|l| l.starts_with("    "));
     assert_eq!(steps.len(), 5, "enqueue, claim, retry, claim, dead:\n{}", r.stdout);
     assert!(steps[4].contains("leased -> dead") && steps[4].contains("reason exhausted"), "{}", steps[4]);
+    assert_eq!(records.len(), 2, "the two attempts, under the retry and the death:\n{}", r.stdout);
+    for (n, record) in records.iter().enumerate() {
+        let said = format!("    attempt {} by w1.", n + 1);
+        assert!(record.starts_with(&said) && record.contains(": retryable  error: exit 75"), "{record}");
+    }
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines[3].starts_with("    attempt 1 ") && lines[6].starts_with("    attempt 2 "), "{}", r.stdout);
     let r = retryq(&db, &["history", "nobody"]);
     assert_eq!(r.code, Some(1));
 
@@ -187,10 +195,12 @@ fn work_dead_history_redrive_and_audit() {
 fn audit_prints_each_violation_and_exits_1() {
     let (_dir, db) = fresh("retryq-cli-");
     retryq(&db, &["enqueue", "--id", "a", "--payload", "p", "--max-attempts", "2", "--ttl", "1m"]);
-    // A hand edit that skips the history: the row no longer matches what was recorded.
+    // A hand edit that skips the history (and the attempts' records): the row no longer
+    // matches what was recorded.
     let conn = rusqlite::Connection::open(&db).expect("open");
     conn.execute_batch(
-        "DROP TRIGGER jobs_history_update; UPDATE jobs SET deadline = deadline + 1, attempts = 1",
+        "DROP TRIGGER jobs_history_update; DROP TRIGGER jobs_attempt_claimed;
+         UPDATE jobs SET deadline = deadline + 1, attempts = 1",
     )
     .expect("tamper");
     drop(conn);
@@ -330,10 +340,12 @@ fn foreign_text_corrupt_and_newer_files_are_refused_and_left_as_they_were() {
     fs::write(&corrupt, &bytes).expect("truncate");
 
     let commands = db_commands();
+    let newer_schema =
+        format!("schema version {} is newer than this build of retryq supports", retryq::SCHEMA_VERSION + 1);
     let cases = [
         (&foreign, "not a retryq database: a SQLite database with 1 objects of another program"),
         (&text, "not a retryq database: the file is not a SQLite database"),
-        (&newer, "schema version 4 is newer than this build of retryq supports"),
+        (&newer, newer_schema.as_str()),
         (&corrupt, "the database file is corrupt"),
     ];
     for (path, message) in cases {

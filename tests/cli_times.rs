@@ -95,8 +95,13 @@ fn history_and_dead_show_utc_beside_the_milliseconds_and_json_does_not() {
 
     let history = retryq(&db, &["history", "bad"]);
     assert_eq!(history.code, Some(0), "{}", history.stderr);
-    let steps: Vec<&str> = history.stdout.lines().collect();
+    // The transitions; the record of the attempt the death ended, indented under it, shows
+    // no time of its own, only how long the attempt ran.
+    let (records, steps): (Vec<&str>, Vec<&str>) =
+        history.stdout.lines().partition(|l| l.starts_with("    "));
     assert_eq!(steps.len(), 3, "enqueue, claim, dead:\n{}", history.stdout);
+    assert_eq!(records.len(), 1, "{}", history.stdout);
+    assert!(records[0].contains("ms: permanent  error: exit 65") && !has_stamp(records[0]), "{}", records[0]);
     for step in &steps {
         // Each entry begins with its time, both ways.
         let (at, _) = step.split_once("  ").expect("columns");
@@ -110,6 +115,14 @@ fn history_and_dead_show_utc_beside_the_milliseconds_and_json_does_not() {
         let entry: serde_json::Value = serde_json::from_str(line).expect("json");
         assert!(entry["at"].is_u64() && entry["deadline"].as_u64() == DEADLINE.parse().ok(), "{line}");
     }
+    let ended: Vec<serde_json::Value> = json
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("json")["ended_attempt"].clone())
+        .collect();
+    assert!(ended[0].is_null() && ended[1].is_null(), "the enqueue and the claim end no attempt");
+    assert_eq!((ended[2]["attempt"].as_u64(), ended[2]["outcome"].as_str()), (Some(1), Some("permanent")));
+    assert!(ended[2]["claimed_at"].is_u64() && ended[2]["duration_ms"].is_u64(), "{}", ended[2]);
 
     let dead = retryq(&db, &["dead"]);
     assert_eq!(dead.code, Some(0), "{}", dead.stderr);

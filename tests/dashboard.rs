@@ -1,7 +1,7 @@
 //! The dashboard in a real browser — Debian's headless Chromium, driven through chromedriver
 //! (WebDriver) — on SQLite and on PostgreSQL: the overview's counts refresh live, the job list
-//! filters, a dead job's page opens and its redrive makes it pending, and a job whose id,
-//! payload and error are markup shows them as text without running anything.
+//! filters, a dead job's page opens with its attempts and its redrive makes it pending, and a
+//! job whose id, payload and error are markup shows them as text without running anything.
 //!
 //! `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails under CI
 //! and is skipped, loudly, elsewhere. With `RETRYQ_SCREENSHOTS=DIR` it saves what it saw as
@@ -151,6 +151,11 @@ async fn scenario(client: &Client, base: &str, store: &mut dyn Backend) {
     assert_eq!(text(client, "#job-id").await, MARKUP_ID);
     assert_eq!(text(client, "#payload").await, MARKUP_PAYLOAD);
     assert!(text(client, "td.error").await.contains(MARKUP_ERROR));
+    let attempts = text(client, "#attempts").await;
+    assert!(
+        attempts.contains("retryable") && attempts.contains(MARKUP_ERROR),
+        "the attempt's record: {attempts}"
+    );
     let pwned = client.execute("return window.__pwned === undefined", Vec::new()).await.expect("script");
     assert_eq!(pwned, json!(true), "a payload or an error ran as script");
     assert!(text(client, "#job-status").await.starts_with("dead"));

@@ -133,6 +133,13 @@ fn admits_escapes_and_measures(db: &str) {
         exchange(&base, "POST", "/redrive", &[FORM, ("Origin", "http://attacker.example")], &body);
     assert_eq!(status, 403);
 
+    // A redrive from the dashboard, with the page's token: the markup job is pending again.
+    let body = format!("id=%3Cb%3Ebold%3C%2Fb%3E%26x&csrf={csrf}&add_attempts=2&ttl=1h");
+    let (status, _, _) = exchange(&base, "POST", "/redrive", &[FORM], &body);
+    assert_eq!(status, 303);
+    let redriven = store.get(MARKUP_ID).expect("get").expect("the job");
+    assert_eq!((redriven.status.as_str(), redriven.redrives), ("pending", 1));
+
     // /metrics is Prometheus text, and its gauges are stats' counts.
     let (status, headers, text) = exchange(&base, "GET", "/metrics", &[], "");
     assert_eq!(status, 200);
@@ -164,11 +171,43 @@ fn admits_escapes_and_measures(db: &str) {
         gauge("retryq_jobs", &[("status", "dead"), ("reason", "exhausted")]),
         stats.dead_exhausted as f64
     );
-    assert_eq!((stats.pending, stats.leased, stats.done, stats.dead_exhausted), (1, 1, 1, 1));
+    assert_eq!((stats.pending, stats.leased, stats.done, stats.dead_exhausted), (2, 1, 1, 0));
     // The queue whose name holds a quote and a line feed is one label value, escaped, not a
     // line of its own (the parser keeps the escapes as it reads them).
     assert_eq!(gauge("retryq_jobs", &[("status", "pending"), ("queue", r#"mail\"\nq"#)]), 1.0);
-    assert_eq!(gauge("retryq_jobs", &[("status", "pending"), ("queue", "default")]), 0.0);
+    assert_eq!(gauge("retryq_jobs", &[("status", "pending"), ("queue", "default")]), 1.0);
+
+    // Its counters are what the history of every job shows: enqueues, claims, deaths by
+    // reason, redrives, each summed over the queues.
+    let counted = |name: &str, label: Option<(&str, &str)>| -> f64 {
+        scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Untyped(v) => v,
+                ref other => panic!("{name} is {other:?}"),
+            })
+            .sum()
+    };
+    let mut history = Vec::new();
+    for id in ["ok-1", MARKUP_ID, "run-1", "mail-1"] {
+        history.extend(store.history(id).expect("history"));
+    }
+    let moves = |from: Option<&str>, to: &str| {
+        history.iter().filter(|e| e.from.map(|s| s.as_str()) == from && e.to.as_str() == to).count() as f64
+    };
+    assert_eq!(counted("retryq_enqueued_total", None), moves(None, "pending"));
+    assert_eq!(counted("retryq_claims_total", None), moves(Some("pending"), "leased"));
+    assert_eq!(counted("retryq_redrives_total", None), moves(Some("dead"), "pending"));
+    let exhausted =
+        history.iter().filter(|e| e.reason.is_some_and(|r| r.as_str() == "exhausted")).count() as f64;
+    assert_eq!(counted("retryq_deaths_total", Some(("reason", "exhausted"))), exhausted);
+    assert_eq!((moves(None, "pending"), moves(Some("pending"), "leased"), exhausted), (4.0, 3.0, 1.0));
+    assert_eq!(moves(Some("dead"), "pending"), 1.0);
+    // And its histograms: the wait of every claim, and the duration of every ended attempt.
+    let observed = |name: &str| scrape.samples.iter().filter(|s| s.metric == name).count();
+    assert!(observed("retryq_claim_wait_seconds") > 0, "no claim wait histogram in\n{text}");
     stop(serving);
 }
 

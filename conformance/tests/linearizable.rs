@@ -587,6 +587,12 @@ impl Backend for Broken {
     fn queues(&self) -> retryq::Result<Vec<String>> {
         self.queue.queues()
     }
+    fn attempts(&self, id: &str) -> retryq::Result<Vec<retryq::AttemptRecord>> {
+        self.queue.attempts(id)
+    }
+    fn tallies(&self) -> retryq::Result<retryq::Tallies> {
+        self.queue.tallies()
+    }
     fn next_due(&self) -> retryq::Result<Option<u64>> {
         self.queue.next_due()
     }

@@ -38,8 +38,10 @@
 //! [`DeadReason`]; a word neither type knows is itself a finding.
 //!
 //! The checks know nothing of SQL: a store reads its rows into [`Stored`] and [`Entry`] and
-//! hands each job to [`Audit::job`] (and each vanished job's history to [`Audit::orphan`]).
-//! The SQLite reads live here, next to the queue they read; PostgreSQL's in `pg/audit.rs`.
+//! hands each job to [`Audit::job`] (and each vanished job's history to [`Audit::orphan`]),
+//! and its attempts' records to [`Audit::records`] (`audit/notes.rs`, which also checks the
+//! tallies). The SQLite reads live here, next to the queue they read; PostgreSQL's in
+//! `pg/audit.rs`.
 
 use std::fmt;
 
@@ -50,6 +52,9 @@ use crate::error::Result;
 use crate::input::MAX_ATTEMPTS;
 use crate::job::{DeadReason, Status};
 use crate::queue::store::Queue;
+
+mod notes;
+pub(crate) mod notes_sql;
 
 /// Which promise a [`Violation`] breaks: SPEC section 4's invariants 1 to 6 and 11 to 14, the
 /// kept counts, and the history being a faithful record of the rows.
@@ -83,6 +88,12 @@ pub enum Check {
     PrunedStaysPruned,
     /// The counts `stats` reads agree with the rows they count.
     CountsMatchRows,
+    /// Every attempt the history records has its record (SPEC 6.36), begun and ended as the
+    /// history says, and no record stands for an attempt no claim began.
+    AttemptsRecorded,
+    /// The tallies (SPEC 6.36) count at least what the store still holds: every job and
+    /// tombstone enqueued, every attempt claimed, every dead one's death, every prune.
+    TalliesCoverStore,
 }
 
 impl Check {
@@ -99,7 +110,10 @@ impl Check {
             Check::ScheduledJobWaits => 12,
             Check::CancelStopsTheJob => 13,
             Check::PrunedStaysPruned => 14,
-            Check::HistoryMatchesRow | Check::CountsMatchRows => return None,
+            Check::HistoryMatchesRow
+            | Check::CountsMatchRows
+            | Check::AttemptsRecorded
+            | Check::TalliesCoverStore => return None,
         })
     }
 
@@ -118,6 +132,8 @@ impl Check {
             Check::CancelStopsTheJob => "a cancel request stops the job",
             Check::PrunedStaysPruned => "a pruned id never runs again",
             Check::CountsMatchRows => "counts match rows",
+            Check::AttemptsRecorded => "attempts' records match history",
+            Check::TalliesCoverStore => "tallies cover the store",
         }
     }
 }
@@ -786,11 +802,24 @@ fn audit(tx: &Transaction<'_>) -> Result<Audit> {
     let mut found = Audit::default();
     let mut jobs = tx.prepare(JOBS)?;
     let mut history = tx.prepare(HISTORY_OF)?;
+    let mut records = tx.prepare(notes_sql::RECORDS_OF)?;
     let mut rows = jobs.query([])?;
     while let Some(row) = rows.next()? {
         let row = stored(row)?;
         let entries = history.query_map([&row.id], entry)?.collect::<rusqlite::Result<Vec<_>>>()?;
         found.job(&row, &entries);
+        let kept = records.query_map([&row.id], notes_sql::record)?.collect::<rusqlite::Result<Vec<_>>>()?;
+        found.records(&row, &entries, &kept);
+    }
+    let mut left = tx.prepare(notes_sql::RECORDS_LEFT)?;
+    let mut rows = left.query([])?;
+    while let Some(row) = rows.next()? {
+        found.records_left(row.get(0)?, row.get(1)?, row.get(2)?);
+    }
+    let mut floors = tx.prepare(&notes_sql::floors(notes_sql::KEPT))?;
+    let mut rows = floors.query([])?;
+    while let Some(row) = rows.next()? {
+        found.tally_short(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);
     }
     let mut orphans = tx.prepare(ORPHANS)?;
     let mut rows = orphans.query([])?;
@@ -936,7 +965,7 @@ mod tests {
     /// A queue where every kind of transition happened: enqueue, claims, a retry, done,
     /// dead by each reason, a reap of a pending job, a crash reclaimed after its lease, a
     /// redrive, and an operator's note.
-    fn busy() -> Queue {
+    pub(super) fn busy() -> Queue {
         let mut q = Queue::open_in_memory().expect("memory queue");
         q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
         for (id, max_attempts) in [("ok", 3), ("perm", 3), ("exh", 1), ("crash", 3)] {
@@ -981,7 +1010,7 @@ mod tests {
         q
     }
 
-    fn tamper(q: &Queue, sql: &str) {
+    pub(super) fn tamper(q: &Queue, sql: &str) {
         q.conn().execute_batch(sql).expect("tamper");
     }
 
@@ -1095,8 +1124,10 @@ mod tests {
     #[test]
     fn every_check_can_fail() {
         // Rows are edited without the triggers or the CHECK constraints that would refuse
-        // the edit, as a hand edit or another program would.
-        let raw = "DROP TRIGGER jobs_history_update; PRAGMA ignore_check_constraints = ON;";
+        // the edit or record it (history, an attempt's record), as a hand edit or another
+        // program would.
+        let raw = "DROP TRIGGER jobs_history_update; DROP TRIGGER jobs_attempt_claimed;
+                   PRAGMA ignore_check_constraints = ON;";
         // `perm` was redriven at 1400: pending, attempts 1 of 3, deadline 20000.
         let entry = |from: &str, to: &str, attempt: u64, until: u64, worker: &str, at: u64| {
             format!(
@@ -1200,8 +1231,10 @@ mod tests {
         );
     }
 
-    /// Rows edited without the triggers or the CHECK constraints that would refuse the edit.
-    const RAW: &str = "DROP TRIGGER jobs_history_update; PRAGMA ignore_check_constraints = ON;";
+    /// Rows edited without the triggers or the CHECK constraints that would refuse the edit
+    /// or record it (history, an attempt's record).
+    const RAW: &str = "DROP TRIGGER jobs_history_update; DROP TRIGGER jobs_attempt_claimed;
+                       PRAGMA ignore_check_constraints = ON;";
     /// History edited in place, as a hand edit would.
     const RAW_HISTORY: &str = "DROP TRIGGER history_no_update; DROP TRIGGER history_no_delete;";
 
@@ -1438,7 +1471,11 @@ mod tests {
                 "from pending, but the previous entry left the job leased",
             ),
             (
-                "UPDATE jobs SET attempts = 2, updated_at = 1500 WHERE id = 'perm'".into(),
+                // The history records it; the attempt's record would refuse it (no claim
+                // began attempt 2), so that trigger is gone, as in a file another build wrote.
+                "DROP TRIGGER jobs_attempt_claimed;
+                 UPDATE jobs SET attempts = 2, updated_at = 1500 WHERE id = 'perm'"
+                    .into(),
                 Check::AttemptsCountClaims,
                 "perm",
                 "attempts 1 → 2 by no claim (pending → pending)",

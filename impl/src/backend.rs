@@ -19,6 +19,7 @@ use crate::interrupt::Interrupt;
 use crate::audit::Audit;
 use crate::error::{Result, RunError};
 use crate::job::{DEFAULT_QUEUE, DeadReason, Job, Lookup, Report, Status};
+use crate::notes::{AttemptRecord, Tallies};
 use crate::queue::browse::{Browse, BrowsePage};
 use crate::queue::cancel::Cancelled;
 use crate::queue::claim::Claimed;
@@ -113,6 +114,11 @@ pub trait Backend: Send + ServerTime {
     fn browse(&self, filter: &Browse<'_>) -> Result<BrowsePage>;
     /// The queues that hold a job or a tombstone, in byte order of their names.
     fn queues(&self) -> Result<Vec<String>>;
+    /// The records of a job's ended attempts, oldest first (SPEC 6.36); empty for an unknown
+    /// or pruned id.
+    fn attempts(&self, id: &str) -> Result<Vec<AttemptRecord>>;
+    /// Every tally the store keeps, read in one snapshot (SPEC 6.36).
+    fn tallies(&self) -> Result<Tallies>;
     /// The smallest `available_at` of the open jobs.
     fn next_due(&self) -> Result<Option<u64>>;
     /// SPEC section 4's invariants checked on every row and every recorded transition.
@@ -336,6 +342,12 @@ impl Backend for Queue {
     }
     fn queues(&self) -> Result<Vec<String>> {
         Queue::queues(self)
+    }
+    fn attempts(&self, id: &str) -> Result<Vec<AttemptRecord>> {
+        Queue::attempts(self, id)
+    }
+    fn tallies(&self) -> Result<Tallies> {
+        Queue::tallies(self)
     }
     fn next_due(&self) -> Result<Option<u64>> {
         Queue::next_due(self)

@@ -1,20 +1,24 @@
-//! What a retryq file holds: the schema's versions and the SQL that creates schema 3.
+//! What a retryq file holds: the schema's versions and the SQL that creates schema 4.
 //!
 //! Kept apart from `schema.rs` (recognising and creating a file) and `upgrade.rs` (turning a
-//! schema 1 or 2 file into a schema 3 one) because both build from these same statements.
+//! schema 1, 2 or 3 file into a schema 4 one) because both build from these same statements.
 
 /// `PRAGMA application_id` of every retryq database: "RTRQ" in ASCII.
 pub const APPLICATION_ID: i64 = 0x5254_5251;
 /// `PRAGMA user_version` this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 3;
-/// The older schema versions this build upgrades in place: contract 1.0's and 1.1's.
+pub const SCHEMA_VERSION: i64 = 4;
+/// The older schema versions this build upgrades in place: contract 1.0's and 1.1's, and
+/// contract 1.2's before the operators' notes of schema 4 (SPEC 6.36).
 pub(crate) const SCHEMA_1: i64 = 1;
 pub(crate) const SCHEMA_2: i64 = 2;
+pub(crate) const SCHEMA_3: i64 = 3;
 
-/// The tables, indexes and triggers of schema version 3: [`JOBS_TABLE`], then
-/// [`JOBS_OBJECTS`], then [`HISTORY`], [`HISTORY_OBJECTS`] and [`RETENTION`]. They are pieces
-/// because the upgrades (`upgrade.rs`) rebuild the jobs table under another name and then
-/// recreate what hangs on it, and add to the history table rather than rebuild it.
+/// The tables, indexes and triggers of schema version 4: [`RETENTION`], [`JOBS_TABLE`], then
+/// [`JOBS_OBJECTS`], then [`HISTORY`] and [`HISTORY_OBJECTS`] — schema 3 — and the operators'
+/// notes, [`NOTES_TABLES`] and [`notes_objects`]. They are pieces because the upgrades
+/// (`upgrade.rs`) rebuild the jobs table under another name and then recreate what hangs on
+/// it, add to the history table rather than rebuild it, and fill the notes' tables from the
+/// history before their triggers exist.
 ///
 /// The CHECK constraints restate SPEC invariants the queue code already keeps, so that a bug
 /// turns into a refused write instead of a stored lie. They spell word lists as `=` … `OR`
@@ -28,7 +32,10 @@ pub(crate) const SCHEMA_2: i64 = 2;
 /// with the attempt unchanged (a claim always adds one), so that every change of a lease's
 /// expiry is explained in the history.
 pub(crate) fn ddl() -> String {
-    format!("{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}")
+    format!(
+        "{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}{NOTES_TABLES}{}",
+        notes_objects()
+    )
 }
 
 /// The jobs table of schema 3. `not_before`, `base_ms` and `cap_ms` (SPEC 1.1, 3.2) are
@@ -146,7 +153,7 @@ END;
 
 /// The history table. Schema 3 adds `cancel_requested` to schema 1's and 2's (the upgrade
 /// adds the column, with 0 for every older entry: no older job had a cancel request).
-const HISTORY: &str = "
+pub(crate) const HISTORY: &str = "
 CREATE TABLE history (
     n            INTEGER PRIMARY KEY,
     job          TEXT    NOT NULL,
@@ -205,12 +212,6 @@ WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE id = NEW.id AND status = NEW.status
                  AND dead_reason IS NEW.dead_reason) BEGIN
     SELECT RAISE(ABORT, 'retryq: a tombstone is written only by a prune, of the ended job it stands for');
 END;
--- A forget removes a tombstone with nothing left of its job.
-CREATE TRIGGER tombstones_forgotten_whole BEFORE DELETE ON tombstones
-WHEN EXISTS (SELECT 1 FROM jobs WHERE id = OLD.id)
-     OR EXISTS (SELECT 1 FROM history WHERE job = OLD.id) BEGIN
-    SELECT RAISE(ABORT, 'retryq: a tombstone goes only once its job and history are gone');
-END;
 CREATE TRIGGER tombstones_count_insert AFTER INSERT ON tombstones BEGIN
     INSERT INTO counts (queue, status, reason, n) VALUES (NEW.queue, 'pruned_' || NEW.status, '', 1)
     ON CONFLICT DO UPDATE SET n = n + 1;
@@ -226,3 +227,251 @@ CREATE TABLE counts (
     PRIMARY KEY (queue, status, reason)
 ) STRICT, WITHOUT ROWID;
 ";
+
+/// Schema 4's tables of operators' notes (SPEC 6.36): a record of every attempt, and the
+/// tallies that only grow. Not state: no operation reads them.
+///
+/// `attempts` has one row per claim, written when the claim is: open (no `ended_at`, no
+/// `outcome`) while the attempt runs, ended once by whatever ends it. `tallies` holds the
+/// counters and `tally_buckets` the histograms' buckets, each bucket with the sum of what
+/// fell in it (so one observation is one upsert); both are keyed by metric, queue and a
+/// second label (`''` for none). The words are `notes.rs`'s.
+pub(crate) const NOTES_TABLES: &str = "
+CREATE TABLE attempts (
+    job        TEXT    NOT NULL,
+    attempt    INTEGER NOT NULL CHECK (attempt >= 1),
+    worker     TEXT    NOT NULL,      -- the lease holder
+    claimed_at INTEGER NOT NULL,      -- the claim's now
+    ended_at   INTEGER,               -- the now of what ended it; NULL while it runs
+    outcome    TEXT    CHECK (outcome = 'ok' OR outcome = 'retryable' OR outcome = 'permanent'
+                              OR outcome = 'lease expired' OR outcome = 'expired or retryable'),
+    error      TEXT,                  -- its report's or its live lease's note
+    node       TEXT,
+    CHECK ((ended_at IS NULL) = (outcome IS NULL)),
+    PRIMARY KEY (job, attempt)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE tallies (
+    metric TEXT    NOT NULL,
+    queue  TEXT    NOT NULL,
+    label  TEXT    NOT NULL,          -- the metric's second label's value, '' for none
+    n      INTEGER NOT NULL CHECK (n >= 0),
+    PRIMARY KEY (metric, queue, label)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE tally_buckets (
+    metric TEXT    NOT NULL,
+    queue  TEXT    NOT NULL,
+    label  TEXT    NOT NULL,
+    le     INTEGER NOT NULL,          -- the bucket's upper bound in ms; 2^63-1 for +Inf
+    n      INTEGER NOT NULL CHECK (n >= 0),
+    sum_ms INTEGER NOT NULL CHECK (sum_ms >= 0),   -- stops at 2^63-1 rather than overflow
+    PRIMARY KEY (metric, queue, label, le)
+) STRICT, WITHOUT ROWID;
+";
+
+/// The names of what schema 4 adds to schema 3 (but the tombstones' guard it replaces): an
+/// older file that already has an object of one of these names — an application's, beside
+/// the queue — cannot take schema 4, and its upgrade says so (`upgrade.rs`).
+pub(crate) const NOTES_NAMES: [&str; 19] = [
+    "attempts",
+    "tallies",
+    "tally_buckets",
+    "attempts_of_claims",
+    "attempts_ended_never_change",
+    "attempts_no_delete",
+    "tallies_only_grow",
+    "tallies_never_deleted",
+    "tally_buckets_only_grow",
+    "tally_buckets_never_deleted",
+    "jobs_tally_enqueued",
+    "jobs_attempt_claimed",
+    "jobs_attempt_reported",
+    "jobs_tally_moved",
+    "jobs_tally_cancel_requested",
+    "jobs_tally_heartbeat",
+    "attempts_tally_ended",
+    "tombstones_tally_pruned",
+    "tombstones_tally_forgotten",
+];
+
+/// One more of counter `metric` of `queue` and `label`, when `when` holds: a statement of a
+/// trigger body.
+fn tally(metric: &str, queue: &str, label: &str, when: &str) -> String {
+    format!(
+        "INSERT INTO tallies (metric, queue, label, n) SELECT '{metric}', {queue}, {label}, 1 WHERE {when}
+    ON CONFLICT DO UPDATE SET n = n + 1;"
+    )
+}
+
+/// One observation `value` of histogram `metric` of `queue` and `label`, from the rows of
+/// `from` (an SQL `FROM` list whose columns the expressions may name), into its bucket.
+fn observe(metric: &str, queue: &str, label: &str, value: &str, from: &str) -> String {
+    let bucket = crate::notes::bucket_of("o.v");
+    format!(
+        "INSERT INTO tally_buckets (metric, queue, label, le, n, sum_ms)
+    SELECT '{metric}', {queue}, {label}, {bucket}, 1, o.v FROM (SELECT {value} AS v, * FROM {from}) AS o WHERE true
+    ON CONFLICT DO UPDATE SET n = n + 1, sum_ms = min(sum_ms + excluded.sum_ms, 9223372036854775807);"
+    )
+}
+
+/// What the outcome of a completion is, from the job's new status and reason: the report's
+/// outcome (SPEC 3.4), a `retryable` one whatever end it came to.
+const REPORTED: &str = "CASE NEW.status WHEN 'done' THEN 'ok' WHEN 'pending' THEN 'retryable'
+        ELSE CASE NEW.dead_reason WHEN 'permanent' THEN 'permanent' ELSE 'retryable' END END";
+
+/// The triggers of schema 4's notes, and the tombstones' guard that now also waits for the
+/// attempts' records (it replaces schema 3's).
+///
+/// Every claim opens its attempt's record (the row's `attempts` goes up: nothing else moves
+/// it); a claim of an expired lease first ends the record of the attempt it takes the job
+/// from, as `lease expired`. A completion is the one transition that names `last_error`
+/// (its report's notes): the trigger that sees it runs *before* the row changes, so it ends
+/// the record with the report's outcome before any trigger that runs after; what leaves
+/// `leased` with its record still open came with no report — a reap of the expired lease —
+/// and ends it as `lease expired`. A note on a live lease (`record_error`) names
+/// `last_error` too and stays leased: it writes the open record's notes, which is how a
+/// reaped attempt keeps the error its holder noted. The tallies are kept in the same
+/// statements, each only where its event happened.
+pub(crate) fn notes_objects() -> String {
+    let open = "job = OLD.id AND attempt = OLD.attempts AND ended_at IS NULL";
+    let still_open =
+        "EXISTS (SELECT 1 FROM attempts WHERE job = NEW.id AND attempt = NEW.attempts AND ended_at IS NULL)";
+    format!(
+        "
+-- An attempt's record is opened only by the claim that began it.
+CREATE TRIGGER attempts_of_claims BEFORE INSERT ON attempts
+WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE id = NEW.job AND status = 'leased' AND attempts = NEW.attempt
+                 AND owner = NEW.worker AND claimed_at = NEW.claimed_at) BEGIN
+    SELECT RAISE(ABORT, 'retryq: an attempt''s record is opened only by the claim that began it');
+END;
+-- An ended record never changes; an open one only gets its notes and its end.
+CREATE TRIGGER attempts_ended_never_change BEFORE UPDATE ON attempts
+WHEN OLD.ended_at IS NOT NULL OR NEW.job IS NOT OLD.job OR NEW.attempt IS NOT OLD.attempt
+     OR NEW.worker IS NOT OLD.worker OR NEW.claimed_at IS NOT OLD.claimed_at BEGIN
+    SELECT RAISE(ABORT, 'retryq: an attempt''s record changes only until the attempt ends');
+END;
+-- Records go only with their job, in a prune, as its history does.
+CREATE TRIGGER attempts_no_delete BEFORE DELETE ON attempts
+WHEN EXISTS (SELECT 1 FROM jobs WHERE id = OLD.job)
+     OR NOT EXISTS (SELECT 1 FROM tombstones WHERE id = OLD.job) BEGIN
+    SELECT RAISE(ABORT, 'retryq: an attempt''s record goes only with a pruned job');
+END;
+-- A forget removes a tombstone with nothing left of its job.
+CREATE TRIGGER tombstones_forgotten_whole BEFORE DELETE ON tombstones
+WHEN EXISTS (SELECT 1 FROM jobs WHERE id = OLD.id)
+     OR EXISTS (SELECT 1 FROM history WHERE job = OLD.id)
+     OR EXISTS (SELECT 1 FROM attempts WHERE job = OLD.id) BEGIN
+    SELECT RAISE(ABORT, 'retryq: a tombstone goes only once its job, history and attempts are gone');
+END;
+-- A tally only grows, and stays.
+CREATE TRIGGER tallies_only_grow BEFORE UPDATE ON tallies
+WHEN NEW.n < OLD.n OR NEW.metric IS NOT OLD.metric OR NEW.queue IS NOT OLD.queue
+     OR NEW.label IS NOT OLD.label BEGIN
+    SELECT RAISE(ABORT, 'retryq: a tally only grows');
+END;
+CREATE TRIGGER tallies_never_deleted BEFORE DELETE ON tallies BEGIN
+    SELECT RAISE(ABORT, 'retryq: a tally only grows');
+END;
+CREATE TRIGGER tally_buckets_only_grow BEFORE UPDATE ON tally_buckets
+WHEN NEW.n < OLD.n OR NEW.sum_ms < OLD.sum_ms OR NEW.metric IS NOT OLD.metric
+     OR NEW.queue IS NOT OLD.queue OR NEW.label IS NOT OLD.label OR NEW.le IS NOT OLD.le BEGIN
+    SELECT RAISE(ABORT, 'retryq: a tally only grows');
+END;
+CREATE TRIGGER tally_buckets_never_deleted BEFORE DELETE ON tally_buckets BEGIN
+    SELECT RAISE(ABORT, 'retryq: a tally only grows');
+END;
+
+CREATE TRIGGER jobs_tally_enqueued AFTER INSERT ON jobs BEGIN
+    {enqueued}
+END;
+-- A claim: the expired lease it takes ends, its attempt begins (SPEC 3.3.3), and the wait
+-- from when the job was due is observed.
+CREATE TRIGGER jobs_attempt_claimed AFTER UPDATE OF attempts ON jobs
+WHEN NEW.attempts > OLD.attempts BEGIN
+    UPDATE attempts SET ended_at = NEW.claimed_at, outcome = 'lease expired'
+    WHERE OLD.status = 'leased' AND {open};
+    INSERT INTO attempts (job, attempt, worker, claimed_at)
+    VALUES (NEW.id, NEW.attempts, NEW.owner, NEW.claimed_at);
+    {claims}
+    {wait}
+END;
+-- A completion's report, or a note on the live lease, before the row changes.
+CREATE TRIGGER jobs_attempt_reported BEFORE UPDATE OF last_error ON jobs
+WHEN OLD.status = 'leased' BEGIN
+    UPDATE attempts SET error = NEW.last_error, node = NEW.last_node,
+                        ended_at = CASE WHEN NEW.status <> 'leased' THEN NEW.updated_at END,
+                        outcome = CASE WHEN NEW.status <> 'leased' THEN {REPORTED} END
+    WHERE {open};
+END;
+-- Out of leased with the record still open: no report came, a reap took the expired lease.
+-- And the moves the tallies count.
+CREATE TRIGGER jobs_tally_moved AFTER UPDATE OF status ON jobs
+WHEN OLD.status IS NOT NEW.status BEGIN
+    {reaped_lease}
+    UPDATE attempts SET ended_at = NEW.updated_at, outcome = 'lease expired'
+    WHERE OLD.status = 'leased' AND NEW.status <> 'leased' AND {open};
+    {deaths}
+    {reaped_pending}
+    {redrives}
+    {cancelled}
+END;
+CREATE TRIGGER jobs_tally_cancel_requested AFTER UPDATE OF cancel_requested ON jobs
+WHEN NEW.cancel_requested = 1 AND OLD.cancel_requested = 0 BEGIN
+    {requested}
+END;
+CREATE TRIGGER jobs_tally_heartbeat AFTER UPDATE OF available_at ON jobs
+WHEN OLD.status = 'leased' AND NEW.status = 'leased' AND NEW.attempts = OLD.attempts BEGIN
+    {heartbeats}
+END;
+CREATE TRIGGER attempts_tally_ended AFTER UPDATE OF ended_at ON attempts
+WHEN OLD.ended_at IS NULL AND NEW.ended_at IS NOT NULL BEGIN
+    {duration}
+END;
+CREATE TRIGGER tombstones_tally_pruned AFTER INSERT ON tombstones BEGIN
+    {pruned}
+END;
+CREATE TRIGGER tombstones_tally_forgotten AFTER DELETE ON tombstones BEGIN
+    {forgotten}
+END;
+",
+        enqueued = tally("enqueued", "NEW.queue", "''", "true"),
+        claims = tally("claims", "NEW.queue", "''", "true"),
+        wait = observe(
+            "claim_wait",
+            "NEW.queue",
+            "''",
+            "max(NEW.claimed_at - OLD.available_at, 0)",
+            "(SELECT 1)"
+        ),
+        reaped_lease = tally(
+            "reaped",
+            "NEW.queue",
+            "coalesce(NEW.dead_reason, '')",
+            &format!("OLD.status = 'leased' AND NEW.status = 'dead' AND {still_open}")
+        ),
+        deaths = tally("deaths", "NEW.queue", "coalesce(NEW.dead_reason, '')", "NEW.status = 'dead'"),
+        reaped_pending = tally(
+            "reaped",
+            "NEW.queue",
+            "coalesce(NEW.dead_reason, '')",
+            "OLD.status = 'pending' AND NEW.dead_reason = 'deadline'"
+        ),
+        redrives = tally("redrives", "NEW.queue", "''", "OLD.status = 'dead'"),
+        cancelled = tally(
+            "cancels",
+            "NEW.queue",
+            "'pending'",
+            "OLD.status = 'pending' AND NEW.dead_reason = 'cancelled'"
+        ),
+        requested = tally("cancels", "NEW.queue", "'request'", "true"),
+        heartbeats = tally("heartbeats", "NEW.queue", "''", "true"),
+        duration = observe(
+            "attempt_duration",
+            "o.queue",
+            "NEW.outcome",
+            "max(NEW.ended_at - NEW.claimed_at, 0)",
+            "(SELECT queue FROM jobs WHERE id = NEW.job)"
+        ),
+        pruned = tally("pruned", "NEW.queue", "NEW.status", "true"),
+        forgotten = tally("forgotten", "OLD.queue", "''", "true"),
+    )
+}

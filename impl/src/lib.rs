@@ -71,6 +71,7 @@ mod file;
 mod input;
 mod interrupt;
 mod job;
+mod notes;
 mod outbox;
 #[cfg(feature = "postgres")]
 mod pg;
@@ -99,6 +100,7 @@ pub use job::{
     DEFAULT_QUEUE, DeadReason, Job, Lookup, MAX_NOTE_BYTES, Outcome, Report, Status, Tombstone, UnknownWord,
     payload_digest,
 };
+pub use notes::{AttemptRecord, Histogram, Tallies, Tally};
 pub use outbox::{Outbox, OutboxTransaction, Param};
 #[cfg(feature = "postgres")]
 pub use pg::PgQueue;

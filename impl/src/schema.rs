@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
-use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_VERSION, ddl};
+use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_VERSION, ddl};
 use crate::error::{Error, Result};
 use crate::upgrade;
 
@@ -19,8 +19,9 @@ pub(crate) enum Found {
     Empty,
     /// A retryq database of this schema version.
     Retryq,
-    /// A retryq database of an older schema, 1 (contract 1.0) or 2 (contract 1.1): a
-    /// read-write open upgrades it in place, a read-only one reads it as it is (`upgrade.rs`).
+    /// A retryq database of an older schema, 1 (contract 1.0), 2 (contract 1.1) or 3
+    /// (contract 1.2 without the operators' notes): a read-write open upgrades it in place, a
+    /// read-only one reads it as it is (`upgrade.rs`).
     Older(i64),
 }
 
@@ -52,7 +53,7 @@ pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
             supported: SCHEMA_VERSION,
         });
     }
-    if version == SCHEMA_1 || version == SCHEMA_2 {
+    if version == SCHEMA_1 || version == SCHEMA_2 || version == SCHEMA_3 {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
@@ -72,7 +73,7 @@ pub(crate) fn create(conn: &mut Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Upgrades a schema 1 or 2 file to schema 3 in one write transaction (`upgrade.rs`): committed
+/// Upgrades a schema 1, 2 or 3 file to schema 4 in one write transaction (`upgrade.rs`): committed
 /// whole, or not at all.
 pub(crate) fn upgrade(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -93,7 +94,13 @@ const TAKEN: &str = "
                    'jobs_not_over_a_tombstone', 'tombstones', 'tombstones_ended',
                    'tombstones_never_change', 'tombstones_of_ended_jobs',
                    'tombstones_forgotten_whole', 'tombstones_count_insert',
-                   'tombstones_count_delete', 'counts')";
+                   'tombstones_count_delete', 'counts', 'attempts', 'tallies', 'tally_buckets',
+                   'attempts_of_claims', 'attempts_ended_never_change', 'attempts_no_delete',
+                   'tallies_only_grow', 'tallies_never_deleted', 'tally_buckets_only_grow',
+                   'tally_buckets_never_deleted', 'jobs_tally_enqueued', 'jobs_attempt_claimed',
+                   'jobs_attempt_reported', 'jobs_tally_moved', 'jobs_tally_cancel_requested',
+                   'jobs_tally_heartbeat', 'attempts_tally_ended', 'tombstones_tally_pruned',
+                   'tombstones_tally_forgotten')";
 
 /// Installs retryq's schema into the database of the application's own connection, next to
 /// the application's tables, so that [`enqueue_in`](crate::enqueue_in) can enqueue jobs in
@@ -271,6 +278,33 @@ mod tests {
         assert_eq!(created, named, "TAKEN must list every object of DDL");
     }
 
+    /// `NOTES_NAMES` are what schema 4 adds to schema 3, but the guard it replaces: what an
+    /// upgrade refuses to find already taken.
+    #[test]
+    fn the_notes_names_are_what_schema_4_adds() {
+        let names = |ddl: &str| -> Vec<String> {
+            let conn = Connection::open_in_memory().expect("memory database");
+            conn.execute_batch(ddl).expect("ddl");
+            let mut names: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+                .expect("names")
+                .query_map([], |row| row.get(0))
+                .expect("rows")
+                .collect::<rusqlite::Result<_>>()
+                .expect("names");
+            names.sort();
+            names
+        };
+        use crate::ddl::{HISTORY, HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_NAMES, RETENTION};
+        let three = format!("{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}");
+        let mut added: Vec<String> =
+            names(&ddl()).into_iter().filter(|n| !names(&three).contains(n)).collect();
+        added.retain(|n| n != "tombstones_forgotten_whole");
+        let mut want: Vec<String> = NOTES_NAMES.iter().map(|n| (*n).to_owned()).collect();
+        want.sort();
+        assert_eq!(added, want);
+    }
+
     #[test]
     fn install_goes_next_to_the_applications_tables_and_nowhere_it_cannot() {
         let path = Path::new(":memory:");
@@ -312,6 +346,61 @@ mod tests {
         assert!(conn.execute("UPDATE history SET at = 5", []).is_err());
         assert!(conn.execute("DELETE FROM jobs", []).is_err());
         assert!(conn.execute("UPDATE jobs SET payload = 'x'", []).is_err());
+    }
+
+    /// The notes' guards (SPEC 6.36): a record is opened only by a claim, changes only until
+    /// its attempt ends, and goes only with a pruned job; a tally only grows, and stays.
+    #[test]
+    fn records_and_tallies_refuse_what_no_transition_writes() {
+        let mut conn = Connection::open_in_memory().expect("memory database");
+        create(&mut conn, Path::new(":memory:")).expect("create");
+        conn.execute_batch(
+            "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
+                               redrives, enqueued_at, updated_at, not_before)
+             VALUES ('a', '', 'pending', 0, 5, 0, 10, 0, 0, 0, 0);
+             UPDATE jobs SET status = 'leased', attempts = 1, owner = 'w', claimed_at = 1,
+                             available_at = 5, updated_at = 1;
+             UPDATE jobs SET status = 'pending', available_at = 8, owner = NULL, claimed_at = NULL,
+                             updated_at = 3, last_error = 'e', last_node = NULL;",
+        )
+        .expect("a claim and a retry");
+        let refused = |sql: &str| {
+            let err = conn.execute_batch(sql).expect_err(sql);
+            assert!(err.to_string().contains("retryq: "), "{sql}: {err}");
+        };
+        refused("INSERT INTO attempts (job, attempt, worker, claimed_at) VALUES ('a', 2, 'w', 4)");
+        refused("INSERT INTO attempts (job, attempt, worker, claimed_at) VALUES ('b', 1, 'w', 4)");
+        refused("UPDATE attempts SET error = 'x'");
+        refused("UPDATE attempts SET outcome = 'ok'");
+        refused("DELETE FROM attempts");
+        refused("UPDATE tallies SET n = n - 1 WHERE metric = 'claims'");
+        refused("DELETE FROM tallies");
+        refused("UPDATE tally_buckets SET sum_ms = 0");
+        refused("DELETE FROM tally_buckets");
+        let record: (i64, String, Option<i64>, Option<String>, Option<String>) = conn
+            .query_row("SELECT attempt, worker, ended_at, outcome, error FROM attempts", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .expect("the one record");
+        assert_eq!(record, (1, "w".into(), Some(3), Some("retryable".into()), Some("e".into())));
+        let tally: i64 = conn
+            .query_row("SELECT n FROM tallies WHERE metric = 'claims' AND queue = 'default'", [], |r| {
+                r.get(0)
+            })
+            .expect("claims");
+        assert_eq!(tally, 1);
+        // A prune that left the records behind keeps the tombstone from a forget.
+        conn.execute_batch(
+            "UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL, updated_at = 4,
+                             ended_at = 4;
+             INSERT INTO tombstones SELECT id, queue, printf('%064d', 0), status, dead_reason, attempts, ended_at
+             FROM jobs;
+             DELETE FROM jobs; DELETE FROM history;",
+        )
+        .expect("a prune that forgot the records");
+        refused("DELETE FROM tombstones");
+        conn.execute_batch("DELETE FROM attempts; DELETE FROM tombstones")
+            .expect("records, then the tombstone");
     }
 
     #[test]

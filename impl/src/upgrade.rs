@@ -1,4 +1,5 @@
-//! Schema 1 (contract 1.0) and schema 2 (contract 1.1) to schema 3 (contract 1.2), in place.
+//! Schema 1 (contract 1.0), schema 2 (contract 1.1) and schema 3 (contract 1.2) to schema 4,
+//! in place: first what schema 3 added (for a schema 1 or 2 file), then what schema 4 adds.
 //!
 //! Schema 2 added three columns to the jobs table (`not_before`, `base_ms`, `cap_ms`) and
 //! let `dead_reason` be `cancelled`; schema 3 adds four more (`queue`, `priority`,
@@ -19,20 +20,38 @@
 //! job's `ended_at` is its `updated_at`, the `now` of its last transition, which is the one
 //! that ended it.
 //!
+//! Schema 4 adds the operators' notes (SPEC 6.36): the attempts' records and the tallies,
+//! with their triggers. They are filled from what the store still holds, before their
+//! triggers exist (so that the fill is not counted twice and is not refused as a record no
+//! claim opened): a record for every claim the history holds, ended by the entry that ended
+//! its attempt; and the tallies of every event the history holds, plus what each tombstone
+//! still says of its pruned job (its enqueue, its claims, its end, its prune). What the
+//! history never recorded — the events of jobs pruned before, a forget, any attempt's error
+//! text (schema 3 kept the last one only, in the job's `last_error`, which stays) — is not
+//! made up: a filled record has no error text, and the tallies start from what can be
+//! counted. One end is not
+//! told apart by schema 3's history: a leased job that went dead (exhausted, deadline or
+//! cancelled) after its lease expired was either reaped or ended by a late `retryable`
+//! report; its record's outcome says `expired or retryable`.
+//!
 //! Crash safety: every step, the version mark (`user_version`, which lives in the database
 //! header, a page like any other) included, runs inside one write transaction, and SQLite
 //! commits a transaction atomically — in WAL mode by the commit frame of the log, in rollback
 //! mode by the journal. A process killed anywhere before the commit leaves the file at its
 //! old schema with every row as it was, and the next read-write open upgrades it again; one
-//! killed after the commit leaves schema 3.
+//! killed after the commit leaves schema 4.
 //!
 //! A read-only open never upgrades (it may not write); it reads the old schema through
-//! temporary views in schema 3's shape instead (see [`read_old`]).
+//! temporary views in schema 4's shape instead (see [`read_old`]).
 
 use rusqlite::{Connection, Transaction};
 
-use crate::ddl::{HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, RETENTION, SCHEMA_1, SCHEMA_2, SCHEMA_VERSION};
+use crate::ddl::{
+    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_NAMES, NOTES_TABLES, RETENTION, SCHEMA_1, SCHEMA_2,
+    SCHEMA_3, SCHEMA_VERSION, notes_objects,
+};
 use crate::error::{Error, Result};
+use crate::notes::bucket_of;
 
 /// Every column schema 1's jobs table has, in its order; later schemas have them too.
 const SCHEMA_1_COLUMNS: &str = "seq, id, payload, status, attempts, max_attempts, available_at, \
@@ -70,7 +89,7 @@ const FILL_COUNTS: &str = "
 
 const COUNT: &str = "SELECT count(*) FROM jobs";
 
-/// Upgrades a schema 1 or 2 database to schema 3 inside the caller's write transaction,
+/// Upgrades a schema 1, 2 or 3 database to schema 4 inside the caller's write transaction,
 /// which must hold the write lock (`BEGIN IMMEDIATE`): the version is read again under it,
 /// so a file another process upgraded meanwhile is left alone. Nothing is committed here; a
 /// failure at any step leaves the caller's transaction to roll everything back.
@@ -79,12 +98,23 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
     if version == SCHEMA_VERSION {
         return Ok(());
     }
-    if version != SCHEMA_1 && version != SCHEMA_2 {
+    if version != SCHEMA_1 && version != SCHEMA_2 && version != SCHEMA_3 {
         return Err(Error::NotRetryq {
             path: path.to_path_buf(),
             why: format!("schema version {version} changed under the upgrade to {SCHEMA_VERSION}"),
         });
     }
+    notes_not_taken(tx, path)?;
+    if version != SCHEMA_3 {
+        to_3(tx, version)?;
+    }
+    to_4(tx)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    Ok(())
+}
+
+/// Schema 1 or 2 to schema 3, but for the version mark.
+fn to_3(tx: &Transaction<'_>, version: i64) -> Result<()> {
     let before: i64 = tx.query_row(COUNT, [], |row| row.get(0))?;
     tx.execute_batch(&JOBS_TABLE.replacen("CREATE TABLE jobs (", "CREATE TABLE jobs_upgrade (", 1))?;
     let copy = format!(
@@ -101,21 +131,188 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
     tx.execute_batch(FILL_COUNTS)?;
     tx.execute_batch(HISTORY_UPGRADE)?;
     tx.execute_batch(HISTORY_OBJECTS)?;
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
 }
 
-/// Lets a read-only connection read a schema 1 or 2 file as schema 3: temporary views of
-/// the same rows in schema 3's shape (no tombstone, the counts computed from the rows).
+/// Refuses a file that already holds an object of a name schema 4 adds (an application's
+/// table beside the queue): the upgrade would fail on it half-way, and the operator should
+/// hear why, with the file as it was.
+fn notes_not_taken(tx: &Transaction<'_>, path: &std::path::Path) -> Result<()> {
+    let names: Vec<String> = NOTES_NAMES.iter().map(|name| format!("'{name}'")).collect();
+    let taken: Option<String> = tx.query_row(
+        &format!("SELECT group_concat(name, ', ') FROM sqlite_schema WHERE name IN ({})", names.join(", ")),
+        [],
+        |row| row.get(0),
+    )?;
+    match taken {
+        Some(taken) => Err(Error::NotRetryq {
+            path: path.to_path_buf(),
+            why: format!(
+                "the database already has objects named {taken}, which schema {SCHEMA_VERSION} adds: \
+                 rename them, then open it again"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Schema 3 to schema 4, but for the version mark: the notes' tables, filled from the store
+/// (see the module's comment), then their triggers, with the tombstones' guard they replace.
+fn to_4(tx: &Transaction<'_>) -> Result<()> {
+    tx.execute_batch("DROP TRIGGER IF EXISTS tombstones_forgotten_whole;")?;
+    tx.execute_batch(NOTES_TABLES)?;
+    tx.execute_batch(&format!(
+        "INSERT INTO attempts (job, attempt, worker, claimed_at, ended_at, outcome, error, node) {};
+         INSERT INTO tallies (metric, queue, label, n) {};
+         INSERT INTO tally_buckets (metric, queue, label, le, n, sum_ms) {};",
+        attempts_from_history(),
+        tallies_from_store(),
+        buckets_from_store()
+    ))?;
+    tx.execute_batch(&notes_objects())?;
+    Ok(())
+}
+
+/// Every entry of the history with what the entry before it (of the same job) left: the
+/// attempt, the `available_at` and the cancel request before the transition.
+const STEPS: &str = "steps AS (
+    SELECT job, n, from_status, to_status, attempt, available_at, deadline, reason, worker, at,
+           cancel_requested,
+           lag(attempt) OVER w AS was_attempt, lag(available_at) OVER w AS was_available_at,
+           lag(cancel_requested) OVER w AS was_requested
+    FROM history WINDOW w AS (PARTITION BY job ORDER BY n))";
+
+/// The attempts' records the history tells of, in `attempts`' columns: one per claim (a move
+/// to leased that adds an attempt), ended by the entry that took the attempt's job out of
+/// `leased` or gave its expired lease to another claim. What ended it is the report's outcome
+/// where only a report can have (a retry, `done`, `permanent`; a move to dead before the
+/// lease expired, or before the deadline for `deadline`), `lease expired` for a claim that
+/// took the expired lease, and `expired or retryable` where a reap and a late `retryable`
+/// report leave the same entry.
+fn attempts_from_history() -> String {
+    format!(
+        "WITH {STEPS},
+         began AS (
+            SELECT job, attempt, worker, at FROM steps
+            WHERE to_status = 'leased' AND attempt = was_attempt + 1),
+         ended AS (
+            SELECT job, was_attempt AS attempt, at, CASE
+                WHEN to_status = 'leased' THEN 'lease expired'
+                WHEN to_status = 'done' THEN 'ok'
+                WHEN to_status = 'pending' THEN 'retryable'
+                WHEN reason = 'permanent' THEN 'permanent'
+                WHEN at < was_available_at THEN 'retryable'
+                WHEN reason = 'deadline' AND at < deadline THEN 'retryable'
+                ELSE 'expired or retryable' END AS outcome
+            FROM steps
+            WHERE from_status = 'leased' AND (to_status <> 'leased' OR attempt = was_attempt + 1))
+         SELECT b.job, b.attempt, b.worker, b.at, e.at, e.outcome, NULL, NULL
+         FROM began b LEFT JOIN ended e ON e.job = b.job AND e.attempt = b.attempt"
+    )
+}
+
+/// The counters the store can still count, in `tallies`' columns: every job and tombstone
+/// was enqueued once, each claim is one of their attempts, a tombstone's job died once (if
+/// dead) and was pruned once; the rest are the history's moves, of the jobs it still holds.
+fn tallies_from_store() -> String {
+    let moved = |metric: &str, label: &str, when: &str| {
+        format!(
+            "SELECT '{metric}', j.queue, {label}, 1 FROM steps s JOIN jobs j ON j.id = s.job WHERE {when}"
+        )
+    };
+    format!(
+        "WITH {STEPS},
+         counted (metric, queue, label, n) AS (
+            SELECT 'enqueued', queue, '', 1 FROM jobs
+            UNION ALL SELECT 'enqueued', queue, '', 1 FROM tombstones
+            UNION ALL SELECT 'claims', queue, '', attempts FROM jobs
+            UNION ALL SELECT 'claims', queue, '', attempts FROM tombstones
+            UNION ALL SELECT 'deaths', queue, dead_reason, 1 FROM tombstones WHERE status = 'dead'
+            UNION ALL SELECT 'pruned', queue, status, 1 FROM tombstones
+            UNION ALL {deaths}
+            UNION ALL {reaped}
+            UNION ALL {redrives}
+            UNION ALL {cancelled}
+            UNION ALL {requested}
+            UNION ALL {heartbeats})
+         SELECT metric, queue, label, sum(n) FROM counted GROUP BY 1, 2, 3 HAVING sum(n) > 0",
+        deaths = moved("deaths", "s.reason", "s.from_status IS NOT NULL AND s.to_status = 'dead'"),
+        reaped = moved(
+            "reaped",
+            "s.reason",
+            "s.from_status = 'pending' AND s.to_status = 'dead' AND s.reason = 'deadline'"
+        ),
+        redrives = moved("redrives", "''", "s.from_status = 'dead' AND s.to_status = 'pending'"),
+        cancelled = moved(
+            "cancels",
+            "'pending'",
+            "s.from_status = 'pending' AND s.to_status = 'dead' AND s.reason = 'cancelled'"
+        ),
+        requested = moved(
+            "cancels",
+            "'request'",
+            "s.from_status = 'leased' AND s.to_status = 'leased' AND s.attempt = s.was_attempt
+             AND s.cancel_requested = 1 AND s.was_requested = 0"
+        ),
+        heartbeats = moved(
+            "heartbeats",
+            "''",
+            "s.from_status = 'leased' AND s.to_status = 'leased' AND s.attempt = s.was_attempt
+             AND NOT (s.cancel_requested = 1 AND s.was_requested = 0)"
+        ),
+    )
+}
+
+/// The histograms' buckets the store can still fill, in `tally_buckets`' columns: the wait of
+/// every claim the history holds, and the duration of every ended attempt's record (which
+/// `attempts` must hold already).
+fn buckets_from_store() -> String {
+    format!(
+        "WITH {STEPS},
+         observed (metric, queue, label, v) AS (
+            SELECT 'claim_wait', j.queue, '', max(s.at - s.was_available_at, 0)
+            FROM steps s JOIN jobs j ON j.id = s.job
+            WHERE s.to_status = 'leased' AND s.attempt = s.was_attempt + 1
+            UNION ALL
+            SELECT 'attempt_duration', j.queue, a.outcome, max(a.ended_at - a.claimed_at, 0)
+            FROM attempts a JOIN jobs j ON j.id = a.job WHERE a.ended_at IS NOT NULL)
+         SELECT metric, queue, label, {} AS le, count(*),
+                CAST(min(total(v), 9223372036854775807) AS INTEGER)
+         FROM observed GROUP BY 1, 2, 3, 4",
+        bucket_of("v")
+    )
+}
+
+/// Lets a read-only connection read a schema 1, 2 or 3 file as schema 4: temporary views of
+/// the same rows in schema 4's shape (for 1 and 2 no tombstone, the counts computed from the
+/// rows; for every one the notes computed from the history, as the upgrade fills them).
 ///
 /// Why read rather than refuse: a reader — `retryq get`, `stats`, `audit`, a monitoring
 /// job — may have no right to write the file, and upgrading is a write; refusing would leave
 /// it blind until someone with that right opened the file. The older schemas hold nothing
-/// schema 3 lacks, and what schema 3 adds has a value every older job has (SPEC 3.9), so
-/// the views show exactly what the upgrade will store. A temporary view lives in the
+/// schema 4 lacks, and what schema 4 adds is either a value every older job has (SPEC 3.9)
+/// or computed from the rows by the very queries the upgrade fills its tables with, so the
+/// views show exactly what the upgrade will store. A temporary view lives in the
 /// connection's private `temp` database and shadows `main`'s object of the same name for
 /// every unqualified name, so the queue's reads run unchanged and the file is never written.
 pub(crate) fn read_old(conn: &Connection, version: i64) -> Result<()> {
+    if version != SCHEMA_3 {
+        read_before_3(conn, version)?;
+    }
+    conn.execute_batch(&format!(
+        "CREATE TEMP VIEW attempts (job, attempt, worker, claimed_at, ended_at, outcome, error, node)
+             AS {};
+         CREATE TEMP VIEW tallies (metric, queue, label, n) AS {};
+         CREATE TEMP VIEW tally_buckets (metric, queue, label, le, n, sum_ms) AS {};",
+        attempts_from_history(),
+        tallies_from_store(),
+        buckets_from_store()
+    ))?;
+    Ok(())
+}
+
+/// [`read_old`]'s views of what schema 3 added, for a schema 1 or 2 file.
+fn read_before_3(conn: &Connection, version: i64) -> Result<()> {
     conn.execute_batch(&format!(
         "CREATE TEMP VIEW jobs ({SCHEMA_1_COLUMNS}, {SCHEMA_3_COLUMNS}) AS {};
          CREATE TEMP VIEW history AS SELECT *, 0 AS cancel_requested FROM main.history;

@@ -1,4 +1,4 @@
-//! The upgrade of a schema 2 file (contract 1.1's) to schema 3, on a copy of
+//! The upgrade of a schema 2 file (contract 1.1's) to the current schema, on a copy of
 //! `tests/fixtures/schema-2.db`, which schema 2 code wrote (see `tests/fixtures/README.md`).
 
 use std::path::{Path, PathBuf};
@@ -61,6 +61,36 @@ fn an_upgrade_keeps_every_job_and_entry_ends_the_ended_and_counts_them() {
     assert_eq!(q.stats(40).expect("stats"), stats_before);
     let audit = q.audit().expect("audit");
     assert!(audit.is_clean(), "{:#?}", audit.violations);
+    // Schema 4's notes, filled from the history: the two ended attempts' records (the live
+    // lease's attempt has none yet), and the tallies of what the history holds.
+    let records = |id: &str| -> Vec<(u64, u64, u64, String)> {
+        q.attempts(id)
+            .expect("attempts")
+            .into_iter()
+            .map(|r| (r.attempt, r.claimed_at, r.ended_at, r.outcome))
+            .collect()
+    };
+    assert_eq!(records("done-1"), [(1, 10, 11, "ok".to_owned())]);
+    assert_eq!(records("retried-5"), [(1, 14, 15, "retryable".to_owned())]);
+    assert_eq!(records("leased-4"), []);
+    let tallies = q.tallies().expect("tallies");
+    let tally = |metric: &str, label: &str| -> u64 {
+        let found = tallies.counters.iter().filter(|t| t.metric == metric);
+        found.filter(|t| label.is_empty() || t.labels.iter().any(|(_, v)| v == label)).map(|t| t.value).sum()
+    };
+    assert_eq!(
+        [
+            tally("retryq_enqueued_total", ""),
+            tally("retryq_claims_total", ""),
+            tally("retryq_deaths_total", "cancelled"),
+            tally("retryq_deaths_total", "deadline"),
+            tally("retryq_reaped_total", "deadline"),
+            tally("retryq_cancels_total", "pending"),
+            tally("retryq_heartbeats_total", ""),
+            tally("retryq_attempts_ended_total", ""),
+        ],
+        [6, 3, 1, 1, 1, 1, 1, 2]
+    );
 
     // 1.2 works on the upgraded file: a prune leaves tombstones the counts see.
     assert_eq!(q.prune(30, 40).expect("prune"), 3);

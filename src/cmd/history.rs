@@ -1,12 +1,15 @@
-//! `retryq history ID [--json]`: every recorded transition of a job, oldest first. The text
-//! shows each time in Unix milliseconds and in UTC; `--json` keeps the milliseconds alone.
+//! `retryq history ID [--json]`: every recorded transition of a job, oldest first, and under
+//! each transition that ended an attempt, that attempt's record (SPEC 6.36): who held it,
+//! how long it ran, what ended it, and the error and node it left. The text shows each time
+//! in Unix milliseconds and in UTC; `--json` keeps the milliseconds alone.
 
 use std::process::ExitCode;
 
-use retryq::{HistoryEntry, Status};
+use retryq::{AttemptRecord, HistoryEntry, Status};
 use serde::Serialize;
 
 use super::db::Db;
+use super::duration::words;
 use super::view::stamp;
 use super::{CliError, print_json};
 use crate::out::{noteln, outln};
@@ -24,7 +27,8 @@ pub struct Args {
     json: bool,
 }
 
-/// One transition, as `--json` prints it: the state after it, keys in this order.
+/// One transition, as `--json` prints it: the state after it, keys in this order, and the
+/// record of the attempt it ended (`null` when it ended none).
 #[derive(Serialize)]
 struct Line<'a> {
     at: u64,
@@ -37,6 +41,35 @@ struct Line<'a> {
     dead_reason: Option<&'static str>,
     redrives: u64,
     worker: Option<&'a str>,
+    ended_attempt: Option<Ended<'a>>,
+}
+
+/// An ended attempt's record, as `--json` prints it.
+#[derive(Serialize)]
+struct Ended<'a> {
+    attempt: u64,
+    worker: Option<&'a str>,
+    claimed_at: u64,
+    ended_at: u64,
+    duration_ms: u64,
+    outcome: &'a str,
+    error: Option<&'a str>,
+    node: Option<&'a str>,
+}
+
+impl<'a> Ended<'a> {
+    fn of(r: &'a AttemptRecord) -> Ended<'a> {
+        Ended {
+            attempt: r.attempt,
+            worker: r.worker.as_deref(),
+            claimed_at: r.claimed_at,
+            ended_at: r.ended_at,
+            duration_ms: r.ended_at.saturating_sub(r.claimed_at),
+            outcome: &r.outcome,
+            error: r.error.as_deref(),
+            node: r.node.as_deref(),
+        }
+    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -46,7 +79,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         noteln!("retryq: no job {:?}", args.id);
         return Ok(ExitCode::FAILURE);
     }
-    for entry in &entries {
+    let records = queue.attempts(&args.id).map_err(|e| args.db.explain(e))?;
+    for (entry, ended) in entries.iter().zip(ended_attempts(&entries, &records)) {
         if args.json {
             print_json(&Line {
                 at: entry.at,
@@ -59,12 +93,36 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 dead_reason: entry.reason.map(|r| r.as_str()),
                 redrives: entry.redrives,
                 worker: entry.worker.as_deref(),
+                ended_attempt: ended.map(Ended::of),
             })?;
         } else {
             outln!("{}", line(entry))?;
+            if let Some(record) = ended {
+                outln!("{}", attempt_line(record))?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// For each transition, the record of the attempt it ended, if it ended one and the store
+/// has its record: a move out of `leased`, or a claim that took an expired lease, ends the
+/// attempt the job was on before it, at the transition's time. (The records are read after
+/// the history: one of an attempt that ended since has no transition here, and is left out.)
+fn ended_attempts<'a>(
+    entries: &[HistoryEntry],
+    records: &'a [AttemptRecord],
+) -> Vec<Option<&'a AttemptRecord>> {
+    let mut ended = vec![None];
+    for pair in entries.windows(2) {
+        let (prev, cur) = (&pair[0], &pair[1]);
+        let ends = prev.to == Status::Leased
+            && cur.from.is_some()
+            && (cur.to != Status::Leased || cur.attempt > prev.attempt);
+        let record = ends.then(|| records.iter().find(|r| r.attempt == prev.attempt && r.ended_at == cur.at));
+        ended.push(record.flatten());
+    }
+    ended
 }
 
 fn line(e: &HistoryEntry) -> String {
@@ -91,4 +149,74 @@ fn line(e: &HistoryEntry) -> String {
         text.push_str(&format!("  worker {}", printable(worker)));
     }
     text
+}
+
+/// An ended attempt, under the transition that ended it: `    attempt 2 by w1, 1s 10ms:
+/// retryable  node n1  error: HTTP 503` (the error last: it is the longest, and may hold
+/// anything, escaped).
+fn attempt_line(r: &AttemptRecord) -> String {
+    let mut text = format!("    attempt {}", r.attempt);
+    if let Some(worker) = &r.worker {
+        text.push_str(&format!(" by {}", printable(worker)));
+    }
+    text.push_str(&format!(", {}: {}", words(r.ended_at.saturating_sub(r.claimed_at)), r.outcome));
+    if let Some(node) = &r.node {
+        text.push_str(&format!("  node {}", printable(node)));
+    }
+    if let Some(error) = &r.error {
+        text.push_str(&format!("  error: {}", printable(error)));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(from: Option<Status>, to: Status, attempt: u64, at: u64) -> HistoryEntry {
+        HistoryEntry {
+            from,
+            to,
+            attempt,
+            max_attempts: 3,
+            deadline: 100_000,
+            available_at: None,
+            redrives: 0,
+            reason: None,
+            worker: Some("w1".into()),
+            at,
+        }
+    }
+
+    fn record(attempt: u64, claimed_at: u64, ended_at: u64, outcome: &str) -> AttemptRecord {
+        AttemptRecord {
+            attempt,
+            claimed_at,
+            ended_at,
+            outcome: outcome.into(),
+            error: Some("exit 3\u{1b}[2J\nforged".into()),
+            node: None,
+            worker: Some("w1".into()),
+        }
+    }
+
+    /// A record goes under the transition that ended its attempt: a move out of leased, or
+    /// a claim of the expired lease; a heartbeat ends nothing.
+    #[test]
+    fn each_record_goes_under_the_transition_that_ended_its_attempt() {
+        use Status::{Done, Leased, Pending};
+        let entries = [
+            entry(None, Pending, 0, 0),
+            entry(Some(Pending), Leased, 1, 10),
+            entry(Some(Leased), Leased, 1, 20),
+            entry(Some(Leased), Leased, 2, 1030),
+            entry(Some(Leased), Done, 2, 1040),
+        ];
+        let records = [record(1, 10, 1030, "lease expired"), record(2, 1030, 1040, "ok")];
+        let ended: Vec<Option<u64>> =
+            ended_attempts(&entries, &records).into_iter().map(|r| r.map(|r| r.attempt)).collect();
+        assert_eq!(ended, [None, None, None, Some(1), Some(2)]);
+        let text = attempt_line(&records[0]);
+        assert_eq!(text, "    attempt 1 by w1, 1s 20ms: lease expired  error: exit 3\\x1b[2J\\x0aforged");
+    }
 }

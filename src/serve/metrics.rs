@@ -11,7 +11,7 @@ use prometheus_client::encoding::{
 };
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use retryq::Stats;
+use retryq::{Stats, Tallies};
 
 /// The media type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -57,10 +57,13 @@ pub enum Samples {
     Gauge(Vec<(Labels, Number)>),
     /// Values that only grow.
     Counter(Vec<(Labels, u64)>),
-    /// Observations by bucket: the sum, the count and each bucket's own count (not
-    /// cumulative) by its upper bound (`f64::MAX` for +Inf).
-    Histogram(Vec<(Labels, f64, u64, Vec<(f64, u64)>)>),
+    /// Observations by bucket.
+    Histogram(Vec<Observed>),
 }
+
+/// One histogram's labels, sum, count, and each bucket's own count (not cumulative) by its
+/// upper bound (`f64::MAX` for +Inf).
+pub type Observed = (Labels, f64, u64, Vec<(f64, u64)>);
 
 /// A gauge's value: a count, or a measure with a fraction.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -195,6 +198,52 @@ pub fn gauges(total: &Stats, queues: &[(String, Stats)]) -> Vec<Family> {
             samples: Samples::Gauge(oldest),
         },
     ]
+}
+
+/// The store's tallies (what only grows: claims, attempts ended by outcome, deaths by reason,
+/// redrives, cancels, reaps, …) as counters, and its histograms (an attempt's duration, the
+/// wait from due to claimed) in seconds, as Prometheus names its units.
+pub fn tallies(tallies: &Tallies) -> Vec<Family> {
+    let mut families: Vec<Family> = Vec::new();
+    for tally in &tallies.counters {
+        let name = tally.metric.strip_suffix("_total").unwrap_or(&tally.metric);
+        let labels = tally.labels.iter().map(|(k, v)| (k.clone(), Escaped(v.clone()))).collect();
+        match families.iter_mut().find(|f| f.name == name) {
+            Some(Family { samples: Samples::Counter(samples), .. }) => samples.push((labels, tally.value)),
+            _ => families.push(Family {
+                name: name.to_owned(),
+                help: format!(
+                    "{name}: counted by the store in the transaction of each transition; never decreases."
+                ),
+                samples: Samples::Counter(vec![(labels, tally.value)]),
+            }),
+        }
+    }
+    for histogram in &tallies.histograms {
+        let base = histogram.metric.strip_suffix("_milliseconds").unwrap_or(&histogram.metric);
+        let name = format!("{base}_seconds");
+        let labels = histogram.labels.iter().map(|(k, v)| (k.clone(), Escaped(v.clone()))).collect();
+        let mut below = 0;
+        let buckets = histogram
+            .buckets
+            .iter()
+            .map(|&(upper, cumulative)| {
+                let own = cumulative.saturating_sub(below);
+                below = cumulative;
+                (if upper == u64::MAX { f64::MAX } else { upper as f64 / 1000.0 }, own)
+            })
+            .collect();
+        let sample = (labels, histogram.sum_ms as f64 / 1000.0, histogram.count, buckets);
+        match families.iter_mut().find(|f| f.name == name) {
+            Some(Family { samples: Samples::Histogram(samples), .. }) => samples.push(sample),
+            _ => families.push(Family {
+                help: format!("{name}: observed by the store in the transaction of each transition."),
+                name,
+                samples: Samples::Histogram(vec![sample]),
+            }),
+        }
+    }
+    families
 }
 
 #[cfg(test)]

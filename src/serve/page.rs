@@ -3,7 +3,7 @@
 //! `/static/app.js`, and the content security policy (`http.rs`) runs no other.
 
 use maud::{DOCTYPE, Markup, html};
-use retryq::{BrowsePage, DeadReason, HistoryEntry, Job, Stats, Status, Tombstone};
+use retryq::{AttemptRecord, BrowsePage, DeadReason, HistoryEntry, Job, Stats, Status, Tombstone};
 
 use crate::cmd::duration::words;
 use crate::cmd::view::utc;
@@ -243,7 +243,13 @@ fn short(text: &str) -> String {
 }
 
 /// A job's page: its fields, its whole history, and what an operator may do with it.
-pub fn job(job: &Job, history: &[HistoryEntry], csrf: &str, message: Option<&str>) -> Markup {
+pub fn job(
+    job: &Job,
+    history: &[HistoryEntry],
+    attempts: &[AttemptRecord],
+    csrf: &str,
+    message: Option<&str>,
+) -> Markup {
     let time = |ms: Option<u64>| ms.map(utc).unwrap_or_default();
     layout(
         &format!("Job {}", job.id),
@@ -279,10 +285,34 @@ pub fn job(job: &Job, history: &[HistoryEntry], csrf: &str, message: Option<&str
                 }
                 _ => {}
             }
+            h2 { "Attempts" }
+            @if attempts.is_empty() { p.note { "No attempt has ended yet." } } @else { (attempts_table(attempts)) }
             h2 { "History" }
             (history_table(history))
         },
     )
+}
+
+/// Every ended attempt: who ran it, for how long, what it came to and what went wrong.
+fn attempts_table(attempts: &[AttemptRecord]) -> Markup {
+    html! {
+        table #attempts {
+            thead { tr { th { "attempt" } th { "claimed" } th { "took" } th { "outcome" } th { "worker" } th { "node" } th { "error" } } }
+            tbody {
+                @for a in attempts {
+                    tr {
+                        td { (a.attempt) }
+                        td { (utc(a.claimed_at)) }
+                        td { (words(a.ended_at.saturating_sub(a.claimed_at))) }
+                        td.outcome { (a.outcome) }
+                        td { (a.worker.as_deref().unwrap_or_default()) }
+                        td { (a.node.as_deref().unwrap_or_default()) }
+                        td.error { pre { (a.error.as_deref().unwrap_or_default()) } }
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn history_table(history: &[HistoryEntry]) -> Markup {

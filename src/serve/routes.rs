@@ -19,13 +19,17 @@ const STYLE_CSS: &str = include_str!("style.css");
 /// How many jobs a list page shows.
 pub const PAGE: u32 = 50;
 
+/// How a route reads `now` from a store: the server's clock on PostgreSQL, unless told
+/// otherwise, else this host's.
+pub type Now = Box<dyn Fn(&dyn Backend) -> Result<u64, String> + Send + Sync>;
+
 /// What every route shares: the guard, and how to read `now`.
 pub struct Routes {
     /// Who may read and change.
     pub guard: Guard,
     /// The operation's `now` from the store (the server's clock on PostgreSQL, unless told
     /// otherwise), else this host's.
-    pub now: Box<dyn Fn(&dyn Backend) -> Result<u64, String> + Send + Sync>,
+    pub now: Now,
 }
 
 /// A route's failure, as an answer.
@@ -154,7 +158,8 @@ impl Routes {
         match store.lookup(id)? {
             Some(Lookup::Job(job)) => {
                 let history = store.history(id)?;
-                Ok(html(page::job(&job, &history, self.guard.csrf(), message)))
+                let attempts = store.attempts(id)?;
+                Ok(html(page::job(&job, &history, &attempts, self.guard.csrf(), message)))
             }
             Some(Lookup::Pruned(tombstone)) => Ok(html(page::tombstone(&tombstone))),
             None => Ok(Response {
@@ -168,7 +173,8 @@ impl Routes {
         let now = self.now(store)?;
         let total = store.stats(now)?;
         let queues = by_queue(store, now)?;
-        let families = metrics::gauges(&total, &queues);
+        let mut families = metrics::gauges(&total, &queues);
+        families.extend(metrics::tallies(&store.tallies()?));
         let text =
             metrics::encode(families).map_err(|_| Failed(Response::text(500, "the exposition failed")))?;
         Ok(Response::ok(metrics::CONTENT_TYPE, text))

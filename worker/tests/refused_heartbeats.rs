@@ -111,6 +111,12 @@ impl Backend for Refusing {
     fn queues(&self) -> Result<Vec<String>> {
         self.queue.queues()
     }
+    fn attempts(&self, id: &str) -> Result<Vec<retryq::AttemptRecord>> {
+        self.queue.attempts(id)
+    }
+    fn tallies(&self) -> Result<retryq::Tallies> {
+        self.queue.tallies()
+    }
     fn next_due(&self) -> Result<Option<u64>> {
         self.queue.next_due()
     }

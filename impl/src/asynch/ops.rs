@@ -176,6 +176,17 @@ impl AsyncQueue {
         self.run(move |q| q.history(&id)).await
     }
 
+    /// [`Queue::attempts`](crate::Queue::attempts).
+    pub async fn attempts(&self, id: &str) -> Result<Vec<crate::AttemptRecord>> {
+        let id = id.to_owned();
+        self.run(move |q| q.attempts(&id)).await
+    }
+
+    /// [`Queue::tallies`](crate::Queue::tallies).
+    pub async fn tallies(&self) -> Result<crate::Tallies> {
+        self.run(|q| q.tallies()).await
+    }
+
     /// [`Queue::stats`](crate::Queue::stats).
     pub async fn stats(&self, now: u64) -> Result<Stats> {
         self.run(move |q| q.stats(now)).await

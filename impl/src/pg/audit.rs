@@ -3,11 +3,15 @@
 //! and parsed there, so an unknown word is a finding, not an error, as on SQLite. Two checks
 //! of the tombstones are this store's own: no id names a job and a tombstone at once, and no
 //! history is left of a pruned job. The counts `stats` reads are checked against the rows as
-//! on SQLite, each the sum of its shards (`ddl.rs`).
+//! on SQLite, each the sum of its shards (`ddl.rs`), and so are the attempts' records and the
+//! tallies (SPEC 6.36).
+
+use std::collections::HashMap;
 
 use postgres::Row;
 
 use super::store::PgQueue;
+use crate::audit::notes_sql::{Record, floors};
 use crate::audit::{Audit, Check, Entry, State, Stored, Violation, Word};
 use crate::error::{Error, Result};
 
@@ -59,6 +63,26 @@ pub(super) const COUNTS_AGAINST_ROWS: &str = "
     WHERE coalesce(k.n, 0) <> coalesce(f.n, 0)
     ORDER BY 1, 2, 3";
 
+/// Every attempt's record of a job the store holds, by the job's seq.
+const RECORDS: &str = "
+    SELECT j.seq, a.attempt, a.worker, a.claimed_at, a.ended_at, a.outcome,
+           coalesce(octet_length(a.error), 0), coalesce(octet_length(a.node), 0)
+    FROM attempts a JOIN jobs j ON j.id = a.job
+    ORDER BY j.seq, a.attempt";
+
+/// Records of ids no job row holds, and whether a tombstone holds the id.
+const RECORDS_LEFT: &str = "
+    SELECT job, count(*), EXISTS (SELECT 1 FROM tombstones WHERE id = a.job) FROM attempts a
+    WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = a.job) GROUP BY job ORDER BY job";
+
+/// The kept tallies for the floors' check, each the sum of its shards.
+const KEPT: &str = "
+    SELECT metric, queue, label, sum(n) FROM tallies GROUP BY 1, 2, 3
+    UNION ALL
+    SELECT CASE metric WHEN 'attempt_duration' THEN 'attempts_ended' ELSE 'claims_observed' END,
+           queue, label, sum(n)
+    FROM tally_buckets GROUP BY 1, 2, 3";
+
 impl PgQueue {
     /// [`Queue::audit`](crate::Queue::audit) on PostgreSQL: SPEC section 4's invariants
     /// checked on every job's row and every recorded transition, in one snapshot, by the
@@ -74,6 +98,14 @@ impl PgQueue {
                 .iter()
                 .map(|row| Ok((row.try_get(0)?, stored(row)?)))
                 .collect::<Result<_>>()?;
+            let mut records: HashMap<i64, Vec<Record>> = HashMap::new();
+            for row in tx.query(RECORDS, &[])? {
+                records.entry(row.try_get(0)?).or_default().push(record(&row)?);
+            }
+            let mut check = |found: &mut Audit, seq: i64, job: &Stored, entries: &[Entry]| {
+                found.job(job, entries);
+                found.records(job, entries, records.remove(&seq).as_deref().unwrap_or_default());
+            };
             let mut next = 0;
             let mut entries = Vec::new();
             tx.each(HISTORY, &[], |row| {
@@ -85,16 +117,29 @@ impl PgQueue {
                     if *at == seq {
                         break;
                     }
-                    found.job(job, &entries);
+                    check(&mut found, *at, job, &entries);
                     entries.clear();
                     next += 1;
                 }
                 entries.push(entry(&row)?);
                 Ok(())
             })?;
-            for (_, job) in jobs.get(next..).unwrap_or_default() {
-                found.job(job, &entries);
+            for (seq, job) in jobs.get(next..).unwrap_or_default() {
+                check(&mut found, *seq, job, &entries);
                 entries.clear();
+            }
+            for row in tx.query(RECORDS_LEFT, &[])? {
+                found.records_left(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            }
+            let floors: &'static str = FLOORS.get_or_init(|| floors(KEPT));
+            for row in tx.query(floors, &[])? {
+                found.tally_short(
+                    row.try_get(0)?,
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                    row.try_get(4)?,
+                );
             }
             for row in tx.query(ORPHANS, &[])? {
                 found.orphan(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
@@ -134,6 +179,22 @@ impl PgQueue {
             Ok(found)
         })
     }
+}
+
+/// The floors' query, made once: the store prepares `'static` statements.
+static FLOORS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// A row of [`RECORDS`].
+fn record(row: &Row) -> Result<Record> {
+    Ok(Record {
+        attempt: row.try_get(1)?,
+        worker: row.try_get(2)?,
+        claimed_at: row.try_get(3)?,
+        ended_at: row.try_get(4)?,
+        outcome: row.try_get(5)?,
+        error_bytes: i64::from(row.try_get::<_, i32>(6)?),
+        node_bytes: i64::from(row.try_get::<_, i32>(7)?),
+    })
 }
 
 /// A row of [`JOBS`], trusting nothing but the column types.

@@ -6,6 +6,7 @@ use crate::audit::Audit;
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::job::{DeadReason, Job, Status};
+use crate::notes::{AttemptRecord, Tallies};
 use crate::queue::browse::{Browse, BrowsePage};
 use crate::queue::claim::Claimed;
 use crate::queue::complete::{Completed, Completion};
@@ -118,6 +119,12 @@ impl Backend for PgQueue {
     }
     fn queues(&self) -> Result<Vec<String>> {
         PgQueue::queues(self)
+    }
+    fn attempts(&self, id: &str) -> Result<Vec<AttemptRecord>> {
+        PgQueue::attempts(self, id)
+    }
+    fn tallies(&self) -> Result<Tallies> {
+        PgQueue::tallies(self)
     }
     fn next_due(&self) -> Result<Option<u64>> {
         PgQueue::next_due(self)

@@ -472,7 +472,7 @@ CREATE TRIGGER tombstones_count_delete AFTER DELETE ON tombstones REFERENCING OL
     FOR EACH STATEMENT EXECUTE FUNCTION retryq_count();
 "#;
 
-/// Schema 3 whole, in the order it is created.
+/// Schema 3 whole, in the order it was created.
 pub(super) fn schema_3() -> String {
     format!("{META}{JOBS_3}{HISTORY_3}{OBJECTS_3}")
 }
@@ -519,3 +519,346 @@ SELECT queue, status, coalesce(dead_reason, ''), 0, count(*) FROM jobs GROUP BY 
 UNION ALL
 SELECT queue, 'pruned_' || status, '', 0, count(*) FROM tombstones GROUP BY 1, 2;
 ";
+
+/// Schema 4 whole, in the order it is created: schema 3 (as retryq created it before the
+/// operators' notes: [`schema_3`], which a test upgrades), then the notes' tables and their
+/// functions and triggers.
+pub(super) fn schema_4() -> String {
+    format!("{}{TABLES_4}{}", schema_3(), objects_4())
+}
+
+/// Schema 4's tables (SPEC 6.36), as SQLite's (`ddl.rs`, `NOTES_TABLES`) with the tallies
+/// sharded like `counts` (see the module's comment): a tally is the sum of its shards, and
+/// every shard only grows. Notes are `bytea`, as the jobs' are.
+pub(super) const TABLES_4: &str = r#"
+CREATE TABLE attempts (
+    job        text    COLLATE "C" NOT NULL,
+    attempt    bigint  NOT NULL CHECK (attempt >= 1),
+    worker     text    COLLATE "C" NOT NULL,   -- the lease holder
+    claimed_at bigint  NOT NULL,               -- the claim's now
+    ended_at   bigint,                         -- the now of what ended it; NULL while it runs
+    outcome    text    CHECK (outcome IN ('ok', 'retryable', 'permanent', 'lease expired',
+                                          'expired or retryable')),
+    error      bytea,                          -- its report's or its live lease's note
+    node       bytea,
+    CHECK ((ended_at IS NULL) = (outcome IS NULL)),
+    PRIMARY KEY (job, attempt)
+);
+CREATE TABLE tallies (
+    metric text     COLLATE "C" NOT NULL,
+    queue  text     COLLATE "C" NOT NULL,
+    label  text     COLLATE "C" NOT NULL,      -- the metric's second label's value, '' for none
+    shard  smallint NOT NULL CHECK (shard BETWEEN 0 AND 15),
+    n      bigint   NOT NULL CHECK (n >= 0),
+    PRIMARY KEY (metric, queue, label, shard)
+);
+CREATE TABLE tally_buckets (
+    metric text     COLLATE "C" NOT NULL,
+    queue  text     COLLATE "C" NOT NULL,
+    label  text     COLLATE "C" NOT NULL,
+    le     bigint   NOT NULL,                  -- the bucket's upper bound in ms; 2^63-1 for +Inf
+    shard  smallint NOT NULL CHECK (shard BETWEEN 0 AND 15),
+    n      bigint   NOT NULL CHECK (n >= 0),
+    sum_ms bigint   NOT NULL CHECK (sum_ms >= 0),   -- stops at 2^63-1 rather than overflow
+    PRIMARY KEY (metric, queue, label, le, shard)
+);
+"#;
+
+/// Every pair of a statement's old and new job rows: `o` and `n`.
+const PAIRS: &str = "old_rows o JOIN new_rows n USING (seq)";
+
+/// Schema 4's functions and triggers: the attempts' records and the tallies, kept by the
+/// database in the transaction of every transition (SQLite's `notes_objects` says what each
+/// does), and the guards that keep records and tallies what they are.
+///
+/// Here the work is done a statement at a time where it can be, over the statement's
+/// transition tables, as the counts are: a claim's record opened, an expired lease's ended
+/// (taken by a claim, or reaped), and every tally of the statement added to the
+/// transaction's shard in one upsert per table. Two things cannot be told from the rows
+/// alone and are done row by row: whether an update named `last_error` — a completion's
+/// report, or a note on the live lease: the one trigger that runs *before* the row changes,
+/// so that the record it ends is ended before the statement's triggers look — and whether
+/// one named `available_at` on a lease it kept — a heartbeat, which may leave every value as
+/// it was. (A statement-level trigger with transition tables names no columns.)
+pub(super) fn objects_4() -> String {
+    let bucket = crate::notes::bucket_of("e.v");
+    format!(
+        r#"
+-- An attempt's record is opened only by the claim that began it: checked once per statement
+-- over every record it opened.
+CREATE OR REPLACE FUNCTION retryq_attempt_opened() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM new_rows a
+               WHERE NOT EXISTS (SELECT 1 FROM jobs j
+                                 WHERE j.id = a.job AND j.status = 'leased' AND j.attempts = a.attempt
+                                   AND j.owner = a.worker AND j.claimed_at = a.claimed_at)) THEN
+        RAISE EXCEPTION 'retryq: an attempt''s record is opened only by the claim that began it'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- Records go only with their job, in a prune, as its history does.
+CREATE OR REPLACE FUNCTION retryq_attempt_delete() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM jobs WHERE id = OLD.job)
+       OR NOT EXISTS (SELECT 1 FROM tombstones WHERE id = OLD.job) THEN
+        RAISE EXCEPTION 'retryq: an attempt''s record goes only with a pruned job'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN OLD;
+END $$;
+
+-- A forget removes a tombstone with nothing left of its job: schema 3's function, which now
+-- also waits for the attempts' records.
+CREATE OR REPLACE FUNCTION retryq_tombstone_delete() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM jobs WHERE id = OLD.id)
+       OR EXISTS (SELECT 1 FROM history WHERE job = OLD.id)
+       OR EXISTS (SELECT 1 FROM attempts WHERE job = OLD.id) THEN
+        RAISE EXCEPTION 'retryq: a tombstone goes only once its job, history and attempts are gone'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN OLD;
+END $$;
+
+-- A completion's report, or a note on the live lease, before the row changes: the open
+-- record gets its notes and, for a completion, its end and the report's outcome.
+CREATE OR REPLACE FUNCTION retryq_attempt_reported() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE attempts SET error = NEW.last_error, node = NEW.last_node,
+        ended_at = CASE WHEN NEW.status <> 'leased' THEN NEW.updated_at END,
+        outcome = CASE WHEN NEW.status <> 'leased' THEN
+                      CASE NEW.status WHEN 'done' THEN 'ok' WHEN 'pending' THEN 'retryable'
+                      ELSE CASE NEW.dead_reason WHEN 'permanent' THEN 'permanent' ELSE 'retryable' END END
+                  END
+    WHERE job = OLD.id AND attempt = OLD.attempts AND ended_at IS NULL;
+    RETURN NEW;
+END $$;
+
+-- An accepted heartbeat, counted in the transaction's shard.
+CREATE OR REPLACE FUNCTION retryq_tally_heartbeat() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO tallies AS t (metric, queue, label, shard, n)
+    VALUES ('heartbeats', NEW.queue, '', retryq_counts_shard(), 1)
+    ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + 1;
+    RETURN NULL;
+END $$;
+
+-- A statement's records and tallies: of the jobs' (an insert, an update) or of the
+-- tombstones' (a prune's insert, a forget's delete), from its transition tables.
+CREATE OR REPLACE FUNCTION retryq_notes() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'jobs' AND TG_OP = 'INSERT' THEN
+        INSERT INTO tallies AS t (metric, queue, label, shard, n)
+        SELECT 'enqueued', queue, '', (SELECT retryq_counts_shard()), count(*)
+        FROM new_rows GROUP BY 2 ORDER BY 2
+        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;
+    ELSIF TG_TABLE_NAME = 'jobs' THEN
+        -- An expired lease that a claim took, or that left leased with its record still open
+        -- (no report came: a reap), ends as `lease expired`; a claim opens its attempt's.
+        UPDATE attempts a
+        SET ended_at = CASE WHEN n.attempts > o.attempts THEN n.claimed_at ELSE n.updated_at END,
+            outcome = 'lease expired'
+        FROM {PAIRS}
+        WHERE o.status = 'leased' AND (n.status <> 'leased' OR n.attempts > o.attempts)
+          AND a.job = o.id AND a.attempt = o.attempts AND a.ended_at IS NULL;
+        INSERT INTO attempts (job, attempt, worker, claimed_at)
+        SELECT n.id, n.attempts, n.owner, n.claimed_at FROM {PAIRS}
+        WHERE n.attempts > o.attempts ORDER BY n.id;
+        INSERT INTO tallies AS t (metric, queue, label, shard, n)
+        SELECT e.metric, e.queue, e.label, (SELECT retryq_counts_shard()), count(*) FROM (
+            SELECT 'claims' AS metric, n.queue, '' AS label FROM {PAIRS} WHERE n.attempts > o.attempts
+            UNION ALL
+            SELECT 'deaths', n.queue, n.dead_reason FROM {PAIRS}
+            WHERE n.status = 'dead' AND o.status <> 'dead'
+            UNION ALL
+            SELECT 'reaped', n.queue, n.dead_reason FROM {PAIRS}
+            WHERE o.status = 'pending' AND n.status = 'dead' AND n.dead_reason = 'deadline'
+            UNION ALL
+            SELECT 'reaped', n.queue, n.dead_reason FROM {PAIRS}
+            JOIN attempts a ON a.job = o.id AND a.attempt = o.attempts
+            WHERE o.status = 'leased' AND n.status = 'dead' AND a.outcome = 'lease expired'
+            UNION ALL
+            SELECT 'redrives', n.queue, '' FROM {PAIRS} WHERE o.status = 'dead' AND n.status = 'pending'
+            UNION ALL
+            SELECT 'cancels', n.queue, 'pending' FROM {PAIRS}
+            WHERE o.status = 'pending' AND n.status = 'dead' AND n.dead_reason = 'cancelled'
+            UNION ALL
+            SELECT 'cancels', n.queue, 'request' FROM {PAIRS}
+            WHERE n.cancel_requested AND NOT o.cancel_requested) AS e
+        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;
+        INSERT INTO tally_buckets AS t (metric, queue, label, le, shard, n, sum_ms)
+        SELECT e.metric, e.queue, e.label, {bucket}, (SELECT retryq_counts_shard()), count(*),
+               LEAST(sum(e.v), 9223372036854775807)::bigint
+        FROM (
+            SELECT 'claim_wait' AS metric, n.queue, '' AS label,
+                   GREATEST(n.claimed_at - o.available_at, 0) AS v
+            FROM {PAIRS} WHERE n.attempts > o.attempts
+            UNION ALL
+            SELECT 'attempt_duration', n.queue, a.outcome, GREATEST(a.ended_at - a.claimed_at, 0)
+            FROM {PAIRS} JOIN attempts a ON a.job = o.id AND a.attempt = o.attempts
+            WHERE o.status = 'leased' AND (n.status <> 'leased' OR n.attempts > o.attempts)) AS e
+        GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+        ON CONFLICT (metric, queue, label, le, shard) DO UPDATE
+        SET n = t.n + excluded.n,
+            sum_ms = CASE WHEN t.sum_ms > 9223372036854775807 - excluded.sum_ms THEN 9223372036854775807
+                          ELSE t.sum_ms + excluded.sum_ms END;
+    ELSIF TG_OP = 'INSERT' THEN
+        INSERT INTO tallies AS t (metric, queue, label, shard, n)
+        SELECT 'pruned', queue, status, (SELECT retryq_counts_shard()), count(*)
+        FROM new_rows GROUP BY 2, 3 ORDER BY 2, 3
+        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;
+    ELSE
+        INSERT INTO tallies AS t (metric, queue, label, shard, n)
+        SELECT 'forgotten', queue, '', (SELECT retryq_counts_shard()), count(*)
+        FROM old_rows GROUP BY 2 ORDER BY 2
+        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER attempts_of_claims AFTER INSERT ON attempts REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_attempt_opened();
+CREATE TRIGGER attempts_ended_never_change BEFORE UPDATE ON attempts FOR EACH ROW
+    WHEN (OLD.ended_at IS NOT NULL OR NEW.job <> OLD.job OR NEW.attempt <> OLD.attempt
+          OR NEW.worker <> OLD.worker OR NEW.claimed_at <> OLD.claimed_at)
+    EXECUTE FUNCTION retryq_refuse('retryq: an attempt''s record changes only until the attempt ends');
+CREATE TRIGGER attempts_no_delete BEFORE DELETE ON attempts
+    FOR EACH ROW EXECUTE FUNCTION retryq_attempt_delete();
+CREATE TRIGGER attempts_no_truncate BEFORE TRUNCATE ON attempts
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: an attempt''s record goes only with a pruned job');
+CREATE TRIGGER tallies_only_grow BEFORE UPDATE ON tallies FOR EACH ROW
+    WHEN (NEW.n < OLD.n OR NEW.metric <> OLD.metric OR NEW.queue <> OLD.queue
+          OR NEW.label <> OLD.label OR NEW.shard <> OLD.shard)
+    EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+CREATE TRIGGER tallies_never_deleted BEFORE DELETE ON tallies
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+CREATE TRIGGER tallies_never_truncated BEFORE TRUNCATE ON tallies
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+CREATE TRIGGER tally_buckets_only_grow BEFORE UPDATE ON tally_buckets FOR EACH ROW
+    WHEN (NEW.n < OLD.n OR NEW.sum_ms < OLD.sum_ms OR NEW.metric <> OLD.metric
+          OR NEW.queue <> OLD.queue OR NEW.label <> OLD.label OR NEW.le <> OLD.le
+          OR NEW.shard <> OLD.shard)
+    EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+CREATE TRIGGER tally_buckets_never_deleted BEFORE DELETE ON tally_buckets
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+CREATE TRIGGER tally_buckets_never_truncated BEFORE TRUNCATE ON tally_buckets
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+CREATE TRIGGER jobs_attempt_reported BEFORE UPDATE OF last_error ON jobs FOR EACH ROW
+    WHEN (OLD.status = 'leased') EXECUTE FUNCTION retryq_attempt_reported();
+CREATE TRIGGER jobs_tally_heartbeat AFTER UPDATE OF available_at ON jobs FOR EACH ROW
+    WHEN (OLD.status = 'leased' AND NEW.status = 'leased' AND NEW.attempts = OLD.attempts)
+    EXECUTE FUNCTION retryq_tally_heartbeat();
+CREATE TRIGGER jobs_notes_insert AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_notes();
+CREATE TRIGGER jobs_notes_update AFTER UPDATE ON jobs
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_notes();
+CREATE TRIGGER tombstones_notes_insert AFTER INSERT ON tombstones REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_notes();
+CREATE TRIGGER tombstones_notes_delete AFTER DELETE ON tombstones REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retryq_notes();
+"#
+    )
+}
+
+/// Schema 3 to schema 4, after [`TABLES_4`] and before [`objects_4`] (whose triggers would
+/// count the fill twice and refuse its records): the notes filled from what the store still
+/// holds, as SQLite's upgrade fills them (`upgrade.rs` says what each query takes from where),
+/// every tally into shard 0.
+pub(super) fn fill_4() -> String {
+    let steps = "steps AS (
+        SELECT job, n, from_status, to_status, attempt, available_at, deadline, reason, worker, at,
+               cancel_requested,
+               lag(attempt) OVER w AS was_attempt, lag(available_at) OVER w AS was_available_at,
+               lag(cancel_requested) OVER w AS was_requested
+        FROM history WINDOW w AS (PARTITION BY job ORDER BY n))";
+    let moved = |metric: &str, label: &str, when: &str| {
+        format!(
+            "SELECT '{metric}', j.queue, {label}, 1 FROM steps s JOIN jobs j ON j.id = s.job WHERE {when}"
+        )
+    };
+    let bucket = crate::notes::bucket_of("v");
+    format!(
+        "
+INSERT INTO attempts (job, attempt, worker, claimed_at, ended_at, outcome)
+WITH {steps},
+began AS (
+    SELECT job, attempt, worker, at FROM steps WHERE to_status = 'leased' AND attempt = was_attempt + 1),
+ended AS (
+    SELECT job, was_attempt AS attempt, at, CASE
+        WHEN to_status = 'leased' THEN 'lease expired'
+        WHEN to_status = 'done' THEN 'ok'
+        WHEN to_status = 'pending' THEN 'retryable'
+        WHEN reason = 'permanent' THEN 'permanent'
+        WHEN at < was_available_at THEN 'retryable'
+        WHEN reason = 'deadline' AND at < deadline THEN 'retryable'
+        ELSE 'expired or retryable' END AS outcome
+    FROM steps
+    WHERE from_status = 'leased' AND (to_status <> 'leased' OR attempt = was_attempt + 1))
+SELECT b.job, b.attempt, b.worker, b.at, e.at, e.outcome
+FROM began b LEFT JOIN ended e ON e.job = b.job AND e.attempt = b.attempt;
+
+INSERT INTO tallies (metric, queue, label, shard, n)
+WITH {steps},
+counted (metric, queue, label, n) AS (
+    SELECT 'enqueued', queue, '', 1 FROM jobs
+    UNION ALL SELECT 'enqueued', queue, '', 1 FROM tombstones
+    UNION ALL SELECT 'claims', queue, '', attempts FROM jobs
+    UNION ALL SELECT 'claims', queue, '', attempts FROM tombstones
+    UNION ALL SELECT 'deaths', queue, dead_reason, 1 FROM tombstones WHERE status = 'dead'
+    UNION ALL SELECT 'pruned', queue, status, 1 FROM tombstones
+    UNION ALL {deaths}
+    UNION ALL {reaped}
+    UNION ALL {redrives}
+    UNION ALL {cancelled}
+    UNION ALL {requested}
+    UNION ALL {heartbeats})
+SELECT metric, queue, label, 0, sum(n) FROM counted GROUP BY 1, 2, 3 HAVING sum(n) > 0;
+
+INSERT INTO tally_buckets (metric, queue, label, le, shard, n, sum_ms)
+WITH {steps},
+observed (metric, queue, label, v) AS (
+    SELECT 'claim_wait', j.queue, '', GREATEST(s.at - s.was_available_at, 0)
+    FROM steps s JOIN jobs j ON j.id = s.job
+    WHERE s.to_status = 'leased' AND s.attempt = s.was_attempt + 1
+    UNION ALL
+    SELECT 'attempt_duration', j.queue, a.outcome, GREATEST(a.ended_at - a.claimed_at, 0)
+    FROM attempts a JOIN jobs j ON j.id = a.job WHERE a.ended_at IS NOT NULL)
+SELECT metric, queue, label, {bucket}, 0, count(*), LEAST(sum(v), 9223372036854775807)::bigint
+FROM observed GROUP BY 1, 2, 3, 4;
+",
+        deaths = moved("deaths", "s.reason", "s.from_status IS NOT NULL AND s.to_status = 'dead'"),
+        reaped = moved(
+            "reaped",
+            "s.reason",
+            "s.from_status = 'pending' AND s.to_status = 'dead' AND s.reason = 'deadline'"
+        ),
+        redrives = moved("redrives", "''", "s.from_status = 'dead' AND s.to_status = 'pending'"),
+        cancelled = moved(
+            "cancels",
+            "'pending'",
+            "s.from_status = 'pending' AND s.to_status = 'dead' AND s.reason = 'cancelled'"
+        ),
+        requested = moved(
+            "cancels",
+            "'request'",
+            "s.from_status = 'leased' AND s.to_status = 'leased' AND s.attempt = s.was_attempt
+             AND s.cancel_requested AND NOT s.was_requested"
+        ),
+        heartbeats = moved(
+            "heartbeats",
+            "''",
+            "s.from_status = 'leased' AND s.to_status = 'leased' AND s.attempt = s.was_attempt
+             AND NOT (s.cancel_requested AND NOT s.was_requested)"
+        ),
+    )
+}

@@ -32,6 +32,7 @@ mod enqueue;
 mod heartbeat;
 mod inside;
 mod inspect;
+mod notes;
 mod redrive;
 mod retention;
 mod schema;
@@ -40,6 +41,8 @@ mod store;
 mod tests;
 #[cfg(test)]
 mod tests_1_2;
+#[cfg(test)]
+mod tests_notes;
 #[cfg(test)]
 mod tests_stats;
 mod tls;

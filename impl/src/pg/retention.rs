@@ -1,10 +1,11 @@
 //! `prune`, `prune_at_most` and `forget`: an operator's retention (SPEC 3.14, 3.15, 6.35).
 //!
-//! A prune is three statements in one transaction, each a step the schema's triggers allow
+//! A prune is four statements in one transaction, each a step the schema's triggers allow
 //! only after the one before it (`ddl.rs`): the ended jobs are locked and their tombstones
 //! written (a tombstone only of an ended job of the same id, end, queue, attempts and payload
 //! digest), then the jobs deleted (a job only once done or dead, with its tombstone
-//! standing), then their history (only of an id that has a tombstone and no job). Locking
+//! standing), then their history and their attempts' records (only of an id that has a
+//! tombstone and no job). The tallies stay: a prune adds to them, as a forget does. Locking
 //! first keeps a concurrent redrive from taking a job out of `dead` between its tombstone
 //! and its delete: the redrive waits, then finds no job and answers `pruned`.
 //!
@@ -37,6 +38,9 @@ const DELETE_JOBS: &str = "DELETE FROM jobs WHERE id = ANY($1)";
 /// Their history, once the jobs are gone.
 const DELETE_HISTORY: &str = "DELETE FROM history WHERE job = ANY($1)";
 
+/// Their attempts' records, likewise.
+const DELETE_ATTEMPTS: &str = "DELETE FROM attempts WHERE job = ANY($1)";
+
 /// The `ended_at` of the job at place `$2` (from 0) among the ended jobs with `ended_at` ≤
 /// `$1`, in order of `ended_at`: one walk of `jobs_ended`, `$2` entries long.
 const NTH_ENDED: &str = "
@@ -51,8 +55,8 @@ const FORGET: &str = "DELETE FROM tombstones WHERE ended_at <= $1";
 
 impl PgQueue {
     /// [`Queue::prune`](crate::Queue::prune) on PostgreSQL: every done or dead job, of every
-    /// queue, with `ended_at` ≤ `before` leaves a tombstone and goes with its history, in one
-    /// transaction; how many. Refused only for its arguments (`before` ≤ `now`).
+    /// queue, with `ended_at` ≤ `before` leaves a tombstone and goes with its history and its
+    /// attempts' records, in one transaction; how many. Refused only for its arguments (`before` ≤ `now`).
     pub fn prune(&mut self, before: u64, now: u64) -> Result<u64> {
         let before = big("before", input::before(before, now)?)?;
         self.write(Turn::Retention, |tx| prune(tx, before))
@@ -90,8 +94,8 @@ impl PgQueue {
     }
 }
 
-/// The prune inside the caller's transaction: the three steps, in the order the triggers
-/// allow them.
+/// The prune inside the caller's transaction: the steps, in the order the triggers allow
+/// them.
 fn prune(tx: &mut Tx<'_>, before: i64) -> Result<u64> {
     let ids: Vec<String> =
         tx.query(ENTOMB, &[&before])?.iter().map(|row| row.try_get(0)).collect::<Result<_, _>>()?;
@@ -103,5 +107,6 @@ fn prune(tx: &mut Tx<'_>, before: i64) -> Result<u64> {
         return Err(Error::Corrupt(format!("a prune entombed {} jobs and deleted {deleted}", ids.len())));
     }
     tx.execute(DELETE_HISTORY, &[&ids])?;
+    tx.execute(DELETE_ATTEMPTS, &[&ids])?;
     Ok(deleted)
 }

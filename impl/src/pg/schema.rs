@@ -1,6 +1,6 @@
 //! What a retryq PostgreSQL database holds, how it is recognised, how it is created.
 //!
-//! The tables mirror SQLite's schema 3 (`ddl.rs`) column for column and CHECK for CHECK, so
+//! The tables mirror SQLite's schema 4 (`ddl.rs`) column for column and CHECK for CHECK, so
 //! that the same bug is refused the same way on either store, with three differences of
 //! the medium: `seq` is an identity column (insertion order, claim's tie-break), payloads and
 //! notes are `bytea` (`value.rs` says why), and the text columns that hold names compare
@@ -9,10 +9,12 @@
 //! changed, a job deleted only by a prune that leaves its tombstone, a job's identity never
 //! changed. The SQL is in `pg/ddl.rs`.
 //!
-//! A schema of version 2 (retryq 1.1, contract 1.1) is upgraded to version 3 in place, in
-//! the one transaction that finds it, under the creation lock: a second connection waits,
-//! then finds version 3. A failure anywhere rolls the whole upgrade back. The counts `stats`
-//! reads are filled from the rows last, in that transaction, once the rows are in place.
+//! A schema of version 2 (retryq 1.1, contract 1.1) or 3 (contract 1.2 before the operators'
+//! notes) is upgraded to version 4 in place, in the one transaction that finds it, under the
+//! creation lock: a second connection waits, then finds version 4. A failure anywhere rolls
+//! the whole upgrade back. The counts `stats` reads (from 2) and the notes (from 2 or 3) are
+//! filled from the rows, in that transaction, once the rows are in place and before the
+//! triggers that keep them exist.
 //!
 //! Where SQLite marks its files with `application_id` and `user_version`, a PostgreSQL
 //! database has a one-row table, `retryq_meta`, holding both. The schema lives in the
@@ -22,7 +24,7 @@
 //! refused and left untouched, never "repaired": a mistyped URL must not turn another
 //! program's tables into a queue.
 
-use super::ddl::{FILL_COUNTS, OBJECTS_3, UPGRADE_2_TO_3, schema_3};
+use super::ddl::{FILL_COUNTS, OBJECTS_3, TABLES_4, UPGRADE_2_TO_3, fill_4, objects_4, schema_4};
 use super::store::Tx;
 use crate::ddl::{APPLICATION_ID, SCHEMA_VERSION};
 use crate::error::{Error, Result};
@@ -34,13 +36,14 @@ pub(super) enum Found {
     Empty,
     /// A retryq schema of this version.
     Retryq,
-    /// A retryq schema of an older version this build upgrades: 2.
+    /// A retryq schema of an older version this build upgrades: 2 or 3.
     Older(i64),
 }
 
-/// The one older version a PostgreSQL database may have: retryq 1.1's (no release wrote
-/// version 1 on PostgreSQL).
+/// The older versions a PostgreSQL database may have: retryq 1.1's, and 1.2's before the
+/// operators' notes (no release wrote version 1 on PostgreSQL).
 const SCHEMA_2: i64 = 2;
+const SCHEMA_3: i64 = 3;
 
 /// The current schema, the database's encoding, whether the schema holds `retryq_meta`,
 /// how many relations it holds (tables, views, sequences, indexes…), and which of the
@@ -58,7 +61,9 @@ const LOOK: &str = "
               AND proname IN ('retryq_history_insert', 'retryq_history_update', 'retryq_refuse',
                               'retryq_job_delete', 'retryq_job_not_over_a_tombstone',
                               'retryq_history_delete', 'retryq_tombstone_insert',
-                              'retryq_tombstone_delete', 'retryq_counts_shard', 'retryq_count'))";
+                              'retryq_tombstone_delete', 'retryq_counts_shard', 'retryq_count',
+                              'retryq_attempt_opened', 'retryq_attempt_delete',
+                              'retryq_attempt_reported', 'retryq_tally_heartbeat', 'retryq_notes'))";
 
 const META: &str = "SELECT application_id, schema_version FROM retryq_meta";
 
@@ -97,7 +102,7 @@ pub(super) fn upgrade_existing(tx: &mut Tx<'_>, name: &str) -> Result<bool> {
         Found::Older(_) => {
             tx.query_one(CREATION_LOCK, &[&APPLICATION_ID])?;
             match inspect(tx, name)? {
-                Found::Older(version) => upgrade(tx, version).map(|()| true),
+                Found::Older(version) => upgrade(tx, version, name).map(|()| true),
                 found => Ok(found == Found::Retryq),
             }
         }
@@ -113,24 +118,41 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     // READ COMMITTED: this statement sees what the connection that held the lock committed.
     match inspect_with(tx, name, beside)? {
         Found::Empty => {
-            tx.batch(&schema_3())?;
+            tx.batch(&schema_4())?;
             tx.execute(MARK, &[&APPLICATION_ID, &SCHEMA_VERSION])?;
         }
-        Found::Older(version) => upgrade(tx, version)?,
+        Found::Older(version) => upgrade(tx, version, name)?,
         Found::Retryq => {}
     }
     Ok(())
 }
 
-/// Schema `version` (2) to this build's, inside the caller's transaction, under the creation
-/// lock: every step or none (`ddl.rs` says what each does).
-fn upgrade(tx: &mut Tx<'_>, version: i64) -> Result<()> {
-    if version != SCHEMA_2 {
+/// Schema `version` (2 or 3) to this build's, inside the caller's transaction, under the
+/// creation lock: every step or none (`ddl.rs` says what each does).
+fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
+    if version != SCHEMA_2 && version != SCHEMA_3 {
         return Err(Error::Corrupt(format!("no upgrade from PostgreSQL schema version {version}")));
     }
-    tx.batch(UPGRADE_2_TO_3)?;
-    tx.batch(OBJECTS_3)?;
-    tx.batch(FILL_COUNTS)?;
+    // An application's relation beside the queue that bears a name schema 4 adds: the upgrade
+    // would fail on it half-way; the operator hears why, and the rollback leaves it all.
+    let taken: Option<String> = tx.query_one(NOTES_TAKEN, &[])?.try_get(0)?;
+    if let Some(taken) = taken {
+        return Err(Error::NotRetryq {
+            path: name.into(),
+            why: format!(
+                "the schema already has relations named {taken}, which schema {SCHEMA_VERSION} adds: \
+                 rename them, then connect again"
+            ),
+        });
+    }
+    if version == SCHEMA_2 {
+        tx.batch(UPGRADE_2_TO_3)?;
+        tx.batch(OBJECTS_3)?;
+        tx.batch(FILL_COUNTS)?;
+    }
+    tx.batch(TABLES_4)?;
+    tx.batch(&fill_4())?;
+    tx.batch(&objects_4())?;
     tx.execute(REMARK, &[&SCHEMA_VERSION])?;
     Ok(())
 }
@@ -145,7 +167,15 @@ const TAKEN: &str = "
                       'jobs_cancelling', 'jobs_ended', 'history', 'history_pkey',
                       'history_n_seq', 'history_job', 'tombstones', 'tombstones_pkey',
                       'tombstones_ended', 'jobs_open_age', 'jobs_leases', 'counts',
-                      'counts_pkey')";
+                      'counts_pkey', 'attempts', 'attempts_pkey', 'tallies', 'tallies_pkey',
+                      'tally_buckets', 'tally_buckets_pkey')";
+
+/// The relations of the current schema that bear a name schema 4 adds.
+const NOTES_TAKEN: &str = "
+    SELECT string_agg(relname, ', ' ORDER BY relname) FROM pg_catalog.pg_class
+    WHERE relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema())
+      AND relname IN ('attempts', 'attempts_pkey', 'tallies', 'tallies_pkey', 'tally_buckets',
+                      'tally_buckets_pkey')";
 
 /// Decides what the current schema is, reading only.
 pub(super) fn inspect(tx: &mut Tx<'_>, name: &str) -> Result<Found> {
@@ -199,7 +229,7 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
     if version > SCHEMA_VERSION {
         return Err(Error::NewerSchema { path: name.into(), found: version, supported: SCHEMA_VERSION });
     }
-    if version == SCHEMA_2 {
+    if version == SCHEMA_2 || version == SCHEMA_3 {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
@@ -210,27 +240,27 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
 
 #[cfg(test)]
 mod tests {
-    /// The functions `LOOK` names are the ones schema 3 creates (and so the ones schema 2
-    /// created, which it replaces).
+    /// The functions `LOOK` names are the ones schema 4 creates (and so the ones schemas 2
+    /// and 3 created, which it replaces).
     #[test]
     fn look_names_every_function_the_schema_creates() {
-        let ddl = super::schema_3();
+        let ddl = super::schema_4();
         let created: Vec<&str> = ddl
             .split("CREATE OR REPLACE FUNCTION ")
             .skip(1)
             .filter_map(|rest| rest.split('(').next())
             .collect();
-        assert_eq!(created.len(), 10, "{created:?}");
+        assert_eq!(created.len(), 16, "{created:?}");
         for name in &created {
             assert!(super::LOOK.contains(&format!("'{name}'")), "{name}");
         }
         assert!(!ddl.contains("CREATE FUNCTION"), "every function is created or replaced");
     }
 
-    /// The relations `TAKEN` names are the ones schema 3 creates.
+    /// The relations `TAKEN` names are the ones schema 4 creates.
     #[test]
     fn taken_names_every_relation_the_schema_creates() {
-        let ddl = super::schema_3();
+        let ddl = super::schema_4();
         for word in ["CREATE TABLE ", "CREATE INDEX "] {
             for rest in ddl.split(word).skip(1) {
                 let name = rest.split_whitespace().next().unwrap_or_default();

@@ -482,14 +482,14 @@ fn a_foreign_or_newer_schema_is_refused_and_left_as_it_was() {
     let beside = with_search_path(&url, "queue");
     let q = PgQueue::connect(&beside).expect("a schema of its own");
     drop(q);
-    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 4").expect("newer");
+    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 5").expect("newer");
     let err = PgQueue::connect(&beside).err().expect("refused");
-    assert!(matches!(err, Error::NewerSchema { found: 4, supported: 3, .. }), "{err}");
+    assert!(matches!(err, Error::NewerSchema { found: 5, supported: 4, .. }), "{err}");
     admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 1").expect("never written");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("schema version 1")), "{err}");
     admin
-        .batch_execute("UPDATE queue.retryq_meta SET schema_version = 3, application_id = 7")
+        .batch_execute("UPDATE queue.retryq_meta SET schema_version = 4, application_id = 7")
         .expect("foreign");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("application id 0x7")), "{err}");
@@ -618,6 +618,16 @@ fn eight_connections_claim_each_job_exactly_once() {
     let audit = q.audit().expect("audit");
     assert!(audit.is_clean(), "{:#?}", audit.violations);
     assert_eq!(audit.entries, 600, "enqueue, claim, done: three entries each");
+    // Each claim and each end counted once, whatever shard its transaction wrote.
+    let tallies = q.tallies().expect("tallies");
+    let count = |metric: &str| -> Vec<u64> {
+        tallies.counters.iter().filter(|t| t.metric == metric).map(|t| t.value).collect()
+    };
+    assert_eq!(
+        ["retryq_enqueued_total", "retryq_claims_total", "retryq_attempts_ended_total"].map(count),
+        [[200], [200], [200]]
+    );
+    assert!(ids.iter().all(|id| q.attempts(id).expect("attempts").len() == 1));
 }
 
 /// Claims `k` jobs at 2000 (by `claim` when `k` is 1, else by `claim_batch`) on `q` while

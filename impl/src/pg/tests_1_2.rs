@@ -482,7 +482,7 @@ fn the_audit_finds_a_tombstone_beside_a_job_and_history_left_behind() {
 
 /// The catalog of the current schema, in words: columns, constraints, indexes, triggers and
 /// the functions' sources, each sorted.
-fn catalog(q: &PgQueue) -> Vec<String> {
+pub(super) fn catalog(q: &PgQueue) -> Vec<String> {
     let sql = r#"
         SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
                || coalesce(' collate ' || co.collname, '') || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
@@ -511,17 +511,19 @@ fn catalog(q: &PgQueue) -> Vec<String> {
 }
 
 /// A schema 2 database (retryq 1.1's DDL, kept verbatim) with jobs in every status is
-/// upgraded in place by the first connect: schema 3's catalog exactly, the jobs as they
-/// were with SPEC 3.9's values for what schema 2 lacked, its history kept, audit clean, and
-/// every operation of 1.2 working on it.
+/// upgraded in place by the first connect: schema 4's catalog exactly, the jobs as they
+/// were with SPEC 3.9's values for what schema 2 lacked, its history kept, the attempts'
+/// records and the tallies filled from it, audit clean, and every operation of 1.2 working
+/// on it.
 #[test]
 fn a_schema_2_database_is_upgraded_in_place() {
     let Some((url, fresh)) = pg_at("a_schema_2_database_is_upgraded_in_place") else { return };
     let want = catalog(&fresh);
     drop(fresh);
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
-    admin.batch_execute("CREATE SCHEMA old").expect("schema");
-    let old = super::tests::with_search_path(&url, "old");
+    admin.batch_execute("CREATE SCHEMA two").expect("schema");
+    // Not "old": the catalog strips the schema's name and a dot, and `old.` is in the triggers.
+    let old = super::tests::with_search_path(&url, "two");
     let mut client = postgres::Client::connect(&old, postgres::NoTls).expect("client");
     client.batch_execute(SCHEMA_2).expect("schema 2");
     client
@@ -568,20 +570,37 @@ fn a_schema_2_database_is_upgraded_in_place() {
         );
     }
     assert!(q.audit().expect("audit").is_clean(), "{:#?}", q.audit().expect("audit").violations);
+    // The notes, filled from the history: d's one attempt, l's still open (no record yet).
+    let records = q.attempts("d").expect("attempts");
+    assert_eq!(
+        records.iter().map(|r| (r.attempt, r.claimed_at, r.ended_at, r.outcome.as_str())).collect::<Vec<_>>(),
+        [(1, 10, 20, "ok")]
+    );
+    assert_eq!(q.attempts("l").expect("attempts"), []);
+    let tally = |q: &PgQueue, metric: &str| -> u64 {
+        q.tallies().expect("tallies").counters.iter().filter(|t| t.metric == metric).map(|t| t.value).sum()
+    };
+    assert_eq!(
+        ["retryq_enqueued_total", "retryq_claims_total", "retryq_deaths_total", "retryq_cancels_total"]
+            .map(|m| tally(&q, m)),
+        [4, 2, 1, 1]
+    );
     // 1.2 on the upgraded store.
     assert_eq!(q.cancel("l", 40).expect("cancel"), Cancelled::Requested);
     assert_eq!(q.prune(25, 50).expect("prune"), 1, "d ended at 20; x at 30");
+    assert_eq!(q.attempts("d").expect("attempts"), [], "gone with the pruned job");
+    assert_eq!((tally(&q, "retryq_cancels_total"), tally(&q, "retryq_pruned_total")), (2, 1));
     assert_eq!(
         q.enqueue(&NewJob { payload: "d", ..job("d", "z", 0, 50) }).expect("enqueue"),
         Enqueued::Existing
     );
     assert_eq!(q.claim("w2", 50).expect("claim").expect("p").id(), "p");
     let c = PgQueue::connect(&old).expect("connect again");
-    assert_eq!(catalog(&c), want, "found at version 3, left as it is");
+    assert_eq!(catalog(&c), want, "found at version 4, left as it is");
     // A second schema 2 database: connect_existing upgrades it too, and only one of several
     // connects at once does.
-    admin.batch_execute("CREATE SCHEMA old2").expect("schema");
-    let old2 = super::tests::with_search_path(&url, "old2");
+    admin.batch_execute("CREATE SCHEMA two_b").expect("schema");
+    let old2 = super::tests::with_search_path(&url, "two_b");
     let mut client = postgres::Client::connect(&old2, postgres::NoTls).expect("client");
     client.batch_execute(SCHEMA_2).expect("schema 2");
     client

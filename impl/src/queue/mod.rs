@@ -14,6 +14,7 @@ pub(crate) mod enqueue;
 pub(crate) mod heartbeat;
 pub(crate) mod inspect;
 pub(crate) mod lease;
+pub(crate) mod notes;
 pub(crate) mod redrive;
 pub(crate) mod retention;
 pub(crate) mod run_once;

@@ -1,11 +1,14 @@
 //! `prune` and `forget`: retention that keeps every promise (SPEC 3.14, 3.15).
 //!
-//! A prune removes ended jobs with their history and leaves a tombstone for each, so that an
+//! A prune removes ended jobs with their history and their attempts' records (SPEC 6.36) and
+//! leaves a tombstone for each, so that an
 //! id enqueued once is still never run again and every id is still counted (`stats`'
 //! `pruned_done` and `pruned_dead`). The schema's triggers allow exactly these deletes (see
 //! `ddl.rs`): a tombstone only for an ended job of the same id and end, a job row only once
-//! its tombstone stands, history only once its job row is gone, a tombstone only with
-//! nothing left of its job. A forget removes tombstones, and with them the ids' idempotency.
+//! its tombstone stands, history and attempts' records only once its job row is gone, a
+//! tombstone only with nothing left of its job. The tallies (`tallies`, `tally_buckets`)
+//! keep counting what the pruned jobs did: a prune adds to `pruned`, a forget to
+//! `forgotten`, and neither takes anything off. A forget removes tombstones, and with them the ids' idempotency.
 
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -24,10 +27,11 @@ const TOMBSTONE: &str = "
     INSERT INTO tombstones (id, queue, digest, status, dead_reason, attempts, ended_at)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-/// The job row goes first (its trigger checks the tombstone), then its history (whose
-/// trigger checks the row is gone).
+/// The job row goes first (its trigger checks the tombstone), then its history and its
+/// attempts' records (whose triggers check the row is gone).
 const DELETE_JOB: &str = "DELETE FROM jobs WHERE seq = ?1";
 const DELETE_HISTORY: &str = "DELETE FROM history WHERE job = ?1";
+const DELETE_ATTEMPTS: &str = "DELETE FROM attempts WHERE job = ?1";
 
 /// The `ended_at` of the `?2 + 1`-th earliest ended job at or before `?1`: where a prune of
 /// at most `?2` jobs must stop short.
@@ -42,11 +46,11 @@ const FORGET: &str = "DELETE FROM tombstones WHERE ended_at <= ?1";
 
 impl Queue {
     /// Removes every `done` or `dead` job, of every queue, whose `ended_at` is at or before
-    /// `before`, with its history, and leaves a tombstone for each (SPEC 3.14); how many. An
-    /// open job is never pruned, whatever its deadline. After it, an enqueue of a pruned id
-    /// is `existing` for the same payload and `conflict` for another, and the id never runs
-    /// again; [`lookup`](Queue::lookup) shows the tombstone. [`Error::InvalidInput`] naming
-    /// `before` when `before` > `now`.
+    /// `before`, with its history and its attempts' records, and leaves a tombstone for each
+    /// (SPEC 3.14); how many. An open job is never pruned, whatever its deadline. After it,
+    /// an enqueue of a pruned id is `existing` for the same payload and `conflict` for
+    /// another, and the id never runs again; [`lookup`](Queue::lookup) shows the tombstone.
+    /// [`Error::InvalidInput`] naming `before` when `before` > `now`.
     ///
     /// ```
     /// use retryq::{Enqueued, NewJob, Queue};
@@ -146,6 +150,7 @@ fn prune(tx: &Transaction<'_>, before: u64) -> Result<u64> {
     let mut tombstone = tx.prepare_cached(TOMBSTONE)?;
     let mut delete_job = tx.prepare_cached(DELETE_JOB)?;
     let mut delete_history = tx.prepare_cached(DELETE_HISTORY)?;
+    let mut delete_attempts = tx.prepare_cached(DELETE_ATTEMPTS)?;
     for job in &ended {
         tombstone.execute(params![
             job.id,
@@ -158,6 +163,7 @@ fn prune(tx: &Transaction<'_>, before: u64) -> Result<u64> {
         ])?;
         delete_job.execute([job.seq])?;
         delete_history.execute([&job.id])?;
+        delete_attempts.execute([&job.id])?;
     }
     Ok(ended.len() as u64)
 }
