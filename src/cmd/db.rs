@@ -3,8 +3,8 @@
 //! an operator; and `--clock`: whose clock gives `now`.
 //!
 //! `--clock` is offered only by the commands whose work takes a time — those that write one
-//! (`enqueue`, `work`, `redrive`, `cancel`, `prune`) and `stats`, whose expired leases and
-//! oldest age are counted at `now` — and means something only on PostgreSQL: a SQLite
+//! (`enqueue`, `work`, `redrive`, `cancel`, `prune`), `stats`, whose expired leases and
+//! oldest age are counted at `now`, and `serve`, which does both — and means something only on PostgreSQL: a SQLite
 //! database is on this host, and so is its clock. Given with a SQLite database it is ignored
 //! with a one-line warning rather than refused, so that one command line (or a unit file's)
 //! serves both stores; the flags that read nothing of a time (`get`, `list`, `dead`,
