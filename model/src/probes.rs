@@ -532,9 +532,8 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
             *before = (*before).min(*at);
         }
         (Op::Prune { before, now: at } | Op::Forget { before, now: at }, Field::Before) => {
-            // Least (0) needs no probe: the world's own prunes and forgets reach it, with a
-            // lag as long as the clock (the coverage check fails if they ever do not).
             *before = match class {
+                Least => 0,
                 Most => *at,
                 Above => at.checked_add(1)?,
                 _ => return None,
