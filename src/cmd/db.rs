@@ -164,13 +164,30 @@ impl ClockFlag {
     /// The operation's `now`: the server's clock on PostgreSQL unless `--clock local`, this
     /// host's otherwise.
     pub fn now(&self, db: &Db, store: &dyn Backend) -> Result<u64, CliError> {
-        if self.whose(db) == Clock::Server
-            && let Some(now) = store.server_now().map_err(|e| db.explain(e))?
-        {
-            return Ok(now);
-        }
-        retryq_worker::now_ms().map_err(|e| CliError::Other(e.to_string()))
+        now_by(self.whose(db), store).map_err(|e| match e {
+            NowError::Store(e) => db.explain(e),
+            NowError::Clock(why) => CliError::Other(why),
+        })
     }
+}
+
+/// Why `now` could not be read: the server's clock, or this host's.
+pub enum NowError {
+    /// The store failed to give the server's time.
+    Store(retryq::Error),
+    /// This host's clock is unusable.
+    Clock(String),
+}
+
+/// `now` by `whose` clock: the server's where the store keeps one (PostgreSQL), else this
+/// host's. For a process that reads it many times (`serve`), `whose` is decided once.
+pub fn now_by(whose: Clock, store: &dyn Backend) -> Result<u64, NowError> {
+    if whose == Clock::Server
+        && let Some(now) = store.server_now().map_err(NowError::Store)?
+    {
+        return Ok(now);
+    }
+    retryq_worker::now_ms().map_err(|e| NowError::Clock(e.to_string()))
 }
 
 /// Whether the file exists; what kind of file it is, the library checks for every command

@@ -66,12 +66,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let stores = (0..args.threads).map(|_| args.db.open_write(false)).collect::<Result<Vec<_>, _>>()?;
     let whose = args.clock.whose(&args.db);
     let now = move |store: &dyn Backend| -> Result<u64, String> {
-        if whose == super::db::Clock::Server
-            && let Some(now) = store.server_now().map_err(|e| e.to_string())?
-        {
-            return Ok(now);
-        }
-        retryq_worker::now_ms().map_err(|e| e.to_string())
+        super::db::now_by(whose, store).map_err(|e| match e {
+            super::db::NowError::Store(e) => e.to_string(),
+            super::db::NowError::Clock(why) => why,
+        })
     };
     let routes = Arc::new(Routes { guard: Guard::new(token.as_deref()), now: Box::new(now) });
     let mut signals = Signals::new([SIGTERM, SIGINT])?;
