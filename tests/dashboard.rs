@@ -98,15 +98,21 @@ async fn text(client: &Client, css: &str) -> String {
         .expect("text")
 }
 
-/// Polls `css`'s text until `done` holds it, for up to 15 s.
+/// Polls `css`'s text until `done` holds it, for up to 15 s. A page still being replaced (a
+/// form's redirect) may lose the element between finding and reading it: read again.
 async fn text_until(client: &Client, css: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
     let start = Instant::now();
     loop {
-        let now = text(client, css).await;
-        if done(&now) {
-            return now;
+        let read = match client.find(Locator::Css(css)).await {
+            Ok(element) => element.text().await.ok(),
+            Err(_) => None,
+        };
+        if let Some(now) = &read
+            && done(now)
+        {
+            return now.clone();
         }
-        assert!(start.elapsed() < Duration::from_secs(15), "{what}: {css} shows {now:?}");
+        assert!(start.elapsed() < Duration::from_secs(15), "{what}: {css} shows {read:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
