@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd;
+mod measured;
 mod out;
 mod printable;
 mod serve;
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-/// A durable retry queue on SQLite whose correctness claims are checked.
+/// A durable retry queue on SQLite or PostgreSQL whose correctness claims are checked.
 #[derive(Parser)]
 #[command(name = "retryq", version, about, long_about = None)]
 struct Cli {

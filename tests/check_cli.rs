@@ -15,6 +15,11 @@ fn json_report_has_every_property_with_its_kind_and_status() {
         assert!(report[key].as_u64().is_some_and(|n| n > 0), "{key}");
     }
     assert!(report["seconds"].as_f64().is_some());
+    // What the figures were measured on: a date, the commit built, the machine.
+    let measured = &report["measured"];
+    assert!(measured["date"].as_str().is_some_and(|d| d.starts_with("20") && d.ends_with('Z')), "{measured}");
+    assert!(measured["commit"].as_str().is_some_and(|c| !c.is_empty()), "{measured}");
+    assert!(measured["machine"]["cpus"].as_u64().is_some_and(|n| n >= 1), "{measured}");
     assert_eq!(report["unique_states"], 336_508);
     assert!(report["cells_reached"].as_u64() <= report["cells"].as_u64());
     let properties = report["properties"].as_array().expect("properties");

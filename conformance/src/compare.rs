@@ -100,33 +100,37 @@ pub fn compare_with(trace: &Trace, side: &mut Side, mut model: Store) -> Result<
             return Ok(Comparison::Diverge(divergence(side, i, step, "the step's response", &ours, &theirs)));
         }
         responses.push(theirs);
-        for id in &ids {
-            let probe = Op::Get { id: id.clone() };
-            let (ours, theirs) = (side.step(&probe)?, model.step(&probe));
-            // A probe of an id the trace named may itself be refused (an id too long, or
-            // holding NUL): the two readings must agree it is, not on the detail's wording.
-            if ours.observable() != theirs.observable() {
-                return Ok(Comparison::Diverge(divergence(
-                    side,
-                    i,
-                    step,
-                    &probe.to_json_line(),
-                    &ours,
-                    &theirs,
-                )));
-            }
-        }
-        let probe = Op::Stats { queue: None, now: clock };
-        let (ours, theirs) = (side.step(&probe)?, model.step(&probe));
-        if ours != theirs {
-            return Ok(Comparison::Diverge(divergence(side, i, step, &probe.to_json_line(), &ours, &theirs)));
+        if let Some((probe, ours, theirs)) = probe(side, &mut model, &ids, clock)? {
+            return Ok(Comparison::Diverge(divergence(side, i, step, &probe, &ours, &theirs)));
         }
     }
     Ok(Comparison::Agree(responses))
 }
 
+/// Everything both readings would show after a step: every id's `get`, then `stats` at
+/// `clock`. The first probe they answer differently, with both answers; `None` when all agree.
+pub(crate) fn probe(
+    side: &mut Side,
+    model: &mut Store,
+    ids: &[String],
+    clock: u64,
+) -> Result<Option<(String, Response, Response)>, ReplayError> {
+    for id in ids {
+        let probe = Op::Get { id: id.clone() };
+        let (ours, theirs) = (side.step(&probe)?, model.step(&probe));
+        // A probe of an id the trace named may itself be refused (an id too long, or
+        // holding NUL): the two readings must agree it is, not on the detail's wording.
+        if ours.observable() != theirs.observable() {
+            return Ok(Some((probe.to_json_line(), ours, theirs)));
+        }
+    }
+    let probe = Op::Stats { queue: None, now: clock };
+    let (ours, theirs) = (side.step(&probe)?, model.step(&probe));
+    Ok((ours != theirs).then(|| (probe.to_json_line(), ours, theirs)))
+}
+
 /// Remembers the ids a trace names (to probe them after every step) and its latest time.
-fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
+pub(crate) fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
     let now = match op {
         Op::RunOnce { now, after, .. } => Some(after.unwrap_or(*now).max(*now)),
         _ => op.now(),
@@ -143,7 +147,7 @@ fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
     }
 }
 
-fn divergence(
+pub(crate) fn divergence(
     side: &Side,
     step: usize,
     at: &Step,

@@ -9,6 +9,8 @@
 //! - [`replay()`] drives a whole trace: lines in, one JSON object out per operation.
 //! - [`regress`] finds the saved regression cases (`NAME.jsonl` beside
 //!   `NAME.expected.jsonl`) and checks a replay's output against them.
+//! - [`batched`] sends a trace's runs of enqueues, claims and completions to the store as
+//!   batches, and compares each item with the model's single operation.
 //! - [`generate`] makes traces nobody wrote by hand (a proptest strategy and a quickcheck
 //!   generator); [`compare`] runs one on both readings, step by step; [`run`] runs many and
 //!   shrinks the first divergence; [`crash`] kills a replaying process at random points and
@@ -17,6 +19,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod batched;
 pub mod compare;
 pub mod crash;
 pub mod exhaustive;

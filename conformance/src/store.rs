@@ -140,14 +140,13 @@ impl Side {
 /// (`linear::translate`) both call this. `restart` reopens a store, which only the side
 /// that knows where it lives can do: here it is [`ReplayError::NoPlace`].
 pub fn answer(store: &mut dyn Backend, op: &Op) -> Result<Response, ReplayError> {
-    match reply(store, op) {
-        Ok(reply) => Ok(Response::Ok(reply)),
-        Err(Refusal::Failure(failure)) => Ok(Response::Err(failure)),
-        Err(Refusal::Fatal(error)) => Err(error),
-    }
+    respond(reply(store, op))
 }
 
 fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
+    if let Some(job) = new_job(op) {
+        return enqueued(q.enqueue(&job)?);
+    }
     Ok(match op {
         Op::Config { base_ms, cap_ms, lease_ms } => {
             let current = q.settings();
@@ -158,51 +157,13 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
             })?;
             Reply::Config
         }
-        Op::Enqueue {
-            id,
-            payload,
-            max_attempts,
-            deadline,
-            now,
-            not_before,
-            base_ms,
-            cap_ms,
-            queue,
-            priority,
-        } => {
-            let job = NewJob {
-                queue: queue.as_deref(),
-                priority: *priority,
-                id,
-                payload,
-                max_attempts: *max_attempts,
-                deadline: *deadline,
-                now: *now,
-                not_before: *not_before,
-                base_ms: *base_ms,
-                cap_ms: *cap_ms,
-            };
-            match q.enqueue(&job)? {
-                Enqueued::New => Reply::Enqueued,
-                Enqueued::Existing => Reply::Existing,
-                other => return Err(unnamed(other)),
-            }
-        }
-        Op::Claim { worker, now, queues } => match q.claim_from(worker, &names(queues), *now)? {
-            Some(Claimed { lease: Lease { id, attempt, .. }, lease_until, .. }) => {
-                Reply::Claimed { id, attempt, lease_until }
-            }
-            None => Reply::None,
-        },
+        // new_job reads every enqueue, above.
+        Op::Enqueue { .. } => return Err(unnamed(op)),
+        Op::Claim { worker, now, queues } => claimed(q.claim_from(worker, &names(queues), *now)?),
         Op::Complete { worker, id, attempt, outcome, now, jitter } => {
             let jitter = jitter_for(*outcome == Outcome::Retryable, *jitter)?;
             let lease = Lease::new(worker, id, *attempt);
-            match q.complete(&Completion::new(&lease, outcome_of(*outcome), *now, jitter))? {
-                Completed::Done => Reply::Done,
-                Completed::Retry { available_at } => Reply::Retry { available_at },
-                Completed::Dead { reason } => Reply::Dead { reason: reason_of(reason)? },
-                other => return Err(unnamed(other)),
-            }
+            completed(q.complete(&Completion::new(&lease, outcome_of(*outcome), *now, jitter))?)?
         }
         Op::RunOnce { worker, now, after, outcome, jitter, queues } => {
             let jitter = jitter_for(*outcome == RunOutcome::Retryable, *jitter)?;
@@ -238,6 +199,127 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
         }
         Op::Restart => return Err(Refusal::Fatal(ReplayError::NoPlace)),
     })
+}
+
+/// The library's job for SPEC 5.3's `enqueue` `op`; `None` for any other operation.
+pub(crate) fn new_job(op: &Op) -> Option<NewJob<'_>> {
+    let Op::Enqueue {
+        id,
+        payload,
+        max_attempts,
+        deadline,
+        now,
+        not_before,
+        base_ms,
+        cap_ms,
+        queue,
+        priority,
+    } = op
+    else {
+        return None;
+    };
+    Some(NewJob {
+        queue: queue.as_deref(),
+        priority: *priority,
+        id,
+        payload,
+        max_attempts: *max_attempts,
+        deadline: *deadline,
+        now: *now,
+        not_before: *not_before,
+        base_ms: *base_ms,
+        cap_ms: *cap_ms,
+    })
+}
+
+/// SPEC 5.3's reply to an `enqueue` the queue took.
+fn enqueued(enqueued: Enqueued) -> Result<Reply, Refusal> {
+    match enqueued {
+        Enqueued::New => Ok(Reply::Enqueued),
+        Enqueued::Existing => Ok(Reply::Existing),
+        other => Err(unnamed(other)),
+    }
+}
+
+/// SPEC 5.3's reply to a `claim`: the job leased, or nothing due.
+pub(crate) fn claimed(claimed: Option<Claimed>) -> Reply {
+    match claimed {
+        Some(Claimed { lease: Lease { id, attempt, .. }, lease_until, .. }) => {
+            Reply::Claimed { id, attempt, lease_until }
+        }
+        None => Reply::None,
+    }
+}
+
+/// SPEC 5.3's reply to a `complete` the queue recorded.
+fn completed(completed: Completed) -> Result<Reply, Refusal> {
+    Ok(match completed {
+        Completed::Done => Reply::Done,
+        Completed::Retry { available_at } => Reply::Retry { available_at },
+        Completed::Dead { reason } => Reply::Dead { reason: reason_of(reason)? },
+        other => return Err(unnamed(other)),
+    })
+}
+
+/// The response to one `enqueue` of a batch ([`Backend::enqueue_many`]), as [`answer`]
+/// gives it to a single one.
+pub(crate) fn enqueue_response(result: retryq::Result<Enqueued>) -> Result<Response, ReplayError> {
+    respond(result.map_err(Refusal::from).and_then(enqueued))
+}
+
+/// The response to one `complete` of a batch ([`Backend::complete_batch`]), as [`answer`]
+/// gives it to a single one.
+pub(crate) fn complete_response(result: retryq::Result<Completed>) -> Result<Response, ReplayError> {
+    respond(result.map_err(Refusal::from).and_then(completed))
+}
+
+/// The response to each `claim` of a batch refused as a whole ([`Backend::claim_batch_from`]
+/// checks its arguments once).
+pub(crate) fn refusal_response(error: Error) -> Result<Response, ReplayError> {
+    respond(Err(Refusal::from(error)))
+}
+
+/// A `complete` line's completion, checked as [`answer`] checks it before calling the queue:
+/// the lease, the library's outcome, `now` and the jitter, or else the line's own response
+/// (a missing or bad jitter: refused, nothing changed); `None` for any other operation.
+pub(crate) fn completion_of(op: &Op) -> Option<Result<Finish, Result<Response, ReplayError>>> {
+    let Op::Complete { worker, id, attempt, outcome, now, jitter } = op else { return None };
+    Some(match jitter_for(*outcome == Outcome::Retryable, *jitter) {
+        Ok(jitter) => Ok(Finish {
+            lease: Lease::new(worker, id, *attempt),
+            outcome: outcome_of(*outcome),
+            now: *now,
+            jitter,
+        }),
+        Err(refusal) => Err(respond(Err(refusal))),
+    })
+}
+
+/// What a [`Completion`] borrows, owned: one `complete` line's, checked.
+pub(crate) struct Finish {
+    /// The lease presented.
+    pub(crate) lease: Lease,
+    /// The outcome reported.
+    pub(crate) outcome: retryq::Outcome,
+    /// The caller's clock.
+    pub(crate) now: u64,
+    /// The jitter, valid.
+    pub(crate) jitter: f64,
+}
+
+impl Finish {
+    /// The completion this stands for.
+    pub(crate) fn completion(&self) -> Completion<'_> {
+        Completion::new(&self.lease, self.outcome, self.now, self.jitter)
+    }
+}
+
+fn respond(reply: Result<Reply, Refusal>) -> Result<Response, ReplayError> {
+    match reply {
+        Ok(reply) => Ok(Response::Ok(reply)),
+        Err(Refusal::Failure(failure)) => Ok(Response::Err(failure)),
+        Err(Refusal::Fatal(error)) => Err(error),
+    }
 }
 
 /// `run_once` with a clock that reads `now` then `after`, and a transport that answers
@@ -390,7 +472,7 @@ pub fn tombstone_view(t: &retryq::Tombstone) -> Result<TombstoneView, ReplayErro
 }
 
 /// The queues a claim names: the replay's default is the default queue alone (SPEC 5.3).
-fn names(queues: &Option<Vec<String>>) -> Vec<&str> {
+pub(crate) fn names(queues: &Option<Vec<String>>) -> Vec<&str> {
     match queues {
         Some(queues) => queues.iter().map(String::as_str).collect(),
         None => vec![retryq::DEFAULT_QUEUE],

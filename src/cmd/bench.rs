@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use retryq_bench::{Config, Launcher};
 
 use super::CliError;
+use crate::measured::Measured;
 use crate::out::{noteln, out, outln};
 
 #[derive(clap::Args)]
@@ -61,30 +62,30 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.postgres_only {
         let postgres = retryq_bench::run_postgres(&config)?;
         if args.json {
-            let json = serde_json::json!({ "postgres": postgres });
-            outln!("{}", super::json_text(&json)?)?;
+            print_json(serde_json::json!({ "postgres": postgres }))?;
         } else {
             out!("{}", retryq_bench::postgres::render(&postgres))?;
+            print_measured()?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     if args.retention_only {
         let retention = retryq_bench::retention::run(&config)?;
         if args.json {
-            let json = serde_json::json!({ "retention": retention });
-            outln!("{}", super::json_text(&json)?)?;
+            print_json(serde_json::json!({ "retention": retention }))?;
         } else {
             out!("{}", retryq_bench::retention::render(&retention))?;
+            print_measured()?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     if args.worker_only {
         let worker = retryq_bench::run_worker(&config)?;
         if args.json {
-            let json = serde_json::json!({ "worker": worker });
-            outln!("{}", super::json_text(&json)?)?;
+            print_json(serde_json::json!({ "worker": worker }))?;
         } else {
             out!("{}", retryq_bench::render_worker(&worker))?;
+            print_measured()?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -96,7 +97,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let json_error = |e: serde_json::Error| CliError::Other(e.to_string());
         let mut json = serde_json::to_value(&report).map_err(json_error)?;
         json["batch"]["versus_floor"] = serde_json::to_value(&versus).map_err(json_error)?;
-        outln!("{}", super::json_text(&json)?)?;
+        print_json(json)?;
     } else {
         out!("{}", retryq_bench::render(&report))?;
         out!("{}", retryq_bench::postgres::render(&report.postgres))?;
@@ -107,8 +108,20 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             format!("floor {:.0}", versus.floor_jobs_per_s),
             format!("{:.2}", versus.ratio)
         )?;
+        print_measured()?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The report with what it was measured on, as `"measured"` beside the figures.
+fn print_json(mut json: serde_json::Value) -> Result<(), CliError> {
+    json["measured"] = serde_json::to_value(Measured::now()).map_err(|e| CliError::Other(e.to_string()))?;
+    outln!("{}", super::json_text(&json)?)
+}
+
+/// The table's last line: what it was measured on.
+fn print_measured() -> Result<(), CliError> {
+    outln!("{}", Measured::now().line())
 }
 
 /// `retryq bench-worker SPEC` (hidden): one worker process of the throughput benchmark.

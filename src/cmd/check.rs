@@ -254,6 +254,7 @@ struct JsonReport<'a> {
     max_depth: usize,
     seconds: f64,
     properties: Vec<JsonProperty<'a>>,
+    measured: crate::measured::Measured,
 }
 
 #[derive(Serialize)]
@@ -277,6 +278,7 @@ fn json_report(report: &CheckReport<World, Action>) -> String {
             .iter()
             .map(|f| JsonProperty { name: f.name, kind: f.kind.name(), status: f.status.name() })
             .collect(),
+        measured: crate::measured::Measured::now(),
     };
     // Strings and finite numbers only: serialization cannot fail.
     serde_json::to_string(&json).unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))

@@ -35,12 +35,18 @@ pub struct Args {
     /// How many replay processes to kill at random points.
     #[arg(long, default_value_t = 40, value_name = "N")]
     kills: u64,
+    /// Print one JSON object instead of the table: every stage's counts, verdict and
+    /// seconds, and what the run was measured on (date, commit, machine).
+    #[arg(long)]
+    json: bool,
 }
 
 /// One line of the summary.
 struct Row {
     stage: &'static str,
     checked: String,
+    /// What `checked` says, as numbers: for `--json`.
+    counts: Vec<(&'static str, u64)>,
     /// `Ok(summary)` or `Err(first problem)`.
     verdict: Result<String, String>,
     seconds: f64,
@@ -56,7 +62,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         timed(|| generated(args.cases, args.seed)),
         timed(|| crashes(args.kills, args.seed)),
     ];
-    print_summary(&rows)?;
+    if args.json {
+        print_json(&rows)?;
+    } else {
+        print_summary(&rows)?;
+    }
     Ok(if rows.iter().all(|r| r.verdict.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
@@ -71,7 +81,7 @@ fn timed(stage: impl FnOnce() -> Row) -> Row {
 /// output, and the reference model step by step.
 fn regressions(dir: &Path) -> Row {
     conformance_row("regressions", run::regressions(dir, &Setup::new(Storage::File)), |t| {
-        format!("{} traces, {} steps", t.traces, t.steps)
+        (format!("{} traces, {} steps", t.traces, t.steps), vec![("traces", t.traces), ("steps", t.steps)])
     })
 }
 
@@ -88,10 +98,11 @@ fn exhaustive(depth: u16) -> Row {
         Ok(coverage) => {
             let states = coverage.states;
             conformance_row("exhaustive", Ok(coverage.tally), |t| {
-                format!("{} paths to {states} states, depth {depth}", t.traces)
+                let checked = format!("{} paths to {states} states, depth {depth}", t.traces);
+                (checked, vec![("paths", t.traces), ("states", states), ("depth", u64::from(depth))])
             })
         }
-        Err(e) => conformance_row("exhaustive", Err(e), |_| String::new()),
+        Err(e) => conformance_row("exhaustive", Err(e), |_| (String::new(), Vec::new())),
     }
 }
 
@@ -99,12 +110,21 @@ fn exhaustive(depth: u16) -> Row {
 fn generated(cases: u32, seed: u64) -> Row {
     let result =
         run::random(cases, seed, 40, &Setup::new(Storage::File), run::default_threads(Storage::File), &|| {});
-    conformance_row("generated", result, |t| format!("{} traces, {} steps, seed {seed}", t.traces, t.steps))
+    conformance_row("generated", result, |t| {
+        let checked = format!("{} traces, {} steps, seed {seed}", t.traces, t.steps);
+        (checked, vec![("traces", t.traces), ("steps", t.steps), ("seed", seed)])
+    })
 }
 
 /// `retryq replay` processes killed with SIGKILL at random points.
 fn crashes(kills: u64, seed: u64) -> Row {
-    let mut row = Row { stage: "crash", checked: String::new(), verdict: Ok(String::new()), seconds: 0.0 };
+    let mut row = Row {
+        stage: "crash",
+        checked: String::new(),
+        counts: Vec::new(),
+        verdict: Ok(String::new()),
+        seconds: 0.0,
+    };
     let program = match std::env::current_exe() {
         Ok(program) => program,
         Err(e) => {
@@ -115,6 +135,13 @@ fn crashes(kills: u64, seed: u64) -> Row {
     match crash::kill_runs(&program, kills, seed, &|| {}) {
         Ok(tally) => {
             row.checked = format!("{} kills, {} mid-trace", tally.runs, tally.mid_trace);
+            row.counts = vec![
+                ("kills", tally.runs),
+                ("mid_trace", tally.mid_trace),
+                ("before", tally.before),
+                ("after", tally.after),
+                ("claimed_only", tally.claimed),
+            ];
             row.verdict = match tally.problem {
                 None => Ok(format!(
                     "before {}, after {}, claimed-only {}; never a mixture",
@@ -132,12 +159,13 @@ fn crashes(kills: u64, seed: u64) -> Row {
 fn conformance_row(
     stage: &'static str,
     result: Result<Tally, ReplayError>,
-    checked: impl Fn(&Tally) -> String,
+    checked: impl Fn(&Tally) -> (String, Vec<(&'static str, u64)>),
 ) -> Row {
-    let mut row = Row { stage, checked: String::new(), verdict: Ok(String::new()), seconds: 0.0 };
+    let mut row =
+        Row { stage, checked: String::new(), counts: Vec::new(), verdict: Ok(String::new()), seconds: 0.0 };
     match result {
         Ok(tally) => {
-            row.checked = checked(&tally);
+            (row.checked, row.counts) = checked(&tally);
             row.verdict = match tally.mismatch {
                 None => Ok("SQLite and the model agree on every step".into()),
                 Some(m) => Err(format!(
@@ -168,7 +196,12 @@ fn model_check() -> Row {
         (None, Some(cell)) => Err(format!("{cell} not reached (run `retryq check --coverage`)")),
         (None, None) => Ok("every property holds, every example found, every cell reached".into()),
     };
-    Row { stage: "model check", checked, verdict, seconds: 0.0 }
+    let counts = vec![
+        ("states", report.unique_states as u64),
+        ("properties", report.findings.len() as u64),
+        ("cells", report.cells.len() as u64),
+    ];
+    Row { stage: "model check", checked, counts, verdict, seconds: 0.0 }
 }
 
 /// Every seeded bug, at small bounds: each must be reported by the property meant to catch it.
@@ -186,11 +219,45 @@ fn seeded_bugs() -> Row {
     } else {
         Err(format!("not caught: {}", missed.join(", ")))
     };
-    Row { stage: "seeded bugs", checked, verdict, seconds: 0.0 }
+    let counts = vec![("bugs", Bug::ALL.len() as u64), ("caught", (Bug::ALL.len() - missed.len()) as u64)];
+    Row { stage: "seeded bugs", checked, counts, verdict, seconds: 0.0 }
 }
 
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn print_json(rows: &[Row]) -> Result<(), CliError> {
+    outln!("{}", super::json_text(&json_report(rows))?)
+}
+
+/// `--json`: `{"stages":[{"stage","checked","counts":{…},"ok","result","seconds"}…],"pass",
+/// "measured"}`.
+fn json_report(rows: &[Row]) -> serde_json::Value {
+    let stages: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            let counts: serde_json::Map<String, serde_json::Value> =
+                row.counts.iter().map(|(name, n)| ((*name).to_owned(), (*n).into())).collect();
+            let (ok, result) = match &row.verdict {
+                Ok(text) => (true, text),
+                Err(text) => (false, text),
+            };
+            serde_json::json!({
+                "stage": row.stage,
+                "checked": row.checked,
+                "counts": counts,
+                "ok": ok,
+                "result": result,
+                "seconds": (row.seconds * 10.0).round() / 10.0,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "stages": stages,
+        "pass": rows.iter().all(|r| r.verdict.is_ok()),
+        "measured": crate::measured::Measured::now(),
+    })
 }
 
 fn print_summary(rows: &[Row]) -> Result<(), CliError> {
@@ -208,5 +275,33 @@ fn print_summary(rows: &[Row]) -> Result<(), CliError> {
         outln!("verify: all {} stages pass", rows.len())
     } else {
         outln!("verify: {failed} of {} stages FAILED", rows.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(stage: &'static str, counts: Vec<(&'static str, u64)>, verdict: Result<String, String>) -> Row {
+        Row { stage, checked: "what".into(), counts, verdict, seconds: 1.26 }
+    }
+
+    #[test]
+    fn the_json_report_gives_each_stages_counts_and_fails_with_any_stage() {
+        let rows = [
+            row("model check", vec![("states", 3_180_817), ("properties", 62)], Ok("holds".into())),
+            row("crash", vec![("kills", 40)], Ok("never a mixture".into())),
+        ];
+        let json = json_report(&rows);
+        assert_eq!(json["pass"], true);
+        assert_eq!(json["stages"][0]["counts"]["states"], 3_180_817);
+        assert_eq!(json["stages"][0]["counts"]["properties"], 62);
+        assert_eq!(json["stages"][1]["stage"], "crash");
+        assert_eq!(json["stages"][1]["seconds"], 1.3);
+        assert_eq!(json["measured"]["commit"], env!("RETRYQ_COMMIT"));
+        let failed = [row("generated", vec![], Err("a divergence".into()))];
+        let json = json_report(&failed);
+        assert_eq!((json["pass"].clone(), json["stages"][0]["ok"].clone()), (false.into(), false.into()));
+        assert_eq!(json["stages"][0]["result"], "a divergence");
     }
 }

@@ -1,0 +1,359 @@
+//! The batch calls against the single operations they stand for, on the model.
+//!
+//! `enqueue_many`, `claim_batch_from` and `complete_batch` are the worker's hot path: every
+//! job it runs goes through them. The contract has no batch operations — a batch promises
+//! exactly what its items would do one after another at the same instants — so the reading
+//! to compare with is the model answering the items one at a time. A trace's runs of
+//! consecutive enqueues, of consecutive claims by one worker at one instant serving the same
+//! queues, and of consecutive completions each go to the store as one batch (a run of one
+//! too); every other line goes as [`compare`](crate::compare) sends it. Every item's answer,
+//! and after every batch every job's `get` and `stats`, must agree with the model's.
+
+use proptest::prelude::*;
+use retryq_model::reference::Store;
+use retryq_model::{Op, Reply, Response};
+
+use crate::ReplayError;
+use crate::compare::{Comparison, Divergence, note, probe};
+use crate::generate::{Abstract, WORKERS, When, abstract_step, abstract_trace};
+use crate::parse::{Line, parse_line};
+use crate::store::{self, Side};
+use crate::trace::Trace;
+
+/// How many items went to the store in batches of two or more, by kind: what a run of
+/// [`compare_batched`] tested beyond batches of one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Batched {
+    /// Enqueues, through `enqueue_many`.
+    pub enqueues: usize,
+    /// Claims, through `claim_batch_from`.
+    pub claims: usize,
+    /// Claims of those batches that found nothing due: the batch claimed fewer than asked.
+    pub idle_claims: usize,
+    /// Completions, through `complete_batch`.
+    pub completions: usize,
+}
+
+impl Batched {
+    /// Adds another run's counts.
+    pub fn add(&mut self, other: Batched) {
+        self.enqueues += other.enqueues;
+        self.claims += other.claims;
+        self.idle_claims += other.idle_claims;
+        self.completions += other.completions;
+    }
+}
+
+/// What one call to the store covers: a line on its own, or a run of items sent as a batch.
+#[derive(Debug)]
+enum Group {
+    /// Any other line, answered as the replay answers it: its operation, or the parser's
+    /// refusal.
+    One(Line),
+    /// Consecutive `enqueue`s.
+    Enqueues(Vec<Op>),
+    /// Consecutive `claim`s with one worker, `now` and list of queues.
+    Claims(Vec<Op>),
+    /// Consecutive `complete`s.
+    Completions(Vec<Op>),
+}
+
+impl Group {
+    fn len(&self) -> usize {
+        match self {
+            Group::One(_) => 1,
+            Group::Enqueues(ops) | Group::Claims(ops) | Group::Completions(ops) => ops.len(),
+        }
+    }
+
+    fn ops(&self) -> Vec<&Op> {
+        match self {
+            Group::One(Line::Op(op)) => vec![op],
+            Group::One(_) => Vec::new(),
+            Group::Enqueues(ops) | Group::Claims(ops) | Group::Completions(ops) => ops.iter().collect(),
+        }
+    }
+
+    /// Whether `op` joins this run.
+    fn takes(&self, op: &Op) -> bool {
+        match (self, op) {
+            (Group::Enqueues(_), Op::Enqueue { .. }) | (Group::Completions(_), Op::Complete { .. }) => true,
+            (Group::Claims(ops), Op::Claim { worker, now, queues }) => {
+                matches!(ops.first(), Some(Op::Claim { worker: w, now: n, queues: q }) if w == worker && n == now && q == queues)
+            }
+            _ => false,
+        }
+    }
+
+    fn push(&mut self, op: Op) {
+        if let Group::Enqueues(ops) | Group::Claims(ops) | Group::Completions(ops) = self {
+            ops.push(op);
+        }
+    }
+}
+
+/// The trace's lines, each paired with its index, cut into runs; skipped lines are dropped.
+fn groups(trace: &Trace) -> Vec<(usize, Group)> {
+    let mut groups: Vec<(usize, Group)> = Vec::new();
+    for (i, step) in trace.steps.iter().enumerate() {
+        let line = match step {
+            crate::trace::Step::Op(op) => Line::Op(op.clone()),
+            crate::trace::Step::Invalid(raw) => parse_line(raw),
+        };
+        let op = match line {
+            Line::Skip => continue,
+            Line::Invalid(_) => {
+                groups.push((i, Group::One(line)));
+                continue;
+            }
+            Line::Op(op) => op,
+        };
+        if let Some((_, last)) = groups.last_mut()
+            && last.takes(&op)
+        {
+            last.push(op);
+            continue;
+        }
+        let group = match op {
+            Op::Enqueue { .. } => Group::Enqueues(vec![op]),
+            Op::Claim { .. } => Group::Claims(vec![op]),
+            Op::Complete { .. } => Group::Completions(vec![op]),
+            op => Group::One(Line::Op(op)),
+        };
+        groups.push((i, group));
+    }
+    groups
+}
+
+/// The store's answers to `group`, one per item, by one call of the batch it stands for.
+fn batch(side: &mut Side, group: &Group) -> Result<Vec<Response>, ReplayError> {
+    match group {
+        Group::One(Line::Op(op)) => Ok(vec![side.step(op)?]),
+        Group::One(Line::Invalid(detail)) => Ok(vec![Response::invalid(detail.clone())]),
+        Group::One(Line::Skip) => Ok(Vec::new()),
+        Group::Enqueues(ops) => {
+            let jobs: Vec<_> = ops.iter().filter_map(store::new_job).collect();
+            side.backend().enqueue_many(&jobs)?.into_iter().map(store::enqueue_response).collect()
+        }
+        Group::Claims(ops) => {
+            let Some(Op::Claim { worker, now, queues }) = ops.first() else { return Ok(Vec::new()) };
+            match side.backend().claim_batch_from(worker, &store::names(queues), *now, ops.len()) {
+                Ok(claimed) => {
+                    let mut answers: Vec<Response> =
+                        claimed.into_iter().map(|c| Response::Ok(store::claimed(Some(c)))).collect();
+                    // Fewer than asked: the rest found nothing due, as single claims would.
+                    while answers.len() < ops.len() {
+                        answers.push(Response::Ok(Reply::None));
+                    }
+                    Ok(answers)
+                }
+                Err(e) => {
+                    let refusal = store::refusal_response(e)?;
+                    Ok(vec![refusal; ops.len()])
+                }
+            }
+        }
+        Group::Completions(ops) => {
+            // A line refused before the queue is called (its jitter) is answered on its own
+            // and left out of the batch: it changes nothing, wherever it stands.
+            let mut answers: Vec<Option<Response>> = Vec::with_capacity(ops.len());
+            let mut finishes = Vec::with_capacity(ops.len());
+            for op in ops {
+                match store::completion_of(op) {
+                    Some(Ok(finish)) => {
+                        finishes.push(finish);
+                        answers.push(None);
+                    }
+                    Some(Err(refused)) => answers.push(Some(refused?)),
+                    None => answers.push(Some(side.step(op)?)),
+                }
+            }
+            let completions: Vec<_> = finishes.iter().map(store::Finish::completion).collect();
+            let mut results = side.backend().complete_batch(&completions)?.into_iter();
+            answers
+                .into_iter()
+                .map(|answer| match answer {
+                    Some(answer) => Ok(answer),
+                    None => match results.next() {
+                        Some(result) => store::complete_response(result),
+                        None => Err(ReplayError::Unnamed("complete_batch answered fewer results".into())),
+                    },
+                })
+                .collect()
+        }
+    }
+}
+
+/// Runs `trace` with its runs of enqueues, claims and completions sent as batches to `side`
+/// (which should be fresh), and one item at a time to an empty model; what was batched.
+pub fn compare_batched(trace: &Trace, side: &mut Side) -> Result<(Comparison, Batched), ReplayError> {
+    let mut model = Store::new();
+    let mut responses = Vec::with_capacity(trace.len());
+    let mut ids: Vec<String> = Vec::new();
+    let mut clock = 0;
+    let mut batched = Batched::default();
+    for (start, group) in groups(trace) {
+        let ops = group.ops();
+        for op in &ops {
+            note(op, &mut ids, &mut clock);
+        }
+        let theirs: Vec<Response> = match &group {
+            Group::One(Line::Invalid(detail)) => vec![Response::invalid(detail.clone())],
+            _ => ops.iter().map(|op| model.step(op)).collect(),
+        };
+        let ours = match batch(side, &group) {
+            Ok(ours) => ours,
+            Err(ReplayError::Storage(e)) => {
+                let model = theirs.first().map(Response::to_json_line).unwrap_or_default();
+                let divergence =
+                    diverge(side, trace, start, "the batch's call", format!("storage failure: {e}"), model);
+                return Ok((Comparison::Diverge(divergence), batched));
+            }
+            Err(e) => return Err(e),
+        };
+        if ours.len() != theirs.len() {
+            let store = format!("{} answers to {} items", ours.len(), theirs.len());
+            let divergence = diverge(side, trace, start, "the batch's answers", store, String::new());
+            return Ok((Comparison::Diverge(divergence), batched));
+        }
+        for (offset, (ours, theirs)) in ours.iter().zip(&theirs).enumerate() {
+            if ours.observable() != theirs.observable() {
+                let (store, model) = (ours.to_json_line(), theirs.to_json_line());
+                let divergence = diverge(side, trace, start + offset, "the item's answer", store, model);
+                return Ok((Comparison::Diverge(divergence), batched));
+            }
+        }
+        count(&group, &ours, &mut batched);
+        responses.extend(theirs);
+        if let Some((probe, ours, theirs)) = probe(side, &mut model, &ids, clock)? {
+            let last = start + group.len() - 1;
+            let divergence = diverge(side, trace, last, &probe, ours.to_json_line(), theirs.to_json_line());
+            return Ok((Comparison::Diverge(divergence), batched));
+        }
+    }
+    Ok((Comparison::Agree(responses), batched))
+}
+
+/// Where the two readings first disagree: at the trace's line `step`.
+fn diverge(side: &Side, trace: &Trace, step: usize, probe: &str, store: String, model: String) -> Divergence {
+    Divergence {
+        step,
+        line: trace.steps.get(step).map(crate::trace::Step::to_line).unwrap_or_default(),
+        probe: probe.to_owned(),
+        kind: side.kind(),
+        store,
+        model,
+    }
+}
+
+fn count(group: &Group, answers: &[Response], batched: &mut Batched) {
+    let n = group.len();
+    if n < 2 {
+        return;
+    }
+    match group {
+        Group::Enqueues(_) => batched.enqueues += n,
+        Group::Claims(_) => {
+            batched.claims += n;
+            batched.idle_claims += answers.iter().filter(|a| **a == Response::Ok(Reply::None)).count();
+        }
+        Group::Completions(_) => batched.completions += n,
+        Group::One(_) => {}
+    }
+}
+
+/// Abstract traces in which enqueues, claims and completions come in runs of two to five —
+/// the claims of a run by one worker at one instant from the same queues (now and then right
+/// after a run of enqueues, so that jobs are due), the others each drawn on their own — among
+/// single steps of every kind: what [`compare_batched`] sends as batches. Generated traces
+/// rarely line up claims that way by chance.
+pub fn batched_trace(max_runs: usize) -> impl Strategy<Value = Vec<Abstract>> {
+    let enqueues = || {
+        let enqueue = abstract_step().prop_filter("an enqueue", |s| matches!(s, Abstract::Enqueue { .. }));
+        proptest::collection::vec(enqueue, 2..6)
+    };
+    let complete = abstract_step().prop_filter("a completion", |s| matches!(s, Abstract::Complete { .. }));
+    let claim = abstract_step().prop_filter("a claim", |s| matches!(s, Abstract::Claim { .. }));
+    let claims = (claim, 1usize..5).prop_map(|(first, more)| {
+        let mut run = vec![first.clone()];
+        if let Abstract::Claim { worker, queues, .. } = first {
+            run.extend(std::iter::repeat_n(Abstract::Claim { worker, now: When::Same, queues }, more));
+        }
+        run
+    });
+    // Enqueues and then, at the last one's time, claims: a claim batch with jobs due.
+    let fed = (enqueues(), 0..WORKERS.len(), 2usize..6).prop_map(|(mut run, worker, k)| {
+        run.extend(std::iter::repeat_n(Abstract::Claim { worker, now: When::Same, queues: None }, k));
+        run
+    });
+    let run = prop_oneof![
+        4 => abstract_step().prop_map(|step| vec![step]),
+        1 => enqueues(),
+        2 => claims,
+        2 => fed,
+        2 => proptest::collection::vec(complete, 2..6),
+    ];
+    (abstract_trace(4), proptest::collection::vec(run, 1..=max_runs))
+        .prop_map(|(opening, runs)| opening.into_iter().chain(runs.into_iter().flatten()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Step;
+
+    fn claim(worker: &str, now: u64) -> Op {
+        Op::Claim { worker: worker.into(), now, queues: None }
+    }
+
+    fn enqueue(id: &str) -> Op {
+        Op::Enqueue {
+            id: id.into(),
+            payload: "p".into(),
+            max_attempts: 2,
+            deadline: 1000,
+            now: 0,
+            not_before: None,
+            base_ms: None,
+            cap_ms: None,
+            queue: None,
+            priority: None,
+        }
+    }
+
+    #[test]
+    fn runs_are_cut_where_a_batch_could_not_hold_them() {
+        let trace = Trace {
+            steps: [
+                enqueue("a"),
+                enqueue("b"),
+                claim("w1", 5),
+                claim("w1", 5),
+                claim("w2", 5),
+                claim("w2", 6),
+                Op::Reap { now: 6 },
+                enqueue("c"),
+            ]
+            .into_iter()
+            .map(Step::Op)
+            .collect(),
+        };
+        let runs: Vec<(usize, usize)> = groups(&trace).iter().map(|(start, g)| (*start, g.len())).collect();
+        assert_eq!(runs, [(0, 2), (2, 2), (4, 1), (5, 1), (6, 1), (7, 1)]);
+    }
+
+    #[test]
+    fn a_claim_batch_asking_more_than_is_due_agrees_and_is_counted() {
+        let trace = Trace {
+            steps: [enqueue("a"), enqueue("b"), claim("w1", 5), claim("w1", 5), claim("w1", 5)]
+                .into_iter()
+                .map(Step::Op)
+                .collect(),
+        };
+        let mut side = Side::in_memory().expect("memory store");
+        let (comparison, batched) = compare_batched(&trace, &mut side).expect("run");
+        let Comparison::Agree(responses) = comparison else { panic!("{comparison:?}") };
+        assert_eq!(responses[4], Response::Ok(Reply::None));
+        assert_eq!(batched, Batched { enqueues: 2, claims: 3, idle_claims: 1, completions: 0 });
+    }
+}

@@ -1,0 +1,75 @@
+//! The batch calls — `enqueue_many`, `claim_batch_from`, `complete_batch`, the worker's hot
+//! path — against the model's single operations, on SQLite and on PostgreSQL: generated
+//! traces whose runs of enqueues, claims and completions go to the store as batches, every
+//! item's answer and every job after every batch compared with the model's (see
+//! `retryq_conformance::batched`). A divergence is shrunk by proptest before it is shown.
+//!
+//! These are the tests that kill the batch paths' mutants (`.cargo/mutants.toml`).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use retryq_conformance::Side;
+use retryq_conformance::batched::{Batched, batched_trace, compare_batched};
+use retryq_conformance::compare::Comparison;
+use retryq_conformance::generate::materialize;
+use retryq_conformance::pg::{Databases, Fresh};
+
+/// Runs `cases` batched traces from `seed`, each on a fresh side from `open`; panics with the
+/// shrunk trace and where it diverged. What went in batches of two or more, in all.
+fn run(cases: u32, seed: u64, open: &dyn Fn() -> Side) -> Batched {
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed.to_le_bytes().repeat(4)),
+    );
+    let total = RefCell::new(Batched::default());
+    let result = runner.run(&batched_trace(12), |steps| {
+        let trace = materialize(&steps);
+        let (comparison, batched) =
+            compare_batched(&trace, &mut open()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        match comparison {
+            Comparison::Agree(_) => {
+                total.borrow_mut().add(batched);
+                Ok(())
+            }
+            Comparison::Diverge(d) => {
+                Err(TestCaseError::fail(format!("{d}\ntrace:\n{}", trace.to_jsonl(""))))
+            }
+        }
+    });
+    match result {
+        Ok(()) => {
+            let total = total.into_inner();
+            eprintln!("{cases} traces, in batches of two or more: {total:?}");
+            total
+        }
+        Err(TestError::Fail(why, _)) => panic!("a batch did not do what its items do:\n{why}"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The run tested batches, not batches of one: many of each kind, and claim batches that
+/// leased jobs as well as ones that asked for more than was due.
+fn assert_batched(batched: Batched, at_least: usize) {
+    assert!(batched.enqueues >= at_least, "{batched:?}");
+    assert!(batched.claims >= at_least, "{batched:?}");
+    assert!(batched.completions >= at_least, "{batched:?}");
+    let leased = batched.claims - batched.idle_claims;
+    assert!(batched.idle_claims >= at_least / 4 && leased >= at_least / 4, "{batched:?}");
+}
+
+#[test]
+fn batches_on_sqlite_do_what_their_items_do_on_the_model() {
+    let batched = run(400, 20_261_202, &|| Side::in_memory().expect("memory store"));
+    assert_batched(batched, 1000);
+}
+
+#[test]
+fn batches_on_postgres_do_what_their_items_do_on_the_model() {
+    let Some(url) = retryq_pgtest::database("batches on postgres") else { return };
+    let databases: Arc<Databases> = Databases::new(&url, Fresh::Reset).expect("the test database's server");
+    let batched = run(100, 20_261_203, &|| Side::lent(databases.lend().expect("lend")).expect("postgres"));
+    assert_batched(batched, 200);
+}
