@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use retryq::{Backend, Completion, Lease, NewJob, Outcome, Status};
 use retryq_conformance::Side;
 use retryq_conformance::batched::{Batched, batched_trace, compare_batched};
 use retryq_conformance::compare::Comparison;
@@ -72,4 +73,66 @@ fn batches_on_postgres_do_what_their_items_do_on_the_model() {
     let databases: Arc<Databases> = Databases::new(&url, Fresh::Reset).expect("the test database's server");
     let batched = run(100, 20_261_203, &|| Side::lent(databases.lend().expect("lend")).expect("postgres"));
     assert_batched(batched, 200);
+}
+
+fn job(id: &str) -> NewJob<'_> {
+    NewJob { id, payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() }
+}
+
+/// A storage failure inside a batch fails the whole batch and records none of it: the items
+/// before the failing one are rolled back with it (the batch calls' rustdoc). Only an
+/// injected failure shows it — `inject` installs triggers that refuse job `b`'s completion
+/// and job `d`'s insertion — and no generated trace can.
+fn a_failure_inside_a_batch_records_none_of_it(q: &mut dyn Backend, inject: &dyn Fn()) {
+    let first = q.enqueue_many(&[job("a"), job("b")]).expect("enqueue_many");
+    assert!(first.iter().all(Result::is_ok), "{first:?}");
+    let claimed = q.claim_batch_from("w", &["default"], 1, 2).expect("claim_batch");
+    assert_eq!(claimed.len(), 2);
+    inject();
+    let (a, b) = (Lease::new("w", "a", 1), Lease::new("w", "b", 1));
+    let completions = [Completion::new(&a, Outcome::Ok, 2, 0.0), Completion::new(&b, Outcome::Ok, 2, 0.0)];
+    let failed = q.complete_batch(&completions);
+    assert!(failed.is_err(), "a storage failure on b answered {failed:?}");
+    assert_eq!(q.get("a").expect("get").expect("a").status, Status::Leased, "a's completion was kept");
+    let failed = q.enqueue_many(&[job("c"), job("d")]);
+    assert!(failed.is_err(), "a storage failure on d answered {failed:?}");
+    assert_eq!(q.get("c").expect("get"), None, "c's enqueue was kept");
+}
+
+#[test]
+fn a_storage_failure_inside_a_batch_records_none_of_it_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("batch.db");
+    let mut q = retryq::Queue::open(&path).expect("open");
+    let inject = || {
+        let conn = rusqlite::Connection::open(&path).expect("a second connection");
+        conn.execute_batch(
+            "CREATE TRIGGER refuse_b BEFORE UPDATE ON jobs WHEN NEW.id = 'b' AND NEW.status = 'done'
+                 BEGIN SELECT RAISE(ABORT, 'injected failure'); END;
+             CREATE TRIGGER refuse_d BEFORE INSERT ON jobs WHEN NEW.id = 'd'
+                 BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+        )
+        .expect("triggers");
+    };
+    a_failure_inside_a_batch_records_none_of_it(&mut q, &inject);
+}
+
+#[test]
+fn a_storage_failure_inside_a_batch_records_none_of_it_on_postgres() {
+    let Some(url) = retryq_pgtest::database("a failure inside a batch on postgres") else { return };
+    let mut q = retryq::PgQueue::connect(&url).expect("connect");
+    let inject = || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a second connection");
+        client
+            .batch_execute(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql
+                     AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+                 CREATE TRIGGER refuse_b BEFORE UPDATE ON jobs FOR EACH ROW
+                     WHEN (NEW.id = 'b' AND NEW.status = 'done') EXECUTE FUNCTION refuse();
+                 CREATE TRIGGER refuse_d BEFORE INSERT ON jobs FOR EACH ROW
+                     WHEN (NEW.id = 'd') EXECUTE FUNCTION refuse();",
+            )
+            .expect("triggers");
+    };
+    a_failure_inside_a_batch_records_none_of_it(&mut q, &inject);
 }
