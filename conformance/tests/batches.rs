@@ -136,3 +136,38 @@ fn a_storage_failure_inside_a_batch_records_none_of_it_on_postgres() {
     };
     a_failure_inside_a_batch_records_none_of_it(&mut q, &inject);
 }
+
+/// A batch on PostgreSQL whose pick came back short picks again while jobs became due — and
+/// asks only for the rest. Only a commit between two picks of one batch shows it, which no
+/// sequential trace makes: another connection holds `j1`'s row, so the batch's lease of it
+/// waits, and moves `j2`, `j3` and `j4` forward to due meanwhile. A batch of 3 must lease
+/// `j1`, then `j2` and `j3`: neither stop at `j1` nor lease a fourth.
+#[test]
+fn a_short_batch_on_postgres_picks_again_for_the_rest_and_no_more() {
+    let Some(url) = retryq_pgtest::database("a short batch on postgres") else { return };
+    let mut q = retryq::PgQueue::connect(&url).expect("connect");
+    q.enqueue(&job("j1")).expect("enqueue");
+    for id in ["j2", "j3", "j4"] {
+        q.enqueue(&NewJob { not_before: Some(5000), ..job(id) }).expect("enqueue");
+    }
+    let mut holder = postgres::Client::connect(&url, postgres::NoTls).expect("holder");
+    let mut held = holder.transaction().expect("begin");
+    held.batch_execute(
+        "SELECT 1 FROM jobs WHERE id = 'j1' FOR UPDATE;
+         UPDATE jobs SET available_at = 500 WHERE id IN ('j2', 'j3', 'j4');",
+    )
+    .expect("hold j1 and move the rest");
+    let claim = std::thread::spawn(move || {
+        let claimed = q.claim_batch_from("w", &["default"], 2000, 3).expect("claim_batch");
+        claimed.into_iter().map(|c| c.lease.id).collect::<Vec<_>>()
+    });
+    // The batch waits for j1's row once the server says a session waits for a lock.
+    let waiting = "SELECT count(*) FROM pg_stat_activity
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    while held.query_one(waiting, &[]).expect("waiting").get::<_, i64>(0) == 0 {
+        assert!(!claim.is_finished(), "the batch did not wait for the held row");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    held.commit().expect("commit");
+    assert_eq!(claim.join().expect("the batch"), ["j1", "j2", "j3"]);
+}
