@@ -490,3 +490,43 @@ fn credentials_in_a_url_are_sent_but_never_stored_or_printed() {
     }
     assert!(log.contains("***@"), "{log}");
 }
+
+/// The README's `--exec examples/deliver.sh` speaks the exec protocol to a receiver: an
+/// accepted order is done (and in the inbox once, keyed by the job's id), a 4xx refusal is
+/// `permanent`, a 503 is retried until the budget is spent.
+#[test]
+fn the_readmes_exec_script_delivers_and_answers_in_exit_statuses() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/deliver.sh");
+    for (flags, want) in [
+        (&[][..], (Status::Done, None, 1)),
+        (&["--fail-rate", "1", "--fail-status", "422"][..], (Status::Dead, Some(DeadReason::Permanent), 1)),
+        (&["--fail-rate", "1", "--fail-status", "503"][..], (Status::Dead, Some(DeadReason::Exhausted), 2)),
+    ] {
+        let demo = Demo::start(flags);
+        let store = Store::new();
+        store.enqueue("order-1", "{\"snack\":\"crisps\"}", 2, 60_000);
+        let mut worker = Command::new(BIN);
+        worker.args([
+            "work",
+            "--worker",
+            "w1",
+            "--until-idle",
+            "--backoff-base",
+            "10ms",
+            "--backoff-cap",
+            "20ms",
+        ]);
+        worker.arg("--db").arg(&store.db).args(["--exec", script]).env("DELIVER_URL", &demo.url);
+        for proxy in common::PROXIES {
+            worker.env_remove(proxy);
+        }
+        let mut child = spawn_logged(&mut worker);
+        let status = wait(&mut child, Duration::from_secs(20));
+        let log = String::from_utf8_lossy(&child.wait_with_output().expect("output").stderr).into_owned();
+        assert_eq!(status.code(), Some(0), "{log}");
+        let job = store.job("order-1");
+        assert_eq!((job.status, job.dead_reason, job.attempts), want, "{flags:?}: {log}");
+        let inbox = demo.inbox_keys();
+        assert_eq!(inbox, if flags.is_empty() { vec!["order-1".to_owned()] } else { vec![] }, "{flags:?}");
+    }
+}
