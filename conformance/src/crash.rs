@@ -330,18 +330,12 @@ fn judge(trace: &Trace, run: &Run) -> Result<Judged, String> {
     }
     // `run_once` is two transactions by design — the claim commits before anything is sent —
     // so a kill between them leaves the job claimed and nothing more: exactly a `crash`.
-    if let Some(Line::Op(Op::RunOnce { worker, now, after: t1, jitter, .. })) =
+    if let Some(Line::Op(Op::RunOnce { worker, now, after: t1, jitter, queues, .. })) =
         trace.steps.get(run.finished).map(|step| parse_line(&step.to_line()))
     {
         let mut claimed = model_after(trace, run.finished);
-        claimed.step(&Op::RunOnce {
-            queues: None,
-            worker,
-            now,
-            after: t1,
-            outcome: RunOutcome::Crash,
-            jitter,
-        });
+        // The same claim, from the same queues, and nothing after it.
+        claimed.step(&Op::RunOnce { queues, worker, now, after: t1, outcome: RunOutcome::Crash, jitter });
         if observe_model(&claimed, trace) == run.observed {
             return Ok(Judged::Claimed);
         }
@@ -386,4 +380,24 @@ fn check_invariants(observed: &[Response]) -> Result<(), String> {
         return Err(format!("invariant broken ({bad}): {}", response.to_json_line()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kill between a `run_once`'s claim and its completion leaves its job claimed from the
+    /// queues the line serves: here `q1`, where the only job is, which a claim of the default
+    /// queue alone would not take.
+    #[test]
+    fn a_run_once_killed_after_its_claim_is_judged_claimed_from_its_own_queues() {
+        let trace = Trace::from_jsonl(
+            r#"{"op":"enqueue","id":"c","payload":"p","max_attempts":2,"deadline":122,"now":44,"queue":"q1"}
+{"op":"run_once","worker":"w1","now":44,"outcome":"retryable","jitter":1.0,"queues":["q1","default"]}"#,
+        );
+        let mut claimed = model_after(&trace, 1);
+        claimed.step(&Op::Claim { worker: "w1".into(), now: 44, queues: Some(vec!["q1".into()]) });
+        let run = Run { finished: 1, observed: observe_model(&claimed, &trace) };
+        assert!(matches!(judge(&trace, &run), Ok(Judged::Claimed)));
+    }
 }
