@@ -16,7 +16,7 @@ use retryq_model::{Op, Reply, Response};
 use crate::ReplayError;
 use crate::compare::{Comparison, Divergence, note, probe};
 use crate::generate::{Abstract, WORKERS, When, abstract_step, abstract_trace};
-use crate::parse::{Line, parse_line};
+use crate::parse::Line;
 use crate::store::{self, Side};
 use crate::trace::Trace;
 
@@ -96,10 +96,7 @@ impl Group {
 fn groups(trace: &Trace) -> Vec<(usize, Group)> {
     let mut groups: Vec<(usize, Group)> = Vec::new();
     for (i, step) in trace.steps.iter().enumerate() {
-        let line = match step {
-            crate::trace::Step::Op(op) => Line::Op(op.clone()),
-            crate::trace::Step::Invalid(raw) => parse_line(raw),
-        };
+        let line = step.line();
         let op = match line {
             Line::Skip => continue,
             Line::Invalid(_) => {

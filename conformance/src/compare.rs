@@ -7,7 +7,7 @@ use std::fmt;
 use retryq_model::reference::Store;
 use retryq_model::{Op, Response};
 
-use crate::parse::{Line, parse_line};
+use crate::parse::Line;
 use crate::trace::{Step, Trace};
 use crate::{ReplayError, Side};
 
@@ -64,15 +64,8 @@ pub fn compare_with(trace: &Trace, side: &mut Side, mut model: Store) -> Result<
     let mut clock = 0;
     for (i, step) in trace.steps.iter().enumerate() {
         let line = step.to_line();
-        // An operation goes to both sides as it is — even with values no JSON line could
-        // carry past the parser (an integer above 2^53 − 1), which each reading must refuse
-        // on its own. A raw line is read as the replay would: what the parser refuses is
-        // refused by both, what it accepts is run by both.
-        let parsed = match step {
-            Step::Op(op) => Line::Op(op.clone()),
-            Step::Invalid(raw) => parse_line(raw),
-        };
-        let (ours, theirs) = match parsed {
+        // What the parser refuses is refused by both, what it accepts is run by both.
+        let (ours, theirs) = match step.line() {
             Line::Op(op) => {
                 note(&op, &mut ids, &mut clock);
                 let theirs = model.step(&op);
@@ -147,7 +140,7 @@ pub(crate) fn note(op: &Op, ids: &mut Vec<String>, clock: &mut u64) {
     }
 }
 
-pub(crate) fn divergence(
+fn divergence(
     side: &Side,
     step: usize,
     at: &Step,

@@ -144,9 +144,6 @@ pub fn answer(store: &mut dyn Backend, op: &Op) -> Result<Response, ReplayError>
 }
 
 fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
-    if let Some(job) = new_job(op) {
-        return enqueued(q.enqueue(&job)?);
-    }
     Ok(match op {
         Op::Config { base_ms, cap_ms, lease_ms } => {
             let current = q.settings();
@@ -157,13 +154,11 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
             })?;
             Reply::Config
         }
-        // new_job reads every enqueue, above.
-        Op::Enqueue { .. } => return Err(unnamed(op)),
+        Op::Enqueue { .. } => enqueued(q.enqueue(&new_job(op).ok_or_else(|| unnamed(op))?)?)?,
         Op::Claim { worker, now, queues } => claimed(q.claim_from(worker, &names(queues), *now)?),
-        Op::Complete { worker, id, attempt, outcome, now, jitter } => {
-            let jitter = jitter_for(*outcome == Outcome::Retryable, *jitter)?;
-            let lease = Lease::new(worker, id, *attempt);
-            completed(q.complete(&Completion::new(&lease, outcome_of(*outcome), *now, jitter))?)?
+        Op::Complete { .. } => {
+            let finish = finish(op).ok_or_else(|| unnamed(op))??;
+            completed(q.complete(&finish.completion())?)?
         }
         Op::RunOnce { worker, now, after, outcome, jitter, queues } => {
             let jitter = jitter_for(*outcome == RunOutcome::Retryable, *jitter)?;
@@ -283,16 +278,18 @@ pub(crate) fn refusal_response(error: Error) -> Result<Response, ReplayError> {
 /// the lease, the library's outcome, `now` and the jitter, or else the line's own response
 /// (a missing or bad jitter: refused, nothing changed); `None` for any other operation.
 pub(crate) fn completion_of(op: &Op) -> Option<Result<Finish, Result<Response, ReplayError>>> {
+    Some(finish(op)?.map_err(|refusal| respond(Err(refusal))))
+}
+
+/// [`completion_of`], the refusal still a [`Refusal`]: what [`reply`] records.
+fn finish(op: &Op) -> Option<Result<Finish, Refusal>> {
     let Op::Complete { worker, id, attempt, outcome, now, jitter } = op else { return None };
-    Some(match jitter_for(*outcome == Outcome::Retryable, *jitter) {
-        Ok(jitter) => Ok(Finish {
-            lease: Lease::new(worker, id, *attempt),
-            outcome: outcome_of(*outcome),
-            now: *now,
-            jitter,
-        }),
-        Err(refusal) => Err(respond(Err(refusal))),
-    })
+    Some(jitter_for(*outcome == Outcome::Retryable, *jitter).map(|jitter| Finish {
+        lease: Lease::new(worker, id, *attempt),
+        outcome: outcome_of(*outcome),
+        now: *now,
+        jitter,
+    }))
 }
 
 /// What a [`Completion`] borrows, owned: one `complete` line's, checked.

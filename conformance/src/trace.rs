@@ -30,6 +30,16 @@ impl Step {
             Step::Invalid(line) => line.clone(),
         }
     }
+
+    /// The step as the replay reads it: an operation goes as it is — even with values no JSON
+    /// line could carry past the parser (an integer above 2^53 − 1), which each reading must
+    /// refuse on its own — and a raw line is parsed.
+    pub fn line(&self) -> Line {
+        match self {
+            Step::Op(op) => Line::Op(op.clone()),
+            Step::Invalid(raw) => parse_line(raw),
+        }
+    }
 }
 
 impl Trace {
