@@ -134,11 +134,27 @@ impl Databases {
         Ok(Lent { url: with_database(&self.admin, &name), name, databases: Arc::clone(self) })
     }
 
+    /// A new database. A name may be taken already on a server the run did not start, left
+    /// by an earlier process that had this one's id and did not end cleanly: the next number
+    /// is tried.
     fn create(&self) -> Result<String, ReplayError> {
-        let name = format!("{}_{}", self.prefix, self.next.fetch_add(1, Ordering::Relaxed));
-        admin_client(&self.admin)?.batch_execute(&format!("CREATE DATABASE {name}"))?;
-        self.made.lock().map_err(|_| poisoned())?.push(name.clone());
-        Ok(name)
+        let mut admin = admin_client(&self.admin)?;
+        let mut tries = 0;
+        loop {
+            let name = format!("{}_{}", self.prefix, self.next.fetch_add(1, Ordering::Relaxed));
+            match admin.batch_execute(&format!("CREATE DATABASE {name}")) {
+                Ok(()) => {
+                    self.made.lock().map_err(|_| poisoned())?.push(name.clone());
+                    return Ok(name);
+                }
+                Err(e)
+                    if tries < 1000 && e.code() == Some(&postgres::error::SqlState::DUPLICATE_DATABASE) =>
+                {
+                    tries += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Waits (up to `limit`) until nobody else is connected to database `name`: a client

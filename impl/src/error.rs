@@ -318,7 +318,7 @@ fn postgres_transient(e: &postgres::Error) -> bool {
 /// server sent them — the client's own text is only "db error" — else the client's text and
 /// its cause.
 #[cfg(feature = "postgres")]
-fn postgres_text(e: &postgres::Error) -> String {
+pub(crate) fn postgres_text(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => {
             let mut text = format!("SQLSTATE {}: {}", db.code().code(), db.message());

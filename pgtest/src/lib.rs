@@ -209,15 +209,27 @@ impl Cluster {
         format!("{}/{name}", self.base)
     }
 
-    /// A new, empty database: its URL.
+    /// A new, empty database: its URL. On `RETRYQ_PG_URL`'s server a name may be taken
+    /// already, left by an earlier process that had this one's id: the next number is tried.
     pub fn create_database(&self) -> Result<String, String> {
-        let name = format!("retryq_t{}_{}", std::process::id(), NEXT_DB.fetch_add(1, Ordering::Relaxed));
         let mut admin = postgres::Client::connect(&self.url("postgres"), postgres::NoTls)
             .map_err(|e| format!("connecting to {}: {e}", self.url("postgres")))?;
-        admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .map_err(|e| format!("CREATE DATABASE {name}: {e}"))?;
-        Ok(self.url(&name))
+        let mut tries = 0;
+        loop {
+            let name = format!("retryq_t{}_{}", std::process::id(), NEXT_DB.fetch_add(1, Ordering::Relaxed));
+            match admin.batch_execute(&format!("CREATE DATABASE {name}")) {
+                Ok(()) => return Ok(self.url(&name)),
+                Err(e)
+                    if tries < 1000 && e.code() == Some(&postgres::error::SqlState::DUPLICATE_DATABASE) =>
+                {
+                    tries += 1;
+                }
+                Err(e) => {
+                    let why = e.as_db_error().map_or_else(|| e.to_string(), |db| db.message().to_owned());
+                    return Err(format!("CREATE DATABASE {name}: {why}"));
+                }
+            }
+        }
     }
 
     /// Stops the server at once, as a crash would (`pg_ctl stop -m immediate`): committed
@@ -410,9 +422,15 @@ fn free_port() -> std::io::Result<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
+
+    /// Held by the tests that read or squat this process's next names on the shared cluster:
+    /// a squat racing another test's `CREATE DATABASE` of the same name fails one of them.
+    static NAMES: Mutex<()> = Mutex::new(());
 
     #[test]
     fn each_test_gets_an_empty_database_of_its_own() {
+        let _names = NAMES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let (Some(a), Some(b)) = (database("pgtest a"), database("pgtest b")) else { return };
         assert_ne!(a, b);
         for url in [a, b] {
@@ -423,6 +441,27 @@ mod tests {
                 .get(0);
             assert_eq!(tables, 0, "{url} is empty");
         }
+    }
+
+    /// On a server shared across runs, a process may get the id of an earlier one whose
+    /// databases are still there: their names are passed over, never a failed test.
+    #[test]
+    fn a_name_an_earlier_process_left_is_passed_over() {
+        let _names = NAMES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(first) = database("pgtest left names") else { return };
+        let Some(Ok(cluster)) = SHARED.get() else { panic!("the shared cluster") };
+        let mut admin = postgres::Client::connect(&cluster.url("postgres"), postgres::NoTls).expect("admin");
+        // The next few names this process would give, taken first.
+        let next = NEXT_DB.load(Ordering::Relaxed);
+        let taken: Vec<String> =
+            (next..next + 3).map(|n| format!("retryq_t{}_{n}", std::process::id())).collect();
+        for name in &taken {
+            admin.batch_execute(&format!("CREATE DATABASE {name}")).expect("left behind");
+        }
+        let Some(url) = database("pgtest left names") else { return };
+        assert_ne!(url, first);
+        assert!(taken.iter().all(|name| !url.ends_with(&format!("/{name}"))), "{url} was taken");
+        postgres::Client::connect(&url, postgres::NoTls).expect("the new database");
     }
 
     #[test]
