@@ -8,10 +8,14 @@
 //! queues, and of consecutive completions each go to the store as one batch (a run of one
 //! too); every other line goes as [`compare`](crate::compare) sends it. Every item's answer,
 //! and after every batch every job's `get` and `stats`, must agree with the model's.
+//!
+//! A `prune` goes as the worker's retention sends it: `prune_at_most`, with a limit of 0, 1 or
+//! 2 jobs. Its rule ([`Backend::prune_at_most`](retryq::Backend::prune_at_most)) is read here
+//! a second time, on the model's jobs: the model prunes at the bound that rule names.
 
 use proptest::prelude::*;
 use retryq_model::reference::Store;
-use retryq_model::{Op, Reply, Response};
+use retryq_model::{Op, Reply, Response, Status};
 
 use crate::ReplayError;
 use crate::compare::{Comparison, Divergence, note, probe};
@@ -32,6 +36,11 @@ pub struct Batched {
     pub idle_claims: usize,
     /// Completions, through `complete_batch`.
     pub completions: usize,
+    /// Prunes through `prune_at_most` that the limit cut before the jobs that ended at the
+    /// first instant past it.
+    pub cut_prunes: usize,
+    /// Prunes through `prune_at_most` whose earliest instant alone outnumbered the limit.
+    pub first_instant_prunes: usize,
 }
 
 impl Batched {
@@ -41,6 +50,8 @@ impl Batched {
         self.claims += other.claims;
         self.idle_claims += other.idle_claims;
         self.completions += other.completions;
+        self.cut_prunes += other.cut_prunes;
+        self.first_instant_prunes += other.first_instant_prunes;
     }
 }
 
@@ -56,19 +67,21 @@ enum Group {
     Claims(Vec<Op>),
     /// Consecutive `complete`s.
     Completions(Vec<Op>),
+    /// A `prune`, sent as `prune_at_most`.
+    Prune(Op),
 }
 
 impl Group {
     fn len(&self) -> usize {
         match self {
-            Group::One(_) => 1,
+            Group::One(_) | Group::Prune(_) => 1,
             Group::Enqueues(ops) | Group::Claims(ops) | Group::Completions(ops) => ops.len(),
         }
     }
 
     fn ops(&self) -> Vec<&Op> {
         match self {
-            Group::One(Line::Op(op)) => vec![op],
+            Group::One(Line::Op(op)) | Group::Prune(op) => vec![op],
             Group::One(_) => Vec::new(),
             Group::Enqueues(ops) | Group::Claims(ops) | Group::Completions(ops) => ops.iter().collect(),
         }
@@ -115,6 +128,7 @@ fn groups(trace: &Trace) -> Vec<(usize, Group)> {
             Op::Enqueue { .. } => Group::Enqueues(vec![op]),
             Op::Claim { .. } => Group::Claims(vec![op]),
             Op::Complete { .. } => Group::Completions(vec![op]),
+            Op::Prune { .. } => Group::Prune(op),
             op => Group::One(Line::Op(op)),
         };
         groups.push((i, group));
@@ -128,6 +142,10 @@ fn batch(side: &mut Side, group: &Group) -> Result<Vec<Response>, ReplayError> {
         Group::One(Line::Op(op)) => Ok(vec![side.step(op)?]),
         Group::One(Line::Invalid(detail)) => Ok(vec![Response::invalid(detail.clone())]),
         Group::One(Line::Skip) => Ok(Vec::new()),
+        Group::Prune(op) => {
+            let Op::Prune { before, now } = *op else { return Ok(Vec::new()) };
+            Ok(vec![store::pruned_response(side.backend().prune_at_most(before, now, limit(before)))?])
+        }
         Group::Enqueues(ops) => {
             let jobs: Vec<_> = ops.iter().filter_map(store::new_job).collect();
             side.backend().enqueue_many(&jobs)?.into_iter().map(store::enqueue_response).collect()
@@ -196,6 +214,7 @@ pub fn compare_batched(trace: &Trace, side: &mut Side) -> Result<(Comparison, Ba
         }
         let theirs: Vec<Response> = match &group {
             Group::One(Line::Invalid(detail)) => vec![Response::invalid(detail.clone())],
+            Group::Prune(op) => vec![model.step(&bounded(&model, op, &mut batched))],
             _ => ops.iter().map(|op| model.step(op)).collect(),
         };
         let ours = match batch(side, &group) {
@@ -231,6 +250,44 @@ pub fn compare_batched(trace: &Trace, side: &mut Side) -> Result<(Comparison, Ba
     Ok((Comparison::Agree(responses), batched))
 }
 
+/// The limit a `prune` with this `before` is sent with: 0, 1 or 2 jobs, so that it often
+/// cuts. A function of the line alone, so that a shrunk trace keeps it.
+fn limit(before: u64) -> u64 {
+    before % 3
+}
+
+/// The `prune` the model answers for `prune_at_most(before, now, limit(before))`: at the
+/// largest bound ≤ `before` whose ended jobs number at most the limit — or, when the jobs
+/// that ended at the earliest instant alone outnumber it, at that instant. A prune the model
+/// refuses is refused as it stands. Counts the prunes the limit cut.
+fn bounded(model: &Store, op: &Op, batched: &mut Batched) -> Op {
+    let Op::Prune { before, now } = *op else { return op.clone() };
+    if matches!(model.clone().step(op), Response::Err(_)) {
+        return op.clone();
+    }
+    let mut ends: Vec<u64> = model
+        .jobs()
+        .iter()
+        .filter(|job| matches!(job.phase.status(), Status::Done | Status::Dead))
+        .filter_map(|job| job.ended_at)
+        .collect();
+    ends.sort_unstable();
+    let within = ends.iter().filter(|&&end| end <= before).count();
+    let limit = usize::try_from(limit(before)).unwrap_or(usize::MAX);
+    // All of them fit: the prune as it stands.
+    let (true, Some(&past), Some(&first)) = (within > limit, ends.get(limit), ends.first()) else {
+        return op.clone();
+    };
+    let bound = if first < past {
+        batched.cut_prunes += 1;
+        past - 1
+    } else {
+        batched.first_instant_prunes += 1;
+        past
+    };
+    Op::Prune { before: bound, now }
+}
+
 /// Where the two readings first disagree: at the trace's line `step`.
 fn diverge(side: &Side, trace: &Trace, step: usize, probe: &str, store: String, model: String) -> Divergence {
     Divergence {
@@ -255,7 +312,7 @@ fn count(group: &Group, answers: &[Response], batched: &mut Batched) {
             batched.idle_claims += answers.iter().filter(|a| **a == Response::Ok(Reply::None)).count();
         }
         Group::Completions(_) => batched.completions += n,
-        Group::One(_) => {}
+        Group::One(_) | Group::Prune(_) => {}
     }
 }
 
@@ -263,7 +320,8 @@ fn count(group: &Group, answers: &[Response], batched: &mut Batched) {
 /// the claims of a run by one worker at one instant from the same queues (now and then right
 /// after a run of enqueues, so that jobs are due), the others each drawn on their own — among
 /// single steps of every kind: what [`compare_batched`] sends as batches. Generated traces
-/// rarely line up claims that way by chance.
+/// rarely line up claims that way by chance, nor prunes after jobs ended: a run of
+/// enqueues, `run_once`s and prunes gives them.
 pub fn batched_trace(max_runs: usize) -> impl Strategy<Value = Vec<Abstract>> {
     let enqueues = || {
         let enqueue = abstract_step().prop_filter("an enqueue", |s| matches!(s, Abstract::Enqueue { .. }));
@@ -283,8 +341,20 @@ pub fn batched_trace(max_runs: usize) -> impl Strategy<Value = Vec<Abstract>> {
         run.extend(std::iter::repeat_n(Abstract::Claim { worker, now: When::Same, queues: None }, k));
         run
     });
+    // Jobs enqueued, then ended by `run_once`s, then pruned: prunes with ended jobs to cut.
+    let ran = abstract_step().prop_filter("a run_once", |s| matches!(s, Abstract::RunOnce { .. }));
+    let prune = abstract_step().prop_filter("a prune", |s| matches!(s, Abstract::Prune { .. }));
+    let retention =
+        (enqueues(), proptest::collection::vec(ran, 2..6), proptest::collection::vec(prune, 1..3)).prop_map(
+            |(mut run, ran, prunes)| {
+                run.extend(ran);
+                run.extend(prunes);
+                run
+            },
+        );
     let run = prop_oneof![
         4 => abstract_step().prop_map(|step| vec![step]),
+        2 => retention,
         1 => enqueues(),
         2 => claims,
         2 => fed,
@@ -351,6 +421,6 @@ mod tests {
         let (comparison, batched) = compare_batched(&trace, &mut side).expect("run");
         let Comparison::Agree(responses) = comparison else { panic!("{comparison:?}") };
         assert_eq!(responses[4], Response::Ok(Reply::None));
-        assert_eq!(batched, Batched { enqueues: 2, claims: 3, idle_claims: 1, completions: 0 });
+        assert_eq!(batched, Batched { enqueues: 2, claims: 3, idle_claims: 1, ..Batched::default() });
     }
 }

@@ -155,7 +155,11 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
             Reply::Config
         }
         Op::Enqueue { .. } => enqueued(q.enqueue(&new_job(op).ok_or_else(|| unnamed(op))?)?)?,
-        Op::Claim { worker, now, queues } => claimed(q.claim_from(worker, &names(queues), *now)?),
+        // A claim naming no queues goes through the default queue's shorthand.
+        Op::Claim { worker, now, queues: None } => claimed(q.claim(worker, *now)?),
+        Op::Claim { worker, now, queues: queues @ Some(_) } => {
+            claimed(q.claim_from(worker, &names(queues), *now)?)
+        }
         Op::Complete { .. } => {
             let finish = finish(op).ok_or_else(|| unnamed(op))??;
             completed(q.complete(&finish.completion())?)?
@@ -188,7 +192,9 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
             Some(Lookup::Pruned(tombstone)) => Reply::Tombstone(tombstone_view(&tombstone)?),
             None => return Err(Refusal::Failure(Failure::NotFound)),
         },
-        Op::Stats { now, queue } => Reply::Stats(stats_view(&q.stats_of(*now, queue.as_deref())?)),
+        // Of every queue: through the whole store's shorthand.
+        Op::Stats { now, queue: None } => Reply::Stats(stats_view(&q.stats(*now)?)),
+        Op::Stats { now, queue: Some(queue) } => Reply::Stats(stats_view(&q.stats_of(*now, Some(queue))?)),
         Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
         }
@@ -266,6 +272,12 @@ pub(crate) fn enqueue_response(result: retryq::Result<Enqueued>) -> Result<Respo
 /// gives it to a single one.
 pub(crate) fn complete_response(result: retryq::Result<Completed>) -> Result<Response, ReplayError> {
     respond(result.map_err(Refusal::from).and_then(completed))
+}
+
+/// The response to a `prune` sent as [`Backend::prune_at_most`], as [`answer`] gives a
+/// `prune`'s.
+pub(crate) fn pruned_response(result: retryq::Result<u64>) -> Result<Response, ReplayError> {
+    respond(result.map_err(Refusal::from).map(|count| Reply::Pruned { count }))
 }
 
 /// The response to each `claim` of a batch refused as a whole ([`Backend::claim_batch_from`]

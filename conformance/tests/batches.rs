@@ -4,7 +4,11 @@
 //! item's answer and every job after every batch compared with the model's (see
 //! `retryq_conformance::batched`). A divergence is shrunk by proptest before it is shown.
 //!
-//! These are the tests that kill the batch paths' mutants (`.cargo/mutants.toml`).
+//! A `prune` goes as the worker's retention sends it, through `prune_at_most` with a small
+//! limit, and the model prunes at the bound that call's rule names.
+//!
+//! These are the tests that kill the batch paths' mutants (`.cargo/mutants.toml`) and
+//! `prune_at_most`'s.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -59,6 +63,9 @@ fn assert_batched(batched: Batched, at_least: usize) {
     assert!(batched.completions >= at_least, "{batched:?}");
     let leased = batched.claims - batched.idle_claims;
     assert!(batched.idle_claims >= at_least / 4 && leased >= at_least / 4, "{batched:?}");
+    // `prune_at_most` cut at both places its rule names.
+    assert!(batched.cut_prunes >= at_least / 40, "{batched:?}");
+    assert!(batched.first_instant_prunes >= at_least / 20, "{batched:?}");
 }
 
 #[test]

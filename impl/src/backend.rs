@@ -271,6 +271,9 @@ impl Backend for Queue {
     fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
         Queue::claim_from(self, worker, queues, now)
     }
+    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
+        Queue::claim(self, worker, now)
+    }
     fn claim_batch_from(
         &mut self,
         worker: &str,
@@ -321,6 +324,9 @@ impl Backend for Queue {
     }
     fn lookup(&self, id: &str) -> Result<Option<Lookup>> {
         Queue::lookup(self, id)
+    }
+    fn stats(&self, now: u64) -> Result<Stats> {
+        Queue::stats(self, now)
     }
     fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats> {
         Queue::stats_of(self, now, queue)

@@ -51,6 +51,9 @@ impl Backend for PgQueue {
     fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
         PgQueue::claim_from(self, worker, queues, now)
     }
+    fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
+        PgQueue::claim(self, worker, now)
+    }
     fn claim_batch_from(
         &mut self,
         worker: &str,
@@ -98,6 +101,9 @@ impl Backend for PgQueue {
     }
     fn get(&self, id: &str) -> Result<Option<Job>> {
         PgQueue::get(self, id)
+    }
+    fn stats(&self, now: u64) -> Result<Stats> {
+        PgQueue::stats(self, now)
     }
     fn stats_of(&self, now: u64, queue: Option<&str>) -> Result<Stats> {
         PgQueue::stats_of(self, now, queue)
