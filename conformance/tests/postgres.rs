@@ -12,6 +12,7 @@ use std::sync::Arc;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use quickcheck::{Arbitrary, Gen};
+use retryq::{DeadReason, Status};
 use retryq_conformance::exhaustive::exhaustive;
 use retryq_conformance::generate::{IDS, RandomTrace, abstract_trace, materialize};
 use retryq_conformance::parse::{Line, parse_line};
@@ -107,7 +108,8 @@ fn generated(cases: u32, seed: u64) -> Vec<Trace> {
 
 /// Every answer of `trace` on `side`, then the final state: each id's `get` (the SPEC's view
 /// and the whole stored job: payload, owner, times), its history, the `stats` at the trace's
-/// latest time, and whether the audit is clean.
+/// latest time, a page of each status's listing, the lease holders, and whether the audit is
+/// clean.
 fn answers(trace: &Trace, side: &mut Side) -> Vec<String> {
     let mut out = Vec::new();
     let mut latest = 0;
@@ -127,6 +129,21 @@ fn answers(trace: &Trace, side: &mut Side) -> Vec<String> {
         out.push(format!("{id}: {:?}", side.backend().history(id).expect("history")));
     }
     out.push(side.step(&Op::Stats { queue: None, now: latest }).expect("stats").to_json_line());
+    // The operator's listings, outside the SPEC's answers: a page of one and of four of each
+    // status, the dead of each reason, and the lease holders.
+    for status in [Status::Pending, Status::Leased, Status::Done, Status::Dead] {
+        for limit in [1, 4] {
+            out.push(format!("{status:?}: {:?}", side.backend().list(status, None, limit).expect("list")));
+        }
+    }
+    for reason in [DeadReason::Exhausted, DeadReason::Deadline, DeadReason::Permanent, DeadReason::Cancelled]
+    {
+        out.push(format!(
+            "{reason:?}: {:?}",
+            side.backend().list(Status::Dead, Some(reason), 2).expect("list")
+        ));
+    }
+    out.push(format!("owners: {:?}", side.backend().owners(latest).expect("owners")));
     out.push(format!("audit clean: {}", side.backend().audit().expect("audit").is_clean()));
     out
 }
@@ -178,4 +195,75 @@ fn a_lent_database_is_empty_again_whichever_way_it_is_made() {
         }
         databases.drop_all().expect("drop the run's databases");
     }
+}
+
+/// What an attempt noted of its failure (`record_error`: not a SPEC transition, so no trace
+/// carries it), and what its completion reported, come back alike from both stores: on
+/// `get`, and to the next claim, which avoids the node the last attempt reached.
+fn an_attempts_error_and_node_come_back(q: &mut dyn retryq::Backend) {
+    use retryq::{Completion, Lease, NewJob, Outcome, Report};
+    let job =
+        NewJob { id: "a", payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
+    q.enqueue(&job).expect("enqueue");
+    let first = q.claim("w", 1).expect("claim").expect("a is due");
+    assert_eq!(first.last_node, None, "no attempt has noted a node yet");
+    let lease = Lease::new("w", "a", 1);
+    q.record_error(&lease, "connection reset", Some("http://b.example/")).expect("record_error");
+    let noted = q.get("a").expect("get").expect("a");
+    assert_eq!(noted.last_error.as_deref(), Some("connection reset"));
+    assert_eq!(noted.last_node.as_deref(), Some("http://b.example/"));
+    // The completion's own notes replace them.
+    let report = Report::with_error(Outcome::Retryable, "timed out").node("http://c.example/");
+    q.complete(&Completion::new(&lease, report, 2, 0.0)).expect("complete");
+    let retried = q.get("a").expect("get").expect("a");
+    assert_eq!(retried.last_error.as_deref(), Some("timed out"));
+    let second = q.claim("w", 60_000 - 1).expect("claim").expect("a is due again");
+    assert_eq!(second.last_node.as_deref(), Some("http://c.example/"), "the next claim is told");
+}
+
+#[test]
+fn an_attempts_error_and_node_come_back_alike_from_sqlite_and_postgres() {
+    an_attempts_error_and_node_come_back(&mut retryq::Queue::open_in_memory().expect("memory store"));
+    let Some(url) = retryq_pgtest::database("an attempt's error on postgres") else { return };
+    an_attempts_error_and_node_come_back(&mut retryq::PgQueue::connect(&url).expect("connect"));
+}
+
+/// A job enqueued through the application's own transaction (the outbox): kept if and only
+/// if that transaction commits, refused on a conflict without spoiling it, and stored as the
+/// same job by both stores. `db` is a fresh store's `--db` text; answers `get` of the rolled
+/// back job and of the committed one.
+fn through_the_outbox(db: &str) -> [Option<retryq::Job>; 2] {
+    use retryq::{Enqueue, Enqueued, ErrorKind, ManualClock, Outbox};
+    let mut shop = Outbox::open(db).expect("the outbox installs the queue's schema");
+    shop.set_clock(Arc::new(ManualClock::new(1_000)));
+    shop.execute("CREATE TABLE orders (id BIGINT PRIMARY KEY)", &[]).expect("the application's table");
+    let mut tx = shop.transaction().expect("begin");
+    tx.execute("INSERT INTO orders (id) VALUES ($1)", &[&1_i64]).expect("order 1");
+    assert_eq!(tx.enqueue(&Enqueue::new("a", "p")).expect("a"), Enqueued::New);
+    drop(tx);
+    let mut tx = shop.transaction().expect("begin");
+    tx.execute("INSERT INTO orders (id) VALUES ($1)", &[&2_i64]).expect("order 2");
+    assert_eq!(tx.enqueue(&Enqueue::new("b", "p").max_attempts(3)).expect("b"), Enqueued::New);
+    let conflict = tx.enqueue(&Enqueue::new("b", "other")).expect_err("b is taken, with another payload");
+    assert_eq!(conflict.kind(), ErrorKind::Conflict);
+    tx.execute("INSERT INTO orders (id) VALUES ($1)", &[&3_i64]).expect("the transaction is still usable");
+    tx.commit().expect("commit");
+    let queue = retryq::open_backend(db).expect("the queue on the application's database");
+    ["a", "b"].map(|id| queue.get(id).expect("get"))
+}
+
+#[test]
+fn the_outbox_keeps_what_commits_alike_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("shop.db");
+    let on_sqlite = through_the_outbox(file.to_str().expect("UTF-8"));
+    let [rolled_back, committed] = &on_sqlite;
+    assert_eq!(rolled_back, &None, "rolled back with its transaction");
+    let committed = committed.as_ref().expect("b committed with its order");
+    assert_eq!(
+        (committed.max_attempts, committed.enqueued_at, committed.status),
+        (3, 1_000, Status::Pending)
+    );
+    let Some(url) = retryq_pgtest::database("the outbox on postgres") else { return };
+    assert_eq!(through_the_outbox(&url), on_sqlite);
 }

@@ -267,18 +267,19 @@ impl PgQueue {
                 (Vec::new(), 0)
             } else if open {
                 let jobs = jobs_of(&tx.query(LIST_OPEN, &[&word, &limit_big])?)?;
-                let total = if jobs.len() < limit as usize {
-                    jobs.len() as u64
-                } else {
+                // A full page may have more behind it; a short one is all there is.
+                let total = if jobs.len() == limit as usize {
                     uint(&tx.query_one(COUNT_OPEN, &[&word])?, 0)?
+                } else {
+                    jobs.len() as u64
                 };
                 (jobs, total)
             } else {
                 let jobs = jobs_of(&tx.query(LIST_CLOSED, &[&word, &reason_word, &limit_big])?)?;
-                let total = if jobs.len() < limit as usize {
-                    jobs.len() as u64
-                } else {
+                let total = if jobs.len() == limit as usize {
                     uint(&tx.query_one(COUNT_CLOSED, &[&word, &reason_word])?, 0)?
+                } else {
+                    jobs.len() as u64
                 };
                 (jobs, total)
             };

@@ -215,7 +215,8 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
     }
     let rows = tx.query(META, &[]).map_err(|e| match &e {
         Error::Postgres(pg) if pg.code().is_some_and(|c| c.code().starts_with("42")) => {
-            refuse(format!("schema {schema:?} has a table retryq_meta that is not retryq's: {pg}"))
+            let why = crate::error::postgres_text(pg);
+            refuse(format!("schema {schema:?} has a table retryq_meta that is not retryq's: {why}"))
         }
         _ => e,
     })?;

@@ -1050,3 +1050,26 @@ pub(super) fn deadlocks(q: &PgQueue) -> i64 {
         .expect("deadlocks")[0]
         .get(0)
 }
+
+/// Every connection probes a silent server after [`PgQueue::KEEPALIVE_IDLE`] at the latest
+/// (sooner when the URL asks), every [`PgQueue::KEEPALIVE_INTERVAL`], three times; and is
+/// named `retryq` in `pg_stat_activity` unless the URL names it.
+#[test]
+fn every_connection_probes_a_silent_server_and_has_a_name() {
+    use std::time::Duration;
+    let config = |url: &str| super::client_config(url).expect("a valid URL").0;
+    for (url, idle) in [
+        ("postgres://u@h/db", PgQueue::KEEPALIVE_IDLE),
+        ("postgres://u@h/db?keepalives_idle=3", Duration::from_secs(3)),
+        ("postgres://u@h/db?keepalives_idle=10", PgQueue::KEEPALIVE_IDLE),
+        ("postgres://u@h/db?keepalives_idle=60", PgQueue::KEEPALIVE_IDLE),
+    ] {
+        let c = config(url);
+        assert!(c.get_keepalives(), "{url}");
+        assert_eq!(c.get_keepalives_idle(), idle, "{url}");
+        assert_eq!(c.get_keepalives_interval(), Some(PgQueue::KEEPALIVE_INTERVAL), "{url}");
+        assert_eq!(c.get_keepalives_retries(), Some(3), "{url}");
+        assert_eq!(c.get_application_name(), Some("retryq"), "{url}");
+    }
+    assert_eq!(config("postgres://u@h/db?application_name=billing").get_application_name(), Some("billing"));
+}

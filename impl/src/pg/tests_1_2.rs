@@ -622,38 +622,3 @@ fn a_schema_2_database_is_upgraded_in_place() {
         assert_eq!(thread.join().expect("thread").expect("upgraded once"), want);
     }
 }
-
-/// A job enqueued under an id whose job a prune is deleting waits for the prune, then
-/// answers by the tombstone: `RQ001` is run again, never returned.
-#[test]
-fn an_enqueue_racing_a_prune_answers_by_the_tombstone() {
-    let Some((url, mut q)) = pg_at("an_enqueue_racing_a_prune") else { return };
-    enqueue(&mut q, job("a", "default", 0, 0));
-    q.cancel("a", 5).expect("cancel");
-    let mut holder = postgres::Client::connect(&url, postgres::NoTls).expect("holder");
-    let mut prune = holder.transaction().expect("begin");
-    prune
-        .batch_execute(
-            "INSERT INTO tombstones SELECT id, queue, encode(sha256(payload), 'hex'), status, dead_reason,
-                                           attempts, ended_at FROM jobs WHERE id = 'a';
-             DELETE FROM jobs WHERE id = 'a';
-             DELETE FROM history WHERE job = 'a';",
-        )
-        .expect("a prune under way");
-    let racing = std::thread::spawn(move || {
-        let same = q.enqueue(&job("a", "default", 0, 10)).map_err(|e| e.to_string());
-        let other =
-            q.enqueue(&NewJob { payload: "other", ..job("a", "default", 0, 10) }).map_err(|e| e.kind());
-        (same, other, q)
-    });
-    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
-    while prune.query_one(waiting, &[]).expect("waiting").get::<_, i64>(0) == 0 {
-        assert!(!racing.is_finished(), "the enqueue did not wait for the prune");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    prune.commit().expect("commit");
-    let (same, other, q) = racing.join().expect("enqueue");
-    assert_eq!(same, Ok(Enqueued::Existing));
-    assert_eq!(other, Err(ErrorKind::Conflict));
-    assert_eq!(q.get("a").expect("get"), None);
-}
