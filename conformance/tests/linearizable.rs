@@ -620,8 +620,13 @@ fn split_stores_are_correct_one_call_at_a_time() {
 }
 
 /// Runs 8 clients on a store split by `split` until a history has no order, at most `tries`
-/// times; the explanation must end at one of `ops`. Returns the run that caught it.
-fn caught(split: Split, tries: u64, ends_at: fn(&Op) -> bool) -> u64 {
+/// times. Returns the run that caught it. Where the explanation ends is not checked: the
+/// first call to disagree is whichever next reads what the split left — a claim or a get of
+/// the job, a completion, a redrive of a job reaped in the gap, the counts of a stats or a
+/// prune — which can be any kind of call the workload makes, and under load each of these
+/// was seen. [`split_stores_are_correct_one_call_at_a_time`] shows each split store correct
+/// alone, so what is caught is the split.
+fn caught(split: Split, tries: u64) -> u64 {
     let dir = tempfile::tempdir().expect("temporary directory");
     let checker = Checker::default();
     for seed in 0..tries {
@@ -647,8 +652,6 @@ fn caught(split: Split, tries: u64, ends_at: fn(&Op) -> bool) -> u64 {
                     seed + 1,
                     started.elapsed()
                 );
-                let ends = why.misses.iter().any(|m| ends_at(&why.history.calls[m.call].op));
-                assert!(ends, "the explanation ends at the split operation:\n{why}");
                 return seed + 1;
             }
             Err(other) => panic!("{split:?}, run {seed}: {other}"),
@@ -660,27 +663,13 @@ fn caught(split: Split, tries: u64, ends_at: fn(&Op) -> bool) -> u64 {
 /// Two claims of one job are caught.
 #[test]
 fn a_claim_split_in_three_transactions_is_caught() {
-    caught(Split::Claim, 20, |op| matches!(op, Op::Claim { .. } | Op::RunOnce { .. }));
+    caught(Split::Claim, 20);
 }
 
-/// A completion that overwrote what happened after its check is caught. The explanation
-/// may end at any call that reads what the overwrite left: the job itself, or the counts of
-/// ended jobs (`stats`, and `prune`'s count) — under load, a `stats` was seen to be first.
+/// A completion that overwrote what happened after its check is caught.
 #[test]
 fn a_completion_split_in_two_transactions_is_caught() {
-    caught(Split::Complete, 50, |op| {
-        matches!(
-            op,
-            Op::Claim { .. }
-                | Op::RunOnce { .. }
-                | Op::Complete { .. }
-                | Op::Heartbeat { .. }
-                | Op::Reap { .. }
-                | Op::Get { .. }
-                | Op::Stats { .. }
-                | Op::Prune { .. }
-        )
-    });
+    caught(Split::Complete, 50);
 }
 
 // ---- client processes --------------------------------------------------------------------
@@ -954,5 +943,5 @@ fn a_claim_that_skips_locked_rows_is_caught_on_postgres() {
     }
     // What shows the step-over is whatever call later sees the skipped rows as they were
     // (a read, a completion, a reap, a redrive…), not the claim itself.
-    caught(Split::SkipLockedClaim, 50, |_| true);
+    caught(Split::SkipLockedClaim, 50);
 }

@@ -252,6 +252,80 @@ fn an_enqueue_racing_a_prune_answers_by_the_tombstone() {
     }
 }
 
+/// An operation the server rolls back every time (here a trigger's deadlock, SQLSTATE 40P01)
+/// runs [`PgQueue::RERUNS`] times in all, then returns the server's error — for an insert of
+/// one statement and for a batch's transaction alike; the session stays usable. Past 100
+/// runs the trigger fails otherwise, so that a rerun that never stops fails the test rather
+/// than hanging it.
+#[test]
+fn what_the_server_rolls_back_every_time_runs_reruns_times_then_fails() {
+    let Some((url, mut admin)) = database("pg reruns") else { return };
+    let mut q = PgQueue::connect(&url).expect("connect");
+    admin
+        .batch_execute(
+            "CREATE SEQUENCE runs;
+             CREATE FUNCTION doomed() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF nextval('runs') > 100 THEN RAISE EXCEPTION 'run past 100'; END IF;
+                 RAISE EXCEPTION 'a deadlock, every time' USING ERRCODE = '40P01';
+             END $$;
+             CREATE TRIGGER doomed BEFORE INSERT ON jobs FOR EACH ROW
+                 WHEN (NEW.id LIKE 'doomed%') EXECUTE FUNCTION doomed();",
+        )
+        .expect("the trigger");
+    let runs = |admin: &mut retryq::postgres::Client| -> i64 {
+        admin.query_one("SELECT last_value FROM runs", &[]).expect("runs").get(0)
+    };
+    let job =
+        |id| NewJob { id, payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
+    let reruns = i64::try_from(PgQueue::RERUNS).expect("a few");
+    let err = Backend::enqueue(&mut q, &job("doomed-1")).expect_err("rolled back every time");
+    assert_eq!((err.sqlstate(), runs(&mut admin)), (Some("40P01"), reruns), "one statement: {err}");
+    let err = Backend::enqueue_many(&mut q, &[job("doomed-2")]).expect_err("rolled back every time");
+    assert_eq!((err.sqlstate(), runs(&mut admin)), (Some("40P01"), 2 * reruns), "a transaction: {err}");
+    Backend::enqueue(&mut q, &job("a")).expect("the session goes on");
+    assert!(Backend::get(&q, "a").expect("get").is_some());
+}
+
+/// A failure that says the connection is gone (SQLSTATE class 08, here raised by a trigger
+/// while the socket stays open) is never followed by another statement on that session: the
+/// next operation opens a new one — after an insert of one statement and after a batch's
+/// transaction alike.
+#[test]
+fn a_session_that_failed_as_lost_is_replaced_by_the_next_operation() {
+    let Some((url, mut admin)) = database("pg lost session") else { return };
+    let mut q = PgQueue::connect(&url).expect("connect");
+    admin
+        .batch_execute(
+            "CREATE TABLE inserted_by (id text PRIMARY KEY, pid int NOT NULL);
+             CREATE FUNCTION lose() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.id LIKE 'lose%' THEN
+                     RAISE EXCEPTION 'the connection is gone' USING ERRCODE = '08006';
+                 END IF;
+                 INSERT INTO inserted_by VALUES (NEW.id, pg_backend_pid());
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER lose BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION lose();",
+        )
+        .expect("the trigger");
+    let pid = |admin: &mut retryq::postgres::Client, id: &str| -> i32 {
+        admin.query_one("SELECT pid FROM inserted_by WHERE id = $1", &[&id]).expect("inserted").get(0)
+    };
+    let job =
+        |id| NewJob { id, payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
+    Backend::enqueue(&mut q, &job("a")).expect("enqueue");
+    let err = Backend::enqueue(&mut q, &job("lose-1")).expect_err("lost");
+    assert_eq!(err.sqlstate(), Some("08006"), "{err}");
+    Backend::enqueue(&mut q, &job("b")).expect("enqueue on a new session");
+    assert_ne!(pid(&mut admin, "a"), pid(&mut admin, "b"), "one statement: the lost session went on");
+    Backend::enqueue_many(&mut q, &[job("c")]).expect("a batch");
+    let err = Backend::enqueue_many(&mut q, &[job("lose-2")]).expect_err("lost");
+    assert_eq!(err.sqlstate(), Some("08006"), "{err}");
+    Backend::enqueue_many(&mut q, &[job("d")]).expect("a batch on a new session");
+    assert_ne!(pid(&mut admin, "c"), pid(&mut admin, "d"), "a transaction: the lost session went on");
+}
+
 /// `url` with the connection's `search_path` set to `schema`: the queue then lives there.
 fn in_schema(url: &str, schema: &str) -> String {
     let join = if url.contains('?') { '&' } else { '?' };

@@ -16,11 +16,6 @@ pub(super) use super::turn::Turn;
 use crate::error::{Error, Result};
 use crate::queue::store::Settings;
 
-/// How many times a transaction that PostgreSQL rolled back for a deadlock or a
-/// serialization failure is run again before its error is returned. Each run changed
-/// nothing, so running it again is safe; contention that outlasts this many is reported.
-const RERUNS: usize = 8;
-
 /// A durable retry queue in one PostgreSQL database: the same queue as [`Queue`] on a
 /// SQLite file, the same answer to every call (SPEC sections 2 to 4), on a server that
 /// many workers on many machines may share.
@@ -186,6 +181,11 @@ impl<'a> Tx<'a> {
 const SERVER_NOW: &str = "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8";
 
 impl PgQueue {
+    /// How many times in all an operation runs while PostgreSQL rolls it back for a deadlock,
+    /// a serialization failure or an insert over a tombstone (`RQ001`) before its error is
+    /// returned. Each run changed nothing, so running it again is safe; contention that
+    /// outlasts this many is reported.
+    pub const RERUNS: usize = 8;
     /// How long any statement waits for a lock — a claim for the claims' turn, a write for a
     /// row — before it fails with SQLSTATE 55P03 (`lock_not_available`): a passing failure,
     /// after which a worker logs who holds the lock and tries again, as after SQLite's busy
@@ -329,7 +329,7 @@ impl PgQueue {
             };
             match statement.and_then(|statement| client.execute(&statement, params)) {
                 Ok(written) => return Ok(written),
-                Err(e) if run < RERUNS && rolled_back(&e) => continue,
+                Err(e) if run < Self::RERUNS && rolled_back(&e) => continue,
                 Err(e) => {
                     if crate::error::connection_lost(&e) {
                         conn.lost = true;
@@ -351,7 +351,7 @@ impl PgQueue {
                 *conn = Conn::open(&self.config, &self.tls, &self.cancel)?;
             }
             match conn.run(kind, &mut f) {
-                Err(Error::Postgres(e)) if run < RERUNS && rolled_back(&e) => continue,
+                Err(Error::Postgres(e)) if run < Self::RERUNS && rolled_back(&e) => continue,
                 Err(Error::Postgres(e)) if crate::error::connection_lost(&e) => {
                     conn.lost = true;
                     return Err(Error::Postgres(e));
