@@ -1,7 +1,8 @@
 //! What the PostgreSQL store does as a [`Backend`] beyond the SPEC's operations, through the
 //! trait a worker calls: its name and kind, its settings and clock, the server's clock, the
 //! session's name in `pg_stat_activity`, whom a lock waits for, a statement cancelled from
-//! another thread, and a connection the server ended opened again by the next operation.
+//! another thread, a connection the server ended (or a failure that says so) followed by a
+//! new session, and the reruns of what the server rolls back.
 //! No trace reaches these; they are here so that the store's mutation scope
 //! (`.cargo/mutants-pg.toml`) has tests that notice them broken.
 //!
