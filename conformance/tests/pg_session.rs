@@ -21,6 +21,11 @@ fn database(test: &str) -> Option<(String, retryq::postgres::Client)> {
     Some((url, admin))
 }
 
+/// A job due at once, with a budget no test here spends.
+fn job(id: &str) -> NewJob<'_> {
+    NewJob { id, payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() }
+}
+
 /// The sessions of this database named `name` in `pg_stat_activity`.
 fn sessions_named(admin: &mut retryq::postgres::Client, name: &str) -> Vec<i32> {
     admin
@@ -117,8 +122,7 @@ fn postgres_names_its_session_and_whom_a_lock_waits_for() {
 fn postgres_cancels_a_waiting_statement_from_another_thread() {
     let Some((url, mut admin)) = database("pg interrupter") else { return };
     let mut q = PgQueue::connect(&url).expect("connect");
-    let job =
-        NewJob { id: "a", payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
+    let job = job("a");
     Backend::enqueue(&mut q, &job).expect("enqueue");
     Backend::set_identity(&mut q, "conformance-interrupted").expect("named");
     let session = sessions_named(&mut admin, "conformance-interrupted");
@@ -169,8 +173,7 @@ fn postgres_opens_a_connection_the_server_ended_again() {
         admin.execute("SELECT pg_terminate_backend($1)", &[&pids[0]]).expect("terminate");
         pids[0]
     };
-    let job =
-        NewJob { id: "a", payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
+    let job = job("a");
     let ended = end_the_session();
     if let Err(e) = Backend::enqueue(&mut q, &job) {
         assert!(e.is_transient(), "the write that found the session ended: {e}");
@@ -190,7 +193,7 @@ fn postgres_opens_a_connection_the_server_ended_again() {
 fn audited(q: &mut dyn Backend) -> (u64, u64, bool) {
     use retryq::{Completion, Outcome, Report};
     for id in ["a", "b"] {
-        let job = NewJob { id, payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
+        let job = job(id);
         Backend::enqueue(q, &job).expect("enqueue");
     }
     let claimed = q.claim("w", 1).expect("claim").expect("a job is due");
@@ -216,8 +219,7 @@ fn an_enqueue_racing_a_prune_answers_by_the_tombstone() {
     for batch in [false, true] {
         let Some((url, mut admin)) = database("pg enqueue racing a prune") else { return };
         let mut q = PgQueue::connect(&url).expect("connect");
-        let job =
-            NewJob { id: "a", payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
+        let job = job("a");
         Backend::enqueue(&mut q, &job).expect("enqueue");
         Backend::cancel(&mut q, "a", 5).expect("cancelled, so ended");
         let mut prune = admin.transaction().expect("begin");
@@ -277,8 +279,6 @@ fn what_the_server_rolls_back_every_time_runs_reruns_times_then_fails() {
     let runs = |admin: &mut retryq::postgres::Client| -> i64 {
         admin.query_one("SELECT last_value FROM runs", &[]).expect("runs").get(0)
     };
-    let job =
-        |id| NewJob { id, payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
     let reruns = i64::try_from(PgQueue::RERUNS).expect("a few");
     let err = Backend::enqueue(&mut q, &job("doomed-1")).expect_err("rolled back every time");
     assert_eq!((err.sqlstate(), runs(&mut admin)), (Some("40P01"), reruns), "one statement: {err}");
@@ -313,8 +313,6 @@ fn a_session_that_failed_as_lost_is_replaced_by_the_next_operation() {
     let pid = |admin: &mut retryq::postgres::Client, id: &str| -> i32 {
         admin.query_one("SELECT pid FROM inserted_by WHERE id = $1", &[&id]).expect("inserted").get(0)
     };
-    let job =
-        |id| NewJob { id, payload: "p", max_attempts: 3, deadline: 60_000, now: 0, ..NewJob::default() };
     Backend::enqueue(&mut q, &job("a")).expect("enqueue");
     let err = Backend::enqueue(&mut q, &job("lose-1")).expect_err("lost");
     assert_eq!(err.sqlstate(), Some("08006"), "{err}");
