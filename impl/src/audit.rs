@@ -967,7 +967,8 @@ mod tests {
     /// redrive, and an operator's note.
     pub(super) fn busy() -> Queue {
         let mut q = Queue::open_in_memory().expect("memory queue");
-        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() })
+            .expect("settings");
         for (id, max_attempts) in [("ok", 3), ("perm", 3), ("exh", 1), ("crash", 3)] {
             q.enqueue(&NewJob {
                 id,
@@ -1030,7 +1031,8 @@ mod tests {
     /// done), and a scheduled job claimed at its `not_before`.
     fn busy_1_1() -> Queue {
         let mut q = Queue::open_in_memory().expect("memory queue");
-        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() })
+            .expect("settings");
         let job = NewJob { payload: "", max_attempts: 3, deadline: 5000, now: 0, ..NewJob::default() };
         q.enqueue(&NewJob { id: "beat", ..job }).expect("enqueue");
         q.enqueue(&NewJob { id: "sched", not_before: Some(3000), deadline: 9000, ..job }).expect("enqueue");

@@ -384,7 +384,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let worker = retryq_worker::process_name(&args.worker).map_err(|e| CliError::flag("--worker", e))?;
     let periodic = periodic(&args.every, super::now()?)?;
     let config = Config {
-        settings: Settings { lease_ms: args.lease, base_ms: args.backoff_base, cap_ms: args.backoff_cap },
+        settings: Settings {
+            lease_ms: args.lease,
+            base_ms: args.backoff_base,
+            cap_ms: args.backoff_cap,
+            ..Settings::default()
+        },
         timeout: Duration::from_millis(args.timeout),
         until_idle: args.until_idle,
         margin: args.margin.map(Duration::from_millis),

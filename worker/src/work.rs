@@ -257,7 +257,7 @@ mod tests {
 
     fn config() -> Config {
         Config {
-            settings: Settings { lease_ms: 60_000, base_ms: 0, cap_ms: 0 },
+            settings: Settings { lease_ms: 60_000, base_ms: 0, cap_ms: 0, ..Settings::default() },
             timeout: Duration::from_secs(10),
             until_idle: true,
             max_sleep: Duration::from_millis(50),
@@ -466,7 +466,7 @@ mod tests {
     /// Lease 10 s, timeout 5 s, no backoff.
     fn ten_second_lease() -> Config {
         Config {
-            settings: Settings { lease_ms: 10_000, base_ms: 0, cap_ms: 0 },
+            settings: Settings { lease_ms: 10_000, base_ms: 0, cap_ms: 0, ..Settings::default() },
             timeout: Duration::from_secs(5),
             ..config()
         }
@@ -585,7 +585,7 @@ mod tests {
         })
         .expect("enqueue");
         let c = Config {
-            settings: Settings { lease_ms: 4_000, base_ms: 0, cap_ms: 0 },
+            settings: Settings { lease_ms: 4_000, base_ms: 0, cap_ms: 0, ..Settings::default() },
             timeout: Duration::from_secs(3),
             ..config()
         };
@@ -627,7 +627,7 @@ mod tests {
     /// Lease 600 ms (a heartbeat every 200 ms), timeout 10 s, no backoff.
     fn short_lease() -> Config {
         Config {
-            settings: Settings { lease_ms: 600, base_ms: 0, cap_ms: 0 },
+            settings: Settings { lease_ms: 600, base_ms: 0, cap_ms: 0, ..Settings::default() },
             timeout: Duration::from_secs(10),
             ..config()
         }
@@ -707,7 +707,10 @@ mod tests {
     fn nothing_due_sleeps_until_the_retry_then_runs_it() {
         let mut q = Queue::open_in_memory().expect("queue");
         enqueue(&mut q, "a", 3, 60_000);
-        let c = Config { settings: Settings { lease_ms: 60_000, base_ms: 400, cap_ms: 400 }, ..config() };
+        let c = Config {
+            settings: Settings { lease_ms: 60_000, base_ms: 400, cap_ms: 400, ..Settings::default() },
+            ..config()
+        };
         let mut t = scripted(vec![Ok(Report::from(Outcome::Retryable))]);
         let start = Instant::now();
         let summary = work(&mut q, &c, &mut t, &Stop::new()).expect("work");

@@ -14,7 +14,8 @@ use crate::{
 };
 
 /// The SPEC's worked-trace settings, as `queue()` has them.
-const SETTINGS: Settings = Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 };
+const SETTINGS: Settings =
+    Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, reap_limit: crate::DEFAULT_REAP_LIMIT };
 
 /// A fresh PostgreSQL queue with [`SETTINGS`], or `None` (after a loud skip line).
 fn pg(test: &str) -> Option<PgQueue> {
@@ -852,8 +853,12 @@ fn call(rng: &mut Rng, q: &mut dyn Backend, now: u64, leases: &mut Vec<Lease>) -
             _ => format!("{:?}", q.reap(now)),
         },
         18 => {
-            let settings =
-                Settings { lease_ms: rng.below(1500), base_ms: rng.below(300), cap_ms: rng.below(600) };
+            let settings = Settings {
+                lease_ms: rng.below(1500),
+                base_ms: rng.below(300),
+                cap_ms: rng.below(600),
+                ..Settings::default()
+            };
             format!("{:?}", q.set_settings(settings))
         }
         _ => format!(
@@ -944,7 +949,8 @@ fn concurrent_workers_keep_every_invariant() {
             let (url, start, clock) = (url.clone(), Arc::clone(&start), Arc::clone(&clock));
             std::thread::spawn(move || {
                 let mut q = PgQueue::connect(&url).expect("connect");
-                q.set_settings(Settings { lease_ms: 300, base_ms: 50, cap_ms: 400 }).expect("settings");
+                q.set_settings(Settings { lease_ms: 300, base_ms: 50, cap_ms: 400, ..Settings::default() })
+                    .expect("settings");
                 let mut rng = Rng(w);
                 let worker = format!("w{w}");
                 let tick = |rng: &mut Rng| clock.fetch_add(1 + rng.below(20), Ordering::SeqCst);

@@ -108,7 +108,8 @@ fn a_schema_3_database_is_upgraded_in_place() {
         "5 jobs and a tombstone; 5 attempts and the tombstone's; x's and p's deaths"
     );
     // The notes are kept from now on: r's second attempt ends by its report, c's by a reap.
-    q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+    q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() })
+        .expect("settings");
     q.complete(&Completion::new(&Lease::new("w2", "r", 2), Outcome::Ok, 1030, 0.5)).expect("complete");
     assert_eq!(q.reap(1011).expect("reap"), 1, "c: expired, with a request");
     assert_eq!(records(&q, "r"), [r(1, "w1", 10, 1020, "lease expired"), r(2, "w2", 1020, 1030, "ok")]);

@@ -318,8 +318,13 @@ mod tests {
     #[test]
     fn lease_until_may_pass_2_pow_53() {
         let mut q = queue();
-        q.set_settings(crate::Settings { lease_ms: crate::MAX_INT, base_ms: 1, cap_ms: 1 })
-            .expect("settings");
+        q.set_settings(crate::Settings {
+            lease_ms: crate::MAX_INT,
+            base_ms: 1,
+            cap_ms: 1,
+            ..crate::Settings::default()
+        })
+        .expect("settings");
         enqueue(&mut q, "a", 2, crate::MAX_INT, 0);
         let c = q.claim("w", crate::MAX_INT - 1).expect("claim").expect("claimed");
         assert_eq!(c.lease_until, 2 * crate::MAX_INT - 1);

@@ -61,11 +61,17 @@ pub struct Settings {
     pub base_ms: u64,
     /// The largest window.
     pub cap_ms: u64,
+    /// The most jobs one claim or one reap ends (SPEC 3.3.1, 6.37), so that a backlog of
+    /// jobs due to end is ended in bounded transactions. At least 1.
+    pub reap_limit: u64,
 }
+
+/// [`Settings::reap_limit`]'s default (SPEC 3.11).
+pub const DEFAULT_REAP_LIMIT: u64 = 1000;
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { lease_ms: 30_000, base_ms: 100, cap_ms: 1000 }
+        Settings { lease_ms: 30_000, base_ms: 100, cap_ms: 1000, reap_limit: DEFAULT_REAP_LIMIT }
     }
 }
 
@@ -78,6 +84,10 @@ impl Settings {
         }
         input::int("base_ms", self.base_ms)?;
         input::int("cap_ms", self.cap_ms)?;
+        input::int("reap_limit", self.reap_limit)?;
+        if self.reap_limit == 0 {
+            return Err(Error::invalid("reap_limit", "must be at least 1"));
+        }
         Ok(())
     }
 }
@@ -227,7 +237,7 @@ impl Queue {
     /// use retryq::{Queue, Settings};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.set_settings(Settings { lease_ms: 5_000, base_ms: 200, cap_ms: 10_000 })?;
+    /// q.set_settings(Settings { lease_ms: 5_000, base_ms: 200, cap_ms: 10_000, ..Settings::default() })?;
     /// assert_eq!(q.settings().lease_ms, 5_000);
     /// // A lease of 0 ms would expire as it is granted: refused, and the settings stay.
     /// assert!(q.set_settings(Settings { lease_ms: 0, ..q.settings() }).is_err());
@@ -287,7 +297,8 @@ pub(crate) mod tests {
     /// A queue in memory with the SPEC's worked-trace settings.
     pub(crate) fn queue() -> Queue {
         let mut q = Queue::open_in_memory().expect("memory queue");
-        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() })
+            .expect("settings");
         q
     }
 
@@ -317,6 +328,9 @@ pub(crate) mod tests {
         assert!(err.to_string().contains("lease_ms"), "{err}");
         let err = q.set_settings(Settings { cap_ms: 1 << 53, ..Settings::default() }).unwrap_err();
         assert!(err.to_string().contains("cap_ms"), "{err}");
-        assert_eq!(q.settings(), Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 });
+        assert_eq!(
+            q.settings(),
+            Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() }
+        );
     }
 }
