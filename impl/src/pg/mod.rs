@@ -33,6 +33,8 @@ mod heartbeat;
 mod inside;
 mod inspect;
 mod notes;
+#[cfg(test)]
+mod reap_tests;
 mod redrive;
 mod retention;
 mod schema;

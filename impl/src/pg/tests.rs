@@ -32,7 +32,7 @@ pub(super) fn pg_at(test: &str) -> Option<(String, PgQueue)> {
 
 /// Runs `scenario` on a SQLite queue and on a PostgreSQL one: its assertions must hold on
 /// both.
-fn both(test: &str, scenario: impl Fn(&mut dyn Backend)) {
+pub(super) fn both(test: &str, scenario: impl Fn(&mut dyn Backend)) {
     if let Some(mut q) = pg(test) {
         scenario(&mut q);
     }
