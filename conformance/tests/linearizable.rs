@@ -596,6 +596,9 @@ impl Backend for Broken {
     fn next_due(&self) -> retryq::Result<Option<u64>> {
         self.queue.next_due()
     }
+    fn next_due_in(&self, queues: &[&str]) -> retryq::Result<Option<u64>> {
+        self.queue.next_due_in(queues)
+    }
     fn audit(&self) -> retryq::Result<Audit> {
         self.queue.audit()
     }

@@ -121,6 +121,9 @@ pub trait Backend: Send + ServerTime {
     fn tallies(&self) -> Result<Tallies>;
     /// The smallest `available_at` of the open jobs.
     fn next_due(&self) -> Result<Option<u64>>;
+    /// The smallest `available_at` of the open jobs of `queues`: when a worker serving them
+    /// has something to do.
+    fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>>;
     /// SPEC section 4's invariants checked on every row and every recorded transition.
     fn audit(&self) -> Result<Audit>;
     /// Names this session after `identity` (a worker's lease-holding name) where the store
@@ -357,6 +360,9 @@ impl Backend for Queue {
     }
     fn next_due(&self) -> Result<Option<u64>> {
         Queue::next_due(self)
+    }
+    fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>> {
+        Queue::next_due_in(self, queues)
     }
     fn audit(&self) -> Result<Audit> {
         Queue::audit(self)

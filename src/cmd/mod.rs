@@ -25,6 +25,7 @@ pub mod history;
 pub mod instant;
 pub mod list;
 pub mod prune;
+pub mod reap;
 pub mod redrive;
 pub mod replay;
 pub mod schedule;

@@ -6,7 +6,7 @@
 //! (`slot.rs`) sends its job through its transport within a [`Window`] — `min(timeout,
 //! deadline − now)`, and never past the lease less what the worker keeps for afterwards, on
 //! either clock. When nothing is due the store thread sleeps until the earliest reservation
-//! or lease expiry ([`Backend::next_due`]), at most [`Config::max_sleep`] so that new jobs are
+//! or lease expiry of its queues ([`Backend::next_due_in`]), at most [`Config::max_sleep`] so that new jobs are
 //! seen, and never less than a millisecond, so that it never spins.
 
 use std::sync::mpsc;
@@ -210,6 +210,7 @@ pub fn work_in_slots<T: Transport + Send>(
         unrecorded = summary.unrecorded,
         abandoned = summary.abandoned,
         writes = summary.writes,
+        rounds = summary.rounds,
         pruned = summary.pruned,
         enqueued = summary.enqueued,
         "worker stopped"
@@ -433,7 +434,7 @@ mod tests {
     /// A summary without its count of writes, which depends on how outcomes fell into
     /// commits.
     fn counts(summary: &Summary) -> Summary {
-        Summary { writes: 0, ..summary.clone() }
+        Summary { writes: 0, rounds: 0, ..summary.clone() }
     }
 
     /// Waits (at most 10 s) until `path` holds a line starting with `prefix`; its last word.

@@ -120,6 +120,9 @@ impl Backend for Refusing {
     fn next_due(&self) -> Result<Option<u64>> {
         self.queue.next_due()
     }
+    fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>> {
+        self.queue.next_due_in(queues)
+    }
     fn audit(&self) -> Result<Audit> {
         self.queue.audit()
     }

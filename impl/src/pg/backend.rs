@@ -135,6 +135,9 @@ impl Backend for PgQueue {
     fn next_due(&self) -> Result<Option<u64>> {
         PgQueue::next_due(self)
     }
+    fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>> {
+        PgQueue::next_due_in(self, queues)
+    }
     fn audit(&self) -> Result<Audit> {
         PgQueue::audit(self)
     }
