@@ -66,7 +66,7 @@ use crate::queue::store::Settings;
 /// meanwhile (a heartbeat, a completion, a note) is not written, and the statement answers
 /// how many rows it picked and how many it wrote, so that the caller can run it again on
 /// what is committed then.
-const REAP: &str = "
+pub(super) const REAP: &str = "
     WITH cancel_pick AS MATERIALIZED (
         SELECT seq, xmin AS version FROM jobs
         WHERE status = 'leased' AND cancel_requested AND available_at <= $1

@@ -170,3 +170,36 @@ fn a_reap_picks_again_when_a_row_it_picked_changed() {
     let x2 = q.get("x2").expect("get").expect("job");
     assert_eq!((x2.status, x2.available_at), (Status::Leased, Some(3000)));
 }
+
+/// Each rule's pick of [`REAP`](super::claim::REAP) walks its own index in SPEC 3.3.1's
+/// order and stops at the limit — no sort, no scan of the table — and claim's pick reads
+/// `jobs_due`, whose entries carry the deadline it filters on; so a reap costs what it ends,
+/// whatever the store holds.
+#[test]
+fn each_reap_walks_its_index_in_the_contracts_order() {
+    let Some((_, q)) = pg_at("each_reap_walks_its_index_in_the_contracts_order") else { return };
+    q.raw_query(
+        "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,
+                           enqueued_at, updated_at, not_before, queue, priority)
+         SELECT 'j-' || i, '', 'pending', 0, 3, i, 100000 + i, 0, 0, 0, 0, 'q' || (i % 7), i % 10
+         FROM generate_series(1, 20000) AS i",
+    )
+    .expect("jobs");
+    q.raw_query("ANALYZE jobs").expect("analyze");
+    let explain = |sql: &str| -> String {
+        let sql = sql.replace("$1", "50000").replace("$2", "1000").replace("$3", "'{q1,q2}'");
+        let rows = q.raw_query(&format!("EXPLAIN (COSTS OFF) {sql}")).expect("explain");
+        rows.iter().map(|row| row.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+    };
+    let reap = explain(super::claim::REAP);
+    for index in ["jobs_cancelling", "jobs_last_lease", "jobs_open_deadline"] {
+        assert!(reap.contains(&format!("Index Scan using {index}")), "{index}:\n{reap}");
+    }
+    assert!(!reap.contains("Sort") && !reap.contains("Seq Scan on jobs"), "{reap}");
+    // How the pick reads `jobs_due` (an ordered walk, or a bitmap of the few due entries) is
+    // the planner's choice by the numbers; either way through the index, deadline included.
+    let pick = explain(super::claim::PICK);
+    assert!(pick.contains("Index Cond") && pick.contains("deadline > 50000"), "{pick}");
+    assert!(pick.contains("jobs_due"), "{pick}");
+    assert!(!pick.contains("Seq Scan on jobs"), "{pick}");
+}
