@@ -40,8 +40,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use retryq::{
-    Backend, Completed, Completion, DeadReason, Enqueued, Error, ErrorKind, HistoryEntry, Lease, Report,
-    Status,
+    Backend, Claimed, Completed, Completion, DeadReason, Enqueued, Error, ErrorKind, HistoryEntry, Lease,
+    Report, Settings, Status,
 };
 use tracing::{debug, error, info, warn};
 
@@ -460,6 +460,20 @@ impl Store<'_> {
         self.slots.len() - self.free()
     }
 
+    /// Up to `free` claims in one transaction whose reap ends at most about the worker's
+    /// `reap_limit` jobs, not `free` times that: each of the batch's claims reaps
+    /// `reap_limit / free` (at least one), a setting of this process like any other (SPEC
+    /// 6.15, 6.17), so that a wide worker's batch during a backlog is no longer a transaction
+    /// than one claim's, and the backlog is ended by its standalone reaps, a limit at a time.
+    fn claim_batch(&mut self, queues: &[&str], now: u64, free: usize) -> retryq::Result<Vec<Claimed>> {
+        let settings = self.queue.settings();
+        let share = settings.reap_limit / u64::try_from(free.max(1)).unwrap_or(u64::MAX);
+        self.queue.set_settings(Settings { reap_limit: share.max(1), ..settings })?;
+        let claimed = self.queue.claim_batch_from(self.config.worker.as_str(), queues, now, free);
+        self.queue.set_settings(settings)?;
+        claimed
+    }
+
     /// Reaps, claims up to the free slots in one transaction, and hands the jobs out. When
     /// fewer were due than asked for, sets the next claim to the next due time.
     fn claim(&mut self) -> Result<Claim, WorkError> {
@@ -501,7 +515,7 @@ impl Store<'_> {
             }
         }
         let queues: Vec<&str> = self.config.queues.iter().map(String::as_str).collect();
-        let claimed = match self.queue.claim_batch_from(self.config.worker.as_str(), &queues, now, free) {
+        let claimed = match self.claim_batch(&queues, now, free) {
             Ok(claimed) => claimed,
             Err(e) => {
                 self.pause_or_fail("claim", e)?;
