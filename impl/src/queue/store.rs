@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, FileControl, MAIN_DB, OpenFlags, Transaction, TransactionBehavior};
 
+use super::pace::Pace;
 use crate::clock::Sources;
 use crate::error::{Error, Result};
 use crate::file;
@@ -102,6 +103,8 @@ pub struct Queue {
     pub(super) settings: Settings,
     /// The clock and the jitter of the operations that read them (`clocked.rs`).
     pub(crate) sources: Sources,
+    /// What a bulk import has seen of the other writers (`pace.rs`).
+    pub(super) pace: Pace,
 }
 
 impl Queue {
@@ -218,7 +221,13 @@ impl Queue {
         };
         conn.pragma_update(None, "synchronous", synchronous)?;
         conn.set_prepared_statement_cache_capacity(32);
-        Ok(Queue { conn, path, settings: Settings::default(), sources: Sources::default() })
+        Ok(Queue {
+            conn,
+            path,
+            settings: Settings::default(),
+            sources: Sources::default(),
+            pace: Pace::default(),
+        })
     }
 
     /// The file this queue is on (`:memory:` for an in-memory one).
@@ -287,6 +296,11 @@ impl Queue {
     /// The connection itself, for tests that look under (or tamper with) the store.
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    /// The connection, for tests that install a hook on it.
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 }
 
