@@ -71,6 +71,7 @@ mod file;
 mod input;
 mod interrupt;
 mod job;
+mod listen;
 mod notes;
 mod outbox;
 #[cfg(feature = "postgres")]
@@ -100,6 +101,7 @@ pub use job::{
     DEFAULT_QUEUE, DeadReason, Job, Lookup, MAX_NOTE_BYTES, Outcome, Report, Status, Tombstone, UnknownWord,
     payload_digest,
 };
+pub use listen::{Listener, Wake};
 pub use notes::{AttemptRecord, Histogram, Tallies, Tally};
 pub use outbox::{Outbox, OutboxTransaction, Param};
 #[cfg(feature = "postgres")]
