@@ -28,6 +28,14 @@ pub(crate) struct Assignment {
     pub(crate) held: Arc<Held>,
 }
 
+/// What reaches the store thread between its looks.
+pub(crate) enum Event {
+    /// An attempt ended.
+    Finished(Box<Finished>),
+    /// The store says a job of a queue this worker serves may have become due: claim now.
+    Wake,
+}
+
 /// What one attempt came to, for the store thread to record.
 pub(crate) struct Finished {
     pub(crate) slot: usize,
@@ -59,12 +67,12 @@ pub(crate) fn run(
     slot: usize,
     transport: &mut (impl Transport + ?Sized),
     jobs: Receiver<Assignment>,
-    done: Sender<Finished>,
+    done: Sender<Event>,
     limits: &Limits<'_>,
 ) {
     for assignment in jobs {
         let finished = attempt(slot, transport, assignment, limits);
-        if done.send(finished).is_err() {
+        if done.send(Event::Finished(Box::new(finished))).is_err() {
             return;
         }
     }

@@ -33,6 +33,8 @@ struct Inner {
     running: Mutex<Vec<(i32, Option<Arc<AtomicBool>>)>>,
     /// Set on a second signal, before the running commands are killed.
     leaving: AtomicBool,
+    /// Set by a wake-up of the store (`Stop::nudge`): the store thread's sleep ends early.
+    nudged: AtomicBool,
     /// Cancels the statement the store runs, when the stop is requested: a worker asked to
     /// stop does not wait out a lock or statement timeout.
     interrupt: Mutex<Option<Arc<dyn retryq::Interrupt>>>,
@@ -118,9 +120,30 @@ impl Stop {
 
     /// Sleeps for `duration`, or less if a stop is requested meanwhile. True if it was.
     pub fn sleep(&self, duration: Duration) -> bool {
+        self.sleep_unless(duration, false)
+    }
+
+    /// Ends the store thread's sleep ([`Stop::sleep_or_nudged`]) now: the store says a job
+    /// may have become due (`retryq::Backend::listen`).
+    pub(crate) fn nudge(&self) {
+        let _requested = self.inner.requested.lock().unwrap_or_else(PoisonError::into_inner);
+        self.inner.nudged.store(true, Ordering::SeqCst);
+        self.inner.wake.notify_all();
+    }
+
+    /// [`Stop::sleep`], ended early by a [`Stop::nudge`] too (then false, and the nudge is
+    /// spent).
+    pub(crate) fn sleep_or_nudged(&self, duration: Duration) -> bool {
+        self.sleep_unless(duration, true)
+    }
+
+    fn sleep_unless(&self, duration: Duration, nudged: bool) -> bool {
         let until = Instant::now() + duration;
         let mut requested = self.inner.requested.lock().unwrap_or_else(PoisonError::into_inner);
         while requested.is_none() {
+            if nudged && self.inner.nudged.swap(false, Ordering::SeqCst) {
+                return false;
+            }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;

@@ -52,7 +52,7 @@ use crate::fsize::{describe_limit, file_size_limit_hit};
 use crate::held::Held;
 use crate::outage::Outage;
 use crate::outcome::{Summary, WorkError};
-use crate::slot::{Assignment, Finished};
+use crate::slot::{Assignment, Event, Finished};
 use crate::stop::Stop;
 use crate::transport::Unclassified;
 
@@ -90,7 +90,7 @@ pub(crate) struct Store<'a> {
     pub(crate) clock: &'a dyn Clock,
     pub(crate) file: Option<DbFile>,
     pub(crate) slots: Vec<Slot>,
-    pub(crate) done: Receiver<Finished>,
+    pub(crate) done: Receiver<Event>,
     pub(crate) summary: Summary,
     /// Where each retry's jitter comes from: the store's source ([`retryq::Backend::jitter`]).
     pub(crate) jitter: std::sync::Arc<dyn retryq::Jitter>,
@@ -155,7 +155,10 @@ impl Store<'_> {
                 // Abandoned: what is still running is neither waited for nor recorded.
                 return Ok(());
             }
-            arrived.extend(self.done.try_iter());
+            let events: Vec<Event> = self.done.try_iter().collect();
+            for event in events {
+                self.arrive(event, &mut arrived);
+            }
             if !arrived.is_empty() || !self.waiting.is_empty() {
                 self.record(std::mem::take(&mut arrived))?;
             }
@@ -179,17 +182,25 @@ impl Store<'_> {
                 }
                 if self.waiting.is_empty() {
                     let at = self.periodic_at().map_or(self.claim_at, |at| at.min(self.claim_at));
-                    self.stop.sleep(at.saturating_duration_since(Instant::now()));
+                    self.stop.sleep_or_nudged(at.saturating_duration_since(Instant::now()));
                 }
                 continue;
             }
             let wait = self.wake_at(stopping).saturating_duration_since(Instant::now());
             match self.done.recv_timeout(wait) {
-                Ok(finished) => arrived.push(finished),
+                Ok(event) => self.arrive(event, &mut arrived),
                 Err(RecvTimeoutError::Timeout) => {}
                 // Every slot holds a sender until the store thread is done: not while it runs.
                 Err(RecvTimeoutError::Disconnected) => return Ok(()),
             }
+        }
+    }
+
+    /// An ended attempt joins those to record; a wake-up brings the next claim to now.
+    fn arrive(&mut self, event: Event, arrived: &mut Vec<Finished>) {
+        match event {
+            Event::Finished(finished) => arrived.push(*finished),
+            Event::Wake => self.claim_at = Instant::now(),
         }
     }
 

@@ -20,7 +20,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, ConfigError};
 use crate::outage::Outage;
 use crate::outcome::{Summary, WorkError};
-use crate::slot::{self, Limits};
+use crate::slot::{self, Event, Limits};
 use crate::stop::Stop;
 use crate::store::{Slot, Store, watch};
 use crate::transport::Transport;
@@ -158,6 +158,7 @@ pub fn work_in_slots<T: Transport + Send>(
     }
     stop.interrupt_with(queue.interrupter());
     let (done_tx, done_rx) = mpsc::channel();
+    let listener = listen(&*queue, config, stop, done_tx.clone());
     let ran = thread::scope(|scope| {
         let mut slots = Vec::with_capacity(transports.len());
         for (n, transport) in transports.iter_mut().enumerate() {
@@ -198,6 +199,7 @@ pub fn work_in_slots<T: Transport + Send>(
         // Closing the slots' channels ends their threads once their attempts are over.
         ran.map(|()| store.summary)
     });
+    drop(listener);
     stop.interrupt_with(None);
     let summary = ran?;
     info!(
@@ -216,6 +218,33 @@ pub fn work_in_slots<T: Transport + Send>(
         "worker stopped"
     );
     Ok(summary)
+}
+
+/// The store's wake-ups ([`Backend::listen`]) for the queues `config` serves: each wakes the
+/// store thread to claim at once, where it would otherwise look at its next due time (at
+/// most [`Config::max_sleep`] away). A store that cannot listen, or fails to, leaves the
+/// schedule alone: a wake-up lost costs latency, never a job.
+fn listen(
+    queue: &dyn Backend,
+    config: &Config,
+    stop: &Stop,
+    events: mpsc::Sender<Event>,
+) -> Option<retryq::Listener> {
+    let served = config.queues.clone();
+    let stop = stop.clone();
+    let wake: retryq::Wake = std::sync::Arc::new(move |queue: Option<&str>| {
+        if queue.is_none_or(|queue| served.iter().any(|s| s == queue)) {
+            let _ = events.send(Event::Wake);
+            stop.nudge();
+        }
+    });
+    match queue.listen(wake) {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for new jobs: looking for them by schedule alone");
+            None
+        }
+    }
 }
 
 #[cfg(test)]
