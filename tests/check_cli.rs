@@ -23,9 +23,9 @@ fn json_report_has_every_property_with_its_kind_and_status() {
     assert_eq!(report["unique_states"], 336_508);
     assert!(report["cells_reached"].as_u64() <= report["cells"].as_u64());
     let properties = report["properties"].as_array().expect("properties");
-    assert_eq!(properties.len(), 62);
+    assert_eq!(properties.len(), 65);
     let kinds = |kind: &str| properties.iter().filter(|p| p["kind"] == kind).count();
-    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (29, 1, 32));
+    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (30, 1, 34));
     let elsewhere = [
         "a claim breaks a tie by first enqueue",
         "a claim takes a later-enqueued job due earlier",
@@ -36,6 +36,8 @@ fn json_report_has_every_property_with_its_kind_and_status() {
         "a running job is cancelled and ends",
         "a pruned id is enqueued again: existing, not run",
         "a forgotten id is enqueued anew",
+        "a reap stops at its limit, leaving a job due to end",
+        "a claim passes over a job due to end that its reap left",
     ];
     for p in properties {
         let expected = match p["kind"].as_str() {

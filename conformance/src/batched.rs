@@ -19,7 +19,7 @@ use retryq_model::{Op, Reply, Response, Status};
 
 use crate::ReplayError;
 use crate::compare::{Comparison, Divergence, note, probe};
-use crate::generate::{Abstract, WORKERS, When, abstract_step, abstract_trace};
+use crate::generate::{Abstract, IDS, WORKERS, When, abstract_step, abstract_trace, burst_step};
 use crate::parse::Line;
 use crate::store::{self, Side};
 use crate::trace::Trace;
@@ -41,6 +41,11 @@ pub struct Batched {
     pub cut_prunes: usize,
     /// Prunes through `prune_at_most` whose earliest instant alone outnumbered the limit.
     pub first_instant_prunes: usize,
+    /// Claim batches whose reap ended more jobs than one claim's `reap_limit`: the batch's
+    /// limit is its `k` claims' (SPEC 6.17, 6.37).
+    pub reaps_past_one_limit: usize,
+    /// Claim batches that left a job due to end: their reaps stopped at `k` × `reap_limit`.
+    pub reaps_stopped: usize,
 }
 
 impl Batched {
@@ -52,6 +57,8 @@ impl Batched {
         self.completions += other.completions;
         self.cut_prunes += other.cut_prunes;
         self.first_instant_prunes += other.first_instant_prunes;
+        self.reaps_past_one_limit += other.reaps_past_one_limit;
+        self.reaps_stopped += other.reaps_stopped;
     }
 }
 
@@ -212,6 +219,7 @@ pub fn compare_batched(trace: &Trace, side: &mut Side) -> Result<(Comparison, Ba
         for op in &ops {
             note(op, &mut ids, &mut clock);
         }
+        let before = matches!(group, Group::Claims(_)).then(|| model.clone());
         let theirs: Vec<Response> = match &group {
             Group::One(Line::Invalid(detail)) => vec![Response::invalid(detail.clone())],
             Group::Prune(op) => vec![model.step(&bounded(&model, op, &mut batched))],
@@ -240,6 +248,11 @@ pub fn compare_batched(trace: &Trace, side: &mut Side) -> Result<(Comparison, Ba
             }
         }
         count(&group, &ours, &mut batched);
+        if let (Some(before), Group::Claims(ops)) = (&before, &group)
+            && ops.len() >= 2
+        {
+            count_reaps(before, &model, ops, &theirs, &mut batched);
+        }
         responses.extend(theirs);
         if let Some((probe, ours, theirs)) = probe(side, &mut model, &ids, clock)? {
             let last = start + group.len() - 1;
@@ -316,6 +329,27 @@ fn count(group: &Group, answers: &[Response], batched: &mut Batched) {
     }
 }
 
+/// What the reaps of a claim batch did on the model, which ran its claims one at a time from
+/// `before` to `after`: whether they ended more than one `reap_limit` of jobs, and whether
+/// they left a job due to end.
+fn count_reaps(before: &Store, after: &Store, ops: &[Op], answers: &[Response], batched: &mut Batched) {
+    let Some(&Op::Claim { now, .. }) = ops.first() else { return };
+    let taken: Vec<&str> = answers.iter().filter_map(Response::taken_id).collect();
+    let open = |status: Status| matches!(status, Status::Pending | Status::Leased);
+    let ended = before
+        .jobs()
+        .iter()
+        .filter(|b| open(b.phase.status()) && !taken.contains(&&*b.id))
+        .filter(|b| after.job(&b.id).is_some_and(|a| !open(a.phase.status())))
+        .count() as u64;
+    if ended > before.config().reap_limit {
+        batched.reaps_past_one_limit += 1;
+    }
+    if after.jobs().iter().any(|job| retryq_model::rules::due_to_end(job, now)) {
+        batched.reaps_stopped += 1;
+    }
+}
+
 /// Abstract traces in which enqueues, claims and completions come in runs of two to five —
 /// the claims of a run by one worker at one instant from the same queues (now and then right
 /// after a run of enqueues, so that jobs are due), the others each drawn on their own — among
@@ -352,9 +386,28 @@ pub fn batched_trace(max_runs: usize) -> impl Strategy<Value = Vec<Abstract>> {
                 run
             },
         );
+    // A backlog: jobs enqueued together, then claims at one instant where some of them are
+    // due to end, so that the batch's reap ends up to k × `reap_limit` (SPEC 6.17, 6.37).
+    // A limit of 1 or 2 and two bursts, so that k claims often find more than k limits.
+    let limit = prop_oneof![Just(1u64), Just(2)];
+    let backlog = (limit, burst_step(), burst_step(), 1..IDS.len(), 0..WORKERS.len(), 1usize..4).prop_map(
+        |(limit, first, second, rank, worker, more)| {
+            let config =
+                Abstract::Config { base_ms: None, cap_ms: None, lease_ms: None, reap_limit: Some(limit) };
+            let mut run = vec![
+                config,
+                first,
+                second,
+                Abstract::Claim { worker, now: When::Backlog { rank }, queues: None },
+            ];
+            run.extend(std::iter::repeat_n(Abstract::Claim { worker, now: When::Same, queues: None }, more));
+            run
+        },
+    );
     let run = prop_oneof![
         4 => abstract_step().prop_map(|step| vec![step]),
-        2 => retention,
+        2 => backlog,
+        3 => retention,
         1 => enqueues(),
         2 => claims,
         2 => fed,

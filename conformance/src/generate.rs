@@ -109,6 +109,15 @@ pub enum When {
         /// -1, 0 or +1 ms around the deadline.
         offset: i8,
     },
+    /// At the `rank`-th of the deadlines still ahead of the open jobs (0 the nearest; the
+    /// farthest if there are fewer): the time jumps past `rank` + 1 deadlines at once, so that
+    /// as many jobs are due to end together (those whose leases expired), the later ones not —
+    /// a backlog for reaps of `reap_limit` to end in pieces, with jobs beside it that a claim
+    /// can still take (SPEC 6.37).
+    Backlog {
+        /// Which deadline ahead, counted from the nearest.
+        rank: usize,
+    },
     /// So that `now + delay` of a retry of the job's current attempt (at the given jitter)
     /// lands on its deadline, or one either side.
     DelayOnDeadline {
@@ -187,6 +196,8 @@ pub enum Abstract {
         cap_ms: Option<u64>,
         /// The lease length.
         lease_ms: Option<u64>,
+        /// The most jobs one reap ends (SPEC 3.11, 6.37).
+        reap_limit: Option<u64>,
     },
     /// Becomes `enqueue` of one of a few fixed ids, so that re-enqueues and conflicts happen.
     Enqueue {
@@ -328,6 +339,20 @@ pub enum Abstract {
     },
     /// Becomes `restart`.
     Restart,
+    /// Becomes `count` enqueues in a row at the previous time, from the `first`-th id on
+    /// (wrapping around), deadlines `ttl` ahead: equal, one apart in the order of enqueue, or
+    /// one apart against it — jobs that come due to end together, for a reap of `reap_limit`
+    /// to end in pieces in its stated order (SPEC 3.3.1, 6.37).
+    Burst {
+        /// The first id, by index.
+        first: usize,
+        /// How many enqueues.
+        count: usize,
+        /// How far past the previous time the first deadline lies.
+        ttl: u64,
+        /// 0: equal deadlines; 1: one apart, later for later enqueues; 2: earlier for later ones.
+        order: u8,
+    },
     /// A line the replay format must refuse.
     Invalid(usize),
 }
@@ -365,9 +390,14 @@ fn when() -> impl Strategy<Value = When> {
     ]
 }
 
-/// A claim's time: more often than other steps', exactly at (or next to) a lease's expiry.
+/// A claim's time: more often than other steps', exactly at (or next to) a lease's expiry,
+/// or where a backlog of jobs is due to end.
 fn claim_when() -> impl Strategy<Value = When> {
-    prop_oneof![2 => when(), 1 => (0..IDS.len(), -1i8..=1).prop_map(|(job, offset)| When::Expiry { job, offset })]
+    prop_oneof![
+        3 => when(),
+        2 => (0..IDS.len(), -1i8..=1).prop_map(|(job, offset)| When::Expiry { job, offset }),
+        1 => (1..IDS.len()).prop_map(|rank| When::Backlog { rank }),
+    ]
 }
 
 /// A completion's time (or a run's second clock reading): more often than other steps', so
@@ -470,6 +500,12 @@ fn bound() -> impl Strategy<Value = Bound> {
     ]
 }
 
+/// A reap limit (SPEC 3.11, 6.37): 1 and 2 most often, so that reaps stop at their limit with
+/// the few jobs a trace holds; the default's 1000 now and then, and 0 (refused).
+fn reap_limit() -> impl Strategy<Value = u64> {
+    prop_oneof![4 => Just(1u64), 3 => Just(2), 1 => Just(1000), 1 => Just(0)]
+}
+
 /// What a holder does after a cancel request: most often its completion, any outcome.
 fn stop() -> impl Strategy<Value = Stop> {
     prop_oneof![
@@ -519,8 +555,8 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
             },
         );
     prop_oneof![
-        1 => (proptest::option::of(small.clone()), proptest::option::of(small), proptest::option::of(prop_oneof![Just(0u64), Just(1), Just(5), Just(30), Just(100)]))
-            .prop_map(|(base_ms, cap_ms, lease_ms)| Abstract::Config { base_ms, cap_ms, lease_ms }),
+        1 => (proptest::option::of(small.clone()), proptest::option::of(small), proptest::option::of(prop_oneof![Just(0u64), Just(1), Just(5), Just(30), Just(100)]), proptest::option::of(reap_limit()))
+            .prop_map(|(base_ms, cap_ms, lease_ms, reap_limit)| Abstract::Config { base_ms, cap_ms, lease_ms, reap_limit }),
         6 => enqueue,
         2 => (prop_oneof![4 => Just(Completer::Holder), 1 => worker.clone().prop_map(Completer::Worker)],
               prop_oneof![12 => leased.clone(), 3 => cancelling.clone(), 1 => pruned.clone()],
@@ -546,7 +582,18 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
             .prop_map(|(attempt, base_ms, cap_ms, jitter)| Abstract::RetryDelay { attempt, base_ms, cap_ms, jitter }),
         1 => Just(Abstract::Restart),
         1 => (0..INVALID_LINES.len()).prop_map(Abstract::Invalid),
+        1 => burst_step(),
     ]
+}
+
+/// An [`Abstract::Burst`] of two to four enqueues.
+pub fn burst_step() -> impl Strategy<Value = Abstract> {
+    (0..IDS.len(), 2usize..=4, 1u64..30, 0u8..3).prop_map(|(first, count, ttl, order)| Abstract::Burst {
+        first,
+        count,
+        ttl,
+        order,
+    })
 }
 
 /// A sequence of abstract steps. Most open with a `config` of short leases and small
@@ -554,8 +601,8 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
 /// trace spans (SPEC's default lease is 30 s); the rest keep the defaults.
 pub fn abstract_trace(max_len: usize) -> impl Strategy<Value = Vec<Abstract>> {
     let opening = prop_oneof![
-        4 => (prop_oneof![Just(0u64), Just(1), Just(10)], prop_oneof![Just(0u64), Just(5), Just(40)], prop_oneof![Just(1u64), Just(5), Just(20), Just(60)])
-            .prop_map(|(base, cap, lease)| Some(Abstract::Config { base_ms: Some(base), cap_ms: Some(cap), lease_ms: Some(lease) })),
+        4 => (prop_oneof![Just(0u64), Just(1), Just(10)], prop_oneof![Just(0u64), Just(5), Just(40)], prop_oneof![Just(1u64), Just(5), Just(20), Just(60)], prop_oneof![3 => Just(None), 4 => (1u64..=2).prop_map(Some)])
+            .prop_map(|(base, cap, lease, reap_limit)| Some(Abstract::Config { base_ms: Some(base), cap_ms: Some(cap), lease_ms: Some(lease), reap_limit })),
         1 => Just(None),
     ];
     (opening, proptest::collection::vec(abstract_step(), 1..=max_len)).prop_map(|(opening, mut steps)| {
@@ -580,6 +627,13 @@ pub fn materialize(steps: &[Abstract]) -> Trace {
                 trace.steps.push(Step::Invalid(INVALID_LINES[*i % INVALID_LINES.len()].to_owned()));
                 continue;
             }
+            &Abstract::Burst { first, count, ttl, order } => {
+                for op in burst(first, count, ttl, order, clock) {
+                    store.step(&op);
+                    trace.steps.push(Step::Op(op));
+                }
+                continue;
+            }
             step => concrete(step, &store, &mut clock, &forgotten),
         };
         let tombstones: Vec<String> = store.tombstones().iter().map(|t| t.id.to_string()).collect();
@@ -602,6 +656,34 @@ pub fn materialize(steps: &[Abstract]) -> Trace {
         }
     }
     trace
+}
+
+/// The enqueues of an [`Abstract::Burst`] at `now`.
+fn burst(first: usize, count: usize, ttl: u64, order: u8, now: u64) -> Vec<Op> {
+    (0..count)
+        .map(|i| {
+            let apart = match order {
+                0 => 0,
+                1 => i,
+                _ => count - 1 - i,
+            } as u64;
+            let id = IDS[(first + i) % IDS.len()];
+            Op::Enqueue {
+                id: id.to_owned(),
+                // The id's own payload, as [`Abstract::Enqueue`] sends it: an id stored already
+                // is `existing`.
+                payload: format!("order {id}"),
+                max_attempts: 2,
+                deadline: (now + ttl + apart).min(MAX_INT),
+                now,
+                not_before: None,
+                base_ms: None,
+                cap_ms: None,
+                queue: None,
+                priority: None,
+            }
+        })
+        .collect()
 }
 
 /// What the holder of `id` does after a cancel request ([`Stop`]), if `id` is a leased job
@@ -714,8 +796,8 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64, forgotten: &[String
         *clock
     };
     match step {
-        Abstract::Config { base_ms, cap_ms, lease_ms } => {
-            Op::Config { base_ms: *base_ms, cap_ms: *cap_ms, lease_ms: *lease_ms }
+        Abstract::Config { base_ms, cap_ms, lease_ms, reap_limit } => {
+            Op::Config { base_ms: *base_ms, cap_ms: *cap_ms, lease_ms: *lease_ms, reap_limit: *reap_limit }
         }
         Abstract::Enqueue {
             job,
@@ -832,7 +914,8 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64, forgotten: &[String
         Abstract::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Op::RetryDelay { attempt: *attempt, base_ms: *base_ms, cap_ms: *cap_ms, jitter: JITTERS[*jitter] }
         }
-        Abstract::Restart | Abstract::Invalid(_) => Op::Restart,
+        // An invalid line and a burst are [`materialize`]'s own: no one operation says them.
+        Abstract::Restart | Abstract::Invalid(_) | Abstract::Burst { .. } => Op::Restart,
     }
 }
 
@@ -876,6 +959,17 @@ fn resolve(when: &When, store: &Store, previous: u64, focus: Option<(&str, Optio
     };
     let time = match *when {
         When::Same => previous,
+        When::Backlog { rank } => {
+            let mut ahead: Vec<u64> = store
+                .jobs()
+                .iter()
+                .filter(|j| matches!(j.phase, Phase::Pending { .. } | Phase::Leased { .. }))
+                .map(|j| j.deadline)
+                .filter(|&deadline| deadline > previous)
+                .collect();
+            ahead.sort_unstable();
+            ahead.get(rank.min(ahead.len().saturating_sub(1))).copied().unwrap_or(previous)
+        }
         When::Later(d) => previous.saturating_add(d),
         When::Earlier(d) => previous.saturating_sub(d),
         When::Expiry { job, offset } => {
@@ -961,6 +1055,8 @@ fn random_step(g: &mut Gen) -> Step {
             base_ms: Option::<u8>::arbitrary(g).map(|b| u64::from(b % 16)),
             cap_ms: Option::<u8>::arbitrary(g).map(|c| u64::from(c % 32)),
             lease_ms: Option::<u8>::arbitrary(g).map(|l| u64::from(l % 24)),
+            // 0 (refused), 1, 2 or 3 most often: a window of a few jobs due to end at once.
+            reap_limit: Option::<u8>::arbitrary(g).map(|l| u64::from(l % 4)),
         },
         1 | 2 => {
             let now = time(g);
@@ -1073,7 +1169,7 @@ mod tests {
 
     #[test]
     fn materialized_traces_reach_the_edges() {
-        // Over four hundred generated traces, every edge the generator aims at is hit.
+        // Over eight hundred generated traces, every edge the generator aims at is hit.
         let mut runner = TestRunner::deterministic();
         let strategy = abstract_trace(40);
         let (mut expiry_claims, mut deadline_deaths, mut stale, mut crashes) = (0, 0, 0, 0);
@@ -1081,7 +1177,8 @@ mod tests {
         let (mut other_queue, mut by_priority, mut cancelling, mut refused_beats) = (0, 0, 0, 0);
         let (mut stopped, mut pruned, mut kept_open, mut pruned_answers) = (0, 0, 0, 0);
         let (mut forgotten, mut revived, mut refused_bounds) = (0, 0, 0);
-        for _ in 0..400 {
+        let (mut stopped_at_limit, mut passed_over) = (0, 0);
+        for _ in 0..800 {
             let steps = strategy.new_tree(&mut runner).expect("tree").current();
             let trace = materialize(&steps);
             let mut store = Store::new();
@@ -1146,6 +1243,15 @@ mod tests {
                 if let Op::Prune { before: b, now } | Op::Forget { before: b, now } = op {
                     refused_bounds += usize::from(b > now);
                 }
+                // SPEC 6.37: a reap that stopped at its limit, leaving a job due to end; a
+                // claim that took a job past one.
+                if let Op::Claim { now, .. } | Op::RunOnce { now, .. } | Op::Reap { now } = op
+                    && !line.contains("invalid_input")
+                    && store.jobs().iter().any(|j| retryq_model::rules::due_to_end(j, *now))
+                {
+                    stopped_at_limit += 1;
+                    passed_over += usize::from(line.contains("\"attempt\":"));
+                }
                 if let Op::Claim { now, .. } | Op::RunOnce { now, .. } = op
                     && leases.contains(now)
                     && line.contains("\"attempt\":")
@@ -1181,6 +1287,11 @@ mod tests {
         println!(
             "1.2: pruned {pruned}, kept open {kept_open}, on pruned ids {pruned_answers}, forgotten {forgotten}, revived {revived}, refused bounds {refused_bounds}"
         );
+        println!(
+            "1.3: reaps stopped at their limit {stopped_at_limit}, picks past a job due to end {passed_over}"
+        );
+        assert!(stopped_at_limit > 10, "reaps that left a job due to end: {stopped_at_limit}");
+        assert!(passed_over > 3, "claims that passed over a job due to end: {passed_over}");
         assert!(expiry_claims > 10, "claims exactly at lease expiry: {expiry_claims}");
         assert!(deadline_deaths > 10, "retries dead by deadline: {deadline_deaths}");
         assert!(stale > 10, "stale completions: {stale}");

@@ -87,6 +87,7 @@ fn read_op(f: &mut Fields<'_>) -> Result<Op, String> {
             base_ms: f.optional("base_ms", int)?,
             cap_ms: f.optional("cap_ms", int)?,
             lease_ms: f.optional("lease_ms", int)?,
+            reap_limit: f.optional("reap_limit", int)?,
         },
         "enqueue" => Op::Enqueue {
             id: f.required("id", string)?,
@@ -324,7 +325,14 @@ mod tests {
     #[test]
     fn every_op_parses() {
         let cases = [
-            (r#"{"op":"config"}"#, Op::Config { base_ms: None, cap_ms: None, lease_ms: None }),
+            (
+                r#"{"op":"config"}"#,
+                Op::Config { base_ms: None, cap_ms: None, lease_ms: None, reap_limit: None },
+            ),
+            (
+                r#"{"op":"config","reap_limit":2}"#,
+                Op::Config { base_ms: None, cap_ms: None, lease_ms: None, reap_limit: Some(2) },
+            ),
             (
                 r#"{"op":"enqueue","id":"a","max_attempts":5,"deadline":700,"now":0}"#,
                 Op::Enqueue {
@@ -494,6 +502,8 @@ mod tests {
                 "payload: ",
             ),
             (r#"{"op":"config","lease_ms":null}"#, "lease_ms: "),
+            (r#"{"op":"config","reap_limit":1.0}"#, "reap_limit: "),
+            (r#"{"op":"config","reap_limit":-1}"#, "reap_limit: "),
             (r#"{"op":"heartbeat","worker":"w","id":"a","attempt":1}"#, "now: missing"),
             (r#"{"op":"heartbeat","worker":"w","id":"a","now":1}"#, "attempt: missing"),
             (r#"{"op":"heartbeat","id":"a","attempt":1,"now":1}"#, "worker: missing"),

@@ -145,13 +145,13 @@ pub fn answer(store: &mut dyn Backend, op: &Op) -> Result<Response, ReplayError>
 
 fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
     Ok(match op {
-        Op::Config { base_ms, cap_ms, lease_ms } => {
+        Op::Config { base_ms, cap_ms, lease_ms, reap_limit } => {
             let current = q.settings();
             q.set_settings(Settings {
                 lease_ms: lease_ms.unwrap_or(current.lease_ms),
                 base_ms: base_ms.unwrap_or(current.base_ms),
                 cap_ms: cap_ms.unwrap_or(current.cap_ms),
-                ..current
+                reap_limit: reap_limit.unwrap_or(current.reap_limit),
             })?;
             Reply::Config
         }
@@ -552,7 +552,7 @@ mod tests {
     fn restart_reopens_the_file_and_keeps_leases_and_settings() {
         let mut side = Side::temporary().expect("temporary database");
         let steps = [
-            Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(1000) },
+            Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(1000), reap_limit: None },
             Op::Enqueue {
                 priority: None,
                 queue: None,

@@ -66,6 +66,10 @@ fn assert_batched(batched: Batched, at_least: usize) {
     // `prune_at_most` cut at both places its rule names.
     assert!(batched.cut_prunes >= at_least / 40, "{batched:?}");
     assert!(batched.first_instant_prunes >= at_least / 20, "{batched:?}");
+    // Claim batches during a backlog: reaps past one claim's limit, and reaps stopped at k of
+    // them (SPEC 6.17, 6.37).
+    assert!(batched.reaps_past_one_limit >= at_least / 40, "{batched:?}");
+    assert!(batched.reaps_stopped >= at_least / 40, "{batched:?}");
 }
 
 #[test]

@@ -98,9 +98,14 @@ fn names_and_payloads_at_their_limits() {
 fn times_and_budgets_at_their_limits() {
     let past = MAX_INT + 1;
     let out = agree(vec![
-        Op::Config { base_ms: Some(MAX_INT), cap_ms: Some(MAX_INT), lease_ms: Some(MAX_INT) },
-        Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(past) },
-        Op::Config { base_ms: Some(past), cap_ms: None, lease_ms: None },
+        Op::Config {
+            base_ms: Some(MAX_INT),
+            cap_ms: Some(MAX_INT),
+            lease_ms: Some(MAX_INT),
+            reap_limit: Some(MAX_INT),
+        },
+        Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(past), reap_limit: None },
+        Op::Config { base_ms: Some(past), cap_ms: None, lease_ms: None, reap_limit: None },
         enqueue("a", "", BUDGET, MAX_INT, MAX_INT - 1),
         enqueue("b", "", BUDGET + 1, MAX_INT, 0),
         enqueue("b", "", 1, past, 0),
@@ -152,6 +157,9 @@ fn times_and_budgets_at_their_limits() {
         Op::RetryDelay { attempt: MAX_INT, base_ms: MAX_INT, cap_ms: MAX_INT, jitter: 1.0 },
         Op::RetryDelay { attempt: past, base_ms: 1, cap_ms: 1, jitter: 1.0 },
         Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: past, jitter: 1.0 },
+        // `reap_limit` past 2^53 − 1, and 0 (SPEC 3.11: at least 1).
+        Op::Config { base_ms: None, cap_ms: None, lease_ms: None, reap_limit: Some(past) },
+        Op::Config { base_ms: None, cap_ms: None, lease_ms: None, reap_limit: Some(0) },
     ]);
     let invalid = r#"{"error":"invalid_input","detail":""}"#;
     assert_eq!(out[0], r#"{"ok":"config"}"#);
@@ -170,7 +178,8 @@ fn times_and_budgets_at_their_limits() {
     assert_eq!(out[20], invalid);
     assert!(out[21].starts_with(r#"{"ok":"done""#), "{}", out[21]);
     assert_eq!(out[22], r#"{"ok":"delay","delay_ms":9007199254740991}"#);
-    assert_eq!(&out[23..25], [invalid, invalid]);
+    assert_eq!(&out[23..27], [invalid, invalid, invalid, invalid]);
+    assert_eq!(out.len(), 27);
 }
 
 mod files {

@@ -55,7 +55,8 @@ fn every_bug_seeded_into_the_model_is_a_divergence() {
             mismatch.trace.to_jsonl("")
         );
     }
-    // The random generators' known gaps: a tie broken after a restart, a heartbeat's expiry
+    // The random generators' known gaps: a heartbeat under a lease_ms switched since the
+    // claim (found by these 600 traces until 1.3's steps changed what they draw), a heartbeat's expiry
     // past 2^53 − 1, a name of exactly 256 bytes, a bad worker name, a delay whose product is
     // exactly halfway between two binary64 values. The model check reaches each (its scenes
     // and probes: docs/model.md) and catches each by its property (model/tests/contract.rs).
@@ -68,7 +69,7 @@ fn every_bug_seeded_into_the_model_is_a_divergence() {
     // `enqueued_at` order is not their first enqueue's is still left to the model check; if
     // the seeded bug keeps the priority, it is a gap again.
     let gaps = [
-        "restart-sorts-by-id",
+        "heartbeat-lease-at-claim",
         "heartbeat-expiry-capped",
         "long-name-refused",
         "worker-refusal-names-id",

@@ -41,7 +41,7 @@ fn call(client: usize, invoked: u64, returned: u64, op: Op, response: Response) 
     Call { client, op, response, invoked, returned }
 }
 
-const SETTINGS: Config = Config { base_ms: 20, cap_ms: 80, lease_ms: 100 };
+const SETTINGS: Config = Config { base_ms: 20, cap_ms: 80, lease_ms: 100, reap_limit: 1000 };
 
 /// Two claims overlap; the one invoked second must have gone first to explain the answers,
 /// and the checker finds that order.
@@ -758,7 +758,7 @@ fn setup(workload: &Workload, path: &Path) -> Vec<Call> {
     let mut queue = Queue::open_with(path, &sqlite_options()).expect("database");
     Backend::set_settings(
         &mut queue,
-        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms, ..Settings::default() },
+        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms, reap_limit: s.reap_limit },
     )
     .expect("settings");
     let client = workload.clients;
@@ -781,7 +781,7 @@ fn client_process() {
     let mut queue = Queue::open_with(env("RETRYQ_LINEAR_DB"), &sqlite_options()).expect("database");
     Backend::set_settings(
         &mut queue,
-        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms, ..Settings::default() },
+        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms, reap_limit: s.reap_limit },
     )
     .expect("settings");
     let start = env_u64("RETRYQ_LINEAR_START");

@@ -43,10 +43,12 @@ fn sessions_named(admin: &mut retryq::postgres::Client, name: &str) -> Vec<i32> 
 /// nothing) and clock.
 fn keeps_what_it_was_given(q: &mut dyn Backend, kind: &str) {
     assert_eq!(q.kind(), kind);
-    let settings = Settings { lease_ms: 7, base_ms: 11, cap_ms: 13, ..Settings::default() };
+    let settings = Settings { lease_ms: 7, base_ms: 11, cap_ms: 13, reap_limit: 17 };
     q.set_settings(settings).expect("in range");
     assert_eq!(q.settings(), settings);
     q.set_settings(Settings { lease_ms: 0, ..settings }).expect_err("a lease of 0 ms");
+    q.set_settings(Settings { reap_limit: 0, ..settings }).expect_err("a reap limit of 0");
+    q.set_settings(Settings { reap_limit: 1 << 53, ..settings }).expect_err("a reap limit past 2^53 - 1");
     assert_eq!(q.settings(), settings, "a refused setting changes nothing");
     assert_eq!(q.clock().now_ms().expect("the store's clock") / 1000, retryq::now_ms().expect("now") / 1000);
 }

@@ -23,15 +23,22 @@ use crate::reference::Config;
 pub const TWO_THIRDS: f64 = 0.6666666666666666;
 
 /// The doubling settings: base 1, cap 2 give windows 1 and 2, so jitters 0, 0.5, 1 give delays
-/// 0, 1, 2 and `now + delay` lands exactly on a deadline in many ways.
-pub const DOUBLING: Config = Config { base_ms: 1, cap_ms: 2, lease_ms: 2 };
+/// 0, 1, 2 and `now + delay` lands exactly on a deadline in many ways; and a reap limit of 1,
+/// so that two jobs due to end at once take two reaps, and a claim's pick passes over the one
+/// its reap left (SPEC 3.3.1, 3.3.2, 6.37).
+pub const DOUBLING: Config = Config { base_ms: 1, cap_ms: 2, lease_ms: 2, reap_limit: 1 };
 /// A cap below the base: every window is the cap, 3, where jitter 0.6666666666666666 floors
-/// differently in binary64 (2) and in exact arithmetic (1); and a lease of 1, so that a switch
-/// between the two settings changes every one of the three.
-pub const CAP_BELOW_BASE: Config = Config { base_ms: 4, cap_ms: 3, lease_ms: 1 };
-/// The largest settings: every window and every lease 2^53 − 1, so that a lease's expiry passes
-/// 2^53 − 1 (SPEC 6.10) and a retry's `now + delay` its deadline by far.
-pub const LARGEST: Config = Config { base_ms: MAX_INT, cap_ms: MAX_INT, lease_ms: MAX_INT };
+/// differently in binary64 (2) and in exact arithmetic (1); a lease of 1 and a reap limit of 2,
+/// so that a switch between the two settings changes every one of the four, and a reap ends
+/// fewer jobs than its limit.
+pub const CAP_BELOW_BASE: Config = Config { base_ms: 4, cap_ms: 3, lease_ms: 1, reap_limit: 2 };
+/// The backlog's settings: the doubling windows, a lease of 1 (so that a job due to end and one
+/// still in time fit in a short clock) and a reap limit of 1.
+pub const BACKLOG: Config = Config { base_ms: 1, cap_ms: 2, lease_ms: 1, reap_limit: 1 };
+/// The largest settings: every window, every lease and the reap limit 2^53 − 1, so that a
+/// lease's expiry passes 2^53 − 1 (SPEC 6.10) and a retry's `now + delay` its deadline by far.
+pub const LARGEST: Config =
+    Config { base_ms: MAX_INT, cap_ms: MAX_INT, lease_ms: MAX_INT, reap_limit: MAX_INT };
 
 /// A SPEC 1.1 shape the first job of a scene may be enqueued with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -138,14 +145,21 @@ pub struct Scene {
     /// Whether every pending job may be cancelled, whatever came before (a retry, a redrive);
     /// otherwise only the first job, before its first claim and redrive.
     pub cancel_any: bool,
-    /// Whether the operator prunes and forgets (SPEC 3.14, 3.15) at the clock, and cancels
-    /// leased jobs (3.13), so that tombstones and cancel requests meet every operation.
+    /// Whether the operator prunes and forgets (SPEC 3.14, 3.15) at the clock, so that
+    /// tombstones meet every operation.
     pub retention: bool,
+    /// Whether the operator cancels leased jobs (SPEC 3.13), so that cancel requests meet
+    /// every operation.
+    pub cancel_leased: bool,
     /// Whether the second job may go to another queue or a lower priority, and the workers
     /// serve different queues ([`Lane`]).
     pub lanes: bool,
     /// The budgets an enqueue may ask for here, if not [`Bounds::max_attempts`].
     pub max_attempts: Option<Vec<u64>>,
+    /// How many times the operator may redrive one job here, if not [`Bounds::redrives`].
+    pub redrives: Option<u64>,
+    /// Whether jobs are enqueued only while the clock is at its start: they arrive together.
+    pub arrive_together: bool,
     /// Whether every deadline leaves a whole lease before the end of the clock, so that at
     /// the end every job must be over (SPEC 4.7, checked at the horizon). Off where leases
     /// outlive the integer range.
@@ -164,14 +178,17 @@ impl Scene {
             workers: 2,
             horizon: 5,
             epoch: 0,
-            configs: vec![DOUBLING, CAP_BELOW_BASE],
+            configs: vec![DOUBLING],
             switch: false,
             shapes: Vec::new(),
             backdate: true,
             cancel_any: false,
             retention: false,
+            cancel_leased: false,
             lanes: false,
             max_attempts: None,
+            redrives: None,
+            arrive_together: false,
             liveness: true,
         }
     }
@@ -186,6 +203,7 @@ impl Scene {
             name: "one job",
             jobs: 1,
             horizon: 6,
+            configs: vec![DOUBLING, CAP_BELOW_BASE],
             switch: true,
             shapes: SHAPES.to_vec(),
             backdate: false,
@@ -223,8 +241,11 @@ impl Scene {
             backdate: false,
             cancel_any: true,
             retention: false,
+            cancel_leased: false,
             lanes: false,
             max_attempts: None,
+            redrives: None,
+            arrive_together: false,
             liveness: false,
         }
     }
@@ -241,6 +262,28 @@ impl Scene {
             backdate: false,
             cancel_any: true,
             retention: true,
+            cancel_leased: true,
+            ..Scene::main()
+        }
+    }
+
+    /// A backlog of jobs due to end (SPEC 3.3.1, 3.3.2, 6.37): three jobs arriving together,
+    /// one worker, a clock up to 4, a lease of 1 and a reap limit of 1 ([`BACKLOG`]), budget 1,
+    /// no redrives, and cancels of leased jobs; so that a reap stops at its limit with jobs of
+    /// each rule left, and a claim's pick passes over a job due to end for a third one.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
+    pub fn backlog() -> Scene {
+        Scene {
+            name: "backlog",
+            jobs: 3,
+            workers: 1,
+            horizon: 4,
+            configs: vec![BACKLOG],
+            arrive_together: true,
+            backdate: false,
+            cancel_leased: true,
+            max_attempts: Some(vec![1]),
+            redrives: Some(0),
             ..Scene::main()
         }
     }
@@ -321,7 +364,14 @@ impl Default for Bounds {
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     fn default() -> Self {
         Bounds {
-            scenes: vec![Scene::main(), Scene::one_job(), Scene::edges(), Scene::lanes(), Scene::retention()],
+            scenes: vec![
+                Scene::main(),
+                Scene::one_job(),
+                Scene::edges(),
+                Scene::lanes(),
+                Scene::retention(),
+                Scene::backlog(),
+            ],
             jitters: vec![0.0, 0.5, 1.0, TWO_THIRDS],
             max_attempts: vec![1, 2],
             deadlines: vec![2, 3],
@@ -362,7 +412,8 @@ impl Bounds {
     /// Small bounds that show `bug`: [`Bounds::small`], except that a bug about *another*
     /// job (spilling over to it, or passing it over, or ordering it) needs two jobs, and then
     /// one worker and a clock up to 4 suffice (5, and an enqueue dated back, for a bug about
-    /// `enqueued_at`); and one at the range's edges needs that scene.
+    /// `enqueued_at`); and one of the lanes, retention, a backlog or the range's edges needs
+    /// that scene.
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn small_for(bug: Bug) -> Self {
         if bug.needs_backdating() {
@@ -370,6 +421,9 @@ impl Bounds {
         }
         if bug.needs_two_jobs() {
             return Bounds::sized(2, 1, 4);
+        }
+        if bug.needs_backlog() {
+            return Bounds { scenes: vec![Scene::backlog()], ..Bounds::default() };
         }
         if bug.needs_lanes() {
             return Bounds { scenes: vec![Scene::lanes()], ..Bounds::default() };
@@ -399,6 +453,11 @@ impl Bounds {
         largest + self.redrives * self.add_attempts
     }
 
+    /// How many times the operator may redrive one job in `scene`.
+    pub fn redrives_in(&self, scene: &Scene) -> u64 {
+        scene.redrives.unwrap_or(self.redrives)
+    }
+
     /// The budgets an enqueue may ask for in `scene`.
     pub fn budgets<'a>(&'a self, scene: &'a Scene) -> &'a [u64] {
         scene.max_attempts.as_deref().unwrap_or(&self.max_attempts)
@@ -410,11 +469,16 @@ impl fmt::Display for Scene {
         let configs: Vec<String> = self
             .configs
             .iter()
-            .map(|c| format!("base {} cap {} lease {}", c.base_ms, c.cap_ms, c.lease_ms))
+            .map(|c| {
+                format!(
+                    "base {} cap {} lease {} reap limit {}",
+                    c.base_ms, c.cap_ms, c.lease_ms, c.reap_limit
+                )
+            })
             .collect();
         write!(
             f,
-            "{}: jobs {}, workers {}, clock {}..={}, settings [{}]{}, first-job shapes {}{}{}{}{}{}",
+            "{}: jobs {}, workers {}, clock {}..={}, settings [{}]{}, first-job shapes {}{}{}{}{}{}{}",
             self.name,
             self.jobs,
             self.workers,
@@ -425,7 +489,8 @@ impl fmt::Display for Scene {
             self.shapes.len(),
             if self.backdate { ", backdated enqueues" } else { "" },
             if self.cancel_any { ", cancels of any pending job" } else { "" },
-            if self.retention { ", prunes, forgets and cancels of leased jobs" } else { "" },
+            if self.retention { ", prunes and forgets" } else { "" },
+            if self.cancel_leased { ", cancels of leased jobs" } else { "" },
             if self.lanes { ", two queues and two priorities" } else { "" },
             if self.liveness { "" } else { ", no liveness" },
         )

@@ -201,11 +201,28 @@ pub enum Bug {
     /// An enqueue of a pruned id looks only at the jobs: the id is stored as a new job beside
     /// its tombstone, and runs again.
     EnqueueRevivesPruned,
+    /// A reap ends every job due to end, however many: `reap_limit` is ignored (SPEC 6.37).
+    ReapIgnoresLimit,
+    /// A reap ends at most `reap_limit − 1` jobs (`<` for `<=` on the count): with a limit of
+    /// 1 it ends none, and jobs due to end stay open for good.
+    ReapLimitOffByOne,
+    /// A reap takes the jobs due to end in the order of first enqueues, not rule by rule by
+    /// lease expiry and deadline (SPEC 3.3.1: one `ORDER BY seq`).
+    ReapInEnqueueOrder,
+    /// A reap takes the jobs due to end by deadline alone, whatever rule ends them: an
+    /// exhausted lease waits behind a job past an earlier deadline (SPEC 3.3.1: rule 2 first).
+    ReapByDeadlineAlone,
+    /// A pick takes a job due to end that the reap left past its limit (SPEC 3.3.2): its
+    /// `WHERE` trusts the reap to have ended them all.
+    PickTakesDueToEnd,
+    /// A reap that ended fewer than `reap_limit` jobs, but some, answers `reap_limit` as its
+    /// count: a caller reaps again for nothing.
+    ReapCountSaysLimit,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 75] = [
+    pub const ALL: [Bug; 81] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -281,6 +298,12 @@ impl Bug {
         Bug::ReclaimCancelling,
         Bug::CancelledRetried,
         Bug::EnqueueRevivesPruned,
+        Bug::ReapIgnoresLimit,
+        Bug::ReapLimitOffByOne,
+        Bug::ReapInEnqueueOrder,
+        Bug::ReapByDeadlineAlone,
+        Bug::PickTakesDueToEnd,
+        Bug::ReapCountSaysLimit,
     ];
 
     /// The name `--bug` takes.
@@ -361,6 +384,12 @@ impl Bug {
             Bug::ReclaimCancelling => "reclaim-cancelling",
             Bug::CancelledRetried => "cancelled-retried",
             Bug::EnqueueRevivesPruned => "enqueue-revives-pruned",
+            Bug::ReapIgnoresLimit => "reap-ignores-limit",
+            Bug::ReapLimitOffByOne => "reap-limit-off-by-one",
+            Bug::ReapInEnqueueOrder => "reap-in-enqueue-order",
+            Bug::ReapByDeadlineAlone => "reap-by-deadline-alone",
+            Bug::PickTakesDueToEnd => "pick-takes-due-to-end",
+            Bug::ReapCountSaysLimit => "reap-count-says-limit",
         }
     }
 
@@ -456,6 +485,12 @@ impl Bug {
             Bug::ReclaimCancelling => "an expired lease with a cancel request is claimed again",
             Bug::CancelledRetried => "a retryable report under a cancel request schedules a retry",
             Bug::EnqueueRevivesPruned => "an enqueue of a pruned id stores it as a new job: it runs again",
+            Bug::ReapIgnoresLimit => "a reap ends every job due to end, past reap_limit",
+            Bug::ReapLimitOffByOne => "a reap ends at most reap_limit - 1 jobs (< for <=)",
+            Bug::ReapInEnqueueOrder => "a reap ends the jobs due to end in first-enqueue order",
+            Bug::ReapByDeadlineAlone => "a reap orders the jobs due to end by deadline, not rule by rule",
+            Bug::PickTakesDueToEnd => "a claim takes a job due to end that its reap left past the limit",
+            Bug::ReapCountSaysLimit => "a reap that ended fewer than reap_limit answers reap_limit",
         }
     }
 
@@ -491,6 +526,19 @@ impl Bug {
                 | Bug::ClaimTieByEnqueuedAt
                 | Bug::RestartSortsById
                 | Bug::StatsOldestByFirstJob
+        )
+    }
+
+    /// The bugs that only a backlog of jobs due to end shows: more of them than the reap's
+    /// limit, of different rules and deadlines, and a job beside them in time (the backlog
+    /// scene).
+    pub fn needs_backlog(self) -> bool {
+        matches!(
+            self,
+            Bug::ReapIgnoresLimit
+                | Bug::ReapInEnqueueOrder
+                | Bug::ReapByDeadlineAlone
+                | Bug::PickTakesDueToEnd
         )
     }
 

@@ -87,6 +87,12 @@ impl Bug {
             Bug::ReclaimCancelling => CANCEL_STOPS,
             Bug::CancelledRetried => CANCEL_STOPS,
             Bug::EnqueueRevivesPruned => PRUNED_STAYS,
+            Bug::ReapIgnoresLimit => REAP_BOUNDED,
+            Bug::ReapLimitOffByOne => REAP_BOUNDED,
+            Bug::ReapInEnqueueOrder => REAP_RULE,
+            Bug::ReapByDeadlineAlone => REAP_RULE,
+            Bug::PickTakesDueToEnd => CLAIMS_IN_TIME,
+            Bug::ReapCountSaysLimit => REAP_RULE,
         }
     }
 }

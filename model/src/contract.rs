@@ -286,6 +286,9 @@ pub enum Answer {
     ReapedDeadline,
     /// The reap moved the job met, an expired lease with a cancel request, to dead(cancelled).
     ReapedCancelled,
+    /// The reap reached its `reap_limit` and left the job met, due to end, as it was (SPEC
+    /// 3.3.1, 6.37); a claim's pick passed over it (3.3.2).
+    LeftDue,
     /// `{"ok":"pruned","count"}`: of a prune that removed nothing, or the job met removed.
     Pruned,
     /// `{"ok":"forgotten","count"}`: of a forget that removed nothing, or the tombstone met
@@ -327,7 +330,7 @@ pub enum Answer {
 
 impl Answer {
     /// Every answer, in report order.
-    pub const ALL: [Answer; 38] = [
+    pub const ALL: [Answer; 39] = [
         Answer::Config,
         Answer::Enqueued,
         Answer::Existing,
@@ -348,6 +351,7 @@ impl Answer {
         Answer::ReapedExhausted,
         Answer::ReapedDeadline,
         Answer::ReapedCancelled,
+        Answer::LeftDue,
         Answer::Pruned,
         Answer::Forgotten,
         Answer::Job,
@@ -441,6 +445,7 @@ impl Answer {
             Answer::ReapedExhausted => "reaped: dead(exhausted)",
             Answer::ReapedDeadline => "reaped: dead(deadline)",
             Answer::ReapedCancelled => "reaped: dead(cancelled)",
+            Answer::LeftDue => "left due to end: past reap_limit",
             Answer::Pruned => "pruned",
             Answer::Forgotten => "forgotten",
             Answer::Job => "job",
@@ -473,10 +478,12 @@ pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
     // Statuses a claim can take (3.3.2): never a lease with a cancel request (4.13).
     let takeable = meets.pending() || meets == M::Expired;
     // And those its reap can move (3.3.1), the request first.
+    // A job due to end that a reap at its limit left (3.3.1, 6.37): any status it can move.
     let reaped = match answer {
         A::ReapedCancelled => meets == M::ExpiredCancelling,
         A::ReapedExhausted => meets == M::Expired,
         A::ReapedDeadline => takeable,
+        A::LeftDue => takeable || meets == M::ExpiredCancelling,
         _ => false,
     };
     match op {
@@ -643,6 +650,8 @@ pub enum Field {
     CapMs,
     /// `lease_ms`: at least 1.
     LeaseMs,
+    /// `reap_limit`: at least 1 (3.11).
+    ReapLimit,
     /// `attempt`: at least 1.
     Attempt,
     /// `jitter`: a binary64 in [0, 1], checked when present, required for `retryable` (6.6).
@@ -659,7 +668,7 @@ pub enum Field {
 
 impl Field {
     /// Every field, in the order the argument table lists them.
-    pub const ALL: [Field; 18] = [
+    pub const ALL: [Field; 19] = [
         Field::Id,
         Field::Worker,
         Field::Payload,
@@ -672,6 +681,7 @@ impl Field {
         Field::BaseMs,
         Field::CapMs,
         Field::LeaseMs,
+        Field::ReapLimit,
         Field::Attempt,
         Field::Jitter,
         Field::Queue,
@@ -695,6 +705,7 @@ impl Field {
             Field::BaseMs => "base_ms",
             Field::CapMs => "cap_ms",
             Field::LeaseMs => "lease_ms",
+            Field::ReapLimit => "reap_limit",
             Field::Attempt => "attempt",
             Field::Jitter => "jitter",
             Field::Queue => "queue",
@@ -710,7 +721,7 @@ impl Field {
 pub fn fields(op: OpKind) -> &'static [Field] {
     use Field::*;
     match op {
-        OpKind::Config => &[BaseMs, CapMs, LeaseMs],
+        OpKind::Config => &[BaseMs, CapMs, LeaseMs, ReapLimit],
         OpKind::Enqueue => {
             &[Id, Payload, MaxAttempts, Deadline, Now, NotBefore, BaseMs, CapMs, Queue, Priority]
         }
@@ -803,7 +814,7 @@ pub fn classes(op: OpKind, field: Field) -> &'static [Class] {
         Field::NotBefore => &[Least, Most, Absent, Below, Above],
         Field::BaseMs | Field::CapMs if op == OpKind::RetryDelay => &[Least, Most, Above],
         Field::BaseMs | Field::CapMs => &[Least, Most, Absent, Above],
-        Field::LeaseMs => &[Least, Most, Absent, Below, Above],
+        Field::LeaseMs | Field::ReapLimit => &[Least, Most, Absent, Below, Above],
         Field::Attempt => &[Least, Most, Below, Above],
         Field::Jitter if op == OpKind::RetryDelay => &[Least, Most, Odd, Below, Above, Forbidden],
         Field::Jitter => &[Least, Most, Odd, Below, Above, Forbidden, Missing],
@@ -914,8 +925,10 @@ pub fn class_of(op: &Op, field: Field) -> Option<Class> {
         | (Op::Enqueue { cap_ms: v, .. } | Op::Config { cap_ms: v, .. }, Field::CapMs) => optional(*v, 0),
         (Op::RetryDelay { base_ms: v, .. }, Field::BaseMs)
         | (Op::RetryDelay { cap_ms: v, .. }, Field::CapMs) => time(*v, 0, crate::MAX_INT),
-        (Op::Config { lease_ms: Some(0), .. }, Field::LeaseMs) => Some(Below),
+        (Op::Config { lease_ms: Some(0), .. }, Field::LeaseMs)
+        | (Op::Config { reap_limit: Some(0), .. }, Field::ReapLimit) => Some(Below),
         (Op::Config { lease_ms, .. }, Field::LeaseMs) => optional(*lease_ms, 1),
+        (Op::Config { reap_limit, .. }, Field::ReapLimit) => optional(*reap_limit, 1),
         (
             Op::Complete { attempt, .. } | Op::Heartbeat { attempt, .. } | Op::RetryDelay { attempt, .. },
             Field::Attempt,
@@ -1060,6 +1073,11 @@ mod tests {
         assert!(!allowed(OpKind::Reap, Meets::Fresh, Answer::ReapedExhausted));
         assert!(allowed(OpKind::Claim, Meets::Expired, Answer::ReapedExhausted));
         assert!(!allowed(OpKind::Reap, Meets::Live, Answer::ReapedDeadline));
+        // 6.37: a reap at its limit leaves jobs due to end as they are, never a live lease.
+        assert!(allowed(OpKind::Claim, Meets::Fresh, Answer::LeftDue));
+        assert!(allowed(OpKind::Reap, Meets::ExpiredCancelling, Answer::LeftDue));
+        assert!(!allowed(OpKind::Reap, Meets::Live, Answer::LeftDue));
+        assert!(!allowed(OpKind::Prune, Meets::Fresh, Answer::LeftDue));
         // 3.4: only a lease is completed; anything else is `lease_lost`.
         assert!(allowed(OpKind::Complete, Meets::Expired, Answer::Done));
         assert!(!allowed(OpKind::Complete, Meets::Waiting, Answer::Done));

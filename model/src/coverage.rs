@@ -2,8 +2,8 @@
 //!
 //! A step is one operation run on the store: its kind, the status of each job it met (before
 //! the step), and what it answered. An operation that names a job meets that job (or an id
-//! that is not stored); `claim`, `run_once` and `reap` meet each job their reap moved, and
-//! `claim` and `run_once` the job they took. Read from the store before and after the step and
+//! that is not stored); `claim`, `run_once` and `reap` meet each job their reap moved or left
+//! due to end (past `reap_limit`), and `claim` and `run_once` the job they took. Read from the store before and after the step and
 //! the answer, never from what the world meant to do, so a step a buggy store takes outside
 //! the table is seen as such.
 //!
@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 
 use crate::contract::{self, Answer, ArgCell, Cell, Class, Field, Meets, OpKind};
 use crate::reference::{Job, Phase, Store};
+use crate::rules;
 use crate::{DeadReason, Failure, Op, Response};
 
 /// The status of `job` at `now`, as the table tells statuses apart.
@@ -88,6 +89,8 @@ pub fn cells(
             Phase::Dead(DeadReason::Cancelled) => Answer::ReapedCancelled,
             // Anything else a reap made of an open job is outside the table.
             Phase::Dead(_) | Phase::Done => Answer::DeadPermanent,
+            // A job due to end that the reap left, past its limit (SPEC 6.37).
+            Phase::Pending { .. } | Phase::Leased { .. } if rules::due_to_end(job, at) => Answer::LeftDue,
             Phase::Pending { .. } | Phase::Leased { .. } => continue,
         };
         moved = true;

@@ -215,6 +215,14 @@ impl Events {
     pub const TOMBSTONE_REVIVED: Events = Events(1 << 33);
     /// A forgotten id was enqueued anew as a new job (SPEC 3.15).
     pub const FORGOTTEN_ENQUEUED: Events = Events(1 << 34);
+    /// A reap (a claim's, `run_once`'s or `reap`'s) ended more jobs than `reap_limit`, or
+    /// fewer while it left a job due to end (SPEC 3.3.1, 6.27, 6.37).
+    pub const REAP_UNBOUNDED: Events = Events(1 << 35);
+    /// A reap ended `reap_limit` jobs and left another due to end (SPEC 6.37).
+    pub const REAP_STOPPED_AT_LIMIT: Events = Events(1 << 36);
+    /// A claim took a job, passing over one of its queues due to end that its reap left
+    /// (SPEC 3.3.2, 6.37).
+    pub const PICK_PASSED_DUE: Events = Events(1 << 37);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -484,7 +492,11 @@ impl fmt::Display for Action {
             Action::Prune { lag } => write!(f, "prune what ended by now-{lag}"),
             Action::Forget { lag } => write!(f, "forget what ended by now-{lag}"),
             Action::Configure { to } => {
-                write!(f, "config base {} cap {} lease {}", to.base_ms, to.cap_ms, to.lease_ms)
+                write!(
+                    f,
+                    "config base {} cap {} lease {} reap limit {}",
+                    to.base_ms, to.cap_ms, to.lease_ms, to.reap_limit
+                )
             }
             Action::Probe { op, .. } => write!(f, "probe {}", op.to_json_line()),
         }
@@ -550,6 +562,7 @@ impl QueueModel {
             base_ms: Some(config.base_ms),
             cap_ms: Some(config.cap_ms),
             lease_ms: Some(config.lease_ms),
+            reap_limit: Some(config.reap_limit),
         }
     }
 
@@ -714,6 +727,9 @@ impl QueueModel {
         }
         if let (&Op::Claim { queues: Some(ref queues), now, .. }, Response::Ok(reply)) = (op, response) {
             self.lane_events(before, queues, now, reply, next);
+        }
+        if let Some(now) = reaps_at(op, response) {
+            reap_events(before, op, now, response, next);
         }
         let ignored = before.store.jobs().iter().filter(|b| b.cancel_requested).any(|b| {
             // Claimed again (a claim counts an attempt), or put back to wait for one.
@@ -912,7 +928,7 @@ impl QueueModel {
     fn lane_events(&self, before: &World, queues: &[String], now: u64, reply: &Reply, next: &mut World) {
         let Reply::Claimed { id, .. } = reply else { return };
         let Some(taken) = before.store.job(id) else { return };
-        let due = rules::claimable(before.store.jobs(), now);
+        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &job_index);
         let claimable: Vec<&Job> = due.iter().filter_map(|(_, id)| before.store.job(id)).collect();
         let served = |job: &Job| queues.iter().any(|q| **q == *job.queue);
         if claimable.iter().any(|job| !served(job)) {
@@ -935,7 +951,7 @@ impl QueueModel {
     /// first. Judged on the jobs claimable at the claim (after its reap), as the store held
     /// them before.
     fn claim_events(&self, before: &World, job: usize, now: u64, next: &mut World) {
-        let due = rules::claimable(before.store.jobs(), now);
+        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &job_index);
         let Some(&(taken_at, _)) = due.iter().find(|(_, id)| job_index(id) == Some(job)) else {
             return;
         };
@@ -1200,7 +1216,7 @@ impl QueueModel {
             .jobs()
             .first()
             .is_some_and(|j| j.not_before > j.enqueued_at || j.base_ms.is_some() || j.cap_ms.is_some());
-        if world.ghosts.len() < scene.jobs && !shaped {
+        if world.ghosts.len() < scene.jobs && !shaped && (!scene.arrive_together || now == scene.epoch) {
             // Dated back only where that puts it before the job enqueued last.
             let backdated = scene.backdate
                 && now > scene.epoch
@@ -1281,14 +1297,14 @@ impl QueueModel {
                 continue;
             };
             let dead = matches!(stored.phase, Phase::Dead(_));
-            if dead && ghost.redrives < b.redrives && scene.room_for(now, b.redrive_deadline) {
+            if dead && ghost.redrives < b.redrives_in(scene) && scene.room_for(now, b.redrive_deadline) {
                 actions.push(Action::Redrive { job });
             }
             let first_fresh = job == 0 && ghost.claims == 0 && ghost.redrives == 0;
             let pending = matches!(stored.phase, Phase::Pending { .. });
             let running = matches!(stored.phase, Phase::Leased { .. }) && !stored.cancel_requested;
             if b.contract_1_1
-                && ((pending && (scene.cancel_any || first_fresh)) || (running && scene.retention))
+                && ((pending && (scene.cancel_any || first_fresh)) || (running && scene.cancel_leased))
             {
                 actions.push(Action::Cancel { job });
             }
@@ -1332,6 +1348,72 @@ impl QueueModel {
         world.ghosts.iter().all(|g| g.claims <= limit)
             && world.store.jobs().iter().all(|j| j.attempts <= limit)
     }
+}
+
+/// The `now` of an operation that reaps (a claim, `run_once` or `reap` whose arguments held),
+/// if `op` is one.
+fn reaps_at(op: &Op, response: &Response) -> Option<u64> {
+    match (op, response) {
+        (_, Response::Err(Failure::InvalidInput { .. })) => None,
+        (Op::Claim { now, .. } | Op::RunOnce { now, .. } | Op::Reap { now }, _) => Some(*now),
+        _ => None,
+    }
+}
+
+/// What a reap at `now` did, read from the jobs before and after it (SPEC 3.3.1, 6.27, 6.37):
+/// how many jobs it ended — every job open before and ended or gone after, but the one a claim
+/// took (which `run_once` may end by its completion) — against the world's `reap_limit`; and
+/// whether a job due to end is left.
+fn reap_events(before: &World, op: &Op, now: u64, response: &Response, next: &mut World) {
+    let taken = response.taken_id();
+    let open = |phase: &Phase| matches!(phase, Phase::Pending { .. } | Phase::Leased { .. });
+    let ended = before
+        .store
+        .jobs()
+        .iter()
+        .filter(|b| open(&b.phase) && Some(&*b.id) != taken)
+        .filter(|b| next.store.job(&b.id).is_none_or(|a| !open(&a.phase)))
+        .count() as u64;
+    let left = next.store.jobs().iter().any(|a| Some(&*a.id) != taken && rules::due_to_end(a, now));
+    let limit = before.config.reap_limit;
+    if ended > limit || (ended < limit && left) {
+        next.events.insert(Events::REAP_UNBOUNDED);
+    }
+    if ended == limit && left {
+        next.events.insert(Events::REAP_STOPPED_AT_LIMIT);
+    }
+    let served = |queue: &str| match op {
+        Op::Claim { queues, .. } | Op::RunOnce { queues, .. } => queues
+            .as_ref()
+            .map_or(queue == crate::reference::DEFAULT_QUEUE, |qs| qs.iter().any(|q| q == queue)),
+        _ => false,
+    };
+    let passed = next
+        .store
+        .jobs()
+        .iter()
+        .any(|a| Some(&*a.id) != taken && rules::due_to_end(a, now) && served(&a.queue));
+    if taken.is_some() && passed {
+        next.events.insert(Events::PICK_PASSED_DUE);
+    }
+}
+
+/// Reaps `store` at `now` until a reap ends fewer than the store's `reap_limit`, as a caller who
+/// wants every job due to end ended does (SPEC 3.7); at most once more than it has jobs, so
+/// that a store whose count never falls cannot hold the search. Returns the reaps run.
+pub fn reap_until_short(store: &mut Store, now: u64) -> Vec<(Op, Response)> {
+    let mut reaps = Vec::new();
+    for _ in 0..=store.jobs().len() {
+        let op = Op::Reap { now };
+        let response = store.step(&op);
+        let short =
+            !matches!(response, Response::Ok(Reply::Reaped { count }) if count >= store.config().reap_limit);
+        reaps.push((op, response));
+        if short {
+            break;
+        }
+    }
+    reaps
 }
 
 /// A scene for a model whose bounds have none: the main one.

@@ -69,6 +69,9 @@ pub enum Op {
         /// How long a claim leases its job.
         #[serde(skip_serializing_if = "Option::is_none")]
         lease_ms: Option<u64>,
+        /// The most jobs one claim or `reap` ends (SPEC 3.11, 6.37).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reap_limit: Option<u64>,
     },
     /// `enqueue`: stores a new job with its budget, or does nothing for an identical one.
     Enqueue {
@@ -172,7 +175,7 @@ pub enum Op {
         /// The caller's clock, recorded in the history.
         now: u64,
     },
-    /// `reap`: ends the due jobs that are out of attempts or time.
+    /// `reap`: ends the jobs due to end, at most `reap_limit` of them (SPEC 3.7).
     Reap {
         /// The caller's clock.
         now: u64,
@@ -280,8 +283,10 @@ mod tests {
             r#"{"op":"run_once","worker":"w1","now":0,"outcome":"retryable","jitter":0.5}"#
         );
         assert_eq!(Op::Restart.to_json_line(), r#"{"op":"restart"}"#);
-        let config = Op::Config { base_ms: Some(100), cap_ms: None, lease_ms: Some(1000) };
+        let config = Op::Config { base_ms: Some(100), cap_ms: None, lease_ms: Some(1000), reap_limit: None };
         assert_eq!(config.to_json_line(), r#"{"op":"config","base_ms":100,"lease_ms":1000}"#);
+        let limited = Op::Config { base_ms: None, cap_ms: None, lease_ms: None, reap_limit: Some(2) };
+        assert_eq!(limited.to_json_line(), r#"{"op":"config","reap_limit":2}"#);
         let enqueue = |not_before, base_ms, cap_ms| Op::Enqueue {
             priority: None,
             queue: None,

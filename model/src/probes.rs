@@ -187,15 +187,18 @@ impl QueueModel {
 /// value), given alone at its value, and changed alone. (A missing id's fence, cancel and
 /// redrive are argument probes.)
 fn settings_probes(world: &World, ops: &mut Vec<Op>) {
-    let Config { base_ms, cap_ms, lease_ms } = world.store.config();
+    let Config { base_ms, cap_ms, lease_ms, reap_limit } = world.store.config();
     let other = |v: u64| if v < MAX_INT { v + 1 } else { v - 1 };
-    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: None });
-    ops.push(Op::Config { base_ms: Some(base_ms), cap_ms: None, lease_ms: None });
-    ops.push(Op::Config { base_ms: None, cap_ms: Some(cap_ms), lease_ms: None });
-    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(lease_ms) });
-    ops.push(Op::Config { base_ms: Some(other(base_ms)), cap_ms: None, lease_ms: None });
-    ops.push(Op::Config { base_ms: None, cap_ms: Some(other(cap_ms)), lease_ms: None });
-    ops.push(Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(other(lease_ms)) });
+    let config = |base_ms, cap_ms, lease_ms, reap_limit| Op::Config { base_ms, cap_ms, lease_ms, reap_limit };
+    ops.push(config(None, None, None, None));
+    ops.push(config(Some(base_ms), None, None, None));
+    ops.push(config(None, Some(cap_ms), None, None));
+    ops.push(config(None, None, Some(lease_ms), None));
+    ops.push(config(None, None, None, Some(reap_limit)));
+    ops.push(config(Some(other(base_ms)), None, None, None));
+    ops.push(config(None, Some(other(cap_ms)), None, None));
+    ops.push(config(None, None, Some(other(lease_ms)), None));
+    ops.push(config(None, None, None, Some(other(reap_limit))));
 }
 
 /// The fence of job `id`, tried every way: for a lease, each outcome from its holder, then the
@@ -473,8 +476,9 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
         (Op::Enqueue { cap_ms, .. } | Op::Config { cap_ms, .. }, Field::CapMs) => {
             *cap_ms = int(class, 0, MAX_INT)?
         }
-        (Op::Config { lease_ms, .. }, Field::LeaseMs) => {
-            *lease_ms = match class {
+        (Op::Config { lease_ms: setting, .. }, Field::LeaseMs)
+        | (Op::Config { reap_limit: setting, .. }, Field::ReapLimit) => {
+            *setting = match class {
                 Below => Some(0),
                 _ => int(class, 1, MAX_INT)?,
             }

@@ -44,10 +44,11 @@
 //! Instead, the bounds make liveness a boundary invariant. Every deadline the model sets
 //! (enqueue or redrive) leaves a whole lease before the horizon, and a claim only starts before
 //! the deadline, so at the horizon every lease has expired and every deadline has passed. The
-//! SPEC then leaves nothing open: one reap (claim's first step) must move every pending or
-//! leased job to `dead`. So [`EVERY_JOB_ENDS`](names::EVERY_JOB_ENDS) is checked on every
-//! reachable state whose clock is at the horizon: run `reap(horizon)` on a copy of its store and
-//! require every job `done` or `dead`. Ticks change nothing but the clock and are always
+//! SPEC then leaves nothing open: reaps (claim's first step), repeated while each ends
+//! `reap_limit` jobs (SPEC 3.7, 6.37), must move every pending or leased job to `dead`. So
+//! [`EVERY_JOB_ENDS`](names::EVERY_JOB_ENDS) is checked on every reachable state whose clock is
+//! at the horizon: run those reaps at the horizon on a copy of its store and require every job
+//! `done` or `dead`. Ticks change nothing but the clock and are always
 //! possible before the horizon, so every reachable state has such a successor: a store that
 //! can keep a job open forever (the `ignore-expired-lease` bug) is caught on a finite path,
 //! found by the same breadth-first search as every invariant, with nothing depending on how
@@ -57,7 +58,7 @@ use crate::checker::{Kind, Property};
 use crate::model::{Events, Ghost, HolderReport, QueueModel, World, job_index};
 use crate::reference::{Job, Phase};
 use crate::rules::Broken;
-use crate::{DeadReason, Op, Outcome};
+use crate::{DeadReason, Outcome};
 
 /// A property of the queue model.
 pub type Check = Property<QueueModel, World>;
@@ -233,6 +234,16 @@ pub mod names {
     pub const PRUNED_REENQUEUED: &str = "a pruned id is enqueued again: existing, not run";
     /// A `sometimes` property: a forgotten id is enqueued anew, as a new job (SPEC 3.15).
     pub const FORGOTTEN_ENQUEUED: &str = "a forgotten id is enqueued anew";
+    /// SPEC 6.37 and 6.27, an invariant: a reap (a claim's, `run_once`'s or `reap`'s) ends at
+    /// most `reap_limit` jobs, and when it ends fewer it leaves none due to end: after a claim
+    /// whose reap did not reach the limit, `stats` shows open no job time has ended.
+    pub const REAP_BOUNDED: &str =
+        "6.37 a reap ends at most reap_limit jobs, and all that are due when fewer";
+    /// A `sometimes` property: a reap ends `reap_limit` jobs and leaves one due to end.
+    pub const REAP_STOPPED_AT_LIMIT: &str = "a reap stops at its limit, leaving a job due to end";
+    /// A `sometimes` property: a claim takes a job, passing over one of its queues due to end
+    /// that its reap left (SPEC 3.3.2).
+    pub const PICK_PASSED_DUE: &str = "a claim passes over a job due to end that its reap left";
 }
 
 /// Every property, in report order.
@@ -270,6 +281,7 @@ pub fn all() -> Vec<Check> {
         Check { name: READS_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::READS) },
         Check { name: CONFIG_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CONFIG) },
         Check { name: RETENTION_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::RETENTION) },
+        Check { name: REAP_BOUNDED, kind: Always, holds: |_, w| !w.events.contains(Events::REAP_UNBOUNDED) },
         Check { name: ANSWER_IN_TABLE, kind: Always, holds: |_, w| !w.reached.outside },
         Check { name: EXECUTIONS_APART, kind: Always, holds: executions_apart },
         Check { name: WATCHDOG_NOT_EARLY, kind: Always, holds: watchdog_not_early },
@@ -418,6 +430,16 @@ pub fn all() -> Vec<Check> {
             kind: Sometimes,
             holds: |_, w| w.events.contains(Events::FORGOTTEN_ENQUEUED),
         },
+        Check {
+            name: REAP_STOPPED_AT_LIMIT,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::REAP_STOPPED_AT_LIMIT),
+        },
+        Check {
+            name: PICK_PASSED_DUE,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::PICK_PASSED_DUE),
+        },
     ]
 }
 
@@ -526,8 +548,8 @@ fn refusals_change_nothing(_: &QueueModel, world: &World) -> bool {
     !world.events.contains(Events::REFUSAL_CHANGED)
 }
 
-/// SPEC 4.7 as a boundary invariant (see the module doc): at the horizon, one reap leaves no
-/// job pending or leased.
+/// SPEC 4.7 as a boundary invariant (see the module doc): at the horizon, reaps repeated until
+/// one ends fewer than `reap_limit` (SPEC 3.7, 6.37) leave no job pending or leased.
 fn every_job_ends(model: &QueueModel, world: &World) -> bool {
     let scene = model.scene(world);
     if !scene.liveness || world.now < scene.end() {
@@ -541,7 +563,7 @@ fn every_job_ends(model: &QueueModel, world: &World) -> bool {
         .iter()
         .fold(world.now, |at, job| at.max(job.deadline).max(job.phase.available_at().unwrap_or(0)));
     let mut store = world.store.clone();
-    store.step(&Op::Reap { now: at.min(crate::MAX_INT) });
+    crate::model::reap_until_short(&mut store, at.min(crate::MAX_INT));
     store.jobs().iter().all(|job| matches!(job.phase, Phase::Done | Phase::Dead(_)))
 }
 

@@ -38,12 +38,14 @@ pub struct Config {
     pub cap_ms: u64,
     /// How long a claim leases its job.
     pub lease_ms: u64,
+    /// The most jobs one claim, `run_once` or `reap` ends (SPEC 3.3.1, 6.37).
+    pub reap_limit: u64,
 }
 
 impl Default for Config {
-    /// SPEC section 5's defaults: base 100, cap 1000, lease 30000.
+    /// SPEC section 5's defaults: base 100, cap 1000, lease 30000, reap limit 1000.
     fn default() -> Self {
-        Config { base_ms: 100, cap_ms: 1000, lease_ms: 30_000 }
+        Config { base_ms: 100, cap_ms: 1000, lease_ms: 30_000, reap_limit: 1000 }
     }
 }
 
@@ -95,6 +97,19 @@ impl Phase {
         matches!(*self, Phase::Leased { until, .. } if until <= now)
     }
 }
+
+/// What a reap makes of a job due to end: dead, or with a seeded bug, pending again or gone.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Dead(DeadReason),
+    Pending,
+    Dropped,
+}
+
+/// Where a job due to end at `now` stands in the reap's order (SPEC 3.3.1): the rule that ends
+/// it, the time it is ordered by within that rule (lease expiry for rules 1 and 2, the deadline
+/// for rule 3), and its position in the order of first enqueues, which breaks ties.
+type ReapKey = (u8, u64, usize);
 
 /// One stored job.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -332,7 +347,9 @@ impl Store {
 
     fn apply(&mut self, op: &Op) -> Response {
         let result = match op {
-            Op::Config { base_ms, cap_ms, lease_ms } => self.configure(*base_ms, *cap_ms, *lease_ms),
+            Op::Config { base_ms, cap_ms, lease_ms, reap_limit } => {
+                self.configure(*base_ms, *cap_ms, *lease_ms, *reap_limit)
+            }
             Op::Enqueue {
                 queue,
                 priority,
@@ -392,10 +409,12 @@ impl Store {
         base_ms: Option<u64>,
         cap_ms: Option<u64>,
         lease_ms: Option<u64>,
+        reap_limit: Option<u64>,
     ) -> Result<Reply, Failure> {
         let base_ms = base_ms.map(|v| validate::int("base_ms", v)).transpose()?;
         let cap_ms = cap_ms.map(|v| validate::int("cap_ms", v)).transpose()?;
         let lease_ms = lease_ms.map(validate::lease_ms).transpose()?;
+        let reap_limit = reap_limit.map(validate::reap_limit).transpose()?;
         if self.bug(Bug::ConfigOmittedResets) {
             self.config = Config::default();
         }
@@ -404,6 +423,7 @@ impl Store {
             base_ms: base_ms.unwrap_or(c.base_ms),
             cap_ms: cap_ms.unwrap_or(c.cap_ms),
             lease_ms: lease_ms.unwrap_or(c.lease_ms),
+            reap_limit: reap_limit.unwrap_or(c.reap_limit),
         };
         Ok(Reply::Config)
     }
@@ -515,15 +535,24 @@ impl Store {
         Ok(Reply::Claimed { id: job.id.to_string(), attempt: job.attempts, lease_until: until })
     }
 
-    /// Claim step 2: among the claimable jobs of `queues`, the one with the smallest
+    /// Claim step 2: among the claimable jobs of `queues` — due, and not due to end, which a
+    /// reap that reached its limit leaves (SPEC 3.3.2) — the one with the smallest
     /// `(priority, available_at)`, ties to the first enqueued (the lowest position, as
     /// `min_by_key` keeps the first of equal keys).
     fn pick(&self, queues: &[String], now: u64) -> Option<usize> {
         let served =
             |job: &Job| self.bug(Bug::ClaimIgnoresQueues) || queues.iter().any(|q| **q == *job.queue);
+        // A store of contract 1.2 whose reap leaves a job due to end claims it: its pick
+        // trusted the reap (`pick-takes-due-to-end`, and the 1.2 bugs that show it so).
+        let trusts_reap = matches!(
+            self.bug,
+            Some(Bug::PickTakesDueToEnd | Bug::RetryPastMaxAttempts | Bug::ClaimReapsOnlyExhausted)
+        );
+        let in_time = |job: &Job| (job.attempts < job.max_attempts && job.deadline > now) || trusts_reap;
         let claimable = |job: &Job| {
             served(job)
                 && (!job.cancel_requested || self.bug(Bug::ReclaimCancelling))
+                && in_time(job)
                 && match job.phase {
                     Phase::Pending { .. } if self.bug(Bug::ScheduledClaimableEarly) => {
                         seeded::unscheduled(job, now)
@@ -556,37 +585,75 @@ impl Store {
         }
     }
 
-    /// Claim step 1, and `reap`: every job that is due and out of budget becomes dead.
-    /// Returns how many. A lease that has not expired is never reaped: an attempt started in
-    /// time may finish.
+    /// Claim step 1, and `reap`: of the jobs due to end at `now`, the first `reap_limit` in
+    /// the reap's order become dead (SPEC 3.3.1, 6.37). Returns how many. A lease that has not
+    /// expired is never reaped: an attempt started in time may finish.
     fn reap(&mut self, now: u64) -> u64 {
-        if let Some(bug) = self.bug
-            && bug.bends_reap()
-        {
-            return seeded::reap(bug, &mut self.jobs, now);
+        let mut due: smallvec::SmallVec<[(ReapKey, End); 4]> = self
+            .jobs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, job)| {
+                let found = match self.bug {
+                    Some(bug) if bug.bends_reap() => seeded::reaped(bug, job, now),
+                    _ => self.due_to_end(job, now).map(|(rule, at, reason)| (rule, at, End::Dead(reason))),
+                };
+                found.map(|(rule, at, end)| ((rule, at, i), end))
+            })
+            .collect();
+        match self.bug {
+            Some(Bug::ReapInEnqueueOrder) => due.sort_unstable_by_key(|&((_, _, i), _)| i),
+            Some(Bug::ReapByDeadlineAlone) => {
+                due.sort_unstable_by_key(|&((_, _, i), _)| (self.jobs[i].deadline, i));
+            }
+            _ => due.sort_unstable_by_key(|&(key, _)| key),
         }
+        let limit = match self.bug {
+            Some(Bug::ReapIgnoresLimit) => u64::MAX,
+            Some(Bug::ReapLimitOffByOne) => self.config.reap_limit.saturating_sub(1),
+            _ => self.config.reap_limit,
+        };
         let mut count = 0;
-        let reclaim = self.bug == Some(Bug::ReclaimCancelling);
-        for job in &mut self.jobs {
-            let expired = job.phase.expired_lease(now);
-            // An operator's request ends an expired lease first (SPEC 3.3.1, 6.25).
-            if expired && job.cancel_requested && !reclaim {
-                job.phase = Phase::Dead(DeadReason::Cancelled);
-                count += 1;
-                continue;
+        let mut dropped = smallvec::SmallVec::<[usize; 2]>::new();
+        for &((_, _, i), end) in due.iter().take(usize::try_from(limit).unwrap_or(usize::MAX)) {
+            match end {
+                End::Dead(reason) => self.jobs[i].phase = Phase::Dead(reason),
+                End::Pending => {
+                    self.jobs[i].phase = Phase::Pending { available_at: now };
+                    continue;
+                }
+                End::Dropped => dropped.push(i),
             }
-            if expired && job.attempts >= job.max_attempts {
-                job.phase = Phase::Dead(DeadReason::Exhausted);
-                count += 1;
-                continue;
-            }
-            let due = expired || matches!(job.phase, Phase::Pending { .. });
-            if due && job.deadline <= now {
-                job.phase = Phase::Dead(DeadReason::Deadline);
-                count += 1;
-            }
+            count += 1;
+        }
+        dropped.sort_unstable();
+        for &i in dropped.iter().rev() {
+            self.jobs.remove(i);
+        }
+        if self.bug(Bug::ReapCountSaysLimit) && count > 0 && count < limit {
+            return limit;
         }
         count
+    }
+
+    /// Whether `job` is due to end at `now` (SPEC 3.3.1), and if so by which rule, the time it
+    /// is ordered by in that rule, and the reason it ends with: an expired lease with a cancel
+    /// request (rule 1), an expired lease out of budget (rule 2), a pending job or an expired
+    /// lease past its deadline (rule 3).
+    fn due_to_end(&self, job: &Job, now: u64) -> Option<(u8, u64, DeadReason)> {
+        let asked = job.cancel_requested && !self.bug(Bug::ReclaimCancelling);
+        match job.phase {
+            Phase::Leased { until, .. } if until > now => None,
+            // An operator's request ends an expired lease first (SPEC 3.3.1, 6.25).
+            Phase::Leased { until, .. } if asked => Some((1, until, DeadReason::Cancelled)),
+            Phase::Leased { until, .. } if job.attempts >= job.max_attempts => {
+                Some((2, until, DeadReason::Exhausted))
+            }
+            Phase::Leased { .. } | Phase::Pending { .. } if job.deadline <= now => {
+                Some((3, job.deadline, DeadReason::Deadline))
+            }
+            _ => None,
+        }
     }
 
     /// `complete`: the fencing checks, then the outcome.
@@ -1016,7 +1083,8 @@ impl Bug {
         matches!(self, Bug::RoundDelay | Bug::ExactProductDelay | Bug::JitterBeforeCap | Bug::DelayTiesUp)
     }
 
-    /// The seeded bugs that change the reap.
+    /// The seeded bugs of contract 1.2 that change how the reap treats a job (its order and
+    /// limit are 1.3's, below).
     fn bends_reap(self) -> bool {
         matches!(
             self,
@@ -1033,7 +1101,7 @@ impl Bug {
 /// The seeded bugs' deviations, kept out of the store's own functions so that mutation testing
 /// of the store (which leaves this module out) mutates only what the SPEC's store runs.
 mod seeded {
-    use super::{Config, Job, Jobs, Phase};
+    use super::{Config, End, Job, Jobs, Phase};
     use crate::{Bug, DeadReason, Failure, validate};
 
     /// Open jobs whose deadline is at or before `before` removed, with no tombstone, and
@@ -1081,46 +1149,37 @@ mod seeded {
         candidates.next().filter(|(i, _)| *i == 0).map(|(i, _)| i)
     }
 
-    /// The reap with one of the reap bugs. Returns how many jobs it moved (or dropped).
-    pub fn reap(bug: Bug, jobs: &mut super::Jobs, now: u64) -> u64 {
-        let mut count = 0;
-        if bug == Bug::DropExpiredLease {
-            let before = jobs.len();
-            jobs.retain(|job| !job.phase.expired_lease(now));
-            count += (before - jobs.len()) as u64;
+    /// What a reap with one of contract 1.2's reap bugs makes of `job` at `now`, with the rule
+    /// and time it is ordered by (SPEC 3.3.1's order and limit still apply).
+    pub fn reaped(bug: Bug, job: &Job, now: u64) -> Option<(u8, u64, End)> {
+        let expired = job.phase.expired_lease(now) && bug != Bug::IgnoreExpiredLease;
+        let live = matches!(job.phase, Phase::Leased { .. }) && !job.phase.expired_lease(now);
+        let pending = matches!(job.phase, Phase::Pending { .. });
+        let until = job.phase.available_at().unwrap_or(0);
+        let past = |early: u64| job.deadline <= now.saturating_add(early);
+        if bug == Bug::DropExpiredLease && expired {
+            return Some((2, until, End::Dropped));
         }
-        for job in jobs.iter_mut() {
-            let live = matches!(job.phase, Phase::Leased { .. }) && !job.phase.expired_lease(now);
-            let expired = job.phase.expired_lease(now) && bug != Bug::IgnoreExpiredLease;
-            let pending = matches!(job.phase, Phase::Pending { .. });
-            let deadline_first = match bug {
-                Bug::ReapDeadlineFirst => expired || pending,
-                Bug::ReapLiveLease => live,
-                _ => false,
-            };
-            if deadline_first && job.deadline <= now {
-                job.phase = Phase::Dead(DeadReason::Deadline);
-                count += 1;
-                continue;
-            }
-            if expired && job.attempts >= job.max_attempts {
-                if bug == Bug::RetryPastMaxAttempts {
-                    job.phase = Phase::Pending { available_at: now };
-                } else {
-                    job.phase = Phase::Dead(DeadReason::Exhausted);
-                    count += 1;
-                    continue;
-                }
-            }
-            let early = u64::from(bug == Bug::ReapAMillisecondEarly);
-            if (expired || matches!(job.phase, Phase::Pending { .. }))
-                && job.deadline <= now.saturating_add(early)
-            {
-                job.phase = Phase::Dead(DeadReason::Deadline);
-                count += 1;
-            }
+        let deadline_first = match bug {
+            Bug::ReapDeadlineFirst => expired || pending,
+            Bug::ReapLiveLease => live,
+            _ => false,
+        };
+        if deadline_first && past(0) {
+            return Some((3, job.deadline, End::Dead(DeadReason::Deadline)));
         }
-        count
+        if expired && job.cancel_requested {
+            return Some((1, until, End::Dead(DeadReason::Cancelled)));
+        }
+        if expired && job.attempts >= job.max_attempts {
+            return Some(match bug {
+                Bug::RetryPastMaxAttempts if past(0) => (2, until, End::Dead(DeadReason::Deadline)),
+                Bug::RetryPastMaxAttempts => (2, until, End::Pending),
+                _ => (2, until, End::Dead(DeadReason::Exhausted)),
+            });
+        }
+        let early = u64::from(bug == Bug::ReapAMillisecondEarly);
+        ((expired || pending) && past(early)).then_some((3, job.deadline, End::Dead(DeadReason::Deadline)))
     }
 
     /// The delay with one of the formula bugs.

@@ -239,10 +239,11 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
         }
     };
     match op {
-        Op::Config { base_ms, cap_ms, lease_ms } => {
+        Op::Config { base_ms, cap_ms, lease_ms, reap_limit } => {
             check(base_ms.is_none_or(int), "base_ms");
             check(cap_ms.is_none_or(int), "cap_ms");
             check(lease_ms.is_none_or(|l| int(l) && l >= 1), "lease_ms");
+            check(reap_limit.is_none_or(|l| int(l) && l >= 1), "reap_limit");
         }
         Op::Enqueue {
             queue: q,
@@ -340,10 +341,11 @@ fn apply(
     let gone = |id: &str| if pruned(id).is_some() { Failure::Pruned } else { Failure::NotFound };
     let default_queues = &DEFAULT_QUEUES[..];
     match op {
-        Op::Config { base_ms, cap_ms, lease_ms } => {
+        Op::Config { base_ms, cap_ms, lease_ms, reap_limit } => {
             config.base_ms = base_ms.unwrap_or(config.base_ms);
             config.cap_ms = cap_ms.unwrap_or(config.cap_ms);
             config.lease_ms = lease_ms.unwrap_or(config.lease_ms);
+            config.reap_limit = reap_limit.unwrap_or(config.reap_limit);
             Ok(Reply::Config)
         }
         Op::Enqueue {
@@ -396,7 +398,7 @@ fn apply(
         }
         Op::Claim { queues, worker, now } => {
             let queues = queues.as_deref().unwrap_or(default_queues);
-            Ok(match claim(jobs, config.lease_ms, worker, queues, *now, first_enqueue) {
+            Ok(match claim(jobs, config, worker, queues, *now, first_enqueue) {
                 Some((id, attempt, lease_until)) => Reply::Claimed { id, attempt, lease_until },
                 None => Reply::None,
             })
@@ -409,8 +411,7 @@ fn apply(
         }
         Op::RunOnce { queues, worker, now, after, outcome, jitter } => {
             let queues = queues.as_deref().unwrap_or(default_queues);
-            let Some((id, attempt, _)) = claim(jobs, config.lease_ms, worker, queues, *now, first_enqueue)
-            else {
+            let Some((id, attempt, _)) = claim(jobs, config, worker, queues, *now, first_enqueue) else {
                 return Ok(Reply::None);
             };
             let after = after.unwrap_or(*now);
@@ -471,7 +472,7 @@ fn apply(
             job.ended_at = None;
             Ok(Reply::Redriven)
         }
-        Op::Reap { now } => Ok(Reply::Reaped { count: reap(jobs, *now) }),
+        Op::Reap { now } => Ok(Reply::Reaped { count: reap(jobs, *now, config.reap_limit, first_enqueue) }),
         Op::Get { id } => match pruned(id) {
             Some(tombstone) => Ok(Reply::Tombstone(tombstone_view(&tombstone))),
             None => find(jobs, id).map(|job| Reply::Job(view(job))).ok_or(Failure::NotFound),
@@ -521,23 +522,41 @@ fn find_mut<'a>(jobs: &'a mut [Job], id: &str) -> Option<&'a mut Job> {
     jobs.iter_mut().find(|job| *job.id == *id)
 }
 
-/// SPEC 3.3.1 and 3.7: a job out of budget or out of time, and due, is dead. A live lease is
-/// never touched; an expired lease out of budget is `exhausted` even past its deadline (6.4).
-fn reap(jobs: &mut [Job], now: u64) -> u64 {
-    let mut moved = 0;
-    for job in jobs.iter_mut() {
-        let reason = match job.phase {
-            Phase::Leased { until, .. } if until > now => None,
+/// A job due to end, as the reap orders it: its rule, the time it is ordered by in that rule,
+/// its rank in the order of first enqueues, its position in the store, and how it ends.
+type DueToEnd = (u8, u64, usize, usize, DeadReason);
+
+/// SPEC 3.3.1 and 3.7: the jobs due to end — due, and out of budget or out of time, or asked
+/// to stop — are dead, the first `limit` of them in the reap's order: rule by rule (the
+/// request, the budget, the deadline), by lease expiry in the first two and by deadline in the
+/// third, ties to the first enqueue (6.37). A live lease is never touched; an expired lease out
+/// of budget is `exhausted` even past its deadline (6.4).
+fn reap(jobs: &mut [Job], now: u64, limit: u64, first_enqueue: &dyn Fn(&str) -> Option<usize>) -> u64 {
+    // Each job due to end: its rule, the time it is ordered by, its first enqueue, where it is.
+    let mut due: SmallVec<[DueToEnd; 4]> = SmallVec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let (rule, at, reason) = match job.phase {
+            Phase::Leased { until, .. } if until > now => continue,
             // SPEC 3.3.1: the operator's request first.
-            Phase::Leased { .. } if job.cancel_requested => Some(DeadReason::Cancelled),
-            Phase::Leased { .. } if job.attempts >= job.max_attempts => Some(DeadReason::Exhausted),
-            Phase::Leased { .. } | Phase::Pending { .. } if job.deadline <= now => Some(DeadReason::Deadline),
-            _ => None,
+            Phase::Leased { until, .. } if job.cancel_requested => (1, until, DeadReason::Cancelled),
+            Phase::Leased { until, .. } if job.attempts >= job.max_attempts => {
+                (2, until, DeadReason::Exhausted)
+            }
+            Phase::Leased { .. } | Phase::Pending { .. } if job.deadline <= now => {
+                (3, job.deadline, DeadReason::Deadline)
+            }
+            _ => continue,
         };
-        if let Some(reason) = reason {
-            end(job, Phase::Dead(reason), now);
-            moved += 1;
+        due.push((rule, at, first_enqueue(&job.id).unwrap_or(usize::MAX), i, reason));
+    }
+    due.sort_unstable_by_key(|&(rule, at, rank, i, _)| (rule, at, rank, i));
+    let mut moved = 0;
+    for &(_, _, _, i, reason) in due.iter() {
+        if moved == limit {
+            break;
         }
+        end(&mut jobs[i], Phase::Dead(reason), now);
+        moved += 1;
     }
     moved
 }
@@ -554,14 +573,14 @@ fn end(job: &mut Job, phase: Phase, now: u64) {
 /// Returns the job's id, its new attempt and the lease's end.
 fn claim(
     jobs: &mut [Job],
-    lease_ms: u64,
+    config: &Config,
     worker: &str,
     queues: &[String],
     now: u64,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
 ) -> Option<(String, u64, u64)> {
     // SPEC 3.3: the reap covers every queue; the pick only the claimer's, by priority first.
-    reap(jobs, now);
+    reap(jobs, now, config.reap_limit, first_enqueue);
     let rank = |job: &Job| first_enqueue(&job.id).unwrap_or(usize::MAX);
     let mut pick: Option<(u64, u64, usize, usize)> = None;
     for (i, job) in jobs.iter().enumerate() {
@@ -576,7 +595,7 @@ fn claim(
     let (_, _, _, i) = pick?;
     let job = &mut jobs[i];
     job.attempts += 1;
-    let until = now + lease_ms;
+    let until = now + config.lease_ms;
     job.phase = Phase::Leased { owner: worker.into(), claimed_at: now, until };
     Some((job.id.to_string(), job.attempts, until))
 }
@@ -784,20 +803,42 @@ pub fn exact_delay(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 
     if scale >= 128 { 0 } else { (product >> scale) as u64 }
 }
 
-/// The jobs a claim at `now` may take once its reap has run, with the time each is due, in
-/// the store's order: what a claim chooses among (SPEC 3.3.2).
-pub fn claimable(jobs: &[Job], now: u64) -> Vec<(u64, String)> {
+/// The jobs a claim at `now` may take once its reap (of at most `limit` jobs) has run, with
+/// the time each is due, in the store's order: what a claim chooses among (SPEC 3.3.2).
+pub fn claimable(
+    jobs: &[Job],
+    now: u64,
+    limit: u64,
+    first_enqueue: &dyn Fn(&str) -> Option<usize>,
+) -> Vec<(u64, String)> {
     let mut jobs: Jobs = jobs.iter().cloned().collect();
-    reap(&mut jobs, now);
+    reap(&mut jobs, now, limit, first_enqueue);
     jobs.iter()
         .filter(|job| !job.cancel_requested)
         .filter_map(|job| due_at(job, now).map(|at| (at, job.id.to_string())))
         .collect()
 }
 
+/// Whether `job` is due to end at `now` (SPEC 3.3.1): an expired lease with a cancel request
+/// or out of budget, or a pending job or an expired lease at or past its deadline. Only a reap
+/// ends it, and no pick takes it, reaped or not (3.3.2).
+pub fn due_to_end(job: &Job, now: u64) -> bool {
+    match job.phase {
+        Phase::Leased { until, .. } if until <= now => {
+            job.cancel_requested || job.attempts >= job.max_attempts || job.deadline <= now
+        }
+        Phase::Pending { .. } => job.deadline <= now,
+        _ => false,
+    }
+}
+
 /// When a job became claimable, if it is claimable at `now`: a pending job from its
-/// `available_at`, a leased one from its lease's expiry.
+/// `available_at`, a leased one from its lease's expiry; never one due to end (SPEC 3.3.2: a
+/// reap that reached its limit leaves some).
 fn due_at(job: &Job, now: u64) -> Option<u64> {
+    if job.attempts >= job.max_attempts || job.deadline <= now {
+        return None;
+    }
     match job.phase {
         Phase::Pending { available_at } if available_at <= now => Some(available_at),
         Phase::Leased { until, .. } if until <= now => Some(until),

@@ -6,8 +6,8 @@
 //! or an unclassified transport error is a `run_once` with outcome `crash` or `unknown`, a
 //! completion (by the holder or by a stale worker) is a `complete` carrying the token the
 //! worker was given. The trace starts with the model's `config` and ends with a `get` of every
-//! job and an enqueue of its own payload (`existing`), so that its final state shows; a liveness counterexample first runs the `reap` at the
-//! horizon that should have ended every job; a path that restarts or sends a config ends with
+//! job and an enqueue of its own payload (`existing`), so that its final state shows; a liveness counterexample first runs the reaps at the
+//! horizon that should have ended every job (repeated while each ends `reap_limit`); a path that restarts or sends a config ends with
 //! a claim, whose lease shows the settings. After each operation a comment gives the model's
 //! response, so a replay's output can be compared with it line by line.
 //!
@@ -56,13 +56,15 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
     }
     if let Some(last) = path.last_state() {
         let mut store = last.store.clone();
+        if reap_at_end {
+            for (op, response) in crate::model::reap_until_short(&mut store, last.now) {
+                lines.push(Line::Op { op, model: response });
+            }
+        }
         let mut probe = |op: Op| {
             let response = store.step(&op);
             lines.push(Line::Op { op, model: response });
         };
-        if reap_at_end {
-            probe(Op::Reap { now: last.now });
-        }
         for i in 0..last.ghosts.len() {
             probe(Op::Get { id: job_name(i) });
             // The payload is seen only by another enqueue: the job's own is `existing`.

@@ -91,6 +91,12 @@ pub fn lease_ms(value: u64) -> Result<u64, Failure> {
     if value >= 1 { Ok(value) } else { Err(invalid("lease_ms", "must be at least 1")) }
 }
 
+/// `config`'s `reap_limit`: 1 … 2^53 − 1 (SPEC 3.11).
+pub fn reap_limit(value: u64) -> Result<u64, Failure> {
+    int("reap_limit", value)?;
+    if value >= 1 { Ok(value) } else { Err(invalid("reap_limit", "must be at least 1")) }
+}
+
 /// The longest queue name, in bytes of UTF-8 (SPEC 1.6).
 pub const MAX_QUEUE_BYTES: usize = 64;
 /// The most queues one claim serves (SPEC 3.3).

@@ -36,7 +36,7 @@ fn run_once(worker: &str, now: u64, after: Option<u64>, outcome: RunOutcome, jit
 }
 
 fn config(base_ms: u64, cap_ms: u64, lease_ms: u64) -> Op {
-    Op::Config { base_ms: Some(base_ms), cap_ms: Some(cap_ms), lease_ms: Some(lease_ms) }
+    Op::Config { base_ms: Some(base_ms), cap_ms: Some(cap_ms), lease_ms: Some(lease_ms), reap_limit: None }
 }
 
 fn ok(reply: Reply) -> Response {
@@ -74,6 +74,33 @@ fn the_spec_worked_trace() {
         Op::Get { id: "order-7".into() },
     ];
     let expected = include_str!("../../tests/traces/spec_worked_trace.expected.jsonl");
+    let actual: Vec<String> = ops.iter().map(|op| store.step(op).to_json_line()).collect();
+    assert_eq!(actual, expected.lines().collect::<Vec<_>>());
+}
+
+/// SPEC 5.8's worked trace of a bounded reap (tests/traces/bounded_reap.jsonl): a claim's
+/// reap ends two of the four jobs due to end, by rule then by deadline, its pick passes over
+/// the two it left, `stats` shows them pending, and the next reap ends them by first enqueue.
+#[test]
+fn the_spec_bounded_reap_trace() {
+    let mut store = Store::new();
+    let ops = [
+        Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(10), reap_limit: Some(2) },
+        enqueue_payload("e", "", 1, 1000, 0),
+        claim("w1", 0),
+        enqueue_payload("a", "", 3, 100, 0),
+        enqueue_payload("b", "", 3, 50, 0),
+        enqueue_payload("c", "", 3, 100, 0),
+        enqueue_payload("d", "", 3, 1000, 0),
+        claim("w2", 200),
+        Op::Stats { queue: None, now: 200 },
+        Op::Reap { now: 200 },
+        Op::Reap { now: 200 },
+        Op::Get { id: "c".into() },
+    ];
+    let trace = include_str!("../../tests/traces/bounded_reap.jsonl");
+    assert_eq!(trace.lines().count(), ops.len(), "the trace's lines, one for each op here");
+    let expected = include_str!("../../tests/traces/bounded_reap.expected.jsonl");
     let actual: Vec<String> = ops.iter().map(|op| store.step(op).to_json_line()).collect();
     assert_eq!(actual, expected.lines().collect::<Vec<_>>());
 }
@@ -308,7 +335,7 @@ fn stats_counts_and_the_oldest_open_age() {
 #[test]
 fn a_lease_may_end_past_2_to_the_53() {
     let mut store = Store::new();
-    store.step(&Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(MAX_INT) });
+    store.step(&Op::Config { base_ms: None, cap_ms: None, lease_ms: Some(MAX_INT), reap_limit: None });
     store.step(&enqueue("a", 1, MAX_INT, 0));
     assert_eq!(store.step(&claim("w", MAX_INT - 1)), claimed("a", 1, 2 * MAX_INT - 1));
 }
@@ -316,10 +343,16 @@ fn a_lease_may_end_past_2_to_the_53() {
 #[test]
 fn config_keeps_omitted_settings_and_refuses_a_zero_lease() {
     let mut store = Store::new();
-    assert!(is_invalid(&store.step(&Op::Config { base_ms: Some(7), cap_ms: None, lease_ms: Some(0) })));
+    let config = |base_ms, lease_ms, reap_limit| Op::Config { base_ms, cap_ms: None, lease_ms, reap_limit };
+    assert!(is_invalid(&store.step(&config(Some(7), Some(0), None))));
+    assert!(is_invalid(&store.step(&config(Some(7), None, Some(0)))));
+    assert!(is_invalid(&store.step(&config(Some(7), None, Some(MAX_INT + 1)))));
     assert_eq!(store.config(), retryq_model::Config::default(), "a refused config changes nothing");
-    store.step(&Op::Config { base_ms: Some(7), cap_ms: None, lease_ms: None });
-    assert_eq!(store.config(), retryq_model::Config { base_ms: 7, cap_ms: 1000, lease_ms: 30_000 });
+    store.step(&config(Some(7), None, None));
+    let expected = retryq_model::Config { base_ms: 7, cap_ms: 1000, lease_ms: 30_000, reap_limit: 1000 };
+    assert_eq!(store.config(), expected);
+    store.step(&config(None, None, Some(3)));
+    assert_eq!(store.config(), retryq_model::Config { reap_limit: 3, ..expected });
     assert_eq!(store.step(&Op::Restart), ok(Reply::Restart));
     assert_eq!(store.config().base_ms, 7, "settings survive a restart");
 }

@@ -44,11 +44,29 @@ pub struct BoundsArgs {
     /// the delay after a second attempt.
     #[arg(long)]
     pub deep: bool,
+    /// Check only these scenes of the preset (repeatable), by name with `-` for a space:
+    /// two-jobs, one-job, range-edges, lanes, retention, backlog.
+    #[arg(long, value_name = "NAME", value_parser = parse_scene, conflicts_with_all = ["jobs", "workers", "horizon"])]
+    pub scene: Vec<String>,
+}
+
+/// A scene of the default preset, by name (`two-jobs` or `two jobs`).
+fn parse_scene(name: &str) -> Result<String, String> {
+    let wanted = name.replace('-', " ");
+    let names: Vec<String> = Bounds::default().scenes.iter().map(|s| s.name.replace(' ', "-")).collect();
+    if Bounds::default().scenes.iter().any(|s| s.name == wanted) {
+        Ok(wanted)
+    } else {
+        Err(format!("no scene named {name:?}; the scenes are: {}", names.join(", ")))
+    }
 }
 
 impl BoundsArgs {
     pub fn bounds(&self) -> Bounds {
         let mut bounds = if self.deep { Bounds::deep() } else { Bounds::default() };
+        if !self.scene.is_empty() {
+            bounds.scenes.retain(|s| self.scene.iter().any(|name| name == s.name));
+        }
         if self.jobs.is_some() || self.workers.is_some() || self.horizon.is_some() {
             let main = Scene::main();
             let sized = Bounds::sized(

@@ -92,7 +92,11 @@ impl fmt::Display for History {
     /// One call a line, numbered, ordered by invocation: the form a failing test prints.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.settings;
-        writeln!(f, "settings: lease_ms {} base_ms {} cap_ms {}", s.lease_ms, s.base_ms, s.cap_ms)?;
+        writeln!(
+            f,
+            "settings: lease_ms {} base_ms {} cap_ms {} reap_limit {}",
+            s.lease_ms, s.base_ms, s.cap_ms, s.reap_limit
+        )?;
         let mut order: Vec<usize> = (0..self.calls.len()).collect();
         order.sort_by_key(|&i| self.calls[i].invoked);
         for i in order {

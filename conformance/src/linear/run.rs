@@ -103,7 +103,7 @@ fn open(connect: &Connect<'_>, workload: &Workload, client: usize) -> Result<Box
             lease_ms: s.lease_ms,
             base_ms: s.base_ms,
             cap_ms: s.cap_ms,
-            ..Settings::default()
+            reap_limit: s.reap_limit,
         })
         .map_err(|source| RunFailed::Connect { client, source })?;
     Ok(store)

@@ -134,7 +134,12 @@ impl Checker {
 pub(crate) fn initial(history: &History) -> Result<Store, String> {
     let mut store = Store::new();
     let s = history.settings;
-    let config = Op::Config { base_ms: Some(s.base_ms), cap_ms: Some(s.cap_ms), lease_ms: Some(s.lease_ms) };
+    let config = Op::Config {
+        base_ms: Some(s.base_ms),
+        cap_ms: Some(s.cap_ms),
+        lease_ms: Some(s.lease_ms),
+        reap_limit: Some(s.reap_limit),
+    };
     match store.step(&config) {
         Response::Ok(_) => Ok(store),
         refused => Err(refused.to_json_line()),

@@ -30,7 +30,12 @@ enum Phase {
 pub fn simulate(workload: &Workload, seed: u64) -> History {
     let mut store = Store::new();
     let s = workload.settings;
-    store.step(&Op::Config { base_ms: Some(s.base_ms), cap_ms: Some(s.cap_ms), lease_ms: Some(s.lease_ms) });
+    store.step(&Op::Config {
+        base_ms: Some(s.base_ms),
+        cap_ms: Some(s.cap_ms),
+        lease_ms: Some(s.lease_ms),
+        reap_limit: Some(s.reap_limit),
+    });
     let mut tick = 0u64;
     let mut calls = Vec::new();
     for op in workload.setup() {

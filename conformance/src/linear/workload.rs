@@ -60,13 +60,14 @@ pub enum Clocks {
 }
 
 impl Default for Workload {
-    /// 8 clients × 8 calls on 3 jobs, leases of 100 ms, retries 20–80 ms apart.
+    /// 8 clients × 8 calls on 3 jobs, leases of 100 ms, retries 20–80 ms apart, reaps of at
+    /// most 2 jobs (so that a claim's reap stops at its limit now and then: SPEC 6.37).
     fn default() -> Self {
         Workload {
             clients: 8,
             calls: 8,
             jobs: 3,
-            settings: Config { base_ms: 20, cap_ms: 80, lease_ms: 100 },
+            settings: Config { base_ms: 20, cap_ms: 80, lease_ms: 100, reap_limit: 2 },
             seed: 0,
             clocks: Clocks::Own,
         }
