@@ -71,6 +71,8 @@ mod file;
 mod input;
 mod interrupt;
 mod job;
+#[cfg(feature = "serde")]
+pub mod json;
 mod notes;
 mod outbox;
 #[cfg(feature = "postgres")]
