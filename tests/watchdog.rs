@@ -296,7 +296,9 @@ fn zombies_are_reaped_as_they_appear_without_a_cgroup() {
     zombies_are_reaped_as_they_appear(Containment::Walk);
 }
 
-/// A command's cgroup is removed once its attempt ends.
+/// A command's cgroup is removed once its attempt ends; and the next command's watchdog
+/// removes an empty one whose watchdog is gone, as a watchdog killed with its worker leaves
+/// (`kill -9` of both: nobody is left to remove it).
 #[test]
 fn a_commands_cgroup_goes_with_it() {
     if !Containment::Cgroup.here() {
@@ -305,21 +307,98 @@ fn a_commands_cgroup_goes_with_it() {
     let s = Setup::new();
     let cgroup = s.path("cgroup");
     let exec = format!("grep '^0::' /proc/self/cgroup | cut -c4- > {}", cgroup.display());
+    // Named after a process that has exited.
+    let mut gone = Command::new("true").spawn().expect("true");
+    gone.wait().expect("reap");
+    let left = cgroup_dir_of(&fs::read_to_string("/proc/self/cgroup").expect("cgroup"))
+        .join(format!("retryq-exec-{}", gone.id()));
+    fs::create_dir(&left).expect("a cgroup left behind");
     let mut worker = s.worker("one", &exec, Containment::Cgroup);
     wait_until("the job was not done", Duration::from_secs(20), || {
         read_only(&s.db).get("one").expect("get").is_some_and(|job| job.status == retryq::Status::Done)
     });
-    let path = fs::read_to_string(&cgroup).expect("cgroup");
+    let dir = cgroup_dir(&cgroup);
+    assert_eq!(dir.parent(), left.parent(), "the command's cgroup is under the worker's");
+    wait_until(&format!("{} was not removed", dir.display()), Duration::from_secs(5), || !dir.exists());
+    let removed = !left.exists();
+    let _ = fs::remove_dir(&left);
+    assert!(removed, "{} was left behind", left.display());
+    worker.kill().expect("SIGKILL");
+    worker.wait().expect("reap");
+}
+
+/// The directory of the cgroup a command wrote to `file` (`grep '^0::' /proc/self/cgroup`):
+/// a command's own, `retryq-exec-…`.
+fn cgroup_dir(file: &Path) -> PathBuf {
+    let path = fs::read_to_string(file).expect("cgroup");
     let name = path.trim().rsplit('/').next().expect("name").to_owned();
     assert!(name.starts_with("retryq-exec-"), "the command ran in {path:?}");
+    cgroup_dir_of(&path)
+}
+
+/// The directory of the cgroup v2 `path` (as `/proc/PID/cgroup` gives it after `0::`, or
+/// that whole file), under the cgroup2 mount.
+fn cgroup_dir_of(path: &str) -> PathBuf {
+    let path = path.lines().find_map(|line| line.strip_prefix("0::")).unwrap_or(path);
     let mounted = fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
     let mountpoint = mounted
         .lines()
         .find(|line| line.contains(" - cgroup2 "))
         .and_then(|line| line.split_whitespace().nth(4))
         .expect("a cgroup2 mount");
-    let dir = Path::new(mountpoint).join(path.trim().trim_start_matches('/'));
-    wait_until(&format!("{} was not removed", dir.display()), Duration::from_secs(5), || !dir.exists());
+    Path::new(mountpoint).join(path.trim().trim_start_matches('/'))
+}
+
+/// A killed watchdog's command, once the worker has killed it, stays a zombie until whoever
+/// inherited it reaps it: init, seconds later on some hosts,
+/// or nobody before the worker ends if a child subreaper that reaps nothing sits above it —
+/// which this test process makes itself. A zombie is no process of the command: the attempt
+/// ends once none is left alive, noted as killed, and its cgroup is removed. Before, the
+/// zombie shell kept the command's process group answering `kill(-group, 0)`, and the worker
+/// held the attempt until it was reaped (here never), or until the lease ran out — then
+/// leaving the cgroup behind: 4 of 5 killed watchdogs of an overlap run left theirs.
+fn a_killed_watchdogs_zombies_do_not_hold_its_attempt(how: Containment) {
+    if !how.here() {
+        return;
+    }
+    // Process-wide and never undone: the other tests' orphans (a killed worker's watchdog)
+    // stay this process's zombies until it exits, which none of them minds.
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("subreaper");
+    let s = Setup::new();
+    let (shell, cgroup) = (s.path("shell"), s.path("cgroup"));
+    let exec = format!(
+        "grep '^0::' /proc/self/cgroup | cut -c4- > {}; echo $$ > {}; sleep 60",
+        cgroup.display(),
+        shell.display()
+    );
+    let mut worker = s.worker("zombie", &exec, how);
+    let shell = read_pid(&shell);
+    common::kill(trampoline_of(worker.id()), "KILL");
+    wait_until("the killed watchdog's attempt did not end", Duration::from_secs(20), || {
+        read_only(&s.db)
+            .get("zombie")
+            .expect("get")
+            .and_then(|job| job.last_error)
+            .is_some_and(|error| error.contains("the watchdog died; the worker killed what it left"))
+    });
+    // The shell is dead and unreaped, this process's zombie: the case the test is about.
+    assert_eq!(stat(shell), Some((std::process::id(), 'Z')), "the shell is not this process's zombie");
+    if how == Containment::Cgroup {
+        let dir = cgroup_dir(&cgroup);
+        wait_until(&format!("{} was not removed", dir.display()), Duration::from_secs(5), || !dir.exists());
+    }
+    let pid = rustix::process::Pid::from_raw(shell as i32).expect("pid");
+    rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty()).expect("reap the shell");
     worker.kill().expect("SIGKILL");
     worker.wait().expect("reap");
+}
+
+#[test]
+fn a_killed_watchdogs_zombies_do_not_hold_its_attempt_in_its_cgroup() {
+    a_killed_watchdogs_zombies_do_not_hold_its_attempt(Containment::Cgroup);
+}
+
+#[test]
+fn a_killed_watchdogs_zombies_do_not_hold_its_attempt_without_a_cgroup() {
+    a_killed_watchdogs_zombies_do_not_hold_its_attempt(Containment::Walk);
 }

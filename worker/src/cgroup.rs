@@ -60,6 +60,7 @@ impl Cgroup {
             return Ok(None);
         }
         let Some(home) = own_cgroup() else { return Ok(None) };
+        sweep(&home);
         let pid = std::process::id();
         let mut made = None;
         for n in 0..4 {
@@ -147,6 +148,30 @@ impl Entered {
     }
 }
 
+/// Removes the commands' cgroups under `home` whose watchdog is gone and that are empty: a
+/// watchdog killed with its worker (`kill -9` of both) leaves its cgroup behind, and nobody
+/// else would remove it. One still populated is not removed (its `rmdir` fails), nor one whose
+/// watchdog's process id is alive, whoever holds it now.
+fn sweep(home: &Path) {
+    let Ok(entries) = fs::read_dir(home) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.strip_prefix(PREFIX)).and_then(watchdog_pid)
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// The process id a command's cgroup is named after: `PID`, `PID-N` or `probe-PID`.
+fn watchdog_pid(suffix: &str) -> Option<u32> {
+    let suffix = suffix.strip_prefix("probe-").unwrap_or(suffix);
+    suffix.split('-').next()?.parse().ok()
+}
+
 /// Moves process `pid`, all its threads, into the cgroup at `dir`.
 fn move_to(dir: &Path, pid: u32) -> io::Result<()> {
     fs::write(dir.join("cgroup.procs"), pid.to_string())
@@ -184,5 +209,14 @@ mod tests {
         assert!(Cgroup::at("/sys/fs/cgroup/user.slice").is_none());
         assert!(Cgroup::at("retryq-exec-42").is_none(), "a relative path");
         assert!(Cgroup::at("/").is_none());
+    }
+
+    #[test]
+    fn a_cgroup_is_named_after_its_watchdog() {
+        assert_eq!(watchdog_pid("42"), Some(42));
+        assert_eq!(watchdog_pid("42-3"), Some(42));
+        assert_eq!(watchdog_pid("probe-42"), Some(42));
+        assert_eq!(watchdog_pid("x"), None);
+        assert_eq!(watchdog_pid(""), None);
     }
 }

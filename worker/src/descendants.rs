@@ -20,21 +20,23 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, getpid, waitid};
 #[cfg(target_os = "linux")]
 use rustix::process::{PidfdFlags, pidfd_open, pidfd_send_signal};
 
-/// One line of `/proc/PID/stat`: the state and the parent.
+/// One line of `/proc/PID/stat`: the state, the parent and the process group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stat {
     zombie: bool,
     parent: i32,
+    group: i32,
 }
 
 fn stat(pid: i32) -> Option<Stat> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `PID (COMM) STATE PPID …`: the name may hold spaces and parentheses.
+    // `PID (COMM) STATE PPID PGRP …`: the name may hold spaces and parentheses.
     let (_, rest) = text.rsplit_once(") ")?;
     let mut fields = rest.split_whitespace();
     let state = fields.next()?;
     let parent = fields.next()?.parse().ok()?;
-    Some(Stat { zombie: state == "Z", parent })
+    let group = fields.next()?.parse().ok()?;
+    Some(Stat { zombie: state == "Z", parent, group })
 }
 
 /// Every process of the host and its [`Stat`], read from `/proc`.
@@ -66,6 +68,19 @@ pub(crate) fn live() -> Vec<Pid> {
         }
     }
     found
+}
+
+/// Whether a live (not zombie) process is in process group `group`. A group whose processes
+/// have all died can still hold their zombies until whoever inherited them reaps them — init,
+/// on some hosts seconds later — and `kill(-group, 0)` counts those. Elsewhere than on Linux
+/// (no `/proc` to read), that is the answer.
+pub(crate) fn group_alive(group: Pid) -> bool {
+    if cfg!(target_os = "linux") {
+        let group = group.as_raw_nonzero().get();
+        table().values().any(|s| s.group == group && !s.zombie)
+    } else {
+        rustix::process::test_kill_process_group(group).is_ok()
+    }
 }
 
 /// Sends `signal` to each of `pids` that is, once a pidfd names it, still a live descendant
@@ -134,6 +149,9 @@ mod tests {
         let me = stat(std::process::id() as i32).expect("stat");
         assert!(!me.zombie);
         assert_eq!(Some(me.parent), rustix::process::getppid().map(|p| p.as_raw_nonzero().get()));
+        let group = rustix::process::getpgrp().as_raw_nonzero().get();
+        assert_eq!(me.group, group);
+        assert!(group_alive(rustix::process::getpgrp()), "this process is alive in its group");
     }
 
     /// Reaping is left to the binary's tests (`tests/overlap.rs`): in this process it would
@@ -153,5 +171,26 @@ mod tests {
         assert!(child.wait().expect("reap").code().is_none(), "killed by a signal");
         // Not a descendant: nothing is sent.
         signal_each(&[Pid::from_raw(1).expect("pid")], Signal::CONT);
+    }
+
+    /// A group whose only process is a zombie is no live group, though `kill(-group, 0)`
+    /// still finds it.
+    #[test]
+    fn a_group_of_zombies_is_not_alive() {
+        use std::os::unix::process::CommandExt;
+        let mut child =
+            std::process::Command::new("sleep").arg("30").process_group(0).spawn().expect("sleep");
+        let group = Pid::from_raw(child.id() as i32).expect("pid");
+        assert!(group_alive(group));
+        rustix::process::kill_process_group(group, Signal::KILL).expect("kill");
+        // Dead and unreaped: its group still answers a signal.
+        let start = std::time::Instant::now();
+        while group_alive(group) {
+            assert!(start.elapsed() < std::time::Duration::from_secs(5), "not killed");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(rustix::process::test_kill_process_group(group).is_ok(), "the zombie is still in its group");
+        child.wait().expect("reap");
+        assert!(!group_alive(group));
     }
 }

@@ -43,7 +43,7 @@
 //! **When the trampoline itself dies** (`kill -9`, the OOM killer), the worker learns it
 //! from the socket: it was told the command's cgroup and process group when the command
 //! started, and was not told `gone`. It then kills them itself and does not end the attempt
-//! (nor let its lease lapse) until they are empty (`exec.rs`).
+//! (nor let its lease lapse) until no live process is left in them (`watched.rs`).
 //!
 //! The protocol on the socket. From the worker, one line each but the payload: first
 //! `retryq-watchdog 2 PAYLOAD_BYTES MARGIN_MS GRACE_MS MONOTONIC_NS WALL_MS`, then the

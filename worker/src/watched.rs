@@ -6,8 +6,9 @@
 //! A watchdog that exits without saying `gone` was killed (`kill -9`, the OOM killer) with
 //! its command still running, maybe. The worker then does the watchdog's last job itself:
 //! it kills the cgroup and the process group it was told of, and keeps the attempt — and so
-//! the lease, which its heartbeats renew while the attempt runs — until both are empty or
-//! the lease is about to end. Only then does the job become another attempt's.
+//! the lease, which its heartbeats renew while the attempt runs — until no live process is
+//! left in them (the cgroup, where there is one: it holds the group too) or the lease is
+//! about to end. Only then does the job become another attempt's.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::Shutdown;
@@ -16,9 +17,10 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::cgroup::Cgroup;
+use crate::descendants;
 use crate::exec::GRACE;
 use crate::trampoline::{self, Told};
 use crate::window::{LeaseEnds, Window};
@@ -148,27 +150,31 @@ impl Watched {
             if let Some(cgroup) = &cgroup {
                 let _ = cgroup.kill();
             }
-            if let Some(group) = group {
+            // Only while a live process is in it: then its id is still the group's.
+            if let Some(group) = group.filter(|&group| descendants::group_alive(group)) {
                 let _ = kill_process_group(group, Signal::KILL);
             }
-            let in_cgroup = cgroup.as_ref().is_some_and(Cgroup::populated);
-            let in_group = group.is_some_and(|group| test_kill_process_group(group).is_ok());
-            if !in_cgroup && !in_group {
+            // In its cgroup is every process of the command, its group's included. A zombie
+            // is no process of the command running: the group's shell, orphaned by the
+            // watchdog's death, stays one until init reaps it (seconds later on some hosts).
+            let left = match &cgroup {
+                Some(cgroup) => cgroup.populated(),
+                None => group.is_some_and(descendants::group_alive),
+            };
+            if !left || window.lease_left().0.is_zero() {
+                // Removed once empty; a cgroup still populated stays (removing it fails).
                 if let Some(cgroup) = &cgroup {
                     let _ = cgroup.remove();
                 }
-                return Some("the watchdog died; the worker killed what it left of the command".into());
-            }
-            if window.lease_left().0.is_zero() {
-                return Some(format!(
-                    "the watchdog died, and what it left of the command was still there when the lease ended \
-                     ({})",
-                    match (in_cgroup, in_group) {
-                        (true, true) => "its cgroup and its process group",
-                        (true, false) => "its cgroup",
-                        _ => "its process group",
-                    }
-                ));
+                return Some(if left {
+                    format!(
+                        "the watchdog died, and what it left of the command was still there when the lease \
+                         ended (in its {})",
+                        if cgroup.is_some() { "cgroup" } else { "process group" }
+                    )
+                } else {
+                    "the watchdog died; the worker killed what it left of the command".into()
+                });
             }
             thread::sleep(AGAIN);
         }
