@@ -299,7 +299,9 @@ fn libfaketime() -> Option<&'static str> {
 /// holds the attempts it takes over until every holder has read it too. Measured on the
 /// commands' own log: how long each old attempt went on after the new attempt of its job
 /// started — nothing, with the second worker idle through the step or started right after it.
-/// (Before the hold, the holder's commands ran up to a second beside the new attempts.)
+/// (Before the hold, the holder's commands ran up to a second beside the new attempts.) How
+/// soon the holder cut its attempts is printed, not asserted: a time on a shared host, and
+/// the overlap says whether it was soon enough.
 fn a_forward_step_of_the_servers_clock_overlaps_nothing(second_after_step: bool) {
     let _serial = one_at_a_time();
     let Some(faketime) = libfaketime() else {
@@ -414,7 +416,6 @@ fn a_forward_step_of_the_servers_clock_overlaps_nothing(second_after_step: bool)
          closest new attempt started {gap_ms:.0} ms after its old one's last line"
     );
     assert!(measured > 0, "no job was claimed again after the step:\n{text}");
-    assert!(cut_ms <= 1200.0, "the holder's commands ran {cut_ms:.0} ms past the step:\n{text}");
     assert_eq!(worst_ms, 0.0, "an old attempt ran {worst_ms:.0} ms beside the new one:\n{text}");
     audit_clean(&url);
 }

@@ -25,10 +25,11 @@ use crate::window::{POLL, Window};
 /// starting it. A step of a clock shared by many hosts (PostgreSQL's, `--clock server`) ends
 /// every lease at once for whoever reads it next; each holder reads it at least every
 /// [`CLOCK_WATCH`] while its attempts run and cuts them at its window's next look ([`POLL`]),
-/// so the attempt that takes over waits that long, and a little more for the kill, rather than
-/// start beside the one it replaces (docs/postgres.md).
+/// so the attempt that takes over waits that long, and 450 ms more for the kill and for a
+/// holder's thread woken late on a busy host, rather than start beside the one it replaces
+/// (docs/postgres.md).
 pub(crate) const TAKEOVER_HOLD: Duration =
-    CLOCK_WATCH.saturating_add(POLL).saturating_add(Duration::from_millis(200));
+    CLOCK_WATCH.saturating_add(POLL).saturating_add(Duration::from_millis(450));
 
 /// A claimed job, handed to a free slot.
 pub(crate) struct Assignment {
