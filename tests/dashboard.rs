@@ -2,6 +2,8 @@
 //! (WebDriver) — on SQLite and on PostgreSQL: the overview's counts refresh live, the job list
 //! filters, a dead job's page opens with its attempts and its redrive makes it pending, and a
 //! job whose id, payload and error are markup shows them as text without running anything.
+//! And, on a dashboard with a token, signing in leaves the browser a session's cookie that no
+//! script can read, never the token, and signing out ends it.
 //!
 //! `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails under CI
 //! and is skipped, loudly, elsewhere. With `RETRYQ_SCREENSHOTS=DIR` it saves what it saw as
@@ -192,6 +194,58 @@ fn run(db: &str) {
     wait(&mut serving.child, Duration::from_secs(10));
     let _ = driver.kill();
     let _ = driver.wait();
+}
+
+/// Signs in with `token` through the form, checks the cookie the browser keeps, and signs out.
+async fn sign_in_and_out(client: &Client, base: &str, token: &str) {
+    client.goto(&format!("{base}/")).await.expect("overview");
+    let field = client.wait().for_element(Locator::Css("input[name=token]")).await.expect("the sign-in form");
+    field.send_keys(token).await.expect("type the token");
+    client.find(Locator::Css("main form button")).await.expect("sign in").click().await.expect("submit");
+    assert_eq!(text(client, "[data-count=pending]").await, "2", "signed in, the overview");
+    let cookies = client.get_all_cookies().await.expect("cookies");
+    let [cookie] = cookies.as_slice() else { panic!("one cookie expected: {cookies:?}") };
+    assert_eq!(cookie.name(), "retryq_session", "{cookie:?}");
+    assert!(!cookie.value().contains(token), "the browser holds the token: {cookie:?}");
+    assert_eq!(cookie.http_only(), Some(true), "{cookie:?}");
+    assert!(cookie.same_site().is_some_and(|same_site| same_site.is_strict()), "{cookie:?}");
+    assert!(cookie.expires().is_some(), "a session's cookie ends: {cookie:?}");
+    let seen = client.execute("return document.cookie", Vec::new()).await.expect("script");
+    assert_eq!(seen, json!(""), "a script reads the session");
+    client.find(Locator::Css("form.sign-out button")).await.expect("sign out").click().await.expect("submit");
+    client.wait().for_element(Locator::Css("input[name=token]")).await.expect("the sign-in form again");
+    assert!(client.get_all_cookies().await.expect("cookies").is_empty(), "the cookie outlived the sign-out");
+    client.goto(&format!("{base}/")).await.expect("overview");
+    client.wait().for_element(Locator::Css("input[name=token]")).await.expect("signed out, the sign-in form");
+}
+
+/// A dashboard with a token, signed in and out in the browser.
+fn run_signed_in(db: &str) {
+    let Some((mut driver, driver_url)) = chromedriver() else { return };
+    let mut store = open_backend(db).expect("open");
+    fill(&mut *store);
+    let token = "a-token-of-enough-bytes-0123456789";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).expect("token file");
+    let mut serving = start_serve(db, &["--token-file", file.to_str().expect("path")]);
+    let base = serving.url.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let client = browser(&driver_url).await;
+        sign_in_and_out(&client, &base, token).await;
+        client.close().await.expect("close the browser");
+    });
+    kill(serving.child.id(), "TERM");
+    wait(&mut serving.child, Duration::from_secs(10));
+    let _ = driver.kill();
+    let _ = driver.wait();
+}
+
+#[test]
+fn a_browser_signs_in_with_a_session_never_the_token() {
+    let (_dir, db) = fresh("dashboard-session");
+    run_signed_in(db.to_str().expect("path"));
 }
 
 #[test]

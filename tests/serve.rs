@@ -422,6 +422,12 @@ fn slow_and_oversized_clients_hold_no_thread_nor_memory_and_a_signed_in_request_
     let bearer = format!("Bearer {token}");
     let signed_in = || exchange(&base, "GET", "/metrics", &[("Authorization", &bearer)], "").0;
     assert_eq!(signed_in(), 200);
+    // A browser's session, signed in before the flood.
+    let (status, headers, _) = exchange(&base, "POST", "/login", &[FORM], &format!("token={token}"));
+    assert_eq!(status, 303);
+    let cookie = headers.iter().find(|(n, _)| n == "set-cookie").map(|(_, v)| v.clone()).expect("cookie");
+    let session = cookie.split(';').next().expect("pair").to_owned();
+    let browsing = || exchange(&base, "GET", "/", &[("Cookie", &session)], "").0;
     let (peak_before, _) = peak_and_threads(pid);
     let mut most_threads = 0;
 
@@ -457,7 +463,8 @@ fn slow_and_oversized_clients_hold_no_thread_nor_memory_and_a_signed_in_request_
         })
         .collect();
     // A request with the token, meanwhile: served.
-    assert_eq!(signed_in(), 200, "a signed-in request while {SLOW} connections hold half a head");
+    assert_eq!(signed_in(), 200, "a request with the token while {SLOW} connections hold half a head");
+    assert_eq!(browsing(), 200, "a signed-in browser's request while {SLOW} connections hold half a head");
     let held = start.elapsed();
     let (peak_after, threads) = peak_and_threads(pid);
     most_threads = most_threads.max(threads);
