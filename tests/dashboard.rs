@@ -46,9 +46,19 @@ fn fill(store: &mut dyn Backend) {
     store.enqueue(&job("wait-2", "{}", now)).expect("enqueue");
 }
 
+/// chromedriver, killed when dropped: also when a test fails.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// chromedriver on a free port, once it answers; `None` (skipped) when it is not installed
 /// and this is not CI.
-fn chromedriver() -> Option<(Child, String)> {
+fn chromedriver() -> Option<(Driver, String)> {
     if !Path::new(CHROMEDRIVER).exists() || !Path::new(CHROMIUM).exists() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -65,6 +75,7 @@ fn chromedriver() -> Option<(Child, String)> {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn chromedriver");
+    let child = Driver(child);
     let url = format!("http://127.0.0.1:{port}");
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -179,7 +190,7 @@ async fn scenario(client: &Client, base: &str, store: &mut dyn Backend) {
 }
 
 fn run(db: &str) {
-    let Some((mut driver, driver_url)) = chromedriver() else { return };
+    let Some((_driver, driver_url)) = chromedriver() else { return };
     let mut store = open_backend(db).expect("open");
     fill(&mut *store);
     let mut serving = start_serve(db, &[]);
@@ -192,8 +203,6 @@ fn run(db: &str) {
     });
     kill(serving.child.id(), "TERM");
     wait(&mut serving.child, Duration::from_secs(10));
-    let _ = driver.kill();
-    let _ = driver.wait();
 }
 
 /// Signs in with `token` through the form, checks the cookie the browser keeps, and signs out.
@@ -221,7 +230,7 @@ async fn sign_in_and_out(client: &Client, base: &str, token: &str) {
 
 /// A dashboard with a token, signed in and out in the browser.
 fn run_signed_in(db: &str) {
-    let Some((mut driver, driver_url)) = chromedriver() else { return };
+    let Some((_driver, driver_url)) = chromedriver() else { return };
     let mut store = open_backend(db).expect("open");
     fill(&mut *store);
     let token = "a-token-of-enough-bytes-0123456789";
@@ -238,8 +247,6 @@ fn run_signed_in(db: &str) {
     });
     kill(serving.child.id(), "TERM");
     wait(&mut serving.child, Duration::from_secs(10));
-    let _ = driver.kill();
-    let _ = driver.wait();
 }
 
 #[test]
