@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::clock::{Clock, Jitter, ServerClock, ServerTime, UniformJitter};
 use crate::interrupt::Interrupt;
+use crate::listen::{Listener, Wake};
 
 use crate::audit::Audit;
 use crate::error::{Result, RunError};
@@ -175,6 +176,14 @@ pub trait Backend: Send + ServerTime {
     fn jitter(&self) -> Arc<dyn Jitter> {
         Arc::new(UniformJitter)
     }
+    /// Calls `wake` from a thread of its own whenever a job may have become due — with the
+    /// job's queue where the store can tell — until the returned [`Listener`] is dropped
+    /// (`listen.rs` says how each store knows). `None` where the store cannot tell: a worker
+    /// then looks by its schedule alone, as it does after a wake-up lost.
+    fn listen(&self, wake: Wake) -> std::io::Result<Option<Listener>> {
+        let _ = wake;
+        Ok(None)
+    }
     /// The file this store is on, for a SQLite one (`:memory:` for an in-memory one); `None`
     /// for a server's database.
     fn path(&self) -> Option<&std::path::Path> {
@@ -278,6 +287,9 @@ impl Backend for Queue {
     }
     fn path(&self) -> Option<&std::path::Path> {
         Some(Queue::path(self))
+    }
+    fn listen(&self, wake: Wake) -> std::io::Result<Option<Listener>> {
+        Queue::listen(self, wake)
     }
     fn settings(&self) -> Settings {
         Queue::settings(self)

@@ -73,6 +73,7 @@ mod interrupt;
 mod job;
 #[cfg(feature = "serde")]
 pub mod json;
+mod listen;
 mod notes;
 mod outbox;
 #[cfg(feature = "postgres")]
@@ -103,6 +104,7 @@ pub use job::{
     DEFAULT_QUEUE, DeadReason, Job, Lookup, MAX_NOTE_BYTES, Outcome, Report, Status, Tombstone, UnknownWord,
     payload_digest,
 };
+pub use listen::{Listener, Wake};
 pub use notes::{AttemptRecord, Histogram, Tallies, Tally};
 pub use outbox::{Outbox, OutboxTransaction, Param};
 #[cfg(feature = "postgres")]

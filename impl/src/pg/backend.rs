@@ -36,6 +36,9 @@ impl Backend for PgQueue {
     fn interrupter(&self) -> Option<std::sync::Arc<dyn crate::interrupt::Interrupt>> {
         Some(PgQueue::interrupter(self))
     }
+    fn listen(&self, wake: crate::Wake) -> std::io::Result<Option<crate::Listener>> {
+        PgQueue::listen(self, wake).map(Some)
+    }
     fn settings(&self) -> Settings {
         PgQueue::settings(self)
     }

@@ -711,16 +711,29 @@ enum Pairs {
     Materialized,
 }
 
+/// Schema 5's wake-up: each queue in which the statement made a job pending (an enqueue, a
+/// retry, a redrive) is told to the workers that listen on the schema's channel, at the
+/// commit (`NOTIFY`, sent once per queue and transaction), so that an idle worker claims at
+/// once instead of at its next look. The channel is the schema's: `retryq_` and its oid
+/// ([`CHANNEL`]).
+const WAKE: &str = "
+        PERFORM pg_notify('retryq_' || current_schema()::regnamespace::oid, q.queue)
+        FROM (SELECT DISTINCT queue FROM new_rows WHERE status = 'pending') AS q;";
+
+/// The channel a worker listens on: the one [`WAKE`] notifies, for the connection's schema.
+pub(super) const CHANNEL: &str = "SELECT 'retryq_' || current_schema()::regnamespace::oid";
+
 /// The function that keeps a statement's records and tallies, in `pairs`' shape.
 fn notes_function(pairs: Pairs) -> String {
     let bucket = crate::notes::bucket_of("e.v");
-    let (with, pairs, expiry, expired, record) = match pairs {
+    let (with, pairs, expiry, expired, record, wake) = match pairs {
         Pairs::Joined => (
             "",
             PAIRS,
             "\n            JOIN attempts a ON a.job = o.id AND a.attempt = o.attempts",
             "a.outcome = 'lease expired'",
             "JOIN attempts a ON a.job = o.id AND a.attempt = o.attempts",
+            "",
         ),
         Pairs::Materialized => (
             "WITH pairs AS MATERIALIZED (SELECT o, n FROM old_rows o JOIN new_rows n USING (seq))\n        ",
@@ -729,6 +742,7 @@ fn notes_function(pairs: Pairs) -> String {
             "(SELECT a.outcome FROM attempts a WHERE a.job = o.id AND a.attempt = o.attempts) = 'lease expired'",
             "CROSS JOIN LATERAL (SELECT a.outcome, a.ended_at, a.claimed_at FROM attempts a
                                 WHERE a.job = o.id AND a.attempt = o.attempts) a",
+            WAKE,
         ),
     };
     format!(
@@ -741,7 +755,7 @@ BEGIN
         INSERT INTO tallies AS t (metric, queue, label, shard, n)
         SELECT 'enqueued', queue, '', (SELECT retryq_counts_shard()), count(*)
         FROM new_rows GROUP BY 2 ORDER BY 2
-        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;
+        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;{wake}
     ELSIF TG_TABLE_NAME = 'jobs' THEN
         -- An expired lease that a claim took, or that left leased with its record still open
         -- (no report came: a reap), ends as `lease expired`; a claim opens its attempt's.
@@ -791,7 +805,7 @@ BEGIN
         ON CONFLICT (metric, queue, label, le, shard) DO UPDATE
         SET n = t.n + excluded.n,
             sum_ms = CASE WHEN t.sum_ms > 9223372036854775807 - excluded.sum_ms THEN 9223372036854775807
-                          ELSE t.sum_ms + excluded.sum_ms END;
+                          ELSE t.sum_ms + excluded.sum_ms END;{wake}
     ELSIF TG_OP = 'INSERT' THEN
         INSERT INTO tallies AS t (metric, queue, label, shard, n)
         SELECT 'pruned', queue, status, (SELECT retryq_counts_shard()), count(*)

@@ -33,6 +33,8 @@ mod enqueue;
 mod heartbeat;
 mod inside;
 mod inspect;
+#[cfg(test)]
+mod listen_tests;
 mod notes;
 #[cfg(test)]
 mod reap_tests;

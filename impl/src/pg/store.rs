@@ -405,6 +405,52 @@ pub(crate) fn client_config(url: &str) -> Result<(Config, MakeRustlsConnect)> {
     Ok((config, tls))
 }
 
+impl PgQueue {
+    /// Calls `wake` with the queue whenever a committed statement made one of its jobs pending
+    /// (schema 5's `NOTIFY`, `listen.rs`), from a connection and a thread of their own, until
+    /// the listener is dropped. A lost connection is opened again (after a second), and
+    /// `wake(None)` said then: a notification may have been missed.
+    pub fn listen(&self, wake: crate::Wake) -> std::io::Result<crate::Listener> {
+        let (config, tls) = (self.config.clone(), self.tls.clone());
+        let listening = move || -> Result<Client> {
+            let mut client = session(&config, &tls)?;
+            let channel: String = client.query_one(super::ddl::CHANNEL, &[])?.try_get(0)?;
+            client.batch_execute(&format!("LISTEN \"{channel}\""))?;
+            Ok(client)
+        };
+        let first = listening().map_err(std::io::Error::other)?;
+        crate::Listener::spawn("retryq-listen", move |stop| {
+            use postgres::fallible_iterator::FallibleIterator;
+            let stopped = || stop.load(std::sync::atomic::Ordering::SeqCst);
+            let mut client = Some(first);
+            while !stopped() {
+                let Some(open) = client.as_mut() else {
+                    std::thread::sleep(Duration::from_secs(1));
+                    client = listening().ok();
+                    if client.is_some() {
+                        wake(None);
+                    }
+                    continue;
+                };
+                let lost = {
+                    let mut notes = open.notifications();
+                    let mut heard = notes.timeout_iter(crate::listen::LOOK);
+                    loop {
+                        match heard.next() {
+                            Ok(Some(note)) => wake(Some(note.payload())),
+                            Ok(None) => break false,
+                            Err(_) => break true,
+                        }
+                    }
+                };
+                if lost {
+                    client = None;
+                }
+            }
+        })
+    }
+}
+
 /// A new connection, with the session settings every operation relies on: commits that
 /// wait for the WAL, and the timeouts that bound every wait (see [`PgQueue::LOCK_TIMEOUT`]
 /// and the constants after it).

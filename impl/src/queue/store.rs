@@ -230,6 +230,16 @@ impl Queue {
         })
     }
 
+    /// Calls `wake` whenever another commit may have made a job due, until the listener is
+    /// dropped: on Linux by inotify on the file's directory (`listen.rs`); `None` for a queue
+    /// in memory, which no other process writes, and off Linux.
+    pub fn listen(&self, wake: crate::Wake) -> std::io::Result<Option<crate::Listener>> {
+        if self.path == Path::new(":memory:") {
+            return Ok(None);
+        }
+        crate::listen::sqlite(&self.path, wake)
+    }
+
     /// The file this queue is on (`:memory:` for an in-memory one).
     pub fn path(&self) -> &Path {
         &self.path
