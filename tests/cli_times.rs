@@ -213,6 +213,42 @@ fn time_flags_take_rfc_3339_with_any_offset_and_unix_milliseconds() {
     assert!(help.contains("--not-before <TIME>"), "{help}");
 }
 
+/// A leap second, `23:59:60`, is the last millisecond of its minute (`src/cmd/instant.rs`):
+/// before, it was refused as "finer than a millisecond". A second 60 anywhere else is refused
+/// as no leap second.
+#[test]
+fn a_leap_second_is_the_last_millisecond_of_its_minute() {
+    let (_dir, db) = fresh();
+    // The end of 2099 in UTC; the end of June 2099 written five hours west of UTC.
+    let flags = ["--deadline", "2099-12-31T23:59:60Z", "--not-before", "2099-06-30T18:59:60-05:00"];
+    let r = retryq(
+        &db,
+        &[&["enqueue", "--id", "leap", "--payload", "x", "--max-attempts", "1"][..], &flags].concat(),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let job: serde_json::Value =
+        serde_json::from_str(&retryq(&db, &["get", "leap"]).stdout).expect("get prints JSON");
+    // 2100-01-01T00:00:00Z and 2099-07-01T00:00:00Z, each less one millisecond.
+    assert_eq!(job["deadline"].as_u64(), Some(4_102_444_799_999), "{job}");
+    assert_eq!(job["not_before"].as_u64(), Some(4_086_547_199_999), "{job}");
+    let r = retryq(
+        &db,
+        &[
+            "enqueue",
+            "--id",
+            "no-leap",
+            "--payload",
+            "x",
+            "--max-attempts",
+            "1",
+            "--deadline",
+            "2099-06-15T10:20:60Z",
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("--deadline <TIME>") && r.stderr.contains("leap second"), "{}", r.stderr);
+}
+
 #[test]
 fn a_time_the_queue_cannot_hold_is_refused_by_its_flag_not_rounded() {
     let (dir, db) = fresh();

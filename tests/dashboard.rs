@@ -2,6 +2,9 @@
 //! (WebDriver) — on SQLite and on PostgreSQL: the overview's counts refresh live, the job list
 //! filters, a dead job's page opens with its attempts and its redrive makes it pending, and a
 //! job whose id, payload and error are markup shows them as text without running anything.
+//! And, on a dashboard with a token, signing in leaves the browser a session's cookie that no
+//! script can read, never the token, and signing out ends it; a server on another port of the
+//! same host, to which the browser sends the cookie too, learns that session and not the token.
 //!
 //! `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails under CI
 //! and is skipped, loudly, elsewhere. With `RETRYQ_SCREENSHOTS=DIR` it saves what it saw as
@@ -9,9 +12,11 @@
 
 mod common;
 
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use common::{fresh, kill, start_serve, wait};
@@ -44,9 +49,19 @@ fn fill(store: &mut dyn Backend) {
     store.enqueue(&job("wait-2", "{}", now)).expect("enqueue");
 }
 
+/// chromedriver, killed when dropped: also when a test fails.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// chromedriver on a free port, once it answers; `None` (skipped) when it is not installed
 /// and this is not CI.
-fn chromedriver() -> Option<(Child, String)> {
+fn chromedriver() -> Option<(Driver, String)> {
     if !Path::new(CHROMEDRIVER).exists() || !Path::new(CHROMIUM).exists() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -63,6 +78,7 @@ fn chromedriver() -> Option<(Child, String)> {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn chromedriver");
+    let child = Driver(child);
     let url = format!("http://127.0.0.1:{port}");
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -177,7 +193,7 @@ async fn scenario(client: &Client, base: &str, store: &mut dyn Backend) {
 }
 
 fn run(db: &str) {
-    let Some((mut driver, driver_url)) = chromedriver() else { return };
+    let Some((_driver, driver_url)) = chromedriver() else { return };
     let mut store = open_backend(db).expect("open");
     fill(&mut *store);
     let mut serving = start_serve(db, &[]);
@@ -190,8 +206,142 @@ fn run(db: &str) {
     });
     kill(serving.child.id(), "TERM");
     wait(&mut serving.child, Duration::from_secs(10));
-    let _ = driver.kill();
-    let _ = driver.wait();
+}
+
+const OTHER_PAGE: &str = "another server of this host";
+
+/// A plain HTTP server on another port of 127.0.0.1, as any program of the host may run: it
+/// answers every request with a page and keeps each request's `Cookie` headers. Its thread
+/// waits for connections until the test's process ends.
+fn other_port() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().expect("address").port());
+    let cookies = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&cookies);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 1 << 16 {
+                match stream.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&head);
+            let sent = head
+                .lines()
+                .filter_map(|line| line.split_once(':'))
+                .filter(|(name, _)| name.eq_ignore_ascii_case("cookie"));
+            kept.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(sent.map(|(_, v)| v.trim().to_owned()));
+            let body = format!("<!doctype html><title>other</title><p id=other>{OTHER_PAGE}</p>");
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, cookies)
+}
+
+/// The status of a GET of `path` from the dashboard at `base` with one more header line, by
+/// hand (HTTP/1.0: the server closes the connection after its answer).
+fn status(base: &str, path: &str, header: &str) -> u16 {
+    let address = base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(address).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n{header}\r\n\r\n").expect("send");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {answer:?}"))
+}
+
+/// Signs in with `token` through the form, visits a server on another port of the host,
+/// checks the cookie the browser keeps and what the other port received, and signs out.
+async fn sign_in_and_out(client: &Client, base: &str, token: &str) {
+    client.goto(&format!("{base}/")).await.expect("overview");
+    let field = client.wait().for_element(Locator::Css("input[name=token]")).await.expect("the sign-in form");
+    field.send_keys(token).await.expect("type the token");
+    client.find(Locator::Css("main form button")).await.expect("sign in").click().await.expect("submit");
+    assert_eq!(text(client, "[data-count=pending]").await, "2", "signed in, the overview");
+
+    // A cookie is scoped to a host, not to a port: the browser sends the dashboard's cookie
+    // to whatever serves another port of 127.0.0.1. That server learns a session, never the
+    // token, and the session is no Bearer credential for /metrics.
+    let (other, received) = other_port();
+    client.goto(&format!("{other}/")).await.expect("the other port");
+    assert_eq!(text(client, "#other").await, OTHER_PAGE);
+    let received = received.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    assert!(
+        received.iter().all(|cookie| !cookie.contains(token)),
+        "a server on another port of the host received the token: {received:?}"
+    );
+    let learned = received
+        .iter()
+        .flat_map(|cookie| cookie.split(';'))
+        .find_map(|pair| pair.trim().strip_prefix("retryq_session="))
+        .unwrap_or_else(|| panic!("the browser sent no session to the other port: {received:?}"))
+        .to_owned();
+    assert_eq!(
+        status(base, "/metrics", &format!("Authorization: Bearer {learned}")),
+        401,
+        "a session opened /metrics"
+    );
+    client.goto(&format!("{base}/")).await.expect("back to the dashboard");
+    assert_eq!(text(client, "[data-count=pending]").await, "2", "still signed in");
+
+    let cookies = client.get_all_cookies().await.expect("cookies");
+    let [cookie] = cookies.as_slice() else { panic!("one cookie expected: {cookies:?}") };
+    assert_eq!(cookie.name(), "retryq_session", "{cookie:?}");
+    assert_eq!(cookie.value(), learned, "the other port learned another value");
+    assert!(!cookie.value().contains(token), "the browser holds the token: {cookie:?}");
+    assert_eq!(cookie.http_only(), Some(true), "{cookie:?}");
+    assert!(cookie.same_site().is_some_and(|same_site| same_site.is_strict()), "{cookie:?}");
+    assert!(cookie.expires().is_some(), "a session's cookie ends: {cookie:?}");
+    let seen = client.execute("return document.cookie", Vec::new()).await.expect("script");
+    assert_eq!(seen, json!(""), "a script reads the session");
+    client.find(Locator::Css("form.sign-out button")).await.expect("sign out").click().await.expect("submit");
+    client.wait().for_element(Locator::Css("input[name=token]")).await.expect("the sign-in form again");
+    assert!(client.get_all_cookies().await.expect("cookies").is_empty(), "the cookie outlived the sign-out");
+    client.goto(&format!("{base}/")).await.expect("overview");
+    client.wait().for_element(Locator::Css("input[name=token]")).await.expect("signed out, the sign-in form");
+    assert_eq!(
+        status(base, "/", &format!("Cookie: retryq_session={learned}")),
+        401,
+        "the session the other port learned outlived the sign-out"
+    );
+}
+
+/// A dashboard with a token, signed in and out in the browser.
+fn run_signed_in(db: &str) {
+    let Some((_driver, driver_url)) = chromedriver() else { return };
+    let mut store = open_backend(db).expect("open");
+    fill(&mut *store);
+    let token = "a-token-of-enough-bytes-0123456789";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).expect("token file");
+    let mut serving = start_serve(db, &["--token-file", file.to_str().expect("path")]);
+    let base = serving.url.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let client = browser(&driver_url).await;
+        sign_in_and_out(&client, &base, token).await;
+        client.close().await.expect("close the browser");
+    });
+    kill(serving.child.id(), "TERM");
+    wait(&mut serving.child, Duration::from_secs(10));
+}
+
+#[test]
+fn a_browser_signs_in_with_a_session_never_the_token() {
+    let (_dir, db) = fresh("dashboard-session");
+    run_signed_in(db.to_str().expect("path"));
 }
 
 #[test]

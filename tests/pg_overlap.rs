@@ -1,7 +1,7 @@
 //! Execution on PostgreSQL: no two attempts of a job run at once through killed and stopped
-//! workers (`tests/harness/overlap.rs`, on the tests' throwaway cluster); a forward step of
-//! the server's clock, on a server of its own run under libfaketime, is seen by the holder
-//! within its bound; a worker stopped while it holds the claims' turn holds up the rest of
+//! workers and killed watchdogs (`tests/harness/overlap.rs`, on the tests' throwaway
+//! cluster), nor through a forward step of the server's clock, on a server of its own run
+//! under libfaketime; a worker stopped while it holds the claims' turn holds up the rest of
 //! the fleet for a bounded time; a lock held past the lock timeout is logged with its holder
 //! and waited out, never fatal; SIGTERM ends a worker whose claim waits for a lock.
 //!
@@ -292,20 +292,24 @@ fn libfaketime() -> Option<&'static str> {
 }
 
 /// `--clock server` on a server whose clock is stepped 40 s forward (libfaketime, its offset
-/// read from a file at every reading): every lease ends at once for the other workers, and
-/// the holder learns of it at its next reading of the server's clock, at most a second
-/// later (the store thread reads it every second while attempts are in flight), and cuts
-/// its attempts. Measured on the commands' own log: how long each old attempt went on after
-/// the new attempt of its job started.
-#[test]
-fn a_forward_step_of_the_servers_clock_is_seen_within_a_second() {
+/// read from a file at every reading): every lease ends at once for the other workers. The
+/// holder learns of it at its next reading of the server's clock, at most a second later
+/// (the store thread reads it every second while attempts are in flight), and cuts its
+/// attempts; a worker that sees the server's clock jump (or reads it for the first time)
+/// holds the attempts it takes over until every holder has read it too. Measured on the
+/// commands' own log: how long each old attempt went on after the new attempt of its job
+/// started — nothing, with the second worker idle through the step or started right after it.
+/// (Before the hold, the holder's commands ran up to a second beside the new attempts.) How
+/// soon the holder cut its attempts is printed, not asserted: a time on a shared host, and
+/// the overlap says whether it was soon enough.
+fn a_forward_step_of_the_servers_clock_overlaps_nothing(second_after_step: bool) {
     let _serial = one_at_a_time();
     let Some(faketime) = libfaketime() else {
         assert!(
             std::env::var_os("CI").is_none(),
             "libfaketime is not installed; under CI it must be (.ci/run installs faketime)"
         );
-        eprintln!("SKIPPED a_forward_step_of_the_servers_clock_is_seen_within_a_second: no libfaketime");
+        eprintln!("SKIPPED the server clock's step: no libfaketime");
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -323,8 +327,7 @@ fn a_forward_step_of_the_servers_clock_is_seen_within_a_second() {
         Ok(cluster) => cluster,
         Err(Unavailable::NotInstalled) => {
             assert!(
-                retryq_pgtest::database("a_forward_step_of_the_servers_clock_is_seen_within_a_second")
-                    .is_none()
+                retryq_pgtest::database("a_forward_step_of_the_servers_clock_overlaps_nothing").is_none()
             );
             return;
         }
@@ -360,23 +363,25 @@ fn a_forward_step_of_the_servers_clock_is_seen_within_a_second() {
             .spawn()
             .expect("worker")
     };
-    // w1 claims all four (30 s lease, the default); then w2 starts, with nothing to claim.
+    // w1 claims all four (30 s lease, the default); then w2 starts, with nothing to claim —
+    // or, the worst case for the holder, only once the clock has stepped.
     let mut w1 = spawn("w1");
     let start = Instant::now();
     while fs::read_to_string(&log).expect("log").matches("start").count() < 4 {
         assert!(start.elapsed() < Duration::from_secs(10), "w1 did not start the four jobs");
         thread::sleep(Duration::from_millis(20));
     }
-    let mut w2 = spawn("w2");
+    let mut w2 = (!second_after_step).then(|| spawn("w2"));
     thread::sleep(Duration::from_millis(1500));
     let stepped_ns = u128::from(now_ms()) * 1_000_000;
     fs::write(&step, "+40s\n").expect("step the server's clock");
+    let w2 = w2.get_or_insert_with(|| spawn("w2"));
     let server_after = PgQueue::connect_existing(&url).expect("connect").server_now().expect("server clock");
     assert!(
         server_after >= server_before + 40_000,
         "the server's clock did not step: {server_before} → {server_after}"
     );
-    for (name, child) in [("w1", &mut w1), ("w2", &mut w2)] {
+    for (name, child) in [("w1", &mut w1), ("w2", w2)] {
         let status = wait_exit(child, Duration::from_secs(60), name);
         assert!(status.success(), "{name} exited with {status}");
     }
@@ -384,6 +389,7 @@ fn a_forward_step_of_the_servers_clock_is_seen_within_a_second() {
     // Per job: the time attempt 2 started, and the last line attempt 1 wrote.
     let mut worst_ms: f64 = 0.0;
     let mut cut_ms: f64 = 0.0;
+    let mut gap_ms = f64::INFINITY;
     let mut measured = 0;
     for id in &ids {
         let time = |what: Option<&str>, attempt: &str| {
@@ -400,15 +406,26 @@ fn a_forward_step_of_the_servers_clock_is_seen_within_a_second() {
         cut_ms = cut_ms.max(last_of_first.saturating_sub(stepped_ns) as f64 / 1e6);
         let overlap = (last_of_first.saturating_sub(second)) as f64 / 1e6;
         worst_ms = worst_ms.max(overlap);
+        gap_ms = gap_ms.min(second.saturating_sub(last_of_first) as f64 / 1e6);
         measured += 1;
     }
+    let when = if second_after_step { "started after the step" } else { "idle through the step" };
     eprintln!(
-        "pg clock step: +40 s on the server; {measured} jobs claimed again; the holder's last command line \
-         {cut_ms:.0} ms after the step; longest overlap {worst_ms:.0} ms (bound: the 1 s clock watch + a 50 ms \
-         look + the kill)"
+        "pg clock step: +40 s on the server, the second worker {when}; {measured} jobs claimed again; the \
+         holder's last command line {cut_ms:.0} ms after the step; longest overlap {worst_ms:.0} ms; the \
+         closest new attempt started {gap_ms:.0} ms after its old one's last line"
     );
     assert!(measured > 0, "no job was claimed again after the step:\n{text}");
-    assert!(cut_ms <= 1200.0, "the holder's commands ran {cut_ms:.0} ms past the step:\n{text}");
-    assert!(worst_ms <= 1200.0, "an old attempt ran {worst_ms:.0} ms beside the new one:\n{text}");
+    assert_eq!(worst_ms, 0.0, "an old attempt ran {worst_ms:.0} ms beside the new one:\n{text}");
     audit_clean(&url);
+}
+
+#[test]
+fn a_forward_step_of_the_servers_clock_overlaps_nothing_with_a_worker_idle_through_it() {
+    a_forward_step_of_the_servers_clock_overlaps_nothing(false);
+}
+
+#[test]
+fn a_forward_step_of_the_servers_clock_overlaps_nothing_with_a_worker_started_after_it() {
+    a_forward_step_of_the_servers_clock_overlaps_nothing(true);
 }

@@ -1,7 +1,9 @@
 //! `retryq serve` over HTTP, on SQLite and on PostgreSQL: who is admitted (loopback hosts
-//! without a token, the token everywhere else), that a change needs the dashboard's CSRF
-//! token, that nothing from a job is markup, and that `/metrics` parses as Prometheus text
-//! and agrees with `stats`. The browser's view is `tests/dashboard.rs`.
+//! without a token, the token or a session signed in with it everywhere else), that a
+//! change needs the dashboard's CSRF token, that nothing from a job is markup, that
+//! `/metrics` parses as Prometheus text and agrees with `stats`, and that nothing a client
+//! sends before it is admitted holds memory or threads. The browser's view is
+//! `tests/dashboard.rs`.
 
 mod common;
 
@@ -9,6 +11,8 @@ use common::{Serving, fresh, kill, start_serve, wait};
 use retryq::{Backend, Completion, Lease, NewJob, Outcome, Report, open_backend};
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
 
 /// A job whose id, payload and error are markup: the dashboard must show them as text.
 pub const MARKUP_ID: &str = "<b>bold</b>&x";
@@ -50,8 +54,11 @@ fn exchange(
 ) -> (u16, Vec<(String, String)>, String) {
     let address = base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(address).expect("connect");
-    let mut request =
-        format!("{method} {path} HTTP/1.0\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("timeout");
+    let mut request = format!("{method} {path} HTTP/1.0\r\nConnection: close\r\n");
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-length")) {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
     if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
         request.push_str(&format!("Host: {address}\r\n"));
     }
@@ -261,15 +268,235 @@ fn a_token_is_required_where_one_is_given_and_off_loopback() {
     let (status, _, _) =
         exchange(&base, "GET", "/", &[("Authorization", "Bearer wrong-token-0123456789")], "");
     assert_eq!(status, 401);
-    // The login form sets the cookie a browser then sends.
+    // Signing in sets a session's cookie, never the token (a browser sends its cookies to
+    // every port of the host, and the token is also /metrics' credential).
     let (status, headers, _) = exchange(&base, "POST", "/login", &[FORM], &format!("token={token}"));
     assert_eq!(status, 303);
     let cookie = headers.iter().find(|(n, _)| n == "set-cookie").map(|(_, v)| v.clone()).expect("cookie");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(!cookie.contains(token), "the cookie carries the token: {cookie}");
     let pair = cookie.split(';').next().expect("pair");
+    let session = pair.strip_prefix("retryq_session=").expect("the session cookie");
+    assert!(session.len() == 64 && session.bytes().all(|b| b.is_ascii_hexdigit()), "{cookie}");
+    let attributes: Vec<&str> = cookie.split(';').skip(1).map(str::trim).collect();
+    assert_eq!(
+        attributes,
+        ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=43200"],
+        "no Secure over plain HTTP"
+    );
     let (status, _, _) = exchange(&base, "GET", "/", &[("Cookie", pair), ("Host", "dashboard.example")], "");
-    assert_eq!(status, 200, "with the token any host name is fine");
+    assert_eq!(status, 200, "with a session any host name is fine");
+    // Behind a proxy that terminates TLS, the cookie is Secure: the browser keeps it off
+    // plain HTTP.
+    let https = [FORM, ("X-Forwarded-Proto", "https")];
+    let (status, headers, _) = exchange(&base, "POST", "/login", &https, &format!("token={token}"));
+    assert_eq!(status, 303);
+    let secure = headers.iter().find(|(n, _)| n == "set-cookie").map(|(_, v)| v.clone()).expect("cookie");
+    assert!(secure.ends_with("; Secure"), "{secure}");
+    // The token is no cookie, under the old name or the new.
+    for forged in [format!("retryq_token={token}"), format!("retryq_session={token}")] {
+        let (status, _, _) = exchange(&base, "GET", "/", &[("Cookie", &forged)], "");
+        assert_eq!(status, 401, "{forged}");
+    }
+    // /metrics keeps its Bearer token.
+    let (status, _, _) = exchange(&base, "GET", "/metrics", &[("Authorization", &bearer)], "");
+    assert_eq!(status, 200);
+    // Sign-out (the page's form, with its CSRF token) ends the session and deletes the cookie.
+    let (_, page) = {
+        let (status, _, body) = exchange(&base, "GET", "/", &[("Cookie", pair)], "");
+        (status, body)
+    };
+    let csrf =
+        page.split("name=\"csrf\" value=\"").nth(1).and_then(|rest| rest.split('"').next()).expect("csrf");
+    let (status, _, _) = exchange(&base, "POST", "/logout", &[FORM, ("Cookie", pair)], "csrf=0");
+    assert_eq!(status, 403, "a sign-out without the page's CSRF token is refused");
+    let (status, headers, _) =
+        exchange(&base, "POST", "/logout", &[FORM, ("Cookie", pair)], &format!("csrf={csrf}"));
+    assert_eq!(status, 303, "{headers:?}");
+    assert!(headers.iter().any(|(n, v)| n == "location" && v == "/login"), "{headers:?}");
+    assert!(
+        headers
+            .iter()
+            .any(|(n, v)| n == "set-cookie" && v.starts_with("retryq_session=;") && v.contains("Max-Age=0"))
+    );
+    let (status, _, _) = exchange(&base, "GET", "/", &[("Cookie", pair)], "");
+    assert_eq!(status, 401, "a session signed out admits nothing");
     let (status, _, _) = exchange(&base, "POST", "/login", &[FORM], "token=wrong");
     assert_eq!(status, 401);
+    stop(serving);
+}
+
+#[test]
+fn the_token_comes_from_a_file_or_the_environment_never_a_flag() {
+    let (dir, db) = fresh("serve-token-env");
+    let db = db.to_str().expect("path");
+    open_backend(db).expect("create");
+    let token = "a-token-of-enough-bytes-0123456789";
+    // The flag that put the token on the command line, where `ps` shows it, is gone.
+    let out = std::process::Command::new(common::BIN)
+        .args(["serve", "--db", db, "--listen", "127.0.0.1:0", "--token-from-env", token])
+        .env_remove("RETRYQ_TOKEN")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("unexpected argument '--token-from-env'"),
+        "{}",
+        common::stderr(&out)
+    );
+    let help = common::stdout(&common::retryq(&["serve", "--help"]));
+    assert!(!help.contains("token-from-env") && help.contains("RETRYQ_TOKEN"), "{help}");
+    // Both ways at once is one too many.
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).expect("write");
+    let out = std::process::Command::new(common::BIN)
+        .args(["serve", "--db", db, "--listen", "127.0.0.1:0", "--token-file", file.to_str().expect("path")])
+        .env("RETRYQ_TOKEN", token)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(common::stderr(&out).contains("RETRYQ_TOKEN is set too"), "{}", common::stderr(&out));
+    // From the environment, it is required.
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["serve", "--db", db, "--listen", "127.0.0.1:0"])
+        .env("RETRYQ_TOKEN", token)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("first line");
+    let serving =
+        Serving { child, url: line.split('"').nth(3).expect("url").trim_end_matches('/').to_owned() };
+    assert_eq!(get(&serving.url, "/").0, 401);
+    let bearer = format!("Bearer {token}");
+    assert_eq!(exchange(&serving.url, "GET", "/metrics", &[("Authorization", &bearer)], "").0, 200);
+    stop(serving);
+}
+
+/// `(peak resident KiB, threads)` of process `pid`, as the kernel counts them.
+fn peak_and_threads(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|value| value.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in\n{status}"))
+    };
+    (field("VmHWM:"), field("Threads:"))
+}
+
+/// What arrives on `stream` until it closes (or 10 s pass): the status of its answer, if any.
+fn answer_status(stream: &mut TcpStream) -> Option<u16> {
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).split(' ').nth(1).and_then(|s| s.parse().ok())
+}
+
+/// Before anyone is admitted, what a client sends holds little: four 32 MiB headers (before,
+/// 4 × 100 MiB took the process to 902 MB) and 600 connections each holding half a head
+/// (before, 1,000 of them held 946 threads) leave the peak memory and the threads within
+/// their bounds, while a request carrying the token is still served. Each refusal has its
+/// status: 431 a head too large, 413 a body too large, 411 a chunked one, 408 a request too
+/// slow, 503 a connection pushed out by a newer one when all places are taken.
+#[test]
+fn slow_and_oversized_clients_hold_no_thread_nor_memory_and_a_signed_in_request_is_served() {
+    const STORE_THREADS: u64 = 2;
+    const PLACES: usize = 64;
+    const SLOW: usize = 600;
+    let (dir, db) = fresh("serve-bounds");
+    let db = db.to_str().expect("path");
+    open_backend(db).expect("create");
+    let token = "a-token-of-enough-bytes-0123456789";
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).expect("write");
+    let flags = ["--token-file", file.to_str().expect("path"), "--threads", "2", "--max-connections", "64"];
+    let serving = start_serve(db, &[&flags[..], &["--request-timeout", "3s"]].concat());
+    let (base, pid) = (serving.url.clone(), serving.child.id());
+    let address = base.trim_start_matches("http://").to_owned();
+    let bearer = format!("Bearer {token}");
+    let signed_in = || exchange(&base, "GET", "/metrics", &[("Authorization", &bearer)], "").0;
+    assert_eq!(signed_in(), 200);
+    // A browser's session, signed in before the flood.
+    let (status, headers, _) = exchange(&base, "POST", "/login", &[FORM], &format!("token={token}"));
+    assert_eq!(status, 303);
+    let cookie = headers.iter().find(|(n, _)| n == "set-cookie").map(|(_, v)| v.clone()).expect("cookie");
+    let session = cookie.split(';').next().expect("pair").to_owned();
+    let browsing = || exchange(&base, "GET", "/", &[("Cookie", &session)], "").0;
+    let (peak_before, _) = peak_and_threads(pid);
+    let mut most_threads = 0;
+
+    // Four heads of 32 MiB each, sent at once.
+    let big: Vec<_> = (0..4)
+        .map(|_| {
+            let address = address.clone();
+            thread::spawn(move || {
+                let mut stream = TcpStream::connect(&address).expect("connect");
+                let mut sent = stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: ").is_ok();
+                let chunk = vec![b'a'; 1 << 20];
+                for _ in 0..32 {
+                    sent = sent && stream.write_all(&chunk).is_ok();
+                }
+                sent
+            })
+        })
+        .collect();
+    for writer in big {
+        writer.join().expect("writer");
+        most_threads = most_threads.max(peak_and_threads(pid).1);
+    }
+    // 600 connections, each with half a head, held open.
+    let start = Instant::now();
+    let mut slow: Vec<TcpStream> = (0..SLOW)
+        .map(|n| {
+            let mut stream = TcpStream::connect(&address).expect("connect");
+            stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ").expect("half a head");
+            if n % 100 == 0 {
+                most_threads = most_threads.max(peak_and_threads(pid).1);
+            }
+            stream
+        })
+        .collect();
+    // A request with the token, meanwhile: served.
+    assert_eq!(signed_in(), 200, "a request with the token while {SLOW} connections hold half a head");
+    assert_eq!(browsing(), 200, "a signed-in browser's request while {SLOW} connections hold half a head");
+    let held = start.elapsed();
+    let (peak_after, threads) = peak_and_threads(pid);
+    most_threads = most_threads.max(threads);
+    let grew_kib = peak_after.saturating_sub(peak_before);
+    eprintln!(
+        "serve bounds: peak resident {peak_before} KiB before, {peak_after} KiB after four 32 MiB heads and {SLOW} \
+         half heads (+{grew_kib} KiB); at most {most_threads} threads"
+    );
+    // The network thread, the signal watcher and the store's threads; nothing per client.
+    assert!(most_threads <= STORE_THREADS + 2, "{most_threads} threads");
+    // At most 64 places × (a 16 KiB head + a 16 KiB body), with room for the allocator.
+    assert!(grew_kib < 16 * 1024, "the peak resident memory grew by {grew_kib} KiB");
+
+    // Each refusal with its status. The connections pushed out by newer ones are answered
+    // 503; those that kept their place, 408 once their 3 s are up.
+    let statuses: Vec<Option<u16>> = slow.iter_mut().map(answer_status).collect();
+    let count = |status| statuses.iter().filter(|s| **s == Some(status)).count();
+    assert_eq!(count(503) + count(408), SLOW, "{statuses:?}");
+    assert!(count(408) >= 1, "no slow request timed out with 408");
+    // Unless the machine was so slow that places came free by timeouts meanwhile, every
+    // connection past the 64 places pushed one out.
+    if held < Duration::from_secs(3) {
+        assert!(count(503) >= SLOW - PLACES, "{} pushed out", count(503));
+    }
+    let mut oversized = TcpStream::connect(&address).expect("connect");
+    let head = format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(20 * 1024));
+    oversized.write_all(head.as_bytes()).expect("send");
+    assert_eq!(answer_status(&mut oversized), Some(431));
+    let (status, _, _) = exchange(&base, "POST", "/login", &[FORM, ("Content-Length", "1048576")], "");
+    assert_eq!(status, 413);
+    let (status, _, _) = exchange(&base, "POST", "/login", &[FORM, ("Transfer-Encoding", "chunked")], "");
+    assert_eq!(status, 411);
+    assert_eq!(signed_in(), 200);
     stop(serving);
 }

@@ -14,8 +14,9 @@
 //! every retry, so that many workers' retries spread over their backoff window. Tests inject a
 //! [`ManualClock`] and a fixed jitter (any `Fn() -> f64`).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use crate::error::{Error, Result};
 pub use retryq_core::{ClockError, now_ms};
@@ -54,7 +55,22 @@ pub trait Clock: Send + Sync {
     fn local_offset_ms(&self) -> Option<i64> {
         None
     }
+
+    /// When this clock last jumped ahead of this host's by more than [`JUMP_MS`], or was
+    /// first read, where it lives in a store that other hosts read too: the moment after
+    /// which another holder of a lease may not have seen the jump yet. A worker holds an
+    /// attempt that takes over an earlier one's lease for a while after it (the worker's
+    /// takeover hold). `None`, the default, for a clock that cannot jump unseen by the other
+    /// workers.
+    fn jumped_at(&self) -> Option<Instant> {
+        None
+    }
 }
+
+/// How far ahead the store's clock must move against this host's between two readings to be
+/// a jump ([`Clock::jumped_at`]) rather than the error of a reading (at most its round
+/// trip).
+pub const JUMP_MS: i64 = 250;
 
 /// A source of jitter: where in its backoff window each retry falls, a number in `[0, 1)`
 /// (SPEC section 2). Any `Fn() -> f64` is one, so a test passes `|| 0.5`.
@@ -106,6 +122,10 @@ impl Clock for SystemClock {
 pub struct ServerClock {
     /// The server's clock less this host's, in milliseconds, at the last reading.
     offset_ms: AtomicI64,
+    /// Whether the server has been read.
+    read: AtomicBool,
+    /// When the offset last jumped forward, or the server was first read.
+    jumped_at: Mutex<Option<Instant>>,
 }
 
 impl ServerClock {
@@ -138,13 +158,21 @@ impl Clock for ServerClock {
         if let Ok(local) = now_ms() {
             let offset = i128::from(server) - i128::from(local);
             let offset = i64::try_from(offset).unwrap_or(if offset < 0 { i64::MIN } else { i64::MAX });
-            self.offset_ms.store(offset, Ordering::Relaxed);
+            let before = self.offset_ms.swap(offset, Ordering::Relaxed);
+            let first = !self.read.swap(true, Ordering::Relaxed);
+            if first || offset.saturating_sub(before) > JUMP_MS {
+                *self.jumped_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+            }
         }
         Ok(Some(server))
     }
 
     fn local_offset_ms(&self) -> Option<i64> {
         Some(self.offset_ms())
+    }
+
+    fn jumped_at(&self) -> Option<Instant> {
+        *self.jumped_at.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -235,6 +263,36 @@ mod tests {
         }
         let fixed = || 0.25;
         assert_eq!(fixed.jitter(), 0.25);
+    }
+
+    /// A store whose clock reads `at` from this host's, as set.
+    struct Ahead(std::sync::atomic::AtomicI64);
+
+    impl ServerTime for Ahead {
+        fn server_now(&self) -> Result<Option<u64>> {
+            let local = now_ms().map_err(Error::Clock)?;
+            Ok(u64::try_from(i128::from(local) + i128::from(self.0.load(Ordering::SeqCst))).ok())
+        }
+    }
+
+    #[test]
+    fn a_server_clock_marks_its_first_reading_and_each_forward_jump() {
+        let clock = ServerClock::new();
+        assert_eq!(clock.jumped_at(), None, "not read yet");
+        let server = Ahead(AtomicI64::new(5_000));
+        clock.store_now(&server).expect("read");
+        let first = clock.jumped_at().expect("the first reading");
+        // Small moves either way, and a jump back, are no jump.
+        for offset in [5_100, 4_000, -60_000, -59_800] {
+            server.0.store(offset, Ordering::SeqCst);
+            clock.store_now(&server).expect("read");
+            assert_eq!(clock.jumped_at(), Some(first), "{offset}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        server.0.store(-19_800, Ordering::SeqCst);
+        clock.store_now(&server).expect("read");
+        assert!(clock.jumped_at().is_some_and(|at| at > first), "40 s ahead is a jump");
+        assert!((clock.offset_ms() + 19_800).abs() < 100, "{}", clock.offset_ms());
     }
 
     #[test]

@@ -210,7 +210,7 @@ impl crate::Claimed {
     /// # Ok::<(), retryq::Error>(())
     /// ```
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
-        serde_json::from_str(&self.payload)
+        crate::json::from_str(&self.payload)
             .map_err(|e| Error::invalid("payload", format!("is not the JSON expected: {e}")))
     }
 }

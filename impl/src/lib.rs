@@ -71,6 +71,8 @@ mod file;
 mod input;
 mod interrupt;
 mod job;
+#[cfg(feature = "serde")]
+pub mod json;
 mod listen;
 mod notes;
 mod outbox;
@@ -87,7 +89,8 @@ pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
 pub use backend::{Backend, open_backend};
 pub use clock::{
-    Clock, ClockError, Jitter, ManualClock, ServerClock, ServerTime, SystemClock, UniformJitter, now_ms,
+    Clock, ClockError, JUMP_MS, Jitter, ManualClock, ServerClock, ServerTime, SystemClock, UniformJitter,
+    now_ms,
 };
 pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};

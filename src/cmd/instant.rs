@@ -9,6 +9,12 @@
 //! by a hair nobody asked for — and so is a time before 1970. RFC 3339 is parsed by the
 //! `time` crate (humantime, which the durations use, reads only `Z` and `+00:00` offsets).
 //!
+//! A leap second (`2027-06-30T23:59:60Z`, RFC 3339's `time-second` of 60) reads as the last
+//! millisecond of its minute, `23:59:59.999Z`: Unix time, which the queue counts in, has no
+//! 61st second, and the instant just before the next minute is the one that keeps its order
+//! with every time around it (a deadline of `…:60Z` is after one of `…:59Z` and before one of
+//! the next minute's `…:00Z`). Its fraction, if any, is still held to whole milliseconds.
+//!
 //! A time in a message is shown in both forms, `1764633600000 (2025-12-02T00:00:00.000Z)`,
 //! whichever form was typed.
 
@@ -55,11 +61,18 @@ pub fn parse_ms(text: &str) -> Result<u64, TimeError> {
     if text.starts_with('-') && text[1..].bytes().all(|b| b.is_ascii_digit()) {
         return Err(TimeError::BeforeEpoch);
     }
-    let at =
-        OffsetDateTime::parse(text, &Rfc3339).map_err(|e| TimeError::Unreadable { reason: e.to_string() })?;
+    let at = OffsetDateTime::parse(text, &Rfc3339).map_err(|e| TimeError::Unreadable {
+        reason: if leap_second(text) {
+            "second 60 (a leap second) ends only the last minute of a month, in UTC".to_owned()
+        } else {
+            e.to_string()
+        },
+    })?;
     // The parser keeps nanoseconds and drops digits past the ninth: the text says whether
-    // anything finer than a millisecond was written.
-    if at.nanosecond() % 1_000_000 != 0 || sub_millisecond_digits(text) {
+    // anything finer than a millisecond was written. It reads a leap second, whatever its
+    // fraction, as `:59.999999999`: the last millisecond of the minute once cut to
+    // milliseconds (see the module's doc), and no fraction of the text's.
+    if (at.nanosecond() % 1_000_000 != 0 && !leap_second(text)) || sub_millisecond_digits(text) {
         return Err(TimeError::Fraction);
     }
     let ms = at.unix_timestamp_nanos() / 1_000_000;
@@ -70,6 +83,13 @@ pub fn parse_ms(text: &str) -> Result<u64, TimeError> {
         Ok(ms) if ms <= MAX_INT => Ok(ms),
         _ => Err(TimeError::TooLarge),
     }
+}
+
+/// Whether an RFC 3339 `text` (already read as a time) names second 60 of its minute: its
+/// `time-second` is the two digits after the `T`'s second colon.
+fn leap_second(text: &str) -> bool {
+    let Some(at) = text.find(['T', 't']) else { return false };
+    text.get(at + 1..).and_then(|time| time.split(':').nth(2)).is_some_and(|second| second.starts_with("60"))
 }
 
 /// Whether the seconds' fraction of an RFC 3339 `text` has a non-zero digit past the third.
@@ -111,6 +131,12 @@ mod tests {
             ("2026-12-31t00:00:00z", 1_798_675_200_000),
             (" 2026-12-31T00:00:00Z ", 1_798_675_200_000),
             ("1970-01-01T00:00:00Z", 0),
+            // A leap second is the last millisecond of its minute, in any offset.
+            ("2027-06-30T23:59:60Z", 1_814_399_999_999),
+            ("2027-06-30T23:59:60.000Z", 1_814_399_999_999),
+            ("2027-07-01T01:59:60+02:00", 1_814_399_999_999),
+            ("2027-06-30T23:59:59.999Z", 1_814_399_999_999),
+            ("2027-07-01T00:00:00Z", 1_814_400_000_000),
         ];
         for (text, ms) in cases {
             assert_eq!(parse_ms(text), Ok(ms), "{text}");
@@ -124,6 +150,7 @@ mod tests {
             ("2026-12-31T00:00:00.0005Z", TimeError::Fraction),
             ("2026-12-31T00:00:00.1234Z", TimeError::Fraction),
             ("2026-12-31T00:00:00.0000000001Z", TimeError::Fraction),
+            ("2027-06-30T23:59:60.0001Z", TimeError::Fraction),
             ("1969-12-31T23:59:59.999Z", TimeError::BeforeEpoch),
             ("-5", TimeError::BeforeEpoch),
             ("9007199254740992", TimeError::TooLarge),
@@ -139,6 +166,9 @@ mod tests {
                 parse_ms(text)
             );
         }
+        // Second 60 anywhere but at the end of a month's last minute in UTC is no leap second.
+        let Err(TimeError::Unreadable { reason }) = parse_ms("2027-06-15T10:20:60Z") else { panic!() };
+        assert!(reason.contains("leap second"), "{reason}");
         assert!(
             TimeError::Unreadable { reason: "x".into() }.to_string().ends_with("or Unix milliseconds"),
             "the refusal names both forms"

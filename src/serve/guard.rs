@@ -2,9 +2,10 @@
 //!
 //! - **The token.** On any address but loopback a token is required (the command refuses to
 //!   start without one); given on loopback too, it is required there as well. A request
-//!   carries it as `Authorization: Bearer TOKEN` (a Prometheus scrape) or as the
-//!   `retryq_token` cookie the login form sets (HttpOnly, SameSite=Strict). Tokens are
-//!   compared by their SHA-256 digests, so the comparison's time tells nothing of the token.
+//!   carries it as `Authorization: Bearer TOKEN` (a Prometheus scrape, a script), or carries
+//!   the session cookie that signing in with it sets (`sessions.rs`): the cookie is never the
+//!   token. Tokens are compared by their SHA-256 digests, so the comparison's time tells
+//!   nothing of the token.
 //! - **The host.** Without a token, on loopback, a request must name a loopback host: a web
 //!   page elsewhere that points a name of its own at 127.0.0.1 (DNS rebinding) is refused.
 //! - **Changes.** Every change is a POST carrying this process's CSRF token, a random value
@@ -14,15 +15,14 @@
 use rand::RngExt;
 use sha2::{Digest, Sha256};
 
-use super::http::Request;
-
-/// The name of the cookie that carries the token.
-pub const COOKIE: &str = "retryq_token";
+use super::http::{Request, SESSION_COOKIE};
+use super::sessions::{LIFETIME, Sessions};
 
 /// What a request is checked against.
 pub struct Guard {
     token: Option<[u8; 32]>,
     csrf: String,
+    sessions: Sessions,
 }
 
 /// Why a request was refused.
@@ -42,7 +42,7 @@ impl Guard {
         let mut bytes = [0u8; 32];
         rand::rng().fill(&mut bytes);
         let csrf = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Guard { token: token.map(digest), csrf }
+        Guard { token: token.map(digest), csrf, sessions: Sessions::new() }
     }
 
     /// The CSRF token the dashboard's forms carry.
@@ -56,20 +56,39 @@ impl Guard {
     }
 
     /// Whether `token` is the one required.
-    pub fn token_matches(&self, token: &str) -> bool {
+    fn token_matches(&self, token: &str) -> bool {
         self.token.is_some_and(|expected| digest(token) == expected)
     }
 
-    /// Whether the request may read: the token where one is required, else a loopback host.
+    /// Signs in with `token`: the `Set-Cookie` value of a new session, or `None` for a token
+    /// that is not this dashboard's. The cookie is `HttpOnly` (no script reads it),
+    /// `SameSite=Strict` (no other site's page sends it), ends with the session, and is
+    /// `Secure` when the request came through TLS (`https`).
+    pub fn sign_in(&self, token: &str, https: bool) -> Option<String> {
+        if !self.token_matches(token) {
+            return None;
+        }
+        let session = self.sessions.open();
+        Some(cookie(&session, LIFETIME.as_secs(), https))
+    }
+
+    /// Signs out: ends the request's session, if any; the `Set-Cookie` value that deletes the
+    /// browser's cookie.
+    pub fn sign_out(&self, request: &Request) -> String {
+        if let Some(session) = &request.session {
+            self.sessions.close(session);
+        }
+        cookie("", 0, request.https)
+    }
+
+    /// Whether the request may read: the token (as a bearer) or a live session where a token
+    /// is required, else a loopback host.
     pub fn admit(&self, request: &Request) -> Result<(), Refusal> {
         match self.token {
             Some(_) => {
-                let given = request.bearer.as_deref().or(request.cookie_token.as_deref());
-                if given.is_some_and(|token| self.token_matches(token)) {
-                    Ok(())
-                } else {
-                    Err(Refusal::Token)
-                }
+                let bearer = request.bearer.as_deref().is_some_and(|token| self.token_matches(token));
+                let session = request.session.as_deref().is_some_and(|s| self.sessions.valid(s));
+                if bearer || session { Ok(()) } else { Err(Refusal::Token) }
             }
             None if request.host.as_deref().is_some_and(loopback_host) => Ok(()),
             None => Err(Refusal::Host),
@@ -93,6 +112,12 @@ impl Guard {
         }
         Ok(())
     }
+}
+
+/// The session cookie with `value`, for `max_age` seconds (0: delete it).
+fn cookie(value: &str, max_age: u64, https: bool) -> String {
+    let secure = if https { "; Secure" } else { "" };
+    format!("{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}")
 }
 
 fn digest(text: &str) -> [u8; 32] {
@@ -130,15 +155,32 @@ mod tests {
     }
 
     #[test]
-    fn with_a_token_every_request_carries_it() {
+    fn with_a_token_every_request_carries_it_or_a_session() {
         let guard = Guard::new(Some("s3cret"));
         assert_eq!(guard.admit(&request("127.0.0.1:1")), Err(Refusal::Token));
         let bearer = Request { bearer: Some("s3cret".into()), ..request("db.example") };
         assert_eq!(guard.admit(&bearer), Ok(()));
-        let cookie = Request { cookie_token: Some("s3cret".into()), ..request("db.example") };
-        assert_eq!(guard.admit(&cookie), Ok(()));
         let wrong = Request { bearer: Some("s3cre".into()), ..request("db.example") };
         assert_eq!(guard.admit(&wrong), Err(Refusal::Token));
+        // The token is no session.
+        let token_as_session = Request { session: Some("s3cret".into()), ..request("db.example") };
+        assert_eq!(guard.admit(&token_as_session), Err(Refusal::Token));
+        assert_eq!(guard.sign_in("s3cre", false), None);
+        let set = guard.sign_in("s3cret", false).expect("signed in");
+        let value =
+            set.split(';').next().and_then(|pair| pair.strip_prefix("retryq_session=")).expect("value");
+        assert!(!set.contains("s3cret"), "{set}");
+        assert_eq!(
+            set.strip_prefix("retryq_session=").map(|rest| &rest[value.len()..]),
+            Some("; HttpOnly; SameSite=Strict; Path=/; Max-Age=43200")
+        );
+        let signed_in = Request { session: Some(value.into()), ..request("db.example") };
+        assert_eq!(guard.admit(&signed_in), Ok(()));
+        assert!(guard.sign_in("s3cret", true).expect("signed in").ends_with("; Max-Age=43200; Secure"));
+        // Signed out, the session admits nothing, and the cookie is deleted.
+        let deleted = guard.sign_out(&signed_in);
+        assert_eq!(deleted, "retryq_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+        assert_eq!(guard.admit(&signed_in), Err(Refusal::Token));
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The dashboard's requests and responses, apart from the server that carries them: the
 //! routes are plain functions from a [`Request`] to a [`Response`], tested without a socket.
 
-use std::io::Read;
+/// The most a form body may hold: the dashboard's forms carry a few short fields. A longer
+/// `Content-Length` is answered 413 before anything of the body is read (`server.rs`).
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
-/// The most a form body may hold: the dashboard's forms carry a few short fields.
-pub const MAX_BODY_BYTES: u64 = 16 * 1024;
+/// The name of the cookie that carries a session (`sessions.rs`).
+pub const SESSION_COOKIE: &str = "retryq_session";
 
 /// What the routes need of a request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -23,8 +25,11 @@ pub struct Request {
     pub origin: Option<String>,
     /// The token of an `Authorization: Bearer` header.
     pub bearer: Option<String>,
-    /// The `retryq_token` cookie.
-    pub cookie_token: Option<String>,
+    /// The session cookie ([`SESSION_COOKIE`]).
+    pub session: Option<String>,
+    /// Whether a proxy in front says the browser reached it over TLS
+    /// (`X-Forwarded-Proto: https`): the session cookie is then `Secure`.
+    pub https: bool,
 }
 
 impl Request {
@@ -38,40 +43,33 @@ impl Request {
         field(&self.form, name)
     }
 
-    /// The request tiny_http received, read into a [`Request`]. A form body over
-    /// [`MAX_BODY_BYTES`] is cut there (and will fail its checks).
-    pub fn read(request: &mut tiny_http::Request) -> Request {
-        let url = request.url().to_owned();
-        let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
+    /// A request from its method, its target (`/path?query`), its header fields (names in
+    /// any case; the first of each counts) and its body, read as a form.
+    pub fn new(method: &str, target: &str, headers: &[(&str, &[u8])], body: &[u8]) -> Request {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let header = |name: &str| {
-            request
-                .headers()
+            headers
                 .iter()
-                .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
-                .map(|h| h.value.as_str().to_owned())
+                .find(|(field, _)| field.eq_ignore_ascii_case(name))
+                .map(|(_, value)| String::from_utf8_lossy(value).trim().to_owned())
         };
-        let host = header("host");
-        let origin = header("origin");
         let bearer = header("authorization")
             .and_then(|value| value.strip_prefix("Bearer ").map(|token| token.trim().to_owned()));
-        let cookie_token = header("cookie").and_then(|cookies| {
-            cookies.split(';').find_map(|c| c.trim().strip_prefix("retryq_token=").map(str::to_owned))
+        let prefix = format!("{SESSION_COOKIE}=");
+        let session = header("cookie").and_then(|cookies| {
+            cookies.split(';').find_map(|c| c.trim().strip_prefix(prefix.as_str()).map(str::to_owned))
         });
-        let method = request.method().as_str().to_owned();
-        let mut body = Vec::new();
-        if method == "POST" {
-            // A body that cannot be read is an empty form, which every POST route refuses.
-            let _ = request.as_reader().take(MAX_BODY_BYTES).read_to_end(&mut body);
-        }
+        let https = header("x-forwarded-proto").is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
         Request {
-            method,
+            method: method.to_owned(),
             path: percent_decoded(path),
             query: pairs(query.as_bytes()),
-            form: pairs(&body),
-            host,
-            origin,
+            form: if method == "POST" { pairs(body) } else { Vec::new() },
+            host: header("host"),
+            origin: header("origin"),
             bearer,
-            cookie_token,
+            session,
+            https,
         }
     }
 }
@@ -104,6 +102,8 @@ pub struct Response {
     pub location: Option<String>,
     /// A `Set-Cookie` header's value.
     pub cookie: Option<String>,
+    /// A `Retry-After` header's value, in seconds: when a refused client may try again.
+    pub retry_after: Option<String>,
 }
 
 /// HTML's media type.
@@ -114,12 +114,26 @@ pub const TEXT: &str = "text/plain; charset=utf-8";
 impl Response {
     /// A 200 with a body of this type.
     pub fn ok(content_type: &'static str, body: impl Into<Vec<u8>>) -> Response {
-        Response { status: 200, content_type, body: body.into(), location: None, cookie: None }
+        Response {
+            status: 200,
+            content_type,
+            body: body.into(),
+            location: None,
+            cookie: None,
+            retry_after: None,
+        }
     }
 
     /// A plain-text answer with this status: an error, in words.
     pub fn text(status: u16, body: impl Into<String>) -> Response {
-        Response { status, content_type: TEXT, body: body.into().into_bytes(), location: None, cookie: None }
+        Response {
+            status,
+            content_type: TEXT,
+            body: body.into().into_bytes(),
+            location: None,
+            cookie: None,
+            retry_after: None,
+        }
     }
 
     /// A 303 to `location`: where a form's POST sends the browser next.
@@ -130,37 +144,63 @@ impl Response {
             body: Vec::new(),
             location: Some(location.into()),
             cookie: None,
+            retry_after: None,
         }
     }
 
-    /// The tiny_http response, with the headers every answer carries: no caching, no
+    /// The whole answer as sent, with the headers every answer carries: no caching, no
     /// sniffing, no framing, no referrer to other sites (a browser then sends an `Origin` of
-    /// `null` with the dashboard's own forms under `no-referrer`), and a content security policy that runs only the
-    /// dashboard's own script and styles — a second wall behind the templates' escaping.
-    pub fn into_tiny(self) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-        let mut response = tiny_http::Response::from_data(self.body).with_status_code(self.status);
-        let mut add = |name: &str, value: &str| {
-            if let Ok(header) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
-                response.add_header(header);
-            }
-        };
-        add("Content-Type", self.content_type);
-        add("Cache-Control", "no-store");
-        add("X-Content-Type-Options", "nosniff");
-        add("Referrer-Policy", "same-origin");
-        add("X-Frame-Options", "DENY");
-        add(
-            "Content-Security-Policy",
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
-             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    /// `null` with the dashboard's own forms under `no-referrer`), a content security policy
+    /// that runs only the dashboard's own script and styles — a second wall behind the
+    /// templates' escaping — and `Connection: close`: one request per connection, so that no
+    /// idle connection is kept (`server.rs`).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut head = format!(
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\
+             Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: same-origin\r\n\
+             X-Frame-Options: DENY\r\nContent-Security-Policy: default-src 'none'; script-src 'self'; \
+             style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+             base-uri 'none'\r\n",
+            self.status,
+            reason(self.status),
+            self.content_type,
+            self.body.len()
         );
-        if let Some(location) = &self.location {
-            add("Location", location);
+        // A value holding a line break would end the head early: such a header is left out
+        // (a location is percent-encoded and a cookie is this process's own, so none does).
+        let headers =
+            [("Location", &self.location), ("Set-Cookie", &self.cookie), ("Retry-After", &self.retry_after)];
+        for (name, value) in headers {
+            if let Some(value) = value.as_deref().filter(|v| !v.contains(['\r', '\n'])) {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
         }
-        if let Some(cookie) = &self.cookie {
-            add("Set-Cookie", cookie);
-        }
-        response
+        head.push_str("\r\n");
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&self.body);
+        bytes
+    }
+}
+
+/// The reason phrase of a status the dashboard answers with; empty for another, as HTTP
+/// allows.
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        303 => "See Other",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "",
     }
 }
 
@@ -175,5 +215,45 @@ mod tests {
         assert_eq!(request.query("status"), None);
         assert_eq!(request.query("queue"), Some("q 1"));
         assert_eq!(percent_decoded("/job%2Fx+y"), "/job/x+y");
+    }
+
+    #[test]
+    fn a_request_reads_its_header_fields_and_a_posts_form() {
+        let headers: [(&str, &[u8]); 5] = [
+            ("HOST", b"db.example"),
+            ("Authorization", b"Bearer  t0k "),
+            ("Cookie", b"a=1; retryq_session=abc; retryq_token=t0k"),
+            ("X-Forwarded-Proto", b"HTTPS"),
+            ("Host", b"second.example"),
+        ];
+        let request = Request::new("POST", "/job?id=a%20b", &headers, b"csrf=x&id=y");
+        assert_eq!((request.path.as_str(), request.query("id")), ("/job", Some("a b")));
+        assert_eq!(request.host.as_deref(), Some("db.example"), "the first Host counts");
+        assert_eq!((request.bearer.as_deref(), request.session.as_deref()), (Some("t0k"), Some("abc")));
+        assert!(request.https);
+        assert_eq!((request.form("csrf"), request.form("id")), (Some("x"), Some("y")));
+        let get = Request::new("GET", "/", &[], b"csrf=x");
+        assert!(get.form.is_empty() && !get.https && get.session.is_none());
+    }
+
+    #[test]
+    fn an_answer_is_a_head_of_its_own_lines_and_its_body() {
+        let response = Response {
+            cookie: Some("retryq_session=v; HttpOnly".into()),
+            location: Some("/x\r\nSet-Cookie: evil=1".into()),
+            ..Response::see_other("/")
+        };
+        let text = String::from_utf8(response.to_bytes()).expect("text");
+        let (head, body) = text.split_once("\r\n\r\n").expect("a head");
+        assert!(head.starts_with("HTTP/1.1 303 See Other\r\n"), "{head}");
+        assert!(head.contains("\r\nContent-Length: 0\r\n") && head.contains("\r\nConnection: close\r\n"));
+        assert!(head.contains("\r\nSet-Cookie: retryq_session=v; HttpOnly"), "{head}");
+        assert!(
+            !head.contains("evil") && !head.contains("Location"),
+            "a value with a line break is left out"
+        );
+        assert_eq!(body, "");
+        let ok = String::from_utf8(Response::ok(TEXT, "hi").to_bytes()).expect("text");
+        assert!(ok.contains("\r\nContent-Length: 2\r\n") && ok.ends_with("\r\n\r\nhi"), "{ok}");
     }
 }

@@ -14,8 +14,16 @@ pub const STATUSES: [Status; 4] = [Status::Pending, Status::Leased, Status::Done
 pub const REASONS: [DeadReason; 4] =
     [DeadReason::Exhausted, DeadReason::Deadline, DeadReason::Permanent, DeadReason::Cancelled];
 
+/// What every page's navigation needs beyond its links: where a token is required, the
+/// CSRF token of the sign-out button.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Nav<'a> {
+    /// The CSRF token, when there is a session to end.
+    pub sign_out: Option<&'a str>,
+}
+
 /// A page: the title, the navigation and `body`.
-pub fn layout(title: &str, body: Markup) -> Markup {
+pub fn layout(title: &str, nav: Nav<'_>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -35,6 +43,12 @@ pub fn layout(title: &str, body: Markup) -> Markup {
                     form.find method="get" action="/job" {
                         input type="search" name="id" placeholder="Job id" aria-label="Job id";
                     }
+                    @if let Some(csrf) = nav.sign_out {
+                        form.sign-out method="post" action="/logout" {
+                            input type="hidden" name="csrf" value=(csrf);
+                            button type="submit" { "Sign out" }
+                        }
+                    }
                 }
                 main { h1 { (title) } (body) }
             }
@@ -46,6 +60,7 @@ pub fn layout(title: &str, body: Markup) -> Markup {
 pub fn login(failed: bool) -> Markup {
     layout(
         "Sign in",
+        Nav::default(),
         html! {
             @if failed { p.error { "That token is not this dashboard's." } }
             form method="post" action="/login" {
@@ -63,10 +78,11 @@ fn count(key: &str, value: u64, href: &str) -> Markup {
 
 /// The overview: counts by status and reason, of the whole store and of each queue, and the
 /// dead jobs' redrive by reason.
-pub fn overview(now: u64, total: &Stats, queues: &[(String, Stats)], csrf: &str) -> Markup {
+pub fn overview(now: u64, total: &Stats, queues: &[(String, Stats)], csrf: &str, nav: Nav<'_>) -> Markup {
     let oldest = total.oldest_open_age_ms.map_or_else(|| "none open".to_owned(), words);
     layout(
         "Overview",
+        nav,
         html! {
             p.note { "Counts at " (utc(now)) ", refreshed every 2 s." }
             table #counts {
@@ -171,10 +187,11 @@ impl Filters {
 }
 
 /// A page of jobs, with the filters' form and the next page's link.
-pub fn jobs(filters: &Filters, queues: &[String], page: &BrowsePage) -> Markup {
+pub fn jobs(filters: &Filters, queues: &[String], page: &BrowsePage, nav: Nav<'_>) -> Markup {
     let selected = |on: bool| if on { Some("selected") } else { None };
     layout(
         "Jobs",
+        nav,
         html! {
             form #filters method="get" action="/jobs" {
                 label { "status " select name="status" {
@@ -249,10 +266,12 @@ pub fn job(
     attempts: &[AttemptRecord],
     csrf: &str,
     message: Option<&str>,
+    nav: Nav<'_>,
 ) -> Markup {
     let time = |ms: Option<u64>| ms.map(utc).unwrap_or_default();
     layout(
         &format!("Job {}", job.id),
+        nav,
         html! {
             @if let Some(message) = message { p.message { (message) } }
             table.fields #job {
@@ -337,9 +356,10 @@ fn history_table(history: &[HistoryEntry]) -> Markup {
 }
 
 /// A pruned job's page: what its tombstone keeps.
-pub fn tombstone(t: &Tombstone) -> Markup {
+pub fn tombstone(t: &Tombstone, nav: Nav<'_>) -> Markup {
     layout(
         &format!("Job {} (pruned)", t.id),
+        nav,
         html! {
             p.note { "This job ended and was pruned: its tombstone keeps the id taken, and what is below." }
             table.fields #job {
@@ -355,6 +375,6 @@ pub fn tombstone(t: &Tombstone) -> Markup {
 }
 
 /// A page that says what went wrong.
-pub fn problem(title: &str, text: &str) -> Markup {
-    layout(title, html! { p.error { (text) } })
+pub fn problem(title: &str, text: &str, nav: Nav<'_>) -> Markup {
+    layout(title, nav, html! { p.error { (text) } })
 }

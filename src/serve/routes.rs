@@ -1,13 +1,18 @@
 //! Which request gets which answer: every route, from a [`Request`] and the store to a
 //! [`Response`]. Reads take one snapshot each; a change is one operation of the contract
 //! (`redrive`, `redrive_dead`, `cancel`), as the command line runs it.
+//!
+//! [`Routes::answer`] decides everything that needs no store — the static files, signing in
+//! and out, and every refusal — so that the server (`server.rs`) answers a request that is
+//! not admitted without taking one of the store's connections; only an admitted request
+//! reaches [`Routes::with_store`].
 
 use maud::Markup;
 use retryq::{
     Backend, Browse, Cancelled, DeadReason, Error, Lookup, MAX_ATTEMPTS, Redrive, RedriveDead, Stats, Status,
 };
 
-use super::guard::{COOKIE, Guard, Refusal};
+use super::guard::{Guard, Refusal};
 use super::http::{HTML, Request, Response};
 use super::{metrics, page};
 use crate::cmd::duration;
@@ -30,6 +35,15 @@ pub struct Routes {
     /// The operation's `now` from the store (the server's clock on PostgreSQL, unless told
     /// otherwise), else this host's.
     pub now: Now,
+}
+
+/// What a request needs, once [`Routes::answer`] has looked at it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Answered without the store.
+    Now(Response),
+    /// Admitted, and answered by [`Routes::with_store`].
+    Store,
 }
 
 /// A route's failure, as an answer.
@@ -59,44 +73,59 @@ fn html(markup: Markup) -> Response {
 }
 
 impl Routes {
-    /// The answer to `request`.
-    pub fn handle(&self, store: &mut dyn Backend, request: &Request) -> Response {
-        match self.route(store, request) {
-            Ok(response) | Err(Failed(response)) => response,
-        }
-    }
-
-    fn route(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
+    /// The answer that needs no store: the static files, the sign-in form, signing in and
+    /// out, a refusal by the guard, a path or method no route takes; [`Answer::Store`] for
+    /// an admitted request that reads or changes the store.
+    pub fn answer(&self, request: &Request) -> Answer {
         let method = request.method.as_str();
         match (method, request.path.as_str()) {
-            ("GET", "/static/app.js") => return Ok(Response::ok("text/javascript; charset=utf-8", APP_JS)),
-            ("GET", "/static/style.css") => return Ok(Response::ok("text/css; charset=utf-8", STYLE_CSS)),
-            ("GET", "/login") => return Ok(html(page::login(false))),
-            ("POST", "/login") => return Ok(self.login(request)),
+            ("GET", "/static/app.js") => {
+                return Answer::Now(Response::ok("text/javascript; charset=utf-8", APP_JS));
+            }
+            ("GET", "/static/style.css") => {
+                return Answer::Now(Response::ok("text/css; charset=utf-8", STYLE_CSS));
+            }
+            ("GET", "/login") => return Answer::Now(html(page::login(false))),
+            ("POST", "/login") => return Answer::Now(self.login(request)),
             _ => {}
         }
         let change = method == "POST";
         let admitted = if change { self.guard.admit_change(request) } else { self.guard.admit(request) };
-        match admitted {
-            Ok(()) => {}
+        let refused = match admitted {
+            Ok(()) => None,
             Err(Refusal::Token) if request.path == "/metrics" || request.path.starts_with("/api/") => {
-                return Ok(Response::text(401, "a token is required: Authorization: Bearer TOKEN"));
+                Some(Response::text(401, "a token is required: Authorization: Bearer TOKEN"))
             }
-            Err(Refusal::Token) => return Ok(Response { status: 401, ..html(page::login(false)) }),
-            Err(Refusal::Host) => {
-                return Ok(Response::text(
-                    403,
-                    "this dashboard answers only to a loopback host name without a token",
-                ));
-            }
-            Err(Refusal::Forgery) => {
-                return Ok(Response::text(
-                    403,
-                    "a change needs a form of this dashboard (its CSRF token and origin)",
-                ));
-            }
+            Err(Refusal::Token) => Some(Response { status: 401, ..html(page::login(false)) }),
+            Err(Refusal::Host) => Some(Response::text(
+                403,
+                "this dashboard answers only to a loopback host name without a token",
+            )),
+            Err(Refusal::Forgery) => Some(Response::text(
+                403,
+                "a change needs a form of this dashboard (its CSRF token and origin)",
+            )),
+        };
+        if let Some(refused) = refused {
+            return Answer::Now(refused);
         }
         match (method, request.path.as_str()) {
+            ("GET", "/" | "/api/counts" | "/jobs" | "/job" | "/metrics")
+            | ("POST", "/redrive" | "/cancel") => Answer::Store,
+            ("POST", "/logout") => Answer::Now(self.logout(request)),
+            (_, "/" | "/api/counts" | "/jobs" | "/job" | "/metrics" | "/redrive" | "/cancel" | "/logout") => {
+                Answer::Now(Response::text(405, format!("{method} is not allowed here")))
+            }
+            _ => Answer::Now(Response {
+                status: 404,
+                ..html(page::problem("Not found", "No such page.", self.nav()))
+            }),
+        }
+    }
+
+    /// The answer to an admitted request that [`answer`](Routes::answer) sent to the store.
+    pub fn with_store(&self, store: &mut dyn Backend, request: &Request) -> Response {
+        let answered = match (request.method.as_str(), request.path.as_str()) {
             ("GET", "/") => self.overview(store),
             ("GET", "/api/counts") => self.counts(store),
             ("GET", "/jobs") => self.jobs(store, request),
@@ -104,11 +133,17 @@ impl Routes {
             ("GET", "/metrics") => self.metrics(store),
             ("POST", "/redrive") => self.redrive(store, request),
             ("POST", "/cancel") => self.cancel(store, request),
-            (_, "/" | "/api/counts" | "/jobs" | "/job" | "/metrics" | "/redrive" | "/cancel") => {
-                Ok(Response::text(405, format!("{method} is not allowed here")))
-            }
-            _ => Ok(Response { status: 404, ..html(page::problem("Not found", "No such page.")) }),
+            // `answer` sends no other here.
+            (method, _) => Ok(Response::text(405, format!("{method} is not allowed here"))),
+        };
+        match answered {
+            Ok(response) | Err(Failed(response)) => response,
         }
+    }
+
+    /// The navigation's sign-out button, where there is a session to end.
+    fn nav(&self) -> page::Nav<'_> {
+        page::Nav { sign_out: self.guard.has_token().then(|| self.guard.csrf()) }
     }
 
     fn now(&self, store: &dyn Backend) -> Result<u64, Failed> {
@@ -118,27 +153,33 @@ impl Routes {
     /// A page of jobs, ages counted by the store's clock, as every other route's.
     fn jobs(&self, store: &dyn Backend, request: &Request) -> Result<Response, Failed> {
         let now = self.now(store)?;
-        jobs_at(store, request, now)
+        jobs_at(store, request, now, self.nav())
     }
 
+    /// Signing in: the token given in the form opens a session (`guard.rs`).
     fn login(&self, request: &Request) -> Response {
         if !self.guard.has_token() {
             return Response::see_other("/");
         }
-        match request.form("token") {
-            Some(token) if self.guard.token_matches(token) => Response {
-                cookie: Some(format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/")),
-                ..Response::see_other("/")
-            },
-            _ => Response { status: 401, ..html(page::login(true)) },
+        match request.form("token").and_then(|token| self.guard.sign_in(token, request.https)) {
+            Some(cookie) => Response { cookie: Some(cookie), ..Response::see_other("/") },
+            None => Response { status: 401, ..html(page::login(true)) },
         }
+    }
+
+    /// Signing out: the session ends and the browser's cookie is deleted.
+    fn logout(&self, request: &Request) -> Response {
+        if !self.guard.has_token() {
+            return Response::see_other("/");
+        }
+        Response { cookie: Some(self.guard.sign_out(request)), ..Response::see_other("/login") }
     }
 
     fn overview(&self, store: &mut dyn Backend) -> Result<Response, Failed> {
         let now = self.now(store)?;
         let total = store.stats(now)?;
         let queues = by_queue(store, now)?;
-        Ok(html(page::overview(now, &total, &queues, self.guard.csrf())))
+        Ok(html(page::overview(now, &total, &queues, self.guard.csrf(), self.nav())))
     }
 
     /// The counts the overview's script refreshes, by the keys of its `data-count`s.
@@ -165,12 +206,12 @@ impl Routes {
             Some(Lookup::Job(job)) => {
                 let history = store.history(id)?;
                 let attempts = store.attempts(id)?;
-                Ok(html(page::job(&job, &history, &attempts, self.guard.csrf(), message)))
+                Ok(html(page::job(&job, &history, &attempts, self.guard.csrf(), message, self.nav())))
             }
-            Some(Lookup::Pruned(tombstone)) => Ok(html(page::tombstone(&tombstone))),
+            Some(Lookup::Pruned(tombstone)) => Ok(html(page::tombstone(&tombstone, self.nav()))),
             None => Ok(Response {
                 status: 404,
-                ..html(page::problem("No such job", &format!("No job has the id {id:?}.")))
+                ..html(page::problem("No such job", &format!("No job has the id {id:?}."), self.nav()))
             }),
         }
     }
@@ -255,7 +296,7 @@ fn by_queue(store: &dyn Backend, now: u64) -> Result<Vec<(String, Stats)>, Faile
 }
 
 /// A page of jobs; `now` dates `older_than`.
-fn jobs_at(store: &dyn Backend, request: &Request, now: u64) -> Result<Response, Failed> {
+fn jobs_at(store: &dyn Backend, request: &Request, now: u64, nav: page::Nav<'_>) -> Result<Response, Failed> {
     let status =
         request.query("status").map(str::parse::<Status>).transpose().map_err(|e| bad("status", e))?;
     let reason =
@@ -287,5 +328,5 @@ fn jobs_at(store: &dyn Backend, request: &Request, now: u64) -> Result<Response,
     };
     let page = store.browse(&browse)?;
     let queues = store.queues()?;
-    Ok(html(page::jobs(&filters, &queues, &page)))
+    Ok(html(page::jobs(&filters, &queues, &page, nav)))
 }

@@ -2,15 +2,17 @@
 //! the commands themselves rather than on the store.
 //!
 //! Workers run the README's form of command, `--exec './deliver.sh'`: a script run by dash,
-//! which forks for every `sleep` and `date` (and, for a third of the jobs, runs its loop in a
-//! background subshell; for another third it ignores SIGTERM). Each attempt logs its start,
-//! a tick every 100 ms for 4 s — twice the 2 s lease, which heartbeats keep renewing —
-//! and its end; a SIGTERM is logged as `term`. Meanwhile the run SIGKILLs workers (four, with
-//! four attempts in flight each), SIGSTOPs them for longer than the lease (one that holds
-//! leases) and resumes them, and (on SQLite) steps the wall clock
-//! forward by half a second through the workers' stepped clock
-//! (`retryq_worker::STEP_FILE_VAR`), always within what the margin tolerates (1 s margin,
-//! 250 ms grace: 750 ms of skew). Then, from the log alone:
+//! which forks for every `sleep` and `date`. A quarter of the jobs run their loop in a
+//! background subshell; a quarter ignore SIGTERM; a quarter hand their ticks to a chain of
+//! processes that fork in a loop, each parent exiting and each child leaving for a session of
+//! its own (`hop.pl`), while the script waits. Each attempt logs its start, a tick every
+//! 100 ms for 4 s — twice the 2 s lease, which heartbeats keep renewing — and its end; a
+//! SIGTERM is logged as `term`. Meanwhile the run SIGKILLs workers (four, with four attempts
+//! in flight each), SIGSTOPs them for longer than the lease (one that holds leases) and
+//! resumes them, SIGKILLs the watchdogs (`retryq exec-trampoline`) of running commands, and
+//! (on SQLite) steps the wall clock forward by half a second through the workers' stepped
+//! clock (`retryq_worker::STEP_FILE_VAR`), always within what the margin tolerates (1 s
+//! margin, 250 ms grace: 750 ms of skew). Then, from the log alone:
 //!
 //! - no (id, attempt) started twice;
 //! - no attempt logged anything (a tick, its end, a `term`) after a later attempt of the
@@ -41,7 +43,8 @@ use crate::common::{BIN, now_ms, read_only};
 
 /// The command every attempt runs, as `./deliver.sh` in the run's directory. Its payload
 /// says how it behaves: `plain`, `background` (the loop in a background subshell, waited
-/// for) or `stubborn` (ignores SIGTERM).
+/// for), `stubborn` (ignores SIGTERM) or `hopper` (the ticks come from `hop.pl`'s chain of
+/// processes hopping from session to session; the script waits for the chain's last one).
 const DELIVER: &str = r#"#!/bin/sh
 mode=$(cat)
 log="$OVERLAP_LOG"
@@ -55,10 +58,40 @@ ticks() { i=0; while [ $i -lt 40 ]; do sleep 0.1; say tick; i=$((i+1)); done; }
 if [ "$mode" = background ]; then
   ticks &
   wait $!
+elif [ "$mode" = hopper ]; then
+  done="./hopped.$RETRYQ_JOB_ID.$RETRYQ_ATTEMPT"
+  perl ./hop.pl "$log" "$done" &
+  while [ ! -e "$done" ]; do sleep 0.1; done
 else
   ticks
 fi
 say end
+"#;
+
+/// `hop.pl LOG DONE`: in a loop, fork; the parent exits and the child leaves for a session
+/// of its own (`setsid`), a millisecond apart. A `hop` line in the log every 100 ms, like a
+/// tick, for 4 s; then the file DONE. Perl's POSIX module is in Debian's essential
+/// `perl-base`.
+const HOP: &str = r#"use strict; use warnings; use POSIX ();
+my ($log, $done) = @ARGV;
+my $until = time + 4;
+my $next = 0;
+while (1) {
+    my $pid = fork;
+    unless (defined $pid) { select(undef, undef, undef, 0.01); next; }
+    exit 0 if $pid;
+    POSIX::setsid();
+    my $now = `date +%s%N`;
+    chomp $now;
+    if ($now >= $next) {
+        open(my $fh, '>>', $log) or exit 1;
+        print $fh "hop $ENV{RETRYQ_JOB_ID} $ENV{RETRYQ_ATTEMPT} $now\n";
+        close $fh;
+        $next = $now + 100_000_000;
+    }
+    if (time >= $until) { open(my $fh, '>', $done); close $fh; exit 0; }
+    select(undef, undef, undef, 0.001);
+}
 "#;
 
 /// The workers' lease, margin and the rest: a 2 s lease renewed every 667 ms, stopped 1 s
@@ -78,6 +111,8 @@ const TROUBLE: Duration = Duration::from_secs(12);
 const BOUND: Duration = Duration::from_secs(90);
 /// Each forward step of the stepped clock.
 const STEP_MS: i64 = 500;
+/// How the jobs' commands behave, in turn (`DELIVER`).
+const MODES: [&str; 4] = ["plain", "background", "stubborn", "hopper"];
 
 /// What the run does to its workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +169,41 @@ impl Drop for Run {
     }
 }
 
+/// The mode of job `id` (`job-NN`): its payload.
+fn mode_of(id: &str) -> &'static str {
+    let n: usize = id.trim_start_matches("job-").parse().unwrap_or(0);
+    MODES[n % MODES.len()]
+}
+
+/// The watchdogs (`retryq exec-trampoline`) among the children of `workers`, and the job each
+/// watches (its `RETRYQ_JOB_ID`).
+fn trampolines(workers: &[u32]) -> Vec<(u32, String)> {
+    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let parent =
+            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
+        if !parent.is_some_and(|parent: u32| workers.contains(&parent)) {
+            continue;
+        }
+        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmdline).contains("exec-trampoline") {
+            continue;
+        }
+        let environ = fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let job = environ
+            .split(|&b| b == 0)
+            .find_map(|var| var.strip_prefix(b"RETRYQ_JOB_ID="))
+            .map(|id| String::from_utf8_lossy(id).into_owned());
+        if let Some(job) = job {
+            found.push((pid, job));
+        }
+    }
+    found
+}
+
 fn signal(pid: u32, name: &str) {
     let _ = Command::new("kill").args([&format!("-{name}"), &pid.to_string()]).status();
 }
@@ -178,6 +248,8 @@ pub struct Seen {
     pub twice: Vec<String>,
     /// SIGTERMs logged: the watchdog stopped a command.
     pub terms: usize,
+    /// Lines the fork-hopping chains logged.
+    pub hops: usize,
     pub ends: usize,
     /// The longest an attempt went on after a later one of its job started, in ms.
     pub worst_ms: f64,
@@ -210,6 +282,7 @@ fn check_log(log: &str) -> (Seen, HashMap<String, u64>) {
             }
             what => {
                 seen.terms += usize::from(what == "term");
+                seen.hops += usize::from(what == "hop");
                 seen.ends += usize::from(what == "end");
                 if let Some(&(newer, since)) = latest.get(&line.id)
                     && newer > line.attempt
@@ -251,6 +324,7 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
     let deliver = dir.path().join("deliver.sh");
     fs::write(&deliver, DELIVER).expect("deliver.sh");
     fs::set_permissions(&deliver, fs::Permissions::from_mode(0o755)).expect("chmod");
+    fs::write(dir.path().join("hop.pl"), HOP).expect("hop.pl");
     let log = dir.path().join("attempts.log");
     fs::write(&log, "").expect("log");
     let step_file = dir.path().join("clock-step");
@@ -277,7 +351,7 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
     {
         let mut q = retryq::open_backend(&run.db).expect("create");
         for n in 0..JOBS {
-            let mode = ["plain", "background", "stubborn"][n % 3];
+            let mode = MODES[n % MODES.len()];
             let id = format!("job-{n:02}");
             let job = NewJob {
                 id: &id,
@@ -294,9 +368,13 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
         run.spawn_worker();
     }
     let start = Instant::now();
-    let (mut kills, mut stops, mut steps, mut step_ms) = (0, 0, 0, 0i64);
-    // The trouble: one event every 0.4–0.9 s, in turn a kill, a stop and (SQLite) a step. A
-    // stopped worker is resumed 2.5–3.5 s later (past its 2 s lease) while the others go on.
+    let (mut kills, mut stops, mut steps, mut step_ms, mut orphaned) = (0, 0, 0, 0i64, 0);
+    // Where the watchdog has no cgroup, a fork-hopping command whose watchdog is killed is out
+    // of reach (docs/operating.md): its watchdog is spared then.
+    let contained = retryq_worker::Cgroup::available();
+    // The trouble: one event every 0.4–0.9 s, in turn a kill, a stop, a watchdog's kill and
+    // (SQLite) a step. A stopped worker is resumed 2.5–3.5 s later (past its 2 s lease) while
+    // the others go on.
     let mut turn = 0;
     let mut stopped: Vec<(u32, Instant)> = Vec::new();
     let mut next = Instant::now();
@@ -313,7 +391,7 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
             continue;
         }
         next = Instant::now() + Duration::from_millis(rng.random_range(400..=900));
-        let kinds = if store == Store::Sqlite { 3 } else { 2 };
+        let kinds = if store == Store::Sqlite { 4 } else { 3 };
         match turn % kinds {
             0 => {
                 let victim = rng.random_range(0..run.workers.len());
@@ -345,6 +423,23 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
                     let stall = Duration::from_millis(rng.random_range(2500..=3500));
                     stopped.push((pid, Instant::now() + stall));
                     stops += 1;
+                }
+            }
+            2 => {
+                // The watchdog of a running command, of a worker not stopped.
+                let workers: Vec<u32> = run
+                    .workers
+                    .iter()
+                    .map(|(_, c)| c.id())
+                    .filter(|pid| !stopped.iter().any(|(p, _)| p == pid))
+                    .collect();
+                let watchdogs: Vec<(u32, String)> = trampolines(&workers)
+                    .into_iter()
+                    .filter(|(_, job)| contained || mode_of(job) != "hopper")
+                    .collect();
+                if let Some((pid, _)) = watchdogs.get(rng.random_range(0..watchdogs.len().max(1))) {
+                    signal(*pid, "KILL");
+                    orphaned += 1;
                 }
             }
             _ => {
@@ -397,12 +492,14 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
         assert!(*attempt <= stored, "{id} logged attempt {attempt} of {stored} stored (seed {seed})");
     }
     eprintln!(
-        "overlap: seed {seed} on {store:?}: {kills} kills, {stops} stops past the lease, {steps} clock steps of \
-         {STEP_MS} ms; {} attempts started, {} ended, {} stopped by SIGTERM (the watchdog); jobs {outcomes:?}; \
-         {} overlapping lines (the longest {:.0} ms after the later start), {} attempts started twice; {:.1} s",
+        "overlap: seed {seed} on {store:?}: {kills} kills, {stops} stops past the lease, {orphaned} watchdogs \
+         killed (cgroups: {contained}), {steps} clock steps of {STEP_MS} ms; {} attempts started, {} ended, {} \
+         stopped by SIGTERM (the watchdog), {} hop lines; jobs {outcomes:?}; {} overlapping lines (the longest \
+         {:.0} ms after the later start), {} attempts started twice; {:.1} s",
         seen.attempts,
         seen.ends,
         seen.terms,
+        seen.hops,
         seen.overlaps.len(),
         seen.worst_ms,
         seen.twice.len(),
@@ -414,7 +511,11 @@ pub fn overlap_run(seed: u64, store: Store, url: Option<&str>) -> Seen {
         seen.overlaps.join("\n"),
         seen.twice.join("\n")
     );
-    assert!(kills >= 3 && stops >= 3, "too little trouble: {kills} kills, {stops} stops");
+    assert!(
+        kills >= 3 && stops >= 3 && orphaned >= 2,
+        "too little trouble: {kills} kills, {stops} stops, {orphaned} watchdogs killed"
+    );
+    assert!(seen.hops > 0, "no fork-hopping command ran (seed {seed})");
     if store == Store::Sqlite {
         assert!(steps >= 3, "only {steps} clock steps");
     }

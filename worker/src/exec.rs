@@ -37,8 +37,10 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
@@ -48,9 +50,10 @@ use retryq::{Claimed, Outcome, Report};
 use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::stop::Stop;
-use crate::trampoline::{self, Trampoline, wait_no_reap};
+use crate::trampoline::{Trampoline, wait_no_reap};
 use crate::transport::{Transport, Unclassified};
-use crate::window::{Cut, LeaseEnds, POLL, Window};
+use crate::watched::Watched;
+use crate::window::{Cut, POLL, Window};
 
 /// The exit status that asks for a retry: `EX_TEMPFAIL` of sysexits.h.
 pub const EXIT_RETRYABLE: i32 = 75;
@@ -104,23 +107,33 @@ impl Exec {
         self
     }
 
-    fn spawn(&self, job: &Claimed) -> io::Result<Child> {
-        let mut command = match &self.trampoline {
-            Some(trampoline) => trampoline.command(rustix::process::getpid(), &self.shell),
-            None => Command::new(&self.shell),
+    /// The command, started; through a trampoline, with the worker's end of the socket to
+    /// it (the trampoline's standard input).
+    fn spawn(&self, job: &Claimed) -> io::Result<(Child, Option<UnixStream>)> {
+        let (mut command, socket) = match &self.trampoline {
+            Some(trampoline) => {
+                let (ours, theirs) = UnixStream::pair()?;
+                let mut command = trampoline.command(rustix::process::getpid(), &self.shell);
+                command.stdin(Stdio::from(OwnedFd::from(theirs)));
+                (command, Some(ours))
+            }
+            None => {
+                let mut command = Command::new(&self.shell);
+                command.stdin(Stdio::piped());
+                (command, None)
+            }
         };
         command
             .arg("-c")
             .arg(&self.command)
             .env("RETRYQ_JOB_ID", job.id())
             .env("RETRYQ_ATTEMPT", job.attempt().to_string())
-            .stdin(Stdio::piped())
             .stdout(Stdio::inherit())
             .stderr(Stdio::piped())
             // A group of its own: a terminal's Ctrl-C reaches only the worker. Through a
             // trampoline this is the trampoline's group, and the command has another.
             .process_group(0);
-        command.spawn()
+        Ok((command.spawn()?, socket))
     }
 }
 
@@ -135,15 +148,16 @@ impl Transport for Exec {
             };
             return Ok(Report::with_error(Outcome::Retryable, note));
         }
-        let child = self.spawn(job).map_err(|e| Unclassified(format!("could not start {SHELL} -c: {e}")))?;
+        let (child, socket) =
+            self.spawn(job).map_err(|e| Unclassified(format!("could not start {SHELL} -c: {e}")))?;
         let group = Pid::from_child(&child);
-        // Through a trampoline the command is stopped by closing its pipe, never by killing
-        // the trampoline: that would leave the command without its watchdog.
-        let watched = self.trampoline.as_ref().map(|_| Arc::new(AtomicBool::new(false)));
+        // Through a trampoline the command is stopped by shutting its socket, never by
+        // killing the trampoline: that would leave the command without its watchdog.
+        let watched = socket.as_ref().map(|_| Arc::new(AtomicBool::new(false)));
         if let Some(stop) = &self.stop {
             stop.running(group, watched.clone());
         }
-        let ran = run(child, group, job, window, watched.as_deref());
+        let ran = run(child, socket, group, job, window, watched.as_deref());
         if let Some(stop) = &self.stop {
             stop.idle(group);
         }
@@ -176,74 +190,6 @@ fn not_runnable(code: i32) -> Option<&'static str> {
     }
 }
 
-/// The pipe to a command's trampoline ([`Trampoline`]): the payload, the lease's renewals,
-/// and, closed, the order to kill the command now.
-struct Control {
-    /// The pipe, once the header and the payload are written; `None` before, and after a kill.
-    pipe: Option<ChildStdin>,
-    /// Where the thread writing the header and the payload hands the pipe back.
-    returned: Option<mpsc::Receiver<ChildStdin>>,
-    /// The lease's ends as the trampoline last heard them.
-    sent: Option<LeaseEnds>,
-    killed: bool,
-}
-
-impl Control {
-    /// Writes the header and the payload on a thread of their own: the trampoline reads the
-    /// whole payload before it starts the command, so until they are written nothing runs.
-    fn start(mut pipe: ChildStdin, payload: &str, lease: Option<LeaseEnds>) -> Control {
-        let (tx, returned) = mpsc::channel();
-        let header = trampoline::header(payload.len(), lease.as_ref());
-        let payload = payload.to_owned();
-        let _ = thread::Builder::new().name("retryq-exec-stdin".into()).spawn(move || {
-            if pipe.write_all(header.as_bytes()).and_then(|()| pipe.write_all(payload.as_bytes())).is_ok() {
-                let _ = tx.send(pipe);
-            }
-        });
-        Control { pipe: None, returned: Some(returned), sent: lease, killed: false }
-    }
-
-    /// The pipe, if the writing thread has handed it back within `wait`.
-    fn take_back(&mut self, wait: Duration) {
-        let Some(returned) = &self.returned else { return };
-        match returned.recv_timeout(wait) {
-            Ok(pipe) => {
-                self.pipe = Some(pipe);
-                self.returned = None;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => self.returned = None,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-    }
-
-    /// Tells the trampoline the lease's new ends, if they moved: only an accepted heartbeat
-    /// moves them (a refused one leaves none, and the window closes).
-    fn renew(&mut self, lease: Option<LeaseEnds>) {
-        if self.killed || lease.is_none() || lease == self.sent {
-            return;
-        }
-        self.take_back(Duration::ZERO);
-        let Some(pipe) = &mut self.pipe else { return };
-        if pipe.write_all(trampoline::renewal(lease.as_ref()).as_bytes()).is_ok() {
-            self.sent = lease;
-        }
-    }
-
-    /// Stops the command now: the pipe closes, and the trampoline kills the command's group
-    /// with SIGKILL at once. A trampoline still taking in the payload after the grace has
-    /// started nothing, and is killed itself.
-    fn kill(&mut self, trampoline: Pid) {
-        if self.killed {
-            return;
-        }
-        self.killed = true;
-        self.take_back(GRACE);
-        if self.pipe.take().is_none() && self.returned.take().is_some() {
-            let _ = kill_process_group(trampoline, Signal::KILL);
-        }
-    }
-}
-
 /// What became of one command.
 struct Ran {
     /// Its exit status; `None` if it was killed and still not gone within the grace.
@@ -252,6 +198,8 @@ struct Ran {
     cut: Option<Cut>,
     elapsed: Duration,
     tail: String,
+    /// What the worker did when the watchdog died under the command, if it did.
+    watchdog_died: Option<String>,
 }
 
 /// Feeds the payload, waits for the command (killing its group when the window closes), and
@@ -263,23 +211,30 @@ struct Ran {
 /// closing it; without one the worker kills the process group itself.
 fn run(
     mut child: Child,
+    socket: Option<UnixStream>,
     group: Pid,
     job: &Claimed,
     window: &Window<'_>,
     watched: Option<&AtomicBool>,
 ) -> Result<Ran, Unclassified> {
     let mut control = None;
-    if let Some(mut stdin) = child.stdin.take() {
-        if watched.is_some() {
-            control = Some(Control::start(stdin, &job.payload, window.lease()));
-        } else {
-            let payload = job.payload.clone();
-            // A command that does not read its input must not block the worker: the payload
-            // is written from a thread, which ends when the pipe closes with the command.
-            let _ = thread::Builder::new().name("retryq-exec-stdin".into()).spawn(move || {
-                let _ = stdin.write_all(payload.as_bytes());
-            });
+    if let Some(socket) = socket {
+        match Watched::start(socket, &job.payload, window.lease()) {
+            Ok(started) => control = Some(started),
+            Err(e) => {
+                // Nothing started: its socket closed, the trampoline exits without a command.
+                let _ = kill_process_group(group, Signal::KILL);
+                reap_later(child);
+                return Err(Unclassified(format!("could not start the command's watchdog: {e}")));
+            }
         }
+    } else if let Some(mut stdin) = child.stdin.take() {
+        let payload = job.payload.clone();
+        // A command that does not read its input must not block the worker: the payload
+        // is written from a thread, which ends when the pipe closes with the command.
+        let _ = thread::Builder::new().name("retryq-exec-stdin".into()).spawn(move || {
+            let _ = stdin.write_all(payload.as_bytes());
+        });
     }
     let tail = Tail::read(child.stderr.take());
     // Wait for the exit without reaping (WNOWAIT): while the command is an unreaped zombie
@@ -299,7 +254,7 @@ fn run(
         }
         if let Some(control) = &mut control {
             if watched.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
-                control.kill(group);
+                control.kill();
             }
             control.renew(window.lease());
         }
@@ -312,11 +267,11 @@ fn run(
     };
     let elapsed = window.elapsed();
     match &mut control {
-        // At a cut, the trampoline kills the command's group; after an exit, it already
-        // killed what the command left behind.
+        // At a cut, the trampoline kills the command; after an exit, it already killed what
+        // the command left behind.
         Some(control) => {
             if exited.is_none() {
-                control.kill(group);
+                control.kill();
             } else if cut.is_none() {
                 // The watchdog may have stopped it: at the end of the lease the worker keeps
                 // too, so the window says so as well.
@@ -351,13 +306,20 @@ fn run(
             reap_later(child);
             return Err(Unclassified(format!("could not wait for the command: {e}")));
         }
-        // Killed, and not gone within the grace (stuck in the kernel): left to a thread.
+        // Killed, and not gone within the grace (stuck in the kernel, or a watchdog still
+        // hunting what the command forked): left to a thread.
         None => {
             reap_later(child);
             None
         }
     };
-    Ok(Ran { status, cut, elapsed, tail: tail.take(grace_end) })
+    // A watchdog that exited without saying its command is gone died under it: the worker
+    // kills what it left before the attempt ends.
+    let watchdog_died = match (&control, &status) {
+        (Some(control), Some(_)) => control.after_exit(window),
+        _ => None,
+    };
+    Ok(Ran { status, cut, elapsed, tail: tail.take(grace_end), watchdog_died })
 }
 
 /// Reaps `child` on a thread of its own, whenever it goes: the worker does not wait for it.
@@ -430,6 +392,10 @@ fn classify(ran: &Ran, timeout: Duration) -> Result<Report, Unclassified> {
     let tail = ran.tail.as_str();
     let with_tail = |what: String| if tail.is_empty() { what } else { format!("{what}: {tail}") };
     let ms = ran.elapsed.as_millis();
+    if let Some(note) = &ran.watchdog_died {
+        let how = ran.status.map_or_else(String::new, |status| format!(" ({status})"));
+        return Err(Unclassified(with_tail(format!("{note}{how} after {ms} ms"))));
+    }
     if let Some(cut) = ran.cut {
         let mut what = match cut {
             Cut::Timeout => format!("timed out after {} ms; process group killed", timeout.as_millis()),

@@ -61,7 +61,7 @@ impl Attempt {
     /// error: no later attempt would read it either.
     #[cfg(feature = "serde")]
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, JobError> {
-        serde_json::from_str(&self.payload)
+        retryq::json::from_str(&self.payload)
             .map_err(|e| JobError::permanent(format!("the payload is not the JSON expected: {e}")))
     }
 

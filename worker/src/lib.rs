@@ -46,9 +46,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod cgroup;
 mod clock;
 mod config;
 mod dbfile;
+mod descendants;
 mod exec;
 mod fsize;
 mod handler;
@@ -64,9 +66,11 @@ mod stop;
 mod store;
 mod trampoline;
 mod transport;
+mod watched;
 mod window;
 mod work;
 
+pub use cgroup::{Cgroup, OFF_VAR as EXEC_CGROUP_VAR};
 pub use clock::{Clock, ClockError, STEP_FILE_VAR, ServerClock, SteppedClock, SystemClock, local_ms, now_ms};
 pub use config::{Config, ConfigError, KILL_GRACE, MIN_LEASE, PRUNE_BATCH, PRUNE_EVERY};
 pub use dbfile::{DbFile, DbFileError};

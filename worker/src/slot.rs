@@ -8,15 +8,28 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
-use std::time::Duration;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use retryq::{Claimed, Report};
 use tracing::debug;
 
 use crate::clock::{Clock, ClockError};
 use crate::held::Held;
+use crate::store::CLOCK_WATCH;
 use crate::transport::{Transport, Unclassified};
-use crate::window::Window;
+use crate::window::{POLL, Window};
+
+/// How long after the store's clock jumped ahead (or was first read) a worker holds an
+/// attempt that may take over another's lease — any attempt but a job's first — before
+/// starting it. A step of a clock shared by many hosts (PostgreSQL's, `--clock server`) ends
+/// every lease at once for whoever reads it next; each holder reads it at least every
+/// [`CLOCK_WATCH`] while its attempts run and cuts them at its window's next look ([`POLL`]),
+/// so the attempt that takes over waits that long, and 450 ms more for the kill and for a
+/// holder's thread woken late on a busy host, rather than start beside the one it replaces
+/// (docs/postgres.md).
+pub(crate) const TAKEOVER_HOLD: Duration =
+    CLOCK_WATCH.saturating_add(POLL).saturating_add(Duration::from_millis(450));
 
 /// A claimed job, handed to a free slot.
 pub(crate) struct Assignment {
@@ -88,6 +101,7 @@ fn attempt(
     limits: &Limits<'_>,
 ) -> Finished {
     let job = &assignment.job;
+    hold_takeover(job, limits.clock, &assignment.held);
     // A clock the queue cannot use leaves no time before the deadline: nothing is sent, and
     // the store thread stops on the reading after.
     let now = limits.clock.now_ms().unwrap_or(u64::MAX);
@@ -111,4 +125,78 @@ fn attempt(
     };
     let unusable = transport.unusable();
     Finished { slot, assignment, answer, after, said, unusable }
+}
+
+/// Waits, before an attempt that may take over another's lease, until [`TAKEOVER_HOLD`] has
+/// passed since the store's clock jumped ahead or was first read; no longer than its lease
+/// holds, and not at all for a job's first attempt (no earlier one can run) or on a clock
+/// that cannot jump unseen ([`Clock::jumped_at`]).
+fn hold_takeover(job: &Claimed, clock: &dyn Clock, held: &Held) {
+    let Some(jumped) = clock.jumped_at().filter(|_| job.attempt() > 1) else { return };
+    let until = jumped + TAKEOVER_HOLD;
+    let started = Instant::now();
+    loop {
+        let ends = held.ends();
+        let lease_left = ends.span.saturating_sub(ends.anchor.elapsed());
+        let wait = until.saturating_duration_since(Instant::now()).min(lease_left);
+        if wait.is_zero() || ends.abandoned {
+            break;
+        }
+        thread::sleep(wait.min(POLL));
+    }
+    let held_ms = started.elapsed().as_millis() as u64;
+    if held_ms > 0 {
+        debug!(job = %job.id(), attempt = job.attempt(), held_ms, "held: the store's clock jumped or was first read lately");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use retryq::Lease;
+
+    /// A clock that jumped at a given instant.
+    struct Jumped(Instant);
+
+    impl Clock for Jumped {
+        fn now_ms(&self) -> Result<u64, ClockError> {
+            crate::now_ms()
+        }
+
+        fn jumped_at(&self) -> Option<Instant> {
+            Some(self.0)
+        }
+    }
+
+    fn claimed(attempt: u64) -> Claimed {
+        Claimed {
+            lease: Lease::new("w", "a", attempt),
+            lease_until: 0,
+            payload: String::new(),
+            deadline: 0,
+            last_node: None,
+        }
+    }
+
+    #[test]
+    fn a_takeover_waits_out_the_hold_after_a_jump_and_nothing_else_waits() {
+        let lease = Held::new(Instant::now(), Duration::from_secs(30), 0);
+        let jumped = Jumped(Instant::now());
+        let start = Instant::now();
+        hold_takeover(&claimed(1), &jumped, &lease);
+        assert!(start.elapsed() < Duration::from_millis(100), "a first attempt takes over nothing");
+        hold_takeover(&claimed(2), &crate::SystemClock, &lease);
+        assert!(
+            start.elapsed() < Duration::from_millis(100),
+            "this host's clock jumps for every worker alike"
+        );
+        hold_takeover(&claimed(2), &jumped, &lease);
+        let held = start.elapsed();
+        assert!(held >= TAKEOVER_HOLD && held < TAKEOVER_HOLD + Duration::from_millis(500), "{held:?}");
+        // Never past the lease.
+        let short = Held::new(Instant::now(), Duration::from_millis(200), 0);
+        let start = Instant::now();
+        hold_takeover(&claimed(2), &Jumped(Instant::now()), &short);
+        assert!(start.elapsed() < Duration::from_millis(600), "{:?}", start.elapsed());
+    }
 }

@@ -3,42 +3,54 @@
 //! SIGSTOP, frozen in a VM pause or a swap storm — with nothing but safe Rust in the worker.
 //!
 //! The worker starts a small program — the trampoline — instead of `/bin/sh -c COMMAND`; the
-//! trampoline starts the shell as its own child, in a process group of its own, and stays
-//! its parent until it is gone. It kills the command's whole group:
+//! trampoline starts the shell as its own child, in a process group of its own and, where
+//! the host lets it, in a cgroup v2 of its own (`cgroup.rs`), and stays its parent until it
+//! is gone. It kills the whole command:
 //!
 //! - **at once (SIGKILL) when the worker dies**, however it dies: its standard input is a
-//!   pipe from the worker, which reaches end of file when the worker's process ends (or
-//!   when the worker closes it to stop the command); Linux's parent-death signal
+//!   socket from the worker, which reaches end of file when the worker's process ends (or
+//!   when the worker shuts it to stop the command); Linux's parent-death signal
 //!   (`PR_SET_PDEATHSIG`, SIGHUP here, caught) says the same, and a parent that is no longer
 //!   the worker is checked every [`POLL`];
 //! - **when the lease's end, less the margin, passes on this host's clocks** without a
 //!   renewal from the worker (SIGTERM, then SIGKILL [`Config::kill_grace`] later). The
-//!   worker writes the lease's end down the pipe when the attempt starts, and again after
+//!   worker writes the lease's end down the socket when the attempt starts, and again after
 //!   every heartbeat the store *accepted* — never when it only sent one; a refused
 //!   heartbeat renews nothing. The end is kept on the monotonic clock (`CLOCK_MONOTONIC`,
 //!   which a stalled worker cannot hold back) and, where the worker's clock is this host's
 //!   or a measured offset from it, on the wall clock too (a forward step of the wall clock
 //!   shortens every lease at once);
-//! - when the command exits: what it left behind in its group is killed with it.
+//! - when the command exits: what it left behind is killed with it.
 //!
 //! This is the model's rule (docs/model.md, "Execution", "at most one execution of a job is
 //! live at any moment"): an execution ends by its completion, by the holder's death (at
 //! once), or by the watchdog at `lease_until − margin` on the holder's own clock, renewed only
 //! by committed heartbeats; with `margin ≥ skew + grace` no two executions of a job overlap.
 //!
-//! Every kill reaches the command's process group and, through `/proc`, every process
-//! descended from the trampoline: it is their child subreaper (`PR_SET_CHILD_SUBREAPER`), so
-//! processes that left the group or the session (`timeout`, `setsid`) and orphans of a
-//! parent that exited are still its descendants. Out of reach are processes handed to
-//! another service (`systemd-run`, `at`, a remote host) and the command of a trampoline that
-//! is itself killed with SIGKILL; the trampoline forwards SIGTERM and SIGINT to the command
-//! and takes SIGHUP as its worker's death. Elsewhere than on Linux the group alone is killed.
+//! **What a kill reaches.** In its cgroup, every process of the command, however it forked
+//! or whichever session it left: one write to `cgroup.kill`, forks under way included, then
+//! a wait until the cgroup is empty. Without one, the command's process group and, through
+//! `/proc`, every process descended from the trampoline — it is their child subreaper
+//! (`PR_SET_CHILD_SUBREAPER`), so processes that left the group or the session and orphans of
+//! a parent that exited are still its descendants — walked and killed again and again until
+//! none is left (`descendants.rs`). Either way the trampoline reaps the zombies it inherits as
+//! they appear (on SIGCHLD), so that a command backgrounding processes from subshells does
+//! not fill the host's process table. Out of reach are processes handed to another service
+//! (`systemd-run`, `at`, a remote host). The trampoline forwards SIGTERM and SIGINT to the
+//! command and takes SIGHUP as its worker's death. Elsewhere than on Linux the group alone is
+//! killed.
 //!
-//! The protocol on the pipe, one line each but the payload: first
-//! `retryq-watchdog 1 PAYLOAD_BYTES MARGIN_MS GRACE_MS MONOTONIC_NS WALL_MS`, then the
+//! **When the trampoline itself dies** (`kill -9`, the OOM killer), the worker learns it
+//! from the socket: it was told the command's cgroup and process group when the command
+//! started, and was not told `gone`. It then kills them itself and does not end the attempt
+//! (nor let its lease lapse) until no live process is left in them (`watched.rs`).
+//!
+//! The protocol on the socket. From the worker, one line each but the payload: first
+//! `retryq-watchdog 2 PAYLOAD_BYTES MARGIN_MS GRACE_MS MONOTONIC_NS WALL_MS`, then the
 //! payload's bytes (the command's standard input, then end of file), then
 //! `renew MONOTONIC_NS WALL_MS` per renewal; `-` for an end that is not kept. End of file:
-//! kill now.
+//! kill now. From the trampoline: `cgroup PATH` (if it made one), `group PID` once the command
+//! started, and `gone` once nothing of it is left.
 //!
 //! Any program that calls [`bounce`] with the arguments it was given is a trampoline; the
 //! `retryq` binary is one (its hidden `exec-trampoline` subcommand). Without a trampoline a
@@ -49,16 +61,20 @@
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
 
+use crate::cgroup::Cgroup;
 use crate::clock::local_ms;
+use crate::descendants;
 use crate::window::{LeaseEnds, POLL};
 
 /// The exit status of a trampoline that could not start the command: unclassified (it is
@@ -70,8 +86,8 @@ use crate::window::{LeaseEnds, POLL};
 /// started the command, says nothing about the command.
 pub const EXIT_NOT_STARTED: i32 = 125;
 
-/// The first word of the pipe's first line, and the protocol's version.
-const HEADER: &str = "retryq-watchdog 1";
+/// The first words of the socket's first line: the protocol and its version.
+const HEADER: &str = "retryq-watchdog 2";
 
 /// A program that starts each command beside a watchdog: it is run as
 /// `PROGRAM ARGS… WORKER_PID SHELL -c COMMAND` and must call [`bounce`] with what follows
@@ -100,7 +116,7 @@ impl Trampoline {
     }
 }
 
-/// The pipe's first line, for a payload of `payload` bytes under `lease` (none: nothing to
+/// The socket's first line, for a payload of `payload` bytes under `lease` (none: nothing to
 /// watch but the worker's death).
 pub(crate) fn header(payload: usize, lease: Option<&LeaseEnds>) -> String {
     let (margin, grace) = lease.map_or((0, 0), |l| (l.margin.as_millis(), l.kill_grace.as_millis()));
@@ -186,24 +202,97 @@ impl Watch {
     }
 }
 
+/// What the trampoline tells the worker about its command, a line each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Told {
+    /// The command's cgroup, made before it started.
+    Cgroup(Cgroup),
+    /// The command's process group (its shell's process id), once started.
+    Group(Pid),
+    /// Nothing of the command is left: the trampoline is about to exit.
+    Gone,
+}
+
+impl Told {
+    /// The line that says it.
+    fn line(&self) -> String {
+        match self {
+            Told::Cgroup(cgroup) => format!("cgroup {}\n", cgroup.path().display()),
+            Told::Group(group) => format!("group {}\n", group.as_raw_nonzero()),
+            Told::Gone => "gone\n".into(),
+        }
+    }
+
+    /// What `line` tells; `None` for a line this build does not know.
+    pub(crate) fn read(line: &str) -> Option<Told> {
+        match line.trim_end().split_once(' ') {
+            Some(("cgroup", path)) => Cgroup::at(path).map(Told::Cgroup),
+            Some(("group", pid)) => pid.parse().ok().and_then(Pid::from_raw).map(Told::Group),
+            None if line.trim_end() == "gone" => Some(Told::Gone),
+            _ => None,
+        }
+    }
+}
+
+/// The command as the watchdog kills it: its process group, its cgroup if it has one, and
+/// every descendant of the watchdog.
+struct Contained {
+    group: Pid,
+    cgroup: Option<Cgroup>,
+}
+
+impl Contained {
+    /// Sends `signal` to every process of the command.
+    fn signal(&self, signal: Signal) {
+        let _ = kill_process_group(self.group, signal);
+        if let Some(cgroup) = &self.cgroup {
+            descendants::signal_each(&cgroup.procs(), signal);
+        }
+        descendants::signal_each(&descendants::live(), signal);
+    }
+
+    /// Whether a live process of the command is left.
+    fn alive(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(Cgroup::populated) || !descendants::live().is_empty()
+    }
+
+    /// SIGKILL to every process of the command, again and again until none is left: in a
+    /// cgroup at once; walking `/proc`, until the walk has caught a command that forks
+    /// faster than it.
+    fn kill_all(&self) {
+        let mut pause = Duration::from_micros(200);
+        loop {
+            if let Some(cgroup) = &self.cgroup {
+                let _ = cgroup.kill();
+            }
+            self.signal(Signal::KILL);
+            if !self.alive() {
+                return;
+            }
+            thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+}
+
 /// What the watchdog hears.
 enum Event {
     /// The worker renewed the lease.
     Renew(Watch),
     /// The worker is gone, or asked for the command to be stopped now.
     WorkerGone,
-    /// SIGTERM or SIGINT reached the trampoline: passed on to the command's group.
+    /// SIGTERM or SIGINT reached the trampoline: passed on to the command.
     Forward(i32),
     /// The command exited (not reaped yet: its group id cannot be reused).
     Exited,
 }
 
-/// The trampoline's side, given `WORKER_PID SHELL SHELL_ARGS…` and the pipe on standard
-/// input: starts `SHELL SHELL_ARGS…` in a process group of its own and watches it until it
-/// is gone (see the module's doc). Returns the exit status to exit with — the command's; for
-/// a command killed by a signal the trampoline first tries to die of the same signal — or,
-/// before the command started, why it could not (the caller then exits with
-/// [`EXIT_NOT_STARTED`]).
+/// The trampoline's side, given `WORKER_PID SHELL SHELL_ARGS…` and the socket on standard
+/// input: starts `SHELL SHELL_ARGS…` in a process group (and a cgroup, where it can) of its
+/// own and watches it until it is gone (see the module's doc). Returns the exit status to
+/// exit with — the command's; for a command killed by a signal the trampoline first tries to
+/// die of the same signal — or, before the command started, why it could not (the caller
+/// then exits with [`EXIT_NOT_STARTED`]).
 pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     let mut args = args.into_iter();
     let worker = args.next().and_then(|pid| pid.to_str()?.parse::<i32>().ok()).and_then(Pid::from_raw);
@@ -221,13 +310,16 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     // Stdin's buffer is shared: what the header's read took in beyond its line is still
     // there for the payload's, and the payload's beyond it for the renewals'.
     let input = io::stdin();
+    // What the trampoline tells goes back on the same socket; a worker that gave a pipe
+    // (another build's) hears nothing, and writing to it fails harmlessly.
+    let mut told = UnixStream::from(input.as_fd().try_clone_to_owned()?);
     let mut first = String::new();
     input.lock().read_line(&mut first)?;
     let invalid =
-        |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("the worker's pipe: {why}"));
+        |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("the worker's socket: {why}"));
     let words: Vec<&str> = first.split_whitespace().collect();
     let (payload_len, watch) = match words.as_slice() {
-        [] => return Err(io::Error::other("the worker closed the pipe before the command started")),
+        [] => return Err(io::Error::other("the worker closed the socket before the command started")),
         [magic, version, payload, margin, grace, ends @ ..] if format!("{magic} {version}") == HEADER => {
             let number =
                 |what: &str, n: &str| n.parse::<u64>().map_err(|e| invalid(format!("{what} {n:?}: {e}")));
@@ -253,14 +345,40 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     };
     let mut payload = vec![0; payload_len];
     input.lock().read_exact(&mut payload)?;
-    let mut child = Command::new(shell)
+    // The command is born in its cgroup: the trampoline enters it, starts the command and
+    // leaves it.
+    let entered = Cgroup::enter()?;
+    if let Some(entered) = &entered {
+        let _ = told.write_all(Told::Cgroup(entered.cgroup.clone()).line().as_bytes());
+    }
+    let spawned = Command::new(shell)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
         .process_group(0)
-        .spawn()?;
+        .spawn();
+    let left = entered.as_ref().map(|entered| entered.leave());
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            if let Some(entered) = &entered {
+                let _ = entered.cgroup.remove();
+            }
+            return Err(e);
+        }
+    };
     let group = Pid::from_child(&child);
+    if let Some(Err(e)) = left {
+        // Still inside the command's cgroup, the trampoline could not kill it without
+        // killing itself: the command does not run.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(io::Error::other(format!("could not leave the command's cgroup: {e}")));
+    }
+    let contained = Contained { group, cgroup: entered.map(|entered| entered.cgroup) };
+    let _ = told.write_all(Told::Group(group).line().as_bytes());
+    reap_as_they_appear(group)?;
     if let Some(mut stdin) = child.stdin.take() {
         // A command that does not read its input must not block the watchdog.
         let _ = thread::Builder::new().name("payload".into()).spawn(move || {
@@ -269,24 +387,42 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     }
     let renewals = events_tx.clone();
     thread::Builder::new()
-        .name("pipe".into())
+        .name("socket".into())
         .spawn(move || read_renewals(input.lock(), watch, &renewals))?;
     let exits = events_tx;
     thread::Builder::new().name("wait".into()).spawn(move || {
         let _ = wait_no_reap(group);
         let _ = exits.send(Event::Exited);
     })?;
-    let status = watchdog(&mut child, group, worker, watch, &events)?;
+    let status = watchdog(&mut child, &contained, worker, watch, &events)?;
+    descendants::reap_zombies(group);
+    if let Some(cgroup) = &contained.cgroup {
+        let _ = cgroup.remove();
+    }
+    let _ = told.write_all(Told::Gone.line().as_bytes());
     Ok(relay(status))
 }
 
-/// Reads the renewals off the worker's pipe until it closes.
+/// Reaps the zombies the trampoline inherits, on a thread of its own, at each SIGCHLD: all
+/// but the command's shell, which [`bounce`] reaps last.
+fn reap_as_they_appear(shell: Pid) -> io::Result<()> {
+    let mut exits = signal_hook::iterator::Signals::new([signal_hook::consts::SIGCHLD])?;
+    thread::Builder::new().name("reaper".into()).spawn(move || {
+        descendants::reap_zombies(shell);
+        for _ in exits.forever() {
+            descendants::reap_zombies(shell);
+        }
+    })?;
+    Ok(())
+}
+
+/// Reads the renewals off the worker's socket until it closes.
 fn read_renewals(input: impl BufRead, mut watch: Watch, events: &Sender<Event>) {
     for line in input.lines() {
         let Ok(line) = line else { break };
         let words: Vec<&str> = line.split_whitespace().collect();
         // A line this trampoline does not know (a worker of another build) is skipped: the
-        // worker still kills by closing the pipe.
+        // worker still kills by closing the socket.
         if let Some((&"renew", ends)) = words.split_first()
             && watch.ends(ends).is_ok()
             && events.send(Event::Renew(watch)).is_err()
@@ -294,14 +430,14 @@ fn read_renewals(input: impl BufRead, mut watch: Watch, events: &Sender<Event>) 
             return;
         }
     }
-    // The worker ended, or closed the pipe to stop the attempt.
+    // The worker ended, or shut the socket to stop the attempt.
     let _ = events.send(Event::WorkerGone);
 }
 
 /// Watches the command until it is gone; its exit status.
 fn watchdog(
-    child: &mut std::process::Child,
-    group: Pid,
+    child: &mut Child,
+    command: &Contained,
     worker: Pid,
     mut watch: Watch,
     events: &Receiver<Event>,
@@ -312,15 +448,15 @@ fn watchdog(
                 let grace = watch.grace;
                 say(format_args!(
                     "the lease's end less its margin ({} ms) passed {clock} with no renewal from the worker: \
-                     the command's process group gets SIGTERM, and SIGKILL {} ms later",
+                     the command's processes get SIGTERM, and SIGKILL {} ms later",
                     watch.margin_ms,
                     grace.as_millis()
                 ));
-                kill_tree(group, Signal::TERM);
+                command.signal(Signal::TERM);
                 // The grace is for every process of the command, not only its shell: wait
                 // until none is left, the grace is over, or the worker dies (then at once).
                 let until = Instant::now() + grace;
-                while !descendants().is_empty() {
+                while command.alive() {
                     let left = until.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         break;
@@ -331,7 +467,7 @@ fn watchdog(
                         | Err(RecvTimeoutError::Timeout) => {}
                     }
                 }
-                kill_all(group);
+                command.kill_all();
                 return child.wait();
             }
             Err(wait) => wait.min(POLL),
@@ -340,78 +476,22 @@ fn watchdog(
             Ok(Event::Renew(renewed)) => watch = renewed,
             Ok(Event::Forward(signal)) => {
                 if let Some(signal) = Signal::from_named_raw(signal) {
-                    kill_tree(group, signal);
+                    command.signal(signal);
                 }
             }
             // Nothing is said: the worker that would read it is gone, or stopped the attempt.
-            Ok(Event::WorkerGone) | Err(RecvTimeoutError::Disconnected) => {
-                kill_all(group);
-                return child.wait();
-            }
-            Ok(Event::Exited) => {
-                // Whatever the command left behind goes with it.
-                kill_all(group);
+            // Whatever the command left behind goes with it when it exits.
+            Ok(Event::WorkerGone | Event::Exited) | Err(RecvTimeoutError::Disconnected) => {
+                command.kill_all();
                 return child.wait();
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
         if parent_gone(worker) {
-            kill_all(group);
+            command.kill_all();
             return child.wait();
         }
     }
-}
-
-/// Sends `signal` to the command's process group and to every process descended from this
-/// one: the command's own, and, since the trampoline is their subreaper, those that left the
-/// group or the session (`timeout`, `setsid`) and those orphaned by a parent that exited.
-fn kill_tree(group: Pid, signal: Signal) {
-    let _ = kill_process_group(group, signal);
-    for pid in descendants() {
-        let _ = rustix::process::kill_process(pid, signal);
-    }
-}
-
-/// SIGKILL to the group and every descendant, again until none is left alive (a process may
-/// fork between the reading of `/proc` and the kill), a few rounds at most.
-fn kill_all(group: Pid) {
-    for _ in 0..20 {
-        kill_tree(group, Signal::KILL);
-        if descendants().is_empty() {
-            return;
-        }
-        thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// Every live (not zombie) process descended from this one, read from `/proc`: empty where
-/// there is none to read.
-fn descendants() -> Vec<Pid> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut children: std::collections::HashMap<i32, Vec<i32>> = std::collections::HashMap::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // `PID (COMM) STATE PPID …`: the name may hold spaces and parentheses.
-        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
-        let mut fields = rest.split_whitespace();
-        let (Some(state), Some(ppid)) = (fields.next(), fields.next().and_then(|p| p.parse::<i32>().ok()))
-        else {
-            continue;
-        };
-        if state != "Z" {
-            children.entry(ppid).or_default().push(pid);
-        }
-    }
-    let mut found = Vec::new();
-    let mut next = vec![rustix::process::getpid().as_raw_nonzero().get()];
-    while let Some(parent) = next.pop() {
-        for &child in children.get(&parent).into_iter().flatten() {
-            found.extend(Pid::from_raw(child));
-            next.push(child);
-        }
-    }
-    found
 }
 
 /// Waits for process `pid` to exit without reaping it (`WNOWAIT`): while it is an unreaped
@@ -523,7 +603,7 @@ mod tests {
         };
         let line = header(7, Some(&lease));
         let words: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(&words[..5], ["retryq-watchdog", "1", "7", "2500", "500"], "{line}");
+        assert_eq!(&words[..5], ["retryq-watchdog", "2", "7", "2500", "500"], "{line}");
         let mut watch = Watch { margin_ms: 2500, grace: Duration::ZERO, monotonic: None, wall: None };
         watch.ends(&words[5..]).expect("ends");
         // The wall end on this host's clock: the worker's clock reads 250 ms ahead of it.
@@ -531,7 +611,19 @@ mod tests {
         let left = Duration::from_nanos(watch.monotonic.expect("monotonic") - monotonic_ns());
         assert!(left <= Duration::from_secs(10) && left > Duration::from_secs(9), "{left:?}");
         assert_eq!(renewal(None), "renew - -\n");
-        assert_eq!(header(0, None), "retryq-watchdog 1 0 0 0 - -\n");
+        assert_eq!(header(0, None), "retryq-watchdog 2 0 0 0 - -\n");
+    }
+
+    #[test]
+    fn what_the_trampoline_tells_reads_back() {
+        let cgroup = Cgroup::at("/sys/fs/cgroup/retryq-exec-7").expect("a command's cgroup");
+        let group = Pid::from_raw(4242).expect("pid");
+        for told in [Told::Cgroup(cgroup), Told::Group(group), Told::Gone] {
+            assert_eq!(Told::read(&told.line()), Some(told.clone()), "{told:?}");
+        }
+        for unknown in ["", "group", "group x", "cgroup /etc", "gone now", "renew 1 2"] {
+            assert_eq!(Told::read(unknown), None, "{unknown:?}");
+        }
     }
 
     #[test]

@@ -168,7 +168,21 @@ impl<'c> Window<'c> {
     /// A wall clock that cannot be read (before 1970, past 2^53 − 1) leaves the monotonic
     /// ends alone: no other worker can claim with such a clock either.
     pub fn left(&self) -> (Duration, Cut) {
-        let mut left = (self.timeout_left(), Cut::Timeout);
+        self.within_lease((self.timeout_left(), Cut::Timeout))
+    }
+
+    /// How long the lease the attempt runs under still holds, less the margin, whatever its
+    /// timeout: how long a transport may go on making sure nothing of an attempt is left
+    /// before the job can be claimed again. Under no lease, [`Window::left`].
+    pub(crate) fn lease_left(&self) -> (Duration, Cut) {
+        match self.lease {
+            Some(_) => self.within_lease((Duration::MAX, Cut::Timeout)),
+            None => self.left(),
+        }
+    }
+
+    /// `left`, or what is left of the lease if that ends first.
+    fn within_lease(&self, mut left: (Duration, Cut)) -> (Duration, Cut) {
         let Some(lease) = &self.lease else { return left };
         let ends = lease.held.ends();
         if ends.abandoned {

@@ -209,3 +209,26 @@ fn a_typed_payload_reads_back_and_a_malformed_one_dies_permanent() {
     assert_eq!((bad.status, bad.dead_reason, bad.attempts), (Status::Dead, Some(DeadReason::Permanent), 1));
     assert!(bad.last_error.as_deref().is_some_and(|e| e.contains("not the JSON expected")), "{bad:?}");
 }
+
+/// A payload that names a key twice is refused, whatever the type it is read into: read into
+/// a map, serde_json alone keeps the last value (`{"order":7,"order":8}` read as order 8).
+#[test]
+fn a_payload_naming_a_key_twice_dies_permanent_instead_of_keeping_the_last() {
+    let mut queue = queue(&[], 3);
+    queue.enqueue(&Enqueue::new("twice", r#"{"order":7,"order":8}"#).max_attempts(3)).expect("enqueue");
+    let read = Mutex::new(Vec::new());
+    worker()
+        .run(&mut queue, &Stop::new(), |attempt: &Attempt| {
+            let fields: std::collections::BTreeMap<String, u64> = attempt.json()?;
+            read.lock().expect("read").push(fields);
+            Ok(())
+        })
+        .expect("run");
+    assert_eq!(read.into_inner().expect("read"), []);
+    let job = queue.get("twice").expect("get").expect("job");
+    assert_eq!((job.status, job.dead_reason), (Status::Dead, Some(DeadReason::Permanent)));
+    assert!(
+        job.last_error.as_deref().is_some_and(|e| e.contains(r#"the key "order" appears twice"#)),
+        "{job:?}"
+    );
+}
