@@ -461,10 +461,17 @@ impl Bench<'_> {
                 op.touched = Some(jobs);
                 op.median_us = op.median_us.map(|us| us / jobs as f64);
             }
+            let upgraded = upgrade.iter().all(|op| op.failure.is_none());
             ops.extend(upgrade);
-            (self.progress)("  audit after the upgrade");
-            let op = StepOp::Audit { read_only: false };
-            ops.extend(self.step(&db, op, self.heavy_runs, &["audit, after the upgrade"], &none)?);
+            let after = "audit, after the upgrade";
+            if upgraded {
+                (self.progress)("  audit after the upgrade");
+                let op = StepOp::Audit { read_only: false };
+                ops.extend(self.step(&db, op, self.heavy_runs, &[after], &none)?);
+            } else {
+                // Its open would run the upgrade again.
+                ops.push(failed(after, Per::Job, "not run: the upgrade did not finish".into(), None));
+            }
             Ok::<_, BenchError>((ops, bytes))
         })();
         crate::throughput::remove_db(&path);

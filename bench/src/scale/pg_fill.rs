@@ -40,10 +40,15 @@ const ENQUEUE: &str = "
     ORDER BY enqueued_at";
 
 /// The claim's lease (`pg/claim.rs`): `$1` now, `$2` the holder, `$3` the expiry.
+///
+/// Every statement here joins its ids (`unnest`) rather than testing `id = ANY($ids)`: with
+/// the open jobs' partial indexes beside the unique one, the planner may walk a partial index
+/// and test each row against the whole array, a cost of rows × ids (ten seconds a chunk).
 const LEASE: &str = "
     UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
                     available_at = $3, updated_at = $1
-    WHERE id = ANY($4) AND status = 'pending' AND available_at <= $1";
+    FROM unnest($4::text[]) AS u(id)
+    WHERE jobs.id = u.id AND jobs.status = 'pending' AND jobs.available_at <= $1";
 
 /// Completions that end their jobs (`pg/complete.rs`), each at its own instant: `$1` status,
 /// `$2` reason, `$3` the report's error, `$4` and `$5` the ids and their instants.
