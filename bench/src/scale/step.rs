@@ -98,8 +98,11 @@ pub struct StepOutput {
 /// Audits stop repeating once their runs took this long in all.
 const AUDIT_BUDGET: Duration = Duration::from_secs(60);
 
-/// The child's side: opens the store, runs the step, prints one JSON line.
+/// The child's side: opens the store, runs the step, prints one JSON line. It is killed if
+/// the benchmark that started it ends first (a step of ten million jobs may run for hours).
 pub fn step_main(spec: &str) -> Result<(), BenchError> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(std::io::Error::from)?;
     let spec: StepSpec = serde_json::from_str(spec)?;
     let output = run(&spec)?;
     println!("{}", serde_json::to_string(&output)?);
