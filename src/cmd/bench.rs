@@ -38,13 +38,13 @@ pub struct Args {
     /// `stats`' latency at 100,000 and at 1,000,000 (a tenth of each with --quick).
     #[arg(long, conflicts_with_all = ["worker_only", "postgres_only"])]
     retention_only: bool,
-    /// Measure every operation at 10^3, 10^5, 10^6 and 10^7 jobs (10^3 and 10^4 with --quick)
+    /// Measure every operation at 10^3, 10^5, 10^6 and 10^7 jobs (10^3 and 2×10^3 with --quick)
     /// on SQLite and PostgreSQL: each store filled with a working store's mix, then claim,
     /// complete, enqueue, import, reap, stats, list, the dashboard, prune, audit and an older
     /// schema's upgrade timed at each size. Its section alone, `{"scale":{…}}` with --json.
     #[arg(long, conflicts_with_all = ["worker_only", "postgres_only", "retention_only"])]
     scale: bool,
-    /// With --scale: the sizes, in jobs, smallest first (`1000,100000`).
+    /// With --scale: the sizes, in jobs (`1000,100000`).
     #[arg(long, value_name = "N,N,…", value_delimiter = ',', requires = "scale",
           value_parser = clap::value_parser!(u64).range(100..=100_000_000))]
     sizes: Option<Vec<u64>>,

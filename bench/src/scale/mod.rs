@@ -76,10 +76,13 @@ const MEMORY_LIMIT: u64 = 8 << 30;
 /// Runs the scale benchmark.
 pub fn run(config: &Config, options: &Options) -> Result<ScaleReport, BenchError> {
     let load_before = crate::load_average();
-    let sizes = options
+    let mut sizes = options
         .sizes
         .clone()
         .unwrap_or_else(|| if config.quick { QUICK_SIZES.to_vec() } else { SIZES.to_vec() });
+    // Smallest first: the ratio is the largest size's over the smallest's.
+    sizes.sort_unstable();
+    sizes.dedup();
     let dir = config.scratch_dir()?;
     let progress = config.stamped(Instant::now());
     let step_timeout =
