@@ -50,6 +50,9 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Remove ended jobs older than a duration, leaving tombstones (and forget old ones).
     Prune(cmd::prune::Args),
+    /// End every job due to end (out of budget, past its deadline, asked to stop), in bounded
+    /// transactions: the way out of a backlog.
+    Reap(cmd::reap::Args),
     /// Check SPEC section 4's invariants on every job and recorded transition.
     Audit(cmd::audit::Args),
     /// Run a JSON Lines trace (SPEC section 5) against a SQLite database.
@@ -133,6 +136,7 @@ fn main() -> ExitCode {
         Command::Cancel(args) => cmd::cancel::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Prune(args) => cmd::prune::run(args),
+        Command::Reap(args) => cmd::reap::run(args),
         Command::Audit(args) => cmd::audit::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Verify(args) => cmd::verify::run(args),

@@ -1,7 +1,7 @@
 //! `retryq enqueue` through the real binary, as a person and as a script use it: an empty
 //! payload only when said, a payload piped in as before, a line in words saying what was
 //! enqueued beside the JSON result, and many jobs from a file (`--file`, `-` for standard
-//! input) in one transaction, a bad line refusing them all.
+//! input): an import, stopped at the block of a bad line, which says what it wrote.
 
 mod common;
 
@@ -145,7 +145,7 @@ fn line(n: usize) -> String {
 }
 
 #[test]
-fn two_hundred_jobs_from_a_file_in_one_transaction() {
+fn two_hundred_jobs_from_a_file_answered_line_by_line() {
     let (dir, db) = fresh();
     let file = dir.path().join("jobs.jsonl");
     // Blank lines between some jobs are skipped.
@@ -161,7 +161,7 @@ fn two_hundred_jobs_from_a_file_in_one_transaction() {
     }
     assert!(r.stderr.contains("200 enqueued, 0 existing"), "{}", r.stderr);
     assert_eq!(pending(&db), 200);
-    // One transaction, one `now`: every job was enqueued at the same instant.
+    // One block, one `now`: every job was enqueued at the same instant.
     let first = job(&db, "order-0");
     let at = first["not_before"].as_u64().expect("not_before");
     assert_eq!(first["deadline"].as_u64(), Some(at + 3_600_000));
@@ -185,7 +185,7 @@ fn two_hundred_jobs_from_a_file_in_one_transaction() {
 }
 
 #[test]
-fn a_bad_line_refuses_the_whole_file_and_enqueues_nothing() {
+fn a_bad_line_of_a_file_of_one_block_enqueues_nothing() {
     let (dir, db) = fresh();
     let file = dir.path().join("jobs.jsonl");
     let bad = r#"{"id":"order-2","payload":"p","max_attempts":3,"ttl":"5"}"#;
@@ -209,6 +209,13 @@ fn a_bad_line_refuses_the_whole_file_and_enqueues_nothing() {
         r.stderr
     );
     assert_eq!(pending(&db), 1, "only the job enqueued before");
+    // A key given twice is refused by line and field (JSON would keep the last, `d4`).
+    let twice = r#"{"id":"d3","id":"d4","payload":"p","max_attempts":3,"ttl":"1h"}"#;
+    std::fs::write(&file, format!("{}\n{twice}\n", line(0))).expect("file");
+    let r = retryq(&db, &["enqueue", "--file", &path], None);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(2), ""), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("--file: {path} line 2: id: given twice")), "{}", r.stderr);
+    assert_eq!(pending(&db), 1, "neither d3 nor d4, nor the line before");
     // --file stands for every flag of the one job.
     let r = retryq(&db, &["enqueue", "--file", &path, "--id", "a"], None);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
@@ -221,19 +228,78 @@ fn a_bad_line_refuses_the_whole_file_and_enqueues_nothing() {
     );
 }
 
+/// A file of 25,000 lines with a bad one at line 22,222: the two blocks before its own
+/// (10,000 lines each) are enqueued, each line answered, and nothing after line 20,000 is;
+/// corrected, the same file enqueues the rest, the lines written before answering existing.
+#[test]
+fn a_bad_line_after_the_first_block_stops_the_import_there_and_says_what_was_written() {
+    let (dir, db) = fresh();
+    let file = dir.path().join("jobs.jsonl");
+    let path = file.display().to_string();
+    let bad =
+        r#"{"id":"order-22221","payload":"p","max_attempts":3,"ttl":"1h","queue":"mail","queue":"sms"}"#;
+    let lines = |bad_line: Option<&str>| -> String {
+        (0..25_000).map(|n| if n == 22_221 { bad_line.map_or_else(|| line(n), str::to_owned) } else { line(n) } + "\n").collect()
+    };
+    std::fs::write(&file, lines(Some(bad))).expect("file");
+    let r = retryq(&db, &["enqueue", "--file", &path], None);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let report: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(report.len(), 20_000, "one line per job written");
+    assert_eq!((report[0], report[19_999]), ("order-0\tenqueued", "order-19999\tenqueued"));
+    assert!(r.stderr.contains("20000 enqueued, 0 existing"), "{}", r.stderr);
+    let said = format!(
+        "--file: {path} line 22222: queue: given twice: each field once a line (JSON would keep the last \
+         without a word); lines 1 to 20000 were enqueued (each answered on standard output), nothing after \
+         line 20000 was: run the same file again to enqueue the rest (a line enqueued already answers \
+         existing)"
+    );
+    assert!(r.stderr.contains(&said), "{}", r.stderr);
+    assert_eq!(pending(&db), 20_000);
+    assert_eq!(job(&db, "order-19999")["status"], "pending");
+    assert_eq!(job(&db, "order-20000")["error"], "not_found");
+
+    std::fs::write(&file, lines(None)).expect("file");
+    let r = retryq(&db, &["enqueue", "--file", &path], None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("5000 enqueued, 20000 existing"), "{}", r.stderr);
+    let report: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!((report[19_999], report[20_000]), ("order-19999\texisting", "order-20000\tenqueued"));
+    assert_eq!(pending(&db), 25_000);
+    let audit = retryq(&db, &["audit"], None);
+    assert!(audit.stdout.contains("audit: clean"), "{}", audit.stdout);
+}
+
+/// A line longer than any job needs is refused by its number once that much is read: an
+/// endless one (`/dev/zero`) is refused at line 1, in bounded memory.
+#[test]
+fn an_endless_line_is_refused_without_reading_it_whole() {
+    let (_dir, db) = fresh();
+    let r = retryq(&db, &["enqueue", "--file", "/dev/zero"], None);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(2), ""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--file: /dev/zero line 1: is longer than 6356992 bytes, more than any job needs; nothing was enqueued"),
+        "{}",
+        r.stderr
+    );
+    assert!(!db.exists(), "nothing was created");
+}
+
 #[test]
 fn standard_input_is_read_for_a_dash_and_a_conflict_is_said_by_line() {
     let (_dir, db) = fresh();
     let r = retryq(&db, &enqueue("taken", &["--payload", "first"]), None);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let conflict = r#"{"id":"taken","payload":"second","max_attempts":3,"ttl":"1h"}"#;
-    let input = format!("{}\n{conflict}\n{}\n", line(0), line(1));
+    // An id given twice in the file with two payloads: the second is the store's conflict.
+    let again = r#"{"id":"order-0","payload":"other","max_attempts":3,"ttl":"1h"}"#;
+    let input = format!("{}\n{conflict}\n{}\n{again}\n", line(0), line(1));
     let r = retryq(&db, &["enqueue", "--file", "-"], Some(input.as_bytes()));
     // The conflict changes nothing for its id and does not stop the others (SPEC 6.17).
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert_eq!(r.stdout, "order-0\tenqueued\ntaken\tconflict\norder-1\tenqueued\n");
+    assert_eq!(r.stdout, "order-0\tenqueued\ntaken\tconflict\norder-1\tenqueued\norder-0\tconflict\n");
     assert!(
-        r.stderr.contains("standard input: 2 enqueued, 0 existing (nothing changed), 1 conflicting"),
+        r.stderr.contains("standard input: 2 enqueued, 0 existing (nothing changed), 2 conflicting"),
         "{}",
         r.stderr
     );
@@ -243,4 +309,41 @@ fn standard_input_is_read_for_a_dash_and_a_conflict_is_said_by_line() {
     let r = retryq(&db, &["enqueue", "--file", "-"], Some(b"\n\n"));
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(r.stderr.contains("--file: standard input holds no job"), "{}", r.stderr);
+}
+
+/// A storage failure part-way (a trigger refuses the insert of `order-15000`): the lines of
+/// the transactions that committed are answered and said enqueued, none after them is stored,
+/// exit 1; once the failure is gone, the same file enqueues the rest.
+#[test]
+fn a_failure_part_way_says_which_lines_were_enqueued() {
+    let (dir, db) = fresh();
+    let file = dir.path().join("jobs.jsonl");
+    let path = file.display().to_string();
+    std::fs::write(&file, (0..20_000).map(|n| line(n) + "\n").collect::<String>()).expect("file");
+    assert_eq!(retryq(&db, &enqueue("first", &["--payload", "p"]), None).code, Some(0));
+    let conn = retryq::rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch(
+        "CREATE TRIGGER fail BEFORE INSERT ON jobs WHEN NEW.id = 'order-15000'
+         BEGIN SELECT RAISE(ABORT, 'the disk is full'); END",
+    )
+    .expect("trigger");
+    let r = retryq(&db, &["enqueue", "--file", &path], None);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let written = r.stdout.lines().count();
+    assert!((10_000..15_000).contains(&written), "{written} answered: {}", r.stderr);
+    assert!(r.stdout.lines().enumerate().all(|(n, said)| said == format!("order-{n}\tenqueued")));
+    let said = format!(
+        "the disk is full; lines 1 to {written} were enqueued (each answered on standard output), \
+         nothing after line {written} was"
+    );
+    assert!(r.stderr.contains(&said), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("{written} enqueued, 0 existing")), "{}", r.stderr);
+    assert_eq!(pending(&db), written as u64 + 1);
+    assert_eq!(job(&db, &format!("order-{written}"))["error"], "not_found");
+    conn.execute_batch("DROP TRIGGER fail").expect("drop");
+    let r = retryq(&db, &["enqueue", "--file", &path], None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let counts = format!("{} enqueued, {written} existing", 20_000 - written);
+    assert!(r.stderr.contains(&counts), "{}", r.stderr);
+    assert_eq!(pending(&db), 20_001);
 }

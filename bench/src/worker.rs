@@ -228,7 +228,7 @@ pub(crate) fn fill(queue: &mut dyn Backend, jobs: usize) -> Result<(), BenchErro
 /// A worker that runs until idle, with a lease and a timeout no no-op attempt comes near.
 pub(crate) fn config(name: impl Into<String>) -> Config {
     Config {
-        settings: Settings { lease_ms: 30_000, base_ms: 100, cap_ms: 1000 },
+        settings: Settings { lease_ms: 30_000, base_ms: 100, cap_ms: 1000, ..Settings::default() },
         timeout: Duration::from_secs(20),
         until_idle: true,
         max_sleep: Duration::from_millis(50),

@@ -151,6 +151,7 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
                 lease_ms: lease_ms.unwrap_or(current.lease_ms),
                 base_ms: base_ms.unwrap_or(current.base_ms),
                 cap_ms: cap_ms.unwrap_or(current.cap_ms),
+                ..current
             })?;
             Reply::Config
         }

@@ -596,6 +596,9 @@ impl Backend for Broken {
     fn next_due(&self) -> retryq::Result<Option<u64>> {
         self.queue.next_due()
     }
+    fn next_due_in(&self, queues: &[&str]) -> retryq::Result<Option<u64>> {
+        self.queue.next_due_in(queues)
+    }
     fn audit(&self) -> retryq::Result<Audit> {
         self.queue.audit()
     }
@@ -755,7 +758,7 @@ fn setup(workload: &Workload, path: &Path) -> Vec<Call> {
     let mut queue = Queue::open_with(path, &sqlite_options()).expect("database");
     Backend::set_settings(
         &mut queue,
-        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms },
+        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms, ..Settings::default() },
     )
     .expect("settings");
     let client = workload.clients;
@@ -778,7 +781,7 @@ fn client_process() {
     let mut queue = Queue::open_with(env("RETRYQ_LINEAR_DB"), &sqlite_options()).expect("database");
     Backend::set_settings(
         &mut queue,
-        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms },
+        Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms, ..Settings::default() },
     )
     .expect("settings");
     let start = env_u64("RETRYQ_LINEAR_START");

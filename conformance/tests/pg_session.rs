@@ -43,7 +43,7 @@ fn sessions_named(admin: &mut retryq::postgres::Client, name: &str) -> Vec<i32> 
 /// nothing) and clock.
 fn keeps_what_it_was_given(q: &mut dyn Backend, kind: &str) {
     assert_eq!(q.kind(), kind);
-    let settings = Settings { lease_ms: 7, base_ms: 11, cap_ms: 13 };
+    let settings = Settings { lease_ms: 7, base_ms: 11, cap_ms: 13, ..Settings::default() };
     q.set_settings(settings).expect("in range");
     assert_eq!(q.settings(), settings);
     q.set_settings(Settings { lease_ms: 0, ..settings }).expect_err("a lease of 0 ms");

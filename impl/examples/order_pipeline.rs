@@ -46,7 +46,12 @@ pub fn run(out: &mut impl Write) -> Result<(), Box<dyn Error>> {
 
     // The worker: its own connection, as it would be in another process.
     let mut queue = Queue::open(&path)?;
-    queue.set_settings(retryq::Settings { lease_ms: 5_000, base_ms: 10, cap_ms: 50 })?;
+    queue.set_settings(retryq::Settings {
+        lease_ms: 5_000,
+        base_ms: 10,
+        cap_ms: 50,
+        ..retryq::Settings::default()
+    })?;
     let courier = Courier::default();
     loop {
         match deliver_due(&mut queue, &courier)? {

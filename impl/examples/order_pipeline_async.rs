@@ -62,7 +62,7 @@ pub async fn run() -> Result<Vec<String>, BoxError> {
 
     // The workers: one queue thread, any number of tasks.
     let queue = AsyncQueue::open(&path).await?;
-    queue.set_settings(Settings { lease_ms: 5_000, base_ms: 10, cap_ms: 50 }).await?;
+    queue.set_settings(Settings { lease_ms: 5_000, base_ms: 10, cap_ms: 50, ..Settings::default() }).await?;
     let courier = Courier::default();
     let workers: Vec<_> = ["courier-1", "courier-2"]
         .into_iter()

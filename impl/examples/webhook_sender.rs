@@ -24,7 +24,7 @@ pub fn run(out: &mut impl Write) -> Result<(), Box<dyn Error>> {
     let dir = tempfile::tempdir()?;
     let mut queue = Queue::open(dir.path().join("webhooks.db"))?;
     // Short backoff windows, so that the example's retries take milliseconds.
-    queue.set_settings(Settings { lease_ms: 5_000, base_ms: 20, cap_ms: 100 })?;
+    queue.set_settings(Settings { lease_ms: 5_000, base_ms: 20, cap_ms: 100, ..Settings::default() })?;
 
     // Each webhook is one job: its id is the delivery's idempotency key, its payload what
     // the transport needs (here: the endpoint's path, a newline, the body).

@@ -45,6 +45,23 @@ pub trait Backend: Send + ServerTime {
     fn enqueue(&mut self, job: &NewJob<'_>) -> Result<Enqueued>;
     /// Several enqueues in one transaction, each answered on its own.
     fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>>;
+    /// A bulk import: `jobs` enqueued in their order, each answered as
+    /// [`enqueue`](Backend::enqueue) would answer it, in as many short transactions as it
+    /// takes for none to hold up the store's other writers (on SQLite the write lock, on
+    /// PostgreSQL the claims' turn) more than a few milliseconds — [`Queue::enqueue_bulk`]
+    /// and `PgQueue::enqueue_bulk` say how. Each answer is pushed onto `answers` once its
+    /// transaction has committed, so after an error `answers` holds exactly the jobs written:
+    /// the first of `jobs`, and none after them. Enqueuing the same jobs again is safe: every
+    /// one written answers `Existing`.
+    ///
+    /// A store without its own writes them through
+    /// [`enqueue_many`](Backend::enqueue_many), 100 at a time.
+    fn enqueue_bulk(&mut self, jobs: &[NewJob<'_>], answers: &mut Vec<Result<Enqueued>>) -> Result<()> {
+        for batch in jobs.chunks(BULK_BATCH) {
+            answers.extend(self.enqueue_many(batch)?);
+        }
+        Ok(())
+    }
     /// SPEC 3.3: reaps every queue, then leases to `worker` the next due job of `queues`.
     fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>>;
     /// Up to `k` claims from `queues` in one transaction, exactly as `k` single claims would
@@ -121,6 +138,9 @@ pub trait Backend: Send + ServerTime {
     fn tallies(&self) -> Result<Tallies>;
     /// The smallest `available_at` of the open jobs.
     fn next_due(&self) -> Result<Option<u64>>;
+    /// The smallest `available_at` of the open jobs of `queues`: when a worker serving them
+    /// has something to do.
+    fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>>;
     /// SPEC section 4's invariants checked on every row and every recorded transition.
     fn audit(&self) -> Result<Audit>;
     /// Names this session after `identity` (a worker's lease-holding name) where the store
@@ -161,6 +181,9 @@ pub trait Backend: Send + ServerTime {
         None
     }
 }
+
+/// How many jobs [`Backend::enqueue_bulk`]'s default writes in one transaction.
+const BULK_BATCH: usize = 100;
 
 /// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a PostgreSQL
 /// database ([`PgQueue::connect`](crate::PgQueue::connect), feature `postgres`), anything
@@ -268,6 +291,9 @@ impl Backend for Queue {
     fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
         Queue::enqueue_many(self, jobs)
     }
+    fn enqueue_bulk(&mut self, jobs: &[NewJob<'_>], answers: &mut Vec<Result<Enqueued>>) -> Result<()> {
+        Queue::enqueue_bulk(self, jobs, answers)
+    }
     fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
         Queue::claim_from(self, worker, queues, now)
     }
@@ -357,6 +383,9 @@ impl Backend for Queue {
     }
     fn next_due(&self) -> Result<Option<u64>> {
         Queue::next_due(self)
+    }
+    fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>> {
+        Queue::next_due_in(self, queues)
     }
     fn audit(&self) -> Result<Audit> {
         Queue::audit(self)

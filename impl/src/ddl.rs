@@ -6,14 +6,17 @@
 /// `PRAGMA application_id` of every retryq database: "RTRQ" in ASCII.
 pub const APPLICATION_ID: i64 = 0x5254_5251;
 /// `PRAGMA user_version` this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 /// The older schema versions this build upgrades in place: contract 1.0's and 1.1's, and
 /// contract 1.2's before the operators' notes of schema 4 (SPEC 6.36).
 pub(crate) const SCHEMA_1: i64 = 1;
 pub(crate) const SCHEMA_2: i64 = 2;
 pub(crate) const SCHEMA_3: i64 = 3;
+/// Contract 1.2's schema with the operators' notes, before 1.3's bounded reap: its claim index
+/// did not carry `deadline`.
+pub(crate) const SCHEMA_4: i64 = 4;
 
-/// The tables, indexes and triggers of schema version 4: [`RETENTION`], [`JOBS_TABLE`], then
+/// The tables, indexes and triggers of schema version 5: [`RETENTION`], [`JOBS_TABLE`], then
 /// [`JOBS_OBJECTS`], then [`HISTORY`] and [`HISTORY_OBJECTS`] — schema 3 — and the operators'
 /// notes, [`NOTES_TABLES`] and [`notes_objects`]. They are pieces because the upgrades
 /// (`upgrade.rs`) rebuild the jobs table under another name and then recreate what hangs on
@@ -81,13 +84,27 @@ CREATE TABLE jobs (
 ) STRICT;
 ";
 
+/// Claim's index (schema 5): for each queue it serves and each priority, the open jobs by
+/// `available_at`, ties by `seq` (the rowid), and each entry's `deadline`, so that a pick
+/// passes over a job due to end (SPEC 3.3.2, 6.37) without reading its row. A scheduled job
+/// is simply pending with a later `available_at`.
+macro_rules! jobs_due {
+    () => {
+        "
+CREATE INDEX jobs_due ON jobs (queue, priority, available_at, seq, deadline)
+    WHERE status IN ('pending', 'leased');
+"
+    };
+}
+
+/// Schema 4 to schema 5: claim's index carries `deadline`. (An older schema's upgrade rebuilds
+/// the jobs table with [`JOBS_OBJECTS`], which has it already.)
+pub(crate) const UPGRADE_4_TO_5: &str = concat!("DROP INDEX jobs_due;", jobs_due!());
+
 /// The indexes and triggers on the jobs table.
-pub(crate) const JOBS_OBJECTS: &str = "
--- claim's pick: for each queue it serves and each priority, the open job with the smallest
--- available_at, ties by seq (the rowid, which every index carries last). A scheduled job is
--- simply pending with a later available_at.
-CREATE INDEX jobs_due ON jobs (queue, priority, available_at) WHERE status IN ('pending', 'leased');
--- stats' oldest open job, queue by queue.
+pub(crate) const JOBS_OBJECTS: &str = concat!(
+    jobs_due!(),
+    "-- stats' oldest open job, queue by queue.
 CREATE INDEX jobs_open_age ON jobs (queue, enqueued_at) WHERE status IN ('pending', 'leased');
 -- stats' expired leases, queue by queue: a walk of the leases alone.
 CREATE INDEX jobs_leases ON jobs (queue, available_at) WHERE status = 'leased';
@@ -149,7 +166,8 @@ CREATE TRIGGER jobs_not_over_a_tombstone BEFORE INSERT ON jobs
 WHEN EXISTS (SELECT 1 FROM tombstones WHERE id = NEW.id) BEGIN
     SELECT RAISE(ABORT, 'retryq: the id is a pruned job''s, kept by its tombstone');
 END;
-";
+"
+);
 
 /// The history table. Schema 3 adds `cancel_requested` to schema 1's and 2's (the upgrade
 /// adds the column, with 0 for every older entry: no older job had a cancel request).

@@ -117,7 +117,7 @@ pub use queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
 pub use queue::lease::Lease;
 pub use queue::redrive::{Redrive, RedriveDead};
 pub use queue::run_once::Ran;
-pub use queue::store::{OpenOptions, Queue, Settings, Synchronous};
+pub use queue::store::{DEFAULT_REAP_LIMIT, OpenOptions, Queue, Settings, Synchronous};
 pub use redact::{is_conninfo, redacted};
 pub use refusal::{FileKind, Refusal};
 /// The `rusqlite` this crate is built on: open the application's connection with it, so that

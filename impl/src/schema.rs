@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
-use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_VERSION, ddl};
+use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_VERSION, ddl};
 use crate::error::{Error, Result};
 use crate::upgrade;
 
@@ -53,7 +53,7 @@ pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
             supported: SCHEMA_VERSION,
         });
     }
-    if version == SCHEMA_1 || version == SCHEMA_2 || version == SCHEMA_3 {
+    if version == SCHEMA_1 || version == SCHEMA_2 || version == SCHEMA_3 || version == SCHEMA_4 {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {

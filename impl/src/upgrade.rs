@@ -1,5 +1,8 @@
-//! Schema 1 (contract 1.0), schema 2 (contract 1.1) and schema 3 (contract 1.2) to schema 4,
-//! in place: first what schema 3 added (for a schema 1 or 2 file), then what schema 4 adds.
+//! Schema 1 (contract 1.0), schema 2 (contract 1.1), schema 3 (contract 1.2) and schema 4
+//! (1.2 with the operators' notes) to schema 5, in place: first what schema 3 added (for a
+//! schema 1 or 2 file), then what schema 4 adds. Schema 5 (contract 1.3) differs from schema 4
+//! by claim's index alone, which carries each open job's `deadline` (`ddl.rs`, `JOBS_DUE`): a
+//! schema 4 file has that index built anew; an older one gets it with the rebuilt jobs table.
 //!
 //! Schema 2 added three columns to the jobs table (`not_before`, `base_ms`, `cap_ms`) and
 //! let `dead_reason` be `cancelled`; schema 3 adds four more (`queue`, `priority`,
@@ -39,16 +42,16 @@
 //! commits a transaction atomically — in WAL mode by the commit frame of the log, in rollback
 //! mode by the journal. A process killed anywhere before the commit leaves the file at its
 //! old schema with every row as it was, and the next read-write open upgrades it again; one
-//! killed after the commit leaves schema 4.
+//! killed after the commit leaves schema 5.
 //!
 //! A read-only open never upgrades (it may not write); it reads the old schema through
-//! temporary views in schema 4's shape instead (see [`read_old`]).
+//! temporary views in schema 5's shape instead (see [`read_old`]).
 
 use rusqlite::{Connection, Transaction};
 
 use crate::ddl::{
     HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_NAMES, NOTES_TABLES, RETENTION, SCHEMA_1, SCHEMA_2,
-    SCHEMA_3, SCHEMA_VERSION, notes_objects,
+    SCHEMA_3, SCHEMA_4, SCHEMA_VERSION, UPGRADE_4_TO_5, notes_objects,
 };
 use crate::error::{Error, Result};
 use crate::notes::bucket_of;
@@ -89,7 +92,7 @@ const FILL_COUNTS: &str = "
 
 const COUNT: &str = "SELECT count(*) FROM jobs";
 
-/// Upgrades a schema 1, 2 or 3 database to schema 4 inside the caller's write transaction,
+/// Upgrades a schema 1, 2, 3 or 4 database to schema 5 inside the caller's write transaction,
 /// which must hold the write lock (`BEGIN IMMEDIATE`): the version is read again under it,
 /// so a file another process upgraded meanwhile is left alone. Nothing is committed here; a
 /// failure at any step leaves the caller's transaction to roll everything back.
@@ -98,17 +101,24 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
     if version == SCHEMA_VERSION {
         return Ok(());
     }
-    if version != SCHEMA_1 && version != SCHEMA_2 && version != SCHEMA_3 {
+    if version != SCHEMA_1 && version != SCHEMA_2 && version != SCHEMA_3 && version != SCHEMA_4 {
         return Err(Error::NotRetryq {
             path: path.to_path_buf(),
             why: format!("schema version {version} changed under the upgrade to {SCHEMA_VERSION}"),
         });
     }
-    notes_not_taken(tx, path)?;
-    if version != SCHEMA_3 {
-        to_3(tx, version)?;
+    if version != SCHEMA_4 {
+        notes_not_taken(tx, path)?;
+        if version != SCHEMA_3 {
+            // The jobs table is rebuilt, with schema 5's indexes.
+            to_3(tx, version)?;
+        }
+        to_4(tx)?;
     }
-    to_4(tx)?;
+    if version == SCHEMA_3 || version == SCHEMA_4 {
+        // Claim's index gains `deadline`: built anew from the open jobs.
+        tx.execute_batch(UPGRADE_4_TO_5)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
 }
@@ -148,7 +158,7 @@ fn notes_not_taken(tx: &Transaction<'_>, path: &std::path::Path) -> Result<()> {
         Some(taken) => Err(Error::NotRetryq {
             path: path.to_path_buf(),
             why: format!(
-                "the database already has objects named {taken}, which schema {SCHEMA_VERSION} adds: \
+                "the database already has objects named {taken}, which schema {SCHEMA_4} adds: \
                  rename them, then open it again"
             ),
         }),
@@ -283,8 +293,9 @@ fn buckets_from_store() -> String {
     )
 }
 
-/// Lets a read-only connection read a schema 1, 2 or 3 file as schema 4: temporary views of
-/// the same rows in schema 4's shape (for 1 and 2 no tombstone, the counts computed from the
+/// Lets a read-only connection read a schema 1, 2, 3 or 4 file as schema 5 (a schema 4 file
+/// as it is, since the two differ by an index alone): temporary views of the same rows in
+/// schema 4's shape (for 1 and 2 no tombstone, the counts computed from the
 /// rows; for every one the notes computed from the history, as the upgrade fills them).
 ///
 /// Why read rather than refuse: a reader — `retryq get`, `stats`, `audit`, a monitoring
@@ -296,6 +307,10 @@ fn buckets_from_store() -> String {
 /// connection's private `temp` database and shadows `main`'s object of the same name for
 /// every unqualified name, so the queue's reads run unchanged and the file is never written.
 pub(crate) fn read_old(conn: &Connection, version: i64) -> Result<()> {
+    if version == SCHEMA_4 {
+        // Schema 5 differs from it by an index alone: the tables are read as they are.
+        return Ok(());
+    }
     if version != SCHEMA_3 {
         read_before_3(conn, version)?;
     }

@@ -14,7 +14,8 @@ use retryq::{
 };
 
 /// The SPEC's worked-trace settings: lease 1000, base 100, cap 250.
-const SETTINGS: Settings = Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 };
+const SETTINGS: Settings =
+    Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, reap_limit: retryq::DEFAULT_REAP_LIMIT };
 
 fn job<'a>(id: &'a str, payload: &'a str) -> NewJob<'a> {
     NewJob { id, payload, max_attempts: 3, deadline: 10_000, now: 0, ..NewJob::default() }

@@ -75,7 +75,8 @@ fn answer<T: std::fmt::Debug>(result: &retryq::Result<T>) -> String {
 
 fn queue() -> Queue {
     let mut q = Queue::open_in_memory().expect("memory queue");
-    q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+    q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() })
+        .expect("settings");
     q
 }
 

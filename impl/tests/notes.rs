@@ -12,7 +12,8 @@ use retryq::{
     Redrive, Report, Settings, Status, Tallies,
 };
 
-const SETTINGS: Settings = Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 };
+const SETTINGS: Settings =
+    Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, reap_limit: retryq::DEFAULT_REAP_LIMIT };
 
 /// The run's jobs, each in a queue of its own (so that each claim takes the job meant), with
 /// their budget and deadline.

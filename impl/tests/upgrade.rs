@@ -87,7 +87,13 @@ fn an_upgrade_keeps_every_job_and_history_entry_and_the_file_then_works() {
 
     // The upgraded file works: the live lease is heartbeaten and completed, a pending job
     // claimed and completed, another cancelled, a redrive of the cancelled one.
-    q.set_settings(retryq::Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+    q.set_settings(retryq::Settings {
+        lease_ms: 1000,
+        base_ms: 100,
+        cap_ms: 250,
+        ..retryq::Settings::default()
+    })
+    .expect("settings");
     let held = Lease::new("w2", "leased-6", 1);
     assert_eq!(q.heartbeat(&held, 500).expect("heartbeat"), 1500);
     q.complete(&retryq::Completion::new(&held, Outcome::Ok, 600, 0.0)).expect("complete");

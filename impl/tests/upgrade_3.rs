@@ -191,7 +191,13 @@ fn an_upgrade_keeps_everything_and_fills_the_notes_from_the_history() {
     assert_eq!(objects(&path), objects(&fresh), "an upgraded schema is a created one");
 
     // From now on the notes are kept: the live leases end, one by its report, one reaped.
-    q.set_settings(retryq::Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+    q.set_settings(retryq::Settings {
+        lease_ms: 1000,
+        base_ms: 100,
+        cap_ms: 250,
+        ..retryq::Settings::default()
+    })
+    .expect("settings");
     let held = Lease::new("w1", "leased-13", 1);
     q.record_error(&held, "slow receiver", None).expect("note");
     q.complete(&Completion::new(&held, Outcome::Ok, 2100, 0.5)).expect("complete");

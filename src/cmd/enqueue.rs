@@ -70,9 +70,11 @@ pub struct Args {
     db: Db,
     #[command(flatten)]
     clock: ClockFlag,
-    /// Enqueue many jobs in one transaction: one JSON object a line, with the fields of the
-    /// flags below (`{"id":"a","payload":"…","max_attempts":5,"ttl":"1h"}`); `-` reads
-    /// standard input. A bad line refuses the whole file.
+    /// Enqueue many jobs: one JSON object a line, with the fields of the flags below
+    /// (`{"id":"a","payload":"…","max_attempts":5,"ttl":"1h"}`); `-` reads standard input.
+    /// Written in short transactions that running workers go on between, checked up to 10,000
+    /// lines at a time: a bad line stops the import before any of its lines is written, and
+    /// says up to which line the file was enqueued
     #[arg(long, value_name = "FILE", conflicts_with_all = ONE_JOB)]
     file: Option<PathBuf>,
     /// The business id (1 to 256 bytes); receivers drop duplicates by it.

@@ -111,6 +111,11 @@ pub struct Args {
     /// (`enqueue --backoff-cap`).
     #[arg(long, aliases = ["cap-ms", "cap"], value_name = "DURATION", allow_hyphen_values = true, default_value = "1s", value_parser = duration::parse_ms)]
     backoff_cap: u64,
+    /// The most jobs one claim (or one reap) ends as out of budget or time (SPEC 6.37): a
+    /// backlog of them is ended a bounded transaction at a time, the worker reaping again at
+    /// once while a reap ends this many.
+    #[arg(long, value_name = "N", default_value_t = retryq::DEFAULT_REAP_LIMIT, value_parser = clap::value_parser!(u64).range(1..=retryq::MAX_INT))]
+    reap_limit: u64,
     /// Retention: prune done and dead jobs that ended at least this long ago (7d, 1h),
     /// leaving a tombstone for each, at most 1,000 a transaction. Default: keep everything.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration::positive)]
@@ -384,7 +389,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let worker = retryq_worker::process_name(&args.worker).map_err(|e| CliError::flag("--worker", e))?;
     let periodic = periodic(&args.every, super::now()?)?;
     let config = Config {
-        settings: Settings { lease_ms: args.lease, base_ms: args.backoff_base, cap_ms: args.backoff_cap },
+        settings: Settings {
+            lease_ms: args.lease,
+            base_ms: args.backoff_base,
+            cap_ms: args.backoff_cap,
+            reap_limit: args.reap_limit,
+        },
         timeout: Duration::from_millis(args.timeout),
         until_idle: args.until_idle,
         margin: args.margin.map(Duration::from_millis),

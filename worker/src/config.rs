@@ -35,7 +35,8 @@ pub struct Config {
     /// The longest an attempt may run. It may be longer than the lease: the store thread
     /// renews the lease every third of it while the attempt runs (SPEC 3.12).
     pub timeout: Duration,
-    /// Return once no job is pending or leased.
+    /// Return once no job of the queues served is pending or leased (jobs of other queues do
+    /// not keep it running).
     pub until_idle: bool,
     /// The longest sleep when nothing is due: how soon a newly enqueued job is seen.
     pub max_sleep: Duration,

@@ -81,6 +81,11 @@ pub struct Summary {
     /// that reaped, notes of unclassified errors, accepted heartbeats. On a durable store
     /// each costs one fsync.
     pub writes: u64,
+    /// Rounds of claiming: each a reap and a claim, and, when fewer jobs were due than slots
+    /// free, a look at when the next is due. With nothing due in its queues a worker sleeps
+    /// until then, at most [`Config::max_sleep`](crate::Config::max_sleep): a round a second
+    /// by default, whatever other queues hold.
+    pub rounds: u64,
     /// Jobs this worker's retention pruned (`Config::retain`), each leaving a tombstone.
     pub pruned: u64,
     /// Periodic jobs this worker enqueued (`Config::periodic`): new ids only, not those

@@ -89,7 +89,8 @@ impl Worker {
         self
     }
 
-    /// Return once no job is pending or leased, instead of waiting for more.
+    /// Return once no job of the queues it serves is pending or leased, instead of waiting
+    /// for more; jobs of other queues do not keep it running.
     pub fn until_idle(mut self) -> Worker {
         self.config.until_idle = true;
         self

@@ -6,7 +6,8 @@
 //! — one fsync for all of them — and only then logged and counted. There is no artificial
 //! delay: an outcome that arrives alone is committed alone, at once; outcomes that arrive
 //! while a commit is under way wait for it and share the next one. When nothing is due it
-//! sleeps until the earliest reservation or lease expiry ([`Queue::next_due`]), at most
+//! sleeps until the earliest reservation or lease expiry of the queues it serves
+//! ([`Queue::next_due_in`]), at most
 //! [`Config::max_sleep`], never less than a millisecond, and wakes early for an outcome.
 //!
 //! Everything the process does to the store happens here, in one place and one order,
@@ -39,8 +40,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use retryq::{
-    Backend, Completed, Completion, DeadReason, Enqueued, Error, ErrorKind, HistoryEntry, Lease, Report,
-    Status,
+    Backend, Claimed, Completed, Completion, DeadReason, Enqueued, Error, ErrorKind, HistoryEntry, Lease,
+    Report, Settings, Status,
 };
 use tracing::{debug, error, info, warn};
 
@@ -459,6 +460,20 @@ impl Store<'_> {
         self.slots.len() - self.free()
     }
 
+    /// Up to `free` claims in one transaction whose reap ends at most about the worker's
+    /// `reap_limit` jobs, not `free` times that: each of the batch's claims reaps
+    /// `reap_limit / free` (at least one), a setting of this process like any other (SPEC
+    /// 6.15, 6.17), so that a wide worker's batch during a backlog is no longer a transaction
+    /// than one claim's, and the backlog is ended by its standalone reaps, a limit at a time.
+    fn claim_batch(&mut self, queues: &[&str], now: u64, free: usize) -> retryq::Result<Vec<Claimed>> {
+        let settings = self.queue.settings();
+        let share = settings.reap_limit / u64::try_from(free.max(1)).unwrap_or(u64::MAX);
+        self.queue.set_settings(Settings { reap_limit: share.max(1), ..settings })?;
+        let claimed = self.queue.claim_batch_from(self.config.worker.as_str(), queues, now, free);
+        self.queue.set_settings(settings)?;
+        claimed
+    }
+
     /// Reaps, claims up to the free slots in one transaction, and hands the jobs out. When
     /// fewer were due than asked for, sets the next claim to the next due time.
     fn claim(&mut self) -> Result<Claim, WorkError> {
@@ -469,19 +484,25 @@ impl Store<'_> {
             return Err(WorkError::DbFile(e));
         }
         let free = self.free();
+        self.summary.rounds += 1;
         // Before the claim reads the clock: each lease's monotonic end is never late.
         let turn = Instant::now();
         let Some(now) = self.now("claim")? else {
             return Ok(Claim::Again);
         };
         // The claim reaps too, but says nothing of it; reaped first and at the same `now`,
-        // the claim finds nothing more to reap, and the worker can count what died by it.
-        // A reap that finds nothing writes nothing: no fsync.
+        // what the claim reaps is what this reap left past its limit, and the worker counts
+        // what died by the reap. A reap that finds nothing writes nothing: no fsync. One that
+        // ends its whole limit may have left more due to end (SPEC 6.37): the worker comes
+        // back at once, so that a backlog is ended a bounded transaction at a time, with
+        // claims in between.
+        let mut backlog = false;
         match self.queue.reap(now) {
             Ok(0) => {}
             Ok(reaped) => {
                 self.summary.reaped += reaped;
                 self.summary.writes += 1;
+                backlog = reaped >= self.queue.settings().reap_limit;
                 info!(
                     reaped,
                     "reaped: jobs whose lease expired on their last attempt, or that reached their \
@@ -494,7 +515,7 @@ impl Store<'_> {
             }
         }
         let queues: Vec<&str> = self.config.queues.iter().map(String::as_str).collect();
-        let claimed = match self.queue.claim_batch_from(self.config.worker.as_str(), &queues, now, free) {
+        let claimed = match self.claim_batch(&queues, now, free) {
             Ok(claimed) => claimed,
             Err(e) => {
                 self.pause_or_fail("claim", e)?;
@@ -529,12 +550,15 @@ impl Store<'_> {
                 warn!(job = %job.id(), attempt = job.attempt(), slot = n, "slot gone; the job waits for its lease");
             }
         }
-        if got == free {
-            // Every free slot got a job: more may be due.
+        if got == free || backlog {
+            // Every free slot got a job, or the reap ended its whole limit: more may be due.
             self.claim_at = Instant::now();
             return Ok(Claim::Again);
         }
-        let next = match self.queue.next_due() {
+        // Only the queues this worker serves: a due job of another queue would have it claim
+        // at once and find nothing, again and again. Their jobs end by the reaps of its claims
+        // at least every `max_sleep` (SPEC 6.27).
+        let next = match self.queue.next_due_in(&queues) {
             Ok(next) => next,
             Err(e) => {
                 self.pause_or_fail("claim", e)?;
@@ -542,7 +566,7 @@ impl Store<'_> {
             }
         };
         if next.is_none() && self.config.until_idle && self.busy() == 0 && self.waiting.is_empty() {
-            info!("idle: no job is pending or leased");
+            info!("idle: no job of the queues served is pending or leased");
             return Ok(Claim::Idle);
         }
         let wait = next.map_or(self.config.max_sleep, |at| Duration::from_millis(at.saturating_sub(now)));

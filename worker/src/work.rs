@@ -6,7 +6,7 @@
 //! (`slot.rs`) sends its job through its transport within a [`Window`] — `min(timeout,
 //! deadline − now)`, and never past the lease less what the worker keeps for afterwards, on
 //! either clock. When nothing is due the store thread sleeps until the earliest reservation
-//! or lease expiry ([`Backend::next_due`]), at most [`Config::max_sleep`] so that new jobs are
+//! or lease expiry of its queues ([`Backend::next_due_in`]), at most [`Config::max_sleep`] so that new jobs are
 //! seen, and never less than a millisecond, so that it never spins.
 
 use std::sync::mpsc;
@@ -210,6 +210,7 @@ pub fn work_in_slots<T: Transport + Send>(
         unrecorded = summary.unrecorded,
         abandoned = summary.abandoned,
         writes = summary.writes,
+        rounds = summary.rounds,
         pruned = summary.pruned,
         enqueued = summary.enqueued,
         "worker stopped"
@@ -257,7 +258,7 @@ mod tests {
 
     fn config() -> Config {
         Config {
-            settings: Settings { lease_ms: 60_000, base_ms: 0, cap_ms: 0 },
+            settings: Settings { lease_ms: 60_000, base_ms: 0, cap_ms: 0, ..Settings::default() },
             timeout: Duration::from_secs(10),
             until_idle: true,
             max_sleep: Duration::from_millis(50),
@@ -433,7 +434,7 @@ mod tests {
     /// A summary without its count of writes, which depends on how outcomes fell into
     /// commits.
     fn counts(summary: &Summary) -> Summary {
-        Summary { writes: 0, ..summary.clone() }
+        Summary { writes: 0, rounds: 0, ..summary.clone() }
     }
 
     /// Waits (at most 10 s) until `path` holds a line starting with `prefix`; its last word.
@@ -466,7 +467,7 @@ mod tests {
     /// Lease 10 s, timeout 5 s, no backoff.
     fn ten_second_lease() -> Config {
         Config {
-            settings: Settings { lease_ms: 10_000, base_ms: 0, cap_ms: 0 },
+            settings: Settings { lease_ms: 10_000, base_ms: 0, cap_ms: 0, ..Settings::default() },
             timeout: Duration::from_secs(5),
             ..config()
         }
@@ -585,7 +586,7 @@ mod tests {
         })
         .expect("enqueue");
         let c = Config {
-            settings: Settings { lease_ms: 4_000, base_ms: 0, cap_ms: 0 },
+            settings: Settings { lease_ms: 4_000, base_ms: 0, cap_ms: 0, ..Settings::default() },
             timeout: Duration::from_secs(3),
             ..config()
         };
@@ -627,7 +628,7 @@ mod tests {
     /// Lease 600 ms (a heartbeat every 200 ms), timeout 10 s, no backoff.
     fn short_lease() -> Config {
         Config {
-            settings: Settings { lease_ms: 600, base_ms: 0, cap_ms: 0 },
+            settings: Settings { lease_ms: 600, base_ms: 0, cap_ms: 0, ..Settings::default() },
             timeout: Duration::from_secs(10),
             ..config()
         }
@@ -707,7 +708,10 @@ mod tests {
     fn nothing_due_sleeps_until_the_retry_then_runs_it() {
         let mut q = Queue::open_in_memory().expect("queue");
         enqueue(&mut q, "a", 3, 60_000);
-        let c = Config { settings: Settings { lease_ms: 60_000, base_ms: 400, cap_ms: 400 }, ..config() };
+        let c = Config {
+            settings: Settings { lease_ms: 60_000, base_ms: 400, cap_ms: 400, ..Settings::default() },
+            ..config()
+        };
         let mut t = scripted(vec![Ok(Report::from(Outcome::Retryable))]);
         let start = Instant::now();
         let summary = work(&mut q, &c, &mut t, &Stop::new()).expect("work");

@@ -114,7 +114,7 @@ fn every_outcome_is_in_the_store_when_its_line_is_logged() {
         queue.enqueue(&job).expect("enqueue");
     }
     let config = Config {
-        settings: Settings { lease_ms: 30_000, base_ms: 0, cap_ms: 0 },
+        settings: Settings { lease_ms: 30_000, base_ms: 0, cap_ms: 0, ..Settings::default() },
         until_idle: true,
         max_sleep: Duration::from_millis(50),
         ..Config::new("w1")

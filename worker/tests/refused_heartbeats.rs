@@ -120,6 +120,9 @@ impl Backend for Refusing {
     fn next_due(&self) -> Result<Option<u64>> {
         self.queue.next_due()
     }
+    fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>> {
+        self.queue.next_due_in(queues)
+    }
     fn audit(&self) -> Result<Audit> {
         self.queue.audit()
     }
@@ -135,7 +138,7 @@ fn run(dir: &Path, refusal: fn(&Lease) -> Error) -> (Summary, Refusing) {
     assert_eq!(queue.enqueue(&job).expect("enqueue"), Enqueued::New);
     let mut store = Refusing { queue, refusal, refused: 0 };
     let config = Config {
-        settings: Settings { lease_ms: 600, base_ms: 0, cap_ms: 0 },
+        settings: Settings { lease_ms: 600, base_ms: 0, cap_ms: 0, ..Settings::default() },
         timeout: Duration::from_secs(10),
         until_idle: true,
         max_sleep: Duration::from_millis(50),

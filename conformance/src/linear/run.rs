@@ -99,7 +99,12 @@ fn open(connect: &Connect<'_>, workload: &Workload, client: usize) -> Result<Box
     let s = workload.settings;
     let mut store = connect().map_err(|source| RunFailed::Connect { client, source })?;
     store
-        .set_settings(Settings { lease_ms: s.lease_ms, base_ms: s.base_ms, cap_ms: s.cap_ms })
+        .set_settings(Settings {
+            lease_ms: s.lease_ms,
+            base_ms: s.base_ms,
+            cap_ms: s.cap_ms,
+            ..Settings::default()
+        })
         .map_err(|source| RunFailed::Connect { client, source })?;
     Ok(store)
 }

@@ -198,6 +198,12 @@ impl AsyncQueue {
         self.run(|q| q.next_due()).await
     }
 
+    /// [`Queue::next_due_in`](crate::Queue::next_due_in): when a worker serving `queues`
+    /// with nothing due should look again.
+    pub async fn next_due_in(&self, queues: Vec<String>) -> Result<Option<u64>> {
+        self.run(move |q| q.next_due_in(&queues.iter().map(String::as_str).collect::<Vec<_>>())).await
+    }
+
     /// [`Queue::set_settings`](crate::Queue::set_settings), for every clone of this handle.
     pub async fn set_settings(&self, settings: Settings) -> Result<()> {
         self.run(move |q| q.set_settings(settings)).await

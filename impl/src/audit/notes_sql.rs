@@ -16,15 +16,17 @@ pub(crate) struct Record {
     pub(crate) node_bytes: i64,
 }
 
-/// A job's records, in SQLite.
-pub(crate) const RECORDS_OF: &str = "
-    SELECT attempt, worker, claimed_at, ended_at, outcome, coalesce(length(CAST(error AS BLOB)), 0),
-           coalesce(length(CAST(node AS BLOB)), 0)
-    FROM attempts WHERE job = ?1 ORDER BY attempt";
+/// Every record of a job the store holds, in SQLite, by its job's `seq` and in order of
+/// attempt: one pass, however many jobs (the audit reads the jobs in `seq` order beside it).
+pub(crate) const RECORDS: &str = "
+    SELECT a.attempt, a.worker, a.claimed_at, a.ended_at, a.outcome,
+           coalesce(length(CAST(a.error AS BLOB)), 0), coalesce(length(CAST(a.node AS BLOB)), 0), j.seq
+    FROM attempts a JOIN jobs j ON j.id = a.job
+    ORDER BY j.seq, a.attempt";
 
-/// A row of [`RECORDS_OF`].
-pub(crate) fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
-    Ok(Record {
+/// A row of [`RECORDS`]: its job's `seq` and the record.
+pub(crate) fn record_of_seq(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Record)> {
+    let record = Record {
         attempt: row.get(0)?,
         worker: row.get(1)?,
         claimed_at: row.get(2)?,
@@ -32,7 +34,8 @@ pub(crate) fn record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         outcome: row.get(4)?,
         error_bytes: row.get(5)?,
         node_bytes: row.get(6)?,
-    })
+    };
+    Ok((row.get(7)?, record))
 }
 
 /// Records of ids no job row holds, and whether a tombstone holds the id.

@@ -6,11 +6,11 @@
 //! on SQLite, each the sum of its shards (`ddl.rs`), and so are the attempts' records and the
 //! tallies (SPEC 6.36).
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 
-use postgres::Row;
+use postgres::{Portal, Row};
 
-use super::store::PgQueue;
+use super::store::{PgQueue, Tx};
 use crate::audit::notes_sql::{Record, floors};
 use crate::audit::{Audit, Check, Entry, State, Stored, Violation, Word};
 use crate::error::{Error, Result};
@@ -93,40 +93,30 @@ impl PgQueue {
             // session's statement timeout (PgQueue::STATEMENT_TIMEOUT).
             tx.batch("SET LOCAL statement_timeout = 0")?;
             let mut found = Audit::default();
-            let jobs: Vec<(i64, Stored)> = tx
-                .query(JOBS, &[])?
-                .iter()
-                .map(|row| Ok((row.try_get(0)?, stored(row)?)))
-                .collect::<Result<_>>()?;
-            let mut records: HashMap<i64, Vec<Record>> = HashMap::new();
-            for row in tx.query(RECORDS, &[])? {
-                records.entry(row.try_get(0)?).or_default().push(record(&row)?);
-            }
-            let mut check = |found: &mut Audit, seq: i64, job: &Stored, entries: &[Entry]| {
-                found.job(job, entries);
-                found.records(job, entries, records.remove(&seq).as_deref().unwrap_or_default());
-            };
-            let mut next = 0;
-            let mut entries = Vec::new();
-            tx.each(HISTORY, &[], |row| {
+            // Each job with its history and records, the three reads side by side in seq
+            // order, a chunk of each at a time: memory holds a chunk, not the store.
+            let mut jobs = BySeq::open(tx, JOBS)?;
+            let mut history = BySeq::open(tx, HISTORY)?;
+            let mut records = BySeq::open(tx, RECORDS)?;
+            while let Some(row) = jobs.next(tx)? {
                 let seq: i64 = row.try_get(0)?;
-                loop {
-                    let Some((at, job)) = jobs.get(next) else {
-                        return Err(Error::Corrupt(format!("history of job seq {seq} out of order")));
-                    };
-                    if *at == seq {
-                        break;
-                    }
-                    check(&mut found, *at, job, &entries);
-                    entries.clear();
-                    next += 1;
+                let job = stored(&row)?;
+                let mut entries = Vec::new();
+                while let Some(row) = history.next_of(tx, seq)? {
+                    entries.push(entry(&row)?);
                 }
-                entries.push(entry(&row)?);
-                Ok(())
-            })?;
-            for (seq, job) in jobs.get(next..).unwrap_or_default() {
-                check(&mut found, *seq, job, &entries);
-                entries.clear();
+                let mut kept = Vec::new();
+                while let Some(row) = records.next_of(tx, seq)? {
+                    kept.push(record(&row)?);
+                }
+                found.job(&job, &entries);
+                found.records(&job, &entries, &kept);
+            }
+            for (read, what) in [(&mut history, "history"), (&mut records, "attempts' records")] {
+                if let Some(row) = read.next(tx)? {
+                    let seq: i64 = row.try_get(0)?;
+                    return Err(Error::Corrupt(format!("{what} of job seq {seq} out of order")));
+                }
             }
             for row in tx.query(RECORDS_LEFT, &[])? {
                 found.records_left(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
@@ -178,6 +168,48 @@ impl PgQueue {
             }
             Ok(found)
         })
+    }
+}
+
+/// How many rows of each of the audit's reads it holds at once.
+const CHUNK: i32 = 1_000;
+
+/// One of the audit's reads, its rows ordered by their job's `seq` (column 0), read a chunk at
+/// a time from a portal of its own.
+struct BySeq {
+    portal: Portal,
+    rows: VecDeque<Row>,
+    /// The portal is read to its end.
+    ended: bool,
+}
+
+impl BySeq {
+    fn open(tx: &mut Tx<'_>, sql: &'static str) -> Result<BySeq> {
+        Ok(BySeq { portal: tx.portal(sql, &[])?, rows: VecDeque::new(), ended: false })
+    }
+
+    /// The next row, if any.
+    fn next(&mut self, tx: &mut Tx<'_>) -> Result<Option<Row>> {
+        if self.rows.is_empty() && !self.ended {
+            let rows = tx.fetch(&self.portal, CHUNK)?;
+            self.ended = rows.len() < CHUNK as usize;
+            self.rows.extend(rows);
+        }
+        Ok(self.rows.pop_front())
+    }
+
+    /// The next row if it is of the job `seq`: every row of an earlier job was taken with it.
+    fn next_of(&mut self, tx: &mut Tx<'_>, seq: i64) -> Result<Option<Row>> {
+        let Some(row) = self.next(tx)? else { return Ok(None) };
+        let of: i64 = row.try_get(0)?;
+        if of < seq {
+            return Err(Error::Corrupt(format!("a row of job seq {of} out of order")));
+        }
+        if of > seq {
+            self.rows.push_front(row);
+            return Ok(None);
+        }
+        Ok(Some(row))
     }
 }
 
@@ -236,4 +268,58 @@ fn entry(row: &Row) -> Result<Entry> {
             cancel_requested: row.try_get(12)?,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::pg_at;
+    use crate::{Check, Completion, NewJob, Outcome};
+
+    /// 2,500 jobs, each claimed and done — more than two chunks of each read: the audit reads
+    /// every one, and records tampered with on the first, a middle and the last job are found
+    /// and named by their own jobs, whichever chunk they came in.
+    #[test]
+    fn the_audit_reads_chunk_by_chunk_and_names_each_finding_by_its_job() {
+        let Some((_, mut q)) = pg_at("the_audit_reads_chunk_by_chunk_and_names_each_finding_by_its_job")
+        else {
+            return;
+        };
+        let ids: Vec<String> = (0..2_500).map(|n| format!("j{n}")).collect();
+        let jobs: Vec<NewJob<'_>> = ids
+            .iter()
+            .map(|id| NewJob {
+                id,
+                payload: "",
+                max_attempts: 3,
+                deadline: 10_000,
+                now: 0,
+                ..NewJob::default()
+            })
+            .collect();
+        let mut answers = Vec::new();
+        q.enqueue_bulk(&jobs, &mut answers).expect("enqueue");
+        let claimed = q.claim_batch("w", 1, 2_500).expect("claim");
+        let done: Vec<Completion<'_>> =
+            claimed.iter().map(|c| Completion::new(&c.lease, Outcome::Ok, 2, 0.0)).collect();
+        assert!(q.complete_batch(&done).expect("complete").iter().all(Result::is_ok));
+        let audit = q.audit().expect("audit");
+        assert!(audit.is_clean(), "{:?}", audit.violations);
+        assert_eq!((audit.jobs, audit.entries), (2_500, 7_500));
+        q.raw(
+            "DROP TRIGGER attempts_ended_never_change ON attempts;
+             UPDATE attempts SET outcome = 'permanent' WHERE job IN ('j0', 'j1234', 'j2499')",
+        )
+        .expect("tamper");
+        // (The tallies of attempts ended `permanent` are short too: a finding of the queue's.)
+        let mut named: Vec<String> = q
+            .audit()
+            .expect("audit")
+            .violations
+            .into_iter()
+            .filter(|v| v.check == Check::AttemptsRecorded)
+            .map(|v| v.job)
+            .collect();
+        named.sort();
+        assert_eq!(named, ["j0", "j1234", "j2499"]);
+    }
 }

@@ -48,6 +48,9 @@ impl Backend for PgQueue {
     fn enqueue_many(&mut self, jobs: &[NewJob<'_>]) -> Result<Vec<Result<Enqueued>>> {
         PgQueue::enqueue_many(self, jobs)
     }
+    fn enqueue_bulk(&mut self, jobs: &[NewJob<'_>], answers: &mut Vec<Result<Enqueued>>) -> Result<()> {
+        PgQueue::enqueue_bulk(self, jobs, answers)
+    }
     fn claim_from(&mut self, worker: &str, queues: &[&str], now: u64) -> Result<Option<Claimed>> {
         PgQueue::claim_from(self, worker, queues, now)
     }
@@ -134,6 +137,9 @@ impl Backend for PgQueue {
     }
     fn next_due(&self) -> Result<Option<u64>> {
         PgQueue::next_due(self)
+    }
+    fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>> {
+        PgQueue::next_due_in(self, queues)
     }
     fn audit(&self) -> Result<Audit> {
         PgQueue::audit(self)

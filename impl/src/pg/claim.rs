@@ -50,49 +50,60 @@ use super::value::{big, opt_utf8, uint, utf8};
 use crate::error::Result;
 use crate::input;
 use crate::job::DEFAULT_QUEUE;
-use crate::queue::claim::Claimed;
+use crate::queue::claim::{Claimed, batch_reap_limit};
 use crate::queue::lease::Lease;
+use crate::queue::store::Settings;
 
-/// The three reaps in one statement (each a CTE; one round trip), over every queue (SPEC
-/// 6.27): an expired lease with a cancel request is `cancelled` — first, whatever its budget
-/// and deadline (SPEC 6.25) — then, of the rest, an expired lease on the last attempt is
-/// `exhausted`, even when its deadline has also passed (SPEC 6.4), and a pending job or an
-/// expired lease whose deadline has come is `deadline`. The three sets are disjoint, so no
-/// row is written twice by the statement. Each sets `ended_at`; the cancel request goes with
-/// the lease (SPEC 6.33). A row another transaction holds is waited for, then looked at
-/// again as it committed.
-macro_rules! reaps {
-    () => {
-        "cancelling AS (
-            UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
-                            owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1,
-                            cancel_requested = false
-            WHERE status = 'leased' AND cancel_requested AND available_at <= $1
-            RETURNING 1),
-         exhausted AS (
-            UPDATE jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
-                            owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1
-            WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= $1
-              AND NOT cancel_requested
-            RETURNING 1),
-         late AS (
-            UPDATE jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
-                            owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1
-            WHERE status IN ('pending', 'leased') AND deadline <= $1
-              AND (status = 'pending' OR available_at <= $1)
-              AND NOT (status = 'leased' AND attempts >= max_attempts)
-              AND NOT cancel_requested
-            RETURNING 1)"
-    };
-}
-
-/// Claim's step 1 alone: how many jobs the reaps moved to `dead`.
-const REAP: &str = concat!(
-    "WITH ",
-    reaps!(),
-    " SELECT (SELECT count(*) FROM cancelling) + (SELECT count(*) FROM exhausted)
-           + (SELECT count(*) FROM late)"
-);
+/// The three reaps in one statement (one round trip), over every queue (SPEC 6.27), at most
+/// `$2` jobs in all, in SPEC 3.3.1's order (SPEC 6.37): first the expired leases with a
+/// cancel request (SPEC 6.25), by expiry, then, of the rest, the expired leases on their last
+/// attempt (`exhausted`, even when the deadline has also passed: SPEC 6.4), by expiry, then
+/// the pending jobs and expired leases whose deadline has come, by deadline; ties by first
+/// enqueue (`seq`). Each rule's pick walks its own index in that order and stops at what the
+/// rules before it left of the limit, so a reap costs what it ends. The three sets are
+/// disjoint, so no row is written twice. Each write takes its row only in the version its
+/// pick saw (`xmin`, as a claim does: see the module's doc): a row another transaction changed
+/// meanwhile (a heartbeat, a completion, a note) is not written, and the statement answers
+/// how many rows it picked and how many it wrote, so that the caller can run it again on
+/// what is committed then.
+pub(super) const REAP: &str = "
+    WITH cancel_pick AS MATERIALIZED (
+        SELECT seq, xmin AS version FROM jobs
+        WHERE status = 'leased' AND cancel_requested AND available_at <= $1
+        ORDER BY available_at, seq LIMIT $2),
+     exhaust_pick AS MATERIALIZED (
+        SELECT seq, xmin AS version FROM jobs
+        WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= $1
+          AND NOT cancel_requested
+        ORDER BY available_at, seq LIMIT $2 - (SELECT count(*) FROM cancel_pick)),
+     late_pick AS MATERIALIZED (
+        SELECT seq, xmin AS version FROM jobs
+        WHERE status IN ('pending', 'leased') AND deadline <= $1
+          AND (status = 'pending' OR available_at <= $1)
+          AND NOT (status = 'leased' AND attempts >= max_attempts)
+          AND NOT cancel_requested
+        ORDER BY deadline, seq
+        LIMIT $2 - (SELECT count(*) FROM cancel_pick) - (SELECT count(*) FROM exhaust_pick)),
+     cancelling AS (
+        UPDATE jobs j SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
+                          owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1,
+                          cancel_requested = false
+        FROM cancel_pick p WHERE j.seq = p.seq AND j.xmin = p.version
+        RETURNING 1),
+     exhausted AS (
+        UPDATE jobs j SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
+                          owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1
+        FROM exhaust_pick p WHERE j.seq = p.seq AND j.xmin = p.version
+        RETURNING 1),
+     late AS (
+        UPDATE jobs j SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
+                          owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1
+        FROM late_pick p WHERE j.seq = p.seq AND j.xmin = p.version
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM cancel_pick) + (SELECT count(*) FROM exhaust_pick)
+               + (SELECT count(*) FROM late_pick),
+           (SELECT count(*) FROM cancelling) + (SELECT count(*) FROM exhausted)
+               + (SELECT count(*) FROM late)";
 
 /// The claimable jobs of the queues `$Q` (a `text[]`) in claim's order — `priority`, then
 /// `available_at`, then first enqueue (SPEC 3.3.2) — at most `$N` of them: for each queue
@@ -123,16 +134,14 @@ macro_rules! pick {
     };
 }
 
-/// Reaps, and leases the claimable job of the queues `$4` that comes first in claim's order,
-/// in one statement (one round trip). The pick sees the statement's snapshot, from before
-/// the reaps, but takes only rows in budget and without a cancel request, which no reap
-/// touches; the write takes the row only in the version the pick saw (see the module's
-/// doc), so it comes back empty when another transaction changed that row meanwhile.
+/// Leases the claimable job of the queues `$4` that comes first in claim's order, in one
+/// statement (one round trip), once the claim has reaped. The pick takes only rows in budget,
+/// before their deadline and without a cancel request (SPEC 3.3.2: a job due to end that the
+/// reap left, past its limit, is passed over); the write takes the row only in the version the
+/// pick saw (see the module's doc), so it comes back empty when another transaction changed
+/// that row meanwhile.
 pub(super) const CLAIM: &str = concat!(
-    "WITH ",
-    reaps!(),
-    ",
-     first AS (",
+    "WITH first AS (",
     pick!("$4", "1", "xmin"),
     "),
      picked AS (
@@ -177,8 +186,11 @@ impl PgQueue {
         input::name("worker", worker)?;
         input::queues(queues)?;
         input::int("now", now)?;
-        let lease_ms = self.settings.lease_ms;
-        self.write(Turn::Alone, |tx| lease_next(tx, worker, queues, now, lease_ms))
+        let Settings { lease_ms, reap_limit, .. } = self.settings;
+        self.write(Turn::Alone, |tx| {
+            reap(tx, now, reap_limit)?;
+            lease_next(tx, worker, queues, now, lease_ms)
+        })
     }
 
     /// [`Queue::claim_batch`](crate::Queue::claim_batch) on PostgreSQL:
@@ -204,27 +216,42 @@ impl PgQueue {
             return Ok(Vec::new());
         }
         let lease_ms = self.settings.lease_ms;
+        let limit = batch_reap_limit(self.settings.reap_limit, k);
         self.write(Turn::Alone, |tx| {
-            // As on SQLite: a job just leased expires after `now`, so one reap is all of them.
-            reap(tx, now)?;
+            // As on SQLite: `k` single claims reap up to `reap_limit` each, in one order, and a
+            // job just leased expires after `now`, so one reap of `k` limits is all of theirs.
+            reap(tx, now, limit)?;
             lease_picked(tx, worker, queues, now, lease_ms, k)
         })
     }
 
     /// [`Queue::reap`](crate::Queue::reap) on PostgreSQL: claim's first step alone, over
-    /// every queue; how many jobs moved to `dead`.
+    /// every queue, at most [`Settings::reap_limit`] jobs; how many moved to `dead`.
     pub fn reap(&mut self, now: u64) -> Result<u64> {
         input::int("now", now)?;
-        self.write(Turn::Alone, |tx| reap(tx, now))
+        let limit = self.settings.reap_limit;
+        self.write(Turn::Alone, |tx| reap(tx, now, limit))
     }
 }
 
-/// Claim's step 1 inside the caller's transaction, in its turn. A cancel request first, then
-/// exhaustion: an expired lease on the last attempt is `exhausted` even when its deadline has
-/// also passed (SPEC 6.4).
-fn reap(tx: &mut Tx<'_>, now: u64) -> Result<u64> {
-    let reaped: i64 = tx.query_one(REAP, &[&big("now", now)?])?.try_get(0)?;
-    uint_of(reaped)
+/// Claim's step 1 inside the caller's transaction, in its turn: at most `limit` jobs, in SPEC
+/// 3.3.1's order. When a row [`REAP`] picked changed before its write (another transaction
+/// held it), what the statement wrote is undone and it runs again on what is committed now:
+/// keeping the rest would end a set that was the first `limit` only before the change.
+fn reap(tx: &mut Tx<'_>, now: u64, limit: u64) -> Result<u64> {
+    let at = big("now", now)?;
+    // A batch's limit may pass what a bigint holds; no store has that many jobs.
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    loop {
+        tx.batch(MARK)?;
+        let row = tx.query_one(REAP, &[&at, &limit])?;
+        let (picked, reaped): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+        if picked == reaped {
+            tx.batch(KEEP)?;
+            return uint_of(reaped);
+        }
+        tx.batch(UNDO)?;
+    }
 }
 
 fn uint_of(count: i64) -> Result<u64> {

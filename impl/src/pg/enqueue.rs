@@ -112,15 +112,16 @@ pub(super) fn validate(job: &NewJob<'_>) -> Result<()> {
 
 /// The queue and the priority a new job of `job` gets: the given ones, else the defaults
 /// (SPEC 1.6).
-fn place<'a>(job: &NewJob<'a>) -> Result<(&'a str, i16)> {
+pub(super) fn place<'a>(job: &NewJob<'a>) -> Result<(&'a str, i16)> {
     let priority = input::priority(job.priority.unwrap_or(0))?;
     Ok((job.queue.unwrap_or(DEFAULT_QUEUE), i16::from(priority)))
 }
 
-/// The one write of `enqueue` (and of each job of `enqueue_many` and `enqueue_in`) inside a
-/// write transaction, once the job is validated. A pruned id answers by its tombstone; a
-/// job pruned between the insert (which found it) and the read (which did not) is looked at
-/// again, and then its tombstone answers.
+/// The one write of `enqueue` (and of each job of `enqueue_many` and `enqueue_in`, and of a
+/// bulk import's job whose id changed hands: `bulk.rs`) inside a write transaction, once the
+/// job is validated. A pruned id answers by its tombstone; a job pruned between the insert
+/// (which found it) and the read (which did not) is looked at again, and then its tombstone
+/// answers.
 pub(super) fn insert(tx: &mut Tx<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
     let payload = job.payload.as_bytes();
     let (queue, priority) = place(job)?;

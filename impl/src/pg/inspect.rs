@@ -39,6 +39,13 @@ const NEXT_DUE: &str = r#"
     FROM queues q CROSS JOIN generate_series(0, 9) AS p(priority)
     WHERE q.name IS NOT NULL"#;
 
+/// [`NEXT_DUE`] of the queues `$1` (a `text[]`): one `min` per queue and priority.
+const NEXT_DUE_IN: &str = "
+    SELECT min((SELECT min(available_at) FROM jobs
+                WHERE queue = q.name AND priority = p.priority::smallint
+                  AND status IN ('pending', 'leased')))
+    FROM unnest($1::text[]) AS q(name) CROSS JOIN generate_series(0, 9) AS p(priority)";
+
 /// The kept counts (`ddl.rs`) of one queue (`$1`) or of all, summed over their shards: the
 /// jobs' by status and reason and the tombstones' (`pruned_done`, `pruned_dead`), SPEC 3.8.
 /// A few rows per queue, however many jobs.
@@ -182,6 +189,13 @@ impl PgQueue {
     /// `available_at` of the pending and leased jobs.
     pub fn next_due(&self) -> Result<Option<u64>> {
         self.read(|tx| opt_uint(&tx.query_one(NEXT_DUE, &[])?, 0))
+    }
+
+    /// [`Queue::next_due_in`](crate::Queue::next_due_in) on PostgreSQL: the smallest
+    /// `available_at` of the pending and leased jobs of `queues`.
+    pub fn next_due_in(&self, queues: &[&str]) -> Result<Option<u64>> {
+        input::queues(queues)?;
+        self.read(|tx| opt_uint(&tx.query_one(NEXT_DUE_IN, &[&queues])?, 0))
     }
 
     /// [`Queue::stats`](crate::Queue::stats) on PostgreSQL: [`PgQueue::stats_of`] every

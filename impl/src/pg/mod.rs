@@ -23,6 +23,7 @@
 mod audit;
 mod backend;
 mod browse;
+mod bulk;
 mod cancel;
 mod claim;
 mod complete;
@@ -33,6 +34,8 @@ mod heartbeat;
 mod inside;
 mod inspect;
 mod notes;
+#[cfg(test)]
+mod reap_tests;
 mod redrive;
 mod retention;
 mod schema;
@@ -41,6 +44,8 @@ mod store;
 mod tests;
 #[cfg(test)]
 mod tests_1_2;
+#[cfg(test)]
+mod tests_bulk;
 #[cfg(test)]
 mod tests_notes;
 #[cfg(test)]

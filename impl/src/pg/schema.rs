@@ -9,9 +9,10 @@
 //! changed, a job deleted only by a prune that leaves its tombstone, a job's identity never
 //! changed. The SQL is in `pg/ddl.rs`.
 //!
-//! A schema of version 2 (retryq 1.1, contract 1.1) or 3 (contract 1.2 before the operators'
-//! notes) is upgraded to version 4 in place, in the one transaction that finds it, under the
-//! creation lock: a second connection waits, then finds version 4. A failure anywhere rolls
+//! A schema of version 2 (retryq 1.1, contract 1.1), 3 (contract 1.2 before the operators'
+//! notes) or 4 (1.2 with them, before 1.3's bounded reap) is upgraded to version 5 in place,
+//! in the one transaction that finds it, under the creation lock: a second connection waits,
+//! then finds version 5. A failure anywhere rolls
 //! the whole upgrade back. The counts `stats` reads (from 2) and the notes (from 2 or 3) are
 //! filled from the rows, in that transaction, once the rows are in place and before the
 //! triggers that keep them exist.
@@ -24,7 +25,9 @@
 //! refused and left untouched, never "repaired": a mistyped URL must not turn another
 //! program's tables into a queue.
 
-use super::ddl::{FILL_COUNTS, OBJECTS_3, TABLES_4, UPGRADE_2_TO_3, fill_4, objects_4, schema_4};
+use super::ddl::{
+    FILL_COUNTS, OBJECTS_3, TABLES_4, UPGRADE_2_TO_3, fill_4, objects_4, schema_5, upgrade_4_to_5,
+};
 use super::store::Tx;
 use crate::ddl::{APPLICATION_ID, SCHEMA_VERSION};
 use crate::error::{Error, Result};
@@ -44,6 +47,8 @@ pub(super) enum Found {
 /// operators' notes (no release wrote version 1 on PostgreSQL).
 const SCHEMA_2: i64 = 2;
 const SCHEMA_3: i64 = 3;
+/// Contract 1.2's with the operators' notes, before 1.3's bounded reap.
+const SCHEMA_4: i64 = 4;
 
 /// The current schema, the database's encoding, whether the schema holds `retryq_meta`,
 /// how many relations it holds (tables, views, sequences, indexes…), and which of the
@@ -118,7 +123,7 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     // READ COMMITTED: this statement sees what the connection that held the lock committed.
     match inspect_with(tx, name, beside)? {
         Found::Empty => {
-            tx.batch(&schema_4())?;
+            tx.batch(&schema_5())?;
             tx.execute(MARK, &[&APPLICATION_ID, &SCHEMA_VERSION])?;
         }
         Found::Older(version) => upgrade(tx, version, name)?,
@@ -127,12 +132,23 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     Ok(())
 }
 
-/// Schema `version` (2 or 3) to this build's, inside the caller's transaction, under the
+/// Schema `version` (2, 3 or 4) to this build's, inside the caller's transaction, under the
 /// creation lock: every step or none (`ddl.rs` says what each does).
 fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
-    if version != SCHEMA_2 && version != SCHEMA_3 {
+    if version != SCHEMA_2 && version != SCHEMA_3 && version != SCHEMA_4 {
         return Err(Error::Corrupt(format!("no upgrade from PostgreSQL schema version {version}")));
     }
+    if version != SCHEMA_4 {
+        to_4(tx, version, name)?;
+    }
+    // Four indexes built anew from the open jobs, and the notes' function replaced.
+    tx.batch(&upgrade_4_to_5())?;
+    tx.execute(REMARK, &[&SCHEMA_VERSION])?;
+    Ok(())
+}
+
+/// Schema 2 or 3 to schema 4, but for the version mark.
+fn to_4(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
     // An application's relation beside the queue that bears a name schema 4 adds: the upgrade
     // would fail on it half-way; the operator hears why, and the rollback leaves it all.
     let taken: Option<String> = tx.query_one(NOTES_TAKEN, &[])?.try_get(0)?;
@@ -140,7 +156,7 @@ fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
         return Err(Error::NotRetryq {
             path: name.into(),
             why: format!(
-                "the schema already has relations named {taken}, which schema {SCHEMA_VERSION} adds: \
+                "the schema already has relations named {taken}, which schema {SCHEMA_4} adds: \
                  rename them, then connect again"
             ),
         });
@@ -153,7 +169,6 @@ fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
     tx.batch(TABLES_4)?;
     tx.batch(&fill_4())?;
     tx.batch(&objects_4())?;
-    tx.execute(REMARK, &[&SCHEMA_VERSION])?;
     Ok(())
 }
 
@@ -230,7 +245,7 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
     if version > SCHEMA_VERSION {
         return Err(Error::NewerSchema { path: name.into(), found: version, supported: SCHEMA_VERSION });
     }
-    if version == SCHEMA_2 || version == SCHEMA_3 {
+    if version == SCHEMA_2 || version == SCHEMA_3 || version == SCHEMA_4 {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
@@ -241,27 +256,27 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
 
 #[cfg(test)]
 mod tests {
-    /// The functions `LOOK` names are the ones schema 4 creates (and so the ones schemas 2
-    /// and 3 created, which it replaces).
+    /// The functions `LOOK` names are the ones schema 5 creates (and so the ones schemas 2
+    /// to 4 created, which it replaces).
     #[test]
     fn look_names_every_function_the_schema_creates() {
-        let ddl = super::schema_4();
-        let created: Vec<&str> = ddl
+        let ddl = super::schema_5();
+        let created: std::collections::BTreeSet<&str> = ddl
             .split("CREATE OR REPLACE FUNCTION ")
             .skip(1)
             .filter_map(|rest| rest.split('(').next())
             .collect();
-        assert_eq!(created.len(), 16, "{created:?}");
+        assert_eq!(created.len(), 15, "{created:?}");
         for name in &created {
             assert!(super::LOOK.contains(&format!("'{name}'")), "{name}");
         }
         assert!(!ddl.contains("CREATE FUNCTION"), "every function is created or replaced");
     }
 
-    /// The relations `TAKEN` names are the ones schema 4 creates.
+    /// The relations `TAKEN` names are the ones schema 5 creates.
     #[test]
     fn taken_names_every_relation_the_schema_creates() {
-        let ddl = super::schema_4();
+        let ddl = super::schema_5();
         for word in ["CREATE TABLE ", "CREATE INDEX "] {
             for rest in ddl.split(word).skip(1) {
                 let name = rest.split_whitespace().next().unwrap_or_default();

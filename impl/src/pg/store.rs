@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{CancelToken, Client, Config, IsolationLevel, Row, Statement, Transaction};
+use postgres::{CancelToken, Client, Config, IsolationLevel, Portal, Row, Statement, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub(super) use super::turn::Turn;
@@ -148,21 +148,17 @@ impl<'a> Tx<'a> {
         Ok(self.tx.query_one(&statement, params)?)
     }
 
-    /// The rows of a query one at a time, for a read that may be larger than memory should
-    /// hold at once (the audit's history). Nothing else may run on the transaction meanwhile.
-    pub(super) fn each(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-        mut f: impl FnMut(Row) -> Result<()>,
-    ) -> Result<()> {
-        use postgres::fallible_iterator::FallibleIterator;
+    /// A query to be read a few rows at a time ([`Tx::fetch`]), for a read that may be larger
+    /// than memory should hold at once (the audit's): several may be open in one transaction
+    /// and read in turns, each a portal of the server's.
+    pub(super) fn portal(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Portal> {
         let statement = self.statement(sql)?;
-        let mut rows = self.tx.query_raw(&statement, params.iter().copied())?;
-        while let Some(row) = rows.next()? {
-            f(row)?;
-        }
-        Ok(())
+        Ok(self.tx.bind(&statement, params)?)
+    }
+
+    /// The next rows of `portal`, at most `rows`; empty once it is read to its end.
+    pub(super) fn fetch(&mut self, portal: &Portal, rows: i32) -> Result<Vec<Row>> {
+        Ok(self.tx.query_portal(portal, rows)?)
     }
 
     pub(super) fn commit(self) -> Result<()> {

@@ -14,7 +14,8 @@ use crate::{
 };
 
 /// The SPEC's worked-trace settings, as `queue()` has them.
-const SETTINGS: Settings = Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 };
+const SETTINGS: Settings =
+    Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, reap_limit: crate::DEFAULT_REAP_LIMIT };
 
 /// A fresh PostgreSQL queue with [`SETTINGS`], or `None` (after a loud skip line).
 fn pg(test: &str) -> Option<PgQueue> {
@@ -31,7 +32,7 @@ pub(super) fn pg_at(test: &str) -> Option<(String, PgQueue)> {
 
 /// Runs `scenario` on a SQLite queue and on a PostgreSQL one: its assertions must hold on
 /// both.
-fn both(test: &str, scenario: impl Fn(&mut dyn Backend)) {
+pub(super) fn both(test: &str, scenario: impl Fn(&mut dyn Backend)) {
     if let Some(mut q) = pg(test) {
         scenario(&mut q);
     }
@@ -482,14 +483,14 @@ fn a_foreign_or_newer_schema_is_refused_and_left_as_it_was() {
     let beside = with_search_path(&url, "queue");
     let q = PgQueue::connect(&beside).expect("a schema of its own");
     drop(q);
-    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 5").expect("newer");
+    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 6").expect("newer");
     let err = PgQueue::connect(&beside).err().expect("refused");
-    assert!(matches!(err, Error::NewerSchema { found: 5, supported: 4, .. }), "{err}");
+    assert!(matches!(err, Error::NewerSchema { found: 6, supported: 5, .. }), "{err}");
     admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 1").expect("never written");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("schema version 1")), "{err}");
     admin
-        .batch_execute("UPDATE queue.retryq_meta SET schema_version = 4, application_id = 7")
+        .batch_execute("UPDATE queue.retryq_meta SET schema_version = 5, application_id = 7")
         .expect("foreign");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("application id 0x7")), "{err}");
@@ -852,8 +853,12 @@ fn call(rng: &mut Rng, q: &mut dyn Backend, now: u64, leases: &mut Vec<Lease>) -
             _ => format!("{:?}", q.reap(now)),
         },
         18 => {
-            let settings =
-                Settings { lease_ms: rng.below(1500), base_ms: rng.below(300), cap_ms: rng.below(600) };
+            let settings = Settings {
+                lease_ms: rng.below(1500),
+                base_ms: rng.below(300),
+                cap_ms: rng.below(600),
+                ..Settings::default()
+            };
             format!("{:?}", q.set_settings(settings))
         }
         _ => format!(
@@ -944,7 +949,8 @@ fn concurrent_workers_keep_every_invariant() {
             let (url, start, clock) = (url.clone(), Arc::clone(&start), Arc::clone(&clock));
             std::thread::spawn(move || {
                 let mut q = PgQueue::connect(&url).expect("connect");
-                q.set_settings(Settings { lease_ms: 300, base_ms: 50, cap_ms: 400 }).expect("settings");
+                q.set_settings(Settings { lease_ms: 300, base_ms: 50, cap_ms: 400, ..Settings::default() })
+                    .expect("settings");
                 let mut rng = Rng(w);
                 let worker = format!("w{w}");
                 let tick = |rng: &mut Rng| clock.fetch_add(1 + rng.below(20), Ordering::SeqCst);

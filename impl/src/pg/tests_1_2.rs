@@ -596,7 +596,7 @@ fn a_schema_2_database_is_upgraded_in_place() {
     );
     assert_eq!(q.claim("w2", 50).expect("claim").expect("p").id(), "p");
     let c = PgQueue::connect(&old).expect("connect again");
-    assert_eq!(catalog(&c), want, "found at version 4, left as it is");
+    assert_eq!(catalog(&c), want, "found at version 5, left as it is");
     // A second schema 2 database: connect_existing upgrades it too, and only one of several
     // connects at once does.
     admin.batch_execute("CREATE SCHEMA two_b").expect("schema");

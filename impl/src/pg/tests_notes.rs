@@ -3,7 +3,7 @@
 //! stores share is `impl/tests/notes.rs`.)
 
 use super::PgQueue;
-use super::ddl::schema_3;
+use super::ddl::{schema_3, schema_4};
 use super::tests::pg_at;
 use crate::{Check, Completion, Lease, Outcome, Settings};
 
@@ -108,7 +108,8 @@ fn a_schema_3_database_is_upgraded_in_place() {
         "5 jobs and a tombstone; 5 attempts and the tombstone's; x's and p's deaths"
     );
     // The notes are kept from now on: r's second attempt ends by its report, c's by a reap.
-    q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+    q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() })
+        .expect("settings");
     q.complete(&Completion::new(&Lease::new("w2", "r", 2), Outcome::Ok, 1030, 0.5)).expect("complete");
     assert_eq!(q.reap(1011).expect("reap"), 1, "c: expired, with a request");
     assert_eq!(records(&q, "r"), [r(1, "w1", 10, 1020, "lease expired"), r(2, "w2", 1020, 1030, "ok")]);
@@ -117,7 +118,58 @@ fn a_schema_3_database_is_upgraded_in_place() {
     assert_eq!(tally(&q, "retryq_attempts_ended_total", ""), 5);
     assert!(q.audit().expect("audit").is_clean());
     let again = PgQueue::connect(&three).expect("connect again");
-    assert_eq!(super::tests_1_2::catalog(&again), want, "found at version 4, left as it is");
+    assert_eq!(super::tests_1_2::catalog(&again), want, "found at version 5, left as it is");
+}
+
+/// A schema 4 database (contract 1.2's with the notes, as this build's schema 5 begins with
+/// it) holding a backlog is upgraded in place by the first connect: schema 5's catalog
+/// exactly (the claim's and the reaps' indexes rebuilt, the notes' function replaced), every
+/// job, record and tally kept, the audit clean, and the backlog then reaped a limit at a time.
+#[test]
+fn a_schema_4_database_is_upgraded_in_place() {
+    let Some((url, fresh)) = pg_at("a_schema_4_database_is_upgraded_in_place") else { return };
+    let want = super::tests_1_2::catalog(&fresh);
+    drop(fresh);
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
+    admin.batch_execute("CREATE SCHEMA four").expect("schema");
+    let four = super::tests::with_search_path(&url, "four");
+    let mut client = postgres::Client::connect(&four, postgres::NoTls).expect("client");
+    client.batch_execute(&schema_4()).expect("schema 4");
+    client
+        .execute(
+            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 4)",
+            &[&crate::APPLICATION_ID],
+        )
+        .expect("mark");
+    // Thirty jobs past their deadlines at 100, and one leased on its last attempt, by schema
+    // 4's triggers.
+    client
+        .batch_execute(
+            "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,
+                               enqueued_at, updated_at, not_before, queue, priority)
+             SELECT 'late-' || i, '', 'pending', 0, 3, 0, 100, 0, 0, 0, 0, 'default', 0
+             FROM generate_series(1, 30) AS i;
+             INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,
+                               enqueued_at, updated_at, not_before, queue, priority)
+             VALUES ('held', 'h', 'pending', 0, 1, 0, 9000, 0, 0, 0, 0, 'mail', 0);
+             UPDATE jobs SET status = 'leased', attempts = 1, owner = 'w1', claimed_at = 10,
+                             available_at = 1010, updated_at = 10 WHERE id = 'held';",
+        )
+        .expect("rows");
+    let mut q = PgQueue::connect(&four).expect("upgraded");
+    assert_eq!(super::tests_1_2::catalog(&q), want, "an upgraded schema is a created one");
+    assert!(q.audit().expect("audit").is_clean());
+    assert_eq!((tally(&q, "retryq_enqueued_total", ""), tally(&q, "retryq_claims_total", "")), (31, 1));
+    q.set_settings(Settings { reap_limit: 20, ..q.settings() }).expect("settings");
+    assert_eq!(q.reap(2000).expect("reap"), 20, "the held lease, exhausted, then 19 by deadline");
+    assert_eq!(q.reap(2000).expect("reap"), 11, "the other eleven");
+    assert_eq!(q.reap(2000).expect("reap"), 0);
+    assert_eq!(tally(&q, "retryq_reaped_total", "deadline"), 30);
+    assert_eq!(tally(&q, "retryq_reaped_total", "exhausted"), 1);
+    assert_eq!(records(&q, "held"), [r(1, "w1", 10, 2000, "lease expired")]);
+    assert!(q.audit().expect("audit").is_clean());
+    let again = PgQueue::connect(&four).expect("connect again");
+    assert_eq!(super::tests_1_2::catalog(&again), want, "found at version 5, left as it is");
 }
 
 /// Each tampering with the records or the tallies, made without the guard that would refuse

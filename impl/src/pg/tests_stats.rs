@@ -170,7 +170,13 @@ fn a_fleet_of_batch_workers_never_deadlocks_on_the_counts() {
             let (url, start, clock) = (url.clone(), Arc::clone(&start), Arc::clone(&clock));
             std::thread::spawn(move || {
                 let mut q = PgQueue::connect(&url).expect("connect");
-                q.set_settings(crate::Settings { lease_ms: 200, base_ms: 10, cap_ms: 50 }).expect("settings");
+                q.set_settings(crate::Settings {
+                    lease_ms: 200,
+                    base_ms: 10,
+                    cap_ms: 50,
+                    ..crate::Settings::default()
+                })
+                .expect("settings");
                 let worker = format!("w{w}");
                 let tick = || clock.fetch_add(1, Ordering::SeqCst);
                 start.wait();

@@ -88,6 +88,14 @@ fn making_due() -> Vec<(&'static str, Call)> {
     vec![
         ("enqueue", Box::new(move |q: &mut PgQueue| q.enqueue(&job("new")).map(drop))),
         ("enqueue_many", Box::new(move |q: &mut PgQueue| q.enqueue_many(&[job("new2")]).map(drop))),
+        (
+            "enqueue_bulk",
+            Box::new(move |q: &mut PgQueue| {
+                let mut answers = Vec::new();
+                q.enqueue_bulk(&[job("new3"), job("new4")], &mut answers)?;
+                answers.into_iter().try_for_each(|r| r.map(drop))
+            }),
+        ),
         ("complete retryable", finish("retry", Outcome::Retryable)),
         ("complete_batch with a retryable", finish_batch("batch2", Outcome::Retryable)),
         (

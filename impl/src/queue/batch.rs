@@ -8,7 +8,7 @@
 //! and its whole history).
 
 use super::claim::Claimed;
-use super::claim::{lease_picked, reap};
+use super::claim::{batch_reap_limit, lease_picked, reap};
 use super::complete::{self, Completed, Completion};
 use super::store::Queue;
 use crate::error::{ErrorKind, Result};
@@ -53,10 +53,12 @@ impl Queue {
             return Ok(Vec::new());
         }
         let lease_ms = self.settings.lease_ms;
+        let limit = batch_reap_limit(self.settings.reap_limit, k);
         self.write(|tx| {
-            // Every later single claim at this `now` would reap nothing more: a job just
-            // leased expires at `now + lease_ms`, after `now`, so one reap is all of them.
-            reap(tx, now)?;
+            // `k` single claims at this `now` reap up to `reap_limit` jobs each, in one order,
+            // and what they lease is not due to end (a job just leased expires at
+            // `now + lease_ms`, after `now`): one reap of `k` limits is all of theirs.
+            reap(tx, now, limit)?;
             lease_picked(tx, worker, queues, now, lease_ms, k)
         })
     }

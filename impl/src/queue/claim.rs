@@ -7,7 +7,7 @@
 use rusqlite::{Transaction, params};
 
 use super::lease::Lease;
-use super::store::Queue;
+use super::store::{Queue, Settings};
 use crate::error::Result;
 use crate::input;
 
@@ -48,25 +48,36 @@ impl Claimed {
 // trigger). That copy was the largest single cost of a claim (see `docs/benchmarks.md`).
 
 /// An expired lease whose holder was asked to stop: it is never claimed again (SPEC 3.3.1
-/// rule 1, before the budget and the deadline).
+/// rule 1, before the budget and the deadline). At most `?2`, the earliest expiry first, ties
+/// by first enqueue (SPEC 6.37): a walk of `jobs_cancelling`, whose entries end in the rowid.
 const REAP_CANCELLED: &str = "
     UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
                     owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1,
                     cancel_requested = 0
-    WHERE status = 'leased' AND cancel_requested = 1 AND available_at <= ?1";
+    WHERE seq IN (SELECT seq FROM jobs
+                  WHERE status = 'leased' AND cancel_requested = 1 AND available_at <= ?1
+                  ORDER BY available_at, seq LIMIT ?2)";
 
-/// A lease on the last attempt that expired: the budget is spent.
+/// A lease on the last attempt that expired: the budget is spent (rule 2). At most `?2`, in
+/// the order of `jobs_last_lease`. Run only once rule 1 found fewer than the limit, so that
+/// none of these has a cancel request left.
 const REAP_EXHAUSTED: &str = "
     UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
                     owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1
-    WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= ?1";
+    WHERE seq IN (SELECT seq FROM jobs
+                  WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= ?1
+                  ORDER BY available_at, seq LIMIT ?2)";
 
-/// A pending job, or an expired lease, whose deadline has come: no time is left to start.
+/// A pending job, or an expired lease, whose deadline has come: no time is left to start
+/// (rule 3). At most `?2`, the earliest deadline first, in the order of `jobs_open_deadline`.
+/// Run only once rules 1 and 2 found fewer than the limit, so that none of these is theirs.
 const REAP_DEADLINE: &str = "
     UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
                     owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1
-    WHERE status IN ('pending', 'leased') AND deadline <= ?1
-      AND (status = 'pending' OR available_at <= ?1)";
+    WHERE seq IN (SELECT seq FROM jobs
+                  WHERE status IN ('pending', 'leased') AND deadline <= ?1
+                    AND (status = 'pending' OR available_at <= ?1)
+                  ORDER BY deadline, seq LIMIT ?2)";
 
 impl Queue {
     /// Quarantines every job that is due and out of budget, then leases the claimable job
@@ -96,16 +107,18 @@ impl Queue {
         input::name("worker", worker)?;
         input::queues(queues)?;
         input::int("now", now)?;
-        let lease_ms = self.settings.lease_ms;
+        let Settings { lease_ms, reap_limit, .. } = self.settings;
         self.write(|tx| {
-            reap(tx, now)?;
+            reap(tx, now, reap_limit)?;
             Ok(lease_picked(tx, worker, queues, now, lease_ms, 1)?.pop())
         })
     }
 
-    /// Quarantines every job that is due and out of budget (claim's first step alone) and
-    /// returns how many moved to `dead`. A lease that has not expired is never reaped: an
-    /// attempt started in time may finish.
+    /// Quarantines the jobs that are due and out of budget or time, or asked to stop (claim's
+    /// first step alone, SPEC 3.7) — at most [`Settings::reap_limit`] of them, in SPEC 3.3.1's
+    /// order — and returns how many moved to `dead`. A count equal to the limit says more may
+    /// be due to end: a caller who wants them all ended reaps again. A lease that has not
+    /// expired is never reaped: an attempt started in time may finish.
     ///
     /// ```
     /// use retryq::{DeadReason, NewJob, Queue};
@@ -120,17 +133,21 @@ impl Queue {
     /// ```
     pub fn reap(&mut self, now: u64) -> Result<u64> {
         input::int("now", now)?;
-        self.write(|tx| reap(tx, now))
+        let limit = self.settings.reap_limit;
+        self.write(|tx| reap(tx, now, limit))
     }
 }
 
-/// Up to `?4` due jobs of one queue (`?1`) and one priority (`?2`), in claim order: a walk
-/// of `jobs_due` from its start at that queue and priority, stopping at the first job not due
-/// or once `?4` are found. A job just leased expires after `now` and is due no more, so `k`
-/// single claims take, queue by queue, what one walk finds.
+/// Up to `?4` claimable jobs of one queue (`?1`) and one priority (`?2`), in claim order: a
+/// walk of `jobs_due` from its start at that queue and priority, stopping at the first job not
+/// due or once `?4` are found. A job due to end that the reap left, past its limit, is passed
+/// over (SPEC 3.3.2): past its deadline — told by the index's own `deadline` — or, leased, out
+/// of budget or asked to stop (a pending job never is). A job just leased expires after `now`
+/// and is due no more, so `k` single claims take, queue by queue, what one walk finds.
 const PICK: &str = "
     SELECT available_at, seq FROM jobs
     WHERE queue = ?1 AND priority = ?2 AND status IN ('pending', 'leased') AND available_at <= ?3
+      AND deadline > ?3 AND (status = 'pending' OR (attempts < max_attempts AND cancel_requested = 0))
     ORDER BY available_at, seq LIMIT ?4";
 
 /// Leases one picked job by its seq.
@@ -188,15 +205,28 @@ pub(super) fn lease_picked(
     Ok(claimed)
 }
 
-/// Claim's step 1 inside the caller's transaction.
-pub(super) fn reap(tx: &Transaction<'_>, now: u64) -> Result<u64> {
+/// How many jobs a batch of `k` claims reaps at most: what its `k` single claims would, each
+/// `reap_limit` (SPEC 6.17, 6.37).
+pub(crate) fn batch_reap_limit(reap_limit: u64, k: usize) -> u64 {
+    reap_limit.saturating_mul(u64::try_from(k).unwrap_or(u64::MAX))
+}
+
+/// Claim's step 1 inside the caller's transaction: at most `limit` jobs (SPEC 3.3.1, 6.37).
+pub(super) fn reap(tx: &Transaction<'_>, now: u64, limit: u64) -> Result<u64> {
     // A cancel request first, then exhaustion: an expired lease whose holder was asked to
     // stop is `cancelled` whatever its budget and deadline, and one on the last attempt is
-    // `exhausted` even when its deadline has also passed.
-    let cancelled = tx.prepare_cached(REAP_CANCELLED)?.execute([now])?;
-    let exhausted = tx.prepare_cached(REAP_EXHAUSTED)?.execute([now])?;
-    let late = tx.prepare_cached(REAP_DEADLINE)?.execute([now])?;
-    Ok((cancelled + exhausted + late) as u64)
+    // `exhausted` even when its deadline has also passed. Each rule takes what the ones before
+    // it left of the limit, so a rule runs only once those before it have ended all theirs.
+    let mut reaped = 0;
+    for sql in [REAP_CANCELLED, REAP_EXHAUSTED, REAP_DEADLINE] {
+        let left = limit - reaped;
+        if left == 0 {
+            break;
+        }
+        let left = i64::try_from(left).unwrap_or(i64::MAX);
+        reaped += tx.prepare_cached(sql)?.execute(params![now, left])? as u64;
+    }
+    Ok(reaped)
 }
 
 #[cfg(test)]
@@ -318,8 +348,13 @@ mod tests {
     #[test]
     fn lease_until_may_pass_2_pow_53() {
         let mut q = queue();
-        q.set_settings(crate::Settings { lease_ms: crate::MAX_INT, base_ms: 1, cap_ms: 1 })
-            .expect("settings");
+        q.set_settings(crate::Settings {
+            lease_ms: crate::MAX_INT,
+            base_ms: 1,
+            cap_ms: 1,
+            ..crate::Settings::default()
+        })
+        .expect("settings");
         enqueue(&mut q, "a", 2, crate::MAX_INT, 0);
         let c = q.claim("w", crate::MAX_INT - 1).expect("claim").expect("claimed");
         assert_eq!(c.lease_until, 2 * crate::MAX_INT - 1);
@@ -369,11 +404,14 @@ mod tests {
                 .conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
                 .expect("explain")
-                .query_map([0], |row| row.get::<_, String>(3))
+                .query_map([0, 1], |row| row.get::<_, String>(3))
                 .expect("plan")
                 .collect::<Result<_, _>>()
                 .expect("rows");
+            eprintln!("{index}: {plan:?}");
             assert!(plan.join("\n").contains(index), "{plan:?}");
+            // The walk stops at the limit: the index's order is the reap's (SPEC 6.37).
+            assert!(!plan.join("\n").contains("TEMP B-TREE"), "{plan:?}");
         }
     }
 }

@@ -221,9 +221,9 @@ pub(crate) fn enqueue_in_at(
     insert(tx, &job)
 }
 
-/// The one write of `enqueue` (and of each job of `enqueue_many` and `enqueue_in`) inside a
-/// write transaction, once the job is validated.
-fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
+/// The one write of `enqueue` (and of each job of `enqueue_many`, `enqueue_bulk` and
+/// `enqueue_in`) inside a write transaction, once the job is validated.
+pub(super) fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
     let digest: Option<String> =
         tx.prepare_cached(TOMBSTONE_DIGEST)?.query_row([job.id], |r| r.get(0)).optional()?;
     if let Some(digest) = digest {

@@ -7,6 +7,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod browse;
+pub(crate) mod bulk;
 pub(crate) mod cancel;
 pub(crate) mod claim;
 pub(crate) mod complete;
@@ -15,6 +16,7 @@ pub(crate) mod heartbeat;
 pub(crate) mod inspect;
 pub(crate) mod lease;
 pub(crate) mod notes;
+pub(crate) mod pace;
 pub(crate) mod redrive;
 pub(crate) mod retention;
 pub(crate) mod run_once;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, FileControl, MAIN_DB, OpenFlags, Transaction, TransactionBehavior};
 
+use super::pace::Pace;
 use crate::clock::Sources;
 use crate::error::{Error, Result};
 use crate::file;
@@ -61,11 +62,17 @@ pub struct Settings {
     pub base_ms: u64,
     /// The largest window.
     pub cap_ms: u64,
+    /// The most jobs one claim or one reap ends (SPEC 3.3.1, 6.37), so that a backlog of
+    /// jobs due to end is ended in bounded transactions. At least 1.
+    pub reap_limit: u64,
 }
+
+/// [`Settings::reap_limit`]'s default (SPEC 3.11).
+pub const DEFAULT_REAP_LIMIT: u64 = 1000;
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { lease_ms: 30_000, base_ms: 100, cap_ms: 1000 }
+        Settings { lease_ms: 30_000, base_ms: 100, cap_ms: 1000, reap_limit: DEFAULT_REAP_LIMIT }
     }
 }
 
@@ -78,6 +85,10 @@ impl Settings {
         }
         input::int("base_ms", self.base_ms)?;
         input::int("cap_ms", self.cap_ms)?;
+        input::int("reap_limit", self.reap_limit)?;
+        if self.reap_limit == 0 {
+            return Err(Error::invalid("reap_limit", "must be at least 1"));
+        }
         Ok(())
     }
 }
@@ -92,6 +103,8 @@ pub struct Queue {
     pub(super) settings: Settings,
     /// The clock and the jitter of the operations that read them (`clocked.rs`).
     pub(crate) sources: Sources,
+    /// What a bulk import has seen of the other writers (`pace.rs`).
+    pub(super) pace: Pace,
 }
 
 impl Queue {
@@ -208,7 +221,13 @@ impl Queue {
         };
         conn.pragma_update(None, "synchronous", synchronous)?;
         conn.set_prepared_statement_cache_capacity(32);
-        Ok(Queue { conn, path, settings: Settings::default(), sources: Sources::default() })
+        Ok(Queue {
+            conn,
+            path,
+            settings: Settings::default(),
+            sources: Sources::default(),
+            pace: Pace::default(),
+        })
     }
 
     /// The file this queue is on (`:memory:` for an in-memory one).
@@ -227,7 +246,7 @@ impl Queue {
     /// use retryq::{Queue, Settings};
     ///
     /// let mut q = Queue::open_in_memory()?;
-    /// q.set_settings(Settings { lease_ms: 5_000, base_ms: 200, cap_ms: 10_000 })?;
+    /// q.set_settings(Settings { lease_ms: 5_000, base_ms: 200, cap_ms: 10_000, ..Settings::default() })?;
     /// assert_eq!(q.settings().lease_ms, 5_000);
     /// // A lease of 0 ms would expire as it is granted: refused, and the settings stay.
     /// assert!(q.set_settings(Settings { lease_ms: 0, ..q.settings() }).is_err());
@@ -278,6 +297,11 @@ impl Queue {
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
     }
+
+    /// The connection, for tests that install a hook on it.
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
 }
 
 #[cfg(test)]
@@ -287,7 +311,8 @@ pub(crate) mod tests {
     /// A queue in memory with the SPEC's worked-trace settings.
     pub(crate) fn queue() -> Queue {
         let mut q = Queue::open_in_memory().expect("memory queue");
-        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 }).expect("settings");
+        q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() })
+            .expect("settings");
         q
     }
 
@@ -317,6 +342,9 @@ pub(crate) mod tests {
         assert!(err.to_string().contains("lease_ms"), "{err}");
         let err = q.set_settings(Settings { cap_ms: 1 << 53, ..Settings::default() }).unwrap_err();
         assert!(err.to_string().contains("cap_ms"), "{err}");
-        assert_eq!(q.settings(), Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250 });
+        assert_eq!(
+            q.settings(),
+            Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() }
+        );
     }
 }

@@ -1,0 +1,205 @@
+//! Tests of SPEC 1.3's bounded reap (3.3.1, 3.3.2, 6.37) on both stores — which jobs a reap
+//! with a limit ends, in which order, what a claim passes over, what a batch reaps — and, on
+//! PostgreSQL, a reap whose picked row another transaction changed before its write.
+
+use std::thread;
+use std::time::Duration;
+
+use super::tests::{both, pg_at};
+use crate::backend::Backend;
+use crate::{Completion, DeadReason, Lease, NewJob, Outcome, Settings, Status};
+
+fn job(id: &str, max_attempts: u64, deadline: u64) -> NewJob<'_> {
+    NewJob { id, payload: "", max_attempts, deadline, now: 0, ..NewJob::default() }
+}
+
+fn with_limit(q: &mut dyn Backend, reap_limit: u64) {
+    q.set_settings(Settings { lease_ms: 10, reap_limit, ..q.settings() }).expect("settings");
+}
+
+fn ended(q: &dyn Backend, id: &str) -> Option<DeadReason> {
+    let job = q.get(id).expect("get").expect("job");
+    match job.status {
+        Status::Dead => job.dead_reason,
+        _ => None,
+    }
+}
+
+/// Jobs due to end at 500 by each rule, with ties: `c1`, `c2` expired leases with a cancel
+/// request (expiring at 11, 10); `x1`, `x2` expired leases on their last attempt (both at 10);
+/// `d1`…`d3` pending past their deadlines (100, 50, 100); `live` pending with time left.
+fn scene(q: &mut dyn Backend) {
+    with_limit(q, 1000);
+    for id in ["x2", "x1", "c2"] {
+        q.enqueue(&job(id, 1, 10_000)).expect("enqueue");
+    }
+    for id in ["x2", "x1", "c2"] {
+        assert_eq!(q.claim("w", 0).expect("claim").expect("claimed").id(), id);
+    }
+    q.enqueue(&job("c1", 3, 10_000)).expect("enqueue");
+    assert_eq!(q.claim("w", 1).expect("claim").expect("claimed").id(), "c1");
+    for id in ["c1", "c2"] {
+        q.cancel(id, 5).expect("cancel");
+    }
+    q.enqueue(&job("d1", 3, 100)).expect("enqueue");
+    q.enqueue(&job("d2", 3, 50)).expect("enqueue");
+    q.enqueue(&job("d3", 3, 100)).expect("enqueue");
+    q.enqueue(&job("live", 3, 10_000)).expect("enqueue");
+}
+
+#[test]
+fn a_reap_ends_at_most_its_limit_in_the_contracts_order() {
+    both("a_reap_ends_at_most_its_limit_in_the_contracts_order", |q| {
+        scene(q);
+        with_limit(q, 2);
+        // Rule 1 by expiry (c2 at 10 before c1 at 11), rule 2 by expiry then first enqueue
+        // (x2 before x1), rule 3 by deadline then first enqueue (d2, d1, d3).
+        let order = [
+            ("c2", DeadReason::Cancelled),
+            ("c1", DeadReason::Cancelled),
+            ("x2", DeadReason::Exhausted),
+            ("x1", DeadReason::Exhausted),
+            ("d2", DeadReason::Deadline),
+            ("d1", DeadReason::Deadline),
+            ("d3", DeadReason::Deadline),
+        ];
+        for (piece, counted) in [(0_usize, 2_usize), (2, 2), (4, 2), (6, 1), (7, 0)] {
+            assert_eq!(q.reap(500).expect("reap"), counted as u64, "piece from {piece}");
+            for (n, (id, reason)) in order.iter().enumerate() {
+                let expected = (n < piece + counted).then_some(*reason);
+                assert_eq!(ended(q, id), expected, "{id} after the piece from {piece}");
+            }
+        }
+        assert_eq!(ended(q, "live"), None);
+        let stats = q.stats(500).expect("stats");
+        assert_eq!((stats.dead_cancelled, stats.dead_exhausted, stats.dead_deadline), (2, 2, 3));
+        let audit = q.audit().expect("audit");
+        assert!(audit.is_clean(), "{:?}", audit.violations);
+    });
+}
+
+#[test]
+fn a_claim_passes_over_jobs_due_to_end_that_its_reap_left() {
+    both("a_claim_passes_over_jobs_due_to_end_that_its_reap_left", |q| {
+        scene(q);
+        with_limit(q, 1);
+        // The claim's reap ends c2 alone; its pick passes over c1 and x1/x2 (leases: never
+        // claimable with a cancel request or a spent budget) and d1…d3 (past their deadlines,
+        // first in claim's order), and takes `live`.
+        let claimed = q.claim("w2", 500).expect("claim").expect("claimed");
+        assert_eq!((claimed.id(), claimed.attempt()), ("live", 1));
+        assert_eq!(ended(q, "c2"), Some(DeadReason::Cancelled));
+        for id in ["c1", "x1", "x2", "d1", "d2", "d3"] {
+            assert_eq!(ended(q, id), None, "{id} is left for a later reap");
+            let leased = id.starts_with('c') || id.starts_with('x');
+            assert_eq!(q.get(id).expect("get").expect("job").attempts, u64::from(leased), "{id}");
+        }
+        // Nothing else is claimable: the rest are due to end.
+        assert_eq!(q.claim("w2", 500).expect("claim"), None);
+        assert_eq!(ended(q, "c1"), Some(DeadReason::Cancelled), "that claim's reap ended the next");
+    });
+}
+
+#[test]
+fn a_batch_of_claims_reaps_what_its_claims_would() {
+    both("a_batch_of_claims_reaps_what_its_claims_would", |q| {
+        scene(q);
+        with_limit(q, 2);
+        // Three claims would reap two each: six of the seven, in order; one is claimable.
+        let batch = q.claim_batch("w2", 500, 3).expect("batch");
+        assert_eq!(batch.iter().map(|c| c.id()).collect::<Vec<_>>(), ["live"]);
+        assert_eq!(ended(q, "d1"), Some(DeadReason::Deadline));
+        assert_eq!(ended(q, "d3"), None);
+        assert_eq!(q.reap(500).expect("reap"), 1);
+    });
+}
+
+#[test]
+fn a_completion_of_a_job_due_to_end_is_judged_by_what_is_stored() {
+    both("a_completion_of_a_job_due_to_end_is_judged_by_what_is_stored", |q| {
+        scene(q);
+        with_limit(q, 1);
+        assert_eq!(q.reap(500).expect("reap"), 1);
+        // x1's lease expired on its last attempt, but no reap has ended it: its holder's late
+        // report is accepted (SPEC 3.4), and ends it by its outcome.
+        let lease = Lease::new("w", "x1", 1);
+        let report = Completion::new(&lease, Outcome::Ok, 500, 0.0);
+        assert_eq!(q.complete(&report).expect("complete"), crate::Completed::Done);
+    });
+}
+
+/// A reap whose picked row another transaction changes before the reap writes it: the
+/// change is waited for, and the reap runs again on what is committed then. Here a heartbeat
+/// renews `x2`'s expired lease (accepted: neither claimed again nor reaped, SPEC 6.24), so
+/// `x2` is no longer due to end and the reap of one job takes the next, `x1`. A reap that
+/// wrote the row as it changed would end a renewed lease; one that kept what it wrote would
+/// end nothing while jobs are due to end.
+#[test]
+fn a_reap_picks_again_when_a_row_it_picked_changed() {
+    let Some((url, mut q)) = pg_at("a_reap_picks_again_when_a_row_it_picked_changed") else { return };
+    for id in ["x2", "x1"] {
+        q.enqueue(&job(id, 1, 10_000)).expect("enqueue");
+    }
+    for id in ["x2", "x1"] {
+        assert_eq!(q.claim("w", 0).expect("claim").expect("claimed").id(), id);
+    }
+    q.set_settings(Settings { reap_limit: 1, ..q.settings() }).expect("settings");
+    let mut holder = postgres::Client::connect(&url, postgres::NoTls).expect("holder");
+    let mut beat = holder.transaction().expect("begin");
+    // The store's heartbeat of x2 at 2000 with a lease of 1000, held uncommitted.
+    let renewed = beat
+        .execute(
+            "UPDATE jobs SET available_at = GREATEST(available_at, 3000), updated_at = 2000
+             WHERE id = 'x2' AND status = 'leased' AND owner = 'w' AND attempts = 1",
+            &[],
+        )
+        .expect("heartbeat");
+    assert_eq!(renewed, 1);
+    let reaping = thread::spawn(move || q.reap(2500).map(|n| (n, q)));
+    let waiting = "SELECT count(*) FROM pg_stat_activity
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'
+                     AND wait_event = 'transactionid'";
+    while beat.query_one(waiting, &[]).expect("waiting").get::<_, i64>(0) == 0 {
+        assert!(!reaping.is_finished(), "the reap did not wait for the row it picked");
+        thread::sleep(Duration::from_millis(5));
+    }
+    beat.commit().expect("commit");
+    let (reaped, q) = reaping.join().expect("the reap").expect("reap");
+    assert_eq!(reaped, 1);
+    assert_eq!(ended(&q, "x1"), Some(DeadReason::Exhausted));
+    let x2 = q.get("x2").expect("get").expect("job");
+    assert_eq!((x2.status, x2.available_at), (Status::Leased, Some(3000)));
+}
+
+/// Each rule's pick of [`REAP`](super::claim::REAP) walks its own index in SPEC 3.3.1's
+/// order and stops at the limit — no sort, no scan of the table — and claim's pick reads
+/// `jobs_due`, whose entries carry the deadline it filters on; so a reap costs what it ends,
+/// whatever the store holds.
+#[test]
+fn each_reap_walks_its_index_in_the_contracts_order() {
+    let Some((_, q)) = pg_at("each_reap_walks_its_index_in_the_contracts_order") else { return };
+    q.raw_query(
+        "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,
+                           enqueued_at, updated_at, not_before, queue, priority)
+         SELECT 'j-' || i, '', 'pending', 0, 3, i, 100000 + i, 0, 0, 0, 0, 'q' || (i % 7), i % 10
+         FROM generate_series(1, 20000) AS i",
+    )
+    .expect("jobs");
+    q.raw_query("ANALYZE jobs").expect("analyze");
+    let explain = |sql: &str| -> String {
+        let sql = sql.replace("$1", "50000").replace("$2", "1000").replace("$3", "'{q1,q2}'");
+        let rows = q.raw_query(&format!("EXPLAIN (COSTS OFF) {sql}")).expect("explain");
+        rows.iter().map(|row| row.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+    };
+    let reap = explain(super::claim::REAP);
+    for index in ["jobs_cancelling", "jobs_last_lease", "jobs_open_deadline"] {
+        assert!(reap.contains(&format!("Index Scan using {index}")), "{index}:\n{reap}");
+    }
+    assert!(!reap.contains("Sort") && !reap.contains("Seq Scan on jobs"), "{reap}");
+    // How the pick reads `jobs_due` (an ordered walk, or a bitmap of the few due entries) is
+    // the planner's choice by the numbers; either way through the index, deadline included.
+    let pick = explain(super::claim::PICK);
+    assert!(pick.contains("Index Cond") && pick.contains("deadline > 50000"), "{pick}");
+    assert!(pick.contains("jobs_due"), "{pick}");
+    assert!(!pick.contains("Seq Scan on jobs"), "{pick}");
+}
