@@ -3,7 +3,8 @@
 //! `synchronous = FULL`) and on PostgreSQL (the benchmark's throwaway cluster with fsync on,
 //! or `--pg-url`), and each operation's cost measured at each size: claim, complete,
 //! enqueue, a bulk import, a reap of a backlog of 1% of the store, `stats`, `list`, the
-//! dashboard's pages and `/metrics` over HTTP, prune, audit, and on SQLite an older schema's
+//! dashboard's pages and `/metrics` over HTTP, prune, audit, the upgrade from schema 4 (the
+//! store itself, its indexes put back as schema 4 had them), and on SQLite a schema 3 file's
 //! audit, its upgrade and the audit after it. The goal each row is held to: the largest
 //! size's cost within twice the smallest's — per operation, or per job touched for the calls
 //! that touch many (reap, prune, audit, upgrade, import), which makes them linear in what
@@ -14,7 +15,8 @@
 //! (`step.rs`), the dashboard through `retryq serve` (`dashboard.rs`) — and removed before the
 //! next. The steps that read come first, at the wall clock; then the writes at the wall clock;
 //! then the reaps at the cohorts' deadlines (weeks ahead: the store's `now` is the caller's),
-//! then the prunes after them.
+//! then the prunes after them, the upgrade from schema 4, and last the imports, which add
+//! more jobs than a small store holds.
 
 pub mod dashboard;
 pub mod fill;
@@ -30,7 +32,7 @@ use std::time::{Duration, Instant};
 use retryq::{DeadReason, Queue, Status};
 use retryq_pgtest::{Cluster, Unavailable};
 
-pub use report::{AtSize, Op, Per, Row, ScaleReport, StoreScale, render};
+pub use report::{AtSize, Op, Per, Pieces, Row, ScaleReport, StoreScale, render};
 
 use crate::throughput::{Launcher, now_ms};
 use crate::{BenchError, Config, median};
@@ -39,8 +41,7 @@ use step::{Limits, StepOp, StepOutput, StepSpec};
 
 /// The sizes of a full run.
 pub const SIZES: [u64; 4] = [1_000, 100_000, 1_000_000, 10_000_000];
-/// The sizes of a `--quick` run: seconds, not hours (an older schema's audit is quadratic
-/// today: 10^4 jobs take minutes).
+/// The sizes of a `--quick` run: seconds, not hours (CI runs it).
 pub const QUICK_SIZES: [u64; 2] = [1_000, 2_000];
 
 /// A store the scale benchmark measures.
@@ -91,6 +92,7 @@ pub fn run(config: &Config, options: &Options) -> Result<ScaleReport, BenchError
         options,
         reps: if config.quick { 5 } else { 15 },
         heavy_runs: if config.quick { 1 } else { 3 },
+        import_jobs: if config.quick { 1_000 } else { 100_000 },
         import_lines: if config.quick { 500 } else { 10_000 },
         limits: Limits { time: step_timeout, memory_bytes: MEMORY_LIMIT },
         dir: dir.path(),
@@ -124,7 +126,9 @@ struct Bench<'a> {
     /// Runs of an import and of an audit (reaps and prunes always make 3: the cohorts and
     /// slices).
     heavy_runs: usize,
-    /// Lines of each import's file.
+    /// Jobs of each import through `enqueue_bulk`.
+    import_jobs: u64,
+    /// Lines of each `enqueue --file`'s file.
     import_lines: u64,
     limits: Limits,
     dir: &'a Path,
@@ -148,7 +152,7 @@ impl Bench<'_> {
             };
             let bytes = sqlite_bytes(&path)?;
             let db = path.to_string_lossy().into_owned();
-            let measured = self.measure(&db, &mix, &|| Ok(()));
+            let measured = self.measure(&db, &mix, Store::Sqlite, &|| Ok(()));
             crate::throughput::remove_db(&path);
             let mut ops = measured?;
             let (older, old_schema_bytes) = self.older_schema(&mix)?;
@@ -204,7 +208,7 @@ impl Bench<'_> {
             let measured = (|| {
                 let filled = pg_fill::fill(&url, &mix, self.progress)?;
                 let bytes = pg_bytes(&url)?;
-                let ops = self.measure(&url, &mix, &|| stop_sessions(&url))?;
+                let ops = self.measure(&url, &mix, Store::Postgres, &|| stop_sessions(&url))?;
                 Ok::<_, BenchError>((filled, bytes, ops))
             })();
             cluster.drop_database(&url).map_err(BenchError::Setup)?;
@@ -224,12 +228,13 @@ impl Bench<'_> {
     }
 
     /// Every step on the filled store `db`: reads, then writes at the wall clock, then the
-    /// reaps and the prunes. `stopped` runs after a step was killed (PostgreSQL: its session
-    /// may still be running its statement).
+    /// reaps and the prunes, the upgrade from schema 4, the imports. `stopped` runs after a
+    /// step was killed (PostgreSQL: its session may still be running its statement).
     fn measure(
         &self,
         db: &str,
         mix: &Mix,
+        store: Store,
         stopped: &dyn Fn() -> Result<(), BenchError>,
     ) -> Result<Vec<Op>, BenchError> {
         let progress = self.progress;
@@ -263,8 +268,6 @@ impl Bench<'_> {
         ops.extend(self.step(db, op, self.reps, &["claim", "complete"], stopped)?);
         let op = StepOp::Enqueue { prefix: format!("enqueued-{}", mix.n) };
         ops.extend(self.step(db, op, self.reps, &["enqueue"], stopped)?);
-        progress("  import: enqueue --file");
-        ops.push(self.import(db, mix)?);
         progress("  reaps of 10 overdue, then of 1% overdue");
         let expected = mix.expected();
         let reaps = (0..COHORTS).map(|k| {
@@ -282,7 +285,45 @@ impl Bench<'_> {
         let prunes =
             (0..3).map(|_| (StepOp::Prune { before: now, limit: Some(PRUNE_SMALL), now }, Some(PRUNE_SMALL)));
         ops.push(self.runs(db, "prune_at_most of 100", Per::Operation, prunes, stopped)?);
+        progress("  the upgrade from schema 4");
+        let upgrade = self.upgrade_from_4(db, store, stopped)?;
+        let upgraded = upgrade.failure.is_none();
+        ops.push(upgrade);
+        let name = format!("import: enqueue_bulk of {} jobs", self.import_jobs);
+        if !upgraded {
+            // Their open would run the upgrade again.
+            let why = "not run: the upgrade from schema 4 did not finish";
+            ops.push(failed(&name, Per::Job, why.into(), None));
+            ops.push(failed(&self.import_file_name(), Per::Job, why.into(), None));
+            return Ok(ops);
+        }
+        progress("  imports: enqueue_bulk, enqueue --file");
+        let op = StepOp::Import { prefix: format!("imported-{}", mix.n), jobs: self.import_jobs };
+        ops.extend(self.step(db, op, self.heavy_runs, &[&name], stopped)?);
+        ops.push(self.import_file(db, mix)?);
         Ok(ops)
+    }
+
+    /// The store at `db` put back to schema 4 (`old.rs`: claim's index, and on PostgreSQL the
+    /// reaps' indexes, as schema 4 defined them, and its version mark), then upgraded by a
+    /// read-write open, as this build opens a schema 4 store the first time. Per job of the
+    /// table, whose indexes it builds.
+    fn upgrade_from_4(
+        &self,
+        db: &str,
+        store: Store,
+        stopped: &dyn Fn() -> Result<(), BenchError>,
+    ) -> Result<Op, BenchError> {
+        let name = "upgrade, schema 4 → 5";
+        let jobs = match store {
+            Store::Sqlite => old::sqlite_to_4(Path::new(db))?,
+            Store::Postgres => old::pg_to_4(db)?,
+        };
+        let mut upgrade = self.step(db, StepOp::Upgrade, 1, &[name], stopped)?;
+        let mut op =
+            upgrade.pop().unwrap_or_else(|| failed(name, Per::Job, "no upgrade was run".into(), None));
+        per_job(&mut op, jobs);
+        Ok(op)
     }
 
     /// One step in its child: an op per series, named by `names` in order.
@@ -318,6 +359,7 @@ impl Bench<'_> {
     ) -> Result<Op, BenchError> {
         let (mut per_job, mut totals, mut touched, mut peak) =
             (Vec::new(), Vec::new(), Vec::new(), None::<u64>);
+        let (mut counts, mut pieces) = (Vec::new(), Vec::new());
         for (op, expected) in steps {
             let spec = StepSpec { db: db.to_owned(), op, reps: 1 };
             let (output, rss) = step::launch(&self.options.step, &spec, self.limits)?;
@@ -345,7 +387,16 @@ impl Bench<'_> {
             per_job.push(if per == Per::Job { us / n.max(1) as f64 } else { us });
             totals.push(us / 1e3);
             touched.push(n as f64);
+            counts.push(output.pieces.len() as f64);
+            pieces.extend(output.pieces.iter().map(|us| us / 1e3));
         }
+        let longest_ms =
+            pieces.iter().copied().fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+        let pieces = longest_ms.map(|longest_ms| Pieces {
+            count: median(&mut counts) as u64,
+            median_ms: median(&mut pieces),
+            longest_ms,
+        });
         Ok(Op {
             name: name.into(),
             per,
@@ -354,6 +405,7 @@ impl Bench<'_> {
             touched: Some(median(&mut touched) as u64),
             total_ms: Some(median(&mut totals)),
             peak_rss_bytes: peak,
+            pieces,
             failure: None,
         })
     }
@@ -393,6 +445,7 @@ impl Bench<'_> {
                     touched: None,
                     total_ms: Some(median(&mut runs) / 1e3),
                     peak_rss_bytes: None,
+                    pieces: None,
                     failure: None,
                 },
                 Err(why) => failed(name, Per::Operation, why, None),
@@ -401,9 +454,10 @@ impl Bench<'_> {
     }
 
     /// `retryq enqueue --file` of [`Bench::import_lines`] new jobs, a few times: the bulk
-    /// import an operator runs, timed from the command's start to its end.
-    fn import(&self, db: &str, mix: &Mix) -> Result<Op, BenchError> {
-        let name = format!("import: enqueue --file of {} lines", self.import_lines);
+    /// import an operator runs (its lines read, parsed and handed to `enqueue_bulk`), timed
+    /// from the command's start to its end.
+    fn import_file(&self, db: &str, mix: &Mix) -> Result<Op, BenchError> {
+        let name = self.import_file_name();
         let (mut per_job, mut totals, mut peak) = (Vec::new(), Vec::new(), None::<u64>);
         for run in 0..self.heavy_runs {
             let file = self.dir.join(format!("import-{}-{run}.jsonl", mix.n));
@@ -431,8 +485,13 @@ impl Bench<'_> {
             touched: Some(self.import_lines),
             total_ms: Some(median(&mut totals)),
             peak_rss_bytes: peak,
+            pieces: None,
             failure: None,
         })
+    }
+
+    fn import_file_name(&self) -> String {
+        format!("import: enqueue --file of {} lines", self.import_lines)
     }
 
     /// A schema 3 file of the same mix: its audit before the upgrade (read-only), the
@@ -456,13 +515,10 @@ impl Bench<'_> {
                 &none,
             )?);
             (self.progress)("  its upgrade");
-            let mut upgrade = self.step(&db, StepOp::Upgrade, 1, &["upgrade from schema 3"], &none)?;
+            let mut upgrade = self.step(&db, StepOp::Upgrade, 1, &["upgrade, schema 3 → 5"], &none)?;
             for op in &mut upgrade {
                 // The open is the operation; it touched every job of the file.
-                let jobs = mix.n + old::FIXTURE_JOBS;
-                op.per = Per::Job;
-                op.touched = Some(jobs);
-                op.median_us = op.median_us.map(|us| us / jobs as f64);
+                per_job(op, mix.n + old::FIXTURE_JOBS);
             }
             let upgraded = upgrade.iter().all(|op| op.failure.is_none());
             ops.extend(upgrade);
@@ -480,6 +536,13 @@ impl Bench<'_> {
         crate::throughput::remove_db(&path);
         result
     }
+}
+
+/// An upgrade's op, whose one run touched the `jobs` of its table: per job.
+fn per_job(op: &mut Op, jobs: u64) {
+    op.per = Per::Job;
+    op.touched = Some(jobs);
+    op.median_us = op.median_us.map(|us| us / jobs.max(1) as f64);
 }
 
 /// The op of series `i` of a step's output: per job when the step counted jobs touched.
@@ -505,6 +568,7 @@ fn op_of(name: &str, output: &StepOutput, i: usize, peak: Option<u64>) -> Op {
         touched,
         total_ms,
         peak_rss_bytes: peak,
+        pieces: None,
         failure: output.problem.clone(),
     }
 }
@@ -518,6 +582,7 @@ fn failed(name: &str, per: Per, why: String, peak: Option<u64>) -> Op {
         touched: None,
         total_ms: None,
         peak_rss_bytes: peak,
+        pieces: None,
         failure: Some(why),
     }
 }

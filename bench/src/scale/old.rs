@@ -1,8 +1,17 @@
-//! A SQLite file of an older schema at scale: what an operator upgrading a store that has been
+//! Stores of an older schema at scale: what an operator upgrading a store that has been
 //! working for weeks has on disk, for timing `audit` before the upgrade (read-only, through
 //! the views an older schema is read by), the upgrade itself, and `audit` after it.
 //!
-//! No code of this build writes schema 3, so the file starts as a copy of the fixture schema
+//! **Schema 4** differs from schema 5 by indexes alone (and on PostgreSQL by the notes'
+//! trigger function, whose replacement costs the same whatever the store holds): on SQLite
+//! claim's index did not carry `deadline`; on PostgreSQL neither did it, and the reaps' three
+//! indexes did not end in `seq`. So a measured store of this build is put back to schema 4 by
+//! [`sqlite_to_4`] or [`pg_to_4`] — those indexes dropped and built as schema 4 defined them,
+//! the version marked 4 — and the upgrade a read-write open then runs rebuilds them, as it
+//! would on a store schema 4's code wrote (on SQLite byte for byte that store; on PostgreSQL
+//! one whose notes' function is already schema 5's).
+//!
+//! **Schema 3**: no code of this build writes it, so the file starts as a copy of the fixture schema
 //! 3 code wrote (`tests/fixtures/schema-3.db`: its tables, indexes and triggers, and the
 //! fifteen jobs of its own), and the jobs of a [`Mix`] are added by the same statements
 //! schema 3's queue ran — an enqueue's insert, a claim's lease, a completion's finish — one
@@ -106,6 +115,45 @@ pub fn write(path: &Path, mix: &Mix, progress: &dyn Fn(&str)) -> Result<(), Benc
     Ok(())
 }
 
+/// Schema 4's claim index on SQLite, which schema 5 rebuilds with `deadline` at its end.
+const SQLITE_4: &str = "
+    DROP INDEX jobs_due;
+    CREATE INDEX jobs_due ON jobs (queue, priority, available_at) WHERE status IN ('pending', 'leased');
+    PRAGMA user_version = 4;";
+
+/// Schema 4's claim index and reaps' indexes on PostgreSQL, which schema 5 rebuilds (claim's
+/// with `deadline`, the reaps' ending in `seq`), and its version mark.
+const PG_4: &str = "
+    DROP INDEX jobs_due, jobs_cancelling, jobs_open_deadline, jobs_last_lease;
+    CREATE INDEX jobs_due ON jobs (queue, priority, available_at, seq) WHERE status IN ('pending', 'leased');
+    CREATE INDEX jobs_cancelling ON jobs (available_at) WHERE status = 'leased' AND cancel_requested;
+    CREATE INDEX jobs_open_deadline ON jobs (deadline) WHERE status IN ('pending', 'leased');
+    CREATE INDEX jobs_last_lease ON jobs (available_at) WHERE status = 'leased' AND attempts >= max_attempts;
+    UPDATE retryq_meta SET schema_version = 4;";
+
+/// The jobs table's rows, which the upgrade's index builds read.
+const JOBS: &str = "SELECT count(*) FROM jobs";
+
+/// Puts the schema 5 file at `path` back to schema 4 (see the module's doc); its jobs.
+pub fn sqlite_to_4(path: &Path) -> Result<u64, BenchError> {
+    let mut conn = Connection::open(path)?;
+    let tx = conn.transaction()?;
+    tx.execute_batch(SQLITE_4)?;
+    let jobs: i64 = tx.query_row(JOBS, [], |row| row.get(0))?;
+    tx.commit()?;
+    Ok(u64::try_from(jobs).unwrap_or(0))
+}
+
+/// Puts the schema 5 database at `url` back to schema 4 (see the module's doc); its jobs.
+pub fn pg_to_4(url: &str) -> Result<u64, BenchError> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+    let mut tx = client.transaction()?;
+    tx.batch_execute(PG_4)?;
+    let jobs: i64 = tx.query_one(JOBS, &[])?.get(0);
+    tx.commit()?;
+    Ok(u64::try_from(jobs).unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +181,84 @@ mod tests {
         assert!(audit.is_clean(), "{:?}", &audit.violations[..audit.violations.len().min(5)]);
         let stats = upgraded.stats(mix.fill_end()).expect("stats");
         assert!(stats.leased >= mix.expected().leased, "{stats:?}");
+    }
+
+    /// The schema objects of a SQLite file: each one's SQL, by name.
+    fn schema_of(path: &Path) -> Vec<(String, String)> {
+        let conn = Connection::open(path).expect("open");
+        let mut stmt = conn
+            .prepare("SELECT name, sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY name")
+            .expect("prepare");
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).expect("query").map(|r| r.expect("row")).collect()
+    }
+
+    /// A store put back to schema 4 has schema 4's objects exactly — the fixture's, which
+    /// schema 4's code wrote — and a read-write open upgrades it to schema 5's again, its jobs
+    /// as they were.
+    #[test]
+    fn a_store_put_back_to_schema_4_is_schema_4s_and_upgrades_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.db");
+        let mix = Mix::new(1_000, 1_800_000_000_000);
+        let mut store = Queue::open(&path).expect("open");
+        super::super::fill::fill(&mut store, &mix, &|_| {}).expect("fill");
+        drop(store);
+        let current = schema_of(&path);
+        let jobs = sqlite_to_4(&path).expect("to 4");
+        assert_eq!(jobs, 1_000 - mix.expected().pruned_done - mix.expected().pruned_dead);
+        let fixture = dir.path().join("schema-4.db");
+        std::fs::write(&fixture, include_bytes!("../../../tests/fixtures/schema-4.db")).expect("fixture");
+        assert_eq!(schema_of(&path), schema_of(&fixture));
+        let version = |path: &Path| -> i64 {
+            Connection::open(path)
+                .expect("open")
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .expect("version")
+        };
+        assert_eq!(version(&path), 4);
+        let upgraded = Queue::open(&path).expect("upgrade");
+        assert_eq!(version(&path), 5);
+        assert_eq!(schema_of(&path), current);
+        let audit = Backend::audit(&upgraded).expect("audit");
+        assert!(audit.is_clean(), "{:?}", &audit.violations[..audit.violations.len().min(5)]);
+        assert_eq!(audit.jobs, jobs);
+    }
+
+    /// On PostgreSQL: put back to schema 4, its four indexes are schema 4's and it is marked
+    /// so; a connect upgrades it, and the indexes are schema 5's again.
+    #[test]
+    fn a_postgres_store_put_back_to_schema_4_upgrades_again() {
+        let Some(url) = retryq_pgtest::database("scale: a store put back to schema 4") else { return };
+        let mix = Mix::new(1_000, 1_800_000_000_000);
+        super::super::pg_fill::fill(&url, &mix, &|_| {}).expect("fill");
+        let indexes = || -> Vec<(String, String)> {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+            client
+                .query(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs' ORDER BY indexname",
+                    &[],
+                )
+                .expect("indexes")
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect()
+        };
+        let version = || -> i64 {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+            client.query_one("SELECT schema_version FROM retryq_meta", &[]).expect("meta").get(0)
+        };
+        let current = indexes();
+        let jobs = pg_to_4(&url).expect("to 4");
+        assert_eq!(jobs, 1_000 - mix.expected().pruned_done - mix.expected().pruned_dead);
+        assert_eq!(version(), 4);
+        let old = indexes();
+        let deadline = old.iter().find(|(name, _)| name == "jobs_open_deadline").expect("index");
+        assert!(!deadline.1.contains("seq"), "{deadline:?}");
+        assert_ne!(old, current);
+        let store = retryq::PgQueue::connect(&url).expect("upgrade");
+        assert_eq!(version(), 5);
+        assert_eq!(indexes(), current);
+        let audit = Backend::audit(&store).expect("audit");
+        assert!(audit.is_clean(), "{:?}", &audit.violations[..audit.violations.len().min(5)]);
     }
 }

@@ -84,8 +84,23 @@ pub struct Op {
     /// The measuring process's peak resident memory (`null` for the dashboard's requests,
     /// timed in the client).
     pub peak_rss_bytes: Option<u64>,
+    /// A reap's transactions (its pieces of at most `reap_limit` jobs); `null` for every
+    /// other operation.
+    pub pieces: Option<Pieces>,
     /// Why there is no figure, or what went wrong beside it (an audit's violations).
     pub failure: Option<String>,
+}
+
+/// The pieces a reap ended its backlog in, over its runs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Pieces {
+    /// Pieces per run (median), the last one ending fewer than the limit (maybe none).
+    pub count: u64,
+    /// The median piece's milliseconds, over every run's pieces.
+    pub median_ms: f64,
+    /// The longest piece's milliseconds, over every run: the longest a claim beside the
+    /// reap waits for it.
+    pub longest_ms: f64,
 }
 
 /// What a cost is counted per.
@@ -221,6 +236,23 @@ pub fn render(r: &ScaleReport) -> String {
                 size.bytes as f64 / 1e6,
                 size.seconds
             );
+        }
+        for size in &store.at {
+            for op in &size.ops {
+                let (Some(p), Some(total), Some(touched)) = (&op.pieces, op.total_ms, op.touched) else {
+                    continue;
+                };
+                let _ = writeln!(
+                    out,
+                    "  {} at {}: {touched} jobs in {} pieces, {} in all; a piece {} (median), {} (longest)",
+                    op.name,
+                    size_label(size.jobs),
+                    p.count,
+                    cost(total * 1e3),
+                    cost(p.median_ms * 1e3),
+                    cost(p.longest_ms * 1e3)
+                );
+            }
         }
         for size in &store.at {
             for op in size.ops.iter().filter(|op| op.failure.is_some()) {

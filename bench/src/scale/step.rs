@@ -1,11 +1,11 @@
 //! One measured step of the scale benchmark, in a child process: the `retryq` binary again,
 //! as a hidden subcommand that calls [`step_main`] with a [`StepSpec`].
 //!
-//! A child because some operations do not end at ten million jobs on today's code (an audit
-//! of an older schema is quadratic; a reap on PostgreSQL runs into its statement timeout), and
-//! SQLite cannot be interrupted from outside the connection that runs the statement: the
-//! parent kills a step that outlives its time limit, or grows past its memory limit, and
-//! reports so instead of hanging. The child opens the store before it starts its clock, so a
+//! A child because an operation that does not end at ten million jobs (as an older schema's
+//! audit, quadratic before schema 5's code, did not) must not hang the benchmark, and SQLite
+//! cannot be interrupted from outside the connection that runs the statement: the parent
+//! kills a step that outlives its time limit, or grows past its memory limit, and reports so
+//! instead of hanging. The child opens the store before it starts its clock, so a
 //! figure is the operation's cost alone, never the process's start or the store's open (but
 //! for [`StepOp::Upgrade`], whose operation is the open). Every cheap operation runs once
 //! untimed first, so that the first timed run does not pay for a cold cache alone.
@@ -14,7 +14,7 @@ use std::io::Read as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use retryq::{Backend, Completion, DeadReason, NewJob, OpenOptions, Outcome, Queue, Status};
+use retryq::{Backend, Completion, DeadReason, Enqueued, NewJob, OpenOptions, Outcome, Queue, Status};
 use serde::{Deserialize, Serialize};
 
 use super::mix::{DAY, Mix};
@@ -47,6 +47,15 @@ pub enum StepOp {
         /// Makes the ids new.
         prefix: String,
     },
+    /// A bulk import per run: `jobs` new jobs (ids `PREFIX-RUN-N`) through
+    /// [`Backend::enqueue_bulk`], handed over [`IMPORT_SLICE`] at a time as `retryq enqueue
+    /// --file` hands over its lines. Every answer must be `New`.
+    Import {
+        /// Makes the ids new.
+        prefix: String,
+        /// Jobs per run.
+        jobs: u64,
+    },
     /// `stats` of the whole store at the wall clock.
     Stats,
     /// `list`: a page of `limit` jobs of `status` (dead ones of `reason`, if given), each
@@ -59,7 +68,9 @@ pub enum StepOp {
         /// The page's size.
         limit: u32,
     },
-    /// Reaps at `now` until a reap ends nothing: one run, whatever the store's piece size.
+    /// Reaps at `now` in pieces, as `retryq reap` does: a reap ends at most the store's
+    /// `reap_limit` jobs, and the next piece follows until one ends fewer. One run; each
+    /// piece's time is reported too.
     Reap {
         /// The reap's `now`: a cohort's deadline.
         now: u64,
@@ -79,7 +90,7 @@ pub enum StepOp {
         /// Open without writing (SQLite).
         read_only: bool,
     },
-    /// A read-write open of a SQLite file, which upgrades an older schema in place: one run.
+    /// A read-write open of the store, which upgrades an older schema in place: one run.
     Upgrade,
 }
 
@@ -93,7 +104,14 @@ pub struct StepOutput {
     pub touched: Vec<u64>,
     /// What went wrong without stopping the step (an audit's violations).
     pub problem: Option<String>,
+    /// A reap's pieces: microseconds each, in order (empty for every other step).
+    #[serde(default)]
+    pub pieces: Vec<f64>,
 }
+
+/// How many jobs one call of [`Backend::enqueue_bulk`] is handed in an import: what `retryq
+/// enqueue --file` hands it (its block of lines).
+pub const IMPORT_SLICE: usize = 10_000;
 
 /// Audits stop repeating once their runs took this long in all.
 const AUDIT_BUDGET: Duration = Duration::from_secs(60);
@@ -119,7 +137,7 @@ fn run(spec: &StepSpec) -> Result<StepOutput, BenchError> {
     match &spec.op {
         StepOp::Upgrade => {
             let started = Instant::now();
-            drop(Queue::open(&spec.db)?);
+            drop(retryq::open_backend(&spec.db)?);
             out.series.push(("upgrade".into(), vec![micros(started)]));
             return Ok(out);
         }
@@ -176,6 +194,7 @@ fn run(spec: &StepSpec) -> Result<StepOutput, BenchError> {
             }
             out.series.push(("enqueue".into(), runs));
         }
+        StepOp::Import { prefix, jobs } => import(store, prefix, *jobs, reps, &mut out)?,
         StepOp::Stats => {
             let runs = repeat(reps, || {
                 store.stats(now_ms()?)?;
@@ -194,14 +213,17 @@ fn run(spec: &StepSpec) -> Result<StepOutput, BenchError> {
             out.series.push(("list".into(), runs));
         }
         StepOp::Reap { now } => {
+            let limit = store.settings().reap_limit;
             let started = Instant::now();
             let mut reaped = 0;
             loop {
+                let piece = Instant::now();
                 let n = store.reap(*now)?;
-                if n == 0 {
+                out.pieces.push(micros(piece));
+                reaped += n;
+                if n < limit {
                     break;
                 }
-                reaped += n;
             }
             out.series.push(("reap".into(), vec![micros(started)]));
             out.touched.push(reaped);
@@ -219,6 +241,54 @@ fn run(spec: &StepSpec) -> Result<StepOutput, BenchError> {
         StepOp::Upgrade => unreachable!("handled above"),
     }
     Ok(out)
+}
+
+/// `reps` imports of `jobs` new jobs each, the jobs of each made before its clock starts:
+/// due now, a 90-day time to live, the mix's queues and priorities, as an operator's file of
+/// orders would hold them.
+fn import(
+    store: &mut dyn Backend,
+    prefix: &str,
+    jobs: u64,
+    reps: usize,
+    out: &mut StepOutput,
+) -> Result<(), BenchError> {
+    let mix = Mix::new(jobs, 0);
+    let mut runs = Vec::with_capacity(reps);
+    for run in 0..reps {
+        let ids: Vec<String> = (0..jobs).map(|i| format!("{prefix}-{run}-{i}")).collect();
+        let payloads: Vec<String> = (0..jobs).map(Mix::payload).collect();
+        let planned: Vec<_> = (0..jobs).map(|i| mix.job(i)).collect();
+        let now = now_ms()?;
+        let new_jobs: Vec<NewJob<'_>> = planned
+            .iter()
+            .zip(ids.iter().zip(&payloads))
+            .map(|(p, (id, payload))| NewJob {
+                id,
+                payload,
+                max_attempts: 3,
+                deadline: now + 90 * DAY,
+                now,
+                queue: Some(p.queue),
+                priority: Some(p.priority),
+                ..NewJob::default()
+            })
+            .collect();
+        let mut answers = Vec::with_capacity(new_jobs.len());
+        let started = Instant::now();
+        for slice in new_jobs.chunks(IMPORT_SLICE) {
+            store.enqueue_bulk(slice, &mut answers)?;
+        }
+        runs.push(micros(started));
+        let new = answers.iter().filter(|a| matches!(a, Ok(Enqueued::New))).count();
+        out.touched.push(new as u64);
+        if new != new_jobs.len() {
+            out.problem =
+                Some(format!("{} of {} imported jobs were not new", new_jobs.len() - new, new_jobs.len()));
+        }
+    }
+    out.series.push(("import".into(), runs));
+    Ok(())
 }
 
 fn is_url(db: &str) -> bool {
