@@ -75,6 +75,9 @@ enum Command {
     /// One worker process of `retryq bench` (started by it, not by hand).
     #[command(hide = true)]
     BenchWorker(cmd::bench::WorkerArgs),
+    /// One measured step of `retryq bench --scale` (started by it, not by hand).
+    #[command(hide = true)]
+    BenchScaleStep(cmd::bench::StepArgs),
 }
 
 /// What clap would print and exit with, without its `exit`, which drops a failed write: help
@@ -144,6 +147,7 @@ fn main() -> ExitCode {
         Command::ServeDemo(args) => cmd::serve_demo::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::BenchWorker(args) => cmd::bench::run_worker(args),
+        Command::BenchScaleStep(args) => cmd::bench::run_step(args),
     };
     match result {
         Ok(code) => code,

@@ -79,3 +79,124 @@ fn the_worker_on_postgres_runs_every_job_in_batches() {
         assert!(row.commits_per_job < 2.0, "{row:?}");
     }
 }
+
+/// Every operation `retryq bench --scale` measures, in the order it measures them; the
+/// schema 3 rows are SQLite's alone.
+const SCALE_OPS: [&str; 26] = [
+    "stats",
+    "list --status pending",
+    "list --status done",
+    "list --reason cancelled",
+    "GET / (overview)",
+    "GET /metrics",
+    "GET /jobs",
+    "GET /jobs?status=pending",
+    "GET /jobs?queue=email",
+    "GET /jobs?status=dead&reason=cancelled",
+    "GET /jobs?prefix=<one job's id>",
+    "GET /job?id=<a done job>",
+    "GET /job?id=<a pruned job>",
+    "audit",
+    "claim",
+    "complete",
+    "enqueue",
+    "reap of 10 overdue",
+    "reap of 1% overdue",
+    "prune of 1%",
+    "prune_at_most of 100",
+    "upgrade, schema 4 → 5",
+    "import: enqueue_bulk of 1000 jobs",
+    "import: enqueue --file of 500 lines",
+    "audit, schema 3, before its upgrade",
+    "upgrade, schema 3 → 5",
+];
+
+/// `retryq bench --scale --quick --json` on both stores: every size of every store filled as
+/// its mix says, and every operation measured there — a positive median over at least one
+/// run, no failure, no step stopped — so that a step that breaks (a page that answers 404, an
+/// audit that finds the fill inconsistent, a reap that misses its cohort) fails here and not
+/// in the first full run. The figures themselves are not judged: speed is measured, never
+/// asserted.
+#[test]
+fn the_scale_benchmark_fills_every_field_on_both_stores() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(BIN)
+        .args(["bench", "--scale", "--quick", "--json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let scale = &json["scale"];
+    let sizes: Vec<u64> =
+        scale["sizes"].as_array().expect("sizes").iter().filter_map(|n| n.as_u64()).collect();
+    assert_eq!(sizes, retryq_bench::scale::QUICK_SIZES);
+    let stores = scale["stores"].as_array().expect("stores");
+    let names: Vec<&str> = stores.iter().filter_map(|s| s["store"].as_str()).collect();
+    assert_eq!(names, ["sqlite", "postgres"]);
+    for store in stores {
+        let name = store["store"].as_str().unwrap_or_default();
+        if store["available"] == false {
+            // As the PostgreSQL tests do: a machine without it skips, CI does not.
+            assert!(std::env::var_os("CI").is_none(), "{name}: {}", store["note"]);
+            eprintln!("SKIPPED the scale benchmark on {name}: {}", store["note"]);
+            continue;
+        }
+        let at = store["at"].as_array().expect("at");
+        assert_eq!(at.len(), sizes.len(), "{name}");
+        for (size, &n) in at.iter().zip(&sizes) {
+            let here = format!("{name} at {n}");
+            assert_eq!(size["jobs"], n, "{here}");
+            let stored = &size["stored"];
+            let counted: u64 =
+                ["pending", "leased", "done", "dead_exhausted", "dead_deadline", "dead_permanent"]
+                    .iter()
+                    .chain(&["dead_cancelled", "pruned_done", "pruned_dead"])
+                    .map(|field| stored[field].as_u64().expect(field))
+                    .sum();
+            assert_eq!(counted, n, "{here}: {stored}");
+            assert!(size["fill"]["seconds"].as_f64().is_some_and(|s| s > 0.0), "{here}");
+            assert!(size["bytes"].as_u64().is_some_and(|b| b > 0), "{here}");
+            let ops = size["ops"].as_array().expect("ops");
+            let measured: Vec<&str> = ops.iter().filter_map(|op| op["name"].as_str()).collect();
+            let upgrade: &[&str] = if name == "sqlite" { &["audit, after the upgrade"] } else { &[] };
+            let expected: Vec<&str> = SCALE_OPS
+                .iter()
+                .chain(upgrade)
+                .copied()
+                .filter(|op| name == "sqlite" || !op.contains("schema 3"))
+                .collect();
+            assert_eq!(measured, expected, "{here}");
+            for op in ops {
+                let what = format!("{here}: {}", op["name"]);
+                assert!(op["failure"].is_null(), "{what}: {}", op["failure"]);
+                assert!(
+                    op["median_us"].as_f64().is_some_and(|us| us > 0.0 && us.is_finite()),
+                    "{what}: {op}"
+                );
+                assert!(op["runs"].as_u64().is_some_and(|r| r >= 1), "{what}: {op}");
+                if op["per"] == "job" {
+                    assert!(op["touched"].as_u64().is_some_and(|t| t > 0), "{what}: {op}");
+                }
+                // A reap's pieces are reported: at least one, each timed.
+                let reap = op["name"].as_str().is_some_and(|n| n.starts_with("reap"));
+                assert_eq!(op["pieces"].is_null(), !reap, "{what}: {op}");
+                if reap {
+                    assert!(op["pieces"]["count"].as_u64().is_some_and(|c| c >= 1), "{what}: {op}");
+                    assert!(op["pieces"]["longest_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{what}: {op}");
+                }
+            }
+        }
+        let table = store["table"].as_array().expect("table");
+        assert_eq!(table.len(), 1 + ops_of(name), "{name}: a row per operation and the size's");
+        for row in table {
+            assert!(row["ratio"].as_f64().is_some_and(|r| r > 0.0), "{name}: {row}");
+        }
+    }
+}
+
+/// How many operations a store's rows hold.
+fn ops_of(store: &str) -> usize {
+    if store == "sqlite" { SCALE_OPS.len() + 1 } else { SCALE_OPS.len() - 2 }
+}

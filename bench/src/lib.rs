@@ -30,6 +30,7 @@ pub mod pg_floor;
 pub mod pg_worker;
 pub mod postgres;
 pub mod retention;
+pub mod scale;
 pub mod scaling;
 pub mod throughput;
 pub mod worker;
@@ -571,12 +572,12 @@ fn cpu_model() -> String {
 }
 
 /// The 1-minute load average.
-fn load_average() -> Option<f64> {
+pub(crate) fn load_average() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
 }
 
 /// The device and file system under `dir`, from /proc/mounts (the longest matching mount).
-fn disk_of(dir: &Path) -> String {
+pub(crate) fn disk_of(dir: &Path) -> String {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     mounts

@@ -1,10 +1,12 @@
 //! `retryq bench [--json] [--quick] [--worker-only]`: the queue against SQLite's own limit,
-//! in one table (or one JSON object). The measuring lives in the `retryq-bench` library; this module parses
+//! in one table (or one JSON object); `retryq bench --scale`: every operation's cost at 10^3
+//! to 10^7 jobs, on both stores. The measuring lives in the `retryq-bench` library; this module parses
 //! flags, starts the run and prints.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use retryq_bench::scale::Store;
 use retryq_bench::{Config, Launcher};
 
 use super::CliError;
@@ -36,6 +38,23 @@ pub struct Args {
     /// `stats`' latency at 100,000 and at 1,000,000 (a tenth of each with --quick).
     #[arg(long, conflicts_with_all = ["worker_only", "postgres_only"])]
     retention_only: bool,
+    /// Measure every operation at 10^3, 10^5, 10^6 and 10^7 jobs (10^3 and 2×10^3 with --quick)
+    /// on SQLite and PostgreSQL: each store filled with a working store's mix, then claim,
+    /// complete, enqueue, import, reap, stats, list, the dashboard, prune, audit and an older
+    /// schema's upgrade timed at each size. Its section alone, `{"scale":{…}}` with --json.
+    #[arg(long, conflicts_with_all = ["worker_only", "postgres_only", "retention_only"])]
+    scale: bool,
+    /// With --scale: the sizes, in jobs (`1000,100000`).
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',', requires = "scale",
+          value_parser = clap::value_parser!(u64).range(100..=100_000_000))]
+    sizes: Option<Vec<u64>>,
+    /// With --scale: one store only.
+    #[arg(long, value_name = "STORE", value_enum, requires = "scale")]
+    store: Option<ScaleStore>,
+    /// With --scale: a step not done after this long is stopped and reported so (default
+    /// 15m; 2m with --quick).
+    #[arg(long, value_name = "DURATION", requires = "scale", value_parser = super::duration::millis(1_000, 86_400_000))]
+    step_timeout: Option<u64>,
     /// Measure PostgreSQL on this server (the URL of a database there; its user must be
     /// allowed to create databases) instead of a throwaway local cluster.
     #[arg(long, value_name = "URL")]
@@ -45,13 +64,20 @@ pub struct Args {
     python: String,
 }
 
+/// A store `--scale --store` names.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ScaleStore {
+    Sqlite,
+    Postgres,
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let program = std::env::current_exe()?;
     let config = Config {
         quick: args.quick,
-        dir: args.dir,
+        dir: args.dir.clone(),
         launcher: Launcher { program: program.clone(), args: vec!["bench-worker".into()] },
-        checker: Some(program),
+        checker: Some(program.clone()),
         python: args.python,
         progress: |line| noteln!("bench: {line}"),
         postgres: match args.pg_url {
@@ -59,6 +85,27 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             None => retryq_bench::postgres::Server::Own,
         },
     };
+    if args.scale {
+        let options = retryq_bench::scale::Options {
+            sizes: args.sizes.clone(),
+            stores: match args.store {
+                Some(ScaleStore::Sqlite) => vec![Store::Sqlite],
+                Some(ScaleStore::Postgres) => vec![Store::Postgres],
+                None => vec![Store::Sqlite, Store::Postgres],
+            },
+            step: Launcher { program: program.clone(), args: vec!["bench-scale-step".into()] },
+            program,
+            step_timeout: args.step_timeout.map(std::time::Duration::from_millis),
+        };
+        let scale = retryq_bench::scale::run(&config, &options)?;
+        if args.json {
+            print_json(serde_json::json!({ "scale": scale }))?;
+        } else {
+            out!("{}", retryq_bench::scale::render(&scale))?;
+            print_measured()?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.postgres_only {
         let postgres = retryq_bench::run_postgres(&config)?;
         if args.json {
@@ -133,5 +180,17 @@ pub struct WorkerArgs {
 
 pub fn run_worker(args: WorkerArgs) -> Result<ExitCode, CliError> {
     retryq_bench::worker_main(&args.spec)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `retryq bench-scale-step SPEC` (hidden): one measured step of `retryq bench --scale`.
+#[derive(clap::Args)]
+pub struct StepArgs {
+    /// The step, as JSON.
+    spec: String,
+}
+
+pub fn run_step(args: StepArgs) -> Result<ExitCode, CliError> {
+    retryq_bench::scale::step::step_main(&args.spec)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -91,8 +91,6 @@ const LIST_OPEN: &str = "
     FROM jobs WHERE status IN ('pending', 'leased') AND status = $1
     ORDER BY queue, priority, available_at, seq LIMIT $2";
 
-const COUNT_OPEN: &str = "SELECT count(*) FROM jobs WHERE status IN ('pending', 'leased') AND status = $1";
-
 /// Done or dead jobs (dead ones only for `$2`'s reason, if any), the most recently enqueued
 /// first: the primary key walked backwards.
 const LIST_CLOSED: &str = "
@@ -102,8 +100,13 @@ const LIST_CLOSED: &str = "
     FROM jobs WHERE status = $1 AND ($2::text IS NULL OR dead_reason = $2)
     ORDER BY seq DESC LIMIT $3";
 
-const COUNT_CLOSED: &str =
-    "SELECT count(*) FROM jobs WHERE status = $1 AND ($2::text IS NULL OR dead_reason = $2)";
+/// How many jobs of a status there are (dead ones only for `$2`'s reason, if any): the kept
+/// counts (`ddl.rs`) summed over their shards, as `stats` reads them, not a pass over every
+/// job of the status. A count's `reason` is `''` but for dead jobs, as `dead_reason` is
+/// `NULL`, so a reason with another status counts nothing either way.
+pub(super) const COUNT: &str = "
+    SELECT coalesce(sum(n), 0)::bigint FROM counts
+    WHERE status = $1 AND ($2::text IS NULL OR reason = $2)";
 
 /// A row of the job queries' 21 columns.
 pub(super) fn job_of(row: &Row) -> Result<Job> {
@@ -283,7 +286,7 @@ impl PgQueue {
                 let jobs = jobs_of(&tx.query(LIST_OPEN, &[&word, &limit_big])?)?;
                 // A full page may have more behind it; a short one is all there is.
                 let total = if jobs.len() == limit as usize {
-                    uint(&tx.query_one(COUNT_OPEN, &[&word])?, 0)?
+                    uint(&tx.query_one(COUNT, &[&word, &reason_word])?, 0)?
                 } else {
                     jobs.len() as u64
                 };
@@ -291,7 +294,7 @@ impl PgQueue {
             } else {
                 let jobs = jobs_of(&tx.query(LIST_CLOSED, &[&word, &reason_word, &limit_big])?)?;
                 let total = if jobs.len() == limit as usize {
-                    uint(&tx.query_one(COUNT_CLOSED, &[&word, &reason_word])?, 0)?
+                    uint(&tx.query_one(COUNT, &[&word, &reason_word])?, 0)?
                 } else {
                     jobs.len() as u64
                 };

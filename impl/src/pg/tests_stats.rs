@@ -58,6 +58,14 @@ fn stats_reads_the_counts_and_the_indexes_never_the_jobs() {
             let counts = plan(&q, super::inspect::COUNTS, queue);
             assert!(!counts.contains(" on jobs"), "{mode} {queue}:\n{counts}");
             assert!(counts.contains(" on counts"), "{mode} {queue}:\n{counts}");
+            // `list`'s count of a full page reads the counts too.
+            for args in ["'done', NULL", "'dead', 'cancelled'", "'pending', NULL"] {
+                let count = plan(&q, super::inspect::COUNT, args);
+                assert!(
+                    !count.contains(" on jobs") && count.contains(" on counts"),
+                    "{mode} {args}:\n{count}"
+                );
+            }
             let rest = plan(&q, super::inspect::LEASES_AND_AGE, &format!("1000, {queue}"));
             assert!(!rest.contains("Seq Scan on jobs"), "{mode} {queue}:\n{rest}");
             // The jobs are reached through the two indexes alone (a bitmap heap scan of
