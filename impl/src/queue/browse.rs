@@ -61,6 +61,49 @@ const BROWSE: &str = "
       AND (?6 IS NULL OR enqueued_at <= ?6)
     ORDER BY seq DESC LIMIT ?7";
 
+/// How many ids start with a prefix, counted up to `?3` along the id index's range of them
+/// (`?1` ≤ id < `?2`, byte order): a few index entries, however large the table.
+const PREFIX_MATCHES: &str = "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE id >= ?1 AND id < ?2 LIMIT ?3)";
+
+/// The jobs whose ids start with a prefix, read from the id index's range of them (`?5` ≤ id
+/// < `?8`) and sorted by `seq`: run when [`PREFIX_MATCHES`] found at most [`PREFIX_SORT`] of
+/// them, so the sort is bounded, where the walk of [`BROWSE`] would pass over every job
+/// enqueued since the matches (an operator's search for one order among millions).
+const BROWSE_BY_ID: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms, queue, priority, ended_at, cancel_requested, seq
+    FROM jobs INDEXED BY sqlite_autoindex_jobs_1
+    WHERE id >= ?5 AND id < ?8
+      AND seq < ?1
+      AND (?2 IS NULL OR status = ?2)
+      AND (?3 IS NULL OR dead_reason = ?3)
+      AND (?4 IS NULL OR queue = ?4)
+      AND (?6 IS NULL OR enqueued_at <= ?6)
+    ORDER BY seq DESC LIMIT ?7";
+
+/// The most matches of a prefix that [`BROWSE_BY_ID`] sorts; past it, matches are common
+/// enough that the walk of [`BROWSE`] meets a page of them soon.
+const PREFIX_SORT: i64 = 1000;
+
+/// The least string greater than every string that starts with `prefix` (byte order, which
+/// for UTF-8 is the order of code points): `prefix` with its last character the next one.
+/// `None` when every character is the last there is (no such string).
+pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = match last {
+            '\u{D7FF}' => Some('\u{E000}'),
+            c => char::from_u32(u32::from(c) + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 /// The queues that hold a job or a tombstone, by name: what the counts hold, not a scan.
 pub(crate) const QUEUES: &str = "SELECT queue FROM counts GROUP BY queue HAVING sum(n) > 0 ORDER BY queue";
 
@@ -82,7 +125,32 @@ impl Queue {
         let start = filter.after.map_or(i64::MAX, |seq| i64::try_from(seq).unwrap_or(i64::MAX));
         let enqueued_by = filter.enqueued_by.map(|at| i64::try_from(at).unwrap_or(i64::MAX));
         let limit = i64::from(filter.limit) + 1;
+        let end = filter.id_prefix.and_then(prefix_end);
         self.read(|tx| {
+            if let (Some(prefix), Some(end)) = (filter.id_prefix, end.as_deref()) {
+                let matches: i64 = tx
+                    .prepare_cached(PREFIX_MATCHES)?
+                    .query_row(params![prefix, end, PREFIX_SORT + 1], |row| row.get(0))?;
+                if matches <= PREFIX_SORT {
+                    let mut rows = tx
+                        .prepare_cached(BROWSE_BY_ID)?
+                        .query_map(
+                            params![
+                                start,
+                                filter.status,
+                                filter.reason,
+                                filter.queue,
+                                prefix,
+                                enqueued_by,
+                                limit,
+                                end
+                            ],
+                            |row| Ok((job_of(row)?, row.get::<_, i64>(21)?)),
+                        )?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    return Ok(page(&mut rows, filter.limit));
+                }
+            }
             let mut rows = tx
                 .prepare_cached(BROWSE)?
                 .query_map(
@@ -192,6 +260,101 @@ mod tests {
         // A full last page has no next page.
         let exact = q.browse(&Browse { limit: 4, ..Browse::default() }).expect("exact");
         assert_eq!((exact.jobs.len(), exact.next), (4, None));
+    }
+
+    /// Ids `x-0000` … and `y-…` enqueued interleaved, so that a prefix's matches are spread
+    /// along `seq`; every other job of `x-` dead.
+    fn spread(n: usize) -> Queue {
+        let mut q = queue();
+        for i in 0..n {
+            for id in [format!("x-{i:04}"), format!("y-{i:04}")] {
+                let job = NewJob {
+                    id: &id,
+                    payload: "",
+                    max_attempts: 1,
+                    deadline: 5000,
+                    now: 10,
+                    ..NewJob::default()
+                };
+                q.enqueue(&job).expect("enqueue");
+            }
+        }
+        q
+    }
+
+    /// Every page of `filter`, followed to the end.
+    fn all_pages(q: &Queue, filter: &Browse<'_>) -> Vec<String> {
+        let mut seen = Vec::new();
+        let mut after = None;
+        loop {
+            let page = q.browse(&Browse { after, ..filter.clone() }).expect("page");
+            seen.extend(page.jobs.iter().map(|job| job.id.clone()));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return seen,
+            }
+        }
+    }
+
+    #[test]
+    fn a_prefix_pages_the_same_by_the_id_index_and_by_the_walk() {
+        let n = 1_200;
+        let q = spread(n);
+        let newest_first = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+            (0..n).rev().map(|i| format!("x-{i:04}")).filter(|id| keep(id)).collect()
+        };
+        // 100 matches: read from the id index's range and sorted.
+        let few = Browse { id_prefix: Some("x-00"), limit: 7, ..Browse::default() };
+        assert_eq!(all_pages(&q, &few), newest_first(&|id| id.starts_with("x-00")));
+        // 1,200 matches, past PREFIX_SORT: the walk.
+        let many = Browse { id_prefix: Some("x-"), limit: 50, ..Browse::default() };
+        assert_eq!(all_pages(&q, &many), newest_first(&|_| true));
+        // One match, and none; a prefix that is a whole id and more.
+        let one = Browse { id_prefix: Some("x-0999"), limit: 5, ..Browse::default() };
+        assert_eq!(ids(&q.browse(&one).expect("one")), ["x-0999"]);
+        let none = Browse { id_prefix: Some("x-09999"), limit: 5, ..Browse::default() };
+        assert!(q.browse(&none).expect("none").jobs.is_empty());
+        let after_y = Browse { id_prefix: Some("y-"), limit: 5, ..Browse::default() };
+        assert_eq!(ids(&q.browse(&after_y).expect("y")), ["y-1199", "y-1198", "y-1197", "y-1196", "y-1195"]);
+        // The other filters still apply on the index's path.
+        let pending =
+            Browse { id_prefix: Some("x-00"), status: Some(Status::Dead), limit: 5, ..Browse::default() };
+        assert!(q.browse(&pending).expect("dead").jobs.is_empty());
+    }
+
+    #[test]
+    fn a_prefix_ends_before_the_next_character() {
+        assert_eq!(prefix_end("b-").as_deref(), Some("b."));
+        assert_eq!(prefix_end("é").as_deref(), Some("ê"));
+        assert_eq!(prefix_end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}\u{10FFFF}"), None);
+        // Byte order is code point order: every id with the prefix sorts below the end.
+        for id in ["b-", "b-\u{10FFFF}", "b-zz"] {
+            assert!(id.as_bytes() < "b.".as_bytes());
+        }
+    }
+
+    #[test]
+    fn a_prefix_is_read_from_a_range_of_the_id_index() {
+        let q = spread(3);
+        let plan = |sql: &str| -> String {
+            q.read(|tx| {
+                let mut stmt = tx.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
+                let rows =
+                    stmt.query_map(rusqlite::params_from_iter(nulls), |row| row.get::<_, String>(3))?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?.join("\n"))
+            })
+            .expect("plan")
+        };
+        let by_id = plan(BROWSE_BY_ID);
+        assert!(by_id.contains("USING INDEX sqlite_autoindex_jobs_1 (id>? AND id<?)"), "{by_id}");
+        let matches = plan(PREFIX_MATCHES);
+        assert!(
+            matches.contains("USING COVERING INDEX sqlite_autoindex_jobs_1 (id>? AND id<?)"),
+            "{matches}"
+        );
     }
 
     #[test]
