@@ -54,12 +54,16 @@ pub(super) const COUNTS: &str = "
     WHERE $1::text IS NULL OR queue = $1
     GROUP BY status, reason";
 
-/// The expired leases (a walk of `jobs_leases`, which holds the leases alone) and the oldest
-/// open job's `enqueued_at` (one `min` over `jobs_open_age` per queue the counts show open
-/// jobs in), of one queue (`$2`) or of all, as of `$1`.
+/// The expired leases (per queue the counts show leases in, a range of `jobs_leases` — queue,
+/// then expiry — up to `$1`: as many entries as leases expired, however many are held) and
+/// the oldest open job's `enqueued_at` (one `min` over `jobs_open_age` per queue the counts
+/// show open jobs in), of one queue (`$2`) or of all, as of `$1`.
 pub(super) const LEASES_AND_AGE: &str = "
-    SELECT (SELECT count(*) FROM jobs
-            WHERE status = 'leased' AND available_at <= $1 AND ($2::text IS NULL OR queue = $2)),
+    SELECT (SELECT coalesce(sum((SELECT count(*) FROM jobs
+                                 WHERE queue = l.queue AND status = 'leased' AND available_at <= $1)), 0)::bigint
+            FROM (SELECT queue FROM counts
+                  WHERE status = 'leased' AND ($2::text IS NULL OR queue = $2)
+                  GROUP BY queue HAVING sum(n) > 0) AS l),
            (SELECT min((SELECT min(enqueued_at) FROM jobs
                         WHERE queue = q.queue AND status IN ('pending', 'leased')))
             FROM (SELECT queue FROM counts

@@ -92,6 +92,8 @@ fn stats_reads_the_counts_and_the_indexes_never_the_jobs() {
         "{stats:?}"
     );
     assert_eq!(stats.oldest_open_age_ms, Some(1000));
+    // Every lease expired by 2000 is counted once, in its own queue.
+    assert_eq!(q.stats(2000).expect("stats").leased_expired, 270);
     let a = q.stats_of(2000, Some("a")).expect("stats of a");
     assert_eq!((a.pending + a.leased + a.done, a.leased_expired), (2000, a.leased), "{a:?}");
     assert!(q.audit().expect("audit").is_clean());

@@ -140,10 +140,14 @@ const NEXT_DUE_OF: &str = "
 const COUNTS: &str = "
     SELECT status, reason, sum(n) FROM counts WHERE ?1 IS NULL OR queue = ?1 GROUP BY status, reason";
 
-/// Expired leases: a walk of the `jobs_leases` index, which holds the leases alone.
+/// Expired leases: per queue the counts show leases in, a range of the `jobs_leases` index
+/// (queue, then expiry) up to `?1` — as many entries as there are expired leases, however
+/// many leases are held (a walk of every lease grew with the fleet's work in flight).
 const LEASED_EXPIRED: &str = "
-    SELECT count(*) FROM jobs
-    WHERE status = 'leased' AND available_at <= ?1 AND (?2 IS NULL OR queue = ?2)";
+    SELECT coalesce(sum((SELECT count(*) FROM jobs
+                         WHERE queue = q.queue AND status = 'leased' AND available_at <= ?1)), 0)
+    FROM (SELECT DISTINCT queue FROM counts
+          WHERE status = 'leased' AND n > 0 AND (?2 IS NULL OR queue = ?2)) AS q";
 
 /// The oldest open job's `enqueued_at`: one `min` over `jobs_open_age` per queue with open
 /// jobs.
@@ -713,6 +717,41 @@ mod tests {
         }
         let closed = plan(&q, LIST_CLOSED, params![Status::Dead, DeadReason::Deadline, 10]);
         assert!(!closed.contains("TEMP B-TREE"), "{closed}");
+    }
+
+    #[test]
+    fn expired_leases_are_counted_from_a_range_of_each_queues_leases() {
+        let mut q = queue();
+        for (id, queue) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("b2", "b"), ("c1", "c")] {
+            q.enqueue(&NewJob {
+                id,
+                payload: "",
+                max_attempts: 1,
+                deadline: 1_000_000,
+                now: 10,
+                queue: Some(queue),
+                ..NewJob::default()
+            })
+            .expect("enqueue");
+        }
+        // Leases of a, b and a taken at 100, 200 and 300 (each expiring a lease later); c's
+        // job stays pending.
+        for (at, queue) in [(100, "a"), (200, "b"), (300, "a")] {
+            q.claim_from("w", &[queue], at).expect("claim").expect("a job");
+        }
+        let lease = q.stats(0).expect("stats").leased;
+        assert_eq!(lease, 3);
+        let expired = |now: u64, queue: Option<&str>| q.stats_of(now, queue).expect("stats").leased_expired;
+        let lease_ms = q.settings().lease_ms;
+        assert_eq!(expired(100 + lease_ms - 1, None), 0);
+        assert_eq!(expired(100 + lease_ms, None), 1);
+        assert_eq!(expired(200 + lease_ms, None), 2);
+        assert_eq!(expired(300 + lease_ms, None), 3);
+        assert_eq!((expired(200 + lease_ms, Some("a")), expired(200 + lease_ms, Some("b"))), (1, 1));
+        assert_eq!((expired(300 + lease_ms, Some("a")), expired(300 + lease_ms, Some("b"))), (2, 1));
+        assert_eq!(expired(300 + lease_ms, Some("c")), 0);
+        let plan = plan(&q, LEASED_EXPIRED, params![1000, Option::<&str>::None]);
+        assert!(plan.contains("jobs_leases (queue=? AND available_at<?)"), "{plan}");
     }
 
     #[test]
