@@ -14,9 +14,19 @@
 //! offset between the two measured at the last reading.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub use retryq::{Clock, ServerClock, SystemClock};
 pub use retryq_core::{ClockError, now_ms};
+
+/// How often, at least, the store thread reads the store's clock while attempts are in
+/// flight: on PostgreSQL with `--clock server`, a forward step of the server's clock (an NTP
+/// step on the database host) ends every lease at once for the other workers, and the
+/// attempts' windows learn of it only through a new reading of the offset. So a holder cuts
+/// an attempt whose lease the server says is over within this, plus a look at its window
+/// ([`POLL`](crate::POLL)) and the kill: one query a second per worker process, not per
+/// attempt. Claims, heartbeat rounds and group commits read it too, and count.
+pub(crate) const CLOCK_WATCH: Duration = Duration::from_secs(1);
 
 /// The environment variable that names a [`SteppedClock`]'s file: set, `retryq work` on a
 /// local clock and the trampolines of its commands read the wall clock as this host's plus

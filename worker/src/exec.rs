@@ -68,12 +68,7 @@ pub const EXIT_NOT_EXECUTABLE: i32 = 126;
 pub const EXIT_NOT_FOUND: i32 = 127;
 /// How much of the end of the command's standard error is kept.
 pub const TAIL_BYTES: usize = 2048;
-/// How long the worker waits, once the command has exited or been killed, for it to be
-/// gone and for its standard error to close. A process that left the group (`setsid`) and
-/// kept the stream open would otherwise hold the attempt, and so its lease, for as long as
-/// it lives; what it wrote before the grace ran out is kept. Counted against the lease
-/// ([`Transport::grace`]).
-pub const GRACE: Duration = Duration::from_millis(500);
+pub use crate::watched::GRACE;
 
 /// Runs a shell command per attempt. A clone is another slot's transport: the same command
 /// and stop, its own child.

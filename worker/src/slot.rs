@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 use retryq::{Claimed, Report};
 use tracing::debug;
 
-use crate::clock::{Clock, ClockError};
+use crate::clock::{CLOCK_WATCH, Clock, ClockError};
 use crate::held::Held;
-use crate::store::CLOCK_WATCH;
 use crate::transport::{Transport, Unclassified};
 use crate::window::{POLL, Window};
 

@@ -45,6 +45,7 @@ use retryq::{
 };
 use tracing::{debug, error, info, warn};
 
+use crate::clock::CLOCK_WATCH;
 use crate::clock::{Clock, ClockError};
 use crate::config::{Config, PRUNE_BATCH, PRUNE_EVERY};
 use crate::dbfile::DbFile;
@@ -117,15 +118,6 @@ pub(crate) struct Store<'a> {
     /// [`Config::max_sleep`], so that a step of the clock is seen.
     pub(crate) periodic_at: Instant,
 }
-
-/// How often, at least, the store thread reads the store's clock while attempts are in
-/// flight: on PostgreSQL with `--clock server`, a forward step of the server's clock (an NTP
-/// step on the database host) ends every lease at once for the other workers, and the
-/// attempts' windows learn of it only through a new reading of the offset. So a holder cuts
-/// an attempt whose lease the server says is over within this, plus a look at its window
-/// ([`POLL`](crate::POLL)) and the kill: one query a second per worker process, not per
-/// attempt. Claims, heartbeat rounds and group commits read it too, and count.
-pub(crate) const CLOCK_WATCH: Duration = Duration::from_secs(1);
 
 /// An outcome on its way into the store.
 pub(crate) struct Outcome {

@@ -21,9 +21,15 @@ use rustix::process::{Pid, Signal, kill_process_group};
 
 use crate::cgroup::Cgroup;
 use crate::descendants;
-use crate::exec::GRACE;
 use crate::trampoline::{self, Told};
 use crate::window::{LeaseEnds, Window};
+
+/// How long the worker waits, once the command has exited or been killed, for it to be
+/// gone and for its standard error to close. A process that left the group (`setsid`) and
+/// kept the stream open would otherwise hold the attempt, and so its lease, for as long as
+/// it lives; what it wrote before the grace ran out is kept. Counted against the lease
+/// ([`Transport::grace`]).
+pub const GRACE: Duration = Duration::from_millis(500);
 
 /// How often the worker kills again what a dead watchdog left, until it is gone.
 const AGAIN: Duration = Duration::from_millis(5);
