@@ -15,7 +15,8 @@
 //!   `config` with each setting omitted (which must keep it) or changed alone. What a probe
 //!   does depends on the store and the clock only, so judging it once per store and clock
 //!   judges it in every world that holds them.
-//! - **The arguments** (one class per scene, settings and statuses of the jobs): the fence, a
+//! - **The arguments** (one class per scene, settings, statuses of the jobs, whether a
+//!   tombstone is kept and whether a job is outside the default queue): the fence, a
 //!   cancel and a redrive of a missing id, `config` with each setting omitted (which must keep
 //!   it) or changed alone; and every operation of the
 //!   contract's table ([`contract::OpKind::ALL`]), every one of its fields, with a
@@ -37,7 +38,7 @@ use crate::contract::{self, Class, Field, OpKind};
 use crate::coverage;
 use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
 use crate::model::{Action, DELAY_PROBES, QueueModel, World};
-use crate::reference::{Config, Phase};
+use crate::reference::{Config, DEFAULT_QUEUE, Phase};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
 
 /// The largest budget, 2^31 − 1.
@@ -74,7 +75,10 @@ impl QueueModel {
                 let statuses: Vec<_> =
                     world.store.jobs().iter().map(|job| coverage::meets(Some(job), world.now)).collect();
                 let tombstone = !world.store.tombstones().is_empty();
-                class_of(&(world.scene, world.store.config(), statuses, tombstone))
+                // A job outside the default queue: the queue names equal to its but for their
+                // bytes ([`name_probes`]) are made of it.
+                let elsewhere = world.store.jobs().iter().any(|job| *job.queue != *DEFAULT_QUEUE);
+                class_of(&(world.scene, world.store.config(), statuses, tombstone, elsewhere))
             }
             Set::Formula => 0,
         }
@@ -195,7 +199,7 @@ impl QueueModel {
 /// [`crate::choices::Choice::Stats`] the store holds is put to it.
 fn lane_probes(world: &World, ops: &mut Vec<Op>) {
     let store = &world.store;
-    let mut queues: Vec<&str> = vec![crate::reference::DEFAULT_QUEUE];
+    let mut queues: Vec<&str> = vec![DEFAULT_QUEUE];
     for queue in store.jobs().iter().map(|j| &*j.queue).chain(store.tombstones().iter().map(|t| &*t.queue)) {
         if !queues.contains(&queue) {
             queues.push(queue);
