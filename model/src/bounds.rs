@@ -308,13 +308,12 @@ impl Scene {
         }
     }
 
-    /// The choices of SPEC 1.6, 3.3.2, 3.8, 3.14 and 3.15 ([`crate::choices`]): two jobs, the
-    /// first at priority 0 or 1 of the default queue, the second in any lane, at the clock, a
+    /// The choices of SPEC 1.6, 3.3.2 and 3.8 ([`crate::choices`]): two jobs, the first at
+    /// priority 0 or 1 of the default queue, the second in any lane, at the clock, a
     /// millisecond later or dated [`FAR`] back (so that either is available first, at equal
     /// or other priorities, in the same queue or two); one worker serving both queues (the
-    /// probes claim with every other list); a clock up to 4 from [`FAR`], the doubling
-    /// settings, budget 1; prunes and forgets, and a forgotten id enqueued anew after the
-    /// other.
+    /// probes claim with every other list); a clock up to 4 from [`FAR`], a lease of 1,
+    /// budget 1, no redrives. Prunes and forgets are the retention and revival scenes'.
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn choices() -> Scene {
         Scene {
@@ -479,6 +478,9 @@ impl Bounds {
         }
         if bug.needs_lanes() {
             return Bounds { scenes: vec![Scene::choices()], ..Bounds::default() };
+        }
+        if bug.needs_revival() {
+            return Bounds { scenes: vec![Scene::revival()], ..Bounds::default() };
         }
         if bug.needs_retention() {
             return Bounds { scenes: vec![Scene::retention()], ..Bounds::default() };
