@@ -300,8 +300,12 @@ fn names(store: &Store, op: &Op, seen: &mut impl FnMut(Option<Choice>)) {
     let kind = OpKind::of(op);
     let mut compare = |field: Field, name: &str, stored: &mut dyn Iterator<Item = &str>| {
         for other in stored {
-            for class in NameClass::ALL.into_iter().filter(|class| class.folds(name, other)) {
-                seen(Some(Choice::Name(kind, field, class)));
+            // The classes are disjoint: a pair two of them fold is a classifier gone wrong.
+            let mut classes = NameClass::ALL.into_iter().filter(|class| class.folds(name, other));
+            match (classes.next(), classes.next()) {
+                (Some(class), None) => seen(Some(Choice::Name(kind, field, class))),
+                (Some(_), Some(_)) => seen(None),
+                (None, _) => {}
             }
         }
     };
