@@ -169,7 +169,7 @@ fn explore_reduces_by_symmetry_as_check_does() {
     assert!(reduced < full, "symmetry reduction merges worlds: {reduced} vs {full}");
 }
 
-/// Actions and steps name workers and jobs as `check`'s traces do: `w1`, `job-z`, and each
+/// Actions and steps name workers and jobs as `check`'s traces do: `wé1`, `jöb-z`, and each
 /// step as its trace line.
 #[test]
 fn explore_names_workers_as_check_traces_do() {
@@ -180,10 +180,10 @@ fn explore_names_workers_as_check_traces_do() {
     let claim = explorer
         .steps(&format!("/.states/0/{enqueue}"))
         .into_iter()
-        .find(|(action, _)| action == "w1 claims")
-        .expect("w1 claims");
+        .find(|(action, _)| action == "wé1 claims")
+        .expect("wé1 claims");
     let outcome = &claim.1;
-    assert!(outcome.starts_with(r#"{"op":"claim","worker":"w1","now":0}"#), "{outcome}");
-    assert!(outcome.contains(r#"#   model: {"ok":"claimed","id":"job-z""#), "{outcome}");
-    assert!(outcome.contains("# w1 holds job-z (attempt 1, lease until 2)"), "{outcome}");
+    assert!(outcome.starts_with(r#"{"op":"claim","worker":"wé1","now":0}"#), "{outcome}");
+    assert!(outcome.contains(r#"#   model: {"ok":"claimed","id":"jöb-z""#), "{outcome}");
+    assert!(outcome.contains("# wé1 holds jöb-z (attempt 1, lease until 2)"), "{outcome}");
 }

@@ -17,7 +17,10 @@
 //!   jobs followed by their holder's heartbeat, completion or expiry, prunes at a job's
 //!   `ended_at` and one either side (and at a deadline no reap has acted on yet), every
 //!   operation on a pruned id, forgets at a tombstone's `ended_at` and one either side, and
-//!   enqueues of the forgotten ids. proptest shrinks the abstract steps, and the
+//!   enqueues of the forgotten ids; and choices of claim the contract makes that the rest
+//!   meet only by luck (a priority 1 due far longer than a 0, a forgotten id enqueued anew
+//!   beside a new one, a tie across queues, a retry of a priority 1, a queue named equal to
+//!   the second but for its bytes). proptest shrinks the abstract steps, and the
 //!   materialized trace shrinks with them.
 //! - [`RandomTrace`], a quickcheck `Arbitrary` that draws concrete operations directly from
 //!   small domains (a few ids and workers, times in a narrow window, tiny leases) so that
@@ -25,8 +28,9 @@
 
 use proptest::prelude::*;
 use quickcheck::{Arbitrary, Gen};
+use retryq_model::choices::NameClass;
 use retryq_model::reference::{Phase, Store};
-use retryq_model::{MAX_INT, Op, Outcome, RunOutcome};
+use retryq_model::{MAX_INT, Op, Outcome, Reply, Response, RunOutcome};
 
 use crate::trace::{Step, Trace};
 
@@ -353,9 +357,25 @@ pub enum Abstract {
         /// 0: equal deadlines; 1: one apart, later for later enqueues; 2: earlier for later ones.
         order: u8,
     },
+    /// A claim's choice the contract makes and the other steps meet only by luck
+    /// ([`retryq_model::choices`]), put together at the previous time from the ids free then:
+    /// 0, a job of priority 1 of the second queue due [`FAR`] ms longer than one of priority
+    /// 0 of the first (priority across queues, and nothing ages: SPEC 3.3.2, 4.8); 1, a new id, then an id a forget freed, enqueued anew beside it (the new
+    /// one goes first, 3.15); 2, a tie between two queues, the later job's named first in
+    /// the claim's list (6.32); 3, a retry of a job of priority 1 (which keeps it), read back.
+    Choice {
+        /// Which choice.
+        kind: u8,
+        /// The first free id to look at, by index.
+        first: usize,
+    },
     /// A line the replay format must refuse.
     Invalid(usize),
 }
+
+/// How long before a claim [`Abstract::Choice`] makes a job due: longer than any store that
+/// ages priority would let a priority 1 wait.
+pub const FAR: u64 = 1 << 40;
 
 /// The jitters steps pick from: the ends, a half, fractions whose binary64 product is not
 /// what decimal arithmetic says (0.7), and one out of range.
@@ -473,6 +493,7 @@ fn served() -> impl Strategy<Value = Option<usize>> {
         5 => (1usize..3).prop_map(Some),
         1 => Just(Some(3)),
         1 => (4usize..SERVED.len()).prop_map(Some),
+        1 => (SERVED.len()..SERVED.len() + NameClass::ALL.len()).prop_map(Some),
     ]
 }
 
@@ -583,6 +604,7 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
         1 => Just(Abstract::Restart),
         1 => (0..INVALID_LINES.len()).prop_map(Abstract::Invalid),
         1 => burst_step(),
+        2 => (0u8..4, 0..IDS.len()).prop_map(|(kind, first)| Abstract::Choice { kind, first }),
     ]
 }
 
@@ -634,6 +656,13 @@ pub fn materialize(steps: &[Abstract]) -> Trace {
                 }
                 continue;
             }
+            &Abstract::Choice { kind, first } => {
+                for op in choice(kind, first, &store, &mut clock, &forgotten) {
+                    store.step(&op);
+                    trace.steps.push(Step::Op(op));
+                }
+                continue;
+            }
             step => concrete(step, &store, &mut clock, &forgotten),
         };
         let tombstones: Vec<String> = store.tombstones().iter().map(|t| t.id.to_string()).collect();
@@ -656,6 +685,89 @@ pub fn materialize(steps: &[Abstract]) -> Trace {
         }
     }
     trace
+}
+
+/// The steps of an [`Abstract::Choice`], played on a copy of the model to follow them: none
+/// where the ids it needs are not free.
+fn choice(kind: u8, first: usize, store: &Store, clock: &mut u64, forgotten: &[String]) -> Vec<Op> {
+    let free = |id: &&str| store.job(id).is_none() && store.tombstone(id).is_none();
+    let mut fresh = (0..IDS.len()).map(|i| IDS[(first + i) % IDS.len()]).filter(free);
+    let enqueue =
+        |id: &str, queue: Option<&str>, priority: Option<u64>, now: u64, deadline: u64| Op::Enqueue {
+            priority,
+            queue: queue.map(str::to_owned),
+            id: id.to_owned(),
+            payload: format!("order {id}"),
+            max_attempts: 2,
+            deadline: deadline.min(MAX_INT),
+            now,
+            not_before: None,
+            base_ms: Some(1),
+            cap_ms: Some(1),
+        };
+    let mut local = store.clone();
+    let mut ops = Vec::new();
+    let mut run = |op: Op| {
+        let response = local.step(&op);
+        ops.push(op);
+        response
+    };
+    let now = *clock;
+    let claim = |queues: Option<&[&str]>, now: u64| Op::Claim {
+        queues: queues.map(|list| list.iter().map(|q| (*q).to_owned()).collect()),
+        worker: WORKERS[0].into(),
+        now,
+    };
+    match kind {
+        // Priority across queues and across a wait far longer than any aging would allow
+        // (SPEC 3.3.2, 4.8): the priority 1 of the second queue due first.
+        0 => {
+            let (Some(low), Some(high)) = (fresh.next(), fresh.next()) else { return ops };
+            *clock = (now + FAR).min(MAX_INT - 10);
+            run(enqueue(low, Some(QUEUES[1]), Some(1), now, *clock + 10));
+            run(enqueue(high, None, None, *clock, *clock + 10));
+            run(claim(Some(&[QUEUES[0], QUEUES[1]]), *clock));
+        }
+        // A forgotten id enqueued anew beside a new one, at the same time: the new one goes
+        // first (SPEC 3.15).
+        1 => {
+            let revived = forgotten.iter().map(String::as_str).find(|id| free(id));
+            let (Some(revived), Some(new)) = (revived, fresh.find(|id| !forgotten.iter().any(|f| f == id)))
+            else {
+                return ops;
+            };
+            run(enqueue(new, None, None, now, now + 10));
+            run(enqueue(revived, None, None, now, now + 10));
+            run(claim(None, now));
+        }
+        // A tie of two queues, the later-enqueued job's named first (SPEC 6.32).
+        2 => {
+            let (Some(a), Some(b)) = (fresh.next(), fresh.next()) else { return ops };
+            run(enqueue(a, Some(QUEUES[1]), None, now, now + 10));
+            run(enqueue(b, None, None, now, now + 10));
+            run(claim(Some(&[QUEUES[0], QUEUES[1]]), now));
+        }
+        // A retry of a job of priority 1 keeps it (SPEC 1.6, 3.4): the second queue alone.
+        _ => {
+            let Some(id) = fresh.next() else { return ops };
+            run(enqueue(id, Some(QUEUES[1]), Some(1), now, now + 10));
+            let claimed = run(claim(Some(&[QUEUES[1]]), now));
+            if let Response::Ok(Reply::Claimed { id: taken, attempt, .. }) = claimed
+                && taken == id
+            {
+                run(Op::Complete {
+                    worker: WORKERS[0].into(),
+                    id: id.to_owned(),
+                    attempt,
+                    outcome: Outcome::Retryable,
+                    now,
+                    jitter: Some(1.0),
+                });
+                run(Op::Get { id: id.to_owned() });
+            }
+        }
+    }
+    ops
 }
 
 /// The enqueues of an [`Abstract::Burst`] at `now`.
@@ -764,9 +876,17 @@ fn picked(pick: Pick, store: &Store, forgotten: &[String]) -> String {
     found.unwrap_or_else(|| IDS[n % IDS.len()].to_owned())
 }
 
-/// The queue list [`SERVED`]`[i]`, if one is given.
+/// The queue list [`SERVED`]`[i]`, if one is given; past [`SERVED`], the second queue's
+/// name in a class equal to it but for its bytes ([`NameClass`]: another case, a compatibility
+/// form, a trailing space), which serves no job of it (SPEC 1.6).
 fn served_list(queues: Option<usize>) -> Option<Vec<String>> {
-    queues.map(|i| SERVED[i % SERVED.len()].iter().map(|q| (*q).to_owned()).collect())
+    queues.map(|i| match SERVED.get(i) {
+        Some(list) => list.iter().map(|q| (*q).to_owned()).collect(),
+        None => {
+            let class = NameClass::ALL[(i - SERVED.len()) % NameClass::ALL.len()];
+            vec![class.of(QUEUES[1]).unwrap_or_else(|| QUEUES[1].to_uppercase())]
+        }
+    })
 }
 
 /// A prune's or a forget's `before` and `now`: `now` as [`When`] says, moved up to a bound
@@ -915,7 +1035,9 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64, forgotten: &[String
             Op::RetryDelay { attempt: *attempt, base_ms: *base_ms, cap_ms: *cap_ms, jitter: JITTERS[*jitter] }
         }
         // An invalid line and a burst are [`materialize`]'s own: no one operation says them.
-        Abstract::Restart | Abstract::Invalid(_) | Abstract::Burst { .. } => Op::Restart,
+        Abstract::Restart | Abstract::Invalid(_) | Abstract::Burst { .. } | Abstract::Choice { .. } => {
+            Op::Restart
+        }
     }
 }
 

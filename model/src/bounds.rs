@@ -57,39 +57,41 @@ pub enum Shape {
     },
 }
 
-/// Where a job of the lanes scene goes (SPEC 1.6): the default queue at the default
-/// priority, another queue, or a lower priority.
+/// Where a job goes (SPEC 1.6): a queue, the default one or [`OTHER_QUEUE`], at priority 0 or
+/// 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Lane {
     /// `"default"`, priority 0: nothing said.
     Default,
-    /// Queue [`OTHER_QUEUE`], which only one of the two workers serves.
-    OtherQueue,
-    /// Priority 1: any job of priority 0 due goes first.
+    /// `"default"`, priority 1: any job of priority 0 due goes first.
     Low,
+    /// Queue [`OTHER_QUEUE`], priority 0.
+    OtherQueue,
+    /// Queue [`OTHER_QUEUE`], priority 1.
+    OtherLow,
 }
 
-/// The second queue of the lanes scene.
-pub const OTHER_QUEUE: &str = "q1";
+/// The second queue. Its name has a character with a decomposed form, so that a queue equal to
+/// it but for its bytes exists in every class of [`crate::choices::NameClass`].
+pub const OTHER_QUEUE: &str = "qé";
+
+/// How far back the choices scene may date an enqueue: so far that a job enqueued then has
+/// waited longer than any priority could age by (SPEC 4.8: nothing ages).
+pub const FAR: u64 = 1 << 40;
 
 impl Lane {
+    /// Every lane.
+    pub const ALL: [Lane; 4] = [Lane::Default, Lane::Low, Lane::OtherQueue, Lane::OtherLow];
+
     /// The enqueue's `queue` and `priority` for this lane: absent for the default one.
     pub fn fields(self) -> (Option<String>, Option<u64>) {
+        let other = || Some(OTHER_QUEUE.to_owned());
         match self {
             Lane::Default => (None, None),
-            Lane::OtherQueue => (Some(OTHER_QUEUE.into()), None),
             Lane::Low => (None, Some(1)),
+            Lane::OtherQueue => (other(), None),
+            Lane::OtherLow => (other(), Some(1)),
         }
-    }
-
-    /// The queues worker `worker` serves in the lanes scene: the first only the default
-    /// queue, the second both.
-    pub fn served_by(worker: usize) -> Vec<String> {
-        let mut queues = vec!["default".to_owned()];
-        if worker > 0 {
-            queues.push(OTHER_QUEUE.into());
-        }
-        queues
     }
 }
 
@@ -151,11 +153,19 @@ pub struct Scene {
     /// Whether the operator cancels leased jobs (SPEC 3.13), so that cancel requests meet
     /// every operation.
     pub cancel_leased: bool,
-    /// Whether the second job may go to another queue or a lower priority, and the workers
-    /// serve different queues ([`Lane`]).
-    pub lanes: bool,
+    /// The lanes each job may go to, by job index (a job past the list goes to the default
+    /// one).
+    pub lanes: Vec<Vec<Lane>>,
+    /// The queues every worker names in its claims; none (the default queue, unnamed) if
+    /// empty. Other lists are the probes' ([`crate::probes`]).
+    pub served: Vec<&'static str>,
+    /// Whether the second job may be enqueued dated [`FAR`] back (the clock starting at
+    /// [`FAR`]): available long before the first.
+    pub far_back: bool,
     /// The budgets an enqueue may ask for here, if not [`Bounds::max_attempts`].
     pub max_attempts: Option<Vec<u64>>,
+    /// The deadlines an enqueue may ask for here, if not [`Bounds::deadlines`].
+    pub deadlines: Option<Vec<u64>>,
     /// How many times the operator may redrive one job here, if not [`Bounds::redrives`].
     pub redrives: Option<u64>,
     /// Whether jobs are enqueued only while the clock is at its start: they arrive together.
@@ -185,8 +195,11 @@ impl Scene {
             cancel_any: false,
             retention: false,
             cancel_leased: false,
-            lanes: false,
+            lanes: Vec::new(),
+            served: Vec::new(),
+            far_back: false,
             max_attempts: None,
+            deadlines: None,
             redrives: None,
             arrive_together: false,
             liveness: true,
@@ -242,17 +255,22 @@ impl Scene {
             cancel_any: true,
             retention: false,
             cancel_leased: false,
-            lanes: false,
+            lanes: Vec::new(),
+            served: Vec::new(),
+            far_back: false,
             max_attempts: None,
+            deadlines: None,
             redrives: None,
             arrive_together: false,
             liveness: false,
         }
     }
 
-    /// Retention and running cancels (SPEC 3.13–3.15): one job, two workers, a clock up to 5,
-    /// the doubling settings; the operator prunes and forgets at the clock (or a millisecond
-    /// behind it) and cancels leased jobs.
+    /// Retention and running cancels (SPEC 3.13–3.15): one job, in the default lane or in the
+    /// other queue at priority 1 (which a retry, a cancel and a prune must keep), two workers
+    /// serving both queues, a clock up to 5, the doubling settings; the operator prunes and
+    /// forgets at the clock (or a millisecond behind it) and cancels leased jobs. A job
+    /// forgotten is enqueued anew and lives again: run, redriven, pruned again.
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn retention() -> Scene {
         Scene {
@@ -263,6 +281,8 @@ impl Scene {
             cancel_any: true,
             retention: true,
             cancel_leased: true,
+            lanes: vec![vec![Lane::Default, Lane::OtherLow]],
+            served: vec!["default", OTHER_QUEUE],
             ..Scene::main()
         }
     }
@@ -288,17 +308,47 @@ impl Scene {
         }
     }
 
-    /// Two jobs in two queues and at two priorities (SPEC 1.6, 3.3.2, 4.8): two workers, the
-    /// first serving only the default queue, a clock up to 4, the doubling settings, budget 1.
+    /// The choices of SPEC 1.6, 3.3.2 and 3.8 ([`crate::choices`]): two jobs, the first at
+    /// priority 0 or 1 of the default queue, the second in any lane, at the clock, a
+    /// millisecond later or dated [`FAR`] back (so that either is available first, at equal
+    /// or other priorities, in the same queue or two); one worker serving both queues (the
+    /// probes claim with every other list); a clock up to 4 from [`FAR`], a lease of 1,
+    /// budget 1, no redrives. Prunes and forgets are the retention and revival scenes'.
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
-    pub fn lanes() -> Scene {
+    pub fn choices() -> Scene {
         Scene {
-            name: "lanes",
+            name: "choices",
+            workers: 1,
             horizon: 4,
-            configs: vec![DOUBLING],
+            epoch: FAR,
+            configs: vec![BACKLOG],
             backdate: false,
-            lanes: true,
+            retention: false,
+            lanes: vec![vec![Lane::Default, Lane::Low], Lane::ALL.to_vec()],
+            served: vec!["default", OTHER_QUEUE],
+            far_back: true,
             max_attempts: Some(vec![1]),
+            redrives: Some(0),
+            ..Scene::main()
+        }
+    }
+
+    /// A forgotten id's second life beside another job (SPEC 3.15, 6.1): two jobs, one worker,
+    /// a clock up to 3, a lease of 1, budget 1, a deadline 2 ms away, no redrives; prunes and
+    /// forgets, so that an id forgotten and enqueued anew after another job goes after it in
+    /// the order of first enqueues.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
+    pub fn revival() -> Scene {
+        Scene {
+            name: "revival",
+            workers: 1,
+            horizon: 3,
+            configs: vec![BACKLOG],
+            backdate: false,
+            retention: true,
+            max_attempts: Some(vec![1]),
+            deadlines: Some(vec![2]),
+            redrives: Some(0),
             ..Scene::main()
         }
     }
@@ -368,9 +418,10 @@ impl Default for Bounds {
                 Scene::main(),
                 Scene::one_job(),
                 Scene::edges(),
-                Scene::lanes(),
+                Scene::choices(),
                 Scene::retention(),
                 Scene::backlog(),
+                Scene::revival(),
             ],
             jitters: vec![0.0, 0.5, 1.0, TWO_THIRDS],
             max_attempts: vec![1, 2],
@@ -412,7 +463,7 @@ impl Bounds {
     /// Small bounds that show `bug`: [`Bounds::small`], except that a bug about *another*
     /// job (spilling over to it, or passing it over, or ordering it) needs two jobs, and then
     /// one worker and a clock up to 4 suffice (5, and an enqueue dated back, for a bug about
-    /// `enqueued_at`); and one of the lanes, retention, a backlog or the range's edges needs
+    /// `enqueued_at`); and one of the choices, retention, a backlog or the range's edges needs
     /// that scene.
     #[mutants::skip] // a preset: see .cargo/mutants-model.toml
     pub fn small_for(bug: Bug) -> Self {
@@ -426,7 +477,10 @@ impl Bounds {
             return Bounds { scenes: vec![Scene::backlog()], ..Bounds::default() };
         }
         if bug.needs_lanes() {
-            return Bounds { scenes: vec![Scene::lanes()], ..Bounds::default() };
+            return Bounds { scenes: vec![Scene::choices()], ..Bounds::default() };
+        }
+        if bug.needs_revival() {
+            return Bounds { scenes: vec![Scene::revival()], ..Bounds::default() };
         }
         if bug.needs_retention() {
             return Bounds { scenes: vec![Scene::retention()], ..Bounds::default() };
@@ -456,6 +510,11 @@ impl Bounds {
     /// How many times the operator may redrive one job in `scene`.
     pub fn redrives_in(&self, scene: &Scene) -> u64 {
         scene.redrives.unwrap_or(self.redrives)
+    }
+
+    /// The deadlines an enqueue may ask for in `scene`, as milliseconds after `now`.
+    pub fn deadlines_in<'a>(&'a self, scene: &'a Scene) -> &'a [u64] {
+        scene.deadlines.as_deref().unwrap_or(&self.deadlines)
     }
 
     /// The budgets an enqueue may ask for in `scene`.
@@ -491,7 +550,11 @@ impl fmt::Display for Scene {
             if self.cancel_any { ", cancels of any pending job" } else { "" },
             if self.retention { ", prunes and forgets" } else { "" },
             if self.cancel_leased { ", cancels of leased jobs" } else { "" },
-            if self.lanes { ", two queues and two priorities" } else { "" },
+            match (self.lanes.is_empty(), self.far_back) {
+                (true, _) => "",
+                (false, false) => ", two queues and two priorities",
+                (false, true) => ", two queues and two priorities, enqueues dated far back",
+            },
             if self.liveness { "" } else { ", no liveness" },
         )
     }

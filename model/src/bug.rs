@@ -175,6 +175,29 @@ pub enum Bug {
     /// best due job of the first that has one, not the best of them all (one index walk per
     /// queue, stopped at the first hit).
     ClaimQueuesInTurn,
+    /// A claim serving several queues takes each queue's best due job, then the one of those
+    /// due first: priority is compared within a queue, never across queues (one index walk
+    /// per queue, merged by `available_at`).
+    ClaimHeadsByDueTime,
+    /// A claim breaks a tie of priority and `available_at` by the order its `queues` list
+    /// names the jobs' queues, not by first enqueue (SPEC 6.32: the order plays no part).
+    ClaimTieByQueueOrder,
+    /// A claim matches queue names without regard to case (a `COLLATE NOCASE` or `lower()`
+    /// on both sides): `Qé` serves `qé` (SPEC 1.6: names compare byte for byte).
+    QueueNameFolded,
+    /// A claim ages priority: a job's priority falls by one for each 2^30 ms it has been
+    /// due, so a low-priority job due long enough goes before a higher one (SPEC 4.8: nothing
+    /// ages).
+    PriorityAges,
+    /// A retry (a `retryable` report with budget and time left) stores the job at the
+    /// default priority 0: the priority is lost on the way back to pending.
+    RetryDropsPriority,
+    /// A forgotten id enqueued anew takes its old place in the order of first enqueues (an
+    /// ids table whose sequence number a forget keeps), not a place after every id enqueued
+    /// before it (SPEC 3.15).
+    ForgottenTakesOldPlace,
+    /// A prune's tombstone records the default queue, not the job's (SPEC 1.7).
+    TombstoneDefaultQueue,
     /// A prune removes an open job whose deadline is at or before `before`, as if it had
     /// ended there, though no reap has ended it: the job is gone without a status.
     PruneOpenPastDeadline,
@@ -222,7 +245,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 81] = [
+    pub const ALL: [Bug; 88] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -288,6 +311,13 @@ impl Bug {
         Bug::ClaimIgnoresQueues,
         Bug::PriorityInverted,
         Bug::ClaimQueuesInTurn,
+        Bug::ClaimHeadsByDueTime,
+        Bug::ClaimTieByQueueOrder,
+        Bug::QueueNameFolded,
+        Bug::PriorityAges,
+        Bug::RetryDropsPriority,
+        Bug::ForgottenTakesOldPlace,
+        Bug::TombstoneDefaultQueue,
         Bug::PruneOpenPastDeadline,
         Bug::PruneIgnoresBefore,
         Bug::PruneWithoutTombstone,
@@ -374,6 +404,13 @@ impl Bug {
             Bug::ClaimIgnoresQueues => "claim-ignores-queues",
             Bug::PriorityInverted => "priority-inverted",
             Bug::ClaimQueuesInTurn => "claim-queues-in-turn",
+            Bug::ClaimHeadsByDueTime => "claim-heads-by-due-time",
+            Bug::ClaimTieByQueueOrder => "claim-tie-by-queue-order",
+            Bug::QueueNameFolded => "queue-name-folded",
+            Bug::PriorityAges => "priority-ages",
+            Bug::RetryDropsPriority => "retry-drops-priority",
+            Bug::ForgottenTakesOldPlace => "forgotten-takes-old-place",
+            Bug::TombstoneDefaultQueue => "tombstone-default-queue",
             Bug::PruneOpenPastDeadline => "prune-open-past-deadline",
             Bug::PruneIgnoresBefore => "prune-ignores-before",
             Bug::PruneWithoutTombstone => "prune-without-tombstone",
@@ -471,6 +508,15 @@ impl Bug {
             Bug::ClaimIgnoresQueues => "a claim takes the first due job of any queue, not only its own",
             Bug::PriorityInverted => "a claim takes the largest priority first: 9 before 0",
             Bug::ClaimQueuesInTurn => "a claim takes from the first queue it names that has a due job",
+            Bug::ClaimHeadsByDueTime => {
+                "a claim takes each queue's best job, then the one due first: priority only within a queue"
+            }
+            Bug::ClaimTieByQueueOrder => "a claim breaks a tie by the order its queues list names them",
+            Bug::QueueNameFolded => "a claim matches queue names without regard to case",
+            Bug::PriorityAges => "a claim ages priority by one for each 2^30 ms a job has been due",
+            Bug::RetryDropsPriority => "a retry stores the job at priority 0",
+            Bug::ForgottenTakesOldPlace => "a forgotten id enqueued anew takes its old place in the order",
+            Bug::TombstoneDefaultQueue => "a prune's tombstone records the default queue, not the job's",
             Bug::PruneOpenPastDeadline => {
                 "a prune removes an open job past its deadline that no reap has ended"
             }
@@ -550,7 +596,16 @@ impl Bug {
 
     /// The bugs that only jobs of two queues or two priorities show (the lanes scene).
     pub fn needs_lanes(self) -> bool {
-        matches!(self, Bug::ClaimIgnoresQueues | Bug::PriorityInverted | Bug::ClaimQueuesInTurn)
+        matches!(
+            self,
+            Bug::ClaimIgnoresQueues
+                | Bug::PriorityInverted
+                | Bug::ClaimQueuesInTurn
+                | Bug::ClaimHeadsByDueTime
+                | Bug::ClaimTieByQueueOrder
+                | Bug::QueueNameFolded
+                | Bug::PriorityAges
+        )
     }
 
     /// The bugs that only prunes, forgets and cancels of running jobs show (the retention
@@ -568,7 +623,15 @@ impl Bug {
                 | Bug::ReclaimCancelling
                 | Bug::CancelledRetried
                 | Bug::EnqueueRevivesPruned
+                | Bug::RetryDropsPriority
+                | Bug::TombstoneDefaultQueue
         )
+    }
+
+    /// The bugs that only a forgotten id enqueued anew after another job shows (the revival
+    /// scene).
+    pub fn needs_revival(self) -> bool {
+        matches!(self, Bug::ForgottenTakesOldPlace)
     }
 
     /// The bugs that only the far end of the integer range shows.

@@ -13,8 +13,13 @@
 
 use std::sync::OnceLock;
 
+use std::collections::HashMap;
+
+use crate::bounds::OTHER_QUEUE;
+use crate::choices::{self, Choice, Cmp, Due, Fence, Lane, NameClass, Scope};
 use crate::contract::{self, Answer, ArgCell, Cell, Class, Field, Meets, OpKind};
-use crate::reference::{Job, Phase, Store};
+use crate::ids::{job_index, worker_index};
+use crate::reference::{DEFAULT_QUEUE, Job, Phase, Store};
 use crate::rules;
 use crate::{DeadReason, Failure, Op, Response};
 
@@ -103,6 +108,254 @@ pub fn cells(
     }
 }
 
+/// Calls `seen` with each relation of [`choices::choices`] the step showed — `op`, run on
+/// `before`, answered `response` and left `after` — and with `None` for a relation the rule's
+/// order does not allow (a claim that passed over a served job sorting before the one it took,
+/// a reap that ended a job after one it left, a refusal out of its order, a prune or forget
+/// that removed what its bound keeps or kept what it removes). `first_enqueue` ranks ids by
+/// their first enqueue, as the world knows it. Read from the store before and after and the
+/// answer, never from what the world meant to do.
+pub fn choices(
+    before: &Store,
+    op: &Op,
+    response: &Response,
+    after: &Store,
+    first_enqueue: &dyn Fn(&str) -> Option<usize>,
+    seen: &mut impl FnMut(Option<Choice>),
+) {
+    if matches!(response, Response::Err(Failure::InvalidInput { .. })) {
+        return;
+    }
+    let rank = |id: &str| first_enqueue(id).unwrap_or(usize::MAX);
+    match op {
+        Op::Claim { queues, now, .. } | Op::RunOnce { queues, now, .. } => {
+            let default = [DEFAULT_QUEUE.to_owned()];
+            let queues = queues.as_deref().unwrap_or(&default);
+            claim_choices(before, queues, *now, response, &rank, first_enqueue, seen);
+            reap_choices(before, *now, response, after, &rank, seen);
+        }
+        Op::Reap { now } => reap_choices(before, *now, response, after, &rank, seen),
+        &Op::Prune { before: bound, .. } => {
+            for job in before.jobs() {
+                let ended = match job.phase {
+                    Phase::Done | Phase::Dead(_) => job.ended_at.map(|at| Cmp::of(at, bound)),
+                    _ => None,
+                };
+                let removed = after.job(&job.id).is_none();
+                let kept = ended.is_none_or(|c| c == Cmp::Greater);
+                seen((removed != kept).then_some(Choice::Prune(ended)));
+            }
+        }
+        &Op::Forget { before: bound, .. } => {
+            for tombstone in before.tombstones() {
+                let ended = Cmp::of(tombstone.ended_at, bound);
+                let removed = after.tombstone(&tombstone.id).is_none();
+                seen((removed == (ended != Cmp::Greater)).then_some(Choice::Forget(ended)));
+            }
+        }
+        Op::Stats { queue, .. } => {
+            let scope = |of: &str| match queue.as_deref() {
+                None => Scope::All,
+                Some(q) if q == of => Scope::Same,
+                Some(_) => Scope::Other,
+            };
+            for job in before.jobs() {
+                seen(Some(Choice::Stats(scope(&job.queue), false)));
+            }
+            for tombstone in before.tombstones() {
+                seen(Some(Choice::Stats(scope(&tombstone.queue), true)));
+            }
+        }
+        &Op::Heartbeat { ref worker, ref id, attempt, now } => {
+            if let Some(job) = before.job(id) {
+                let fence = fence(job, worker, attempt, now, true);
+                let answer = Answer::of(response);
+                seen((answer == fence.heartbeat()).then_some(Choice::Heartbeat(fence)));
+            }
+        }
+        &Op::Complete { ref worker, ref id, attempt, now, .. } => {
+            if let Some(job) = before.job(id) {
+                let fence = fence(job, worker, attempt, now, false);
+                let refused = match response {
+                    Response::Err(_) => Some(Answer::of(response)),
+                    Response::Ok(_) => None,
+                };
+                seen((refused == fence.complete()).then_some(Choice::Complete(fence)));
+            }
+        }
+        _ => {}
+    }
+    names(before, op, seen);
+}
+
+/// The conditions a heartbeat (`heartbeat`) or a completion weighs for `job`.
+fn fence(job: &Job, worker: &str, attempt: u64, now: u64, heartbeat: bool) -> Fence {
+    match &job.phase {
+        Phase::Leased { owner, claimed_at, .. } => Fence {
+            lost: **owner != *worker || job.attempts != attempt,
+            backwards: now < *claimed_at,
+            cancelling: heartbeat && job.cancel_requested,
+            past: heartbeat && now >= job.deadline,
+        },
+        _ => Fence { lost: true, backwards: false, cancelling: false, past: false },
+    }
+}
+
+/// A claim's relations (SPEC 3.3.2): each other job claimable after its reap against the one it
+/// took; or, answering `none`, each claimable job (of a queue it does not serve, or else out of
+/// order).
+fn claim_choices(
+    before: &Store,
+    queues: &[String],
+    now: u64,
+    response: &Response,
+    rank: &dyn Fn(&str) -> usize,
+    first_enqueue: &dyn Fn(&str) -> Option<usize>,
+    seen: &mut impl FnMut(Option<Choice>),
+) {
+    let candidates = rules::claimable(before.jobs(), now, before.config().reap_limit, first_enqueue);
+    let named = |queue: &str| queues.iter().position(|q| q == queue);
+    let Some(taken) = response.taken_id() else {
+        for (_, id) in &candidates {
+            let served = before.job(id).is_some_and(|job| named(&job.queue).is_some());
+            seen((!served).then_some(Choice::NoneServed));
+        }
+        return;
+    };
+    let (Some(&(taken_at, _)), Some(t)) = (candidates.iter().find(|(_, id)| id == taken), before.job(taken))
+    else {
+        // It took a job that was not claimable: the rules' to judge.
+        return;
+    };
+    for (at, id) in candidates.iter().filter(|(_, id)| id != taken) {
+        let Some(o) = before.job(id) else { continue };
+        let lane = match (named(&o.queue), named(&t.queue)) {
+            (None, _) => Lane::NotServed,
+            _ if o.queue == t.queue => Lane::Same,
+            (Some(p), Some(q)) if p < q => Lane::NamedBefore,
+            _ => Lane::NamedAfter,
+        };
+        let (priority, available_at) = (Cmp::of(o.priority, t.priority), Cmp::of(*at, taken_at));
+        let first = Cmp::of(rank(id), rank(taken));
+        let order = [priority, available_at, first].into_iter().find(|&c| c != Cmp::Equal);
+        let choice = Choice::Claim { lane, priority, available_at, first };
+        match (lane, order) {
+            (Lane::NotServed, Some(Cmp::Less)) => seen(Some(choice)),
+            (Lane::NotServed, _) => {}
+            (_, Some(Cmp::Greater)) => seen(Some(choice)),
+            _ => seen(None),
+        }
+    }
+}
+
+/// A reap's relations (SPEC 3.3.1, 6.37): the conditions of each job it ended, and each job it
+/// left due to end against each it ended.
+fn reap_choices(
+    before: &Store,
+    now: u64,
+    response: &Response,
+    after: &Store,
+    rank: &dyn Fn(&str) -> usize,
+    seen: &mut impl FnMut(Option<Choice>),
+) {
+    let taken = response.taken_id();
+    let open = |phase: &Phase| matches!(phase, Phase::Pending { .. } | Phase::Leased { .. });
+    let mut ended: smallvec::SmallVec<[(&Job, u8, u64); 4]> = smallvec::SmallVec::new();
+    let mut left: smallvec::SmallVec<[(&Job, u8, u64); 4]> = smallvec::SmallVec::new();
+    for job in before.jobs().iter().filter(|job| Some(&*job.id) != taken) {
+        let Some((rule, at)) = rules::reap_key(job, now) else { continue };
+        let now_ended = after.job(&job.id).is_none_or(|a| !open(&a.phase));
+        if now_ended { ended.push((job, rule, at)) } else { left.push((job, rule, at)) }
+    }
+    for &(job, ..) in &ended {
+        let due = Due {
+            leased: matches!(job.phase, Phase::Leased { .. }),
+            cancelling: job.cancel_requested,
+            exhausted: job.attempts >= job.max_attempts,
+            past: job.deadline <= now,
+        };
+        let answer = match after.job(&job.id).map(|a| &a.phase) {
+            Some(Phase::Dead(DeadReason::Cancelled)) => Some(Answer::ReapedCancelled),
+            Some(Phase::Dead(DeadReason::Exhausted)) => Some(Answer::ReapedExhausted),
+            Some(Phase::Dead(DeadReason::Deadline)) => Some(Answer::ReapedDeadline),
+            _ => None,
+        };
+        seen((answer.is_some() && answer == due.answer()).then_some(Choice::ReapRule(due)));
+    }
+    for &(l, l_rule, l_at) in &left {
+        for &(e, e_rule, e_at) in &ended {
+            let rule = Cmp::of(l_rule, e_rule);
+            let at = if rule == Cmp::Equal { Cmp::of(l_at, e_at) } else { Cmp::of(l.deadline, e.deadline) };
+            let first = Cmp::of(rank(&l.id), rank(&e.id));
+            let order = if rule == Cmp::Equal { if at == Cmp::Equal { first } else { at } } else { rule };
+            seen((order == Cmp::Greater).then_some(Choice::ReapOrder { rule, at, first }));
+        }
+    }
+}
+
+/// The relations of `op`'s names to the names `store` holds (SPEC 1.6, 5.2): each name field
+/// the store compares, against each stored name of its kind equal to it but for its bytes. The
+/// world's own names are never such variants of each other, so only other names are looked at.
+fn names(store: &Store, op: &Op, seen: &mut impl FnMut(Option<Choice>)) {
+    let kind = OpKind::of(op);
+    let mut compare = |field: Field, name: &str, stored: &mut dyn Iterator<Item = &str>| {
+        for other in stored {
+            // The classes are disjoint: a pair two of them fold is a classifier gone wrong.
+            let mut classes = NameClass::ALL.into_iter().filter(|class| class.folds(name, other));
+            match (classes.next(), classes.next()) {
+                (Some(class), None) => seen(Some(Choice::Name(kind, field, class))),
+                (Some(_), Some(_)) => seen(None),
+                (None, _) => {}
+            }
+        }
+    };
+    if let Some(id) = op.id().filter(|id| job_index(id).is_none()) {
+        let mut ids = store.jobs().iter().map(|j| &*j.id).chain(store.tombstones().iter().map(|t| &*t.id));
+        compare(Field::Id, id, &mut ids);
+    }
+    let owners = || {
+        store.jobs().iter().filter_map(|job| match &job.phase {
+            Phase::Leased { owner, .. } => Some(&**owner),
+            _ => None,
+        })
+    };
+    let queues = || {
+        let jobs = store.jobs().iter().map(|j| &*j.queue);
+        jobs.chain(store.tombstones().iter().map(|t| &*t.queue)).chain([DEFAULT_QUEUE])
+    };
+    let own_queue = |q: &str| q == DEFAULT_QUEUE || q == OTHER_QUEUE;
+    match op {
+        Op::Complete { worker, .. } | Op::Heartbeat { worker, .. } if worker_index(worker).is_none() => {
+            compare(Field::Worker, worker, &mut owners());
+        }
+        Op::Enqueue { queue: Some(q), .. } | Op::Stats { queue: Some(q), .. } if !own_queue(q) => {
+            compare(Field::Queue, q, &mut queues());
+        }
+        Op::Claim { queues: Some(list), .. } | Op::RunOnce { queues: Some(list), .. } => {
+            for q in list.iter().filter(|q| !own_queue(q)) {
+                compare(Field::Queues, q, &mut queues());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The position of `choice` among the relations of [`choices::choices`], or `None` for one the
+/// contract's orders do not allow.
+pub fn choice_position(choice: Choice) -> Option<usize> {
+    static POSITIONS: OnceLock<HashMap<Choice, usize>> = OnceLock::new();
+    POSITIONS
+        .get_or_init(|| choices::choices().into_iter().enumerate().map(|(i, c)| (c, i)).collect())
+        .get(&choice)
+        .copied()
+}
+
+/// How many relations [`choices::choices`] lists.
+pub fn choices_len() -> usize {
+    static LEN: OnceLock<usize> = OnceLock::new();
+    *LEN.get_or_init(|| choices::choices().len())
+}
+
 /// Records in `reached` the cell of the argument table `op` reaches (after the cells of
 /// [`contract::cells`]) when it is an argument probe that `varies` a field: that field's
 /// class, if any. The world's own actions and the other fields of a probe put some classes to
@@ -133,6 +386,12 @@ pub fn arg_cells(op: &Op, response: &Response, varies: Option<Field>, reached: &
             reached.insert_position(table_len() + position);
         }
     }
+}
+
+/// How many cells the argument table holds: the relations' positions start after it.
+pub fn arg_len() -> usize {
+    static LEN: OnceLock<usize> = OnceLock::new();
+    *LEN.get_or_init(|| contract::arg_cells().len())
 }
 
 /// How many cells the contract's table allows: where the argument table's positions start.
@@ -195,7 +454,7 @@ pub fn position(cell: Cell) -> Option<usize> {
 /// state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reached {
-    cells: [u16; 8],
+    cells: [u16; 16],
     len: u8,
     /// A cell the contract does not allow.
     pub outside: bool,
@@ -210,7 +469,16 @@ impl Reached {
         }
     }
 
-    /// Records the cell at `position` (of either table).
+    /// Records a relation of [`choices::choices`] (after both tables), or `None`: one the
+    /// contract's orders do not allow, which falls outside.
+    pub fn insert_choice(&mut self, choice: Option<Choice>) {
+        match choice.and_then(choice_position) {
+            None => self.outside = true,
+            Some(p) => self.insert_position(table_len() + arg_len() + p),
+        }
+    }
+
+    /// Records the cell at `position` (of any table).
     pub fn insert_position(&mut self, position: usize) {
         if let Some(slot) = self.cells.get_mut(usize::from(self.len)) {
             *slot = position as u16;

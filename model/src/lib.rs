@@ -30,6 +30,7 @@ pub mod bounds;
 pub mod bug;
 pub mod catches;
 pub mod checker;
+pub mod choices;
 pub mod contract;
 pub mod coverage;
 pub mod delay;

@@ -28,7 +28,7 @@
 //! the store — whose verdict the world carries for one step ([`World::broken`]), and by the
 //! contract's table, whose cells it reached ([`World::reached`]).
 //!
-//! Symmetry: job ids are named in the order of their first enqueue (`job-z`, `job-y`, …),
+//! Symmetry: job ids are named in the order of their first enqueue (`jöb-z`, `jöb-y`, …),
 //! which is the only thing that tells two ids apart (claim's tie-break), so permuting ids
 //! needs no reduction. Workers are interchangeable: [`World::canonical`] sorts them.
 
@@ -39,7 +39,7 @@ use smallvec::SmallVec;
 use stateright::Representative;
 
 pub use crate::bounds::{
-    Bounds, CAP_BELOW_BASE, DELAY_PROBES, DOUBLING, LARGEST, Lane, OTHER_QUEUE, SHAPES, Scene, Shape,
+    Bounds, CAP_BELOW_BASE, DELAY_PROBES, DOUBLING, FAR, LARGEST, Lane, OTHER_QUEUE, SHAPES, Scene, Shape,
     TWO_THIRDS, Watchdog,
 };
 use crate::bug::Bug;
@@ -54,7 +54,7 @@ use crate::{DeadReason, Failure, Op, Outcome, Reply, Response, RunOutcome};
 /// its attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Held {
-    /// The job's index in the world (`job-z` is 0).
+    /// The job's index in the world (`jöb-z` is 0).
     pub job: usize,
     /// The fencing token.
     pub attempt: u64,
@@ -125,6 +125,8 @@ pub struct Ghost {
     /// A forget removed its tombstone (SPEC 3.15): the id may be absent from the store, or a
     /// new job.
     pub forgotten: bool,
+    /// This job is its id's life after a forget: enqueued anew (SPEC 3.15).
+    pub revived: bool,
     /// The worker of the latest claim (its index, or [`OUTSIDER`]) while that claim's lease
     /// stands in the store; [`NOBODY`] otherwise. With `claims`, the token only it may present.
     pub holder: u8,
@@ -223,6 +225,9 @@ impl Events {
     /// A claim took a job, passing over one of its queues due to end that its reap left
     /// (SPEC 3.3.2, 6.37).
     pub const PICK_PASSED_DUE: Events = Events(1 << 37);
+    /// A prune removed a job that lived again after a forget and was redriven in its new life
+    /// (SPEC 3.14, 3.15).
+    pub const LIVED_AGAIN: Events = Events(1 << 38);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -238,6 +243,9 @@ impl Events {
 pub type Workers = SmallVec<[Option<Held>; 2]>;
 /// The ghost fields, by job index: inline likewise.
 pub type Ghosts = SmallVec<[Ghost; 2]>;
+/// Job indices in the order of their ids' first enqueues (SPEC 6.1): a forgotten id leaves it,
+/// and enqueued anew goes last (3.15).
+pub type Order = SmallVec<[u8; 3]>;
 
 /// One state of the world. Two worlds that differ only in what the step into them did
 /// (`events`, `broken`, `reached`) are the same state: equal, with the same hash. The checker
@@ -256,6 +264,8 @@ pub struct World {
     pub workers: Workers,
     /// One per job enqueued, by job index.
     pub ghosts: Ghosts,
+    /// The order of first enqueues, as the world knows it.
+    pub order: Order,
     /// What the step into this state did.
     pub events: Events,
     /// The transition rules ([`crate::rules`]) the step into this state broke.
@@ -268,7 +278,7 @@ pub struct World {
 }
 
 /// The fields of a world that make its state, but the store's jobs ([`World::job_keys`]).
-type StateKey<'a> = (u64, u8, Config, &'a [Tombstone], &'a Config, &'a [Option<Held>], &'a [Ghost]);
+type StateKey<'a> = (u64, u8, Config, &'a [Tombstone], &'a Config, &'a [Option<Held>], &'a [Ghost], &'a [u8]);
 
 impl World {
     /// The fields that make the state: everything but what the last step did, and the store
@@ -282,7 +292,15 @@ impl World {
             &self.config,
             &self.workers,
             &self.ghosts,
+            &self.order,
         )
+    }
+
+    /// Where `id` stands in the order of first enqueues (SPEC 6.1), as the world knows it:
+    /// what the rules break claim's and the reap's ties by, independently of the store.
+    pub fn first_enqueue(&self, id: &str) -> Option<usize> {
+        let job = job_index(id)?;
+        self.order.iter().position(|&j| usize::from(j) == job)
     }
 
     /// Each job as a state, its `ended_at` abstracted: in a world that never prunes, left
@@ -339,12 +357,24 @@ impl std::hash::Hash for World {
     }
 }
 
+/// When an enqueue of the world is dated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dated {
+    /// At the clock.
+    Now,
+    /// One millisecond before the clock, and scheduled at it: due with a job enqueued at the
+    /// clock, with an earlier `enqueued_at` (SPEC 6.1).
+    Back,
+    /// [`FAR`] before the clock: due since long before any other job.
+    Far,
+}
+
 /// One step of the world.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
     /// Enqueue the next new id with this budget and a deadline `deadline_in` ms after the
-    /// enqueue's `now`, and (the first job only) a SPEC 1.1 shape; `back`: dated one
-    /// millisecond before the clock and scheduled at it.
+    /// enqueue's `now` (the clock's, when dated far back), and (the first job only) a SPEC
+    /// 1.1 shape, dated as `dated` says.
     Enqueue {
         /// The attempt budget.
         max_attempts: u64,
@@ -352,9 +382,9 @@ pub enum Action {
         deadline_in: u64,
         /// The SPEC 1.1 shape of the enqueue; `None` for a 1.0 enqueue.
         shape: Option<Shape>,
-        /// Dated one millisecond before the clock, and scheduled at it.
-        back: bool,
-        /// Its queue and priority (the lanes scene's second job only).
+        /// When its `now` is.
+        dated: Dated,
+        /// Its queue and priority.
         lane: Lane,
     },
     /// An idle worker claims.
@@ -447,21 +477,24 @@ pub enum Action {
 }
 
 impl fmt::Display for Action {
-    /// The action in a few words, naming workers and jobs as traces do (`w1`, `job-z`), not
+    /// The action in a few words, naming workers and jobs as traces do (`wé1`, `jöb-z`), not
     /// by their index in the world.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let w = |worker: usize| worker_name(worker);
         let lower = |name: String| name.to_lowercase();
         match self {
-            Action::Enqueue { max_attempts, deadline_in, shape, back, lane } => {
+            Action::Enqueue { max_attempts, deadline_in, shape, dated, lane } => {
                 write!(f, "enqueue a new job: max_attempts {max_attempts}, deadline now+{deadline_in}")?;
                 match lane {
                     Lane::Default => {}
                     Lane::OtherQueue => write!(f, ", queue {OTHER_QUEUE}")?,
                     Lane::Low => f.write_str(", priority 1")?,
+                    Lane::OtherLow => write!(f, ", queue {OTHER_QUEUE}, priority 1")?,
                 }
-                if *back {
-                    f.write_str(", dated 1 ms back, not before now")?;
+                match dated {
+                    Dated::Now => {}
+                    Dated::Back => f.write_str(", dated 1 ms back, not before now")?,
+                    Dated::Far => write!(f, ", dated {FAR} ms back")?,
                 }
                 match shape {
                     None => Ok(()),
@@ -550,10 +583,11 @@ impl QueueModel {
         Some(renumbered.unwrap_or(next))
     }
 
-    /// The queues `worker` names in its claims: in the lanes scene, the queues it serves
-    /// ([`Lane::served_by`]); elsewhere none (the default queue).
-    fn queues_of(&self, world: &World, worker: usize) -> Option<Vec<String>> {
-        self.scene(world).lanes.then(|| Lane::served_by(worker))
+    /// The queues a worker names in its claims: its scene's ([`Scene::served`]); none (the
+    /// default queue) where the scene names none.
+    fn queues_of(&self, world: &World, _worker: usize) -> Option<Vec<String>> {
+        let served = &self.scene(world).served;
+        (!served.is_empty()).then(|| served.iter().map(|&q| q.to_owned()).collect())
     }
 
     /// The `config` line that sets `config`: every trace starts with its world's.
@@ -584,11 +618,18 @@ impl QueueModel {
         let now = world.now;
         let held = |worker: usize| world.workers.get(worker).copied().flatten();
         Some(match action {
-            Action::Enqueue { max_attempts, deadline_in, shape, back, lane } => {
+            Action::Enqueue { max_attempts, deadline_in, shape, dated, lane } => {
                 let (queue, priority) = lane.fields();
+                let clock = now;
                 // Dated back, it is scheduled at the clock: due with the job enqueued at the
-                // clock, first enqueued after it, with an earlier `enqueued_at`.
-                let (now, scheduled) = if *back { (now.checked_sub(1)?, Some(now)) } else { (now, None) };
+                // clock, first enqueued after it, with an earlier `enqueued_at`. Dated far back,
+                // it has been due since then, and its deadline is the clock's.
+                let (now, scheduled) = match dated {
+                    Dated::Now => (now, None),
+                    Dated::Back => (now.checked_sub(1)?, Some(now)),
+                    Dated::Far => (now.checked_sub(FAR)?, None),
+                };
+                let deadline_from = if *dated == Dated::Far { clock } else { now };
                 let (not_before, base_ms, cap_ms) = Shape::fields(*shape, now);
                 let not_before = scheduled.or(not_before);
                 Op::Enqueue {
@@ -597,7 +638,7 @@ impl QueueModel {
                     id: job_name(world.ghosts.len()),
                     payload: PAYLOAD.into(),
                     max_attempts: *max_attempts,
-                    deadline: now + deadline_in,
+                    deadline: deadline_from + deadline_in,
                     now,
                     not_before,
                     base_ms,
@@ -658,7 +699,7 @@ impl QueueModel {
                 id: job_name(*job),
                 payload: PAYLOAD.into(),
                 max_attempts: *self.bounds.budgets(self.scene(world)).iter().min()?,
-                deadline: now + *self.bounds.deadlines.iter().min()?,
+                deadline: now + *self.bounds.deadlines_in(self.scene(world)).iter().min()?,
                 now,
                 not_before: None,
                 base_ms: None,
@@ -694,7 +735,8 @@ impl QueueModel {
         }
         let op = self.op(world, action)?;
         let response = next.store.step(&op);
-        next.broken = rules::judge(&world.store, &op, &response, &next.store, &job_index);
+        let first = |id: &str| world.first_enqueue(id);
+        next.broken = rules::judge(&world.store, &op, &response, &next.store, &first);
         let mut reached = Reached::default();
         coverage::cells(&world.store, &op, &response, &next.store, world.now, &mut |cell| {
             reached.insert(cell)
@@ -704,6 +746,9 @@ impl QueueModel {
             _ => None,
         };
         coverage::arg_cells(&op, &response, varies, &mut reached);
+        coverage::choices(&world.store, &op, &response, &next.store, &first, &mut |choice| {
+            reached.insert_choice(choice)
+        });
         next.reached = reached;
         self.observe(world, action, &op, &response, &mut next);
         next.normalize();
@@ -775,26 +820,44 @@ impl QueueModel {
                     not_before: not_before.unwrap_or(now),
                     cancelled: false,
                     forgotten: false,
+                    revived: false,
                     holder: NOBODY,
                     enqueued_under: None,
                 };
-                // A forgotten id enqueued anew is a new job: its ghost starts over (SPEC 3.15).
-                match job_index(id).and_then(|i| next.ghosts.get_mut(i)) {
+                // A forgotten id enqueued anew is a new job: its ghost starts over (SPEC 3.15),
+                // and it goes last in the order of first enqueues.
+                let job = job_index(id).unwrap_or(0);
+                match next.ghosts.get_mut(job) {
                     Some(ghost) => {
                         if ghost.forgotten {
                             next.events.insert(Events::FORGOTTEN_ENQUEUED);
                         }
-                        *ghost = fresh;
+                        *ghost = Ghost { revived: ghost.forgotten, ..fresh };
                     }
                     None => next.ghosts.push(fresh),
+                }
+                next.order.retain(|j| usize::from(*j) != job);
+                next.order.push(job as u8);
+            }
+            (Op::Prune { .. }, Response::Ok(Reply::Pruned { .. })) => {
+                let again = before.store.jobs().iter().any(|j| {
+                    next.store.job(&j.id).is_none()
+                        && job_index(&j.id)
+                            .and_then(|i| next.ghosts.get(i))
+                            .is_some_and(|g| g.revived && g.redrives > 0)
+                });
+                if again {
+                    next.events.insert(Events::LIVED_AGAIN);
                 }
             }
             (Op::Forget { .. }, Response::Ok(Reply::Forgotten { .. })) => {
                 for tombstone in before.store.tombstones() {
                     if next.store.tombstone(&tombstone.id).is_none()
-                        && let Some(ghost) = job_index(&tombstone.id).and_then(|job| next.ghosts.get_mut(job))
+                        && let Some(job) = job_index(&tombstone.id)
+                        && let Some(ghost) = next.ghosts.get_mut(job)
                     {
                         ghost.forgotten = true;
+                        next.order.retain(|j| usize::from(*j) != job);
                     }
                 }
             }
@@ -928,7 +991,8 @@ impl QueueModel {
     fn lane_events(&self, before: &World, queues: &[String], now: u64, reply: &Reply, next: &mut World) {
         let Reply::Claimed { id, .. } = reply else { return };
         let Some(taken) = before.store.job(id) else { return };
-        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &job_index);
+        let first = |id: &str| before.first_enqueue(id);
+        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &first);
         let claimable: Vec<&Job> = due.iter().filter_map(|(_, id)| before.store.job(id)).collect();
         let served = |job: &Job| queues.iter().any(|q| **q == *job.queue);
         if claimable.iter().any(|job| !served(job)) {
@@ -951,7 +1015,8 @@ impl QueueModel {
     /// first. Judged on the jobs claimable at the claim (after its reap), as the store held
     /// them before.
     fn claim_events(&self, before: &World, job: usize, now: u64, next: &mut World) {
-        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &job_index);
+        let first = |id: &str| before.first_enqueue(id);
+        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &first);
         let Some(&(taken_at, _)) = due.iter().find(|(_, id)| job_index(id) == Some(job)) else {
             return;
         };
@@ -1195,6 +1260,7 @@ impl QueueModel {
                     events: Events::default(),
                     broken: Broken::NONE,
                     reached: Reached::default(),
+                    order: Order::new(),
                     prunes: scene.retention,
                 });
             }
@@ -1221,22 +1287,21 @@ impl QueueModel {
             let backdated = scene.backdate
                 && now > scene.epoch
                 && world.store.jobs().last().is_some_and(|j| j.enqueued_at == now);
-            for back in [false, true].into_iter().filter(|&back| !back || backdated) {
-                let dated = now - u64::from(back);
-                // The lanes scene's second job goes to any lane; every other job to the default.
-                let lanes: &[Lane] = if scene.lanes && world.ghosts.len() == 1 {
-                    &[Lane::Default, Lane::OtherQueue, Lane::Low]
-                } else {
-                    &[Lane::Default]
-                };
+            let far = scene.far_back && world.ghosts.len() == 1 && now >= FAR;
+            let datings = [(Dated::Now, true), (Dated::Back, backdated), (Dated::Far, far)];
+            for (dated, _) in datings.into_iter().filter(|&(_, allowed)| allowed) {
+                // The deadline counts from the enqueue's `now`, but from the clock's far back.
+                let from = if dated == Dated::Back { now - 1 } else { now };
+                // Each job goes to the lanes its scene lists for it; others to the default.
+                let lanes = scene.lanes.get(world.ghosts.len()).map_or(&[Lane::Default][..], Vec::as_slice);
                 for &max_attempts in b.budgets(scene) {
-                    for &deadline_in in b.deadlines.iter().filter(|&&d| scene.room_for(dated, d)) {
+                    for &deadline_in in b.deadlines_in(scene).iter().filter(|&&d| scene.room_for(from, d)) {
                         for &lane in lanes {
                             actions.push(Action::Enqueue {
                                 max_attempts,
                                 deadline_in,
                                 shape: None,
-                                back,
+                                dated,
                                 lane,
                             });
                         }
@@ -1245,7 +1310,7 @@ impl QueueModel {
             }
             // The largest budget and the nearest deadline: a retry with time left, a smaller
             // subtree than the farthest deadline's.
-            let largest = (b.budgets(scene).iter().max(), b.deadlines.iter().min());
+            let largest = (b.budgets(scene).iter().max(), b.deadlines_in(scene).iter().min());
             if let (true, (Some(&max_attempts), Some(&deadline_in))) = (world.ghosts.is_empty(), largest)
                 && scene.room_for(now, deadline_in)
             {
@@ -1254,7 +1319,7 @@ impl QueueModel {
                         max_attempts,
                         deadline_in,
                         shape: Some(shape),
-                        back: false,
+                        dated: Dated::Now,
                         lane: Lane::Default,
                     });
                 }
@@ -1314,7 +1379,7 @@ impl QueueModel {
             // too, which that prune (or forget) must leave.
             let ended: Vec<u64> = world.store.jobs().iter().filter_map(|j| j.ended_at).collect();
             let buried: Vec<u64> = world.store.tombstones().iter().map(|t| t.ended_at).collect();
-            let nearest = b.deadlines.iter().min().copied().unwrap_or(0);
+            let nearest = b.deadlines_in(scene).iter().min().copied().unwrap_or(0);
             for (job, ghost) in world.ghosts.iter().enumerate() {
                 let id = job_name(job);
                 let gone = world.store.job(&id).is_none() && world.store.tombstone(&id).is_none();
@@ -1495,6 +1560,7 @@ impl World {
             workers: order.iter().map(|&old| self.workers[old]).collect(),
             config: self.config,
             ghosts,
+            order: self.order.clone(),
             events: self.events,
             broken: self.broken,
             reached: self.reached,

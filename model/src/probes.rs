@@ -15,7 +15,8 @@
 //!   `config` with each setting omitted (which must keep it) or changed alone. What a probe
 //!   does depends on the store and the clock only, so judging it once per store and clock
 //!   judges it in every world that holds them.
-//! - **The arguments** (one class per scene, settings and statuses of the jobs): the fence, a
+//! - **The arguments** (one class per scene, settings, statuses of the jobs, whether a
+//!   tombstone is kept and whether a job is outside the default queue): the fence, a
 //!   cancel and a redrive of a missing id, `config` with each setting omitted (which must keep
 //!   it) or changed alone; and every operation of the
 //!   contract's table ([`contract::OpKind::ALL`]), every one of its fields, with a
@@ -32,11 +33,12 @@
 
 use std::hash::Hash;
 
+use crate::choices::{self, NameClass};
 use crate::contract::{self, Class, Field, OpKind};
 use crate::coverage;
 use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
 use crate::model::{Action, DELAY_PROBES, QueueModel, World};
-use crate::reference::{Config, Phase};
+use crate::reference::{Config, DEFAULT_QUEUE, Phase};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
 
 /// The largest budget, 2^31 − 1.
@@ -73,7 +75,10 @@ impl QueueModel {
                 let statuses: Vec<_> =
                     world.store.jobs().iter().map(|job| coverage::meets(Some(job), world.now)).collect();
                 let tombstone = !world.store.tombstones().is_empty();
-                class_of(&(world.scene, world.store.config(), statuses, tombstone))
+                // A job outside the default queue: the queue names equal to its but for their
+                // bytes ([`name_probes`]) are made of it.
+                let elsewhere = world.store.jobs().iter().any(|job| *job.queue != *DEFAULT_QUEUE);
+                class_of(&(world.scene, world.store.config(), statuses, tombstone, elsewhere))
             }
             Set::Formula => 0,
         }
@@ -92,6 +97,8 @@ impl QueueModel {
                     settings_probes(world, &mut ops);
                     let mut varied = Vec::new();
                     argument_probes(world, &mut varied);
+                    name_probes(world, &mut ops);
+                    refusal_probes(world, &mut ops);
                     actions.extend(ops.drain(..).map(|op| Action::Probe { op, varies: None }));
                     actions.extend(
                         varied.into_iter().map(|(op, field)| Action::Probe { op, varies: Some(field) }),
@@ -180,6 +187,36 @@ impl QueueModel {
         for (outcome, jitter, after) in readings {
             ops.push(Op::RunOnce { queues: None, worker: worker_name(0), now, after, outcome, jitter });
         }
+        if !self.scene(world).lanes.is_empty() {
+            lane_probes(world, ops);
+        }
+    }
+}
+
+/// Where jobs go to several queues: a claim naming every list of those queues (each alone,
+/// and each order of two: SPEC 3.3.2, 6.32 — the order plays no part), and `stats` of each
+/// queue (3.8), so that every relation of [`crate::choices::Choice::Claim`] and
+/// [`crate::choices::Choice::Stats`] the store holds is put to it.
+fn lane_probes(world: &World, ops: &mut Vec<Op>) {
+    let store = &world.store;
+    let mut queues: Vec<&str> = vec![DEFAULT_QUEUE];
+    for queue in store.jobs().iter().map(|j| &*j.queue).chain(store.tombstones().iter().map(|t| &*t.queue)) {
+        if !queues.contains(&queue) {
+            queues.push(queue);
+        }
+    }
+    let now = world.now;
+    let mut lists: Vec<Vec<String>> = queues.iter().map(|&q| vec![q.to_owned()]).collect();
+    for &a in &queues {
+        for &b in queues.iter().filter(|&&b| b != a) {
+            lists.push(vec![a.to_owned(), b.to_owned()]);
+        }
+    }
+    for list in lists {
+        ops.push(Op::Claim { queues: Some(list), worker: worker_name(0), now });
+    }
+    for queue in queues {
+        ops.push(Op::Stats { queue: Some(queue.to_owned()), now });
     }
 }
 
@@ -283,6 +320,88 @@ fn argument_probes(world: &World, ops: &mut Vec<(Op, Field)>) {
                         ops.push((op, field));
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Names equal but for their bytes (SPEC 1.6, 5.2), derived from the contract: every operation,
+/// every name field the store compares ([`choices::compares_name`]), every class of
+/// [`NameClass`], made of the first job's id, its holder's name and the first queue a job is
+/// in that has a name of that class. Each must answer as a name the store does not hold: a
+/// missing id, another worker, another queue.
+fn name_probes(world: &World, ops: &mut Vec<Op>) {
+    let Some(job) = world.store.jobs().first() else { return };
+    let queues: Vec<&str> = world.store.jobs().iter().map(|j| &*j.queue).collect();
+    let holder = match &job.phase {
+        Phase::Leased { owner, .. } => Some(owner.to_string()),
+        _ => None,
+    };
+    for kind in OpKind::ALL {
+        for &field in contract::fields(kind).iter().filter(|&&f| choices::compares_name(kind, f)) {
+            let base = base_op(kind, world, &job.id);
+            let base = match (base, &holder) {
+                (Op::Complete { id, attempt, now, .. }, Some(h)) => {
+                    Op::Complete { worker: h.clone(), id, attempt, outcome: Outcome::Ok, now, jitter: None }
+                }
+                (Op::Heartbeat { id, attempt, now, .. }, Some(h)) => {
+                    Op::Heartbeat { worker: h.clone(), id, attempt, now }
+                }
+                (base, _) => base,
+            };
+            for class in NameClass::ALL {
+                let queue = queues.iter().find(|q| class.of(q).is_some()).unwrap_or(&queues[0]);
+                if let Some(op) = named(base.clone(), field, class, queue) {
+                    ops.push(op);
+                }
+            }
+        }
+    }
+}
+
+/// `op` with its `field` made a name of `class` equal but for its bytes to the one it holds
+/// there (to `queue`, the job's, for a queue field).
+fn named(mut op: Op, field: Field, class: NameClass, queue: &str) -> Option<Op> {
+    match (&mut op, field) {
+        (Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Heartbeat { id, .. }, Field::Id)
+        | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id)
+        | (Op::Complete { worker: id, .. } | Op::Heartbeat { worker: id, .. }, Field::Worker) => {
+            *id = class.of(id)?;
+        }
+        (Op::Enqueue { queue: q, .. } | Op::Stats { queue: q, .. }, Field::Queue) => {
+            *q = Some(class.of(queue)?);
+        }
+        (Op::Claim { queues, .. } | Op::RunOnce { queues, .. }, Field::Queues) => {
+            *queues = Some(vec![class.of(queue)?]);
+        }
+        _ => return None,
+    }
+    Some(op)
+}
+
+/// The fence of the first job, if leased, with every combination of the conditions its
+/// refusals weigh (SPEC 3.4, 3.12, 6.34): the holder or another worker, the current attempt or
+/// the next, at the clock, before the claim or at the deadline. Whatever else holds, a
+/// refusal comes in the contract's order ([`choices::Fence`]).
+fn refusal_probes(world: &World, ops: &mut Vec<Op>) {
+    let Some(job) = world.store.jobs().first() else { return };
+    let Phase::Leased { owner, claimed_at, .. } = &job.phase else { return };
+    let other = if **owner == *worker_name(0) { worker_name(1) } else { worker_name(0) };
+    let mut times = vec![world.now, job.deadline.max(world.now)];
+    times.extend(claimed_at.checked_sub(1));
+    for worker in [owner.to_string(), other] {
+        for attempt in [job.attempts, job.attempts + 1] {
+            for &now in &times {
+                let id = job.id.to_string();
+                ops.push(Op::Heartbeat { worker: worker.clone(), id: id.clone(), attempt, now });
+                ops.push(Op::Complete {
+                    worker: worker.clone(),
+                    id,
+                    attempt,
+                    outcome: Outcome::Ok,
+                    now,
+                    jitter: None,
+                });
             }
         }
     }
@@ -564,7 +683,7 @@ mod tests {
                 for &class in contract::classes(kind, field) {
                     let made = [1, 5].into_iter().any(|now| {
                         let world = World { now, ..world.clone() };
-                        varied(base_op(kind, &world, "job-z"), field, class, now).is_some()
+                        varied(base_op(kind, &world, &job_name(0)), field, class, now).is_some()
                     });
                     assert!(made, "{kind:?} {field:?} {class:?} has no representative");
                 }

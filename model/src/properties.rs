@@ -244,6 +244,9 @@ pub mod names {
     /// A `sometimes` property: a claim takes a job, passing over one of its queues due to end
     /// that its reap left (SPEC 3.3.2).
     pub const PICK_PASSED_DUE: &str = "a claim passes over a job due to end that its reap left";
+    /// A `sometimes` property: a job whose id was forgotten lives again — enqueued anew,
+    /// redriven — and is pruned again (SPEC 3.14, 3.15).
+    pub const LIVED_AGAIN: &str = "a forgotten id lives again: enqueued anew, redriven, pruned again";
 }
 
 /// Every property, in report order.
@@ -440,6 +443,7 @@ pub fn all() -> Vec<Check> {
             kind: Sometimes,
             holds: |_, w| w.events.contains(Events::PICK_PASSED_DUE),
         },
+        Check { name: LIVED_AGAIN, kind: Sometimes, holds: |_, w| w.events.contains(Events::LIVED_AGAIN) },
     ]
 }
 

@@ -225,6 +225,9 @@ pub struct Store {
     jobs: Jobs,
     /// Tombstones of pruned jobs, in the order they were pruned (SPEC 1.7).
     tombstones: Vec<Tombstone>,
+    /// Every id ever enqueued, in the order of its first enqueue: kept only by a store with
+    /// the seeded bug `forgotten-takes-old-place`, whose forget leaves it.
+    ever: Vec<Text>,
     bug: Option<Bug>,
 }
 
@@ -484,7 +487,7 @@ impl Store {
             }
             return Ok(Reply::Existing);
         }
-        self.jobs.push(Job {
+        let job = Job {
             id: id.into(),
             payload: payload.into(),
             phase: Phase::Pending { available_at: not_before },
@@ -500,7 +503,13 @@ impl Store {
             priority,
             ended_at: None,
             cancel_requested: false,
-        });
+        };
+        if self.bug(Bug::ForgottenTakesOldPlace) {
+            let at = seeded::old_place(&mut self.ever, &self.jobs, id);
+            self.jobs.insert(at, job);
+        } else {
+            self.jobs.push(job);
+        }
         Ok(Reply::Enqueued)
     }
 
@@ -540,8 +549,11 @@ impl Store {
     /// `(priority, available_at)`, ties to the first enqueued (the lowest position, as
     /// `min_by_key` keeps the first of equal keys).
     fn pick(&self, queues: &[String], now: u64) -> Option<usize> {
-        let served =
-            |job: &Job| self.bug(Bug::ClaimIgnoresQueues) || queues.iter().any(|q| **q == *job.queue);
+        let served = |job: &Job| {
+            self.bug(Bug::ClaimIgnoresQueues)
+                || queues.iter().any(|q| **q == *job.queue)
+                || (self.bug(Bug::QueueNameFolded) && queues.iter().any(|q| seeded::folded(q, &job.queue)))
+        };
         // A store of contract 1.2 whose reap leaves a job due to end claims it: its pick
         // trusted the reap (`pick-takes-due-to-end`, and the 1.2 bugs that show it so).
         let trusts_reap = matches!(
@@ -578,6 +590,16 @@ impl Store {
                 candidates.min_by_key(|(_, job)| (job.phase.available_at(), job.enqueued_at)).map(|(i, _)| i)
             }
             Some(Bug::ClaimQueuesInTurn) => seeded::queues_in_turn(candidates, queues),
+            Some(Bug::ClaimHeadsByDueTime) => seeded::heads_by_due_time(candidates),
+            Some(Bug::ClaimTieByQueueOrder) => candidates
+                .min_by_key(|(_, job)| {
+                    let named = queues.iter().position(|q| **q == *job.queue);
+                    (job.priority, job.phase.available_at(), named)
+                })
+                .map(|(i, _)| i),
+            Some(Bug::PriorityAges) => candidates
+                .min_by_key(|(_, job)| (seeded::aged(job, now), job.phase.available_at()))
+                .map(|(i, _)| i),
             Some(Bug::PriorityInverted) => candidates
                 .min_by_key(|(_, job)| (std::cmp::Reverse(job.priority), job.phase.available_at()))
                 .map(|(i, _)| i),
@@ -740,6 +762,9 @@ impl Store {
                     Reply::Dead { reason: DeadReason::Deadline }
                 } else {
                     job.phase = Phase::Pending { available_at };
+                    if bug == Some(Bug::RetryDropsPriority) {
+                        job.priority = 0;
+                    }
                     if bug == Some(Bug::ExtendDeadlineOnRetry) {
                         seeded::extend_deadline(job, delay);
                     }
@@ -903,7 +928,9 @@ impl Store {
     fn restart(&mut self) -> Reply {
         let (config, jobs, tombstones) =
             (self.config, std::mem::take(&mut self.jobs), std::mem::take(&mut self.tombstones));
-        *self = Store { config, jobs, tombstones, bug: self.bug };
+        // The ids table of `forgotten-takes-old-place` is stored too.
+        let ever = std::mem::take(&mut self.ever);
+        *self = Store { config, jobs, tombstones, ever, bug: self.bug };
         match self.bug {
             Some(Bug::RestartForgetsConfig) => self.config = Config::default(),
             Some(Bug::RestartReleasesLeases) => seeded::release_leases(&mut self.jobs),
@@ -959,9 +986,14 @@ impl Store {
                     let payload =
                         if bug == Some(Bug::TombstoneOtherDigest) { Text::default() } else { job.payload };
                     if bug != Some(Bug::PruneWithoutTombstone) {
+                        let queue = if bug == Some(Bug::TombstoneDefaultQueue) {
+                            DEFAULT_QUEUE.into()
+                        } else {
+                            job.queue
+                        };
                         self.tombstones.push(Tombstone {
                             id: job.id,
-                            queue: job.queue,
+                            queue,
                             payload,
                             phase: job.phase,
                             attempts: job.attempts,
@@ -1101,7 +1133,7 @@ impl Bug {
 /// The seeded bugs' deviations, kept out of the store's own functions so that mutation testing
 /// of the store (which leaves this module out) mutates only what the SPEC's store runs.
 mod seeded {
-    use super::{Config, End, Job, Jobs, Phase};
+    use super::{Config, End, Job, Jobs, Phase, Text};
     use crate::{Bug, DeadReason, Failure, validate};
 
     /// Open jobs whose deadline is at or before `before` removed, with no tombstone, and
@@ -1142,6 +1174,45 @@ mod seeded {
             let own = candidates.iter().filter(|(_, job)| *job.queue == **queue);
             own.min_by_key(|(_, job)| (job.priority, job.phase.available_at())).map(|(i, _)| *i)
         })
+    }
+
+    /// Each queue's best due job, then the one of those due first, ties to the first
+    /// enqueued (`claim-heads-by-due-time`).
+    pub fn heads_by_due_time<'a>(candidates: impl Iterator<Item = (usize, &'a Job)>) -> Option<usize> {
+        let candidates: Vec<_> = candidates.collect();
+        let head = |queue: &str| {
+            let own = candidates.iter().filter(|(_, job)| *job.queue == *queue);
+            own.min_by_key(|(_, job)| (job.priority, job.phase.available_at())).map(|(i, _)| *i)
+        };
+        let heads = candidates.iter().filter(|(i, job)| head(&job.queue) == Some(*i));
+        heads.min_by_key(|(_, job)| job.phase.available_at()).map(|(i, _)| *i)
+    }
+
+    /// Where a new job called `id` goes among `jobs` (`forgotten-takes-old-place`): an id
+    /// enqueued before goes back before every job first enqueued after it, as `ever` (every id
+    /// ever enqueued, in order) remembers them; a new one goes last, and is remembered.
+    pub fn old_place(ever: &mut Vec<Text>, jobs: &[Job], id: &str) -> usize {
+        let seq = |id: &str| ever.iter().position(|e| **e == *id);
+        match seq(id) {
+            Some(old) => {
+                jobs.iter().position(|job| seq(&job.id).is_some_and(|p| p > old)).unwrap_or(jobs.len())
+            }
+            None => {
+                ever.push(id.into());
+                jobs.len()
+            }
+        }
+    }
+
+    /// Two queue names equal without regard to case (`queue-name-folded`).
+    pub fn folded(a: &str, b: &str) -> bool {
+        a.to_lowercase() == b.to_lowercase()
+    }
+
+    /// A job's priority aged by the time it has been due, one for each 2^30 ms
+    /// (`priority-ages`).
+    pub fn aged(job: &Job, now: u64) -> u64 {
+        job.priority.saturating_sub(now.saturating_sub(job.phase.available_at().unwrap_or(now)) >> 30)
     }
 
     /// Only the first job ever enqueued is looked at (`claim-only-first-job`).

@@ -535,17 +535,11 @@ fn reap(jobs: &mut [Job], now: u64, limit: u64, first_enqueue: &dyn Fn(&str) -> 
     // Each job due to end: its rule, the time it is ordered by, its first enqueue, where it is.
     let mut due: SmallVec<[DueToEnd; 4]> = SmallVec::new();
     for (i, job) in jobs.iter().enumerate() {
-        let (rule, at, reason) = match job.phase {
-            Phase::Leased { until, .. } if until > now => continue,
-            // SPEC 3.3.1: the operator's request first.
-            Phase::Leased { until, .. } if job.cancel_requested => (1, until, DeadReason::Cancelled),
-            Phase::Leased { until, .. } if job.attempts >= job.max_attempts => {
-                (2, until, DeadReason::Exhausted)
-            }
-            Phase::Leased { .. } | Phase::Pending { .. } if job.deadline <= now => {
-                (3, job.deadline, DeadReason::Deadline)
-            }
-            _ => continue,
+        let Some((rule, at)) = reap_key(job, now) else { continue };
+        let reason = match rule {
+            1 => DeadReason::Cancelled,
+            2 => DeadReason::Exhausted,
+            _ => DeadReason::Deadline,
         };
         due.push((rule, at, first_enqueue(&job.id).unwrap_or(usize::MAX), i, reason));
     }
@@ -823,12 +817,20 @@ pub fn claimable(
 /// or out of budget, or a pending job or an expired lease at or past its deadline. Only a reap
 /// ends it, and no pick takes it, reaped or not (3.3.2).
 pub fn due_to_end(job: &Job, now: u64) -> bool {
+    reap_key(job, now).is_some()
+}
+
+/// Where a job due to end at `now` stands in the reap's order (SPEC 3.3.1): the rule that ends
+/// it (1 the request, 2 the budget, 3 the deadline) and the time that rule orders by (the lease's
+/// expiry for the first two, the deadline for the third); `None` for a job not due to end.
+pub fn reap_key(job: &Job, now: u64) -> Option<(u8, u64)> {
     match job.phase {
-        Phase::Leased { until, .. } if until <= now => {
-            job.cancel_requested || job.attempts >= job.max_attempts || job.deadline <= now
-        }
-        Phase::Pending { .. } => job.deadline <= now,
-        _ => false,
+        Phase::Leased { until, .. } if until > now => None,
+        // SPEC 3.3.1: the operator's request first.
+        Phase::Leased { until, .. } if job.cancel_requested => Some((1, until)),
+        Phase::Leased { until, .. } if job.attempts >= job.max_attempts => Some((2, until)),
+        Phase::Leased { .. } | Phase::Pending { .. } if job.deadline <= now => Some((3, job.deadline)),
+        _ => None,
     }
 }
 

@@ -11,10 +11,10 @@ use std::borrow::Cow;
 
 use crate::bug::Bug;
 use crate::checker::{self, CheckReport, Options, Probed};
-use crate::contract;
 use crate::model::{Action, QueueModel, World};
 use crate::probes::Set;
 use crate::properties;
+use crate::{choices, contract};
 
 impl Probed for QueueModel {
     fn probe_sets(&self) -> usize {
@@ -40,11 +40,11 @@ impl Probed for QueueModel {
     }
 }
 
-/// How many cells the contract's two tables hold: operation × status × answer, then
-/// operation × field × class of argument.
+/// How many cells the contract's tables hold: operation × status × answer, then operation ×
+/// field × class of argument, then the relations of its choices ([`crate::choices`]).
 pub fn cell_count() -> usize {
     static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *COUNT.get_or_init(|| contract::cells().len() + contract::arg_cells().len())
+    *COUNT.get_or_init(|| contract::cells().len() + contract::arg_cells().len() + choices::choices().len())
 }
 
 impl QueueModel {

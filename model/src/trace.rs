@@ -8,7 +8,8 @@
 //! worker was given. The trace starts with the model's `config` and ends with a `get` of every
 //! job and an enqueue of its own payload (`existing`), so that its final state shows; a liveness counterexample first runs the reaps at the
 //! horizon that should have ended every job (repeated while each ends `reap_limit`); a path that restarts or sends a config ends with
-//! a claim, whose lease shows the settings. After each operation a comment gives the model's
+//! a claim, whose lease shows the settings, and one that enqueues a forgotten id anew with a
+//! claim, whose tie shows the order of first enqueues. After each operation a comment gives the model's
 //! response, so a replay's output can be compared with it line by line.
 //!
 //! Layer: above the world ([`crate::model`]) and the checker's [`Path`], below what prints a
@@ -101,6 +102,10 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
                 base_ms: None,
                 cap_ms: None,
             });
+            probe(Op::Claim { queues: None, worker: SETTINGS_PROBE.into(), now: last.now });
+        } else if path.actions.iter().any(|a| matches!(a, Action::Reenqueue { .. })) {
+            // The order of first enqueues is seen only through claim's ties: a path that
+            // enqueues a forgotten id anew ends with a claim (SPEC 3.15, 6.1).
             probe(Op::Claim { queues: None, worker: SETTINGS_PROBE.into(), now: last.now });
         }
     }

@@ -60,17 +60,18 @@ const BACKLOG_EXAMPLES: [&str; 1] = [properties::names::PICK_PASSED_DUE];
 /// The examples only the range's edges show.
 const EDGE_EXAMPLES: [&str; 1] = [properties::names::LEASE_PAST_MAX_INT];
 
-/// The examples only contract 1.2's scenes show: priorities ([`Scene::lanes`]; a queue passed
-/// over shows with one job, by a probe), and cancels of running jobs, prunes and forgets
-/// ([`Scene::retention`]).
+/// The examples only contract 1.2's scenes show: priorities ([`Scene::choices`]; a queue passed
+/// over shows with one job, by a probe), and cancels of running jobs, prunes and forgets, and a
+/// forgotten id's second life ([`Scene::retention`]).
 ///
-/// [`Scene::lanes`]: retryq_model::model::Scene::lanes
+/// [`Scene::choices`]: retryq_model::model::Scene::choices
 /// [`Scene::retention`]: retryq_model::model::Scene::retention
 const LANE_EXAMPLES: [&str; 2] = [properties::names::PRIORITY_FIRST, properties::names::QUEUE_PASSED_OVER];
-const RETENTION_EXAMPLES: [&str; 3] = [
+const RETENTION_EXAMPLES: [&str; 4] = [
     properties::names::RUNNING_CANCELLED,
     properties::names::PRUNED_REENQUEUED,
     properties::names::FORGOTTEN_ENQUEUED,
+    properties::names::LIVED_AGAIN,
 ];
 
 /// The examples only one job shows: what the two-job scene leaves to it (switched settings,
@@ -88,7 +89,7 @@ fn two_jobs() -> Bounds {
 fn the_spec_store_keeps_every_property_and_shows_every_example() {
     let scene = |scene| Bounds { scenes: vec![scene], ..Bounds::default() };
     let edges = scene(retryq_model::model::Scene::edges());
-    let lanes = scene(retryq_model::model::Scene::lanes());
+    let lanes = scene(retryq_model::model::Scene::choices());
     let retention = scene(retryq_model::model::Scene::retention());
     let backlog = scene(retryq_model::model::Scene::backlog());
     for (bounds, examples) in [

@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use retryq_model::checker::{CheckReport, Finding, Kind, Progress, Status};
-use retryq_model::contract;
 use retryq_model::model::{Action, Bounds, QueueModel, Scene, World};
 use retryq_model::trace;
+use retryq_model::{choices, contract};
 use serde::Serialize;
 
 use super::CliError;
@@ -226,7 +226,12 @@ pub fn unreached(report: &CheckReport<World, Action>, deep: bool) -> Vec<String>
         .zip(report.cells.iter().skip(table.len()))
         .filter(|(_, path)| path.is_none())
         .map(|(cell, _)| format!("{} with {} {}", cell.op.name(), cell.field.name(), cell.class.name()));
-    cells.chain(args).collect()
+    let relations = choices::choices()
+        .into_iter()
+        .zip(report.cells.iter().skip(table.len() + contract::arg_cells().len()))
+        .filter(|(_, path)| path.is_none())
+        .map(|(choice, _)| choice.name());
+    cells.chain(args).chain(relations).collect()
 }
 
 /// The contract's table, each cell reached or not, with the length of a shortest path to it
@@ -258,6 +263,16 @@ fn print_coverage(model: &QueueModel, report: &CheckReport<World, Action>) -> Re
             None => "NOT REACHED".into(),
         };
         outln!("{:<12} {:<14} {:<10} {reached}", cell.op.name(), cell.field.name(), cell.class.name())?;
+    }
+    outln!()?;
+    outln!("the contract's choices (SPEC 1.6, 3.3–3.15): each relation its rules compare")?;
+    let skip = table + contract::arg_cells().len();
+    for (choice, path) in choices::choices().into_iter().zip(report.cells.iter().skip(skip)) {
+        let reached = match path {
+            Some(path) => format!("reached ({} steps)", path.len()),
+            None => "NOT REACHED".into(),
+        };
+        outln!("{:<78} {reached}", choice.name())?;
     }
     Ok(())
 }
@@ -351,13 +366,16 @@ fn print_report(
     let table = contract::cells().len();
     let reached = |cells: &[Option<_>]| cells.iter().filter(|c| c.is_some()).count();
     if model.bug.is_none() {
-        let (cells, args) = report.cells.split_at(table.min(report.cells.len()));
+        let (cells, rest) = report.cells.split_at(table.min(report.cells.len()));
+        let (args, relations) = rest.split_at(contract::arg_cells().len().min(rest.len()));
         outln!(
-            "cells reached: {} of {} of the contract's table, {} of {} of the argument table (--coverage prints them)",
+            "cells reached: {} of {} of the contract's table, {} of {} of the argument table, {} of {} of its choices (--coverage prints them)",
             reached(cells),
             cells.len(),
             reached(args),
-            args.len()
+            args.len(),
+            reached(relations),
+            relations.len()
         )?;
     }
     let violated = report.findings.iter().filter(|f| f.status == Status::Violated).count();

@@ -6,7 +6,7 @@
 //! by a renumbering of workers are one state (stateright's Explorer ignores stateright's own
 //! symmetry option, so the model steps to each world's representative instead; the states
 //! counted are the ones `check` counts). Actions and steps name workers and jobs as `check`'s
-//! traces do (`w1`, `job-z`), each step shown as its trace line.
+//! traces do (`wé1`, `jöb-z`), each step shown as its trace line.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
