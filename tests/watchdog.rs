@@ -156,7 +156,9 @@ fn hops(log: &Path) -> u64 {
 }
 
 /// Three workers are killed with SIGKILL while their commands hop from session to session:
-/// every chain stops within half a second and never starts again. (Against the build before,
+/// every chain stops once the watchdog's kill grace (SIGTERM, then 500 ms before SIGKILL:
+/// `KILL_GRACE`) is over and its kills have caught it, and never starts again. The chains are
+/// read 2 s after the kill: a read at half a second raced the grace itself. (Against the build before,
 /// a chain outran the watchdog's 20 rounds of kills about one time in three.)
 fn a_fork_hopping_command_dies_with_its_worker(how: Containment) {
     if !how.here() {
@@ -180,7 +182,7 @@ fn a_fork_hopping_command_dies_with_its_worker(how: Containment) {
         worker.kill().expect("SIGKILL");
         worker.wait().expect("reap");
     }
-    thread::sleep(Duration::from_millis(500));
+    thread::sleep(retryq_worker::KILL_GRACE + Duration::from_millis(1500));
     let after_kill: Vec<u64> = logs.iter().map(|log| hops(log)).collect();
     thread::sleep(Duration::from_millis(1500));
     let later: Vec<u64> = logs.iter().map(|log| hops(log)).collect();

@@ -234,6 +234,9 @@ impl Told {
     }
 }
 
+/// How many walks in a row must find no process of the command before its kill is over.
+const QUIET_WALKS: u32 = 3;
+
 /// The command as the watchdog kills it: its process group, its cgroup if it has one, and
 /// every descendant of the watchdog.
 struct Contained {
@@ -258,16 +261,25 @@ impl Contained {
 
     /// SIGKILL to every process of the command, again and again until none is left: in a
     /// cgroup at once; walking `/proc`, until the walk has caught a command that forks
-    /// faster than it.
+    /// faster than it. One walk that finds none is not enough: a process forked by a parent
+    /// that exits at that moment is not yet the watchdog's (its reparenting is under way), and
+    /// a watchdog that returned then would leave it to hop on; so none must be found in
+    /// [`QUIET_WALKS`] walks in a row.
     fn kill_all(&self) {
         let mut pause = Duration::from_micros(200);
+        let mut quiet = 0;
         loop {
             if let Some(cgroup) = &self.cgroup {
                 let _ = cgroup.kill();
             }
             self.signal(Signal::KILL);
-            if !self.alive() {
-                return;
+            if self.alive() {
+                quiet = 0;
+            } else {
+                quiet += 1;
+                if quiet == QUIET_WALKS {
+                    return;
+                }
             }
             thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(20));
