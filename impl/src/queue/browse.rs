@@ -6,7 +6,7 @@
 //! next page starts after it, so a page costs the same wherever it is and jobs enqueued
 //! meanwhile never shift a page under an operator.
 
-use rusqlite::params;
+use rusqlite::{ToSql, params, params_from_iter};
 
 use super::inspect::job_of;
 use super::store::Queue;
@@ -127,44 +127,32 @@ impl Queue {
         let limit = i64::from(filter.limit) + 1;
         let end = filter.id_prefix.and_then(prefix_end);
         self.read(|tx| {
+            // The id index's range when the prefix has few matches ([`BROWSE_BY_ID`] takes its
+            // end as `?8`), the walk otherwise.
+            let mut by_id = None;
             if let (Some(prefix), Some(end)) = (filter.id_prefix, end.as_deref()) {
                 let matches: i64 = tx
                     .prepare_cached(PREFIX_MATCHES)?
                     .query_row(params![prefix, end, PREFIX_SORT + 1], |row| row.get(0))?;
                 if matches <= PREFIX_SORT {
-                    let mut rows = tx
-                        .prepare_cached(BROWSE_BY_ID)?
-                        .query_map(
-                            params![
-                                start,
-                                filter.status,
-                                filter.reason,
-                                filter.queue,
-                                prefix,
-                                enqueued_by,
-                                limit,
-                                end
-                            ],
-                            |row| Ok((job_of(row)?, row.get::<_, i64>(21)?)),
-                        )?
-                        .collect::<rusqlite::Result<Vec<_>>>()?;
-                    return Ok(page(&mut rows, filter.limit));
+                    by_id = Some(end);
                 }
             }
+            let args: [&dyn ToSql; 7] = [
+                &start,
+                &filter.status,
+                &filter.reason,
+                &filter.queue,
+                &filter.id_prefix,
+                &enqueued_by,
+                &limit,
+            ];
+            let end_arg = by_id.as_ref().map(|end| end as &dyn ToSql);
             let mut rows = tx
-                .prepare_cached(BROWSE)?
-                .query_map(
-                    params![
-                        start,
-                        filter.status,
-                        filter.reason,
-                        filter.queue,
-                        filter.id_prefix,
-                        enqueued_by,
-                        limit
-                    ],
-                    |row| Ok((job_of(row)?, row.get::<_, i64>(21)?)),
-                )?
+                .prepare_cached(if by_id.is_some() { BROWSE_BY_ID } else { BROWSE })?
+                .query_map(params_from_iter(args.into_iter().chain(end_arg)), |row| {
+                    Ok((job_of(row)?, row.get::<_, i64>(21)?))
+                })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(page(&mut rows, filter.limit))
         })
