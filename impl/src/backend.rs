@@ -191,6 +191,32 @@ pub trait Backend: Send + ServerTime {
     }
 }
 
+/// A store borrowed mutably, whatever holds it: a store itself (`&mut queue`), the
+/// `Box<dyn Backend>` [`open_backend`] returns (`&mut store`), or a `&mut dyn Backend`.
+/// What a worker takes, so that a caller never writes `&mut *store`.
+pub trait BackendMut {
+    /// The store, as a trait object.
+    fn backend_mut(&mut self) -> &mut dyn Backend;
+}
+
+impl<B: Backend> BackendMut for B {
+    fn backend_mut(&mut self) -> &mut dyn Backend {
+        self
+    }
+}
+
+impl BackendMut for dyn Backend + '_ {
+    fn backend_mut(&mut self) -> &mut dyn Backend {
+        self
+    }
+}
+
+impl BackendMut for Box<dyn Backend + '_> {
+    fn backend_mut(&mut self) -> &mut dyn Backend {
+        &mut **self
+    }
+}
+
 /// How many jobs [`Backend::enqueue_bulk`]'s default writes in one transaction.
 const BULK_BATCH: usize = 100;
 

@@ -128,6 +128,12 @@ pub enum Error {
     #[cfg(feature = "postgres")]
     #[error("storage: {}", postgres_text(.0))]
     Postgres(#[from] postgres::Error),
+    /// sqlx failed (feature `sqlx`), in an enqueue in the application's transaction
+    /// ([`PgQueue::enqueue_in_sqlx`](crate::PgQueue::enqueue_in_sqlx)). Of kind
+    /// [`ErrorKind::Storage`].
+    #[cfg(feature = "sqlx")]
+    #[error("storage: {0}")]
+    Sqlx(#[from] sqlx::Error),
     /// The thread that owns the queue of an `AsyncQueue` (feature `tokio`) is gone: the
     /// queue was closed, its thread could not be started, or it stopped on a panic. The
     /// operation was not run; no later one will be.
@@ -209,6 +215,8 @@ impl Error {
             | Error::Clock(_) => ErrorKind::Storage,
             #[cfg(feature = "postgres")]
             Error::Postgres(_) => ErrorKind::Storage,
+            #[cfg(feature = "sqlx")]
+            Error::Sqlx(_) => ErrorKind::Storage,
         }
     }
 
@@ -236,6 +244,11 @@ impl Error {
         match self {
             #[cfg(feature = "postgres")]
             Error::Postgres(e) => e.code().map(|code| code.code()),
+            #[cfg(feature = "sqlx")]
+            Error::Sqlx(e) => match e.as_database_error()?.code()? {
+                std::borrow::Cow::Borrowed(code) => Some(code),
+                std::borrow::Cow::Owned(_) => None,
+            },
             _ => None,
         }
     }

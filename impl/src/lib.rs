@@ -87,7 +87,7 @@ mod upgrade;
 #[cfg(feature = "tokio")]
 pub use asynch::AsyncQueue;
 pub use audit::{Audit, Check, Violation};
-pub use backend::{Backend, open_backend};
+pub use backend::{Backend, BackendMut, open_backend};
 pub use clock::{
     Clock, ClockError, JUMP_MS, Jitter, ManualClock, ServerClock, ServerTime, SystemClock, UniformJitter,
     now_ms,
@@ -129,3 +129,10 @@ pub use refusal::{FileKind, Refusal};
 /// the [`rusqlite::Transaction`] given to [`enqueue_in`] is of the same version.
 pub use rusqlite;
 pub use schema::install;
+/// The sqlx this crate's [`PgQueue::enqueue_in_sqlx`] takes a connection of (feature `sqlx`).
+#[cfg(feature = "sqlx")]
+pub use sqlx;
+/// The `tokio-postgres` this crate's [`PgQueue::enqueue_in_tokio_postgres`] takes a
+/// transaction of (feature `tokio-postgres`).
+#[cfg(feature = "tokio-postgres")]
+pub use tokio_postgres;

@@ -6,6 +6,7 @@
 //! `cargo run -p retryq-worker --example orders [DB]`: DB is a SQLite file (by default one
 //! in a temporary directory) or a `postgres://` URL; nothing else changes.
 
+// ANCHOR: readme
 use std::time::Duration;
 
 use retryq::{Enqueue, Outbox, Status};
@@ -13,16 +14,6 @@ use retryq_worker::{Attempt, JobError, Stop, Worker};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-fn main() -> Result<(), BoxError> {
-    let dir = tempfile::tempdir()?;
-    let db = std::env::args().nth(1).unwrap_or_else(|| dir.path().join("shop.db").display().to_string());
-    for (id, status) in run(&db)? {
-        println!("{id}: {status}");
-    }
-    Ok(())
-}
-
-// ANCHOR: readme
 /// Places four orders, cancels one, delivers the rest; each delivery job's final status.
 pub fn run(db: &str) -> Result<Vec<(String, Status)>, BoxError> {
     let mut shop = Outbox::open(db)?;
@@ -63,3 +54,12 @@ async fn deliver(attempt: Attempt) -> Result<(), JobError> {
     Ok(())
 }
 // ANCHOR_END: readme
+
+fn main() -> Result<(), BoxError> {
+    let dir = tempfile::tempdir()?;
+    let db = std::env::args().nth(1).unwrap_or_else(|| dir.path().join("shop.db").display().to_string());
+    for (id, status) in run(&db)? {
+        println!("{id}: {status}");
+    }
+    Ok(())
+}

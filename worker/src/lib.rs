@@ -28,7 +28,7 @@
 //! - [`Transport`]: how an attempt is sent, and two transports: [`Exec`], which runs a shell
 //!   command per attempt and reads the outcome from its exit status (through a
 //!   [`Trampoline`], beside a watchdog that ends it with its lease however the worker fares:
-//!   killed, stopped or frozen), and [`Http`], which
+//!   killed, stopped or frozen), and `Http` (feature `http`), which
 //!   POSTs the payload to one of several URLs and reads the outcome from a status table and
 //!   the receiver's pushback, with the control crate's node avoidance and retry budget;
 //! - [`Stop`]: SIGTERM and SIGINT — the first claims nothing more and lets the attempts
@@ -55,6 +55,7 @@ mod exec;
 mod fsize;
 mod handler;
 mod held;
+#[cfg(feature = "http")]
 pub mod http;
 mod identity;
 mod outage;
@@ -77,6 +78,7 @@ pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE, SHELL};
 pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
 pub use handler::{Attempt, JobError};
+#[cfg(feature = "http")]
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use identity::process_name;
 pub use outcome::{Summary, WorkError};
@@ -87,3 +89,9 @@ pub use trampoline::{EXIT_NOT_STARTED, Trampoline, bounce};
 pub use transport::{Transport, Unclassified};
 pub use window::{Cut, LeaseEnds, POLL, Window};
 pub use work::{work, work_in_slots, work_with_clock};
+
+/// The README's library snippet, compiled as a doctest with its imports exactly as a reader
+/// copies it (`tests/readme.rs` checks that it is a region of `examples/orders.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

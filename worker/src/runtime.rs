@@ -10,7 +10,7 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use retryq::{Backend, Claimed, Outcome, Report, Settings};
+use retryq::{BackendMut, Claimed, Outcome, Report, Settings};
 use tracing::field::Empty;
 
 use crate::config::{Config, ConfigError};
@@ -27,7 +27,7 @@ use crate::work::work_in_slots;
 ///
 /// The defaults are the binary's: one attempt at a time, SPEC section 5's lease (30 s,
 /// renewed every 10 s while a handler runs) and backoff (100 ms doubling up to 1 s), a
-/// 20 s timeout per attempt, and the store's clock and jitter ([`Backend::clock`]: by default
+/// 20 s timeout per attempt, and the store's clock and jitter ([`retryq::Backend::clock`]: by default
 /// PostgreSQL's clock on PostgreSQL, this host's on SQLite, and a uniform jitter). A handler's
 /// error means "retry" ([`JobError`]).
 ///
@@ -59,9 +59,11 @@ impl Worker {
         Ok(Worker { config: Config::new(process_name(name)?), concurrency: 1 })
     }
 
-    /// A worker that runs as `config` says (its `worker` name as given).
-    pub fn with_config(config: Config) -> Worker {
-        Worker { config, concurrency: 1 }
+    /// A worker that runs as `config` says (its `worker` name as given), or why it cannot
+    /// ([`Config::validate`]), as [`Worker::new`] answers for a bad name.
+    pub fn with_config(config: Config) -> Result<Worker, ConfigError> {
+        config.validate()?;
+        Ok(Worker { config, concurrency: 1 })
     }
 
     /// How many attempts run at once (each on a thread of its own; at least 1).
@@ -108,10 +110,15 @@ impl Worker {
     /// records what they answer, then returns. A second returns as soon as the running
     /// handlers return, recording nothing of them: their jobs wait out their leases, as
     /// after a crash. A handler that may run long should watch [`Attempt::time_left`].
-    pub fn run<F>(&self, store: &mut dyn Backend, stop: &Stop, handler: F) -> Result<Summary, WorkError>
+    ///
+    /// `store` is any store, the `Box<dyn Backend>` [`retryq::open_backend`] returns, or a
+    /// `&mut dyn Backend` ([`BackendMut`]).
+    pub fn run<S, F>(&self, store: &mut S, stop: &Stop, handler: F) -> Result<Summary, WorkError>
     where
+        S: BackendMut + ?Sized,
         F: Fn(&Attempt) -> Result<(), JobError> + Sync,
     {
+        let store = store.backend_mut();
         let mut slots: Vec<Handled<'_, F>> = (0..self.concurrency)
             .map(|_| Handled { handler: &handler, worker: &self.config.worker })
             .collect();
@@ -126,7 +133,7 @@ impl Worker {
     #[cfg(feature = "tokio")]
     pub async fn run_async<F, Fut>(
         self,
-        store: impl Into<Box<dyn Backend>>,
+        store: impl Into<Box<dyn retryq::Backend>>,
         stop: Stop,
         handler: F,
     ) -> Result<Summary, WorkError>

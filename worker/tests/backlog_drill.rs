@@ -79,7 +79,7 @@ fn worker(name: &str, queues: &[&str]) -> Worker {
     let mut config = Worker::new(name).expect("name").config().clone();
     config.queues = queues.iter().map(|q| (*q).to_owned()).collect();
     config.until_idle = true;
-    Worker::with_config(config).concurrency(16)
+    Worker::with_config(config).expect("config").concurrency(16)
 }
 
 /// The drill on a store opened three times: by the fresh job's worker, by the backlog's, and

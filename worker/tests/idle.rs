@@ -55,7 +55,8 @@ fn run_idle(store: &mut dyn Backend) -> Summary {
         let mut config = worker.config().clone();
         config.max_sleep = MAX_SLEEP;
         config
-    });
+    })
+    .expect("config");
     let summary = worker
         .run(store, &stop, |attempt: &Attempt| {
             panic!("nothing of `default` is due, yet {} ran", attempt.id())

@@ -23,7 +23,7 @@ fn pickup(store: &mut dyn Backend, mut other: Box<dyn Backend>) -> Vec<(String, 
     let enqueued = Mutex::new(None::<Instant>);
     let mut config = Worker::new("picker").expect("name").config().clone();
     config.max_sleep = MAX_SLEEP;
-    let worker = Worker::with_config(config);
+    let worker = Worker::with_config(config).expect("config");
     thread::scope(|scope| {
         let (stop, enqueued) = (&stop, &enqueued);
         scope.spawn(move || {

@@ -232,3 +232,29 @@ fn a_payload_naming_a_key_twice_dies_permanent_instead_of_keeping_the_last() {
         "{job:?}"
     );
 }
+
+/// The call a reader writes first: `run(&mut store, …)` on the `Box<dyn Backend>` that
+/// `open_backend` returns (no `&mut *store`), a `&mut dyn Backend`, and a `Queue` itself.
+#[test]
+fn run_takes_the_box_open_backend_returns_a_dyn_backend_and_a_queue() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("jobs.db");
+    let mut store = retryq::open_backend(path.to_str().expect("a UTF-8 path")).expect("open");
+    let job = |id| retryq::NewJob {
+        id,
+        payload: "p",
+        max_attempts: 3,
+        deadline: u64::MAX >> 12,
+        now: 0,
+        ..Default::default()
+    };
+    store.enqueue(&job("boxed")).expect("enqueue");
+    let summary = worker().run(&mut store, &Stop::new(), |_: &Attempt| Ok(())).expect("run");
+    assert_eq!(summary.done, 1);
+    store.enqueue(&job("dyn")).expect("enqueue");
+    let dynamic: &mut dyn retryq::Backend = &mut *store;
+    assert_eq!(worker().run(dynamic, &Stop::new(), |_: &Attempt| Ok(())).expect("run").done, 1);
+    let mut queue = queue(&["plain"], 3);
+    assert_eq!(worker().run(&mut queue, &Stop::new(), |_: &Attempt| Ok(())).expect("run").done, 1);
+    assert_eq!(store.get("boxed").expect("get").map(|j| j.status), Some(Status::Done));
+}

@@ -11,7 +11,7 @@ use crate::queue::enqueue::{Enqueued, NewJob};
 
 /// How many times an enqueue looks again when the id's job was pruned between its insert
 /// and its read (see [`insert`]).
-const STARTS: usize = 4;
+pub(super) const STARTS: usize = 4;
 
 /// A new job is pending from its `not_before` (`$6`, already `now` when none was given), in
 /// its queue (`$9`) at its priority (`$10`); an existing id is left exactly as it is, and so
@@ -20,7 +20,7 @@ const STARTS: usize = 4;
 /// store it once: the second finds the first's row and answers as for any existing id. The
 /// row is made from the shared turn's row, so the statement takes the turn before it writes,
 /// also when it runs on its own (`turn.rs`).
-const INSERT: &str = concat!(
+pub(super) const INSERT: &str = concat!(
     "
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
                       redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms, queue,
@@ -34,10 +34,10 @@ const INSERT: &str = concat!(
 );
 
 /// A pruned id's tombstone: its payload's digest decides `existing` or `conflict`.
-const TOMBSTONE_DIGEST: &str = "SELECT digest FROM tombstones WHERE id = $1";
+pub(super) const TOMBSTONE_DIGEST: &str = "SELECT digest FROM tombstones WHERE id = $1";
 
 /// Byte for byte, as SPEC 3.2 compares payloads (`bytea` equality).
-const SAME_PAYLOAD: &str = "SELECT payload = $2 FROM jobs WHERE id = $1";
+pub(super) const SAME_PAYLOAD: &str = "SELECT payload = $2 FROM jobs WHERE id = $1";
 
 impl PgQueue {
     /// [`Queue::enqueue`](crate::Queue::enqueue) on PostgreSQL: a new id is stored
@@ -54,27 +54,8 @@ impl PgQueue {
         // A new id is the common case: the insert alone, as its own transaction. An existing
         // or pruned one is looked at in a transaction of its own (its payload, and its
         // tombstone's digest, never change).
-        let payload = job.payload.as_bytes();
-        let (max_attempts, deadline, now) =
-            (big("max_attempts", job.max_attempts)?, big("deadline", job.deadline)?, big("now", job.now)?);
-        let (not_before, base_ms, cap_ms) = (
-            big("not_before", job.not_before.unwrap_or(job.now))?,
-            opt_big("base_ms", job.base_ms)?,
-            opt_big("cap_ms", job.cap_ms)?,
-        );
-        let (queue, priority) = place(job)?;
-        let params: [&(dyn postgres::types::ToSql + Sync); 10] = [
-            &job.id,
-            &payload,
-            &max_attempts,
-            &deadline,
-            &now,
-            &not_before,
-            &base_ms,
-            &cap_ms,
-            &queue,
-            &priority,
-        ];
+        let row = Row::of(job)?;
+        let params = row.params();
         if self.single(INSERT, &params)? == 1 {
             return Ok(Enqueued::New);
         }
@@ -123,41 +104,91 @@ pub(super) fn place<'a>(job: &NewJob<'a>) -> Result<(&'a str, i16)> {
 /// (which found it) and the read (which did not) is looked at again, and then its tombstone
 /// answers.
 pub(super) fn insert(tx: &mut Tx<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
-    let payload = job.payload.as_bytes();
-    let (queue, priority) = place(job)?;
+    let row = Row::of(job)?;
     for _ in 0..STARTS {
-        if let Some(row) = tx.query_opt(TOMBSTONE_DIGEST, &[&job.id])? {
-            let digest: String = row.try_get(0)?;
-            return match digest == payload_digest(job.payload) {
-                true => Ok(Enqueued::Existing),
-                false => Err(Error::Conflict { id: job.id.to_owned() }),
-            };
+        if let Some(found) = tx.query_opt(TOMBSTONE_DIGEST, &[&job.id])? {
+            return by_tombstone(job, &found.try_get::<_, String>(0)?);
         }
-        let inserted = tx.execute(
-            INSERT,
-            &[
-                &job.id,
-                &payload,
-                &big("max_attempts", job.max_attempts)?,
-                &big("deadline", job.deadline)?,
-                &big("now", job.now)?,
-                &big("not_before", job.not_before.unwrap_or(job.now))?,
-                &opt_big("base_ms", job.base_ms)?,
-                &opt_big("cap_ms", job.cap_ms)?,
-                &queue,
-                &priority,
-            ],
-        )?;
-        if inserted == 1 {
+        if tx.execute(INSERT, &row.params())? == 1 {
             return Ok(Enqueued::New);
         }
-        let same = tx.query_opt(SAME_PAYLOAD, &[&job.id, &payload])?;
-        match same.map(|row| row.try_get::<_, bool>(0)).transpose()? {
-            Some(true) => return Ok(Enqueued::Existing),
-            Some(false) => return Err(Error::Conflict { id: job.id.to_owned() }),
-            // Pruned (or pruned and forgotten) since the insert looked: look again.
-            None => {}
+        let same = tx.query_opt(SAME_PAYLOAD, &[&job.id, &row.payload])?;
+        if let Some(answer) = by_payload(job, same.map(|found| found.try_get::<_, bool>(0)).transpose()?) {
+            return answer;
         }
     }
-    Err(Error::Corrupt(format!("job {:?} neither inserted nor found {STARTS} times", job.id)))
+    Err(gave_up(job))
+}
+
+/// `INSERT`'s ten parameters, `$1` … `$10` in its order, as PostgreSQL types: what every
+/// driver binds (the `postgres` client here, `tokio-postgres` and sqlx in `outside.rs`).
+pub(super) struct Row<'a> {
+    pub(super) id: &'a str,
+    pub(super) payload: &'a [u8],
+    pub(super) max_attempts: i64,
+    pub(super) deadline: i64,
+    pub(super) now: i64,
+    pub(super) not_before: i64,
+    pub(super) base_ms: Option<i64>,
+    pub(super) cap_ms: Option<i64>,
+    pub(super) queue: &'a str,
+    pub(super) priority: i16,
+}
+
+impl<'a> Row<'a> {
+    /// The row of a validated `job`.
+    pub(super) fn of(job: &NewJob<'a>) -> Result<Row<'a>> {
+        let (queue, priority) = place(job)?;
+        Ok(Row {
+            id: job.id,
+            payload: job.payload.as_bytes(),
+            max_attempts: big("max_attempts", job.max_attempts)?,
+            deadline: big("deadline", job.deadline)?,
+            now: big("now", job.now)?,
+            not_before: big("not_before", job.not_before.unwrap_or(job.now))?,
+            base_ms: opt_big("base_ms", job.base_ms)?,
+            cap_ms: opt_big("cap_ms", job.cap_ms)?,
+            queue,
+            priority,
+        })
+    }
+
+    /// The parameters for the `postgres` and `tokio-postgres` clients.
+    pub(super) fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 10] {
+        [
+            &self.id,
+            &self.payload,
+            &self.max_attempts,
+            &self.deadline,
+            &self.now,
+            &self.not_before,
+            &self.base_ms,
+            &self.cap_ms,
+            &self.queue,
+            &self.priority,
+        ]
+    }
+}
+
+/// The answer to an enqueue of a pruned id, by its tombstone's `digest` (SPEC 6.29).
+pub(super) fn by_tombstone(job: &NewJob<'_>, digest: &str) -> Result<Enqueued> {
+    match digest == payload_digest(job.payload) {
+        true => Ok(Enqueued::Existing),
+        false => Err(Error::Conflict { id: job.id.to_owned() }),
+    }
+}
+
+/// The answer to an enqueue whose insert found the id taken, by `SAME_PAYLOAD`'s row; `None`
+/// when the job was pruned since the insert looked, and the enqueue looks again.
+pub(super) fn by_payload(job: &NewJob<'_>, same: Option<bool>) -> Option<Result<Enqueued>> {
+    match same? {
+        true => Some(Ok(Enqueued::Existing)),
+        false => Some(Err(Error::Conflict { id: job.id.to_owned() })),
+    }
+}
+
+/// An id neither inserted nor found [`STARTS`] times: pruned and enqueued again under every
+/// look, which a store at rest never does.
+pub(super) fn gave_up(job: &NewJob<'_>) -> Error {
+    Error::Corrupt(format!("job {:?} neither inserted nor found {STARTS} times", job.id))
 }

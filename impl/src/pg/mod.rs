@@ -36,6 +36,8 @@ mod inspect;
 #[cfg(test)]
 mod listen_tests;
 mod notes;
+#[cfg(any(feature = "tokio-postgres", feature = "sqlx"))]
+mod outside;
 #[cfg(test)]
 mod reap_tests;
 mod redrive;
