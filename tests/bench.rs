@@ -200,3 +200,55 @@ fn the_scale_benchmark_fills_every_field_on_both_stores() {
 fn ops_of(store: &str) -> usize {
     if store == "sqlite" { SCALE_OPS.len() + 1 } else { SCALE_OPS.len() - 2 }
 }
+
+/// `retryq bench --latency` at its smallest: every figure is there, for SQLite and, where a
+/// server can be had, PostgreSQL. (How many milliseconds they are is the benchmark's to say.)
+#[test]
+fn bench_latency_prints_pickup_percentiles_for_both_stores() {
+    let url = retryq_pgtest::database("bench latency");
+    let mut command = Command::new(BIN);
+    command.args(["bench", "--latency", "--quick", "--json"]);
+    if let Some(url) = &url {
+        command.args(["--pg-url", url]);
+    }
+    let out = command.output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let latency = &json["latency"];
+    assert_eq!(latency["jobs"], 20, "{latency}");
+    let mut stores = vec!["sqlite"];
+    if url.is_some() {
+        stores.push("postgres");
+    } else {
+        assert!(latency["postgres"].is_null(), "{latency}");
+    }
+    for store in stores {
+        for field in [
+            "now_p50_ms",
+            "now_p99_ms",
+            "scheduled_p50_ms",
+            "scheduled_p99_ms",
+            "now_max_ms",
+            "scheduled_max_ms",
+        ] {
+            let ms = latency[store][field].as_f64().unwrap_or_else(|| panic!("{store}.{field}: {latency}"));
+            assert!(ms.is_finite() && ms >= 0.0, "{store}.{field} = {ms}");
+        }
+        // A percentile is one of the waits: p50 ≤ p99 ≤ the largest.
+        let get = |f: &str| latency[store][f].as_f64().expect("a figure");
+        assert!(
+            get("now_p50_ms") <= get("now_p99_ms") && get("now_p99_ms") <= get("now_max_ms"),
+            "{latency}"
+        );
+        assert!(get("scheduled_p50_ms") <= get("scheduled_p99_ms"), "{latency}");
+    }
+    let mut command = Command::new(BIN);
+    command.args(["bench", "--latency", "--quick"]);
+    if let Some(url) = &url {
+        command.args(["--pg-url", url]);
+    }
+    let table = command.output().expect("run");
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("SQLite, due now, from the enqueue's commit"), "{text}");
+}

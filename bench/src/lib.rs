@@ -25,6 +25,7 @@
 pub mod batch;
 pub mod checker;
 pub mod floor;
+pub mod latency;
 pub mod peers;
 pub mod pg_floor;
 pub mod pg_worker;
@@ -91,6 +92,17 @@ impl Config {
 
     fn rounds(&self) -> usize {
         if self.quick { 3 } else { 5 }
+    }
+
+    /// The watchdog `retryq work --exec` starts its commands beside: the `retryq` binary's
+    /// `exec-trampoline`, when the benchmark has the binary.
+    fn trampoline(&self) -> Option<retryq_worker::Trampoline> {
+        self.checker.as_ref().map(|program| retryq_worker::Trampoline::new(program, ["exec-trampoline"]))
+    }
+
+    /// Jobs of each kind per run of [`latency`]: 200, 20 with `--quick`.
+    fn latency_jobs(&self) -> usize {
+        if self.quick { 20 } else { 200 }
     }
 
     /// Rounds of the worker's runs, which take seconds each.
@@ -248,7 +260,20 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
         bare_file: pick_file(|c| c.bare_us),
     };
 
-    let worker = worker::measure(dir.path(), config.quick, config.worker_rounds(), &progress)?;
+    let worker = worker::measure(
+        dir.path(),
+        config.quick,
+        config.worker_rounds(),
+        config.trampoline().as_ref(),
+        &progress,
+    )?;
+    let latency = latency::measure(
+        dir.path(),
+        &config.postgres,
+        config.latency_jobs(),
+        config.worker_rounds(),
+        &progress,
+    )?;
 
     let model_checking = model_checking(config, &progress);
 
@@ -266,6 +291,7 @@ pub fn run(config: &Config) -> Result<BenchReport, BenchError> {
         batch,
         claim_scaling,
         worker,
+        latency,
         model_checking,
         conformance: conformance(config, &progress),
         peers: vec![persist_queue, peers::effectum()],
@@ -297,12 +323,19 @@ pub fn run_postgres(config: &Config) -> Result<PgThroughput, BenchError> {
     )
 }
 
+/// Only the pickup latency ([`latency`]), in a fresh temporary directory.
+pub fn run_latency(config: &Config) -> Result<latency::Latency, BenchError> {
+    let dir = config.scratch_dir()?;
+    let progress = config.stamped(std::time::Instant::now());
+    latency::measure(dir.path(), &config.postgres, config.latency_jobs(), config.worker_rounds(), &progress)
+}
+
 /// Only the worker's figures ([`worker`]), in a fresh temporary directory: seconds, not
 /// minutes.
 pub fn run_worker(config: &Config) -> Result<WorkerBench, BenchError> {
     let dir = config.scratch_dir()?;
     let progress = config.stamped(std::time::Instant::now());
-    worker::measure(dir.path(), config.quick, config.worker_rounds(), &progress)
+    worker::measure(dir.path(), config.quick, config.worker_rounds(), config.trampoline().as_ref(), &progress)
 }
 
 /// `retryq conform`'s generated traces, timed: the default 2,400 (300 with `--quick`), with a
@@ -403,6 +436,30 @@ pub fn render_worker(w: &WorkerBench) -> String {
         "",
         ""
     );
+    let c = &w.exec_cost;
+    let _ = writeln!(
+        out,
+        "{:<44} {:>14} {:>14} {:>8}",
+        format!("--exec 'sleep 0.1', --concurrency {}", c.concurrency),
+        "jobs/s",
+        "CPU ms/attempt",
+        "vs spawn"
+    );
+    let watched = if c.watched { "with its watchdog" } else { "no watchdog (no retryq binary)" };
+    for (how, rate, cpu) in [
+        (watched, c.watched_jobs_per_s, c.watched_cpu_ms_per_attempt),
+        ("no watchdog", c.unwatched_jobs_per_s, c.unwatched_cpu_ms_per_attempt),
+        ("bare spawn: sh -c 'sleep 0'", w.exec_spawn_ceiling_per_s, c.spawn_cpu_ms),
+    ] {
+        let _ = writeln!(
+            out,
+            "{:<44} {:>14} {:>14} {:>8}",
+            how,
+            format!("{rate:.0}"),
+            format!("{cpu:.2}"),
+            format!("{:.2}x", cpu / c.spawn_cpu_ms)
+        );
+    }
     let n = &w.noop;
     let _ = writeln!(
         out,
@@ -513,6 +570,8 @@ pub fn render(report: &BenchReport) -> String {
     }
     let _ = writeln!(out);
     out.push_str(&render_worker(&report.worker));
+    let _ = writeln!(out);
+    out.push_str(&latency::render(&report.latency));
     let _ = writeln!(out);
     for peer in &report.peers {
         let rate = peer.jobs_per_s.map_or("-".to_owned(), |r| format!("{r:.0}"));

@@ -23,6 +23,8 @@ pub struct BenchReport {
     pub claim_scaling: ClaimScaling,
     /// The worker with attempts in flight, and group commit.
     pub worker: WorkerBench,
+    /// Pickup latency by an idle worker, on both stores.
+    pub latency: crate::latency::Latency,
     /// The model checker's speed.
     pub model_checking: ModelChecking,
     /// The conformance harness's speed.

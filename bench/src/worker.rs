@@ -12,7 +12,11 @@
 //! A command costs the machine something of its own, whatever the worker does: a shell
 //! and a `sleep` started and reaped. The spawn ceiling measures it — 64 threads starting
 //! `sh -c 'sleep 0'` back to back, no queue — so that the command figures can be read
-//! against what the machine can start at all.
+//! against what the machine can start at all. The commands run as `retryq work --exec`
+//! runs them, beside their watchdog (`retryq exec-trampoline`), when the benchmark is given
+//! the `retryq` binary; at 64 in flight they also run without it, and the CPU time of each
+//! attempt (the worker's and every child's, from `/proc/self/stat`) is set against the
+//! spawn ceiling's CPU time per command, measured in the same round.
 //!
 //! Every job is enqueued before the clock starts, on a fresh file per run; figures are
 //! medians over rounds, and the no-op ratio pairs runs taken back to back.
@@ -24,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use retryq::{Backend, Claimed, NewJob, Outcome, Queue, Report, Settings};
 use retryq_worker::{
-    Config, Exec, Http, HttpOptions, Stop, Summary, SystemClock, Transport, Unclassified, Window,
+    Config, Exec, Http, HttpOptions, Stop, Summary, SystemClock, Trampoline, Transport, Unclassified, Window,
     work_in_slots,
 };
 use serde::Serialize;
@@ -50,6 +54,9 @@ pub struct WorkerBench {
     /// Commands (`sh -c 'sleep 0'`) the machine starts and reaps per second from 64 threads
     /// at once, with no queue: the most any command transport could run (median).
     pub exec_spawn_ceiling_per_s: f64,
+    /// What an attempt of `--exec 'sleep 0.1'` costs at 64 in flight, with and without its
+    /// watchdog, against a bare spawn.
+    pub exec_cost: ExecCost,
     /// Rounds each median is over.
     pub rounds: usize,
 }
@@ -69,6 +76,56 @@ pub struct SlowRow {
     pub efficiency: f64,
     /// Every round's jobs per second, in order: what the median was taken over.
     pub rounds_jobs_per_s: Vec<f64>,
+}
+
+/// An exec attempt's price at [`EXEC_COST_CONCURRENCY`] in flight: CPU time per attempt
+/// (the worker process's and its children's, medians over rounds) with the watchdog and
+/// without, and per bare `sh -c 'sleep 0'` of the spawn ceiling.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExecCost {
+    /// Attempts in flight.
+    pub concurrency: usize,
+    /// Whether the watched figures are through `retryq exec-trampoline` (else the benchmark
+    /// had no `retryq` binary, and both rows are unwatched).
+    pub watched: bool,
+    /// Jobs per second with the watchdog (the `--exec` row at this concurrency).
+    pub watched_jobs_per_s: f64,
+    /// Jobs per second with no watchdog.
+    pub unwatched_jobs_per_s: f64,
+    /// CPU milliseconds per attempt with the watchdog.
+    pub watched_cpu_ms_per_attempt: f64,
+    /// CPU milliseconds per attempt with no watchdog.
+    pub unwatched_cpu_ms_per_attempt: f64,
+    /// CPU milliseconds per command of the spawn ceiling.
+    pub spawn_cpu_ms: f64,
+    /// `watched_cpu_ms_per_attempt / spawn_cpu_ms`.
+    pub cpu_ratio: f64,
+}
+
+/// Attempts in flight for [`ExecCost`].
+pub const EXEC_COST_CONCURRENCY: usize = 64;
+
+/// CPU milliseconds this process and its reaped children have used: `/proc/self/stat`'s
+/// utime, stime, cutime and cstime, in clock ticks. `None` where there is no `/proc`.
+fn cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    // After `STATE` (field 3), utime is field 14: the 12th word of `rest`.
+    let ticks: Option<Vec<u64>> = rest.split_whitespace().skip(11).take(4).map(|w| w.parse().ok()).collect();
+    let ticks: u64 = ticks?.iter().sum();
+    Some(ticks as f64 * 1000.0 / rustix::param::clock_ticks_per_second() as f64)
+}
+
+/// `f`'s result and the CPU milliseconds it cost this process and its children (0 where
+/// `/proc` cannot be read).
+fn with_cpu<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let before = cpu_ms();
+    let out = f();
+    let spent = match (before, cpu_ms()) {
+        (Some(before), Some(after)) => after - before,
+        _ => 0.0,
+    };
+    (out, spent)
 }
 
 /// No-op jobs, durable: one at a time against [`NOOP_CONCURRENCY`] in flight.
@@ -105,6 +162,7 @@ pub fn measure(
     dir: &Path,
     quick: bool,
     rounds: usize,
+    trampoline: Option<&Trampoline>,
     progress: &dyn Fn(&str),
 ) -> Result<WorkerBench, BenchError> {
     // Jobs per run: about 2 s of ideal time at each concurrency (1 s with --quick).
@@ -117,7 +175,13 @@ pub fn measure(
     let url = receiver.url();
     let http = Http::new(std::slice::from_ref(&url), HttpOptions::default())
         .map_err(|e| BenchError::Setup(format!("the HTTP transport: {e}")))?;
-    let exec = Exec::new(format!("sleep {}", SLOW.as_secs_f64()));
+    let bare = Exec::new(format!("sleep {}", SLOW.as_secs_f64()));
+    let exec = match trampoline {
+        Some(trampoline) => bare.clone().with_trampoline(trampoline.clone()),
+        None => bare.clone(),
+    };
+    let (mut watched_cpu, mut unwatched_cpu, mut unwatched_rates, mut spawn_cpu) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut exec_rates = vec![Vec::new(); SLOW_CONCURRENCY.len()];
     let mut http_rates = vec![Vec::new(); SLOW_CONCURRENCY.len()];
     let noop_jobs = if quick { 300 } else { 2000 };
@@ -128,12 +192,22 @@ pub fn measure(
         progress(&format!("round {}/{rounds}: worker, 100 ms jobs and no-op jobs", round + 1));
         for (i, &n) in SLOW_CONCURRENCY.iter().enumerate() {
             let jobs = slow_jobs(n);
-            let (rate, _) = run(dir, &format!("exec-{n}-{round}"), jobs, &mut vec![exec.clone(); n])?;
-            exec_rates[i].push(rate);
+            let (rate, cpu) =
+                with_cpu(|| run(dir, &format!("exec-{n}-{round}"), jobs, &mut vec![exec.clone(); n]));
+            exec_rates[i].push(rate?.0);
+            if n == EXEC_COST_CONCURRENCY {
+                watched_cpu.push(cpu / jobs as f64);
+                let (rate, cpu) =
+                    with_cpu(|| run(dir, &format!("bare-{n}-{round}"), jobs, &mut vec![bare.clone(); n]));
+                unwatched_rates.push(rate?.0);
+                unwatched_cpu.push(cpu / jobs as f64);
+            }
             let (rate, _) = run(dir, &format!("http-{n}-{round}"), jobs, &mut vec![http.clone(); n])?;
             http_rates[i].push(rate);
         }
-        ceiling.push(spawn_ceiling(64, Duration::from_secs(1)));
+        let ((rate, spawned), cpu) = with_cpu(|| spawn_ceiling(64, Duration::from_secs(1)));
+        ceiling.push(rate);
+        spawn_cpu.push(cpu / spawned.max(1) as f64);
         let (rate_one, summary_one) = run(dir, &format!("noop-1-{round}"), noop_jobs, &mut [Noop])?;
         let (rate_many, summary_many) =
             run(dir, &format!("noop-{NOOP_CONCURRENCY}-{round}"), noop_jobs, &mut [Noop; NOOP_CONCURRENCY])?;
@@ -163,8 +237,25 @@ pub fn measure(
             })
             .collect()
     };
+    let slow_exec = rows(&mut exec_rates);
+    let spawn_cpu_ms = median(&mut spawn_cpu);
+    let watched_cpu_ms_per_attempt = median(&mut watched_cpu);
+    let exec_cost = ExecCost {
+        concurrency: EXEC_COST_CONCURRENCY,
+        watched: trampoline.is_some(),
+        watched_jobs_per_s: slow_exec
+            .iter()
+            .find(|row| row.concurrency == EXEC_COST_CONCURRENCY)
+            .map_or(0.0, |row| row.jobs_per_s),
+        unwatched_jobs_per_s: median(&mut unwatched_rates),
+        watched_cpu_ms_per_attempt,
+        unwatched_cpu_ms_per_attempt: median(&mut unwatched_cpu),
+        spawn_cpu_ms,
+        cpu_ratio: watched_cpu_ms_per_attempt / spawn_cpu_ms,
+    };
     Ok(WorkerBench {
-        slow_exec: rows(&mut exec_rates),
+        slow_exec,
+        exec_cost,
         slow_http: rows(&mut http_rates),
         noop: NoopRow {
             jobs: noop_jobs,
@@ -181,8 +272,8 @@ pub fn measure(
 }
 
 /// Commands per second that `threads` threads start and reap for `window`, each one after
-/// another.
-fn spawn_ceiling(threads: usize, window: Duration) -> f64 {
+/// another, and how many they started.
+fn spawn_ceiling(threads: usize, window: Duration) -> (f64, u64) {
     let start = Instant::now();
     let started: u64 = thread::scope(|scope| {
         let spawners: Vec<_> = (0..threads)
@@ -200,7 +291,7 @@ fn spawn_ceiling(threads: usize, window: Duration) -> f64 {
             .collect();
         spawners.into_iter().map(|s| s.join().unwrap_or(0)).sum()
     });
-    started as f64 / start.elapsed().as_secs_f64()
+    (started as f64 / start.elapsed().as_secs_f64(), started)
 }
 
 /// Enqueues `jobs` no-op jobs (`job-000000` on), all due now, with an hour to run and three

@@ -29,6 +29,11 @@ pub struct Args {
     /// against 32 in flight): its section alone, `{"worker":{…}}` with --json.
     #[arg(long)]
     worker_only: bool,
+    /// Measure only pickup latency: an idle worker, on SQLite and PostgreSQL, jobs enqueued
+    /// one at a time, due now and scheduled (200 of each, 20 with --quick; p50 and p99):
+    /// its section alone, `{"latency":{…}}` with --json.
+    #[arg(long, conflicts_with_all = ["worker_only", "postgres_only", "retention_only", "scale"])]
+    latency: bool,
     /// Measure only PostgreSQL (the queue and the server's floor at 1, 2, 4 and 8 worker
     /// processes, the SQLite queue beside): its section alone, `{"postgres":{…}}` with --json.
     #[arg(long, conflicts_with = "worker_only")]
@@ -122,6 +127,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             print_json(serde_json::json!({ "retention": retention }))?;
         } else {
             out!("{}", retryq_bench::retention::render(&retention))?;
+            print_measured()?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.latency {
+        let latency = retryq_bench::run_latency(&config)?;
+        if args.json {
+            print_json(serde_json::json!({ "latency": latency }))?;
+        } else {
+            out!("{}", retryq_bench::latency::render(&latency))?;
             print_measured()?;
         }
         return Ok(ExitCode::SUCCESS);

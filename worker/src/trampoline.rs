@@ -71,6 +71,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
 use crate::cgroup::Cgroup;
 use crate::clock::local_ms;
@@ -247,11 +249,24 @@ struct Contained {
 impl Contained {
     /// Sends `signal` to every process of the command.
     fn signal(&self, signal: Signal) {
+        let _ = self.signal_found(signal);
+    }
+
+    /// Sends `signal` to every process of the command; whether a live one was found (in its
+    /// cgroup, or among the watchdog's descendants). One walk of `/proc` serves both: a
+    /// kill's rounds are that walk, each the cost of reading every process's `stat`.
+    fn signal_found(&self, signal: Signal) -> bool {
         let _ = kill_process_group(self.group, signal);
+        let mut found = false;
         if let Some(cgroup) = &self.cgroup {
-            descendants::signal_each(&cgroup.procs(), signal);
+            let procs = cgroup.procs();
+            found |= !procs.is_empty();
+            descendants::signal_each(&procs, signal);
         }
-        descendants::signal_each(&descendants::live(), signal);
+        let live = descendants::live();
+        found |= !live.is_empty();
+        descendants::signal_each(&live, signal);
+        found
     }
 
     /// Whether a live process of the command is left.
@@ -264,7 +279,8 @@ impl Contained {
     /// faster than it. One walk that finds none is not enough: a process forked by a parent
     /// that exits at that moment is not yet the watchdog's (its reparenting is under way), and
     /// a watchdog that returned then would leave it to hop on; so none must be found in
-    /// [`QUIET_WALKS`] walks in a row.
+    /// [`QUIET_WALKS`] walks in a row. The walk that signals is the walk that looks: a round
+    /// that found a process to kill is not quiet, one that found none is.
     fn kill_all(&self) {
         let mut pause = Duration::from_micros(200);
         let mut quiet = 0;
@@ -272,8 +288,8 @@ impl Contained {
             if let Some(cgroup) = &self.cgroup {
                 let _ = cgroup.kill();
             }
-            self.signal(Signal::KILL);
-            if self.alive() {
+            let found = self.signal_found(Signal::KILL);
+            if found || self.cgroup.as_ref().is_some_and(Cgroup::populated) {
                 quiet = 0;
             } else {
                 quiet += 1;
@@ -318,7 +334,11 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "no shell to run"));
     };
     let (events_tx, events) = mpsc::channel();
-    watch_parent(worker, events_tx.clone())?;
+    // Registered before anything else: the parent-death signal must be caught (SIGHUP's
+    // default would end the trampoline and leave the command unwatched), and no exit of the
+    // command's may go unheard. One thread hears them all, once the command has started.
+    let signals = Signals::new([SIGHUP, SIGTERM, SIGINT, SIGCHLD])?;
+    watch_parent(worker)?;
     // Stdin's buffer is shared: what the header's read took in beyond its line is still
     // there for the payload's, and the payload's beyond it for the renewals'.
     let input = io::stdin();
@@ -390,8 +410,9 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     }
     let contained = Contained { group, cgroup: entered.map(|entered| entered.cgroup) };
     let _ = told.write_all(Told::Group(group).line().as_bytes());
-    reap_as_they_appear(group)?;
-    if let Some(mut stdin) = child.stdin.take() {
+    hear_signals(signals, group, events_tx.clone())?;
+    // An empty payload is end of file at once: no thread to write it.
+    if let Some(mut stdin) = child.stdin.take().filter(|_| !payload.is_empty()) {
         // A command that does not read its input must not block the watchdog.
         let _ = thread::Builder::new().name("payload".into()).spawn(move || {
             let _ = stdin.write_all(&payload);
@@ -401,13 +422,10 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     thread::Builder::new()
         .name("socket".into())
         .spawn(move || read_renewals(input.lock(), watch, &renewals))?;
-    let exits = events_tx;
-    thread::Builder::new().name("wait".into()).spawn(move || {
-        let _ = wait_no_reap(group);
-        let _ = exits.send(Event::Exited);
-    })?;
+    drop(events_tx);
     let status = watchdog(&mut child, &contained, worker, watch, &events)?;
-    descendants::reap_zombies(group);
+    // The shell is reaped and nothing of the command lives: every child left is a zombie.
+    reap_children();
     if let Some(cgroup) = &contained.cgroup {
         let _ = cgroup.remove();
     }
@@ -415,17 +433,58 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     Ok(relay(status))
 }
 
-/// Reaps the zombies the trampoline inherits, on a thread of its own, at each SIGCHLD: all
-/// but the command's shell, which [`bounce`] reaps last.
-fn reap_as_they_appear(shell: Pid) -> io::Result<()> {
-    let mut exits = signal_hook::iterator::Signals::new([signal_hook::consts::SIGCHLD])?;
-    thread::Builder::new().name("reaper".into()).spawn(move || {
-        descendants::reap_zombies(shell);
-        for _ in exits.forever() {
-            descendants::reap_zombies(shell);
+/// Hears the trampoline's signals on a thread of its own (registered before the command
+/// started, so none is missed): SIGHUP is the worker's death (its parent-death signal),
+/// SIGTERM and SIGINT are passed on to the command, and SIGCHLD either says the command's
+/// shell exited — [`Event::Exited`], the shell left unreaped: its group's id cannot be reused
+/// — or reaps the zombies the trampoline inherited while the command runs, so that a command
+/// backgrounding processes from subshells does not fill the host's process table. Once the
+/// shell has exited the kill and [`reap_children`] take over, and a SIGCHLD costs no walk of
+/// `/proc`.
+fn hear_signals(mut signals: Signals, shell: Pid, events: Sender<Event>) -> io::Result<()> {
+    thread::Builder::new().name("signals".into()).spawn(move || {
+        let mut exited = false;
+        for signal in signals.forever() {
+            let event = match signal {
+                SIGHUP => Some(Event::WorkerGone),
+                SIGTERM | SIGINT => Some(Event::Forward(signal)),
+                _ if exited => None,
+                _ if exited_unreaped(shell) => {
+                    exited = true;
+                    Some(Event::Exited)
+                }
+                _ => {
+                    descendants::reap_zombies(shell);
+                    None
+                }
+            };
+            if let Some(event) = event
+                && events.send(event).is_err()
+            {
+                return;
+            }
         }
     })?;
     Ok(())
+}
+
+/// Whether process `pid`, a child of this one, has exited; it is left unreaped (`WNOWAIT`).
+fn exited_unreaped(pid: Pid) -> bool {
+    matches!(
+        waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT),
+        Ok(Some(_)) | Err(rustix::io::Errno::CHILD)
+    )
+}
+
+/// Reaps every child that has exited, without walking `/proc`: once the shell is reaped,
+/// none is kept.
+fn reap_children() {
+    loop {
+        match waitid(WaitId::All, WaitIdOptions::EXITED | WaitIdOptions::NOHANG) {
+            Ok(Some(_)) | Err(rustix::io::Errno::INTR) => {}
+            Ok(None) | Err(_) => return,
+        }
+    }
 }
 
 /// Reads the renewals off the worker's socket until it closes.
@@ -546,20 +605,11 @@ fn parent_gone(worker: Pid) -> bool {
     rustix::process::getppid() != Some(worker)
 }
 
-/// Asks for SIGHUP when the parent dies (caught: the command's group is then killed), passes
-/// SIGTERM and SIGINT on to the command's group, then checks the parent is still `worker`.
+/// Asks for SIGHUP when the parent dies (caught by [`hear_signals`]: the command's group is
+/// then killed), makes this process its descendants' subreaper, then checks the parent is
+/// still `worker`.
 #[cfg(target_os = "linux")]
-fn watch_parent(worker: Pid, events: Sender<Event>) -> io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGHUP, SIGTERM, SIGINT])?;
-    thread::Builder::new().name("signals".into()).spawn(move || {
-        for signal in signals.forever() {
-            let event = if signal == SIGHUP { Event::WorkerGone } else { Event::Forward(signal) };
-            if events.send(event).is_err() {
-                return;
-            }
-        }
-    })?;
+fn watch_parent(worker: Pid) -> io::Result<()> {
     rustix::process::set_parent_process_death_signal(Some(Signal::HUP))?;
     // Orphans of the command's processes come here rather than to init, so that the kill
     // finds them (`descendants`).
@@ -572,7 +622,7 @@ fn watch_parent(worker: Pid, events: Sender<Event>) -> io::Result<()> {
 
 /// Elsewhere there is no parent-death signal: the pipe and the parent's id say it.
 #[cfg(not(target_os = "linux"))]
-fn watch_parent(worker: Pid, _events: Sender<Event>) -> io::Result<()> {
+fn watch_parent(worker: Pid) -> io::Result<()> {
     if parent_gone(worker) {
         return Err(io::Error::other("the worker exited before the command started"));
     }
