@@ -10,6 +10,7 @@
 
 mod cmd;
 mod measured;
+mod metrics;
 mod out;
 mod printable;
 mod serve;
