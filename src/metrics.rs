@@ -258,9 +258,12 @@ pub const LEASES_EXPIRED: &str = "retryq_leases_expired";
 /// `retryq_oldest_due_wait_seconds`.
 pub const OLDEST_DUE_WAIT: &str = "retryq_oldest_due_wait_seconds";
 
+/// A counter's label besides `queue`, and its values.
+type SecondLabel = (&'static str, &'static [&'static str]);
+
 /// Every counter the store keeps, its label besides `queue` and that label's values: the
 /// series present (at 0 until their first event) for every queue.
-const COUNTERS: &[(&str, Option<(&str, &[&str])>)] = &[
+const COUNTERS: &[(&str, Option<SecondLabel>)] = &[
     ("retryq_enqueued_total", None),
     ("retryq_claims_total", None),
     ("retryq_redrives_total", None),

@@ -110,6 +110,9 @@ fn value(scrape: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
 // window's ends) of the series present in both, as Prometheus has no increase of a series
 // with one sample.
 
+/// A series' labels, sorted, and its value.
+type Valued = (Vec<(String, String)>, f64);
+
 /// The groups an expression fires for, by their `by` labels, with their values.
 type Firing = BTreeMap<Vec<(String, String)>, f64>;
 
@@ -164,7 +167,7 @@ fn evaluate(expr: &str, before: &Scrape, after: &Scrape) -> Result<Firing, Strin
 
 /// The series of `scrape` a selector picks; an error when no series has its metric's name at
 /// all (a metric renamed or gone), so that an alert on it cannot pass silently.
-fn select(selector: &str, scrape: &Scrape) -> Result<Vec<(Vec<(String, String)>, f64)>, String> {
+fn select(selector: &str, scrape: &Scrape) -> Result<Vec<Valued>, String> {
     let (name, matchers) = match selector.split_once('{') {
         Some((name, m)) => (name.trim(), m.strip_suffix('}').ok_or(format!("{selector}: {{…"))?),
         None => (selector.trim(), ""),
