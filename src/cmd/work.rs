@@ -399,7 +399,7 @@ fn transports(args: &Args, stop: &Stop) -> Result<Vec<Box<dyn Transport + Send>>
     if let Some(command) = &args.exec {
         let trampoline = super::trampoline::this_binary()?;
         let exits = args.exits.table()?;
-        tracing::info!(exits = %exits, "running the command for each attempt");
+        tracing::info!(exits = %exits, "the command's exit statuses");
         let exec = Exec::new(command.clone()).with_stop(stop).with_trampoline(trampoline).with_exits(exits);
         return Ok((0..n).map(|_| Box::new(exec.clone()) as Box<dyn Transport + Send>).collect());
     }
