@@ -10,6 +10,7 @@
 
 mod cmd;
 mod measured;
+mod metrics;
 mod out;
 mod printable;
 mod serve;
@@ -27,6 +28,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once per process: the size of its largest variant (`work`'s flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Add a job (creates the database if missing).
     Enqueue(cmd::enqueue::Args),

@@ -90,7 +90,7 @@ fn enqueue_get_and_stats_print_the_spec_objects() {
     assert_eq!(keys.len(), 13, "{keys:?}");
 
     let r = retryq(&db, &["stats", "--prometheus"]);
-    assert!(r.stdout.contains("retryq_jobs{status=\"pending\"} 2\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("retryq_jobs{queue=\"default\",status=\"pending\"} 2\n"), "{}", r.stdout);
     let r = retryq(&db, &["stats"]);
     assert!(r.stdout.starts_with("pending         2\n"), "{}", r.stdout);
 }

@@ -156,20 +156,19 @@ fn admits_escapes_and_measures(db: &str) {
     let lines = text.lines().map(|line| Ok(line.to_owned()));
     let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text");
     let stats = store.stats(retryq_worker::now_ms().expect("clock")).expect("stats");
+    // Every series is a queue's: the store's count is their sum.
     let gauge = |name: &str, labels: &[(&str, &str)]| -> f64 {
-        let sample = scrape
+        let samples: Vec<f64> = scrape
             .samples
             .iter()
-            .find(|s| {
-                s.metric == name
-                    && s.labels.iter().count() == labels.len()
-                    && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
+            .filter(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+                ref other => panic!("{name} is {other:?}"),
             })
-            .unwrap_or_else(|| panic!("no {name}{labels:?} in\n{text}"));
-        match sample.value {
-            prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
-            ref other => panic!("{name} is {other:?}"),
-        }
+            .collect();
+        assert!(!samples.is_empty(), "no {name}{labels:?} in\n{text}");
+        samples.iter().sum()
     };
     assert_eq!(gauge("retryq_jobs", &[("status", "pending")]), stats.pending as f64);
     assert_eq!(gauge("retryq_jobs", &[("status", "leased")]), stats.leased as f64);

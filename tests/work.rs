@@ -222,6 +222,39 @@ fn no_attempt_runs_past_the_deadline() {
     assert!(error.starts_with("timed out after ") && error.ends_with(": slow"), "{error}");
 }
 
+/// An ordinary failure (`exit 1`, what most commands exit on error) is recorded at once as
+/// retryable with its standard error, and retried after the backoff, not after the lease.
+#[test]
+fn an_ordinary_failure_is_retryable_at_once() {
+    let s = Setup::new();
+    s.enqueue("a", 2, 60_000);
+    let start = Instant::now();
+    let child = s.work(
+        "echo 'connection reset' >&2; exit 1\n",
+        &[
+            "--lease",
+            "5s",
+            "--timeout",
+            "2s",
+            "--backoff-base",
+            "10ms",
+            "--backoff-cap",
+            "10ms",
+            "--until-idle",
+        ],
+    );
+    let (status, log) = finish(child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{log}");
+    // Both attempts recorded, neither waiting out its 5 s lease.
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}\n{log}", start.elapsed());
+    let job = s.job("a");
+    assert_eq!((job.status, job.dead_reason, job.attempts), (Status::Dead, Some(DeadReason::Exhausted), 2));
+    let error = job.last_error.expect("an error");
+    assert!(error.starts_with("exit 1 (retryable)") && error.ends_with(": connection reset"), "{error}");
+}
+
+/// An exit status listed as unknown (`--exit-unknown`) records nothing: the job waits for
+/// its lease, as after a crash.
 #[test]
 fn an_unclassified_exit_waits_for_the_lease() {
     let s = Setup::new();
@@ -229,7 +262,7 @@ fn an_unclassified_exit_waits_for_the_lease() {
     let start = Instant::now();
     let child = s.work(
         "echo 'no such table' >&2; exit 3\n",
-        &["--lease", "1200ms", "--timeout", "200ms", "--until-idle"],
+        &["--lease", "1200ms", "--timeout", "200ms", "--until-idle", "--exit-unknown", "3"],
     );
     let (status, log) = finish(child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0), "{log}");

@@ -158,6 +158,8 @@ esac
             "0",
             "--backoff-cap",
             "0",
+            "--exit-unknown",
+            "3",
         ];
         let (status, log) = finish(s.work("w", script, "0", &flags), Duration::from_secs(20));
         assert!(status.success(), "{status}: {log}");

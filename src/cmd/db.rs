@@ -25,6 +25,10 @@ pub struct Db {
     /// key=value string (`host=h dbname=d`). A password is shown as `***` wherever --db is.
     #[arg(long, value_name = "PATH|URL", env = "RETRYQ_DB", default_value = "./retryq.db")]
     pub db: String,
+    /// SQLite only: how long a write waits for another process's write lock before the
+    /// command gives up, exit 75, nothing written (PostgreSQL waits its lock_timeout, 2s).
+    #[arg(long, value_name = "DURATION", env = "RETRYQ_BUSY_TIMEOUT", default_value = "10s", value_parser = super::duration::parse_ms)]
+    pub busy_timeout: u64,
 }
 
 /// `--clock`, for the commands whose work takes a time (see the module's doc).
@@ -99,7 +103,12 @@ impl Db {
         match self.target() {
             Target::File(path) => {
                 must_exist(&path, "read-only commands never create one")?;
-                let options = OpenOptions { read_only: true, create: false, ..OpenOptions::default() };
+                let options = OpenOptions {
+                    read_only: true,
+                    create: false,
+                    busy_timeout: self.busy(),
+                    ..OpenOptions::default()
+                };
                 let queue = Queue::open_with(&path, &options).map_err(|e| match e.kind() {
                     retryq::ErrorKind::Storage if read_only_code(&e) => CliError::Database(format!(
                         "{}: cannot read: a database in write-ahead-log mode needs its -wal and -shm files, \
@@ -128,8 +137,12 @@ impl Db {
         if !create {
             must_exist(path, "`retryq enqueue` creates one")?;
         }
-        let options = OpenOptions { create, ..OpenOptions::default() };
+        let options = OpenOptions { create, busy_timeout: self.busy(), ..OpenOptions::default() };
         Queue::open_with(path, &options).map_err(|e| self.explain(e))
+    }
+
+    fn busy(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.busy_timeout)
     }
 
     fn connect(&self, url: &str, create: bool) -> Result<Box<dyn Backend>, CliError> {
@@ -234,7 +247,8 @@ pub fn explain(path: &Path, error: retryq::Error) -> CliError {
         }
         _ => return CliError::Database(format!("{path}: {error}")),
     };
-    CliError::Database(format!("{path}: {what} ({e})"))
+    let text = format!("{path}: {what} ({e})");
+    if error.is_transient() { CliError::TryLater(text) } else { CliError::Database(text) }
 }
 
 /// A PostgreSQL failure naming `--db` (without its password): the server's refusals (no such
@@ -243,8 +257,9 @@ pub fn explain(path: &Path, error: retryq::Error) -> CliError {
 fn explain_postgres(url: &str, error: retryq::Error) -> CliError {
     let shown = retryq::redacted(url);
     match error {
-        retryq::Error::Postgres(e) => {
-            CliError::Database(format!("--db {shown}: {}; nothing was written", postgres_reason(&e)))
+        retryq::Error::Postgres(ref e) => {
+            let text = format!("--db {shown}: {}; nothing was written", postgres_reason(e));
+            if error.is_transient() { CliError::TryLater(text) } else { CliError::Database(text) }
         }
         retryq::Error::NotRetryq { .. }
         | retryq::Error::NewerSchema { .. }

@@ -180,7 +180,7 @@ impl Import<'_> {
             noteln!("retryq: {}: {}", self.name, self.progress());
             return error;
         }
-        CliError::Database(format!("{error}; {}", self.progress()))
+        error.with_note(&self.progress())
     }
 
     /// The refusal of a bad line (or of the input), after the sum of what came before it.

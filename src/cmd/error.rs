@@ -8,6 +8,11 @@ use std::process::ExitCode;
 /// 128 + N, 141), so that a supervisor can tell it from a failure worth restarting for.
 pub const EXIT_MISCONFIGURED: u8 = 78;
 
+/// The exit status of a failure that may pass by itself (a lock held too long, a server gone,
+/// a transaction rolled back): `EX_TEMPFAIL` of sysexits.h, as the exec protocol's own 75.
+/// Nothing was written (an import says what was), so a script may run the same command again.
+pub const EXIT_TEMPFAIL: u8 = 75;
+
 /// A failure that ends a command: printed as `retryq: error: …`.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -17,6 +22,10 @@ pub enum CliError {
     /// The database cannot be used, said in an operator's words.
     #[error("{0}")]
     Database(String),
+    /// The store failed in a way that may pass by itself ([`retryq::Error::is_transient`]),
+    /// said in an operator's words: exit [`EXIT_TEMPFAIL`].
+    #[error("{0}")]
+    TryLater(String),
     /// `work`'s transport cannot run any job (an `--exec` command not found or not
     /// executable): exit [`EXIT_MISCONFIGURED`].
     #[error("{0}")]
@@ -40,15 +49,39 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// The process's exit status for this failure.
+    /// The process's exit status for this failure: the one place a failure is classed. A
+    /// wrong flag is 2 (as clap has it); a failure that may pass is [`EXIT_TEMPFAIL`]; a
+    /// refusal, a conflict or a failure that will not pass by itself is 1.
     pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(self.status())
+    }
+
+    /// [`CliError::exit_code`] as a number.
+    pub fn status(&self) -> u8 {
         match self {
-            CliError::Usage(_) => ExitCode::from(2),
-            CliError::Misconfigured(_) => ExitCode::from(EXIT_MISCONFIGURED),
+            CliError::Usage(_) => 2,
+            CliError::Misconfigured(_) => EXIT_MISCONFIGURED,
             // 128 + SIGPIPE: what a shell reports for a program a closed pipe stopped.
-            CliError::OutputClosed => ExitCode::from(141),
-            _ => ExitCode::FAILURE,
+            CliError::OutputClosed => 141,
+            _ if self.may_pass() => EXIT_TEMPFAIL,
+            _ => 1,
         }
+    }
+
+    /// Whether the failure may pass by itself, so that the same command may succeed later:
+    /// a store's passing failure, whether explained in words or not.
+    pub fn may_pass(&self) -> bool {
+        match self {
+            CliError::TryLater(_) => true,
+            CliError::Queue(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+
+    /// This failure with `more` said after it, its class kept (an import adds what it wrote).
+    pub fn with_note(self, more: &str) -> CliError {
+        let text = format!("{self}; {more}");
+        if self.may_pass() { CliError::TryLater(text) } else { CliError::Database(text) }
     }
 
     /// Whether the failure goes without saying (nothing is printed for it).

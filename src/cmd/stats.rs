@@ -2,7 +2,8 @@
 //! expired leases, and the oldest open job's age, at the current time.
 //!
 //! `--json` prints SPEC section 5's `stats` result (`{"ok":"stats",…}`); `--prometheus` the
-//! text exposition format, for a node exporter's textfile collector or a scrape wrapper.
+//! same exposition as `serve`'s `/metrics` (`crate::metrics`), for a textfile collector or a
+//! scrape wrapper.
 //! `--workers` prints instead each lease holder (a worker process: `NAME.PID-RANDOM`) with
 //! the leases it holds, live and expired; with `--json` as `{"ok":"workers","workers":[…]}`.
 
@@ -13,6 +14,7 @@ use serde::Serialize;
 
 use super::db::{ClockFlag, Db};
 use super::{CliError, print_json, view};
+use crate::metrics;
 use crate::out::out;
 use crate::printable::printable;
 
@@ -25,7 +27,8 @@ pub struct Args {
     /// Print SPEC section 5's stats object, one JSON line.
     #[arg(long, conflicts_with = "prometheus")]
     json: bool,
-    /// Print Prometheus text exposition format.
+    /// Print the metrics `serve`'s /metrics answers (OpenMetrics text): every queue's series,
+    /// or --queue's.
     #[arg(long)]
     prometheus: bool,
     /// Count one queue's jobs and tombstones only (default: every queue).
@@ -67,11 +70,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    if args.prometheus {
+        let families = metrics::read(&*queue, now, args.queue.as_deref()).map_err(|e| args.db.explain(e))?;
+        let text = metrics::encode(families).map_err(|_| CliError::Other("the exposition failed".into()))?;
+        out!("{text}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let stats = queue.stats_of(now, args.queue.as_deref()).map_err(|e| args.db.explain(e))?;
     if args.json {
         print_json(&view::stats(&stats))?;
-    } else if args.prometheus {
-        out!("{}", prometheus(&stats))?;
     } else {
         out!("{}", human(&stats))?;
     }
@@ -111,68 +118,4 @@ fn human(s: &Stats) -> String {
         s.pruned_done,
         s.pruned_dead
     )
-}
-
-/// The exposition format. The oldest open age has no sample when no job is open (the SPEC's
-/// `null`): an absent series, not a misleading 0.
-fn prometheus(s: &Stats) -> String {
-    let mut out = String::new();
-    out.push_str("# HELP retryq_jobs Jobs in the store by status.\n# TYPE retryq_jobs gauge\n");
-    for (status, n) in [("pending", s.pending), ("leased", s.leased), ("done", s.done), ("dead", s.dead)] {
-        out.push_str(&format!("retryq_jobs{{status=\"{status}\"}} {n}\n"));
-    }
-    out.push_str(
-        "# HELP retryq_pruned_jobs Pruned jobs (tombstones) by their final status.\n# TYPE retryq_pruned_jobs gauge\n",
-    );
-    for (status, n) in [("done", s.pruned_done), ("dead", s.pruned_dead)] {
-        out.push_str(&format!("retryq_pruned_jobs{{status=\"{status}\"}} {n}\n"));
-    }
-    out.push_str("# HELP retryq_dead_jobs Dead jobs by reason.\n# TYPE retryq_dead_jobs gauge\n");
-    for (reason, n) in [
-        ("exhausted", s.dead_exhausted),
-        ("deadline", s.dead_deadline),
-        ("permanent", s.dead_permanent),
-        ("cancelled", s.dead_cancelled),
-    ] {
-        out.push_str(&format!("retryq_dead_jobs{{reason=\"{reason}\"}} {n}\n"));
-    }
-    out.push_str(
-        "# HELP retryq_leased_expired_jobs Leased jobs whose lease has expired (their worker may have died).\n\
-         # TYPE retryq_leased_expired_jobs gauge\n",
-    );
-    out.push_str(&format!("retryq_leased_expired_jobs {}\n", s.leased_expired));
-    out.push_str(
-        "# HELP retryq_oldest_open_age_seconds Age of the oldest pending or leased job.\n\
-         # TYPE retryq_oldest_open_age_seconds gauge\n",
-    );
-    if let Some(ms) = s.oldest_open_age_ms {
-        out.push_str(&format!("retryq_oldest_open_age_seconds {}.{:03}\n", ms / 1000, ms % 1000));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prometheus_has_a_sample_per_status_and_reason() {
-        let s = Stats {
-            pending: 3,
-            dead: 2,
-            dead_deadline: 2,
-            dead_cancelled: 1,
-            oldest_open_age_ms: Some(1500),
-            ..Stats::default()
-        };
-        let text = prometheus(&s);
-        assert!(text.contains("retryq_jobs{status=\"pending\"} 3\n"), "{text}");
-        assert!(text.contains("retryq_dead_jobs{reason=\"deadline\"} 2\n"), "{text}");
-        assert!(text.contains("retryq_dead_jobs{reason=\"cancelled\"} 1\n"), "{text}");
-        assert!(text.contains("retryq_oldest_open_age_seconds 1.500\n"), "{text}");
-        assert!(text.contains("retryq_pruned_jobs{status=\"done\"} 0\n"), "{text}");
-        let none = prometheus(&Stats::default());
-        assert!(!none.contains("retryq_oldest_open_age_seconds 0"), "{none}");
-        assert!(none.contains("# TYPE retryq_oldest_open_age_seconds gauge"), "{none}");
-    }
 }

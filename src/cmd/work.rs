@@ -43,8 +43,8 @@ use retryq::Settings;
 use retryq_control::{FaultTable, TpsBudget};
 use retryq_worker::http::{HttpError, HttpOptions, StatusTable};
 use retryq_worker::{
-    Clock, Config, ConfigError, Every, Exec, Http, Periodic, ServerClock, SteppedClock, Stop, SystemClock,
-    Transport, WorkError,
+    Clock, Config, ConfigError, Every, Exec, ExitClass, ExitTable, Http, Periodic, ServerClock, SteppedClock,
+    Stop, SystemClock, Transport, WorkError,
 };
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::MakeExt;
@@ -76,10 +76,13 @@ pub struct Args {
     concurrency: u16,
     /// The command run per attempt, by `/bin/sh -c` — dash on Debian and Ubuntu: no $RANDOM,
     /// no arrays, no [[ ]]; for bash write `bash -c '…'` or run a script with its own #! line.
-    /// Payload on stdin, RETRYQ_JOB_ID and RETRYQ_ATTEMPT in the environment; exit 0 ok, 75
-    /// retryable, 65 permanent; 127 or 126 (the shell could not run it) stops the worker.
+    /// Payload on stdin, RETRYQ_JOB_ID and RETRYQ_ATTEMPT in the environment; exit 0 ok, 65
+    /// permanent, any other retryable (see --exit-*); 127 or 126 (the shell could not run
+    /// it) stops the worker.
     #[arg(long, value_name = "CMD")]
     exec: Option<String>,
+    #[command(flatten)]
+    exits: ExitArgs,
     /// POST each attempt's payload to this URL (http or https), with Idempotency-Key and
     /// Retry-Attempt headers. Repeat for several receivers: a retry avoids the one that
     /// failed. Credentials (`http://user:pw@host/`) are sent as Basic auth and shown and
@@ -198,6 +201,54 @@ fn periodic(args: &EveryArgs, now: u64) -> Result<Vec<Periodic>, CliError> {
         *job = job.clone().with_payload(payload).map_err(|e| CliError::flag("--every-payload", e))?;
     }
     Ok(jobs)
+}
+
+/// The exec transport's exit table (SPEC 6.42), under a heading of its own in `work --help`.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "With --exec (exit statuses)")]
+struct ExitArgs {
+    /// Exit statuses retried after the backoff, as statuses and ranges (`1,2,75`), or
+    /// `none`. Default 75.
+    #[arg(long, value_name = "LIST", requires = "exec")]
+    exit_retry: Option<String>,
+    /// Exit statuses that end the job dead(permanent) at once, or `none`. Default 65.
+    #[arg(long, value_name = "LIST", requires = "exec")]
+    exit_permanent: Option<String>,
+    /// Exit statuses recorded as nothing (unknown): the job waits for its lease, as after a
+    /// crash. For commands whose side effect may have happened when they fail. Default none.
+    #[arg(long, value_name = "LIST", requires = "exec")]
+    exit_unknown: Option<String>,
+    /// What every other failing exit status means.
+    #[arg(long, value_name = "OUTCOME", value_enum, default_value = "retryable", requires = "exec")]
+    exit_other: ExitOther,
+}
+
+/// `--exit-other`'s outcomes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ExitOther {
+    Retryable,
+    Permanent,
+    Unknown,
+}
+
+impl ExitArgs {
+    fn table(&self) -> Result<ExitTable, CliError> {
+        let list = |flag: &str, text: &Option<String>| -> Result<Option<Vec<u8>>, CliError> {
+            text.as_deref().map(ExitTable::parse_list).transpose().map_err(|e| CliError::flag(flag, e))
+        };
+        let other = match self.exit_other {
+            ExitOther::Retryable => ExitClass::Retryable,
+            ExitOther::Permanent => ExitClass::Permanent,
+            ExitOther::Unknown => ExitClass::Unknown,
+        };
+        ExitTable::new(
+            list("--exit-retry", &self.exit_retry)?,
+            list("--exit-permanent", &self.exit_permanent)?,
+            list("--exit-unknown", &self.exit_unknown)?,
+            other,
+        )
+        .map_err(|e| CliError::flag(&format!("--exit-{}", e.list), e))
+    }
 }
 
 /// The HTTP transport's flags (docs/retry-control.md, "The worker's HTTP transport"), under
@@ -347,7 +398,9 @@ fn transports(args: &Args, stop: &Stop) -> Result<Vec<Box<dyn Transport + Send>>
     let n = usize::from(args.concurrency);
     if let Some(command) = &args.exec {
         let trampoline = super::trampoline::this_binary()?;
-        let exec = Exec::new(command.clone()).with_stop(stop).with_trampoline(trampoline);
+        let exits = args.exits.table()?;
+        tracing::info!(exits = %exits, "the command's exit statuses");
+        let exec = Exec::new(command.clone()).with_stop(stop).with_trampoline(trampoline).with_exits(exits);
         return Ok((0..n).map(|_| Box::new(exec.clone()) as Box<dyn Transport + Send>).collect());
     }
     let options = args.http.options()?;

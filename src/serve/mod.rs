@@ -1,12 +1,11 @@
 //! `retryq serve`'s dashboard and `/metrics`: the routes (`routes`) over the store, the HTML
-//! (`page`), the exposition (`metrics`), who may use them (`guard`, with its `sessions`), the
+//! (`page`), the exposition (`crate::metrics`), who may use them (`guard`, with its `sessions`), the
 //! requests and responses they pass (`http`), and the server that carries them within its
 //! bounds (`server`, reading heads with `wire`). The command that starts it is
 //! `cmd/serve.rs`.
 
 pub mod guard;
 pub mod http;
-pub mod metrics;
 pub mod page;
 pub mod routes;
 pub mod server;

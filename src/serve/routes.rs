@@ -14,8 +14,9 @@ use retryq::{
 
 use super::guard::{Guard, Refusal};
 use super::http::{HTML, Request, Response};
-use super::{metrics, page};
+use super::page;
 use crate::cmd::duration;
+use crate::metrics;
 
 /// The dashboard's own script and styles.
 const APP_JS: &str = include_str!("app.js");
@@ -218,10 +219,7 @@ impl Routes {
 
     fn metrics(&self, store: &mut dyn Backend) -> Result<Response, Failed> {
         let now = self.now(store)?;
-        let total = store.stats(now)?;
-        let queues = by_queue(store, now)?;
-        let mut families = metrics::gauges(&total, &queues);
-        families.extend(metrics::tallies(&store.tallies()?));
+        let families = metrics::read(store, now, None)?;
         let text =
             metrics::encode(families).map_err(|_| Failed(Response::text(500, "the exposition failed")))?;
         Ok(Response::ok(metrics::CONTENT_TYPE, text))

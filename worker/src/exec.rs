@@ -10,8 +10,9 @@
 //! - its standard input is the job's payload, then end of file; standard output is the
 //!   worker's; standard error is kept (its last [`TAIL_BYTES`]) for the job's `last_error`;
 //! - its environment is the worker's plus `RETRYQ_JOB_ID` and `RETRYQ_ATTEMPT`;
-//! - exit 0 is `ok`; [`EXIT_RETRYABLE`] (75, `EX_TEMPFAIL`) is `retryable`;
-//!   [`EXIT_PERMANENT`] (65, `EX_DATAERR`) is `permanent`;
+//! - exit 0 is `ok`; every other exit status is classed by the [`ExitTable`]: by default
+//!   [`EXIT_PERMANENT`] (65, `EX_DATAERR`) is `permanent` and every other one (75,
+//!   `EX_TEMPFAIL`, and an ordinary `exit 1`) is `retryable`, recorded at once;
 //! - [`EXIT_NOT_EXECUTABLE`] (126) and [`EXIT_NOT_FOUND`] (127) are the shell's own: it could
 //!   not run the command (POSIX, "Command Search and Execution"). That is the worker's
 //!   configuration, not the job: the attempt is `retryable` at once, with `command not found
@@ -24,8 +25,8 @@
 //!   is refused (the lease is no longer this worker's), though that outcome is not recorded;
 //! - once the command has ended or been killed, the worker waits at most [`GRACE`] for it to
 //!   be gone and for its standard error to close, then records what it has;
-//! - any other exit status, or death by a signal, is unclassified: the job waits for its
-//!   lease to expire.
+//! - an exit status the table lists as unknown, or death by a signal, is unclassified: the
+//!   job waits for its lease to expire.
 //!
 //! When the command ends, whatever it left running in its process group is killed too: an
 //! attempt is over when its command is, and nothing of it may run on into the next attempt.
@@ -49,6 +50,7 @@ use std::time::{Duration, Instant};
 use retryq::{Claimed, Outcome, Report};
 use rustix::process::{Pid, Signal, kill_process_group};
 
+use crate::exit_table::{ExitClass, ExitTable};
 use crate::stop::Stop;
 use crate::trampoline::{Trampoline, wait_no_reap};
 use crate::transport::{Transport, Unclassified};
@@ -80,12 +82,27 @@ pub struct Exec {
     trampoline: Option<Trampoline>,
     /// Why the shell could not run the command at the last attempt, if it could not.
     unusable: Option<String>,
+    /// What each exit status means.
+    exits: ExitTable,
 }
 
 impl Exec {
     /// A transport that runs `command` with `/bin/sh -c` ([`SHELL`]).
     pub fn new(command: impl Into<String>) -> Exec {
-        Exec { command: command.into(), shell: SHELL.into(), stop: None, trampoline: None, unusable: None }
+        Exec {
+            command: command.into(),
+            shell: SHELL.into(),
+            stop: None,
+            trampoline: None,
+            unusable: None,
+            exits: ExitTable::default(),
+        }
+    }
+
+    /// Classes exit statuses by `exits` instead of [`ExitTable::default`].
+    pub fn with_exits(mut self, exits: ExitTable) -> Exec {
+        self.exits = exits;
+        self
     }
 
     /// Starts each command through `trampoline`, beside a watchdog that ends it with its
@@ -164,7 +181,7 @@ impl Transport for Exec {
             let tail = if ran.tail.is_empty() { String::new() } else { format!(": {}", ran.tail) };
             self.unusable = Some(format!("the command {:?}: {what} (exit {code}){tail}", self.command));
         }
-        classify(&ran, window.timeout())
+        classify(&ran, window.timeout(), &self.exits)
     }
 
     fn grace(&self) -> Duration {
@@ -383,7 +400,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// The exit status in the protocol's words.
-fn classify(ran: &Ran, timeout: Duration) -> Result<Report, Unclassified> {
+fn classify(ran: &Ran, timeout: Duration, exits: &ExitTable) -> Result<Report, Unclassified> {
     let tail = ran.tail.as_str();
     let with_tail = |what: String| if tail.is_empty() { what } else { format!("{what}: {tail}") };
     let ms = ran.elapsed.as_millis();
@@ -406,21 +423,28 @@ fn classify(ran: &Ran, timeout: Duration) -> Result<Report, Unclassified> {
     };
     match (status.code(), status.signal()) {
         (Some(0), _) => Ok(Report::from(Outcome::Ok)),
-        (Some(EXIT_RETRYABLE), _) => Ok(Report::with_error(
-            Outcome::Retryable,
-            with_tail(format!("exit {EXIT_RETRYABLE} (retryable) after {ms} ms")),
-        )),
-        (Some(EXIT_PERMANENT), _) => Ok(Report::with_error(
-            Outcome::Permanent,
-            with_tail(format!("exit {EXIT_PERMANENT} (permanent) after {ms} ms")),
-        )),
         // Retryable, not permanent: the job is not at fault, and another worker (or this one,
         // its command fixed) can run it.
         (Some(code @ (EXIT_NOT_EXECUTABLE | EXIT_NOT_FOUND)), _) => Ok(Report::with_error(
             Outcome::Retryable,
             with_tail(format!("{} (exit {code}) after {ms} ms", not_runnable(code).unwrap_or("exit"))),
         )),
-        (Some(code), _) => Err(Unclassified(with_tail(format!("exit {code} (unclassified) after {ms} ms")))),
+        (Some(code), _) => {
+            let class = u8::try_from(code).map_or(ExitClass::Unknown, |code| exits.classify(code));
+            match class {
+                ExitClass::Retryable => Ok(Report::with_error(
+                    Outcome::Retryable,
+                    with_tail(format!("exit {code} (retryable) after {ms} ms")),
+                )),
+                ExitClass::Permanent => Ok(Report::with_error(
+                    Outcome::Permanent,
+                    with_tail(format!("exit {code} (permanent) after {ms} ms")),
+                )),
+                ExitClass::Unknown => {
+                    Err(Unclassified(with_tail(format!("exit {code} (unclassified) after {ms} ms"))))
+                }
+            }
+        }
         (None, Some(signal)) => {
             Err(Unclassified(with_tail(format!("killed by signal {signal} after {ms} ms"))))
         }
@@ -461,8 +485,22 @@ mod tests {
         let r = attempt("exit 65", 5000).expect("permanent");
         assert_eq!(r.outcome, Outcome::Permanent);
         assert!(r.error.expect("an error text").starts_with("exit 65 (permanent)"));
-        let Unclassified(text) = attempt("echo oops >&2; exit 3", 5000).unwrap_err();
+        // An ordinary failure is retryable at once, with its standard error.
+        let r = attempt("echo oops >&2; exit 1", 5000).expect("retryable");
+        assert_eq!(r.outcome, Outcome::Retryable);
+        let error = r.error.expect("an error text");
+        assert!(error.starts_with("exit 1 (retryable)") && error.ends_with(": oops"), "{error}");
+        // Unknown where the table says so: nothing recorded.
+        let unknown = ExitTable::new(None, None, Some(vec![3]), ExitClass::Retryable).expect("table");
+        let window = Window::new(Duration::from_millis(5000));
+        let mut exec = Exec::new("echo oops >&2; exit 3").with_exits(unknown);
+        let Unclassified(text) = exec.attempt(&job("order-7", 3, ""), &window).unwrap_err();
         assert!(text.starts_with("exit 3 (unclassified)") && text.ends_with(": oops"), "{text}");
+        let permanent = ExitTable::new(None, Some(vec![1]), None, ExitClass::Unknown).expect("table");
+        let mut exec = Exec::new("exit 1").with_exits(permanent.clone());
+        assert_eq!(exec.attempt(&job("order-7", 3, ""), &window).map(|r| r.outcome), Ok(Outcome::Permanent));
+        let mut exec = Exec::new("exit 2").with_exits(permanent);
+        assert!(exec.attempt(&job("order-7", 3, ""), &window).is_err(), "other: unknown");
         let Unclassified(text) = attempt("kill -TERM $$", 5000).unwrap_err();
         assert!(text.starts_with("killed by signal 15"), "{text}");
     }

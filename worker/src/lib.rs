@@ -52,6 +52,7 @@ mod config;
 mod dbfile;
 mod descendants;
 mod exec;
+mod exit_table;
 mod fsize;
 mod handler;
 mod held;
@@ -76,6 +77,7 @@ pub use clock::{Clock, ClockError, STEP_FILE_VAR, ServerClock, SteppedClock, Sys
 pub use config::{Config, ConfigError, KILL_GRACE, MIN_LEASE, PRUNE_BATCH, PRUNE_EVERY};
 pub use dbfile::{DbFile, DbFileError};
 pub use exec::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_PERMANENT, EXIT_RETRYABLE, Exec, GRACE, SHELL};
+pub use exit_table::{ExitClass, ExitError, ExitTable};
 pub use fsize::{catch_file_size_signal, describe_limit, file_size_limit, file_size_limit_hit};
 pub use handler::{Attempt, JobError};
 #[cfg(feature = "http")]
