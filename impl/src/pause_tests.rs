@@ -175,6 +175,8 @@ pub(crate) fn run_now_refuses_in_order(q: &mut dyn Backend) {
         Err(crate::Error::NotPending { status, .. }) => assert_eq!(status, Status::Leased),
         other => panic!("{other:?}"),
     }
+    // Status before deadline: a leased job at its deadline is not_pending.
+    assert_eq!(kind(q.run_now("leased", 10_000)), Err(ErrorKind::NotPending));
     // Pending, but at its deadline: due to end, and only a redrive grants time.
     assert_eq!(kind(q.run_now("expiring", 100)), Err(ErrorKind::DeadlinePassed));
     assert_eq!(kind(q.run_now("expiring", 200)), Err(ErrorKind::DeadlinePassed));

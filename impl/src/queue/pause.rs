@@ -184,6 +184,34 @@ mod tests {
         scenario::a_pause_is_durable(&mut *reopen(), &reopen);
     }
 
+    /// The audit reads pending → pending as a run_now, and flags one that did not bring the
+    /// reservation forward to its own time.
+    #[test]
+    fn the_audit_flags_a_run_now_that_made_a_job_later() {
+        use crate::{Check, NewJob};
+        let mut q = queue();
+        let job =
+            NewJob { id: "a", payload: "", max_attempts: 3, deadline: 9000, now: 0, ..NewJob::default() };
+        q.enqueue(&NewJob { not_before: Some(500), ..job }).expect("enqueue");
+        q.enqueue(&NewJob { id: "b", ..job }).expect("enqueue");
+        q.run_now("a", 100).expect("run_now");
+        assert!(q.audit().expect("audit").is_clean());
+        q.conn
+            .execute("UPDATE jobs SET available_at = 800, updated_at = 200 WHERE id = 'b'", [])
+            .expect("tamper");
+        let audit = q.audit().expect("audit");
+        let found: Vec<_> =
+            audit.violations.iter().map(|v| (v.check, v.job.as_str(), v.what.as_str())).collect();
+        assert_eq!(
+            found,
+            [(
+                Check::NoSilentDrop,
+                "b",
+                "run_now at 200 moved available_at Some(0) → Some(800), deadline 9000"
+            )]
+        );
+    }
+
     /// The claim's look at the paused queues is a lookup of the table's key, not a scan.
     #[test]
     fn the_pause_lookup_is_by_key() {
