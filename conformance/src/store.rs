@@ -199,6 +199,8 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
         Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
         }
+        // Not yet wired: the stores' `pause`, `resume` and `run_now` come with the library's.
+        Op::Pause { .. } | Op::Resume { .. } | Op::RunNow { .. } => return Err(unnamed(op)),
         Op::Restart => return Err(Refusal::Fatal(ReplayError::NoPlace)),
     })
 }
@@ -506,6 +508,8 @@ pub fn stats_view(s: &retryq::Stats) -> StatsView {
         oldest_open_age_ms: s.oldest_open_age_ms,
         pruned_done: s.pruned_done,
         pruned_dead: s.pruned_dead,
+        // Not yet counted by the library's stats: wired with its `paused_queues`.
+        paused_queues: 0,
     }
 }
 

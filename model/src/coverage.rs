@@ -213,7 +213,8 @@ fn claim_choices(
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
     seen: &mut impl FnMut(Option<Choice>),
 ) {
-    let candidates = rules::claimable(before.jobs(), now, before.config().reap_limit, first_enqueue);
+    let candidates =
+        rules::claimable(before.jobs(), before.paused(), now, before.config().reap_limit, first_enqueue);
     let named = |queue: &str| queues.iter().position(|q| q == queue);
     let Some(taken) = response.taken_id() else {
         for (_, id) in &candidates {
@@ -330,6 +331,11 @@ fn names(store: &Store, op: &Op, seen: &mut impl FnMut(Option<Choice>)) {
         }
         Op::Enqueue { queue: Some(q), .. } | Op::Stats { queue: Some(q), .. } if !own_queue(q) => {
             compare(Field::Queue, q, &mut queues());
+        }
+        // A pause or resume compares its queue with the paused names too (SPEC 3.16, 3.17).
+        Op::Pause { queue: q, .. } | Op::Resume { queue: q, .. } if !own_queue(q) => {
+            let mut names = queues().chain(store.paused().iter().map(|(name, _)| &**name));
+            compare(Field::Queue, q, &mut names);
         }
         Op::Claim { queues: Some(list), .. } | Op::RunOnce { queues: Some(list), .. } => {
             for q in list.iter().filter(|q| !own_queue(q)) {

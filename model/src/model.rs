@@ -992,7 +992,13 @@ impl QueueModel {
         let Reply::Claimed { id, .. } = reply else { return };
         let Some(taken) = before.store.job(id) else { return };
         let first = |id: &str| before.first_enqueue(id);
-        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &first);
+        let due = rules::claimable(
+            before.store.jobs(),
+            before.store.paused(),
+            now,
+            before.store.config().reap_limit,
+            &first,
+        );
         let claimable: Vec<&Job> = due.iter().filter_map(|(_, id)| before.store.job(id)).collect();
         let served = |job: &Job| queues.iter().any(|q| **q == *job.queue);
         if claimable.iter().any(|job| !served(job)) {
@@ -1016,7 +1022,13 @@ impl QueueModel {
     /// them before.
     fn claim_events(&self, before: &World, job: usize, now: u64, next: &mut World) {
         let first = |id: &str| before.first_enqueue(id);
-        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &first);
+        let due = rules::claimable(
+            before.store.jobs(),
+            before.store.paused(),
+            now,
+            before.store.config().reap_limit,
+            &first,
+        );
         let Some(&(taken_at, _)) = due.iter().find(|(_, id)| job_index(id) == Some(job)) else {
             return;
         };

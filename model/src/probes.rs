@@ -365,8 +365,12 @@ fn named(mut op: Op, field: Field, class: NameClass, queue: &str) -> Option<Op> 
     match (&mut op, field) {
         (Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Heartbeat { id, .. }, Field::Id)
         | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id)
+        | (Op::RunNow { id, .. }, Field::Id)
         | (Op::Complete { worker: id, .. } | Op::Heartbeat { worker: id, .. }, Field::Worker) => {
             *id = class.of(id)?;
+        }
+        (Op::Pause { queue: q, .. } | Op::Resume { queue: q, .. }, Field::Queue) => {
+            *q = class.of(queue)?;
         }
         (Op::Enqueue { queue: q, .. } | Op::Stats { queue: q, .. }, Field::Queue) => {
             *q = Some(class.of(queue)?);
@@ -465,6 +469,9 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
         OpKind::Prune => Op::Prune { before: now, now },
         OpKind::Forget => Op::Forget { before: now, now },
         OpKind::Get => Op::Get { id: target.into() },
+        OpKind::Pause => Op::Pause { queue: DEFAULT_QUEUE.into(), now },
+        OpKind::Resume => Op::Resume { queue: DEFAULT_QUEUE.into(), now },
+        OpKind::RunNow => Op::RunNow { id: target.into(), now },
         OpKind::Stats => Op::Stats { queue: None, now },
         OpKind::RetryDelay => Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: 2, jitter: 0.5 },
         OpKind::Restart => Op::Restart,
@@ -530,7 +537,8 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
     };
     match (&mut op, field) {
         (Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Heartbeat { id, .. }, Field::Id)
-        | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id) => {
+        | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id)
+        | (Op::RunNow { id, .. }, Field::Id) => {
             *id = name_of(class, id)?;
         }
         (
@@ -569,6 +577,9 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
             | Op::RunOnce { now: at, .. }
             | Op::Heartbeat { now: at, .. }
             | Op::Cancel { now: at, .. }
+            | Op::RunNow { now: at, .. }
+            | Op::Pause { now: at, .. }
+            | Op::Resume { now: at, .. }
             | Op::Reap { now: at }
             | Op::Stats { queue: _, now: at },
             Field::Now,
@@ -626,6 +637,17 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
                 Above => Some("q".repeat(65)),
                 Forbidden => Some("q\0".into()),
                 Missing => return None,
+            }
+        }
+        (Op::Pause { queue, .. } | Op::Resume { queue, .. }, Field::Queue) => {
+            *queue = match class {
+                Least => "q".into(),
+                Most => "q".repeat(64),
+                Odd => format!("{}\u{7}\n", "é".repeat(31)),
+                Below => String::new(),
+                Above => "q".repeat(65),
+                Forbidden => "q\0".into(),
+                Absent | Missing => return None,
             }
         }
         (Op::Claim { queues, .. } | Op::RunOnce { queues, .. }, Field::Queues) => {
