@@ -37,7 +37,7 @@ use crate::choices::{self, NameClass};
 use crate::contract::{self, Class, Field, OpKind};
 use crate::coverage;
 use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
-use crate::model::{Action, DELAY_PROBES, QueueModel, World};
+use crate::model::{Action, DELAY_PROBES, OTHER_QUEUE, QueueModel, World};
 use crate::reference::{Config, DEFAULT_QUEUE, Phase};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
 
@@ -144,6 +144,16 @@ impl QueueModel {
             ops.push(Op::Cancel { id: id.clone(), now });
             ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
             fence_probes(&id, job.attempts, &job.phase, now, ops);
+            run_now_probes(&id, job, now, ops);
+        }
+        ops.push(Op::RunNow { id: missing.clone(), now });
+        // A second pause or resume changes nothing, a restart keeps the pauses (SPEC 3.16,
+        // 3.17, 4.10): where the world pauses.
+        if self.scene(world).pauses {
+            for queue in [DEFAULT_QUEUE, OTHER_QUEUE] {
+                ops.push(Op::Pause { queue: queue.into(), now });
+                ops.push(Op::Resume { queue: queue.into(), now });
+            }
         }
         // A tombstone's id, every way an operation can name it (SPEC 3.14): it answers as the
         // ended job it was, is never run again, and is shown as pruned.
@@ -166,6 +176,7 @@ impl QueueModel {
             }
             ops.push(Op::Cancel { id: id.clone(), now });
             ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
+            ops.push(Op::RunNow { id: id.clone(), now });
             fence_probes(&id, tombstone.attempts, &tombstone.phase, now, ops);
         }
         // run_once's second reading the first, or later: each outcome the transport can
@@ -280,6 +291,16 @@ fn fence_probes(id: &str, attempts: u64, phase: &Phase, now: u64, ops: &mut Vec<
     }
     if now > *claimed_at {
         ops.push(heartbeat(owner, a, now - 1));
+    }
+}
+
+/// `run_now` of job `id` at the clock, and at its deadline where the job is open: with the
+/// world's states, every relation of [`crate::choices::Choice::RunNow`] (SPEC 3.18, 6.41). A
+/// `run_now` carries the operator's clock, which need not be the world's.
+fn run_now_probes(id: &str, job: &crate::reference::Job, now: u64, ops: &mut Vec<Op>) {
+    ops.push(Op::RunNow { id: id.into(), now });
+    if job.phase.available_at().is_some() && job.deadline != now && job.deadline <= MAX_INT {
+        ops.push(Op::RunNow { id: id.into(), now: job.deadline });
     }
 }
 

@@ -578,7 +578,7 @@ impl Store {
         let in_time = |job: &Job| (job.attempts < job.max_attempts && job.deadline > now) || trusts_reap;
         let claimable = |job: &Job| {
             served(job)
-                && !self.is_paused(&job.queue)
+                && (!self.is_paused(&job.queue) || self.bug(Bug::ClaimIgnoresPause))
                 && (!job.cancel_requested || self.bug(Bug::ReclaimCancelling))
                 && in_time(job)
                 && match job.phase {
@@ -631,6 +631,7 @@ impl Store {
             .jobs
             .iter()
             .enumerate()
+            .filter(|(_, job)| !(self.bug(Bug::ReapSkipsPaused) && self.is_paused(&job.queue)))
             .filter_map(|(i, job)| {
                 let found = match self.bug {
                     Some(bug) if bug.bends_reap() => seeded::reaped(bug, job, now),
@@ -943,8 +944,10 @@ impl Store {
     fn pause(&mut self, queue: &str, now: u64) -> Result<Reply, Failure> {
         validate::queue("queue", queue)?;
         validate::int("now", now)?;
-        if let Err(at) = self.paused.binary_search_by(|(name, _)| (**name).cmp(queue)) {
-            self.paused.insert(at, (queue.into(), now));
+        match self.paused.binary_search_by(|(name, _)| (**name).cmp(queue)) {
+            Err(at) => self.paused.insert(at, (queue.into(), now)),
+            Ok(at) if self.bug(Bug::SecondPauseMovesTime) => self.paused[at].1 = now,
+            Ok(_) => {}
         }
         Ok(Reply::Paused)
     }
@@ -963,15 +966,26 @@ impl Store {
         self.name("id", id)?;
         validate::int("now", now)?;
         let i = self.position(id).ok_or(self.pruned_or_missing(id))?;
+        let bug = self.bug;
         let job = &mut self.jobs[i];
+        if bug == Some(Bug::RunNowTakesLeased) && job.phase.expired_lease(now) {
+            job.phase = Phase::Pending { available_at: now };
+        }
         let Phase::Pending { available_at } = &mut job.phase else {
             return Err(Failure::NotPending);
         };
-        if job.deadline <= now {
+        if job.deadline <= now && bug != Some(Bug::RunNowPastDeadline) {
             return Err(Failure::DeadlinePassed);
         }
-        *available_at = (*available_at).min(now);
-        Ok(Reply::Due { available_at: *available_at })
+        let was = *available_at;
+        *available_at = if bug == Some(Bug::RunNowMakesLater) { now } else { was.min(now) };
+        let due = *available_at;
+        match bug {
+            Some(Bug::RunNowMovesDeadline) => job.deadline -= was - due,
+            Some(Bug::RunNowGivesAttempt) => job.max_attempts += 1,
+            _ => {}
+        }
+        Ok(Reply::Due { available_at: due })
     }
 
     /// `restart`: the database closed and opened again. What comes back is what was written:
@@ -981,6 +995,8 @@ impl Store {
         let (config, jobs, tombstones) =
             (self.config, std::mem::take(&mut self.jobs), std::mem::take(&mut self.tombstones));
         let paused = std::mem::take(&mut self.paused);
+        // `pause-lost-on-restart` kept them in the process only.
+        let paused = if self.bug(Bug::PauseLostOnRestart) { Vec::new() } else { paused };
         // The ids table of `forgotten-takes-old-place` is stored too.
         let ever = std::mem::take(&mut self.ever);
         *self = Store { config, jobs, tombstones, paused, ever, bug: self.bug };
@@ -1122,6 +1138,10 @@ impl Store {
         s.oldest_open_age_ms = oldest.map(|enqueued_at| now.saturating_sub(enqueued_at));
         s.paused_queues = match queue {
             Some(queue) => u64::from(self.is_paused(queue)),
+            None if self.bug(Bug::StatsPausedCountsJobs) => {
+                let carried = |name: &Text| self.jobs.iter().any(|job| job.queue == *name);
+                self.paused.iter().filter(|(name, _)| carried(name)).count() as u64
+            }
             None => self.paused.len() as u64,
         };
         s
