@@ -280,6 +280,7 @@ mod tests {
             oldest_open_age_ms: Some(1500),
             pruned_done: 7,
             pruned_dead: 8,
+            paused_queues: 0,
         };
         let text = encode(gauges(&stats, &[])).expect("encode");
         for sample in [

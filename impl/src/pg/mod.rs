@@ -36,6 +36,7 @@ mod inspect;
 #[cfg(test)]
 mod listen_tests;
 mod notes;
+mod pause;
 #[cfg(test)]
 mod reap_tests;
 mod redrive;
@@ -50,6 +51,8 @@ mod tests_1_2;
 mod tests_bulk;
 #[cfg(test)]
 mod tests_notes;
+#[cfg(test)]
+mod tests_pause;
 #[cfg(test)]
 mod tests_stats;
 mod tls;
