@@ -199,8 +199,15 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
         Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
         }
-        // Not yet wired: the stores' `pause`, `resume` and `run_now` come with the library's.
-        Op::Pause { .. } | Op::Resume { .. } | Op::RunNow { .. } => return Err(unnamed(op)),
+        Op::Pause { queue, now } => {
+            q.pause(queue, *now)?;
+            Reply::Paused
+        }
+        Op::Resume { queue, now } => {
+            q.resume(queue, *now)?;
+            Reply::Resumed
+        }
+        Op::RunNow { id, now } => Reply::Due { available_at: q.run_now(id, *now)? },
         Op::Restart => return Err(Refusal::Fatal(ReplayError::NoPlace)),
     })
 }
@@ -430,6 +437,7 @@ impl From<Error> for Refusal {
             Error::Cancelled { .. } => Failure::Cancelled,
             Error::Pruned { .. } => Failure::Pruned,
             Error::NotCancellable { .. } => Failure::NotCancellable,
+            Error::NotPending { .. } => Failure::NotPending,
             fatal => return Refusal::Fatal(ReplayError::Storage(fatal)),
         })
     }
@@ -508,8 +516,7 @@ pub fn stats_view(s: &retryq::Stats) -> StatsView {
         oldest_open_age_ms: s.oldest_open_age_ms,
         pruned_done: s.pruned_done,
         pruned_dead: s.pruned_dead,
-        // Not yet counted by the library's stats: wired with its `paused_queues`.
-        paused_queues: 0,
+        paused_queues: s.paused_queues,
     }
 }
 
