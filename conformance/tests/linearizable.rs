@@ -854,6 +854,7 @@ fn response_of(line: &str) -> Option<Response> {
             "cancelled" => Failure::Cancelled,
             "pruned" => Failure::Pruned,
             "not_cancellable" => Failure::NotCancellable,
+            "not_pending" => Failure::NotPending,
             "unknown_error" => Failure::UnknownError { id: text("id")?, attempt: int("attempt")? },
             _ => return None,
         }));
@@ -895,6 +896,9 @@ fn response_of(line: &str) -> Option<Response> {
             ended_at: int("ended_at")?,
         }),
         "reaped" => Reply::Reaped { count: int("count")? },
+        "paused" => Reply::Paused,
+        "resumed" => Reply::Resumed,
+        "due" => Reply::Due { available_at: int("available_at")? },
         "job" => Reply::Job(JobView {
             id: text("id")?,
             status: match text("status")?.as_str() {
@@ -931,6 +935,7 @@ fn response_of(line: &str) -> Option<Response> {
             oldest_open_age_ms: maybe("oldest_open_age_ms")?,
             pruned_done: int("pruned_done")?,
             pruned_dead: int("pruned_dead")?,
+            paused_queues: int("paused_queues")?,
         }),
         _ => return None,
     }))
