@@ -49,6 +49,12 @@ enum Command {
     Redrive(cmd::redrive::Args),
     /// Take a pending job off the queue, or ask a running one to stop.
     Cancel(cmd::cancel::Args),
+    /// Stop a queue's jobs from starting, on every worker, until it is resumed.
+    Pause(cmd::pause::Args),
+    /// Let a paused queue's jobs start again.
+    Resume(cmd::pause::Args),
+    /// Make a pending job due now, ahead of its backoff or schedule.
+    RunNow(cmd::run_now::Args),
     /// The dashboard and /metrics of a store, on 127.0.0.1 unless a token is given.
     Serve(cmd::serve::Args),
     /// Remove ended jobs older than a duration, leaving tombstones (and forget old ones).
@@ -137,6 +143,9 @@ fn main() -> ExitCode {
         Command::History(args) => cmd::history::run(args),
         Command::Redrive(args) => cmd::redrive::run(args),
         Command::Cancel(args) => cmd::cancel::run(args),
+        Command::Pause(args) => cmd::pause::pause(args),
+        Command::Resume(args) => cmd::pause::resume(args),
+        Command::RunNow(args) => cmd::run_now::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Prune(args) => cmd::prune::run(args),
         Command::Reap(args) => cmd::reap::run(args),

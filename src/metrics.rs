@@ -223,6 +223,7 @@ pub fn gauges(queues: &[QueueCounts]) -> Vec<Family> {
     });
     let expired = each(&|q| vec![(Vec::new(), Number::Count(q.stats.leased_expired))]);
     let wait = each(&|q| vec![(Vec::new(), Number::Measure(q.wait_ms as f64 / 1000.0))]);
+    let paused = each(&|q| vec![(Vec::new(), Number::Count(q.stats.paused_queues))]);
     vec![
         Family {
             name: JOBS.into(),
@@ -246,6 +247,11 @@ pub fn gauges(queues: &[QueueCounts]) -> Vec<Family> {
                 .into(),
             samples: Samples::Gauge(wait),
         },
+        Family {
+            name: PAUSED.into(),
+            help: "1 while the queue is paused (SPEC 3.16): its due jobs wait on purpose.".into(),
+            samples: Samples::Gauge(paused),
+        },
     ]
 }
 
@@ -257,6 +263,8 @@ pub const TOMBSTONES: &str = "retryq_tombstones";
 pub const LEASES_EXPIRED: &str = "retryq_leases_expired";
 /// `retryq_oldest_due_wait_seconds`.
 pub const OLDEST_DUE_WAIT: &str = "retryq_oldest_due_wait_seconds";
+/// `retryq_queue_paused`.
+pub const PAUSED: &str = "retryq_queue_paused";
 
 /// A counter's label besides `queue`, and its values.
 type SecondLabel = (&'static str, &'static [&'static str]);
@@ -383,6 +391,7 @@ mod tests {
             oldest_open_age_ms: Some(9000),
             pruned_done: 7,
             pruned_dead: 8,
+            paused_queues: 1,
         };
         let text = encode(gauges(&one("q", stats))).expect("encode");
         for sample in [
@@ -396,6 +405,7 @@ mod tests {
             "retryq_tombstones{queue=\"q\",status=\"done\"} 7",
             "retryq_tombstones{queue=\"q\",status=\"dead\"} 8",
             "retryq_leases_expired{queue=\"q\"} 5",
+            "retryq_queue_paused{queue=\"q\"} 1",
             "retryq_oldest_due_wait_seconds{queue=\"q\"} 1.5",
         ] {
             assert!(text.lines().any(|line| line == sample), "no {sample:?} in\n{text}");

@@ -85,6 +85,7 @@ fn the_spec_worked_traces_print_exactly_what_the_spec_says() {
         ("### 5.6 The worked trace\n", "spec_worked_trace"),
         ("### 5.7 The worked trace of retention", "retention"),
         ("### 5.8 The worked trace of a bounded reap", "bounded_reap"),
+        ("### 5.9 The worked trace of pause and run_now", "pause_run_now"),
     ] {
         let (trace, gives) = spec_blocks(section);
         let saved = std::fs::read_to_string(traces_dir().join(format!("{file}.jsonl"))).expect("trace");

@@ -343,6 +343,29 @@ pub enum Abstract {
     },
     /// Becomes `restart`.
     Restart,
+    /// Becomes `pause` of a queue (SPEC 3.16), by index into [`COUNTED`]: one jobs go to, or
+    /// one no job carries.
+    Pause {
+        /// Which queue.
+        queue: usize,
+        /// When.
+        now: When,
+    },
+    /// Becomes `resume` of a queue (SPEC 3.17), by index into [`COUNTED`].
+    Resume {
+        /// Which queue.
+        queue: usize,
+        /// When.
+        now: When,
+    },
+    /// Becomes `run_now` (SPEC 3.18): of any job, mostly one waiting, at a time near its
+    /// reservation or its deadline.
+    RunNow {
+        /// Which job.
+        job: Pick,
+        /// When.
+        now: When,
+    },
     /// Becomes `count` enqueues in a row at the previous time, from the `first`-th id on
     /// (wrapping around), deadlines `ttl` ahead: equal, one apart in the order of enqueue, or
     /// one apart against it — jobs that come due to end together, for a reap of `reap_limit`
@@ -602,6 +625,10 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
         1 => (prop_oneof![Just(0u64), 1u64..70, Just(1_000_000_000_000_000)], 0u64..300, 0u64..2000, 0..JITTERS.len())
             .prop_map(|(attempt, base_ms, cap_ms, jitter)| Abstract::RetryDelay { attempt, base_ms, cap_ms, jitter }),
         1 => Just(Abstract::Restart),
+        1 => (0..COUNTED.len(), when()).prop_map(|(queue, now)| Abstract::Pause { queue, now }),
+        1 => (0..COUNTED.len(), when()).prop_map(|(queue, now)| Abstract::Resume { queue, now }),
+        2 => (prop_oneof![6 => job.clone().prop_map(Pick::Any), 1 => job.clone().prop_map(Pick::Pruned)], when())
+            .prop_map(|(job, now)| Abstract::RunNow { job, now }),
         1 => (0..INVALID_LINES.len()).prop_map(Abstract::Invalid),
         1 => burst_step(),
         2 => (0u8..4, 0..IDS.len()).prop_map(|(kind, first)| Abstract::Choice { kind, first }),
@@ -967,6 +994,19 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64, forgotten: &[String
             Op::Heartbeat { worker, id, attempt, now }
         }
         Abstract::Cancel { job, now, .. } => Op::Cancel { id: picked(*job, store, forgotten), now: at(now) },
+        Abstract::Pause { queue, now } => {
+            Op::Pause { queue: COUNTED[*queue % COUNTED.len()].into(), now: at(now) }
+        }
+        Abstract::Resume { queue, now } => {
+            Op::Resume { queue: COUNTED[*queue % COUNTED.len()].into(), now: at(now) }
+        }
+        Abstract::RunNow { job, now } => {
+            let id = picked(*job, store, forgotten);
+            // Its deadline edges are about the job it makes due.
+            let now = resolve(now, store, *clock, Some((&id, None)));
+            *clock = now;
+            Op::RunNow { id, now }
+        }
         Abstract::Claim { worker, now, queues } => {
             Op::Claim { queues: served_list(*queues), worker: WORKERS[*worker].into(), now: at(now) }
         }
@@ -1172,7 +1212,7 @@ fn random_step(g: &mut Gen) -> Step {
     let id = pick(g, &IDS).to_owned();
     let worker = pick(g, &WORKERS).to_owned();
     let jitter = if u8::arbitrary(g) % 8 == 0 { None } else { Some(pick(g, &JITTERS)) };
-    let op = match u8::arbitrary(g) % 24 {
+    let op = match u8::arbitrary(g) % 27 {
         0 => Op::Config {
             base_ms: Option::<u8>::arbitrary(g).map(|b| u64::from(b % 16)),
             cap_ms: Option::<u8>::arbitrary(g).map(|c| u64::from(c % 32)),
@@ -1261,6 +1301,9 @@ fn random_step(g: &mut Gen) -> Step {
             let (before, now) = retention(g);
             Op::Forget { before, now }
         }
+        23 => Op::Pause { queue: pick(g, &COUNTED).to_owned(), now: time(g) },
+        24 => Op::Resume { queue: pick(g, &COUNTED).to_owned(), now: time(g) },
+        25 => Op::RunNow { id, now: time(g) },
         _ => return Step::Invalid(pick(g, &INVALID_LINES).to_owned()),
     };
     Step::Op(op)

@@ -63,7 +63,7 @@ fn parse_op(content: &str) -> Result<Op, String> {
     Ok(op)
 }
 
-const OPS: [&str; 15] = [
+const OPS: [&str; 18] = [
     "config",
     "enqueue",
     "claim",
@@ -75,6 +75,9 @@ const OPS: [&str; 15] = [
     "reap",
     "prune",
     "forget",
+    "pause",
+    "resume",
+    "run_now",
     "get",
     "stats",
     "retry_delay",
@@ -136,6 +139,9 @@ fn read_op(f: &mut Fields<'_>) -> Result<Op, String> {
             deadline: f.required("deadline", int)?,
         },
         "reap" => Op::Reap { now: f.required("now", int)? },
+        "pause" => Op::Pause { queue: f.required("queue", string)?, now: f.required("now", int)? },
+        "resume" => Op::Resume { queue: f.required("queue", string)?, now: f.required("now", int)? },
+        "run_now" => Op::RunNow { id: f.required("id", string)?, now: f.required("now", int)? },
         "get" => Op::Get { id: f.required("id", string)? },
         "stats" => Op::Stats { now: f.required("now", int)?, queue: f.optional("queue", string)? },
         "prune" => Op::Prune { before: f.required("before", int)?, now: f.required("now", int)? },
@@ -420,6 +426,9 @@ mod tests {
                 r#"{"op":"retry_delay","attempt":3,"base_ms":100,"cap_ms":250,"jitter":5e-1}"#,
                 Op::RetryDelay { attempt: 3, base_ms: 100, cap_ms: 250, jitter: 0.5 },
             ),
+            (r#"{"op":"pause","queue":"mail","now":10}"#, Op::Pause { queue: "mail".into(), now: 10 }),
+            (r#"{"op":"resume","now":0,"queue":"q\u00e9"}"#, Op::Resume { queue: "qé".into(), now: 0 }),
+            (r#"{"op":"run_now","id":"b","now":40}"#, Op::RunNow { id: "b".into(), now: 40 }),
             (r#"{"op":"restart"}"#, Op::Restart),
         ];
         for (line, op) in cases {
@@ -525,6 +534,14 @@ mod tests {
             (r#"{"op":"cancel","id":"a","now":1,"worker":"w"}"#, "worker: unknown field"),
             (r#"{"op":"cancel","id":"a","now":1e0}"#, "now: must be an integer"),
             (r#"{"op":"cancel","id":"a","now":1,"now":2}"#, "now: duplicate key"),
+            (r#"{"op":"pause","now":1}"#, "queue: missing"),
+            (r#"{"op":"pause","queue":"q"}"#, "now: missing"),
+            (r#"{"op":"pause","queue":["q"],"now":1}"#, "queue: must be a string"),
+            (r#"{"op":"resume","queue":"q","now":-1}"#, "now: must be a non-negative"),
+            (r#"{"op":"resume","queue":"q","now":1,"id":"a"}"#, "id: unknown field"),
+            (r#"{"op":"run_now","now":1}"#, "id: missing"),
+            (r#"{"op":"run_now","id":"a","now":9007199254740992}"#, "now: 9007199254740992 is out of range"),
+            (r#"{"op":"run_now","id":"a","now":1,"queue":"q"}"#, "queue: unknown field"),
             (
                 r#"{"op":"enqueue","id":"a","max_attempts":1,"deadline":2,"now":1,"not_before":"1"}"#,
                 "not_before: must be an integer",
@@ -584,6 +601,14 @@ mod tests {
             (r#"{"op":"heartbeat","worker":"","id":"a","attempt":1,"now":1}"#, "worker:"),
             (r#"{"op":"heartbeat","worker":"w","id":"a\u0000","attempt":1,"now":1}"#, "id:"),
             (r#"{"op":"cancel","id":"","now":1}"#, "id:"),
+            (r#"{"op":"run_now","id":"","now":1}"#, "id:"),
+            (r#"{"op":"run_now","id":"a\u0000","now":1}"#, "id:"),
+            (r#"{"op":"pause","queue":"","now":1}"#, "queue:"),
+            (r#"{"op":"resume","queue":"q\u0000","now":1}"#, "queue:"),
+            (
+                r#"{"op":"pause","queue":"qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq","now":1}"#,
+                "queue:",
+            ),
         ] {
             let Line::Op(op) = parse_line(line) else { panic!("{line} parses") };
             match retryq_model::Store::new().step(&op) {

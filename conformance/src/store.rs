@@ -199,6 +199,15 @@ fn reply(q: &mut dyn Backend, op: &Op) -> Result<Reply, Refusal> {
         Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
             Reply::Delay { delay_ms: retryq::retry_delay(*attempt, *base_ms, *cap_ms, *jitter)? }
         }
+        Op::Pause { queue, now } => {
+            q.pause(queue, *now)?;
+            Reply::Paused
+        }
+        Op::Resume { queue, now } => {
+            q.resume(queue, *now)?;
+            Reply::Resumed
+        }
+        Op::RunNow { id, now } => Reply::Due { available_at: q.run_now(id, *now)? },
         Op::Restart => return Err(Refusal::Fatal(ReplayError::NoPlace)),
     })
 }
@@ -428,6 +437,7 @@ impl From<Error> for Refusal {
             Error::Cancelled { .. } => Failure::Cancelled,
             Error::Pruned { .. } => Failure::Pruned,
             Error::NotCancellable { .. } => Failure::NotCancellable,
+            Error::NotPending { .. } => Failure::NotPending,
             fatal => return Refusal::Fatal(ReplayError::Storage(fatal)),
         })
     }
@@ -506,6 +516,7 @@ pub fn stats_view(s: &retryq::Stats) -> StatsView {
         oldest_open_age_ms: s.oldest_open_age_ms,
         pruned_done: s.pruned_done,
         pruned_dead: s.pruned_dead,
+        paused_queues: s.paused_queues,
     }
 }
 

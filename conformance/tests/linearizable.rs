@@ -551,6 +551,18 @@ impl Backend for Broken {
     fn forget(&mut self, before: u64, now: u64) -> retryq::Result<u64> {
         self.queue.forget(before, now)
     }
+    fn pause(&mut self, queue: &str, now: u64) -> retryq::Result<()> {
+        self.queue.pause(queue, now)
+    }
+    fn resume(&mut self, queue: &str, now: u64) -> retryq::Result<()> {
+        self.queue.resume(queue, now)
+    }
+    fn run_now(&mut self, id: &str, now: u64) -> retryq::Result<u64> {
+        self.queue.run_now(id, now)
+    }
+    fn paused(&self) -> retryq::Result<Vec<(String, u64)>> {
+        self.queue.paused()
+    }
     fn lookup(&self, id: &str) -> retryq::Result<Option<retryq::Lookup>> {
         self.queue.lookup(id)
     }
@@ -854,6 +866,7 @@ fn response_of(line: &str) -> Option<Response> {
             "cancelled" => Failure::Cancelled,
             "pruned" => Failure::Pruned,
             "not_cancellable" => Failure::NotCancellable,
+            "not_pending" => Failure::NotPending,
             "unknown_error" => Failure::UnknownError { id: text("id")?, attempt: int("attempt")? },
             _ => return None,
         }));
@@ -895,6 +908,9 @@ fn response_of(line: &str) -> Option<Response> {
             ended_at: int("ended_at")?,
         }),
         "reaped" => Reply::Reaped { count: int("count")? },
+        "paused" => Reply::Paused,
+        "resumed" => Reply::Resumed,
+        "due" => Reply::Due { available_at: int("available_at")? },
         "job" => Reply::Job(JobView {
             id: text("id")?,
             status: match text("status")?.as_str() {
@@ -931,6 +947,7 @@ fn response_of(line: &str) -> Option<Response> {
             oldest_open_age_ms: maybe("oldest_open_age_ms")?,
             pruned_done: int("pruned_done")?,
             pruned_dead: int("pruned_dead")?,
+            paused_queues: int("paused_queues")?,
         }),
         _ => return None,
     }))

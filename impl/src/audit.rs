@@ -26,9 +26,10 @@
 //! | pending → dead | reap | reason `deadline`, deadline ≤ `at`, attempts kept |
 //! | pending → dead(cancelled) | cancel | attempts kept |
 //! | dead → pending | redrive | redrives + 1, attempts kept, `available_at` = `at` < new deadline, max_attempts > attempts |
+//! | pending → pending | run_now | `available_at` = `at`, earlier than before, before the deadline |
 //!
-//! Any other pair — leaving `done`, leaving `dead` but by a redrive, `pending → pending`,
-//! `pending → done` — breaks invariant 3. Outside a redrive, `deadline`, `max_attempts` and
+//! Any other pair — leaving `done`, leaving `dead` but by a redrive, `pending → done` —
+//! breaks invariant 3. Outside a redrive, `deadline`, `max_attempts` and
 //! `redrives` never change.
 //!
 //! The checks are tables of rules, one per thing a rule looks at — any state ([`STATE`]), the
@@ -337,6 +338,8 @@ enum Move {
     Cancel,
     /// dead → pending.
     Redrive,
+    /// pending → pending: an operator's run_now (SPEC 3.18).
+    RunNow,
 }
 
 impl Move {
@@ -360,6 +363,7 @@ impl Move {
             (Pending, Dead) if cancelled => Move::Cancel,
             (Pending, Dead) => Move::Reap,
             (Dead, Pending) => Move::Redrive,
+            (Pending, Pending) => Move::RunNow,
             _ => return None,
         })
     }
@@ -587,6 +591,18 @@ const TRANSITION: &[Rule<JudgeStep>] = &[
         (s.is(Move::Redrive) && s.c().available_at != Some(s.cur.at))
             .then(|| format!("redriven at {} with available_at {:?}", s.cur.at, s.c().available_at))
     }),
+    // run_now: due at its own time, earlier than before, and before the deadline (SPEC 3.18).
+    (Check::NoSilentDrop, |s| {
+        let (before, after) = (s.p().available_at, s.c().available_at);
+        let brought_forward = after == Some(s.cur.at) && before.is_some_and(|b| b > s.cur.at);
+        (s.is(Move::RunNow) && (!brought_forward || s.cur.at >= s.c().deadline)).then(|| {
+            format!(
+                "run_now at {} moved available_at {before:?} → {after:?}, deadline {}",
+                s.cur.at,
+                s.c().deadline
+            )
+        })
+    }),
     // Heartbeats: the holder's own, strictly before the deadline, never shortening the lease.
     (Check::OneLiveLease, |s| {
         (s.is(Move::Extend) && s.c().worker != s.p().worker)
@@ -655,13 +671,15 @@ const HISTORY: &[Rule<JudgeRecorded>] = &[
             )
         })
     }),
-    // Invariant 12: until the first redrive (the operator's say replaces the schedule), no
-    // claim before `not_before`.
+    // Invariant 12: until the first redrive or run_now (the operator's say replaces the
+    // schedule), no claim before `not_before`.
     (Check::ScheduledJobWaits, |h| {
         let first_redrive = h
             .entries
             .windows(2)
-            .find(|pair| Step::new(&pair[0], &pair[1]).is_some_and(|s| s.is(Move::Redrive)))
+            .find(|pair| {
+                Step::new(&pair[0], &pair[1]).is_some_and(|s| s.is(Move::Redrive) || s.is(Move::RunNow))
+            })
             .map_or(i64::MAX, |pair| pair[1].n);
         let early = h.claims().find(|e| e.n < first_redrive && e.at < h.not_before)?;
         Some(format!("claimed at {} (#{}), before its not_before {}", early.at, early.n, h.not_before))

@@ -103,6 +103,21 @@ pub trait Backend: Send + ServerTime {
     fn reclaim(&mut self) -> Result<u64> {
         Ok(0)
     }
+    /// SPEC 3.16: idempotent; `now` is kept as the pause's time (a second pause keeps the
+    /// first).
+    fn pause(&mut self, queue: &str, now: u64) -> Result<()>;
+    /// SPEC 3.17: idempotent.
+    fn resume(&mut self, queue: &str, now: u64) -> Result<()>;
+    /// SPEC 3.18: the job's new `available_at`; refusals are [`Error::NotFound`],
+    /// [`Error::Pruned`], [`Error::NotPending`], [`Error::DeadlinePassed`], in that order.
+    ///
+    /// [`Error::NotFound`]: crate::Error::NotFound
+    /// [`Error::Pruned`]: crate::Error::Pruned
+    /// [`Error::NotPending`]: crate::Error::NotPending
+    /// [`Error::DeadlinePassed`]: crate::Error::DeadlinePassed
+    fn run_now(&mut self, id: &str, now: u64) -> Result<u64>;
+    /// The paused queues and the time each was paused, ordered by name (operators' view).
+    fn paused(&self) -> Result<Vec<(String, u64)>>;
     /// SPEC 3.6: a dead job gets a new budget.
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()>;
     /// Every dead job (of one reason) redriven, each answered on its own.
@@ -373,6 +388,18 @@ impl Backend for Queue {
     }
     fn reclaim(&mut self) -> Result<u64> {
         Queue::reclaim(self)
+    }
+    fn pause(&mut self, queue: &str, now: u64) -> Result<()> {
+        Queue::pause(self, queue, now)
+    }
+    fn resume(&mut self, queue: &str, now: u64) -> Result<()> {
+        Queue::resume(self, queue, now)
+    }
+    fn run_now(&mut self, id: &str, now: u64) -> Result<u64> {
+        Queue::run_now(self, id, now)
+    }
+    fn paused(&self) -> Result<Vec<(String, u64)>> {
+        Queue::paused(self)
     }
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
         Queue::redrive(self, redrive)

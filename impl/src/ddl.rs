@@ -6,7 +6,7 @@
 /// `PRAGMA application_id` of every retryq database: "RTRQ" in ASCII.
 pub const APPLICATION_ID: i64 = 0x5254_5251;
 /// `PRAGMA user_version` this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 /// The older schema versions this build upgrades in place: contract 1.0's and 1.1's, and
 /// contract 1.2's before the operators' notes of schema 4 (SPEC 6.36).
 pub(crate) const SCHEMA_1: i64 = 1;
@@ -15,10 +15,12 @@ pub(crate) const SCHEMA_3: i64 = 3;
 /// Contract 1.2's schema with the operators' notes, before 1.3's bounded reap: its claim index
 /// did not carry `deadline`.
 pub(crate) const SCHEMA_4: i64 = 4;
+/// Contract 1.3's schema with the bounded reap, before its paused queues.
+pub(crate) const SCHEMA_5: i64 = 5;
 
-/// The tables, indexes and triggers of schema version 5: [`RETENTION`], [`JOBS_TABLE`], then
-/// [`JOBS_OBJECTS`], then [`HISTORY`] and [`HISTORY_OBJECTS`] — schema 3 — and the operators'
-/// notes, [`NOTES_TABLES`] and [`notes_objects`]. They are pieces because the upgrades
+/// The tables, indexes and triggers of schema version 6: [`RETENTION`], [`JOBS_TABLE`], then
+/// [`JOBS_OBJECTS`], then [`HISTORY`] and [`HISTORY_OBJECTS`] — schema 3 — the operators'
+/// notes, [`NOTES_TABLES`] and [`notes_objects`] — schema 4 and 5 — and [`PAUSED`]. They are pieces because the upgrades
 /// (`upgrade.rs`) rebuild the jobs table under another name and then recreate what hangs on
 /// it, add to the history table rather than rebuild it, and fill the notes' tables from the
 /// history before their triggers exist.
@@ -36,10 +38,20 @@ pub(crate) const SCHEMA_4: i64 = 4;
 /// expiry is explained in the history.
 pub(crate) fn ddl() -> String {
     format!(
-        "{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}{NOTES_TABLES}{}",
+        "{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}{NOTES_TABLES}{}{PAUSED}",
         notes_objects()
     )
 }
+
+/// Schema 6's paused queues (SPEC 3.16, 6.40): a name and the time of its first pause, for as
+/// long as it is paused. A name no job carries may be paused; no trigger of the jobs or the
+/// tombstones touches the table, so a prune or a forget never does.
+pub(crate) const PAUSED: &str = "
+CREATE TABLE paused_queues (
+    queue     TEXT    PRIMARY KEY CHECK (length(CAST(queue AS BLOB)) BETWEEN 1 AND 64),
+    paused_at INTEGER NOT NULL CHECK (paused_at BETWEEN 0 AND 9007199254740991)
+) STRICT, WITHOUT ROWID;
+";
 
 /// The jobs table of schema 3. `not_before`, `base_ms` and `cap_ms` (SPEC 1.1, 3.2) are
 /// written once, by the enqueue, and never change: `jobs_identity_fixed` refuses an update.

@@ -89,6 +89,15 @@ pub enum Error {
         /// Where it is instead.
         status: Status,
     },
+    /// `run_now` of a job that is not `pending` (SPEC 3.18): a leased job's attempt is
+    /// running; a done or dead one has ended (a redrive brings a dead one back).
+    #[error("not pending: job {id:?} is {status}")]
+    NotPending {
+        /// The job named.
+        id: String,
+        /// Where it is instead.
+        status: Status,
+    },
     /// The file is not a retryq database (another program's SQLite file, or not SQLite at
     /// all). It was not changed.
     #[error("{}: not a retryq database: {why}", path.display())]
@@ -169,6 +178,8 @@ pub enum ErrorKind {
     Pruned,
     /// [`Error::NotCancellable`]: `not_cancellable`.
     NotCancellable,
+    /// [`Error::NotPending`]: `not_pending`.
+    NotPending,
     /// Everything the SPEC has no code for: a storage failure, a file not opened, a corrupt row.
     Storage,
 }
@@ -187,6 +198,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Pruned => "pruned",
             ErrorKind::NotCancellable => "not_cancellable",
+            ErrorKind::NotPending => "not_pending",
             ErrorKind::Storage => "storage",
         }
     }
@@ -206,6 +218,7 @@ impl Error {
             Error::Cancelled { .. } => ErrorKind::Cancelled,
             Error::Pruned { .. } => ErrorKind::Pruned,
             Error::NotCancellable { .. } => ErrorKind::NotCancellable,
+            Error::NotPending { .. } => ErrorKind::NotPending,
             Error::NotRetryq { .. }
             | Error::NewerSchema { .. }
             | Error::Refused { .. }

@@ -76,6 +76,8 @@ pub mod json;
 mod listen;
 mod notes;
 mod outbox;
+#[cfg(test)]
+mod pause_tests;
 #[cfg(feature = "postgres")]
 mod pg;
 mod queue;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
-use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_VERSION, ddl};
+use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_VERSION, ddl};
 use crate::error::{Error, Result};
 use crate::upgrade;
 
@@ -53,7 +53,12 @@ pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
             supported: SCHEMA_VERSION,
         });
     }
-    if version == SCHEMA_1 || version == SCHEMA_2 || version == SCHEMA_3 || version == SCHEMA_4 {
+    if version == SCHEMA_1
+        || version == SCHEMA_2
+        || version == SCHEMA_3
+        || version == SCHEMA_4
+        || version == SCHEMA_5
+    {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
@@ -100,7 +105,7 @@ const TAKEN: &str = "
                    'tally_buckets_never_deleted', 'jobs_tally_enqueued', 'jobs_attempt_claimed',
                    'jobs_attempt_reported', 'jobs_tally_moved', 'jobs_tally_cancel_requested',
                    'jobs_tally_heartbeat', 'attempts_tally_ended', 'tombstones_tally_pruned',
-                   'tombstones_tally_forgotten')";
+                   'tombstones_tally_forgotten', 'paused_queues')";
 
 /// Installs retryq's schema into the database of the application's own connection, next to
 /// the application's tables, so that [`enqueue_in`](crate::enqueue_in) can enqueue jobs in
@@ -299,7 +304,7 @@ mod tests {
         let three = format!("{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}");
         let mut added: Vec<String> =
             names(&ddl()).into_iter().filter(|n| !names(&three).contains(n)).collect();
-        added.retain(|n| n != "tombstones_forgotten_whole");
+        added.retain(|n| n != "tombstones_forgotten_whole" && n != "paused_queues");
         let mut want: Vec<String> = NOTES_NAMES.iter().map(|n| (*n).to_owned()).collect();
         want.sort();
         assert_eq!(added, want);

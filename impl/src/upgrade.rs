@@ -50,8 +50,8 @@
 use rusqlite::{Connection, Transaction};
 
 use crate::ddl::{
-    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_NAMES, NOTES_TABLES, RETENTION, SCHEMA_1, SCHEMA_2,
-    SCHEMA_3, SCHEMA_4, SCHEMA_VERSION, UPGRADE_4_TO_5, notes_objects,
+    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_NAMES, NOTES_TABLES, PAUSED, RETENTION, SCHEMA_1,
+    SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_VERSION, UPGRADE_4_TO_5, notes_objects,
 };
 use crate::error::{Error, Result};
 use crate::notes::bucket_of;
@@ -101,13 +101,14 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
     if version == SCHEMA_VERSION {
         return Ok(());
     }
-    if version != SCHEMA_1 && version != SCHEMA_2 && version != SCHEMA_3 && version != SCHEMA_4 {
+    if ![SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5].contains(&version) {
         return Err(Error::NotRetryq {
             path: path.to_path_buf(),
             why: format!("schema version {version} changed under the upgrade to {SCHEMA_VERSION}"),
         });
     }
-    if version != SCHEMA_4 {
+    paused_not_taken(tx, path, version)?;
+    if version != SCHEMA_4 && version != SCHEMA_5 {
         notes_not_taken(tx, path)?;
         if version != SCHEMA_3 {
             // The jobs table is rebuilt, with schema 5's indexes.
@@ -119,6 +120,8 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
         // Claim's index gains `deadline`: built anew from the open jobs.
         tx.execute_batch(UPGRADE_4_TO_5)?;
     }
+    // Schema 6: the paused queues, none yet.
+    tx.execute_batch(PAUSED)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
 }
@@ -163,6 +166,25 @@ fn notes_not_taken(tx: &Transaction<'_>, path: &std::path::Path) -> Result<()> {
             ),
         }),
         None => Ok(()),
+    }
+}
+
+/// Refuses a file that already holds an object named `paused_queues` (an application's,
+/// beside the queue), the table schema 6 adds, with the file as it was.
+fn paused_not_taken(tx: &Transaction<'_>, path: &std::path::Path, version: i64) -> Result<()> {
+    let taken: bool =
+        tx.query_row("SELECT count(*) > 0 FROM sqlite_schema WHERE name = 'paused_queues'", [], |row| {
+            row.get(0)
+        })?;
+    match taken {
+        true => Err(Error::NotRetryq {
+            path: path.to_path_buf(),
+            why: format!(
+                "the database already has an object named paused_queues, which schema 6 adds to \
+                 schema {version}: rename it, then open it again"
+            ),
+        }),
+        false => Ok(()),
     }
 }
 
@@ -307,8 +329,10 @@ fn buckets_from_store() -> String {
 /// connection's private `temp` database and shadows `main`'s object of the same name for
 /// every unqualified name, so the queue's reads run unchanged and the file is never written.
 pub(crate) fn read_old(conn: &Connection, version: i64) -> Result<()> {
-    if version == SCHEMA_4 {
-        // Schema 5 differs from it by an index alone: the tables are read as they are.
+    // No older schema could pause a queue: none is paused.
+    conn.execute_batch("CREATE TEMP VIEW paused_queues (queue, paused_at) AS SELECT NULL, NULL WHERE 0;")?;
+    if version == SCHEMA_4 || version == SCHEMA_5 {
+        // Schema 5 differs from 4 by an index alone: the tables are read as they are.
         return Ok(());
     }
     if version != SCHEMA_3 {

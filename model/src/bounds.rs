@@ -174,6 +174,11 @@ pub struct Scene {
     /// the end every job must be over (SPEC 4.7, checked at the horizon). Off where leases
     /// outlive the integer range.
     pub liveness: bool,
+    /// Whether the operator pauses and resumes both queues (SPEC 3.16, 3.17).
+    pub pauses: bool,
+    /// Whether the operator makes a job waiting for its schedule or its backoff due now
+    /// (SPEC 3.18).
+    pub run_now: bool,
 }
 
 impl Scene {
@@ -203,6 +208,8 @@ impl Scene {
             redrives: None,
             arrive_together: false,
             liveness: true,
+            pauses: false,
+            run_now: false,
         }
     }
 
@@ -263,6 +270,8 @@ impl Scene {
             redrives: None,
             arrive_together: false,
             liveness: false,
+            pauses: false,
+            run_now: false,
         }
     }
 
@@ -353,6 +362,51 @@ impl Scene {
         }
     }
 
+    /// Pauses (SPEC 3.16, 3.17, 4.15, 6.39): two jobs arriving together, the first in the
+    /// default queue, the second in [`OTHER_QUEUE`] or the default one; one worker serving
+    /// both; a clock up to 4, a lease of 1, budget 1, no redrives; the operator pauses and
+    /// resumes either queue between any two steps, so that a claim passes over a paused
+    /// queue's job for another queue's, a reap ends a paused queue's job by its deadline or
+    /// its budget, and a resume finds a job due, or due to end.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
+    pub fn pauses() -> Scene {
+        Scene {
+            name: "pauses",
+            workers: 1,
+            horizon: 4,
+            configs: vec![BACKLOG],
+            backdate: false,
+            lanes: vec![vec![Lane::Default], vec![Lane::OtherQueue, Lane::Default]],
+            served: vec!["default", OTHER_QUEUE],
+            max_attempts: Some(vec![1]),
+            redrives: Some(0),
+            arrive_together: true,
+            pauses: true,
+            ..Scene::main()
+        }
+    }
+
+    /// `run_now` of a scheduled job (SPEC 3.18, 4.12): one job, scheduled 2 ms after its
+    /// enqueue, one worker, a clock up to 4, a lease of 1, budget 1, a deadline 3 ms away; the
+    /// operator makes it due before its schedule, and a claim takes it then.
+    #[mutants::skip] // a preset: see .cargo/mutants-model.toml
+    pub fn run_now() -> Scene {
+        Scene {
+            name: "run_now",
+            jobs: 1,
+            workers: 1,
+            horizon: 4,
+            configs: vec![BACKLOG],
+            shapes: vec![Shape::Scheduled { after: 2 }],
+            backdate: false,
+            max_attempts: Some(vec![1]),
+            deadlines: Some(vec![3]),
+            redrives: Some(0),
+            run_now: true,
+            ..Scene::main()
+        }
+    }
+
     /// The last instant of the clock.
     pub fn end(&self) -> u64 {
         self.epoch + self.horizon
@@ -422,6 +476,8 @@ impl Default for Bounds {
                 Scene::retention(),
                 Scene::backlog(),
                 Scene::revival(),
+                Scene::pauses(),
+                Scene::run_now(),
             ],
             jitters: vec![0.0, 0.5, 1.0, TWO_THIRDS],
             max_attempts: vec![1, 2],
@@ -487,6 +543,9 @@ impl Bounds {
         }
         if bug.needs_range_edges() {
             return Bounds { scenes: vec![Scene::edges()], ..Bounds::default() };
+        }
+        if bug.needs_pauses() {
+            return Bounds { scenes: vec![Scene::pauses()], ..Bounds::default() };
         }
         Bounds::small()
     }
@@ -556,7 +615,14 @@ impl fmt::Display for Scene {
                 (false, true) => ", two queues and two priorities, enqueues dated far back",
             },
             if self.liveness { "" } else { ", no liveness" },
-        )
+        )?;
+        if self.pauses {
+            f.write_str(", pauses and resumes")?;
+        }
+        if self.run_now {
+            f.write_str(", run_now of waiting jobs")?;
+        }
+        Ok(())
     }
 }
 

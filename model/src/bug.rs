@@ -241,11 +241,29 @@ pub enum Bug {
     /// A reap that ended fewer than `reap_limit` jobs, but some, answers `reap_limit` as its
     /// count: a caller reaps again for nothing.
     ReapCountSaysLimit,
+    /// A claim picks among a paused queue's jobs too: the pause is recorded and never read.
+    ClaimIgnoresPause,
+    /// A reap (a claim's or `reap`'s) leaves a paused queue's jobs alone, as if a pause stopped time.
+    ReapSkipsPaused,
+    /// `run_now` sets `available_at` to its `now` where the SPEC takes `min(available_at, now)`.
+    RunNowMakesLater,
+    /// `run_now` keeps the job's window: the deadline moves by as much as `available_at` does.
+    RunNowMovesDeadline,
+    /// `run_now` grants one more attempt, as if an operator's try were free.
+    RunNowGivesAttempt,
+    /// `run_now` of a leased job whose lease has expired makes it pending at `now`, where the SPEC refuses `not_pending`.
+    RunNowTakesLeased,
+    /// `run_now` of a pending job at or past its deadline answers `due`, where the SPEC refuses `deadline_passed`.
+    RunNowPastDeadline,
+    /// Pauses live in the process, not the store: a restart forgets them.
+    PauseLostOnRestart,
+    /// `stats`' `paused_queues` counts only paused names some job carries.
+    StatsPausedCountsJobs,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 88] = [
+    pub const ALL: [Bug; 97] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -334,6 +352,15 @@ impl Bug {
         Bug::ReapByDeadlineAlone,
         Bug::PickTakesDueToEnd,
         Bug::ReapCountSaysLimit,
+        Bug::ClaimIgnoresPause,
+        Bug::ReapSkipsPaused,
+        Bug::RunNowMakesLater,
+        Bug::RunNowMovesDeadline,
+        Bug::RunNowGivesAttempt,
+        Bug::RunNowTakesLeased,
+        Bug::RunNowPastDeadline,
+        Bug::PauseLostOnRestart,
+        Bug::StatsPausedCountsJobs,
     ];
 
     /// The name `--bug` takes.
@@ -427,6 +454,15 @@ impl Bug {
             Bug::ReapByDeadlineAlone => "reap-by-deadline-alone",
             Bug::PickTakesDueToEnd => "pick-takes-due-to-end",
             Bug::ReapCountSaysLimit => "reap-count-says-limit",
+            Bug::ClaimIgnoresPause => "claim-ignores-pause",
+            Bug::ReapSkipsPaused => "reap-skips-paused",
+            Bug::RunNowMakesLater => "run-now-makes-later",
+            Bug::RunNowMovesDeadline => "run-now-moves-deadline",
+            Bug::RunNowGivesAttempt => "run-now-gives-attempt",
+            Bug::RunNowTakesLeased => "run-now-takes-leased",
+            Bug::RunNowPastDeadline => "run-now-past-deadline",
+            Bug::PauseLostOnRestart => "pause-lost-on-restart",
+            Bug::StatsPausedCountsJobs => "stats-paused-counts-jobs",
         }
     }
 
@@ -537,6 +573,17 @@ impl Bug {
             Bug::ReapByDeadlineAlone => "a reap orders the jobs due to end by deadline, not rule by rule",
             Bug::PickTakesDueToEnd => "a claim takes a job due to end that its reap left past the limit",
             Bug::ReapCountSaysLimit => "a reap that ended fewer than reap_limit answers reap_limit",
+            Bug::ClaimIgnoresPause => "a claim takes a paused queue's jobs as any other",
+            Bug::ReapSkipsPaused => "a reap passes over a paused queue's jobs: they outlive their deadline",
+            Bug::RunNowMakesLater => "run_now sets available_at to now, making a job due earlier wait",
+            Bug::RunNowMovesDeadline => {
+                "run_now moves the deadline earlier by as much as it brings the job forward"
+            }
+            Bug::RunNowGivesAttempt => "run_now raises max_attempts by one, a fresh try",
+            Bug::RunNowTakesLeased => "run_now makes an expired lease pending at now",
+            Bug::RunNowPastDeadline => "run_now makes a pending job at or past its deadline due",
+            Bug::PauseLostOnRestart => "a pause is kept in memory only: a restart resumes every queue",
+            Bug::StatsPausedCountsJobs => "stats counts only the paused queues some job carries",
         }
     }
 
@@ -637,6 +684,17 @@ impl Bug {
     /// The bugs that only the far end of the integer range shows.
     pub fn needs_range_edges(self) -> bool {
         matches!(self, Bug::HeartbeatExpiryCapped)
+    }
+
+    /// The bugs that only pauses and resumes of two queues show (the pauses scene).
+    pub fn needs_pauses(self) -> bool {
+        matches!(
+            self,
+            Bug::ClaimIgnoresPause
+                | Bug::ReapSkipsPaused
+                | Bug::PauseLostOnRestart
+                | Bug::StatsPausedCountsJobs
+        )
     }
 
     /// The bug called `name`, if there is one.

@@ -100,6 +100,15 @@ impl Bug {
             Bug::ReapByDeadlineAlone => REAP_RULE,
             Bug::PickTakesDueToEnd => CLAIMS_IN_TIME,
             Bug::ReapCountSaysLimit => REAP_RULE,
+            Bug::ClaimIgnoresPause => PAUSED_STARTS_NOTHING,
+            Bug::ReapSkipsPaused => REAP_RULE,
+            Bug::RunNowMakesLater => RUN_NOW_RULE,
+            Bug::RunNowMovesDeadline => RUN_NOW_RULE,
+            Bug::RunNowGivesAttempt => RUN_NOW_RULE,
+            Bug::RunNowTakesLeased => RUN_NOW_RULE,
+            Bug::RunNowPastDeadline => RUN_NOW_RULE,
+            Bug::PauseLostOnRestart => RESTART_KEEPS_ALL,
+            Bug::StatsPausedCountsJobs => READS_RULE,
         }
     }
 }

@@ -286,6 +286,26 @@ pub enum Choice {
     /// SPEC 1.6, 5.2: an operation's name field held a name equal to a stored one but for its
     /// bytes, which must be another name.
     Name(OpKind, Field, NameClass),
+    /// SPEC 3.3.2, 3.16: a claim serving a paused queue, one of whose jobs was claimable but
+    /// for the pause and sorted first: it took another queue's job (`true`), or none.
+    PausedPassed(bool),
+    /// SPEC 3.3.1, 6.39: a reap ended a job of a paused queue: an expired lease (`true`) or a
+    /// pending job.
+    PausedReaped(bool),
+    /// SPEC 3.17: a resume of a paused queue met one of its jobs pending and due: in time
+    /// (`false`), or at or past its deadline, due to end (`true`).
+    Resumed(bool),
+    /// SPEC 3.18, 6.41: a `run_now` met a stored job pending (or leased), at or past its
+    /// deadline or not, with its `available_at` (a lease's expiry) against the `run_now`'s
+    /// `now`.
+    RunNow {
+        /// Leased (otherwise pending).
+        leased: bool,
+        /// `deadline` ≤ `now`.
+        past: bool,
+        /// `available_at` against `now`.
+        schedule: Cmp,
+    },
 }
 
 /// Whether `op`'s `field` is a name the store compares with the names it holds: ids with its
@@ -367,6 +387,19 @@ pub fn choices() -> Vec<Choice> {
             }
         }
     }
+    all.extend([true, false].map(Choice::PausedPassed));
+    all.extend([false, true].map(Choice::PausedReaped));
+    all.extend([false, true].map(Choice::Resumed));
+    for leased in [false, true] {
+        for past in [false, true] {
+            for schedule in Cmp::ALL {
+                // A pending job is due before its deadline (4.6): past it, it has been due.
+                if leased || !past || schedule == Cmp::Less {
+                    all.push(Choice::RunNow { leased, past, schedule });
+                }
+            }
+        }
+    }
     for op in OpKind::ALL {
         for &field in fields(op).iter().filter(|&&f| compares_name(op, f)) {
             for class in NameClass::ALL {
@@ -433,6 +466,24 @@ impl Choice {
                 format!("{op}: {held}")
             }
             Choice::Name(op, field, class) => format!("{} with {} {}", op.name(), field.name(), class.name()),
+            Choice::PausedPassed(took) => format!(
+                "claim: a paused queue's job sorts first, {}",
+                if took { "another queue's taken" } else { "none taken" }
+            ),
+            Choice::PausedReaped(leased) => format!(
+                "reap ends a paused queue's {} job",
+                if leased { "leased, expired" } else { "pending" }
+            ),
+            Choice::Resumed(past) => {
+                format!("resume meets a job {}", if past { "due to end" } else { "due, in time" })
+            }
+            Choice::RunNow { leased, past, schedule } => format!(
+                "run_now of a {} job{}, {} {} now",
+                if leased { "leased" } else { "pending" },
+                if past { " past its deadline" } else { "" },
+                if leased { "lease expiry" } else { "available_at" },
+                schedule.sign()
+            ),
         }
     }
 }
@@ -467,8 +518,17 @@ mod tests {
         // No time is both before the claim and at the deadline.
         assert_eq!(count(&|c| matches!(c, Choice::Heartbeat(_))), 12);
         assert_eq!(count(&|c| matches!(c, Choice::Complete(_))), 4);
-        // Ids of six operations, two workers, two queues and two lists, four classes each.
-        assert_eq!(count(&|c| matches!(c, Choice::Name(..))), 48);
+        // Ids of seven operations, two workers, four queues and two lists, four classes each.
+        assert_eq!(count(&|c| matches!(c, Choice::Name(..))), 60);
+        // 1.3: run_now of a pending job in time (three schedules) or past its deadline (due
+        // since before it), of a leased one in any of the six; pauses passed over, reaped and
+        // resumed, two each.
+        assert_eq!(count(&|c| matches!(c, Choice::RunNow { .. })), 10);
+        assert!(!all.contains(&Choice::RunNow { leased: false, past: true, schedule: Cmp::Equal }));
+        assert_eq!(
+            count(&|c| matches!(c, Choice::PausedPassed(_) | Choice::PausedReaped(_) | Choice::Resumed(_))),
+            6
+        );
         let mut sorted = all.clone();
         sorted.dedup();
         assert_eq!(sorted.len(), all.len(), "no relation twice");

@@ -43,6 +43,12 @@ pub enum OpKind {
     Forget,
     /// `get`.
     Get,
+    /// `pause` (SPEC 3.16).
+    Pause,
+    /// `resume` (SPEC 3.17).
+    Resume,
+    /// `run_now` (SPEC 3.18).
+    RunNow,
     /// `stats`.
     Stats,
     /// `retry_delay`.
@@ -53,7 +59,7 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every operation of SPEC 5.3, in its order.
-    pub const ALL: [OpKind; 15] = [
+    pub const ALL: [OpKind; 18] = [
         OpKind::Config,
         OpKind::Enqueue,
         OpKind::Claim,
@@ -66,6 +72,9 @@ impl OpKind {
         OpKind::Prune,
         OpKind::Forget,
         OpKind::Get,
+        OpKind::Pause,
+        OpKind::Resume,
+        OpKind::RunNow,
         OpKind::Stats,
         OpKind::RetryDelay,
         OpKind::Restart,
@@ -86,6 +95,9 @@ impl OpKind {
             Op::Prune { .. } => OpKind::Prune,
             Op::Forget { .. } => OpKind::Forget,
             Op::Get { .. } => OpKind::Get,
+            Op::Pause { .. } => OpKind::Pause,
+            Op::Resume { .. } => OpKind::Resume,
+            Op::RunNow { .. } => OpKind::RunNow,
             Op::Stats { .. } => OpKind::Stats,
             Op::RetryDelay { .. } => OpKind::RetryDelay,
             Op::Restart => OpKind::Restart,
@@ -107,6 +119,9 @@ impl OpKind {
             OpKind::Prune => "prune",
             OpKind::Forget => "forget",
             OpKind::Get => "get",
+            OpKind::Pause => "pause",
+            OpKind::Resume => "resume",
+            OpKind::RunNow => "run_now",
             OpKind::Stats => "stats",
             OpKind::RetryDelay => "retry_delay",
             OpKind::Restart => "restart",
@@ -123,6 +138,7 @@ impl OpKind {
                 | OpKind::Heartbeat
                 | OpKind::Redrive
                 | OpKind::Cancel
+                | OpKind::RunNow
                 | OpKind::Get
         )
     }
@@ -302,6 +318,12 @@ pub enum Answer {
     Stats,
     /// `{"ok":"delay",…}`.
     Delay,
+    /// `{"ok":"paused"}` (SPEC 3.16).
+    Paused,
+    /// `{"ok":"resumed"}` (SPEC 3.17).
+    Resumed,
+    /// `{"ok":"due","available_at"}`: `run_now` of a pending job in time (SPEC 3.18).
+    Due,
     /// `{"ok":"restart"}`.
     Restart,
     /// `{"error":"invalid_input",…}`.
@@ -324,13 +346,15 @@ pub enum Answer {
     NotCancellable,
     /// `{"error":"cancelled"}`: a heartbeat under a cancel request.
     CancelledError,
-    /// `{"error":"pruned"}`: `redrive` or `cancel` of a tombstone's id.
+    /// `{"error":"pruned"}`: `redrive`, `cancel` or `run_now` of a tombstone's id.
     PrunedError,
+    /// `{"error":"not_pending"}`: `run_now` of a leased, done or dead job (SPEC 3.18).
+    NotPending,
 }
 
 impl Answer {
     /// Every answer, in report order.
-    pub const ALL: [Answer; 39] = [
+    pub const ALL: [Answer; 43] = [
         Answer::Config,
         Answer::Enqueued,
         Answer::Existing,
@@ -358,6 +382,9 @@ impl Answer {
         Answer::TombstoneView,
         Answer::Stats,
         Answer::Delay,
+        Answer::Paused,
+        Answer::Resumed,
+        Answer::Due,
         Answer::Restart,
         Answer::InvalidInput,
         Answer::Conflict,
@@ -370,6 +397,7 @@ impl Answer {
         Answer::NotCancellable,
         Answer::CancelledError,
         Answer::PrunedError,
+        Answer::NotPending,
     ];
 
     /// The answer a response gives (a reap's moves are told by the caller, who sees the
@@ -402,6 +430,9 @@ impl Answer {
                 Reply::Tombstone(_) => Answer::TombstoneView,
                 Reply::Stats(_) => Answer::Stats,
                 Reply::Delay { .. } => Answer::Delay,
+                Reply::Paused => Answer::Paused,
+                Reply::Resumed => Answer::Resumed,
+                Reply::Due { .. } => Answer::Due,
                 Reply::Restart => Answer::Restart,
             },
             Response::Err(failure) => match failure {
@@ -417,6 +448,7 @@ impl Answer {
                 Failure::NotCancellable => Answer::NotCancellable,
                 Failure::Cancelled => Answer::CancelledError,
                 Failure::Pruned => Answer::PrunedError,
+                Failure::NotPending => Answer::NotPending,
                 Failure::UnknownError { .. } => Answer::UnknownError,
             },
         }
@@ -452,6 +484,9 @@ impl Answer {
             Answer::TombstoneView => "pruned (tombstone)",
             Answer::Stats => "stats",
             Answer::Delay => "delay",
+            Answer::Paused => "paused",
+            Answer::Resumed => "resumed",
+            Answer::Due => "due",
             Answer::Restart => "restart",
             Answer::InvalidInput => "invalid_input",
             Answer::Conflict => "conflict",
@@ -464,6 +499,7 @@ impl Answer {
             Answer::NotCancellable => "not_cancellable",
             Answer::CancelledError => "error cancelled",
             Answer::PrunedError => "error pruned",
+            Answer::NotPending => "not_pending",
         }
     }
 }
@@ -498,6 +534,14 @@ pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
                 )
         }
         OpKind::Restart => !named && answer == A::Restart,
+        // SPEC 3.16, 3.17: refused only for their arguments; they meet no job.
+        OpKind::Pause | OpKind::Resume => {
+            !named
+                && matches!(
+                    (op, answer),
+                    (_, A::InvalidInput) | (OpKind::Pause, A::Paused) | (OpKind::Resume, A::Resumed)
+                )
+        }
         OpKind::Reap => reaped || (!named && matches!(answer, A::Reaped | A::InvalidInput)),
         // A prune meets each job it removes, only ever an ended one (3.14); a forget each
         // tombstone (3.15).
@@ -577,6 +621,14 @@ pub fn allows(op: OpKind, meets: Meets, answer: Answer) -> bool {
             A::Cancelled => meets.pending(),
             A::Cancelling => meets.leased(),
             A::NotCancellable => meets.ended(),
+            _ => false,
+        },
+        // SPEC 3.18: a pending job is made due, or refused at or past its deadline; any other
+        // status is not pending.
+        OpKind::RunNow => match answer {
+            A::PrunedError => meets == M::Tombstone,
+            A::Due | A::DeadlinePassed => meets.pending(),
+            A::NotPending => meets.leased() || meets.ended(),
             _ => false,
         },
     }
@@ -730,7 +782,8 @@ pub fn fields(op: OpKind) -> &'static [Field] {
         OpKind::RunOnce => &[Worker, Now, After, Jitter, Queues],
         OpKind::Heartbeat => &[Worker, Id, Attempt, Now],
         OpKind::Redrive => &[Id, Now, AddAttempts, Deadline],
-        OpKind::Cancel => &[Id, Now],
+        OpKind::Cancel | OpKind::RunNow => &[Id, Now],
+        OpKind::Pause | OpKind::Resume => &[Queue, Now],
         OpKind::Reap => &[Now],
         OpKind::Stats => &[Now, Queue],
         OpKind::Prune | OpKind::Forget => &[Before, Now],
@@ -819,6 +872,9 @@ pub fn classes(op: OpKind, field: Field) -> &'static [Class] {
         Field::Jitter if op == OpKind::RetryDelay => &[Least, Most, Odd, Below, Above, Forbidden],
         Field::Jitter => &[Least, Most, Odd, Below, Above, Forbidden, Missing],
         // 1 byte, 64, 64 of multi-byte and control characters, left out, empty, 65, NUL.
+        Field::Queue if matches!(op, OpKind::Pause | OpKind::Resume) => {
+            &[Least, Most, Odd, Below, Above, Forbidden]
+        }
         Field::Queue => &[Least, Most, Odd, Absent, Below, Above, Forbidden],
         // One name, 64 names, a name given twice (forbidden), left out, none, 65 names.
         Field::Queues => &[Least, Most, Absent, Below, Above, Forbidden],
@@ -875,6 +931,7 @@ pub fn class_of(op: &Op, field: Field) -> Option<Class> {
     match (op, field) {
         (Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Heartbeat { id, .. }, Field::Id)
         | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id)
+        | (Op::RunNow { id, .. }, Field::Id)
         | (
             Op::Claim { worker: id, .. }
             | Op::Complete { worker: id, .. }
@@ -950,6 +1007,7 @@ pub fn class_of(op: &Op, field: Field) -> Option<Class> {
         (Op::Enqueue { queue, .. } | Op::Stats { queue, .. }, Field::Queue) => {
             queue.as_deref().map_or(Some(Absent), queue_class)
         }
+        (Op::Pause { queue, .. } | Op::Resume { queue, .. }, Field::Queue) => queue_class(queue),
         (Op::Claim { queues, .. } | Op::RunOnce { queues, .. }, Field::Queues) => match queues.as_deref() {
             None => Some(Absent),
             Some([]) => Some(Below),
@@ -1090,5 +1148,15 @@ mod tests {
         assert!(allowed(OpKind::Heartbeat, Meets::Missing, Answer::InvalidInput));
         assert!(!allowed(OpKind::Restart, Meets::Nothing, Answer::InvalidInput));
         assert!(!allowed(OpKind::Enqueue, Meets::Missing, Answer::Existing));
+        // 3.18: only a pending job is made due; a tombstone is `pruned`.
+        assert!(allowed(OpKind::RunNow, Meets::Waiting, Answer::Due));
+        assert!(allowed(OpKind::RunNow, Meets::Fresh, Answer::DeadlinePassed));
+        assert!(!allowed(OpKind::RunNow, Meets::Expired, Answer::Due));
+        assert!(allowed(OpKind::RunNow, Meets::Expired, Answer::NotPending));
+        assert!(allowed(OpKind::RunNow, Meets::Tombstone, Answer::PrunedError));
+        assert!(!allowed(OpKind::RunNow, Meets::Done, Answer::DeadlinePassed));
+        // 3.16, 3.17: refused only for their arguments.
+        assert!(allowed(OpKind::Pause, Meets::Nothing, Answer::Paused));
+        assert!(!allowed(OpKind::Resume, Meets::Nothing, Answer::Paused));
     }
 }

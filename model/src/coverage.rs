@@ -132,9 +132,35 @@ pub fn choices(
             let default = [DEFAULT_QUEUE.to_owned()];
             let queues = queues.as_deref().unwrap_or(&default);
             claim_choices(before, queues, *now, response, &rank, first_enqueue, seen);
+            paused_choices(before, queues, *now, response, &rank, first_enqueue, seen);
             reap_choices(before, *now, response, after, &rank, seen);
         }
         Op::Reap { now } => reap_choices(before, *now, response, after, &rank, seen),
+        Op::Resume { queue, now } if before.is_paused(queue) => {
+            for job in before.jobs().iter().filter(|job| *job.queue == **queue) {
+                if let Phase::Pending { available_at } = job.phase
+                    && available_at <= *now
+                {
+                    seen(Some(Choice::Resumed(job.deadline <= *now)));
+                }
+            }
+        }
+        &Op::RunNow { ref id, now } => {
+            if let Some(job) = before.job(id)
+                && let Some(at) = job.phase.available_at()
+            {
+                let leased = matches!(job.phase, Phase::Leased { .. });
+                let past = job.deadline <= now;
+                let answer = Answer::of(response);
+                let expected = match (leased, past) {
+                    (true, _) => Answer::NotPending,
+                    (false, true) => Answer::DeadlinePassed,
+                    (false, false) => Answer::Due,
+                };
+                let choice = Choice::RunNow { leased, past, schedule: Cmp::of(at, now) };
+                seen((answer == expected).then_some(choice));
+            }
+        }
         &Op::Prune { before: bound, .. } => {
             for job in before.jobs() {
                 let ended = match job.phase {
@@ -213,7 +239,8 @@ fn claim_choices(
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
     seen: &mut impl FnMut(Option<Choice>),
 ) {
-    let candidates = rules::claimable(before.jobs(), now, before.config().reap_limit, first_enqueue);
+    let candidates =
+        rules::claimable(before.jobs(), before.paused(), now, before.config().reap_limit, first_enqueue);
     let named = |queue: &str| queues.iter().position(|q| q == queue);
     let Some(taken) = response.taken_id() else {
         for (_, id) in &candidates {
@@ -248,6 +275,42 @@ fn claim_choices(
     }
 }
 
+/// A claim's relations to a paused queue it serves (SPEC 3.3.2, 3.16): each job of it that
+/// would be claimable but for the pause and sorts before the job taken (or any, when none was).
+fn paused_choices(
+    before: &Store,
+    queues: &[String],
+    now: u64,
+    response: &Response,
+    rank: &dyn Fn(&str) -> usize,
+    first_enqueue: &dyn Fn(&str) -> Option<usize>,
+    seen: &mut impl FnMut(Option<Choice>),
+) {
+    if before.paused().is_empty() {
+        return;
+    }
+    // The candidates were the pauses lifted: what a claim that ignored them would choose among.
+    let unpaused = rules::claimable(before.jobs(), &[], now, before.config().reap_limit, first_enqueue);
+    let key = |id: &str| before.job(id).map(|job| (job.priority, rank(id)));
+    let taken = response.taken_id().and_then(|id| {
+        let at = unpaused.iter().find(|(_, i)| i == id)?.0;
+        key(id).map(|(priority, rank)| (priority, at, rank))
+    });
+    for (at, id) in &unpaused {
+        let Some(job) = before.job(id) else { continue };
+        if !before.is_paused(&job.queue) || !queues.iter().any(|q| **q == *job.queue) {
+            continue;
+        }
+        match (taken, key(id)) {
+            (None, _) => seen(Some(Choice::PausedPassed(false))),
+            (Some(taken), Some((priority, rank))) if (priority, *at, rank) < taken => {
+                seen(Some(Choice::PausedPassed(true)))
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A reap's relations (SPEC 3.3.1, 6.37): the conditions of each job it ended, and each job it
 /// left due to end against each it ended.
 fn reap_choices(
@@ -268,6 +331,9 @@ fn reap_choices(
         if now_ended { ended.push((job, rule, at)) } else { left.push((job, rule, at)) }
     }
     for &(job, ..) in &ended {
+        if before.is_paused(&job.queue) {
+            seen(Some(Choice::PausedReaped(matches!(job.phase, Phase::Leased { .. }))));
+        }
         let due = Due {
             leased: matches!(job.phase, Phase::Leased { .. }),
             cancelling: job.cancel_requested,
@@ -330,6 +396,11 @@ fn names(store: &Store, op: &Op, seen: &mut impl FnMut(Option<Choice>)) {
         }
         Op::Enqueue { queue: Some(q), .. } | Op::Stats { queue: Some(q), .. } if !own_queue(q) => {
             compare(Field::Queue, q, &mut queues());
+        }
+        // A pause or resume compares its queue with the paused names too (SPEC 3.16, 3.17).
+        Op::Pause { queue: q, .. } | Op::Resume { queue: q, .. } if !own_queue(q) => {
+            let mut names = queues().chain(store.paused().iter().map(|(name, _)| &**name));
+            compare(Field::Queue, q, &mut names);
         }
         Op::Claim { queues: Some(list), .. } | Op::RunOnce { queues: Some(list), .. } => {
             for q in list.iter().filter(|q| !own_queue(q)) {

@@ -133,6 +133,8 @@ pub struct Ghost {
     /// The settings in effect at its enqueue, while they differ from those in effect now (the
     /// world switched them since): what its retries must no longer use (SPEC 3.11, 6.23).
     pub enqueued_under: Option<Config>,
+    /// An operator's `run_now` made it due, at some point (SPEC 3.18).
+    pub made_due: bool,
 }
 
 /// Things the last step did, for the properties about transitions. Cleared at every step, so
@@ -228,6 +230,11 @@ impl Events {
     /// A prune removed a job that lived again after a forget and was redriven in its new life
     /// (SPEC 3.14, 3.15).
     pub const LIVED_AGAIN: Events = Events(1 << 38);
+    /// A claim took a job of a queue the world paused and has not resumed since (SPEC 4.15).
+    pub const PAUSED_CLAIMED: Events = Events(1 << 39);
+    /// A claim took a job before its `not_before`, made due by a `run_now` (SPEC 4.12: the
+    /// operator's say replaces the schedule).
+    pub const RUN_NOW_CLAIMED: Events = Events(1 << 40);
 
     /// Whether this set holds `event`.
     pub fn contains(self, event: Events) -> bool {
@@ -275,10 +282,14 @@ pub struct World {
     /// Whether the world may prune (its scene's [`Scene::retention`]): only then does a job's
     /// `ended_at` make the state (see [`World::job_keys`]).
     pub prunes: bool,
+    /// The queues the world paused and has not resumed since, as it knows them (bit 0 the
+    /// default queue, bit 1 [`OTHER_QUEUE`]): what SPEC 4.15 holds the store to.
+    pub paused: u8,
 }
 
 /// The fields of a world that make its state, but the store's jobs ([`World::job_keys`]).
-type StateKey<'a> = (u64, u8, Config, &'a [Tombstone], &'a Config, &'a [Option<Held>], &'a [Ghost], &'a [u8]);
+type StateKey<'a> =
+    (u64, u8, Config, &'a [Tombstone], &'a Config, &'a [Option<Held>], &'a [Ghost], &'a [u8], u8);
 
 impl World {
     /// The fields that make the state: everything but what the last step did, and the store
@@ -293,7 +304,14 @@ impl World {
             &self.workers,
             &self.ghosts,
             &self.order,
+            self.paused,
         )
+    }
+
+    /// The names the store holds paused, without the time of each pause: no answer depends
+    /// on that time (SPEC 3.16), so two worlds that differ only in it are one state.
+    fn paused_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.store.paused().iter().map(|(name, _)| &**name)
     }
 
     /// Where `id` stands in the order of first enqueues (SPEC 6.1), as the world knows it:
@@ -342,6 +360,7 @@ impl PartialEq for World {
         self.state() == other.state()
             && self.store.jobs().len() == other.store.jobs().len()
             && self.job_keys().zip(other.job_keys()).all(|(a, b)| a == b)
+            && self.paused_names().eq(other.paused_names())
     }
 }
 
@@ -353,6 +372,9 @@ impl std::hash::Hash for World {
         self.store.jobs().len().hash(state);
         for key in self.job_keys() {
             key.hash(state);
+        }
+        for name in self.paused_names() {
+            name.hash(state);
         }
     }
 }
@@ -464,6 +486,21 @@ pub enum Action {
         /// The settings.
         to: Config,
     },
+    /// The operator pauses a queue the world has not paused (SPEC 3.16).
+    Pause {
+        /// The queue's index: 0 the default queue, 1 [`OTHER_QUEUE`].
+        queue: u8,
+    },
+    /// The operator resumes a queue the world paused (SPEC 3.17).
+    Resume {
+        /// The queue's index, as in [`Action::Pause`].
+        queue: u8,
+    },
+    /// The operator makes job `job`, pending and not yet due, due now (SPEC 3.18).
+    RunNow {
+        /// The job's index.
+        job: usize,
+    },
     /// A probe ([`crate::probes`]): one operation, judged on the first world of its class and
     /// never explored further.
     Probe {
@@ -531,6 +568,9 @@ impl fmt::Display for Action {
                     to.base_ms, to.cap_ms, to.lease_ms, to.reap_limit
                 )
             }
+            Action::Pause { queue } => write!(f, "pause {}", queue_name(*queue)),
+            Action::Resume { queue } => write!(f, "resume {}", queue_name(*queue)),
+            Action::RunNow { job } => write!(f, "run_now {}", job_name(*job)),
             Action::Probe { op, .. } => write!(f, "probe {}", op.to_json_line()),
         }
     }
@@ -708,6 +748,9 @@ impl QueueModel {
             Action::Prune { lag } => Op::Prune { before: now.checked_sub(*lag)?, now },
             Action::Forget { lag } => Op::Forget { before: now.checked_sub(*lag)?, now },
             Action::Configure { to } => QueueModel::config_op(*to),
+            Action::Pause { queue } => Op::Pause { queue: queue_name(*queue).into(), now },
+            Action::Resume { queue } => Op::Resume { queue: queue_name(*queue).into(), now },
+            Action::RunNow { job } => Op::RunNow { id: job_name(*job), now },
             Action::Probe { op, .. } => op.clone(),
         })
     }
@@ -823,6 +866,7 @@ impl QueueModel {
                     revived: false,
                     holder: NOBODY,
                     enqueued_under: None,
+                    made_due: false,
                 };
                 // A forgotten id enqueued anew is a new job: its ghost starts over (SPEC 3.15),
                 // and it goes last in the order of first enqueues.
@@ -859,6 +903,15 @@ impl QueueModel {
                         ghost.forgotten = true;
                         next.order.retain(|j| usize::from(*j) != job);
                     }
+                }
+            }
+            (Op::Pause { queue, .. }, Response::Ok(Reply::Paused)) => next.paused |= queue_bit(queue),
+            (Op::Resume { queue, .. }, Response::Ok(Reply::Resumed)) => next.paused &= !queue_bit(queue),
+            // The operator's say replaces the schedule (SPEC 4.12).
+            (Op::RunNow { id, .. }, Response::Ok(Reply::Due { .. })) => {
+                if let Some(ghost) = job_index(id).and_then(|job| next.ghosts.get_mut(job)) {
+                    ghost.not_before = 0;
+                    ghost.made_due = true;
                 }
             }
             (Op::Cancel { id, .. }, Response::Ok(Reply::Cancelled)) => {
@@ -953,6 +1006,11 @@ impl QueueModel {
     ) -> Option<usize> {
         let job = job_index(id)?;
         self.claim_events(before, job, now, next);
+        // SPEC 4.15: no claim takes a job of a queue paused and not resumed since, by the
+        // world's own account of the pauses (not the store's).
+        if before.store.job(id).is_some_and(|j| before.paused & queue_bit(&j.queue) != 0) {
+            next.events.insert(Events::PAUSED_CLAIMED);
+        }
         if lease_until > crate::MAX_INT {
             next.events.insert(Events::LEASE_PAST_MAX_INT);
         }
@@ -973,6 +1031,10 @@ impl QueueModel {
         if now < ghost.not_before {
             next.events.insert(Events::EARLY_CLAIM);
         }
+        let scheduled_for = before.store.job(id).map_or(0, |j| j.not_before);
+        if ghost.made_due && ghost.redrives == 0 && now < scheduled_for {
+            next.events.insert(Events::RUN_NOW_CLAIMED);
+        }
         let scheduled = before.store.job(id).is_some_and(|j| j.not_before > j.enqueued_at);
         if scheduled && ghost.claims == 0 && ghost.redrives == 0 && now == ghost.not_before {
             next.events.insert(Events::SCHEDULED_ON_TIME);
@@ -992,7 +1054,13 @@ impl QueueModel {
         let Reply::Claimed { id, .. } = reply else { return };
         let Some(taken) = before.store.job(id) else { return };
         let first = |id: &str| before.first_enqueue(id);
-        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &first);
+        let due = rules::claimable(
+            before.store.jobs(),
+            before.store.paused(),
+            now,
+            before.store.config().reap_limit,
+            &first,
+        );
         let claimable: Vec<&Job> = due.iter().filter_map(|(_, id)| before.store.job(id)).collect();
         let served = |job: &Job| queues.iter().any(|q| **q == *job.queue);
         if claimable.iter().any(|job| !served(job)) {
@@ -1016,7 +1084,13 @@ impl QueueModel {
     /// them before.
     fn claim_events(&self, before: &World, job: usize, now: u64, next: &mut World) {
         let first = |id: &str| before.first_enqueue(id);
-        let due = rules::claimable(before.store.jobs(), now, before.store.config().reap_limit, &first);
+        let due = rules::claimable(
+            before.store.jobs(),
+            before.store.paused(),
+            now,
+            before.store.config().reap_limit,
+            &first,
+        );
         let Some(&(taken_at, _)) = due.iter().find(|(_, id)| job_index(id) == Some(job)) else {
             return;
         };
@@ -1262,6 +1336,7 @@ impl QueueModel {
                     reached: Reached::default(),
                     order: Order::new(),
                     prunes: scene.retention,
+                    paused: 0,
                 });
             }
         }
@@ -1403,6 +1478,28 @@ impl QueueModel {
                 actions.push(Action::Configure { to });
             }
         }
+        // A pause of a queue not paused, a resume of one paused: a second pause or resume
+        // changes nothing (SPEC 3.16, 3.17), and is a probe.
+        if scene.pauses {
+            for queue in 0..2u8 {
+                if world.paused & (1 << queue) == 0 {
+                    actions.push(Action::Pause { queue });
+                } else {
+                    actions.push(Action::Resume { queue });
+                }
+            }
+        }
+        // A job waiting made due now; one already due keeps its place, and is a probe.
+        if scene.run_now {
+            for job in world.store.jobs() {
+                if let (Phase::Pending { available_at }, Some(index)) = (&job.phase, job_index(&job.id))
+                    && *available_at > now
+                    && job.deadline > now
+                {
+                    actions.push(Action::RunNow { job: index });
+                }
+            }
+        }
     }
 
     /// Keeps the world finite whatever the store does: no job claimed, and no `attempts`,
@@ -1412,6 +1509,20 @@ impl QueueModel {
         let limit = self.bounds.max_claims() + 1;
         world.ghosts.iter().all(|g| g.claims <= limit)
             && world.store.jobs().iter().all(|j| j.attempts <= limit)
+    }
+}
+
+/// The name of the world's queue `index`: 0 the default queue, 1 [`OTHER_QUEUE`].
+pub fn queue_name(index: u8) -> &'static str {
+    if index == 0 { crate::reference::DEFAULT_QUEUE } else { OTHER_QUEUE }
+}
+
+/// The bit of [`World::paused`] for the queue called `name`; 0 for a name outside the world's.
+pub fn queue_bit(name: &str) -> u8 {
+    match name {
+        crate::reference::DEFAULT_QUEUE => 1,
+        OTHER_QUEUE => 2,
+        _ => 0,
     }
 }
 
@@ -1565,6 +1676,7 @@ impl World {
             broken: self.broken,
             reached: self.reached,
             prunes: self.prunes,
+            paused: self.paused,
         })
     }
 }

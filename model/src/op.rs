@@ -218,6 +218,27 @@ pub enum Op {
         /// The jitter draw in `[0, 1)`.
         jitter: f64,
     },
+    /// `pause`: no claim picks the queue's jobs until it is resumed (SPEC 3.16).
+    Pause {
+        /// The queue paused; it need not carry any job.
+        queue: String,
+        /// The caller's clock, kept as the time of the first pause (no answer depends on it).
+        now: u64,
+    },
+    /// `resume`: the queue's jobs are picked again (SPEC 3.17).
+    Resume {
+        /// The queue resumed.
+        queue: String,
+        /// The caller's clock.
+        now: u64,
+    },
+    /// `run_now`: a pending job becomes due at `min(available_at, now)` (SPEC 3.18).
+    RunNow {
+        /// The job.
+        id: String,
+        /// The caller's clock.
+        now: u64,
+    },
     /// `restart`: the process stops and comes back; what was committed stays.
     Restart,
 }
@@ -236,7 +257,10 @@ impl Op {
             | Op::Reap { now }
             | Op::Stats { now, .. }
             | Op::Prune { now, .. }
-            | Op::Forget { now, .. } => Some(now),
+            | Op::Forget { now, .. }
+            | Op::Pause { now, .. }
+            | Op::Resume { now, .. }
+            | Op::RunNow { now, .. } => Some(now),
             Op::Config { .. } | Op::Get { .. } | Op::RetryDelay { .. } | Op::Restart => None,
         }
     }
@@ -249,6 +273,7 @@ impl Op {
             | Op::Heartbeat { id, .. }
             | Op::Redrive { id, .. }
             | Op::Cancel { id, .. }
+            | Op::RunNow { id, .. }
             | Op::Get { id } => Some(id),
             _ => None,
         }
@@ -315,6 +340,12 @@ mod tests {
         );
         let cancel = Op::Cancel { id: "a".into(), now: 5 };
         assert_eq!(cancel.to_json_line(), r#"{"op":"cancel","id":"a","now":5}"#);
+        let pause = Op::Pause { queue: "mail".into(), now: 5 };
+        assert_eq!(pause.to_json_line(), r#"{"op":"pause","queue":"mail","now":5}"#);
+        let resume = Op::Resume { queue: "mail".into(), now: 6 };
+        assert_eq!(resume.to_json_line(), r#"{"op":"resume","queue":"mail","now":6}"#);
+        let run_now = Op::RunNow { id: "a".into(), now: 7 };
+        assert_eq!(run_now.to_json_line(), r#"{"op":"run_now","id":"a","now":7}"#);
     }
 
     #[test]

@@ -37,7 +37,7 @@ use crate::choices::{self, NameClass};
 use crate::contract::{self, Class, Field, OpKind};
 use crate::coverage;
 use crate::ids::{OTHER_PAYLOAD, PAYLOAD, job_name, worker_name};
-use crate::model::{Action, DELAY_PROBES, QueueModel, World};
+use crate::model::{Action, DELAY_PROBES, OTHER_QUEUE, QueueModel, World};
 use crate::reference::{Config, DEFAULT_QUEUE, Phase};
 use crate::{MAX_INT, Op, Outcome, RunOutcome};
 
@@ -144,6 +144,16 @@ impl QueueModel {
             ops.push(Op::Cancel { id: id.clone(), now });
             ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
             fence_probes(&id, job.attempts, &job.phase, now, ops);
+            run_now_probes(&id, job, now, ops);
+        }
+        ops.push(Op::RunNow { id: missing.clone(), now });
+        // A second pause or resume changes nothing, a restart keeps the pauses (SPEC 3.16,
+        // 3.17, 4.10): where the world pauses.
+        if self.scene(world).pauses {
+            for queue in [DEFAULT_QUEUE, OTHER_QUEUE] {
+                ops.push(Op::Pause { queue: queue.into(), now });
+                ops.push(Op::Resume { queue: queue.into(), now });
+            }
         }
         // A tombstone's id, every way an operation can name it (SPEC 3.14): it answers as the
         // ended job it was, is never run again, and is shown as pruned.
@@ -166,6 +176,7 @@ impl QueueModel {
             }
             ops.push(Op::Cancel { id: id.clone(), now });
             ops.push(Op::Redrive { id: id.clone(), now, add_attempts: 1, deadline: later(1) });
+            ops.push(Op::RunNow { id: id.clone(), now });
             fence_probes(&id, tombstone.attempts, &tombstone.phase, now, ops);
         }
         // run_once's second reading the first, or later: each outcome the transport can
@@ -283,6 +294,16 @@ fn fence_probes(id: &str, attempts: u64, phase: &Phase, now: u64, ops: &mut Vec<
     }
 }
 
+/// `run_now` of job `id` at the clock, and at its deadline where the job is open: with the
+/// world's states, every relation of [`crate::choices::Choice::RunNow`] (SPEC 3.18, 6.41). A
+/// `run_now` carries the operator's clock, which need not be the world's.
+fn run_now_probes(id: &str, job: &crate::reference::Job, now: u64, ops: &mut Vec<Op>) {
+    ops.push(Op::RunNow { id: id.into(), now });
+    if job.phase.available_at().is_some() && job.deadline != now && job.deadline <= MAX_INT {
+        ops.push(Op::RunNow { id: id.into(), now: job.deadline });
+    }
+}
+
 /// A name of 256 bytes of UTF-8: 127 two-byte characters and two control characters (SPEC
 /// 6.21: every character but NUL is allowed).
 fn odd_name() -> String {
@@ -365,8 +386,12 @@ fn named(mut op: Op, field: Field, class: NameClass, queue: &str) -> Option<Op> 
     match (&mut op, field) {
         (Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Heartbeat { id, .. }, Field::Id)
         | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id)
+        | (Op::RunNow { id, .. }, Field::Id)
         | (Op::Complete { worker: id, .. } | Op::Heartbeat { worker: id, .. }, Field::Worker) => {
             *id = class.of(id)?;
+        }
+        (Op::Pause { queue: q, .. } | Op::Resume { queue: q, .. }, Field::Queue) => {
+            *q = class.of(queue)?;
         }
         (Op::Enqueue { queue: q, .. } | Op::Stats { queue: q, .. }, Field::Queue) => {
             *q = Some(class.of(queue)?);
@@ -465,6 +490,9 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
         OpKind::Prune => Op::Prune { before: now, now },
         OpKind::Forget => Op::Forget { before: now, now },
         OpKind::Get => Op::Get { id: target.into() },
+        OpKind::Pause => Op::Pause { queue: DEFAULT_QUEUE.into(), now },
+        OpKind::Resume => Op::Resume { queue: DEFAULT_QUEUE.into(), now },
+        OpKind::RunNow => Op::RunNow { id: target.into(), now },
         OpKind::Stats => Op::Stats { queue: None, now },
         OpKind::RetryDelay => Op::RetryDelay { attempt: 1, base_ms: 1, cap_ms: 2, jitter: 0.5 },
         OpKind::Restart => Op::Restart,
@@ -530,7 +558,8 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
     };
     match (&mut op, field) {
         (Op::Enqueue { id, .. } | Op::Complete { id, .. } | Op::Heartbeat { id, .. }, Field::Id)
-        | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id) => {
+        | (Op::Redrive { id, .. } | Op::Cancel { id, .. } | Op::Get { id }, Field::Id)
+        | (Op::RunNow { id, .. }, Field::Id) => {
             *id = name_of(class, id)?;
         }
         (
@@ -569,6 +598,9 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
             | Op::RunOnce { now: at, .. }
             | Op::Heartbeat { now: at, .. }
             | Op::Cancel { now: at, .. }
+            | Op::RunNow { now: at, .. }
+            | Op::Pause { now: at, .. }
+            | Op::Resume { now: at, .. }
             | Op::Reap { now: at }
             | Op::Stats { queue: _, now: at },
             Field::Now,
@@ -626,6 +658,17 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
                 Above => Some("q".repeat(65)),
                 Forbidden => Some("q\0".into()),
                 Missing => return None,
+            }
+        }
+        (Op::Pause { queue, .. } | Op::Resume { queue, .. }, Field::Queue) => {
+            *queue = match class {
+                Least => "q".into(),
+                Most => "q".repeat(64),
+                Odd => format!("{}\u{7}\n", "é".repeat(31)),
+                Below => String::new(),
+                Above => "q".repeat(65),
+                Forbidden => "q\0".into(),
+                Absent | Missing => return None,
             }
         }
         (Op::Claim { queues, .. } | Op::RunOnce { queues, .. }, Field::Queues) => {

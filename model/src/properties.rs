@@ -87,7 +87,9 @@ pub mod names {
     /// SPEC 4.11: a heartbeat cannot hold a job past its deadline plus one lease.
     pub const LEASE_BOUND: &str = "4.11 a lease ends by its deadline - 1 + the longest lease_ms used";
     /// SPEC 4.12: a scheduled job waits for its `not_before`.
-    pub const SCHEDULE_WAITS: &str = "4.12 no claim before not_before until a redrive";
+    pub const SCHEDULE_WAITS: &str = "4.12 no claim before not_before until a redrive or run_now";
+    /// SPEC 4.15: a paused queue starts nothing until it is resumed.
+    pub const PAUSED_STARTS_NOTHING: &str = "4.15 no claim takes a job of a paused queue";
     /// SPEC section 2, an invariant: every stored retry time is the formula's, to the bit.
     pub const DELAY_RULE: &str = "2 a retry waits exactly the formula's delay, in binary64";
     /// SPEC section 3.1, an invariant: every step that applies the operation
@@ -130,6 +132,13 @@ pub mod names {
     pub const PRUNED_STAYS: &str = "4.14 a pruned id never runs again";
     /// SPEC 3.14 and 3.15, read by [`crate::rules`].
     pub const RETENTION_RULE: &str = "3.14 prune and 3.15 forget follow their rules";
+    /// SPEC 3.16 and 3.17, an invariant: a pause or resume changes the paused queues alone.
+    pub const PAUSE_RULE: &str = "3.16 pause and 3.17 resume change the paused queues alone";
+    /// SPEC 3.18, an invariant: every run_now answers and changes exactly what the rule says.
+    pub const RUN_NOW_RULE: &str = "3.18 run_now makes a pending job due, never later, nothing else";
+    /// A `sometimes` property: a job made due by `run_now` is claimed before its
+    /// `not_before` (SPEC 4.12's exception).
+    pub const RUN_NOW_CLAIMED: &str = "a job made due by run_now is claimed before its not_before";
     /// SPEC section 4.7, a liveness property checked as an invariant at the horizon: there,
     /// one reap leaves no job pending or leased.
     pub const EVERY_JOB_ENDS: &str = "4.7 every job ends done or dead";
@@ -284,6 +293,13 @@ pub fn all() -> Vec<Check> {
         Check { name: READS_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::READS) },
         Check { name: CONFIG_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::CONFIG) },
         Check { name: RETENTION_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::RETENTION) },
+        Check { name: PAUSE_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::PAUSE) },
+        Check { name: RUN_NOW_RULE, kind: Always, holds: |_, w| !w.broken.contains(Broken::RUN_NOW) },
+        Check {
+            name: PAUSED_STARTS_NOTHING,
+            kind: Always,
+            holds: |_, w| !w.events.contains(Events::PAUSED_CLAIMED),
+        },
         Check { name: REAP_BOUNDED, kind: Always, holds: |_, w| !w.events.contains(Events::REAP_UNBOUNDED) },
         Check { name: ANSWER_IN_TABLE, kind: Always, holds: |_, w| !w.reached.outside },
         Check { name: EXECUTIONS_APART, kind: Always, holds: executions_apart },
@@ -444,6 +460,11 @@ pub fn all() -> Vec<Check> {
             holds: |_, w| w.events.contains(Events::PICK_PASSED_DUE),
         },
         Check { name: LIVED_AGAIN, kind: Sometimes, holds: |_, w| w.events.contains(Events::LIVED_AGAIN) },
+        Check {
+            name: RUN_NOW_CLAIMED,
+            kind: Sometimes,
+            holds: |_, w| w.events.contains(Events::RUN_NOW_CLAIMED),
+        },
     ]
 }
 

@@ -225,6 +225,8 @@ pub struct Store {
     jobs: Jobs,
     /// Tombstones of pruned jobs, in the order they were pruned (SPEC 1.7).
     tombstones: Vec<Tombstone>,
+    /// The paused queues, ordered by name, each with the time of its first pause (SPEC 3.16).
+    paused: Vec<(Text, u64)>,
     /// Every id ever enqueued, in the order of its first enqueue: kept only by a store with
     /// the seeded bug `forgotten-takes-old-place`, whose forget leaves it.
     ever: Vec<Text>,
@@ -260,6 +262,16 @@ impl Store {
     /// The tombstones, in the order they were pruned.
     pub fn tombstones(&self) -> &[Tombstone] {
         &self.tombstones
+    }
+
+    /// The paused queues, ordered by name, each with the time it was paused (SPEC 3.16).
+    pub fn paused(&self) -> &[(Text, u64)] {
+        &self.paused
+    }
+
+    /// Whether `queue` is paused (compared byte for byte, as every queue name is).
+    pub fn is_paused(&self, queue: &str) -> bool {
+        self.paused.iter().any(|(name, _)| **name == *queue)
     }
 
     /// The tombstone of `id`, if it was pruned and not forgotten.
@@ -395,6 +407,9 @@ impl Store {
             Op::Stats { queue, now } => self.stats_op(*now, queue.as_deref()),
             Op::Prune { before, now } => self.prune(*before, *now),
             Op::Forget { before, now } => self.forget(*before, *now),
+            Op::Pause { queue, now } => self.pause(queue, *now),
+            Op::Resume { queue, now } => self.resume(queue, *now),
+            Op::RunNow { id, now } => self.run_now(id, *now),
             Op::RetryDelay { attempt, base_ms, cap_ms, jitter } => {
                 delay_op(*attempt, *base_ms, *cap_ms, *jitter, self.bug)
             }
@@ -563,6 +578,7 @@ impl Store {
         let in_time = |job: &Job| (job.attempts < job.max_attempts && job.deadline > now) || trusts_reap;
         let claimable = |job: &Job| {
             served(job)
+                && (!self.is_paused(&job.queue) || self.bug(Bug::ClaimIgnoresPause))
                 && (!job.cancel_requested || self.bug(Bug::ReclaimCancelling))
                 && in_time(job)
                 && match job.phase {
@@ -615,6 +631,7 @@ impl Store {
             .jobs
             .iter()
             .enumerate()
+            .filter(|(_, job)| !(self.bug(Bug::ReapSkipsPaused) && self.is_paused(&job.queue)))
             .filter_map(|(i, job)| {
                 let found = match self.bug {
                     Some(bug) if bug.bends_reap() => seeded::reaped(bug, job, now),
@@ -922,15 +939,65 @@ impl Store {
         Ok(Reply::Redriven)
     }
 
+    /// `pause`: the queue's jobs are not picked until it is resumed; a second pause keeps the
+    /// first one's time (SPEC 3.16, 6.40).
+    fn pause(&mut self, queue: &str, now: u64) -> Result<Reply, Failure> {
+        validate::queue("queue", queue)?;
+        validate::int("now", now)?;
+        if let Err(at) = self.paused.binary_search_by(|(name, _)| (**name).cmp(queue)) {
+            self.paused.insert(at, (queue.into(), now));
+        }
+        Ok(Reply::Paused)
+    }
+
+    /// `resume`: the queue is not paused, whether or not it was (SPEC 3.17).
+    fn resume(&mut self, queue: &str, now: u64) -> Result<Reply, Failure> {
+        validate::queue("queue", queue)?;
+        validate::int("now", now)?;
+        self.paused.retain(|(name, _)| **name != *queue);
+        Ok(Reply::Resumed)
+    }
+
+    /// `run_now`: a pending job in time is due at `min(available_at, now)`; nothing else of
+    /// it changes (SPEC 3.18, 6.41).
+    fn run_now(&mut self, id: &str, now: u64) -> Result<Reply, Failure> {
+        self.name("id", id)?;
+        validate::int("now", now)?;
+        let i = self.position(id).ok_or(self.pruned_or_missing(id))?;
+        let bug = self.bug;
+        let job = &mut self.jobs[i];
+        if bug == Some(Bug::RunNowTakesLeased) && job.phase.expired_lease(now) {
+            job.phase = Phase::Pending { available_at: now };
+        }
+        let Phase::Pending { available_at } = &mut job.phase else {
+            return Err(Failure::NotPending);
+        };
+        if job.deadline <= now && bug != Some(Bug::RunNowPastDeadline) {
+            return Err(Failure::DeadlinePassed);
+        }
+        let was = *available_at;
+        *available_at = if bug == Some(Bug::RunNowMakesLater) { now } else { was.min(now) };
+        let due = *available_at;
+        match bug {
+            Some(Bug::RunNowMovesDeadline) => job.deadline -= was - due,
+            Some(Bug::RunNowGivesAttempt) => job.max_attempts += 1,
+            _ => {}
+        }
+        Ok(Reply::Due { available_at: due })
+    }
+
     /// `restart`: the database closed and opened again. What comes back is what was written:
     /// the settings and every job, leases included (SPEC section 3.10). The store is rebuilt
     /// from that image, so that a store which kept anything only in memory would show it.
     fn restart(&mut self) -> Reply {
         let (config, jobs, tombstones) =
             (self.config, std::mem::take(&mut self.jobs), std::mem::take(&mut self.tombstones));
+        let paused = std::mem::take(&mut self.paused);
+        // `pause-lost-on-restart` kept them in the process only.
+        let paused = if self.bug(Bug::PauseLostOnRestart) { Vec::new() } else { paused };
         // The ids table of `forgotten-takes-old-place` is stored too.
         let ever = std::mem::take(&mut self.ever);
-        *self = Store { config, jobs, tombstones, ever, bug: self.bug };
+        *self = Store { config, jobs, tombstones, paused, ever, bug: self.bug };
         match self.bug {
             Some(Bug::RestartForgetsConfig) => self.config = Config::default(),
             Some(Bug::RestartReleasesLeases) => seeded::release_leases(&mut self.jobs),
@@ -954,7 +1021,7 @@ impl Store {
         if self.tombstone(id).is_some() { Failure::LeaseLost } else { Failure::NotFound }
     }
 
-    /// The refusal of `redrive` or `cancel` for an id no job has (SPEC 3.14).
+    /// The refusal of `redrive`, `cancel` or `run_now` for an id no job has (SPEC 3.14).
     fn pruned_or_missing(&self, id: &str) -> Failure {
         if self.tombstone(id).is_some() { Failure::Pruned } else { Failure::NotFound }
     }
@@ -1067,6 +1134,14 @@ impl Store {
             }
         }
         s.oldest_open_age_ms = oldest.map(|enqueued_at| now.saturating_sub(enqueued_at));
+        s.paused_queues = match queue {
+            Some(queue) => u64::from(self.is_paused(queue)),
+            None if self.bug(Bug::StatsPausedCountsJobs) => {
+                let carried = |name: &Text| self.jobs.iter().any(|job| job.queue == *name);
+                self.paused.iter().filter(|(name, _)| carried(name)).count() as u64
+            }
+            None => self.paused.len() as u64,
+        };
         s
     }
 }

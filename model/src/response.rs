@@ -118,6 +118,8 @@ pub struct StatsView {
     pub pruned_done: u64,
     /// Tombstones of jobs that ended `dead`.
     pub pruned_dead: u64,
+    /// Paused queue names (SPEC 3.8, 3.16): all of them, or 1/0 for the one queue counted.
+    pub paused_queues: u64,
 }
 
 /// A successful result: `{"ok": …}`.
@@ -226,6 +228,15 @@ pub enum Reply {
         /// The delay in milliseconds.
         delay_ms: u64,
     },
+    /// `pause`: the queue is paused (SPEC 3.16), whether or not it was already.
+    Paused,
+    /// `resume`: the queue is not paused (SPEC 3.17), whether or not it was.
+    Resumed,
+    /// `run_now` made a pending job due (SPEC 3.18).
+    Due {
+        /// The job's `available_at` after it: `min(available_at, now)`.
+        available_at: u64,
+    },
     /// `restart`: the process stopped and came back; leases and jobs are as stored.
     Restart,
 }
@@ -256,8 +267,10 @@ pub enum Failure {
     NotCancellable,
     /// `heartbeat` of a lease whose job an operator cancelled: stop the attempt (SPEC 3.12).
     Cancelled,
-    /// `redrive` or `cancel` of a pruned id (SPEC 3.14).
+    /// `redrive`, `cancel` or `run_now` of a pruned id (SPEC 3.14).
     Pruned,
+    /// `run_now` of a job that is leased, done or dead (SPEC 3.18).
+    NotPending,
     /// `run_once`: the transport failed in a way it did not classify; the job stays leased.
     UnknownError {
         /// The job left leased.
@@ -391,7 +404,7 @@ mod tests {
         let r: Response = Reply::Stats(StatsView::default()).into();
         assert_eq!(
             r.to_json_line(),
-            r#"{"ok":"stats","pending":0,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null,"pruned_done":0,"pruned_dead":0}"#
+            r#"{"ok":"stats","pending":0,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null,"pruned_done":0,"pruned_dead":0,"paused_queues":0}"#
         );
         let r: Response = Reply::Tombstone(TombstoneView {
             id: "a".into(),
@@ -424,6 +437,13 @@ mod tests {
             r#"{"ok":"extended","lease_until":7}"#
         );
         assert_eq!(Response::from(Reply::Cancelled).to_json_line(), r#"{"ok":"cancelled"}"#);
+        assert_eq!(Response::from(Reply::Paused).to_json_line(), r#"{"ok":"paused"}"#);
+        assert_eq!(Response::from(Reply::Resumed).to_json_line(), r#"{"ok":"resumed"}"#);
+        assert_eq!(
+            Response::from(Reply::Due { available_at: 4 }).to_json_line(),
+            r#"{"ok":"due","available_at":4}"#
+        );
+        assert_eq!(Response::from(Failure::NotPending).to_json_line(), r#"{"error":"not_pending"}"#);
         let r: Response = Reply::Dead { reason: DeadReason::Cancelled }.into();
         assert_eq!(r.to_json_line(), r#"{"ok":"dead","reason":"cancelled"}"#);
         assert_eq!(

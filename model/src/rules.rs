@@ -24,7 +24,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use crate::reference::{Config, Job, Phase, Store, Tombstone};
+use crate::reference::{Config, Job, Phase, Store, Text, Tombstone};
 use crate::{
     DeadReason, Failure, JobView, Op, Outcome, Reply, Response, RunOutcome, StatsView, Status, TombstoneView,
 };
@@ -45,7 +45,7 @@ static DEFAULT_QUEUES: std::sync::LazyLock<[String; 1]> =
 
 /// The rules a step broke, as a set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Broken(u16);
+pub struct Broken(u32);
 
 impl Broken {
     /// No rule broken.
@@ -86,6 +86,12 @@ impl Broken {
     pub const CANCEL: Broken = Broken(1 << 14);
     /// SPEC 3.14 and 3.15: prune and forget.
     pub const RETENTION: Broken = Broken(1 << 15);
+    /// SPEC 3.16 and 3.17: pause and resume change the paused queues alone, and a claim picks
+    /// no job of a paused queue (4.15; which job it picks instead is [`Broken::PROGRESS`]).
+    pub const PAUSE: Broken = Broken(1 << 16);
+    /// SPEC 3.18: run_now (refusals in their order; `available_at` to `min(available_at,
+    /// now)`, nothing else changed).
+    pub const RUN_NOW: Broken = Broken(1 << 17);
 
     /// Whether `rule` is among those broken.
     pub fn contains(self, rule: Broken) -> bool {
@@ -99,7 +105,7 @@ impl Broken {
 
 impl fmt::Display for Broken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#06x}", self.0)
+        write!(f, "{:#07x}", self.0)
     }
 }
 
@@ -112,12 +118,13 @@ pub fn judge(
     after: &Store,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
 ) -> Broken {
-    let expected = expect(before.jobs(), before.tombstones(), before.config(), op, first_enqueue);
+    let expected = expect(before, op, first_enqueue);
     let mut broken = Broken::NONE;
     let same = expected.response.observable() == response.observable()
         && expected.config == after.config()
         && same_jobs(&expected.jobs, after.jobs())
-        && expected.tombstones == after.tombstones();
+        && expected.tombstones == after.tombstones()
+        && expected.paused == after.paused();
     // SPEC 6.13: the detail of a refusal names the field to blame, when one alone is.
     if let (
         Response::Err(Failure::InvalidInput { detail: field }),
@@ -144,6 +151,7 @@ struct Expected {
     response: Response,
     jobs: Jobs,
     tombstones: Vec<Tombstone>,
+    paused: Vec<(Text, u64)>,
     config: Config,
 }
 
@@ -175,6 +183,8 @@ fn classify(op: &Op, expected: &Response, actual: &Response) -> Broken {
         Op::Reap { .. } => Broken::REAP,
         Op::Get { .. } | Op::Stats { .. } => Broken::READS,
         Op::Prune { .. } | Op::Forget { .. } => Broken::RETENTION,
+        Op::Pause { .. } | Op::Resume { .. } => Broken::PAUSE,
+        Op::RunNow { .. } => Broken::RUN_NOW,
         Op::RetryDelay { .. } => Broken::DELAY,
         Op::Restart => Broken::RESTART,
     }
@@ -192,19 +202,15 @@ fn retried_apart(expected: &Response, actual: &Response) -> bool {
 }
 
 /// SPEC section 3, operation by operation.
-fn expect(
-    jobs: &[Job],
-    tombstones: &[Tombstone],
-    config: Config,
-    op: &Op,
-    first_enqueue: &dyn Fn(&str) -> Option<usize>,
-) -> Expected {
-    let mut jobs: Jobs = jobs.iter().cloned().collect();
-    let mut tombstones = tombstones.to_vec();
-    let mut config = config;
+fn expect(before: &Store, op: &Op, first_enqueue: &dyn Fn(&str) -> Option<usize>) -> Expected {
+    let mut jobs: Jobs = before.jobs().iter().cloned().collect();
+    let mut tombstones = before.tombstones().to_vec();
+    let mut paused = before.paused().to_vec();
+    let mut config = before.config();
     let bad = bad_fields(op);
+    let mut state = State { jobs: &mut jobs, tombstones: &mut tombstones, paused: &mut paused };
     let result = match bad.as_slice() {
-        [] => apply(&mut jobs, &mut tombstones, &mut config, op, first_enqueue),
+        [] => apply(&mut state, &mut config, op, first_enqueue),
         [field] => Err(Failure::InvalidInput { detail: format!("{field}:") }),
         _ => Err(Failure::InvalidInput { detail: String::new() }),
     };
@@ -212,7 +218,15 @@ fn expect(
         Ok(reply) => Response::Ok(reply),
         Err(failure) => Response::Err(failure),
     };
-    Expected { response, jobs, tombstones, config }
+    Expected { response, jobs, tombstones, paused, config }
+}
+
+/// What an operation may change beside the settings: the jobs, the tombstones and the paused
+/// queues (SPEC 3.10's store).
+struct State<'a> {
+    jobs: &'a mut Jobs,
+    tombstones: &'a mut Vec<Tombstone>,
+    paused: &'a mut Vec<(Text, u64)>,
 }
 
 /// SPEC 3.1 and 5.2: the arguments of `op` out of their range, by field name. Checked before
@@ -315,6 +329,15 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(int(*before) && before <= now, "before");
         }
         Op::Get { id } => check(name(id), "id"),
+        // SPEC 3.16, 3.17: a queue name as in `enqueue`.
+        Op::Pause { queue: q, now } | Op::Resume { queue: q, now } => {
+            check(queue(q), "queue");
+            check(int(*now), "now");
+        }
+        Op::RunNow { id, now } => {
+            check(name(id), "id");
+            check(int(*now), "now");
+        }
         Op::RetryDelay { attempt: a, base_ms, cap_ms, jitter: j } => {
             check(attempt(*a), "attempt");
             check(int(*base_ms), "base_ms");
@@ -328,12 +351,14 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
 
 /// The operation, its arguments already known good.
 fn apply(
-    jobs: &mut Jobs,
-    tombstones: &mut Vec<Tombstone>,
+    state: &mut State<'_>,
     config: &mut Config,
     op: &Op,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
 ) -> Result<Reply, Failure> {
+    let State { jobs, tombstones, paused } = state;
+    let halted = paused.iter().map(|(name, _)| name.to_string()).collect::<Vec<_>>();
+    let is_paused = |q: &str| halted.iter().any(|name| name == q);
     let pruned = |id: &str| tombstones.iter().find(|t| *t.id == *id).cloned();
     // An id no job has: a fenced operation's fence fails on a tombstone as on the ended job
     // it was (SPEC 6.30); `redrive` and `cancel` say `pruned` (3.14).
@@ -398,7 +423,7 @@ fn apply(
         }
         Op::Claim { queues, worker, now } => {
             let queues = queues.as_deref().unwrap_or(default_queues);
-            Ok(match claim(jobs, config, worker, queues, *now, first_enqueue) {
+            Ok(match claim(jobs, config, worker, queues, &is_paused, *now, first_enqueue) {
                 Some((id, attempt, lease_until)) => Reply::Claimed { id, attempt, lease_until },
                 None => Reply::None,
             })
@@ -411,7 +436,8 @@ fn apply(
         }
         Op::RunOnce { queues, worker, now, after, outcome, jitter } => {
             let queues = queues.as_deref().unwrap_or(default_queues);
-            let Some((id, attempt, _)) = claim(jobs, config, worker, queues, *now, first_enqueue) else {
+            let Some((id, attempt, _)) = claim(jobs, config, worker, queues, &is_paused, *now, first_enqueue)
+            else {
                 return Ok(Reply::None);
             };
             let after = after.unwrap_or(*now);
@@ -477,7 +503,39 @@ fn apply(
             Some(tombstone) => Ok(Reply::Tombstone(tombstone_view(&tombstone))),
             None => find(jobs, id).map(|job| Reply::Job(view(job))).ok_or(Failure::NotFound),
         },
-        Op::Stats { queue, now } => Ok(Reply::Stats(stats(jobs, tombstones, queue.as_deref(), *now))),
+        Op::Stats { queue, now } => {
+            let mut counts = stats(jobs, tombstones, queue.as_deref(), *now);
+            // SPEC 3.8: every paused name, or whether the one queue counted is paused.
+            counts.paused_queues = match queue {
+                Some(queue) => u64::from(is_paused(queue)),
+                None => halted.len() as u64,
+            };
+            Ok(Reply::Stats(counts))
+        }
+        // SPEC 3.16: paused whether or not it was; the first pause's time stays.
+        Op::Pause { queue, now } => {
+            if !is_paused(queue) {
+                paused.push((queue.as_str().into(), *now));
+                paused.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            Ok(Reply::Paused)
+        }
+        // SPEC 3.17: not paused, whether or not it was.
+        Op::Resume { queue, .. } => {
+            paused.retain(|(name, _)| **name != **queue);
+            Ok(Reply::Resumed)
+        }
+        // SPEC 3.18: not found or pruned; not pending; at or past the deadline; then due.
+        Op::RunNow { id, now } => {
+            let Some(job) = find_mut(jobs, id) else { return Err(gone(id)) };
+            let Phase::Pending { available_at } = job.phase else { return Err(Failure::NotPending) };
+            if job.deadline <= *now {
+                return Err(Failure::DeadlinePassed);
+            }
+            let due = if *now < available_at { *now } else { available_at };
+            job.phase = Phase::Pending { available_at: due };
+            Ok(Reply::Due { available_at: due })
+        }
         // SPEC 3.14: every ended job at or before `before` leaves the store, and a tombstone.
         Op::Prune { before, .. } => {
             let mut count = 0;
@@ -570,6 +628,7 @@ fn claim(
     config: &Config,
     worker: &str,
     queues: &[String],
+    paused: &dyn Fn(&str) -> bool,
     now: u64,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
 ) -> Option<(String, u64, u64)> {
@@ -578,7 +637,8 @@ fn claim(
     let rank = |job: &Job| first_enqueue(&job.id).unwrap_or(usize::MAX);
     let mut pick: Option<(u64, u64, usize, usize)> = None;
     for (i, job) in jobs.iter().enumerate() {
-        let served = queues.iter().any(|q| *q == *job.queue);
+        // SPEC 3.3.2, 3.16: of the claimer's queues, those not paused.
+        let served = queues.iter().any(|q| *q == *job.queue) && !paused(&job.queue);
         if let Some(at) = due_at(job, now).filter(|_| served && !job.cancel_requested) {
             let key = (job.priority, at, rank(job), i);
             if pick.is_none_or(|best| key < best) {
@@ -764,6 +824,8 @@ fn stats(all: &[Job], tombstones: &[Tombstone], queue: Option<&str>, now: u64) -
         oldest_open_age_ms: open.map(|job| job.enqueued_at).min().map(|oldest| now.saturating_sub(oldest)),
         pruned_done: pruned(true),
         pruned_dead: pruned(false),
+        // The paused names are the store's, not the jobs': the caller counts them.
+        paused_queues: 0,
     }
 }
 
@@ -798,9 +860,11 @@ pub fn exact_delay(attempt: u64, base_ms: u64, cap_ms: u64, jitter: f64) -> u64 
 }
 
 /// The jobs a claim at `now` may take once its reap (of at most `limit` jobs) has run, with
-/// the time each is due, in the store's order: what a claim chooses among (SPEC 3.3.2).
+/// the time each is due, in the store's order: what a claim chooses among (SPEC 3.3.2). A job
+/// of a paused queue is never among them (3.16).
 pub fn claimable(
     jobs: &[Job],
+    paused: &[(Text, u64)],
     now: u64,
     limit: u64,
     first_enqueue: &dyn Fn(&str) -> Option<usize>,
@@ -808,7 +872,7 @@ pub fn claimable(
     let mut jobs: Jobs = jobs.iter().cloned().collect();
     reap(&mut jobs, now, limit, first_enqueue);
     jobs.iter()
-        .filter(|job| !job.cancel_requested)
+        .filter(|job| !job.cancel_requested && !paused.iter().any(|(name, _)| *name == job.queue))
         .filter_map(|job| due_at(job, now).map(|at| (at, job.id.to_string())))
         .collect()
 }
@@ -957,9 +1021,14 @@ fn may_become(b: &Job, a: &Job, op: &Op, config: Config) -> bool {
             let stopped = b.cancel_requested && matches!(completes, Some((Outcome::Retryable, _)));
             cancelled || reaped || stopped
         }
-        Phase::Pending { .. } => {
+        Phase::Pending { available_at } => {
             let redriven = matches!(op, Op::Redrive { .. }) && matches!(b.phase, Phase::Dead(_));
-            redriven || matches!(completes, Some((Outcome::Retryable, _)))
+            // SPEC 3.18: a pending job's `available_at` only earlier, and only to `now`.
+            let due_now = matches!((op, &b.phase), (
+                Op::RunNow { now, .. },
+                Phase::Pending { available_at: was },
+            ) if available_at < *was && available_at == *now && a.attempts == b.attempts);
+            redriven || due_now || matches!(completes, Some((Outcome::Retryable, _)))
         }
     }
 }

@@ -74,6 +74,11 @@ const RETENTION_EXAMPLES: [&str; 4] = [
     properties::names::LIVED_AGAIN,
 ];
 
+/// The example only `run_now` of a scheduled job shows ([`Scene::run_now`]).
+///
+/// [`Scene::run_now`]: retryq_model::model::Scene::run_now
+const RUN_NOW_EXAMPLES: [&str; 1] = [properties::names::RUN_NOW_CLAIMED];
+
 /// The examples only one job shows: what the two-job scene leaves to it (switched settings,
 /// its own backoff).
 const ONE_JOB_EXAMPLES: [&str; 2] =
@@ -92,6 +97,8 @@ fn the_spec_store_keeps_every_property_and_shows_every_example() {
     let lanes = scene(retryq_model::model::Scene::choices());
     let retention = scene(retryq_model::model::Scene::retention());
     let backlog = scene(retryq_model::model::Scene::backlog());
+    let run_now = scene(retryq_model::model::Scene::run_now());
+    let pauses = scene(retryq_model::model::Scene::pauses());
     for (bounds, examples) in [
         (Bounds::small(), None),
         (two_jobs(), Some(&TWO_JOB_EXAMPLES[..])),
@@ -99,6 +106,8 @@ fn the_spec_store_keeps_every_property_and_shows_every_example() {
         (lanes, Some(&LANE_EXAMPLES[..])),
         (retention, Some(&RETENTION_EXAMPLES[..])),
         (backlog, Some(&BACKLOG_EXAMPLES[..])),
+        (run_now, Some(&RUN_NOW_EXAMPLES[..])),
+        (pauses, Some(&[][..])),
     ] {
         let report = check(bounds.clone(), None, true);
         let model = QueueModel::new(bounds, None);
@@ -113,6 +122,7 @@ fn the_spec_store_keeps_every_property_and_shows_every_example() {
                 &LANE_EXAMPLES,
                 &RETENTION_EXAMPLES,
                 &BACKLOG_EXAMPLES,
+                &RUN_NOW_EXAMPLES,
             ]
             .iter()
             .any(|names| names.contains(&finding.name));

@@ -80,7 +80,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.json {
         print_json(&view::stats(&stats))?;
     } else {
-        out!("{}", human(&stats))?;
+        let paused = queue.paused().map_err(|e| args.db.explain(e))?;
+        let paused: Vec<&str> = paused
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .filter(|name| args.queue.as_deref().is_none_or(|one| one == *name))
+            .collect();
+        out!("{}{}", human(&stats), paused_line(&paused))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -118,4 +124,15 @@ fn human(s: &Stats) -> String {
         s.pruned_done,
         s.pruned_dead
     )
+}
+
+/// The paused queues by name, escaped (SPEC 3.16): a pause is never forgotten silently.
+fn paused_line(paused: &[&str]) -> String {
+    match paused {
+        [] => "paused queues   0\n".to_owned(),
+        names => {
+            let names: Vec<String> = names.iter().map(|n| printable(n).to_string()).collect();
+            format!("paused queues   {} ({})\n", names.len(), names.join(", "))
+        }
+    }
 }

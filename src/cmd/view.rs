@@ -142,6 +142,7 @@ pub struct StatsFields {
     oldest_open_age_ms: Option<u64>,
     pruned_done: u64,
     pruned_dead: u64,
+    paused_queues: u64,
 }
 
 impl StatsFields {
@@ -159,6 +160,7 @@ impl StatsFields {
             oldest_open_age_ms: s.oldest_open_age_ms,
             pruned_done: s.pruned_done,
             pruned_dead: s.pruned_dead,
+            paused_queues: s.paused_queues,
         }
     }
 }
@@ -215,7 +217,7 @@ mod tests {
         let line = serde_json::to_string(&stats(&Stats { pending: 2, ..Stats::default() })).expect("json");
         assert_eq!(
             line,
-            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null,"pruned_done":0,"pruned_dead":0}"#
+            r#"{"ok":"stats","pending":2,"leased":0,"done":0,"dead":0,"dead_exhausted":0,"dead_deadline":0,"dead_permanent":0,"dead_cancelled":0,"leased_expired":0,"oldest_open_age_ms":null,"pruned_done":0,"pruned_dead":0,"paused_queues":0}"#
         );
         assert_eq!(serde_json::to_string(&NOT_FOUND).expect("json"), r#"{"error":"not_found"}"#);
     }

@@ -183,7 +183,7 @@ impl Client {
             Clocks::Shared => board.advance(self.rng.random_range(0..=8)),
         };
         let worker = self.worker.clone();
-        match self.rng.random_range(0..100u32) {
+        match self.rng.random_range(0..106u32) {
             0..22 => Op::Claim { queues: self.queues(), worker, now },
             22..40 => {
                 let lease = self.lease(board);
@@ -246,8 +246,18 @@ impl Client {
             92..95 => Op::Get { id: self.id() },
             95..98 => Op::Prune { before: now.saturating_sub(self.rng.random_range(0..=60)), now },
             98 => Op::Forget { before: now.saturating_sub(self.rng.random_range(0..=200)), now },
-            _ => Op::Stats { queue: self.rng.random_bool(0.5).then(|| OTHER_QUEUE.to_owned()), now },
+            99 => Op::Stats { queue: self.rng.random_bool(0.5).then(|| OTHER_QUEUE.to_owned()), now },
+            // An operator's pause and resume of either queue, and run_now of any job (SPEC
+            // 3.16-3.18), between the workers' claims.
+            100..102 => Op::Pause { queue: self.some_queue(), now },
+            102..104 => Op::Resume { queue: self.some_queue(), now },
+            _ => Op::RunNow { id: self.id(), now },
         }
+    }
+
+    /// The default queue or the other one, evenly.
+    fn some_queue(&mut self) -> String {
+        if self.rng.random_bool(0.5) { OTHER_QUEUE.to_owned() } else { "default".to_owned() }
     }
 
     /// Learns from an answer which leases it now holds, and posts new ones on the board.

@@ -96,6 +96,18 @@ impl Backend for PgQueue {
     fn lookup(&self, id: &str) -> Result<Option<crate::Lookup>> {
         PgQueue::lookup(self, id)
     }
+    fn pause(&mut self, queue: &str, now: u64) -> Result<()> {
+        PgQueue::pause(self, queue, now)
+    }
+    fn resume(&mut self, queue: &str, now: u64) -> Result<()> {
+        PgQueue::resume(self, queue, now)
+    }
+    fn run_now(&mut self, id: &str, now: u64) -> Result<u64> {
+        PgQueue::run_now(self, id, now)
+    }
+    fn paused(&self) -> Result<Vec<(String, u64)>> {
+        PgQueue::paused(self)
+    }
     fn redrive(&mut self, redrive: &Redrive<'_>) -> Result<()> {
         PgQueue::redrive(self, redrive)
     }

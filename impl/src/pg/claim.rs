@@ -45,6 +45,7 @@
 //! the answer is SQLite's, and across connections nothing out of budget is ever claimed
 //! (SPEC 4.4); such a row waits for the next reap.
 
+use super::pause::served;
 use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_utf8, uint, utf8};
 use crate::error::Result;
@@ -189,7 +190,12 @@ impl PgQueue {
         let Settings { lease_ms, reap_limit, .. } = self.settings;
         self.write(Turn::Alone, |tx| {
             reap(tx, now, reap_limit)?;
-            lease_next(tx, worker, queues, now, lease_ms)
+            // A paused queue's jobs are not picked (SPEC 3.3.2, 3.16); the reap covers them.
+            let served = served(tx, queues)?;
+            if served.is_empty() {
+                return Ok(None);
+            }
+            lease_next(tx, worker, &served, now, lease_ms)
         })
     }
 
@@ -221,7 +227,11 @@ impl PgQueue {
             // As on SQLite: `k` single claims reap up to `reap_limit` each, in one order, and a
             // job just leased expires after `now`, so one reap of `k` limits is all of theirs.
             reap(tx, now, limit)?;
-            lease_picked(tx, worker, queues, now, lease_ms, k)
+            let served = served(tx, queues)?;
+            if served.is_empty() {
+                return Ok(Vec::new());
+            }
+            lease_picked(tx, worker, &served, now, lease_ms, k)
         })
     }
 

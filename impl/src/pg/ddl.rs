@@ -828,6 +828,21 @@ pub(super) fn schema_5() -> String {
     format!("{}{}", schema_4(), upgrade_4_to_5())
 }
 
+/// Schema 6 whole: schema 5, then its paused queues.
+pub(super) fn schema_6() -> String {
+    format!("{}{PAUSED_6}", schema_5())
+}
+
+/// Schema 5 to schema 6 (contract 1.3): the paused queues (SPEC 3.16, 6.40), a name and the
+/// time of its first pause, for as long as it is paused. No trigger touches the table: a
+/// prune or a forget never does.
+pub(super) const PAUSED_6: &str = r#"
+CREATE TABLE paused_queues (
+    queue     text   COLLATE "C" PRIMARY KEY CHECK (octet_length(queue) BETWEEN 1 AND 64),
+    paused_at bigint NOT NULL CHECK (paused_at BETWEEN 0 AND 9007199254740991)
+);
+"#;
+
 /// Schema 4 to schema 5 (contract 1.3): the reaps' indexes end in `seq`, so that a reap of at
 /// most `reap_limit` jobs walks each in SPEC 3.3.1's order (ties by first enqueue) and stops;
 /// claim's index carries `deadline`, so that a pick passes over a job due to end without

@@ -44,7 +44,8 @@ const NEXT_DUE_IN: &str = "
     SELECT min((SELECT min(available_at) FROM jobs
                 WHERE queue = q.name AND priority = p.priority::smallint
                   AND status IN ('pending', 'leased')))
-    FROM unnest($1::text[]) AS q(name) CROSS JOIN generate_series(0, 9) AS p(priority)";
+    FROM unnest($1::text[]) AS q(name) CROSS JOIN generate_series(0, 9) AS p(priority)
+    WHERE NOT EXISTS (SELECT 1 FROM paused_queues WHERE queue = q.name)";
 
 /// The kept counts (`ddl.rs`) of one queue (`$1`) or of all, summed over their shards: the
 /// jobs' by status and reason and the tombstones' (`pruned_done`, `pruned_dead`), SPEC 3.8.
@@ -232,6 +233,7 @@ impl PgQueue {
             let row = tx.query_one(LEASES_AND_AGE, &[&at, &queue])?;
             stats.leased_expired = uint(&row, 0)?;
             stats.oldest_open_age_ms = opt_uint(&row, 1)?.map(|at| now.saturating_sub(at));
+            stats.paused_queues = uint(&tx.query_one(super::pause::PAUSED_COUNT, &[&queue])?, 0)?;
             Ok(stats)
         })
     }

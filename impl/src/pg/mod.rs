@@ -38,6 +38,7 @@ mod listen_tests;
 mod notes;
 #[cfg(any(feature = "tokio-postgres", feature = "sqlx"))]
 mod outside;
+mod pause;
 #[cfg(test)]
 mod reap_tests;
 mod redrive;
@@ -52,6 +53,8 @@ mod tests_1_2;
 mod tests_bulk;
 #[cfg(test)]
 mod tests_notes;
+#[cfg(test)]
+mod tests_pause;
 #[cfg(test)]
 mod tests_stats;
 mod tls;

@@ -26,7 +26,7 @@
 //! program's tables into a queue.
 
 use super::ddl::{
-    FILL_COUNTS, OBJECTS_3, TABLES_4, UPGRADE_2_TO_3, fill_4, objects_4, schema_5, upgrade_4_to_5,
+    FILL_COUNTS, OBJECTS_3, PAUSED_6, TABLES_4, UPGRADE_2_TO_3, fill_4, objects_4, schema_6, upgrade_4_to_5,
 };
 use super::store::Tx;
 use crate::ddl::{APPLICATION_ID, SCHEMA_VERSION};
@@ -49,6 +49,8 @@ const SCHEMA_2: i64 = 2;
 const SCHEMA_3: i64 = 3;
 /// Contract 1.2's with the operators' notes, before 1.3's bounded reap.
 const SCHEMA_4: i64 = 4;
+/// Contract 1.3's with the bounded reap, before its paused queues.
+const SCHEMA_5: i64 = 5;
 
 /// The current schema, the database's encoding, whether the schema holds `retryq_meta`,
 /// how many relations it holds (tables, views, sequences, indexes…), and which of the
@@ -123,7 +125,7 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     // READ COMMITTED: this statement sees what the connection that held the lock committed.
     match inspect_with(tx, name, beside)? {
         Found::Empty => {
-            tx.batch(&schema_5())?;
+            tx.batch(&schema_6())?;
             tx.execute(MARK, &[&APPLICATION_ID, &SCHEMA_VERSION])?;
         }
         Found::Older(version) => upgrade(tx, version, name)?,
@@ -135,14 +137,28 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
 /// Schema `version` (2, 3 or 4) to this build's, inside the caller's transaction, under the
 /// creation lock: every step or none (`ddl.rs` says what each does).
 fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
-    if version != SCHEMA_2 && version != SCHEMA_3 && version != SCHEMA_4 {
+    if ![SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5].contains(&version) {
         return Err(Error::Corrupt(format!("no upgrade from PostgreSQL schema version {version}")));
     }
-    if version != SCHEMA_4 {
+    let taken: Option<String> = tx.query_one(PAUSED_TAKEN, &[])?.try_get(0)?;
+    if let Some(taken) = taken {
+        return Err(Error::NotRetryq {
+            path: name.into(),
+            why: format!(
+                "the schema already has relations named {taken}, which schema 6 adds: rename \
+                 them, then connect again"
+            ),
+        });
+    }
+    if version != SCHEMA_4 && version != SCHEMA_5 {
         to_4(tx, version, name)?;
     }
-    // Four indexes built anew from the open jobs, and the notes' function replaced.
-    tx.batch(&upgrade_4_to_5())?;
+    if version != SCHEMA_5 {
+        // Four indexes built anew from the open jobs, and the notes' function replaced.
+        tx.batch(&upgrade_4_to_5())?;
+    }
+    // Schema 6: the paused queues, none yet.
+    tx.batch(PAUSED_6)?;
     tx.execute(REMARK, &[&SCHEMA_VERSION])?;
     Ok(())
 }
@@ -183,7 +199,13 @@ const TAKEN: &str = "
                       'history_n_seq', 'history_job', 'tombstones', 'tombstones_pkey',
                       'tombstones_ended', 'jobs_open_age', 'jobs_leases', 'counts',
                       'counts_pkey', 'attempts', 'attempts_pkey', 'tallies', 'tallies_pkey',
-                      'tally_buckets', 'tally_buckets_pkey')";
+                      'tally_buckets', 'tally_buckets_pkey', 'paused_queues', 'paused_queues_pkey')";
+
+/// The relations of the current schema that bear a name schema 6 adds.
+const PAUSED_TAKEN: &str = "
+    SELECT string_agg(relname, ', ' ORDER BY relname) FROM pg_catalog.pg_class
+    WHERE relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema())
+      AND relname IN ('paused_queues', 'paused_queues_pkey')";
 
 /// The relations of the current schema that bear a name schema 4 adds.
 const NOTES_TAKEN: &str = "
@@ -245,7 +267,7 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
     if version > SCHEMA_VERSION {
         return Err(Error::NewerSchema { path: name.into(), found: version, supported: SCHEMA_VERSION });
     }
-    if version == SCHEMA_2 || version == SCHEMA_3 || version == SCHEMA_4 {
+    if version == SCHEMA_2 || version == SCHEMA_3 || version == SCHEMA_4 || version == SCHEMA_5 {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
@@ -260,7 +282,7 @@ mod tests {
     /// to 4 created, which it replaces).
     #[test]
     fn look_names_every_function_the_schema_creates() {
-        let ddl = super::schema_5();
+        let ddl = super::schema_6();
         let created: std::collections::BTreeSet<&str> = ddl
             .split("CREATE OR REPLACE FUNCTION ")
             .skip(1)
@@ -276,7 +298,7 @@ mod tests {
     /// The relations `TAKEN` names are the ones schema 5 creates.
     #[test]
     fn taken_names_every_relation_the_schema_creates() {
-        let ddl = super::schema_5();
+        let ddl = super::schema_6();
         for word in ["CREATE TABLE ", "CREATE INDEX "] {
             for rest in ddl.split(word).skip(1) {
                 let name = rest.split_whitespace().next().unwrap_or_default();

@@ -483,14 +483,14 @@ fn a_foreign_or_newer_schema_is_refused_and_left_as_it_was() {
     let beside = with_search_path(&url, "queue");
     let q = PgQueue::connect(&beside).expect("a schema of its own");
     drop(q);
-    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 6").expect("newer");
+    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 7").expect("newer");
     let err = PgQueue::connect(&beside).err().expect("refused");
-    assert!(matches!(err, Error::NewerSchema { found: 6, supported: 5, .. }), "{err}");
+    assert!(matches!(err, Error::NewerSchema { found: 7, supported: 6, .. }), "{err}");
     admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 1").expect("never written");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("schema version 1")), "{err}");
     admin
-        .batch_execute("UPDATE queue.retryq_meta SET schema_version = 5, application_id = 7")
+        .batch_execute("UPDATE queue.retryq_meta SET schema_version = 6, application_id = 7")
         .expect("foreign");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("application id 0x7")), "{err}");

@@ -157,8 +157,8 @@ const LEASE: &str = "
     WHERE seq = ?4
     RETURNING id, attempts, payload, deadline, last_node";
 
-/// Up to `k` claims from `queues` inside the caller's transaction, once reaped: the due
-/// jobs are picked priority by priority, each priority with one walk of the index per queue
+/// Up to `k` claims from `queues` inside the caller's transaction, once reaped: the paused
+/// queues left out, the due jobs are picked priority by priority, each priority with one walk of the index per queue
 /// (the smallest `(available_at, seq)` over all queues first: SPEC 3.3.2, 6.32), then
 /// leased one by one in claim order, so that each job's row and history are written exactly
 /// as `k` single claims would write them, in the same order. The cost is at most ten walks
@@ -172,11 +172,19 @@ pub(super) fn lease_picked(
     k: usize,
 ) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(k).unwrap_or(i64::MAX);
+    // A paused queue's jobs are not picked (SPEC 3.3.2, 3.16): read in this transaction, one
+    // key lookup per queue served, so a pause committed before it is seen by every pick.
+    let mut served: Vec<&str> = Vec::with_capacity(queues.len());
+    for queue in queues {
+        if !super::pause::is_paused(tx, queue)? {
+            served.push(queue);
+        }
+    }
     let mut seqs: Vec<i64> = Vec::new();
     let mut pick = tx.prepare_cached(PICK)?;
     for priority in 0..=input::MAX_PRIORITY {
         let mut due: Vec<(u64, i64)> = Vec::new();
-        for queue in queues {
+        for queue in &served {
             let rows =
                 pick.query_map(params![queue, priority, now, limit], |row| Ok((row.get(0)?, row.get(1)?)))?;
             due.extend(rows.collect::<rusqlite::Result<Vec<(u64, i64)>>>()?);

@@ -37,6 +37,9 @@ pub struct Stats {
     pub pruned_done: u64,
     /// Tombstones of jobs that were `dead` when pruned.
     pub pruned_dead: u64,
+    /// Of the whole store, how many queues are paused (names no job carries included); of
+    /// one queue, 1 if it is paused and 0 if not (SPEC 3.8, 3.16).
+    pub paused_queues: u64,
 }
 
 impl Stats {
@@ -301,6 +304,10 @@ impl Queue {
             let mut next: Option<u64> = None;
             let mut of = tx.prepare_cached(NEXT_DUE_OF)?;
             for queue in queues {
+                // A paused queue has nothing to do until its resume wakes the workers.
+                if super::pause::is_paused(tx, queue)? {
+                    continue;
+                }
                 let due: Option<u64> = of.query_row([queue], |row| row.get(0))?;
                 next = next.into_iter().chain(due).min();
             }
@@ -378,6 +385,8 @@ impl Queue {
             let oldest: Option<u64> =
                 tx.prepare_cached(OLDEST_OPEN)?.query_row(params![queue], |row| row.get(0))?;
             stats.oldest_open_age_ms = oldest.map(|at| now.saturating_sub(at));
+            stats.paused_queues =
+                tx.prepare_cached(super::pause::PAUSED_COUNT)?.query_row(params![queue], |row| row.get(0))?;
             Ok(stats)
         })
     }

@@ -17,6 +17,7 @@ pub(crate) mod inspect;
 pub(crate) mod lease;
 pub(crate) mod notes;
 pub(crate) mod pace;
+pub(crate) mod pause;
 pub(crate) mod redrive;
 pub(crate) mod retention;
 pub(crate) mod run_once;
