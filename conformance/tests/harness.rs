@@ -74,8 +74,14 @@ fn every_bug_seeded_into_the_model_is_a_divergence() {
     // 1.2's priority, which two jobs of priorities 0 and 1 show. A tie between jobs whose
     // `enqueued_at` order is not their first enqueue's is still left to the model check; if
     // the seeded bug keeps the priority, it is a gap again.
+    //
+    // Contract 1.3's pause, resume and run_now are found, every one of their seeded bugs; the
+    // steps they add to the draw cost one: a heartbeat under a lease_ms switched since the
+    // claim (heartbeat-lease-at-claim) is missed by these 600 traces again, and left to the
+    // model check, which catches it.
     let gaps = [
         "heartbeat-shrinks-lease",
+        "heartbeat-lease-at-claim",
         "heartbeat-expiry-capped",
         "long-name-refused",
         "worker-refusal-names-id",
