@@ -21,7 +21,7 @@ use retryq_pgtest::{Cluster, Unavailable};
 use retryq_worker::{Attempt, Stop, Worker};
 use serde::Serialize;
 
-use crate::postgres::Server;
+use crate::server::Server;
 use crate::{BenchError, median};
 
 /// How far ahead a scheduled job's `not_before` is set.

@@ -33,6 +33,7 @@ pub mod postgres;
 pub mod retention;
 pub mod scale;
 pub mod scaling;
+pub mod server;
 pub mod throughput;
 pub mod worker;
 

@@ -15,20 +15,12 @@ use retryq::PgQueue;
 use retryq_pgtest::{Cluster, Unavailable};
 
 use crate::report::{PgRow, PgThroughput, ProcessRow};
+pub use crate::server::Server;
 use crate::throughput::{self, Launcher, Side};
 use crate::{BenchError, median, pg_floor, pg_worker};
 
 /// Worker process counts measured.
 pub const PROCESSES: [usize; 4] = [1, 2, 4, 8];
-
-/// Where the server comes from.
-#[derive(Clone, Debug)]
-pub enum Server {
-    /// Start a throwaway cluster with fsync on.
-    Own,
-    /// A running server, by the URL of a database on it.
-    At(String),
-}
 
 /// Measures every row; a server that cannot be had is a section that says so, not a failed run.
 pub fn measure(

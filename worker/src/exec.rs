@@ -50,6 +50,7 @@ use std::time::{Duration, Instant};
 use retryq::{Claimed, Outcome, Report};
 use rustix::process::{Pid, Signal, kill_process_group};
 
+pub use crate::exit_table::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_PERMANENT, EXIT_RETRYABLE};
 use crate::exit_table::{ExitClass, ExitTable};
 use crate::stop::Stop;
 use crate::trampoline::{Trampoline, wait_no_reap};
@@ -57,17 +58,9 @@ use crate::transport::{Transport, Unclassified};
 use crate::watched::Watched;
 use crate::window::{Cut, POLL, Window};
 
-/// The exit status that asks for a retry: `EX_TEMPFAIL` of sysexits.h.
-pub const EXIT_RETRYABLE: i32 = 75;
-/// The exit status that quarantines the job: `EX_DATAERR` of sysexits.h.
-pub const EXIT_PERMANENT: i32 = 65;
 /// The shell every command is run with, as `SHELL -c COMMAND`: the system's POSIX shell,
 /// dash on Debian and Ubuntu.
 pub const SHELL: &str = "/bin/sh";
-/// The shell's exit status for a command it found but could not execute (POSIX).
-pub const EXIT_NOT_EXECUTABLE: i32 = 126;
-/// The shell's exit status for a command it could not find (POSIX).
-pub const EXIT_NOT_FOUND: i32 = 127;
 /// How much of the end of the command's standard error is kept.
 pub const TAIL_BYTES: usize = 2048;
 pub use crate::watched::GRACE;

@@ -18,7 +18,14 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use crate::exec::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_PERMANENT, EXIT_RETRYABLE};
+/// The exit status that asks for a retry: `EX_TEMPFAIL` of sysexits.h.
+pub const EXIT_RETRYABLE: i32 = 75;
+/// The exit status that quarantines the job: `EX_DATAERR` of sysexits.h.
+pub const EXIT_PERMANENT: i32 = 65;
+/// The shell's exit status for a command it found but could not execute (POSIX).
+pub const EXIT_NOT_EXECUTABLE: i32 = 126;
+/// The shell's exit status for a command it could not find (POSIX).
+pub const EXIT_NOT_FOUND: i32 = 127;
 
 /// What an exit status means for the job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

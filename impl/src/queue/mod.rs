@@ -24,3 +24,5 @@ pub(crate) mod run_once;
 pub(crate) mod store;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_pause;
