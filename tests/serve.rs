@@ -266,6 +266,15 @@ fn admits_escapes_and_measures(db: &str) {
     // And its histograms: the wait of every claim, and the duration of every ended attempt.
     let observed = |name: &str| scrape.samples.iter().filter(|s| s.metric == name).count();
     assert!(observed("retryq_claim_wait_seconds") > 0, "no claim wait histogram in\n{text}");
+
+    // The redrive of every dead job of a reason says how many it redrove.
+    store.cancel("mail-1", retryq_worker::now_ms().expect("clock")).expect("cancel");
+    let body = format!("reason=cancelled&csrf={csrf}&add_attempts=1&ttl=1h");
+    let (status, headers, _) = exchange(&base, "POST", "/redrive", &[FORM], &body);
+    assert_eq!((status, location(&headers).as_str()), (303, "/?redrove=1"));
+    let (_, overview) = get(&base, "/?redrove=1");
+    assert!(overview.contains("Redrove 1 dead job."), "{overview}");
+    assert_eq!(store.get("mail-1").expect("get").expect("mail-1").status.as_str(), "pending");
     stop(serving);
 }
 

@@ -185,8 +185,21 @@ impl Routes {
         let total = store.stats(now)?;
         let queues = by_queue(store, now)?;
         let paused = store.paused()?;
-        let message = request.query("said").and_then(said);
-        Ok(html(page::overview(now, &total, &queues, &paused, self.guard.csrf(), message, self.nav())))
+        // Only a number of ours, or one of our words, is shown: never the query's text.
+        let redrove = request.query("redrove").and_then(|n| n.parse::<u64>().ok());
+        let message = match redrove {
+            Some(n) => Some(format!("Redrove {n} dead job{}.", if n == 1 { "" } else { "s" })),
+            None => request.query("said").and_then(said).map(str::to_owned),
+        };
+        Ok(html(page::overview(
+            now,
+            &total,
+            &queues,
+            &paused,
+            self.guard.csrf(),
+            message.as_deref(),
+            self.nav(),
+        )))
     }
 
     /// The counts the overview's script refreshes, by the keys of its `data-count`s.
@@ -265,7 +278,7 @@ impl Routes {
                 ),
             )));
         }
-        Ok(Response::see_other("/"))
+        Ok(Response::see_other(format!("/?redrove={}", results.len())))
     }
 
     fn cancel(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
