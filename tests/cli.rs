@@ -87,7 +87,7 @@ fn enqueue_get_and_stats_print_the_spec_objects() {
     expected["oldest_open_age_ms"] = printed["oldest_open_age_ms"].clone();
     assert_eq!(printed, expected);
     let keys: Vec<&str> = printed.as_object().expect("object").keys().map(String::as_str).collect();
-    assert_eq!(keys.len(), 13, "{keys:?}");
+    assert_eq!(keys.len(), 14, "{keys:?}");
 
     let r = retryq(&db, &["stats", "--prometheus"]);
     assert!(r.stdout.contains("retryq_jobs{status=\"pending\"} 2\n"), "{}", r.stdout);

@@ -551,6 +551,18 @@ impl Backend for Broken {
     fn forget(&mut self, before: u64, now: u64) -> retryq::Result<u64> {
         self.queue.forget(before, now)
     }
+    fn pause(&mut self, queue: &str, now: u64) -> retryq::Result<()> {
+        self.queue.pause(queue, now)
+    }
+    fn resume(&mut self, queue: &str, now: u64) -> retryq::Result<()> {
+        self.queue.resume(queue, now)
+    }
+    fn run_now(&mut self, id: &str, now: u64) -> retryq::Result<u64> {
+        self.queue.run_now(id, now)
+    }
+    fn paused(&self) -> retryq::Result<Vec<(String, u64)>> {
+        self.queue.paused()
+    }
     fn lookup(&self, id: &str) -> retryq::Result<Option<retryq::Lookup>> {
         self.queue.lookup(id)
     }

@@ -259,13 +259,11 @@ pub enum Bug {
     PauseLostOnRestart,
     /// `stats`' `paused_queues` counts only paused names some job carries.
     StatsPausedCountsJobs,
-    /// A pause of a queue already paused records its own time, where the first pause's stays.
-    SecondPauseMovesTime,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 98] = [
+    pub const ALL: [Bug; 97] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -363,7 +361,6 @@ impl Bug {
         Bug::RunNowPastDeadline,
         Bug::PauseLostOnRestart,
         Bug::StatsPausedCountsJobs,
-        Bug::SecondPauseMovesTime,
     ];
 
     /// The name `--bug` takes.
@@ -466,7 +463,6 @@ impl Bug {
             Bug::RunNowPastDeadline => "run-now-past-deadline",
             Bug::PauseLostOnRestart => "pause-lost-on-restart",
             Bug::StatsPausedCountsJobs => "stats-paused-counts-jobs",
-            Bug::SecondPauseMovesTime => "second-pause-moves-time",
         }
     }
 
@@ -588,7 +584,6 @@ impl Bug {
             Bug::RunNowPastDeadline => "run_now makes a pending job at or past its deadline due",
             Bug::PauseLostOnRestart => "a pause is kept in memory only: a restart resumes every queue",
             Bug::StatsPausedCountsJobs => "stats counts only the paused queues some job carries",
-            Bug::SecondPauseMovesTime => "a second pause of a paused queue records its own time",
         }
     }
 
@@ -699,7 +694,6 @@ impl Bug {
                 | Bug::ReapSkipsPaused
                 | Bug::PauseLostOnRestart
                 | Bug::StatsPausedCountsJobs
-                | Bug::SecondPauseMovesTime
         )
     }
 

@@ -109,7 +109,6 @@ impl Bug {
             Bug::RunNowPastDeadline => RUN_NOW_RULE,
             Bug::PauseLostOnRestart => RESTART_KEEPS_ALL,
             Bug::StatsPausedCountsJobs => READS_RULE,
-            Bug::SecondPauseMovesTime => PAUSE_RULE,
         }
     }
 }

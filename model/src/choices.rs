@@ -518,8 +518,17 @@ mod tests {
         // No time is both before the claim and at the deadline.
         assert_eq!(count(&|c| matches!(c, Choice::Heartbeat(_))), 12);
         assert_eq!(count(&|c| matches!(c, Choice::Complete(_))), 4);
-        // Ids of six operations, two workers, two queues and two lists, four classes each.
-        assert_eq!(count(&|c| matches!(c, Choice::Name(..))), 48);
+        // Ids of seven operations, two workers, four queues and two lists, four classes each.
+        assert_eq!(count(&|c| matches!(c, Choice::Name(..))), 60);
+        // 1.3: run_now of a pending job in time (three schedules) or past its deadline (due
+        // since before it), of a leased one in any of the six; pauses passed over, reaped and
+        // resumed, two each.
+        assert_eq!(count(&|c| matches!(c, Choice::RunNow { .. })), 10);
+        assert!(!all.contains(&Choice::RunNow { leased: false, past: true, schedule: Cmp::Equal }));
+        assert_eq!(
+            count(&|c| matches!(c, Choice::PausedPassed(_) | Choice::PausedReaped(_) | Choice::Resumed(_))),
+            6
+        );
         let mut sorted = all.clone();
         sorted.dedup();
         assert_eq!(sorted.len(), all.len(), "no relation twice");

@@ -944,10 +944,8 @@ impl Store {
     fn pause(&mut self, queue: &str, now: u64) -> Result<Reply, Failure> {
         validate::queue("queue", queue)?;
         validate::int("now", now)?;
-        match self.paused.binary_search_by(|(name, _)| (**name).cmp(queue)) {
-            Err(at) => self.paused.insert(at, (queue.into(), now)),
-            Ok(at) if self.bug(Bug::SecondPauseMovesTime) => self.paused[at].1 = now,
-            Ok(_) => {}
+        if let Err(at) = self.paused.binary_search_by(|(name, _)| (**name).cmp(queue)) {
+            self.paused.insert(at, (queue.into(), now));
         }
         Ok(Reply::Paused)
     }

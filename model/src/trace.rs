@@ -103,7 +103,15 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
                 cap_ms: None,
             });
             probe(Op::Claim { queues: None, worker: SETTINGS_PROBE.into(), now: last.now });
-        } else if path.actions.iter().any(|a| matches!(a, Action::Reenqueue { .. })) {
+        }
+        // The paused queues are seen only through claims and `stats`: a path where the world
+        // paused a queue ends with `stats` of each of its queues (SPEC 3.8, 3.16).
+        if last.paused != 0 || !last.store.paused().is_empty() {
+            for queue in [crate::reference::DEFAULT_QUEUE, crate::model::OTHER_QUEUE] {
+                probe(Op::Stats { queue: Some(queue.into()), now: last.now });
+            }
+        }
+        if !touches_settings && path.actions.iter().any(|a| matches!(a, Action::Reenqueue { .. })) {
             // The order of first enqueues is seen only through claim's ties: a path that
             // enqueues a forgotten id anew ends with a claim (SPEC 3.15, 6.1).
             probe(Op::Claim { queues: None, worker: SETTINGS_PROBE.into(), now: last.now });
