@@ -190,6 +190,33 @@ async fn scenario(client: &Client, base: &str, store: &mut dyn Backend) {
     let held = &mut *store;
     let stored = off_runtime(move || held.get(MARKUP_ID)).expect("get").expect("the job");
     assert_eq!((stored.status.as_str(), stored.redrives), ("pending", 1));
+
+    // Run it now from its page: the page says so, and the store has it due at once.
+    client.find(Locator::Css("form.run-now button")).await.expect("run now").click().await.expect("run now");
+    let said = text_until(client, "p.message", "run now's answer", |m| m.starts_with("Run now")).await;
+    assert!(said.starts_with("Run now: the job is due at once"), "{said}");
+    let after = retryq_worker::now_ms().expect("clock");
+    let held = &mut *store;
+    let stored = off_runtime(move || held.get(MARKUP_ID)).expect("get").expect("the job");
+    assert_eq!(stored.status.as_str(), "pending");
+    assert!(stored.available_at.is_some_and(|at| at <= after), "not due now: {stored:?}");
+
+    // Pause its queue from the overview: the row says since when and offers Resume.
+    client.goto(&format!("{base}/")).await.expect("overview");
+    let pause = "tr[data-queue=default] form.pause button";
+    client.find(Locator::Css(pause)).await.expect("pause").click().await.expect("pause");
+    let since =
+        text_until(client, "tr[data-queue=default] td.paused", "paused", |t| t.starts_with("since")).await;
+    assert!(text(client, "p.message").await.starts_with("Paused"), "{since}");
+    let held = &mut *store;
+    let paused = off_runtime(move || held.paused()).expect("paused");
+    assert_eq!(paused.iter().map(|(q, _)| q.as_str()).collect::<Vec<_>>(), ["default"]);
+    assert_eq!(text(client, pause).await, "Resume");
+    client.find(Locator::Css(pause)).await.expect("resume").click().await.expect("resume");
+    text_until(client, "tr[data-queue=default] td.paused", "resumed", |t| t == "no").await;
+    assert!(text(client, "p.message").await.starts_with("Resumed"));
+    let held = &mut *store;
+    assert_eq!(off_runtime(move || held.paused()).expect("paused"), []);
 }
 
 fn run(db: &str) {

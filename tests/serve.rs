@@ -140,6 +140,57 @@ fn admits_escapes_and_measures(db: &str) {
         exchange(&base, "POST", "/redrive", &[FORM, ("Origin", "http://attacker.example")], &body);
     assert_eq!(status, 403);
 
+    // Pause, resume and run now are changes as cancel is: a forged request to each (no
+    // CSRF token, a wrong one, another origin, a GET) is refused and changes nothing.
+    let before = store.get("mail-1").expect("get").expect("mail-1").available_at;
+    for (path, form) in [("/pause", "queue=default"), ("/resume", "queue=default"), ("/run-now", "id=mail-1")]
+    {
+        let forged = [
+            exchange(&base, "POST", path, &[FORM], form),
+            exchange(&base, "POST", path, &[FORM], &format!("{form}&csrf=0123")),
+            exchange(
+                &base,
+                "POST",
+                path,
+                &[FORM, ("Origin", "http://attacker.example")],
+                &format!("{form}&csrf={csrf}"),
+            ),
+            exchange(&base, "GET", &format!("{path}?{form}&csrf={csrf}"), &[], ""),
+        ];
+        let statuses: Vec<u16> = forged.iter().map(|(status, _, _)| *status).collect();
+        assert_eq!(statuses, [403, 403, 403, 405], "{path}");
+        assert_eq!(store.paused().expect("paused"), [], "{path} changed the store");
+        assert_eq!(store.get("mail-1").expect("get").expect("mail-1").available_at, before, "{path}");
+    }
+    // With the page's token: pausing shows the queue paused, with its Resume button.
+    let location = |headers: &[(String, String)]| {
+        headers.iter().find(|(n, _)| n == "location").map(|(_, v)| v.clone()).unwrap_or_default()
+    };
+    let (status, headers, _) =
+        exchange(&base, "POST", "/pause", &[FORM], &format!("queue=default&csrf={csrf}"));
+    assert_eq!((status, location(&headers).as_str()), (303, "/?said=paused"));
+    let paused = store.paused().expect("paused");
+    assert_eq!(paused.iter().map(|(q, _)| q.as_str()).collect::<Vec<_>>(), ["default"]);
+    let (_, overview) = get(&base, "/?said=paused");
+    assert!(overview.contains("Paused: no job of the queue is claimed"), "{overview}");
+    let row = overview.split("data-queue=\"default\"").nth(1).expect("the default queue's row");
+    let row = row.split("</tr>").next().expect("row");
+    assert!(row.contains("since ") && row.contains("action=\"/resume\""), "{row}");
+    let (status, headers, _) =
+        exchange(&base, "POST", "/resume", &[FORM], &format!("queue=default&csrf={csrf}"));
+    assert_eq!((status, location(&headers).as_str()), (303, "/?said=resumed"));
+    assert_eq!(store.paused().expect("paused"), []);
+    // Run now: a pending job is due at once; a leased one is refused with its reason.
+    let (status, headers, _) =
+        exchange(&base, "POST", "/run-now", &[FORM], &format!("id=mail-1&csrf={csrf}"));
+    assert_eq!(status, 303);
+    assert!(location(&headers).ends_with("&said=run_now"), "{headers:?}");
+    let (status, headers, _) = exchange(&base, "POST", "/run-now", &[FORM], &format!("id=run-1&csrf={csrf}"));
+    assert_eq!(status, 303);
+    assert!(location(&headers).ends_with("&said=not_pending"), "{headers:?}");
+    let (_, refused) = get(&base, &location(&headers));
+    assert!(refused.contains("Not run now (not_pending)"), "{refused}");
+
     // A redrive from the dashboard, with the page's token: the markup job is pending again.
     let body = format!("id=%3Cb%3Ebold%3C%2Fb%3E%26x&csrf={csrf}&add_attempts=2&ttl=1h");
     let (status, _, _) = exchange(&base, "POST", "/redrive", &[FORM], &body);
@@ -214,6 +265,15 @@ fn admits_escapes_and_measures(db: &str) {
     // And its histograms: the wait of every claim, and the duration of every ended attempt.
     let observed = |name: &str| scrape.samples.iter().filter(|s| s.metric == name).count();
     assert!(observed("retryq_claim_wait_seconds") > 0, "no claim wait histogram in\n{text}");
+
+    // The redrive of every dead job of a reason says how many it redrove.
+    store.cancel("mail-1", retryq_worker::now_ms().expect("clock")).expect("cancel");
+    let body = format!("reason=cancelled&csrf={csrf}&add_attempts=1&ttl=1h");
+    let (status, headers, _) = exchange(&base, "POST", "/redrive", &[FORM], &body);
+    assert_eq!((status, location(&headers).as_str()), (303, "/?redrove=1"));
+    let (_, overview) = get(&base, "/?redrove=1");
+    assert!(overview.contains("Redrove 1 dead job."), "{overview}");
+    assert_eq!(store.get("mail-1").expect("get").expect("mail-1").status.as_str(), "pending");
     stop(serving);
 }
 

@@ -78,12 +78,21 @@ fn count(key: &str, value: u64, href: &str) -> Markup {
 
 /// The overview: counts by status and reason, of the whole store and of each queue, and the
 /// dead jobs' redrive by reason.
-pub fn overview(now: u64, total: &Stats, queues: &[(String, Stats)], csrf: &str, nav: Nav<'_>) -> Markup {
+pub fn overview(
+    now: u64,
+    total: &Stats,
+    queues: &[(String, Stats)],
+    paused: &[(String, u64)],
+    csrf: &str,
+    message: Option<&str>,
+    nav: Nav<'_>,
+) -> Markup {
     let oldest = total.oldest_open_age_ms.map_or_else(|| "none open".to_owned(), words);
     layout(
         "Overview",
         nav,
         html! {
+            @if let Some(message) = message { p.message { (message) } }
             p.note { "Counts at " (utc(now)) ", refreshed every 2 s." }
             table #counts {
                 thead { tr { th { "pending" } th { "leased" } th { "leases expired" } th { "done" } th { "dead" }
@@ -115,14 +124,18 @@ pub fn overview(now: u64, total: &Stats, queues: &[(String, Stats)], csrf: &str,
             @if !queues.is_empty() {
                 h2 { "By queue" }
                 table #queues {
-                    thead { tr { th { "queue" } th { "pending" } th { "leased" } th { "done" } th { "dead" } th { "oldest open job" } } }
+                    thead { tr { th { "queue" } th { "pending" } th { "leased" } th { "done" } th { "dead" } th { "oldest open job" }
+                        th { "paused" } th { "pause / resume" } } }
                     tbody {
                         @for (name, stats) in queues {
                             @let q = form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>();
-                            tr {
+                            @let since = paused.iter().find(|(queue, _)| queue == name).map(|(_, at)| *at);
+                            tr data-queue=(name) {
                                 td { a href={ "/jobs?queue=" (q) } { (name) } }
                                 td { (stats.pending) } td { (stats.leased) } td { (stats.done) } td { (stats.dead) }
                                 td { (stats.oldest_open_age_ms.map_or_else(|| "none open".to_owned(), words)) }
+                                td.paused { @if let Some(at) = since { "since " (utc(at)) } @else { "no" } }
+                                td { (pause_form(csrf, name, since.is_none())) }
                             }
                         }
                     }
@@ -130,6 +143,17 @@ pub fn overview(now: u64, total: &Stats, queues: &[(String, Stats)], csrf: &str,
             }
         },
     )
+}
+
+/// A queue's pause button, or its resume button when it is paused.
+fn pause_form(csrf: &str, queue: &str, pause: bool) -> Markup {
+    html! {
+        form.pause method="post" action=(if pause { "/pause" } else { "/resume" }) {
+            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="queue" value=(queue);
+            button type="submit" { @if pause { "Pause" } @else { "Resume" } }
+        }
+    }
 }
 
 /// How many jobs are dead for `reason`.
@@ -293,6 +317,14 @@ pub fn job(
             @match job.status {
                 Status::Dead => { h2 { "Redrive" } (redrive_form(csrf, Some(&job.id), None)) }
                 Status::Pending | Status::Leased if !job.cancel_requested => {
+                    @if job.status == Status::Pending {
+                        h2 { "Run now" }
+                        form.run-now method="post" action="/run-now" {
+                            input type="hidden" name="csrf" value=(csrf);
+                            input type="hidden" name="id" value=(job.id);
+                            button type="submit" { "Run this job now" }
+                        }
+                    }
                     h2 { "Cancel" }
                     form.cancel method="post" action="/cancel" {
                         input type="hidden" name="csrf" value=(csrf);

@@ -112,11 +112,13 @@ impl Routes {
         }
         match (method, request.path.as_str()) {
             ("GET", "/" | "/api/counts" | "/jobs" | "/job" | "/metrics")
-            | ("POST", "/redrive" | "/cancel") => Answer::Store,
+            | ("POST", "/redrive" | "/cancel" | "/pause" | "/resume" | "/run-now") => Answer::Store,
             ("POST", "/logout") => Answer::Now(self.logout(request)),
-            (_, "/" | "/api/counts" | "/jobs" | "/job" | "/metrics" | "/redrive" | "/cancel" | "/logout") => {
-                Answer::Now(Response::text(405, format!("{method} is not allowed here")))
-            }
+            (
+                _,
+                "/" | "/api/counts" | "/jobs" | "/job" | "/metrics" | "/redrive" | "/cancel" | "/pause"
+                | "/resume" | "/run-now" | "/logout",
+            ) => Answer::Now(Response::text(405, format!("{method} is not allowed here"))),
             _ => Answer::Now(Response {
                 status: 404,
                 ..html(page::problem("Not found", "No such page.", self.nav()))
@@ -127,13 +129,16 @@ impl Routes {
     /// The answer to an admitted request that [`answer`](Routes::answer) sent to the store.
     pub fn with_store(&self, store: &mut dyn Backend, request: &Request) -> Response {
         let answered = match (request.method.as_str(), request.path.as_str()) {
-            ("GET", "/") => self.overview(store),
+            ("GET", "/") => self.overview(store, request),
             ("GET", "/api/counts") => self.counts(store),
             ("GET", "/jobs") => self.jobs(store, request),
             ("GET", "/job") => self.job(store, request),
             ("GET", "/metrics") => self.metrics(store),
             ("POST", "/redrive") => self.redrive(store, request),
             ("POST", "/cancel") => self.cancel(store, request),
+            ("POST", "/pause") => self.pause(store, request, true),
+            ("POST", "/resume") => self.pause(store, request, false),
+            ("POST", "/run-now") => self.run_now(store, request),
             // `answer` sends no other here.
             (method, _) => Ok(Response::text(405, format!("{method} is not allowed here"))),
         };
@@ -176,11 +181,26 @@ impl Routes {
         Response { cookie: Some(self.guard.sign_out(request)), ..Response::see_other("/login") }
     }
 
-    fn overview(&self, store: &mut dyn Backend) -> Result<Response, Failed> {
+    fn overview(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
         let now = self.now(store)?;
         let total = store.stats(now)?;
         let queues = by_queue(store, now)?;
-        Ok(html(page::overview(now, &total, &queues, self.guard.csrf(), self.nav())))
+        let paused = store.paused()?;
+        // Only a number of ours, or one of our words, is shown: never the query's text.
+        let redrove = request.query("redrove").and_then(|n| n.parse::<u64>().ok());
+        let message = match redrove {
+            Some(n) => Some(format!("Redrove {n} dead job{}.", if n == 1 { "" } else { "s" })),
+            None => request.query("said").and_then(said).map(str::to_owned),
+        };
+        Ok(html(page::overview(
+            now,
+            &total,
+            &queues,
+            &paused,
+            self.guard.csrf(),
+            message.as_deref(),
+            self.nav(),
+        )))
     }
 
     /// The counts the overview's script refreshes, by the keys of its `data-count`s.
@@ -256,7 +276,7 @@ impl Routes {
                 ),
             )));
         }
-        Ok(Response::see_other("/"))
+        Ok(Response::see_other(format!("/?redrove={}", results.len())))
     }
 
     fn cancel(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
@@ -272,6 +292,35 @@ impl Routes {
     }
 }
 
+impl Routes {
+    /// Pausing (`pause`) or resuming a queue (SPEC 3.16, 3.17): both are idempotent, so the
+    /// only refusal is bad input.
+    fn pause(&self, store: &mut dyn Backend, request: &Request, pause: bool) -> Result<Response, Failed> {
+        let queue = request.form("queue").ok_or_else(|| bad("queue", "which queue to pause or resume"))?;
+        let now = self.now(store)?;
+        if pause {
+            store.pause(queue, now)?;
+        } else {
+            store.resume(queue, now)?;
+        }
+        Ok(Response::see_other(if pause { "/?said=paused" } else { "/?said=resumed" }))
+    }
+
+    /// Running a pending job now (SPEC 3.18): the page it leads to says what was done, or
+    /// the contract's reason for refusing.
+    fn run_now(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
+        let id = request.form("id").ok_or_else(|| bad("id", "which job to run now"))?;
+        let now = self.now(store)?;
+        let said = match store.run_now(id, now) {
+            Ok(_) => "run_now",
+            Err(Error::NotPending { .. }) => "not_pending",
+            Err(Error::DeadlinePassed { .. }) => "deadline_passed",
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Response::see_other(format!("{}&said={said}", page::job_href(id))))
+    }
+}
+
 /// What a change said, for the page it leads to: only these words, never the query's text.
 fn said(word: &str) -> Option<&'static str> {
     match word {
@@ -279,6 +328,11 @@ fn said(word: &str) -> Option<&'static str> {
         "cancelled" => Some("Cancelled: the job is dead (cancelled)."),
         "cancelling" => Some("Cancel requested: the running attempt is told at its next heartbeat."),
         "not_cancellable" => Some("Not cancelled: the job had already ended."),
+        "paused" => Some("Paused: no job of the queue is claimed until it is resumed."),
+        "resumed" => Some("Resumed: the queue's jobs are claimed again."),
+        "run_now" => Some("Run now: the job is due at once."),
+        "not_pending" => Some("Not run now (not_pending): the job is not pending."),
+        "deadline_passed" => Some("Not run now (deadline_passed): the job's deadline has passed."),
         _ => None,
     }
 }
