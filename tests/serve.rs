@@ -180,6 +180,13 @@ fn admits_escapes_and_measures(db: &str) {
         exchange(&base, "POST", "/resume", &[FORM], &format!("queue=default&csrf={csrf}"));
     assert_eq!((status, location(&headers).as_str()), (303, "/?said=resumed"));
     assert_eq!(store.paused().expect("paused"), []);
+    // A name no job carries, paused ahead of its first job, has its row too (SPEC 6.40).
+    exchange(&base, "POST", "/pause", &[FORM], &format!("queue=not-yet&csrf={csrf}"));
+    let (_, overview) = get(&base, "/");
+    let row = overview.split("data-queue=\"not-yet\"").nth(1).expect("the paused name's row");
+    assert!(row.split("</tr>").next().is_some_and(|row| row.contains("action=\"/resume\"")), "{row}");
+    exchange(&base, "POST", "/resume", &[FORM], &format!("queue=not-yet&csrf={csrf}"));
+    assert_eq!(store.paused().expect("paused"), []);
     // Run now: a pending job is due at once; a leased one is refused with its reason.
     let (status, headers, _) =
         exchange(&base, "POST", "/run-now", &[FORM], &format!("id=mail-1&csrf={csrf}"));

@@ -339,8 +339,14 @@ fn said(word: &str) -> Option<&'static str> {
 
 /// Each queue's counts.
 fn by_queue(store: &dyn Backend, now: u64) -> Result<Vec<(String, Stats)>, Failed> {
+    let mut names = store.queues()?;
+    // A paused name no job carries is listed too, so that a pause is never out of sight
+    // (SPEC 6.40).
+    let known: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+    names.extend(store.paused()?.into_iter().map(|(name, _)| name).filter(|name| !known.contains(name)));
+    names.sort();
     let mut queues = Vec::new();
-    for name in store.queues()? {
+    for name in names {
         let stats = store.stats_of(now, Some(&name))?;
         queues.push((name, stats));
     }
