@@ -4,6 +4,7 @@
 //! Each stage returns a [`Row`]; a stage that cannot run at all (say, its directory is
 //! missing) is a failed row, not a skipped one.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -54,13 +55,14 @@ struct Row {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let traces = args.traces.unwrap_or_else(super::default_traces);
+    let log = &mut std::io::stderr();
     let rows = vec![
-        timed(model_check),
-        timed(seeded_bugs),
-        timed(|| regressions(&traces)),
-        timed(|| exhaustive(args.depth)),
-        timed(|| generated(args.cases, args.seed)),
-        timed(|| crashes(args.kills, args.seed)),
+        timed("model check", model_check, log),
+        timed("seeded bugs", seeded_bugs, log),
+        timed("regressions", || regressions(&traces), log),
+        timed("exhaustive", || exhaustive(args.depth), log),
+        timed("generated", || generated(args.cases, args.seed), log),
+        timed("crash", || crashes(args.kills, args.seed), log),
     ];
     if args.json {
         print_json(&rows)?;
@@ -70,10 +72,20 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(if rows.iter().all(|r| r.verdict.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn timed(stage: impl FnOnce() -> Row) -> Row {
+/// Runs one stage, with a line on `log` (stderr) as it starts and as it ends: a stage may
+/// run for minutes, and the summary comes only at the end. Written whether or not stderr is
+/// a terminal, so that CI's log shows where a long run is; a log that cannot be written is
+/// not a reason to stop checking.
+fn timed(name: &str, stage: impl FnOnce() -> Row, log: &mut dyn Write) -> Row {
+    let _ = writeln!(log, "verify: {name}: started");
     let start = Instant::now();
     let mut row = stage();
     row.seconds = start.elapsed().as_secs_f64();
+    let verdict = match &row.verdict {
+        Ok(_) => "ok",
+        Err(_) => "FAILED",
+    };
+    let _ = writeln!(log, "verify: {name}: {verdict} in {:.1} s", row.seconds);
     row
 }
 
@@ -284,6 +296,21 @@ mod tests {
 
     fn row(stage: &'static str, counts: Vec<(&'static str, u64)>, verdict: Result<String, String>) -> Row {
         Row { stage, checked: "what".into(), counts, verdict, seconds: 1.26 }
+    }
+
+    #[test]
+    fn each_stage_says_when_it_starts_and_how_it_ended() {
+        let mut log = Vec::new();
+        let passed = timed("crash", || row("crash", Vec::new(), Ok("fine".into())), &mut log);
+        let failed = timed("exhaustive", || row("exhaustive", Vec::new(), Err("differs".into())), &mut log);
+        assert!(passed.verdict.is_ok() && failed.verdict.is_err());
+        let log = String::from_utf8(log).expect("utf-8");
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 4, "{log}");
+        assert_eq!(lines[0], "verify: crash: started");
+        assert!(lines[1].starts_with("verify: crash: ok in ") && lines[1].ends_with(" s"), "{log}");
+        assert_eq!(lines[2], "verify: exhaustive: started");
+        assert!(lines[3].starts_with("verify: exhaustive: FAILED in "), "{log}");
     }
 
     #[test]
