@@ -517,8 +517,11 @@ mod tests {
             let why = exec.unusable().expect("unusable");
             assert!(why.contains(said) && why.contains(&command), "{why}");
             // A command that runs makes it usable again.
+            // (`exit 3` is an ordinary failure: retryable, reported at once: SPEC 6.42.)
             exec.command = "exit 3".into();
-            assert!(exec.attempt(&job("order-7", 2, ""), &Window::new(Duration::from_secs(5))).is_err());
+            let r =
+                exec.attempt(&job("order-7", 2, ""), &Window::new(Duration::from_secs(5))).expect("a report");
+            assert_eq!(r.outcome, Outcome::Retryable);
             assert_eq!(exec.unusable(), None);
         }
         // An exit of 126 or 127 by the command itself reads the same: the shell's statuses are

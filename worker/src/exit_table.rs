@@ -18,6 +18,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::code_list;
+
 /// The exit status that asks for a retry: `EX_TEMPFAIL` of sysexits.h.
 pub const EXIT_RETRYABLE: i32 = 75;
 /// The exit status that quarantines the job: `EX_DATAERR` of sysexits.h.
@@ -129,27 +131,8 @@ impl ExitTable {
     /// Parses a list such as `1,2,64-78` (statuses and inclusive ranges, commas between), or
     /// `none`.
     pub fn parse_list(text: &str) -> Result<Vec<u8>, String> {
-        if text.trim() == "none" {
-            return Ok(Vec::new());
-        }
-        if text.trim().is_empty() {
-            return Err(format!("{text:?} is empty: list exit statuses, or write `none` for none"));
-        }
-        let mut codes = Vec::new();
-        for item in text.split(',').map(str::trim) {
-            if item.is_empty() {
-                return Err(format!("{text:?} has an empty item"));
-            }
-            let (lo, hi) = match item.split_once('-') {
-                Some((lo, hi)) => (status(lo.trim())?, status(hi.trim())?),
-                None => (status(item)?, status(item)?),
-            };
-            if lo > hi {
-                return Err(format!("{item:?} is an empty range"));
-            }
-            codes.extend(lo..=hi);
-        }
-        Ok(codes)
+        let codes = code_list::parse(text, "exit statuses", |t| status(t).map(u16::from))?;
+        Ok(codes.into_iter().filter_map(|c| u8::try_from(c).ok()).collect())
     }
 }
 
@@ -177,33 +160,12 @@ impl fmt::Display for ExitTable {
         write!(
             f,
             "retryable {}; permanent {}; unknown {}; other {}",
-            ranges(&self.retryable),
-            ranges(&self.permanent),
-            ranges(&self.unknown),
+            code_list::ranges(self.retryable.iter().copied().map(u16::from)),
+            code_list::ranges(self.permanent.iter().copied().map(u16::from)),
+            code_list::ranges(self.unknown.iter().copied().map(u16::from)),
             self.other.as_str()
         )
     }
-}
-
-fn ranges(codes: &BTreeSet<u8>) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut run: Option<(u8, u8)> = None;
-    for &c in codes {
-        run = match run {
-            Some((lo, hi)) if u16::from(c) == u16::from(hi) + 1 => Some((lo, c)),
-            Some(done) => {
-                out.push(range(done));
-                Some((c, c))
-            }
-            None => Some((c, c)),
-        };
-    }
-    out.extend(run.map(range));
-    if out.is_empty() { "none".into() } else { out.join(",") }
-}
-
-fn range((lo, hi): (u8, u8)) -> String {
-    if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@
 
 mod cgroup;
 mod clock;
+mod code_list;
 mod config;
 mod dbfile;
 mod descendants;

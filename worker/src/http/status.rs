@@ -21,6 +21,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::code_list;
+
 /// What a status means for the job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -110,30 +112,7 @@ impl StatusTable {
     /// uses. An empty text is refused like an empty item: a flag given as `""` is more
     /// likely an unset variable than a wish to list nothing.
     pub fn parse_list(text: &str) -> Result<Vec<u16>, String> {
-        if text.trim() == "none" {
-            return Ok(Vec::new());
-        }
-        if text.trim().is_empty() {
-            return Err(format!("{text:?} is empty: list statuses, or write `none` for none"));
-        }
-        let mut codes = Vec::new();
-        for item in text.split(',').map(str::trim) {
-            if item.is_empty() {
-                return Err(format!("{text:?} has an empty item"));
-            }
-            let (lo, hi) = match item.split_once('-') {
-                Some((lo, hi)) => (code(lo.trim())?, code(hi.trim())?),
-                None => {
-                    let c = code(item)?;
-                    (c, c)
-                }
-            };
-            if lo > hi {
-                return Err(format!("{item:?} is an empty range"));
-            }
-            codes.extend(lo..=hi);
-        }
-        Ok(codes)
+        code_list::parse(text, "statuses", code)
     }
 }
 
@@ -157,29 +136,13 @@ fn check(list: &'static str, codes: &BTreeSet<u16>) -> Result<(), StatusError> {
 impl fmt::Display for StatusTable {
     /// `retryable 408,429,500,502-504; permanent 400-407,409-428,430-499`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "retryable {}; permanent {}", ranges(&self.retryable), ranges(&self.permanent))
+        write!(
+            f,
+            "retryable {}; permanent {}",
+            code_list::ranges(self.retryable.iter().copied()),
+            code_list::ranges(self.permanent.iter().copied())
+        )
     }
-}
-
-fn ranges(codes: &BTreeSet<u16>) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut run: Option<(u16, u16)> = None;
-    for &c in codes {
-        run = match run {
-            Some((lo, hi)) if c == hi + 1 => Some((lo, c)),
-            Some(done) => {
-                out.push(range(done));
-                Some((c, c))
-            }
-            None => Some((c, c)),
-        };
-    }
-    out.extend(run.map(range));
-    if out.is_empty() { "none".into() } else { out.join(",") }
-}
-
-fn range((lo, hi): (u16, u16)) -> String {
-    if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }
 }
 
 #[cfg(test)]
