@@ -2,12 +2,13 @@
 //! working for weeks has on disk, for timing `audit` before the upgrade (read-only, through
 //! the views an older schema is read by), the upgrade itself, and `audit` after it.
 //!
-//! **Schema 4** differs from schema 5 by indexes alone (and on PostgreSQL by the notes'
-//! trigger function, whose replacement costs the same whatever the store holds): on SQLite
-//! claim's index did not carry `deadline`; on PostgreSQL neither did it, and the reaps' three
-//! indexes did not end in `seq`. So a measured store of this build is put back to schema 4 by
-//! [`sqlite_to_4`] or [`pg_to_4`] — those indexes dropped and built as schema 4 defined them,
-//! the version marked 4 — and the upgrade a read-write open then runs rebuilds them, as it
+//! **Schema 4** differs from schema 6 by indexes (and on PostgreSQL by the notes' trigger
+//! function, whose replacement costs the same whatever the store holds) and by schema 6's
+//! table of paused queues: on SQLite claim's index did not carry `deadline`; on PostgreSQL
+//! neither did it, and the reaps' three indexes did not end in `seq`. So a measured store of
+//! this build is put back to schema 4 by [`sqlite_to_4`] or [`pg_to_4`] — those indexes
+//! dropped and built as schema 4 defined them, the paused queues' table dropped, the version
+//! marked 4 — and the upgrade a read-write open then runs rebuilds them, as it
 //! would on a store schema 4's code wrote (on SQLite byte for byte that store; on PostgreSQL
 //! one whose notes' function is already schema 5's).
 //!
@@ -115,15 +116,19 @@ pub fn write(path: &Path, mix: &Mix, progress: &dyn Fn(&str)) -> Result<(), Benc
     Ok(())
 }
 
-/// Schema 4's claim index on SQLite, which schema 5 rebuilds with `deadline` at its end.
+/// Schema 4's claim index on SQLite, which schema 5 rebuilds with `deadline` at its end, and
+/// no table of paused queues (schema 6's).
 const SQLITE_4: &str = "
+    DROP TABLE paused_queues;
     DROP INDEX jobs_due;
     CREATE INDEX jobs_due ON jobs (queue, priority, available_at) WHERE status IN ('pending', 'leased');
     PRAGMA user_version = 4;";
 
 /// Schema 4's claim index and reaps' indexes on PostgreSQL, which schema 5 rebuilds (claim's
-/// with `deadline`, the reaps' ending in `seq`), and its version mark.
+/// with `deadline`, the reaps' ending in `seq`), no table of paused queues (schema 6's), and
+/// its version mark.
 const PG_4: &str = "
+    DROP TABLE paused_queues;
     DROP INDEX jobs_due, jobs_cancelling, jobs_open_deadline, jobs_last_lease;
     CREATE INDEX jobs_due ON jobs (queue, priority, available_at, seq) WHERE status IN ('pending', 'leased');
     CREATE INDEX jobs_cancelling ON jobs (available_at) WHERE status = 'leased' AND cancel_requested;
@@ -134,7 +139,7 @@ const PG_4: &str = "
 /// The jobs table's rows, which the upgrade's index builds read.
 const JOBS: &str = "SELECT count(*) FROM jobs";
 
-/// Puts the schema 5 file at `path` back to schema 4 (see the module's doc); its jobs.
+/// Puts the current schema's file at `path` back to schema 4 (see the module's doc); its jobs.
 pub fn sqlite_to_4(path: &Path) -> Result<u64, BenchError> {
     let mut conn = Connection::open(path)?;
     let tx = conn.transaction()?;
@@ -144,7 +149,7 @@ pub fn sqlite_to_4(path: &Path) -> Result<u64, BenchError> {
     Ok(u64::try_from(jobs).unwrap_or(0))
 }
 
-/// Puts the schema 5 database at `url` back to schema 4 (see the module's doc); its jobs.
+/// Puts the current schema's database at `url` back to schema 4 (see the module's doc); its jobs.
 pub fn pg_to_4(url: &str) -> Result<u64, BenchError> {
     let mut client = postgres::Client::connect(url, postgres::NoTls)?;
     let mut tx = client.transaction()?;
@@ -217,7 +222,7 @@ mod tests {
         };
         assert_eq!(version(&path), 4);
         let upgraded = Queue::open(&path).expect("upgrade");
-        assert_eq!(version(&path), 5);
+        assert_eq!(version(&path), retryq::SCHEMA_VERSION);
         assert_eq!(schema_of(&path), current);
         let audit = Backend::audit(&upgraded).expect("audit");
         assert!(audit.is_clean(), "{:?}", &audit.violations[..audit.violations.len().min(5)]);
@@ -256,7 +261,7 @@ mod tests {
         assert!(!deadline.1.contains("seq"), "{deadline:?}");
         assert_ne!(old, current);
         let store = retryq::PgQueue::connect(&url).expect("upgrade");
-        assert_eq!(version(), 5);
+        assert_eq!(version(), retryq::SCHEMA_VERSION);
         assert_eq!(indexes(), current);
         let audit = Backend::audit(&store).expect("audit");
         assert!(audit.is_clean(), "{:?}", &audit.violations[..audit.violations.len().min(5)]);
