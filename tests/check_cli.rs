@@ -23,9 +23,9 @@ fn json_report_has_every_property_with_its_kind_and_status() {
     assert_eq!(report["unique_states"], 336_508);
     assert!(report["cells_reached"].as_u64() <= report["cells"].as_u64());
     let properties = report["properties"].as_array().expect("properties");
-    assert_eq!(properties.len(), 66);
+    assert_eq!(properties.len(), 70);
     let kinds = |kind: &str| properties.iter().filter(|p| p["kind"] == kind).count();
-    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (30, 1, 35));
+    assert_eq!((kinds("always"), kinds("liveness"), kinds("sometimes")), (33, 1, 36));
     let elsewhere = [
         "a claim breaks a tie by first enqueue",
         "a claim takes a later-enqueued job due earlier",
@@ -39,6 +39,7 @@ fn json_report_has_every_property_with_its_kind_and_status() {
         "a reap stops at its limit, leaving a job due to end",
         "a claim passes over a job due to end that its reap left",
         "a forgotten id lives again: enqueued anew, redriven, pruned again",
+        "a job made due by run_now is claimed before its not_before",
     ];
     for p in properties {
         let expected = match p["kind"].as_str() {

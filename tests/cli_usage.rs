@@ -138,7 +138,10 @@ fn clock_is_offered_only_where_a_time_is_taken_and_only_for_postgresql() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let timed = ["enqueue", "work", "redrive", "cancel", "prune", "reap", "stats", "serve"];
+    let timed = [
+        "enqueue", "work", "redrive", "cancel", "prune", "reap", "stats", "serve", "pause", "resume",
+        "run-now",
+    ];
     for sub in subcommands() {
         let (_, help, _) = run(&[&sub, "--help"]);
         let offered = help.contains("--clock <WHOSE>");

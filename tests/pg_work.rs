@@ -115,7 +115,9 @@ fn a_db_that_cannot_be_used_is_refused_naming_db_and_nothing_changes() {
     for bad in [unreachable.as_str(), &no_such_database, &no_such_role, &bad_port, "postgres://[::1"] {
         let out = work(bad, &["--exec", "true"]);
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(1), "{bad}: {err}");
+        // A refused connection may pass (75, SPEC 6.43); the others will not by themselves (1).
+        let status = if bad == unreachable { 75 } else { 1 };
+        assert_eq!(out.status.code(), Some(status), "{bad}: {err}");
         assert!(err.contains("--db"), "{bad}: {err}");
         assert!(!err.contains("s3cret"), "the password stays out of messages: {err}");
         assert!(!err.contains("worker started"), "{bad}: {err}");

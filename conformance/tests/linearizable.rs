@@ -314,6 +314,7 @@ fn postgres_histories_with_agreeing_clocks_are_linearizable() {
 const PICK: &str = "
     SELECT id, attempts, payload, deadline FROM jobs
     WHERE status IN ('pending', 'leased') AND available_at <= ?1 AND queue = 'default'
+      AND NOT EXISTS (SELECT 1 FROM paused_queues p WHERE p.queue = jobs.queue)
     ORDER BY priority, available_at, seq LIMIT 1";
 
 /// Leases the picked job, if it is still open, with the attempt count read before, in a
@@ -368,6 +369,7 @@ const SKIP_LOCKED_PICK: &str = "
     WHERE seq = (SELECT seq FROM jobs
                  WHERE status IN ('pending', 'leased') AND available_at <= $1
                    AND deadline > $1 AND attempts < max_attempts
+                   AND NOT EXISTS (SELECT 1 FROM paused_queues p WHERE p.queue = jobs.queue)
                  ORDER BY available_at, seq LIMIT 1
                  FOR UPDATE SKIP LOCKED)
     RETURNING id, attempts, payload, deadline";

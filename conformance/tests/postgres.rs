@@ -79,7 +79,7 @@ fn bugs_seeded_into_the_model_diverge_from_postgres() {
     for bug in [Bug::RetryAtDeadline, Bug::StealLiveLease] {
         let setup =
             Setup { storage: Storage::Postgres(databases.clone()), model: Store::new().with_bug(Some(bug)) };
-        let tally = run::random(200, 7, 40, &setup, 4, &|| {}).expect("run");
+        let tally = run::random(400, 7, 40, &setup, 4, &|| {}).expect("run");
         let mismatch = tally
             .mismatch
             .unwrap_or_else(|| panic!("{} went unnoticed in {} traces", bug.name(), tally.traces));
