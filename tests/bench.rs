@@ -231,6 +231,7 @@ fn bench_latency_prints_pickup_percentiles_for_both_stores() {
             "scheduled_p99_ms",
             "now_max_ms",
             "scheduled_max_ms",
+            "commit_p50_ms",
         ] {
             let ms = latency[store][field].as_f64().unwrap_or_else(|| panic!("{store}.{field}: {latency}"));
             assert!(ms.is_finite() && ms >= 0.0, "{store}.{field} = {ms}");
@@ -242,6 +243,8 @@ fn bench_latency_prints_pickup_percentiles_for_both_stores() {
             "{latency}"
         );
         assert!(get("scheduled_p50_ms") <= get("scheduled_p99_ms"), "{latency}");
+        // The floor was measured: a commit takes time.
+        assert!(get("commit_p50_ms") > 0.0, "{latency}");
     }
     let mut command = Command::new(BIN);
     command.args(["bench", "--latency", "--quick"]);
@@ -251,4 +254,5 @@ fn bench_latency_prints_pickup_percentiles_for_both_stores() {
     let table = command.output().expect("run");
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("SQLite, due now, from the enqueue's commit"), "{text}");
+    assert!(text.contains("SQLite, floor: one durable commit"), "{text}");
 }

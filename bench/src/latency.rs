@@ -11,10 +11,14 @@
 //!
 //! p50 and p99 of each run, on SQLite (WAL, `synchronous=FULL`) and on PostgreSQL (a
 //! throwaway cluster with fsync on, or `--pg-url`); medians over rounds.
+//!
+//! Beside them, the **floor**: the p50 of one durable commit of a one-row insert on the same
+//! store, in the same round. A pickup commits its claim before the handler starts, so no
+//! pickup can beat one commit; the gap between the two is what waking and claiming add.
 
 use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use retryq::{Backend, NewJob, PgQueue, Queue};
 use retryq_pgtest::{Cluster, Unavailable};
@@ -57,6 +61,8 @@ pub struct Pickup {
     pub now_max_ms: f64,
     /// The largest wait of a scheduled job in any round.
     pub scheduled_max_ms: f64,
+    /// The floor: the median of each round's p50 of one durable commit on the same store.
+    pub commit_p50_ms: f64,
 }
 
 /// Measures both stores: `jobs` of each kind per round, `rounds` rounds.
@@ -73,11 +79,16 @@ pub fn measure(
         let path = dir.join(format!("latency-{round}.db"));
         let mut store = Queue::open(&path)?;
         let other = Queue::open(&path)?;
-        sqlite.push(pickup(&mut store, Box::new(other), jobs)?);
+        let mut run = pickup(&mut store, Box::new(other), jobs)?;
         drop(store);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        let floor = dir.join(format!("latency-floor-{round}.db"));
+        run.commits = sqlite_commits(&floor, jobs)?;
+        for file in [&path, &floor] {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+            }
         }
+        sqlite.push(run);
     }
     let (cluster, note) = match server {
         Server::At(url) => {
@@ -98,7 +109,8 @@ pub fn measure(
                 let url = cluster.create_database().map_err(BenchError::Setup)?;
                 let mut store = PgQueue::connect(&url)?;
                 let other = PgQueue::connect(&url)?;
-                let run = pickup(&mut store, Box::new(other), jobs);
+                let run = pickup(&mut store, Box::new(other), jobs)
+                    .and_then(|run| Ok(Run { commits: postgres_commits(&url, jobs)?, ..run }));
                 drop(store);
                 cluster.drop_database(&url).map_err(BenchError::Setup)?;
                 runs.push(run?);
@@ -109,10 +121,43 @@ pub fn measure(
     Ok(Latency { jobs, rounds, sqlite: summarize(&sqlite), postgres, note })
 }
 
-/// One run's waits, in milliseconds: due now, then scheduled.
+/// One run's waits, in milliseconds: due now, then scheduled; and its floor's commits.
 struct Run {
     now: Vec<f64>,
     scheduled: Vec<f64>,
+    commits: Vec<f64>,
+}
+
+/// `n` durable commits of a one-row insert into a fresh SQLite file (WAL, FULL, as the
+/// queue's), each timed from `BEGIN IMMEDIATE` to the end of `COMMIT`, in milliseconds.
+fn sqlite_commits(path: &std::path::Path, n: usize) -> Result<Vec<f64>, BenchError> {
+    let conn = crate::floor::open(path)?;
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS latency_floor (n INTEGER)")?;
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let start = Instant::now();
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        conn.execute("INSERT INTO latency_floor (n) VALUES (?1)", [i as i64])?;
+        conn.execute_batch("COMMIT")?;
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(times)
+}
+
+/// `n` durable commits of a one-row insert on the PostgreSQL database at `url`
+/// (`synchronous_commit` as the server has it: on), in milliseconds.
+fn postgres_commits(url: &str, n: usize) -> Result<Vec<f64>, BenchError> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+    client.batch_execute("CREATE TABLE IF NOT EXISTS latency_floor (n bigint)")?;
+    let insert = client.prepare("INSERT INTO latency_floor (n) VALUES ($1)")?;
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let start = Instant::now();
+        client.execute(&insert, &[&(i as i64)])?;
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    client.batch_execute("DROP TABLE latency_floor")?;
+    Ok(times)
 }
 
 /// The `q`-quantile of `sorted` by nearest rank.
@@ -143,6 +188,7 @@ fn summarize(runs: &[Run]) -> Pickup {
         scheduled_p99_ms: per(|r| &r.scheduled, 0.99),
         now_max_ms: runs.iter().flat_map(|r| r.now.iter().copied()).fold(0.0, f64::max),
         scheduled_max_ms: runs.iter().flat_map(|r| r.scheduled.iter().copied()).fold(0.0, f64::max),
+        commit_p50_ms: per(|r| &r.commits, 0.5),
     }
 }
 
@@ -167,7 +213,11 @@ fn pickup(store: &mut dyn Backend, mut other: Box<dyn Backend>, jobs: usize) -> 
         let stop = &stop;
         let enqueuer = scope.spawn(move || -> Result<Run, BenchError> {
             let ran = (|| {
-                let mut run = Run { now: Vec::with_capacity(jobs), scheduled: Vec::with_capacity(jobs) };
+                let mut run = Run {
+                    now: Vec::with_capacity(jobs),
+                    scheduled: Vec::with_capacity(jobs),
+                    commits: Vec::new(),
+                };
                 for n in 0..2 * jobs {
                     thread::sleep(pause(n));
                     let scheduled = n % 2 == 1;
@@ -245,6 +295,12 @@ pub fn render(l: &Latency) -> String {
                 format!("{max:.0}")
             );
         }
+        let _ = writeln!(
+            out,
+            "{:<44} {:>14}",
+            format!("{store}, floor: one durable commit"),
+            format!("{:.1}", p.commit_p50_ms)
+        );
     }
     out
 }

@@ -609,8 +609,6 @@ pub fn render(report: &BenchReport) -> String {
     };
     let _ = writeln!(out, "{:<44} {}", "conformance: traces/s", conformance);
     let _ = writeln!(out);
-    out.push_str(&render_worker(&report.worker));
-    let _ = writeln!(out);
     for peer in &report.peers {
         let _ = writeln!(out, "{}: {}", peer.name, peer.note);
     }

@@ -572,8 +572,14 @@ impl Store<'_> {
             info!("idle: no job of the queues served is pending or leased");
             return Ok(Claim::Idle);
         }
+        // Counted from `turn`, when `now` was read, not from the end of the reap, the claim
+        // and this lookup: a scheduled job is claimed at its time, not that long after it.
+        // (`now` is whole milliseconds, read at or after `turn`: the look may come a fraction
+        // of a millisecond early, and then it finds nothing and comes again.) Never sooner
+        // than 1 ms from now, so that a due time the claim cannot act on is not a spin.
         let wait = next.map_or(self.config.max_sleep, |at| Duration::from_millis(at.saturating_sub(now)));
-        self.claim_at = Instant::now() + wait.clamp(Duration::from_millis(1), self.config.max_sleep);
+        let at = turn + wait.clamp(Duration::from_millis(1), self.config.max_sleep);
+        self.claim_at = at.max(Instant::now() + Duration::from_millis(1));
         Ok(Claim::Again)
     }
 

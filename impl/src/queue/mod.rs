@@ -8,6 +8,7 @@
 pub(crate) mod batch;
 pub(crate) mod browse;
 pub(crate) mod bulk;
+pub(crate) mod busy;
 pub(crate) mod cancel;
 pub(crate) mod claim;
 pub(crate) mod complete;

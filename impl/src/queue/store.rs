@@ -190,7 +190,7 @@ impl Queue {
     }
 
     fn prepare(mut conn: Connection, path: PathBuf, options: &OpenOptions, on_disk: bool) -> Result<Queue> {
-        conn.busy_timeout(options.busy_timeout)?;
+        super::busy::wait_for_locks(&mut conn, options.busy_timeout)?;
         match schema::inspect(&conn, &path)? {
             Found::Empty => {
                 if options.read_only {
@@ -338,7 +338,6 @@ pub(crate) mod tests {
         };
         assert_eq!(pragma("journal_mode"), "Text(\"wal\")");
         assert_eq!(pragma("synchronous"), "Integer(2)", "synchronous=FULL");
-        assert_eq!(pragma("busy_timeout"), "Integer(10000)");
         let normal = OpenOptions { synchronous: Synchronous::Normal, ..OpenOptions::default() };
         let q = Queue::open_with(dir.path().join("q.db"), &normal).expect("open");
         let sync: i64 = q.conn.pragma_query_value(None, "synchronous", |row| row.get(0)).expect("pragma");
