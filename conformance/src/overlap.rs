@@ -386,7 +386,7 @@ impl Overlap {
     /// event of the trouble. Returns what the run did and its log showed; any check that
     /// fails is an `Err` naming the seed.
     pub fn run(&self, progress: &dyn Fn()) -> Result<Seen, String> {
-        self.run_inner(progress).map_err(|why| format!("{why} (seed {}, {:?})", self.seed, self.store))
+        self.run_inner(progress).map_err(|why| format!("seed {} on {:?}: {why}", self.seed, self.store))
     }
 
     fn run_inner(&self, progress: &dyn Fn()) -> Result<Seen, String> {
@@ -593,10 +593,12 @@ impl Overlap {
         let seen = Seen { outcomes, seconds, ..logged }.with_trouble(&seen);
         if !(seen.overlaps.is_empty() && seen.twice.is_empty()) {
             return Err(format!(
-                "two attempts of a job ran at once (the longest {:.0} ms after the later start):\n{}\n{}",
+                "two attempts of a job ran at once ({} lines logged after a later attempt started, the \
+                 longest {:.0} ms after it; {} attempts started twice):\n{}",
+                seen.overlaps.len(),
                 seen.worst_ms,
-                seen.overlaps.join("\n"),
-                seen.twice.join("\n")
+                seen.twice.len(),
+                first_lines(seen.twice.iter().chain(&seen.overlaps))
             ));
         }
         if !(seen.kills >= 3 && seen.stops >= 3 && seen.orphaned >= 2) {
@@ -616,6 +618,19 @@ impl Overlap {
         }
         Ok(seen)
     }
+}
+
+/// How many lines of findings a failure shows.
+const SHOWN: usize = 20;
+
+/// The first [`SHOWN`] of `lines`, and how many more there are.
+fn first_lines<'a>(lines: impl Iterator<Item = &'a String>) -> String {
+    let lines: Vec<&String> = lines.collect();
+    let mut text = lines.iter().take(SHOWN).map(|l| l.as_str()).collect::<Vec<_>>().join("\n");
+    if lines.len() > SHOWN {
+        text.push_str(&format!("\n… and {} more", lines.len() - SHOWN));
+    }
+    text
 }
 
 impl Seen {
