@@ -164,12 +164,12 @@ fn timed(
     let mut row = stage(&meter);
     drop(meter);
     row.seconds = start.elapsed().as_secs_f64();
-    let verdict = match &row.verdict {
-        Verdict::Pass(_) => "ok".to_owned(),
-        Verdict::Fail(_) => "FAILED".to_owned(),
-        Verdict::Skipped(why) => format!("skipped ({why})"),
+    let (verdict, why) = match &row.verdict {
+        Verdict::Pass(_) => ("ok", String::new()),
+        Verdict::Fail(_) => ("FAILED", String::new()),
+        Verdict::Skipped(why) => ("skipped", format!(": {why}")),
     };
-    let _ = writeln!(log, "verify: {name}: {verdict} in {:.1} s", row.seconds);
+    let _ = writeln!(log, "verify: {name}: {verdict} in {:.1} s{why}", row.seconds);
     row
 }
 
@@ -491,7 +491,10 @@ mod tests {
         assert!(lines[1].starts_with("verify: crash: ok in ") && lines[1].ends_with(" s"), "{log}");
         assert_eq!(lines[2], "verify: exhaustive: started");
         assert!(lines[3].starts_with("verify: exhaustive: FAILED in "), "{log}");
-        assert!(lines[5].starts_with("verify: postgres: skipped (not installed) in "), "{log}");
+        assert!(
+            lines[5].starts_with("verify: postgres: skipped in ") && lines[5].ends_with(" s: not installed"),
+            "{log}"
+        );
     }
 
     #[test]
