@@ -8,6 +8,7 @@
 
 mod meter;
 mod postgres;
+mod row;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -15,13 +16,14 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use retryq_conformance::overlap::{Overlap, Store};
-use retryq_conformance::run::{self, Setup, Storage, Tally};
-use retryq_conformance::{ReplayError, crash, exhaustive};
+use retryq_conformance::run::{self, Setup, Storage};
+use retryq_conformance::{crash, exhaustive};
 use retryq_model::Bug;
 use retryq_model::checker::Status;
 use retryq_model::model::{Bounds, QueueModel};
 
 use self::meter::Meter;
+use self::row::{Row, Verdict, conformance_row};
 use super::CliError;
 use crate::out::outln;
 
@@ -58,44 +60,6 @@ pub struct Args {
     json: bool,
 }
 
-/// One line of the summary.
-struct Row {
-    stage: &'static str,
-    checked: String,
-    /// What `checked` says, as numbers: for `--json`.
-    counts: Vec<(&'static str, u64)>,
-    verdict: Verdict,
-    seconds: f64,
-}
-
-/// How a stage ended.
-#[derive(Clone, Debug, PartialEq)]
-enum Verdict {
-    /// It passed: what it showed.
-    Pass(String),
-    /// It failed: the first problem.
-    Fail(String),
-    /// It could not run here, and why (PostgreSQL not installed).
-    Skipped(String),
-}
-
-impl Verdict {
-    fn is_fail(&self) -> bool {
-        matches!(self, Verdict::Fail(_))
-    }
-
-    fn is_skipped(&self) -> bool {
-        matches!(self, Verdict::Skipped(_))
-    }
-
-    fn from_result(result: Result<String, String>) -> Verdict {
-        match result {
-            Ok(text) => Verdict::Pass(text),
-            Err(text) => Verdict::Fail(text),
-        }
-    }
-}
-
 /// How long the overlap stage's trouble lasts; with the drain after it, about 25 s.
 const OVERLAP_TROUBLE: Duration = Duration::from_secs(12);
 
@@ -121,7 +85,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         ("generated", "traces", Box::new(move |m| generated(cases, seed, m))),
         ("crash", "kills", Box::new(move |m| crashes(kills, seed, m))),
         ("overlap", "events", Box::new(move |m| overlap(seed, m))),
-        ("postgres", "traces", Box::new(move |m| postgres::stage(pg_cases, seed, m))),
+        ("postgres", "traces", Box::new(move |m| postgres::stage(pg_cases, seed, MAX_LEN, m))),
     ];
     let rows: Vec<Row> = stages
         .into_iter()
@@ -296,49 +260,6 @@ fn overlap(seed: u64, meter: &Meter) -> Row {
         Err(why) => row.verdict = Verdict::Fail(why),
     }
     row
-}
-
-/// A row from a conformance tally: the first mismatch, shrunk, is the failure.
-fn conformance_row(
-    stage: &'static str,
-    result: Result<Tally, ReplayError>,
-    checked: impl Fn(&Tally) -> (String, Vec<(&'static str, u64)>),
-) -> Row {
-    let mut row = Row::new(stage);
-    match result {
-        Ok(tally) => {
-            (row.checked, row.counts) = checked(&tally);
-            row.verdict = match tally.mismatch {
-                None => Verdict::Pass(format!("{} and the model agree on every step", store_name(stage))),
-                Some(m) => Verdict::Fail(format!(
-                    "{} found a divergence:\n{}\n  trace:\n{}",
-                    m.source,
-                    m.divergence,
-                    m.trace.to_jsonl("")
-                )),
-            };
-        }
-        Err(e) => row.verdict = Verdict::Fail(e.to_string()),
-    }
-    row
-}
-
-/// The store a conformance stage runs on, as its row says it.
-fn store_name(stage: &str) -> &'static str {
-    if stage == "postgres" { "PostgreSQL" } else { "SQLite" }
-}
-
-impl Row {
-    /// An empty row of `stage`, passing until a stage says otherwise.
-    fn new(stage: &'static str) -> Row {
-        Row {
-            stage,
-            checked: String::new(),
-            counts: Vec::new(),
-            verdict: Verdict::Pass(String::new()),
-            seconds: 0.0,
-        }
-    }
 }
 
 fn model_check(meter: &Meter) -> Row {

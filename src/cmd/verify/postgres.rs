@@ -10,14 +10,15 @@ use retryq_conformance::pg::{Databases, Fresh};
 use retryq_conformance::run::{self, Setup, Storage};
 use retryq_pgtest::{Cluster, Unavailable};
 
-use super::{MAX_LEN, Row, Verdict, conformance_row, meter::Meter};
+use super::meter::Meter;
+use super::row::{Row, Verdict, conformance_row};
 
 /// Why the stage is skipped where PostgreSQL is not installed.
 const NOT_INSTALLED: &str =
     "PostgreSQL not installed (no initdb in /usr/lib/postgresql/*/bin or on PATH; RETRYQ_PG_URL not set)";
 
-/// The stage: `cases` generated traces of `seed` on PostgreSQL.
-pub fn stage(cases: u32, seed: u64, meter: &Meter) -> Row {
+/// The stage: `cases` generated traces of `seed`, of at most `max_len` steps, on PostgreSQL.
+pub fn stage(cases: u32, seed: u64, max_len: usize, meter: &Meter) -> Row {
     let cluster = match std::env::var("RETRYQ_PG_URL") {
         Ok(url) => Cluster::existing(&url),
         Err(_) => match Cluster::start(false) {
@@ -37,7 +38,7 @@ pub fn stage(cases: u32, seed: u64, meter: &Meter) -> Row {
     let result = Databases::new(&cluster.url("postgres"), Fresh::Reset).and_then(|databases| {
         let storage = Storage::Postgres(databases);
         let threads = run::default_threads(&storage);
-        run::random(cases, seed, MAX_LEN, &Setup::new(storage), threads, &|| meter.tick())
+        run::random(cases, seed, max_len, &Setup::new(storage), threads, &|| meter.tick())
     });
     conformance_row("postgres", result, |t| {
         let checked = format!("{} traces, {} steps, seed {seed}", t.traces, t.steps);
