@@ -1,8 +1,9 @@
 //! No two attempts of a job run at once, on a SQLite file: workers SIGKILLed, SIGSTOPped past
 //! their lease and resumed, and the wall clock stepped forward under them, while their
 //! commands (`--exec './deliver.sh'`, a script run by dash) log every tick; see
-//! `tests/harness/overlap.rs` for what is checked. And a killed worker's command dies with it
-//! in every form a shell command takes, not only `exec prog`.
+//! `retryq_conformance::overlap` for what is checked (`retryq verify` runs it too). And a
+//! killed worker's command dies with it in every form a shell command takes, not only
+//! `exec prog`.
 //!
 //! `RETRYQ_OVERLAP_SEED=N` repeats a run; `RETRYQ_OVERLAP_BIN=PATH` runs another build's
 //! workers (a build whose commands outlive their workers fails it).

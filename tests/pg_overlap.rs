@@ -1,5 +1,5 @@
 //! Execution on PostgreSQL: no two attempts of a job run at once through killed and stopped
-//! workers and killed watchdogs (`tests/harness/overlap.rs`, on the tests' throwaway
+//! workers and killed watchdogs (`retryq_conformance::overlap`, on the tests' throwaway
 //! cluster), nor through a forward step of the server's clock, on a server of its own run
 //! under libfaketime; a worker stopped while it holds the claims' turn holds up the rest of
 //! the fleet for a bounded time; a lock held past the lock timeout is logged with its holder

@@ -14,7 +14,8 @@
 //! - [`generate`] makes traces nobody wrote by hand (a proptest strategy and a quickcheck
 //!   generator); [`compare`] runs one on both readings, step by step; [`run`] runs many and
 //!   shrinks the first divergence; [`crash`] kills a replaying process at random points and
-//!   checks the store it leaves.
+//!   checks the store it leaves; [`overlap`] runs workers through kills and stops and checks,
+//!   from their commands' own log, that no two attempts of a job ran at once.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -25,6 +26,7 @@ pub mod crash;
 pub mod exhaustive;
 pub mod generate;
 pub mod linear;
+pub mod overlap;
 pub mod parse;
 pub mod pg;
 pub mod regress;
