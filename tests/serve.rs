@@ -296,6 +296,112 @@ fn postgres_dashboard_admits_escapes_and_measures() {
     admits_escapes_and_measures(&url);
 }
 
+/// The sum of the `data-value`s of one series' bars in one chart of an overview.
+fn charted(overview: &str, window: &str, series: &str) -> u64 {
+    let chart = overview.split(&format!("data-window=\"{window}\"")).nth(1).expect("the chart");
+    let chart = chart.split("</svg>").next().expect("its end");
+    chart
+        .split("<rect")
+        .filter(|rect| rect.contains(&format!("data-series=\"{series}\"")))
+        .map(|rect| {
+            let value = rect.split("data-value=\"").nth(1).and_then(|v| v.split('"').next()).expect("value");
+            value.parse::<u64>().expect("a count")
+        })
+        .sum()
+}
+
+/// A `data-NAME="N"` of the bulk action's answer.
+fn said(page: &str, name: &str) -> u64 {
+    let marker = format!("data-{name}=\"");
+    page.split(&marker).nth(1).and_then(|v| v.split('"').next()).and_then(|v| v.parse().ok()).expect(name)
+}
+
+#[test]
+fn bulk_actions_count_what_they_changed_and_refuse_forgeries() {
+    let (_dir, db) = fresh("serve-bulk");
+    let db = db.to_str().expect("path");
+    let mut store = open_backend(db).expect("open");
+    fill(&mut *store);
+    let serving = start_serve(db, &[]);
+    let base = serving.url.clone();
+    let (_, page) = get(&base, "/jobs");
+    assert!(page.contains("action=\"/bulk\"") && page.contains("type=\"checkbox\""), "{page}");
+    let csrf =
+        page.split("name=\"csrf\" value=\"").nth(1).and_then(|rest| rest.split('"').next()).expect("csrf");
+    let snapshot = |store: &dyn Backend| {
+        ["ok-1", MARKUP_ID, "run-1", "mail-1"].map(|id| store.get(id).expect("get").expect(id))
+    };
+    let before = snapshot(&*store);
+
+    // Forged: no CSRF token, a wrong one, another origin, a GET. Each refused, nothing changed.
+    let form = "action=cancel&id=mail-1&id=run-1";
+    let forged = [
+        exchange(&base, "POST", "/bulk", &[FORM], form),
+        exchange(&base, "POST", "/bulk", &[FORM], &format!("{form}&csrf=0123")),
+        exchange(
+            &base,
+            "POST",
+            "/bulk",
+            &[FORM, ("Origin", "http://attacker.example")],
+            &format!("{form}&csrf={csrf}"),
+        ),
+        exchange(&base, "GET", &format!("/bulk?{form}&csrf={csrf}"), &[], ""),
+    ];
+    assert_eq!(forged.iter().map(|(status, _, _)| *status).collect::<Vec<_>>(), [403, 403, 403, 405]);
+    assert_eq!(snapshot(&*store), before, "a forged bulk action changed the store");
+
+    // More ids than a request may name, or none, or no action: refused, nothing changed.
+    let many: String = (0..500).map(|n| format!("&id=j{n}")).collect();
+    let (status, _, text) =
+        exchange(&base, "POST", "/bulk", &[FORM], &format!("action=cancel&csrf={csrf}&id=mail-1{many}"));
+    assert_eq!(status, 400, "{text}");
+    assert_eq!(text, "id: 501 jobs selected; a bulk action takes at most 500 (nothing was changed)");
+    let (status, _, text) = exchange(&base, "POST", "/bulk", &[FORM], &format!("action=cancel&csrf={csrf}"));
+    assert_eq!((status, text.as_str()), (400, "id: select at least one job"));
+    let (status, _, text) =
+        exchange(&base, "POST", "/bulk", &[FORM], &format!("action=drop&csrf={csrf}&id=mail-1"));
+    assert_eq!((status, text.as_str()), (400, "action: redrive, cancel or run_now"));
+    assert_eq!(snapshot(&*store), before, "a refused bulk action changed the store");
+
+    // Cancel: the pending job dies, the leased one is asked to stop, the rest are refused by
+    // reason — and the store agrees.
+    let body = format!("action=cancel&csrf={csrf}&id=ok-1&id=mail-1&id=run-1&id=nope&id=mail-1");
+    let (status, _, page) = exchange(&base, "POST", "/bulk", &[FORM], &body);
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(["asked", "changed", "requested", "refused"].map(|n| said(&page, n)), [4, 1, 1, 2], "{page}");
+    assert!(page.contains("Cancelled 1 of 4 selected jobs."), "{page}");
+    for (reason, id) in [("not_cancellable", "ok-1"), ("not_found", "nope")] {
+        let row = page.split(&format!("data-reason=\"{reason}\"")).nth(1).expect(reason);
+        assert!(row.split("</tr>").next().is_some_and(|row| row.contains(id)), "{row}");
+    }
+    let after = snapshot(&*store);
+    assert_eq!(after[3].dead_reason.map(|r| r.as_str()), Some("cancelled"));
+    assert!(after[2].cancel_requested);
+
+    // Redrive two dead jobs and refuse a done one; then run both now.
+    let body = format!(
+        "action=redrive&csrf={csrf}&add_attempts=2&ttl=1h&id=%3Cb%3Ebold%3C%2Fb%3E%26x&id=mail-1&id=ok-1"
+    );
+    let (status, _, page) = exchange(&base, "POST", "/bulk", &[FORM], &body);
+    assert_eq!((status, said(&page, "changed"), said(&page, "refused")), (200, 2, 1), "{page}");
+    assert!(page.contains("data-reason=\"not_dead\""), "{page}");
+    let after = snapshot(&*store);
+    assert_eq!((after[1].status.as_str(), after[3].status.as_str()), ("pending", "pending"));
+    let body = format!("action=run_now&csrf={csrf}&id=mail-1&id=run-1");
+    let (status, _, page) = exchange(&base, "POST", "/bulk", &[FORM], &body);
+    assert_eq!((status, said(&page, "changed"), said(&page, "refused")), (200, 1, 1), "{page}");
+    assert!(page.contains("data-reason=\"not_pending\""), "{page}");
+
+    // The overview's charts count what happened since the dashboard began: one death (the
+    // cancel), no attempt ended.
+    let (_, overview) = get(&base, "/");
+    for window in ["hour", "day"] {
+        assert_eq!(charted(&overview, window, "dead"), 1, "{window}");
+        assert_eq!(charted(&overview, window, "processed"), 0, "{window}");
+    }
+    stop(serving);
+}
+
 #[test]
 fn a_token_is_required_where_one_is_given_and_off_loopback() {
     let (dir, db) = fresh("serve-token");

@@ -4,6 +4,9 @@
 //! bounds (`server`, reading heads with `wire`). The command that starts it is
 //! `cmd/serve.rs`.
 
+pub mod activity;
+pub mod bulk;
+pub mod chart;
 pub mod guard;
 pub mod http;
 pub mod page;
