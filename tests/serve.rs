@@ -402,6 +402,68 @@ fn bulk_actions_count_what_they_changed_and_refuse_forgeries() {
     stop(serving);
 }
 
+/// The ids of a jobs page's rows.
+fn listed(page: &str) -> Vec<String> {
+    page.split("class=\"job\" href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('>').nth(1)?.split('<').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Where a jobs page's "Next page" leads.
+fn next_link(page: &str) -> String {
+    let next = page.split("id=\"next\" href=\"").nth(1).and_then(|r| r.split('"').next()).expect("next");
+    next.replace("&amp;", "&")
+}
+
+#[test]
+fn text_filters_search_errors_and_payloads_in_a_bounded_scan() {
+    let (_dir, db) = fresh("serve-search");
+    let db = db.to_str().expect("path");
+    let mut store = open_backend(db).expect("open");
+    fill(&mut *store);
+    // 250 more, the newest first in the list; one in every hundred holds the needle.
+    for n in 0..250 {
+        let id = format!("bulk-{n:03}");
+        let payload = if n % 100 == 42 { r#"{"sku":"needle-1"}"# } else { "{}" };
+        let job =
+            NewJob { id: &id, payload, max_attempts: 1, deadline: 1 << 50, now: 2_000, ..NewJob::default() };
+        store.enqueue(&job).expect("enqueue");
+    }
+    let serving = start_serve(db, &[]);
+    let base = serving.url.clone();
+    let scanned = |page: &str| said(page, "scanned");
+
+    // The first page reads 200 jobs (bulk-249 down to bulk-050): two needles, and a link on.
+    let (status, page) = get(&base, "/jobs?payload=needle");
+    assert_eq!(status, 200, "{page}");
+    assert_eq!((listed(&page), scanned(&page)), (vec!["bulk-242".to_owned(), "bulk-142".to_owned()], 200));
+    assert!(page.contains("at most 200 jobs per page"), "{page}");
+    let next = next_link(&page);
+    assert!(next.contains("payload=needle"), "{next}");
+    let (_, page) = get(&base, &next);
+    assert_eq!((listed(&page), scanned(&page)), (vec!["bulk-042".to_owned()], 54));
+    assert!(!page.contains("id=\"next\""), "{page}");
+
+    // Error text, with the other filters: only the dead job's error holds "onerror".
+    let (_, page) = get(&base, "/jobs?status=dead&error=onerror");
+    assert_eq!(listed(&page), ["&lt;b&gt;bold&lt;/b&gt;&amp;x"], "{page}");
+    // Without them, it lies beyond the first 200 read: none on this page, and the page says
+    // so and leads on to it.
+    let (_, page) = get(&base, "/jobs?error=onerror&payload=__pwned");
+    assert_eq!((listed(&page).len(), scanned(&page)), (0, 200), "{page}");
+    assert!(page.contains("No job matches.") && page.contains("Next page"), "{page}");
+    let (_, page) = get(&base, &next_link(&page));
+    assert_eq!(listed(&page).len(), 1, "{page}");
+    let (_, page) = get(&base, "/jobs?queue=default&error=no+such+text");
+    assert!(page.contains("No job matches."), "{page}");
+    // Without a text, no scan is said to have run.
+    let (_, page) = get(&base, "/jobs");
+    assert!(!page.contains("data-scanned"), "{page}");
+    stop(serving);
+}
+
 #[test]
 fn a_token_is_required_where_one_is_given_and_off_loopback() {
     let (dir, db) = fresh("serve-token");

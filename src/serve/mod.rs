@@ -11,6 +11,7 @@ pub mod guard;
 pub mod http;
 pub mod page;
 pub mod routes;
+pub mod search;
 pub mod server;
 pub mod sessions;
 pub mod wire;

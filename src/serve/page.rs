@@ -8,6 +8,7 @@ use retryq::{AttemptRecord, BrowsePage, DeadReason, HistoryEntry, Job, Stats, St
 use super::activity::{Slots, Window};
 use super::bulk::{self, Action};
 use super::chart;
+use super::search;
 use crate::cmd::duration::words;
 use crate::cmd::view::utc;
 
@@ -235,6 +236,10 @@ pub struct Filters {
     pub queue: Option<String>,
     pub prefix: Option<String>,
     pub older_than: Option<String>,
+    /// Text the last error holds (`search.rs`).
+    pub error: Option<String>,
+    /// Text the payload holds.
+    pub payload: Option<String>,
 }
 
 impl Filters {
@@ -251,12 +256,22 @@ impl Filters {
         add("queue", self.queue.as_deref());
         add("prefix", self.prefix.as_deref());
         add("older_than", self.older_than.as_deref());
+        add("error", self.error.as_deref());
+        add("payload", self.payload.as_deref());
         query.finish()
     }
 }
 
 /// A page of jobs, with the filters' form and the next page's link.
-pub fn jobs(filters: &Filters, queues: &[String], page: &BrowsePage, csrf: &str, nav: Nav<'_>) -> Markup {
+/// `scanned`: how many jobs a text search read for this page (`search.rs`), if one ran.
+pub fn jobs(
+    filters: &Filters,
+    queues: &[String],
+    page: &BrowsePage,
+    scanned: Option<usize>,
+    csrf: &str,
+    nav: Nav<'_>,
+) -> Markup {
     let selected = |on: bool| if on { Some("selected") } else { None };
     layout(
         "Jobs",
@@ -277,7 +292,17 @@ pub fn jobs(filters: &Filters, queues: &[String], page: &BrowsePage, csrf: &str,
                 } }
                 label { " id starts with " input type="text" name="prefix" value=[filters.prefix.as_deref()] size="12"; }
                 label { " older than " input type="text" name="older_than" value=[filters.older_than.as_deref()] placeholder="1h" size="5"; }
+                br;
+                label { "error contains " input type="text" name="error" value=[filters.error.as_deref()] size="20"; }
+                label { " payload contains " input type="text" name="payload" value=[filters.payload.as_deref()] size="20"; }
                 " " button type="submit" { "Filter" }
+            }
+            @if let Some(scanned) = scanned {
+                p.note #scanned data-scanned=(scanned) {
+                    "Text is searched in at most " (search::SCAN) " jobs per page, the most recently enqueued first, "
+                    "among those the other filters keep: this page read " (scanned) "."
+                    @if page.next.is_some() { " Next page reads the next ones." }
+                }
             }
             @if page.jobs.is_empty() {
                 p.note { "No job matches." }

@@ -17,6 +17,7 @@ use super::bulk::{self, Action};
 use super::guard::{Guard, Refusal};
 use super::http::{HTML, Request, Response};
 use super::page;
+use super::search;
 use crate::cmd::duration;
 use crate::metrics;
 
@@ -434,6 +435,8 @@ fn jobs_at(
         queue: request.query("queue").map(str::to_owned),
         prefix: request.query("prefix").map(str::to_owned),
         older_than: older_than.map(str::to_owned),
+        error: request.query("error").map(str::to_owned),
+        payload: request.query("payload").map(str::to_owned),
     };
     let browse = Browse {
         status,
@@ -444,7 +447,13 @@ fn jobs_at(
         after,
         limit: PAGE,
     };
-    let page = store.browse(&browse)?;
+    let texts = search::Texts { error: filters.error.as_deref(), payload: filters.payload.as_deref() };
+    let (page, scanned) = if texts.any() {
+        let found = search::search(store, &browse, texts, PAGE as usize)?;
+        (found.page, Some(found.scanned))
+    } else {
+        (store.browse(&browse)?, None)
+    };
     let queues = store.queues()?;
-    Ok(html(page::jobs(&filters, &queues, &page, csrf, nav)))
+    Ok(html(page::jobs(&filters, &queues, &page, scanned, csrf, nav)))
 }
