@@ -411,6 +411,62 @@ fn listed(page: &str) -> Vec<String> {
         .collect()
 }
 
+#[test]
+fn the_workers_page_shows_who_holds_which_lease_since_when_and_until_when() {
+    let (_dir, db) = fresh("serve-workers");
+    let db = db.to_str().expect("path");
+    let mut store = open_backend(db).expect("open");
+    let now = retryq_worker::now_ms().expect("clock");
+    let (early, late) = (now - 20 * 60_000, now - 10 * 60_000);
+    for (id, queue) in [("a-1", "a"), ("b-1", "b"), ("b-2", "b"), ("c-1", "c")] {
+        let job = NewJob {
+            id,
+            payload: "{}",
+            max_attempts: 3,
+            deadline: now + 3_600_000,
+            now: early,
+            queue: Some(queue),
+            ..NewJob::default()
+        };
+        store.enqueue(&job).expect("enqueue");
+    }
+    // beta claimed b-1 ten minutes ago and never heartbeated: its lease has run out. alpha
+    // holds a-1 now, and b-2, and asked to stop a-1. c-1 waits.
+    let b1 = store.claim_from("beta", &["b"], late).expect("claim").expect("b-1");
+    assert_eq!(b1.id(), "b-1");
+    store.claim_from("alpha", &["a"], now).expect("claim").expect("a-1");
+    store.claim_from("alpha", &["b"], now).expect("claim").expect("b-2");
+    store.cancel("a-1", now).expect("cancel");
+    let serving = start_serve(db, &[]);
+    let (status, page) = get(&serving.url, "/workers");
+    assert_eq!(status, 200, "{page}");
+    let row = |key: &str, value: &str| -> String {
+        let marker = format!("data-{key}=\"{value}\"");
+        let (before, after) = page.split_once(&marker).unwrap_or_else(|| panic!("{marker}: {page}"));
+        let start = before.rfind("<tr").unwrap_or(0);
+        format!("{}{marker}{}", &before[start..], after.split("</tr>").next().unwrap_or_default())
+    };
+    let cell = |row: &str, class: &str| -> String {
+        let marker = format!("class=\"{class}\">");
+        row.split(&marker).nth(1).and_then(|r| r.split("</td>").next()).unwrap_or_default().to_owned()
+    };
+    let alpha = row("worker", "alpha");
+    assert_eq!((cell(&alpha, "leased"), cell(&alpha, "expired")), ("2".into(), "0".into()), "{alpha}");
+    let beta = row("worker", "beta");
+    assert_eq!((cell(&beta, "leased"), cell(&beta, "expired")), ("1".into(), "1".into()), "{beta}");
+    assert!(!page.contains("data-job=\"c-1\""), "a pending job listed as a lease");
+    let b1 = row("job", "b-1");
+    assert!(b1.contains("class=\"expired\""), "{b1}");
+    assert_eq!(cell(&b1, "worker"), "beta");
+    assert!(b1.contains("(10m ago)") || b1.contains("(10m 1s ago)"), "{b1}");
+    assert!(cell(&b1, "until").contains("run out"), "{b1}");
+    let a1 = row("job", "a-1");
+    assert!(!a1.contains("expired") && a1.contains("(cancelling)"), "{a1}");
+    assert!(cell(&a1, "until").contains("(in "), "{a1}");
+    assert!(!page.contains("more-leases"), "{page}");
+    stop(serving);
+}
+
 /// Where a jobs page's "Next page" leads.
 fn next_link(page: &str) -> String {
     let next = page.split("id=\"next\" href=\"").nth(1).and_then(|r| r.split('"').next()).expect("next");

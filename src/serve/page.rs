@@ -43,6 +43,7 @@ pub fn layout(title: &str, nav: Nav<'_>, body: Markup) -> Markup {
                     a href="/" { "Overview" }
                     a href="/jobs" { "Jobs" }
                     a href="/jobs?status=dead" { "Dead" }
+                    a href="/workers" { "Workers" }
                     a href="/metrics" { "Metrics" }
                     form.find method="get" action="/job" {
                         input type="search" name="id" placeholder="Job id" aria-label="Job id";

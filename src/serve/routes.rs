@@ -18,6 +18,7 @@ use super::guard::{Guard, Refusal};
 use super::http::{HTML, Request, Response};
 use super::page;
 use super::search;
+use super::workers;
 use crate::cmd::duration;
 use crate::metrics;
 
@@ -116,13 +117,13 @@ impl Routes {
             return Answer::Now(refused);
         }
         match (method, request.path.as_str()) {
-            ("GET", "/" | "/api/counts" | "/jobs" | "/job" | "/metrics")
+            ("GET", "/" | "/api/counts" | "/jobs" | "/job" | "/workers" | "/metrics")
             | ("POST", "/redrive" | "/cancel" | "/pause" | "/resume" | "/run-now" | "/bulk") => Answer::Store,
             ("POST", "/logout") => Answer::Now(self.logout(request)),
             (
                 _,
-                "/" | "/api/counts" | "/jobs" | "/job" | "/metrics" | "/redrive" | "/cancel" | "/pause"
-                | "/resume" | "/run-now" | "/bulk" | "/logout",
+                "/" | "/api/counts" | "/jobs" | "/job" | "/workers" | "/metrics" | "/redrive" | "/cancel"
+                | "/pause" | "/resume" | "/run-now" | "/bulk" | "/logout",
             ) => Answer::Now(Response::text(405, format!("{method} is not allowed here"))),
             _ => Answer::Now(Response {
                 status: 404,
@@ -138,6 +139,9 @@ impl Routes {
             ("GET", "/api/counts") => self.counts(store),
             ("GET", "/jobs") => self.jobs(store, request),
             ("GET", "/job") => self.job(store, request),
+            ("GET", "/workers") => self
+                .now(store)
+                .and_then(|now| Ok(html(workers::page(&workers::read(store, now)?, self.nav())))),
             ("GET", "/metrics") => self.metrics(store),
             ("POST", "/redrive") => self.redrive(store, request),
             ("POST", "/cancel") => self.cancel(store, request),
