@@ -1,6 +1,7 @@
 //! Which request gets which answer: every route, from a [`Request`] and the store to a
-//! [`Response`]. Reads take one snapshot each; a change is one operation of the contract
-//! (`redrive`, `redrive_dead`, `cancel`), as the command line runs it.
+//! [`Response`]. A change is one operation of the contract (`redrive`, `redrive_dead`,
+//! `cancel`, `pause`, `resume`, `run_now`), as the command line runs it; a bulk action is
+//! one per selected job (`bulk.rs`).
 //!
 //! [`Routes::answer`] decides everything that needs no store — the static files, signing in
 //! and out, and every refusal — so that the server (`server.rs`) answers a request that is
