@@ -430,6 +430,9 @@ fn the_workers_page_shows_who_holds_which_lease_since_when_and_until_when() {
         };
         store.enqueue(&job).expect("enqueue");
     }
+    let serving = start_serve(db, &[]);
+    let (status, page) = get(&serving.url, "/workers");
+    assert!(status == 200 && page.contains("No worker holds a lease."), "{page}");
     // beta claimed b-1 ten minutes ago and never heartbeated: its lease has run out. alpha
     // holds a-1 now, and b-2, and asked to stop a-1. c-1 waits.
     let b1 = store.claim_from("beta", &["b"], late).expect("claim").expect("b-1");
@@ -437,7 +440,6 @@ fn the_workers_page_shows_who_holds_which_lease_since_when_and_until_when() {
     store.claim_from("alpha", &["a"], now).expect("claim").expect("a-1");
     store.claim_from("alpha", &["b"], now).expect("claim").expect("b-2");
     store.cancel("a-1", now).expect("cancel");
-    let serving = start_serve(db, &[]);
     let (status, page) = get(&serving.url, "/workers");
     assert_eq!(status, 200, "{page}");
     let row = |key: &str, value: &str| -> String {

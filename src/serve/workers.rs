@@ -3,10 +3,12 @@
 //! when. A heartbeat moves a lease's end on, so "lease until" is when the holder last
 //! promised to report by.
 //!
-//! Bounded cost: the workers are `Backend::owners`, one row per holder, read over the leased
-//! jobs only (an index of leases on both stores). The leases listed are the [`LEASES`] most
-//! recently enqueued leased jobs, through `Backend::browse` (its walk, as `/jobs?status=leased`
-//! costs); the page says when there are more.
+//! Cost: the workers are `Backend::owners`, one row per holder, read over the leased jobs
+//! only (an index of leases on both stores). The leases listed are the [`LEASES`] most
+//! recently enqueued leased jobs, through `Backend::browse`, read only when `owners` counts
+//! any: that walk goes back from the newest job until it has them, as `/jobs?status=leased`
+//! does, so with few leases among many jobs it reads much of the table. `Backend` has no read
+//! of leases along their index; one would bound this by the leases.
 
 use maud::{Markup, html};
 use retryq::{Backend, Browse, Job, Owner, Status};
@@ -33,6 +35,9 @@ pub struct Workers {
 /// Reads the page's rows.
 pub fn read(store: &dyn Backend, now: u64) -> retryq::Result<Workers> {
     let owners = store.owners(now)?;
+    if owners.iter().all(|owner| owner.leased == 0) {
+        return Ok(Workers { now, owners, leases: Vec::new(), more: false });
+    }
     let page = store.browse(&Browse { status: Some(Status::Leased), limit: LEASES, ..Browse::default() })?;
     Ok(Workers { now, owners, leases: page.jobs, more: page.next.is_some() })
 }
