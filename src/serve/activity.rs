@@ -5,7 +5,7 @@
 //! that only grow, keyed by metric, queue and label — their buckets are a histogram's
 //! durations, not times. So the dashboard does what a Prometheus server does with them: it
 //! reads the counters now and then ([`SAMPLE_EVERY`], and at every overview) and files each
-//! counter's growth since the previous reading under the minute and the hour of the reading.
+//! counter's growth since its highest reading so far under the minute and the hour of the reading.
 //! What happened while no dashboard ran is not in the charts (they say since when they
 //! count); what happened between two readings lands in the minute of the later one.
 //!
@@ -51,13 +51,21 @@ impl Counts {
         self.dead = self.dead.saturating_add(other.dead);
     }
 
-    /// What grew from `before` to `self`; a counter that went down (another store behind the
-    /// same name, say) counts as not grown.
+    /// What grew from `before` to `self`; a counter lower than before counts as not grown.
     fn since(self, before: Counts) -> Counts {
         Counts {
             processed: self.processed.saturating_sub(before.processed),
             retried: self.retried.saturating_sub(before.retried),
             dead: self.dead.saturating_sub(before.dead),
+        }
+    }
+
+    /// The larger of each count.
+    fn max(self, other: Counts) -> Counts {
+        Counts {
+            processed: self.processed.max(other.processed),
+            retried: self.retried.max(other.retried),
+            dead: self.dead.max(other.dead),
         }
     }
 }
@@ -122,8 +130,13 @@ pub struct Activity(Mutex<Kept>);
 pub type Slots = Vec<(u64, Counts)>;
 
 impl Activity {
-    /// Files the growth of every queue's counters since the last reading under the minute and
-    /// hour of `now`; the first reading only sets where counting starts.
+    /// Files the growth of every queue's counters since the highest reading so far under the
+    /// minute and hour of `now`; the first reading only sets where counting starts.
+    ///
+    /// Readings are taken on several threads (the sampler's, each overview's), so one may
+    /// arrive after a newer one: the counters only grow, so a lower count is such a stale
+    /// reading and files nothing, and what is kept is each counter's highest — nothing is
+    /// counted twice.
     pub fn sample(&self, tallies: &Tallies, now: u64) {
         let read = read(tallies);
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -133,15 +146,15 @@ impl Activity {
             return;
         }
         let (minute, hour) = (now - now % MINUTE_MS, now - now % HOUR_MS);
-        for (queue, counts) in &read {
-            let grown = counts.since(kept.last.get(queue).copied().unwrap_or_default());
-            if grown == Counts::default() {
-                continue;
+        for (queue, counts) in read {
+            let before = kept.last.get(&queue).copied().unwrap_or_default();
+            let grown = counts.since(before);
+            if grown != Counts::default() {
+                kept.minutes.entry(minute).or_default().entry(queue.clone()).or_default().add(grown);
+                kept.hours.entry(hour).or_default().entry(queue.clone()).or_default().add(grown);
             }
-            kept.minutes.entry(minute).or_default().entry(queue.clone()).or_default().add(grown);
-            kept.hours.entry(hour).or_default().entry(queue.clone()).or_default().add(grown);
+            kept.last.insert(queue, counts.max(before));
         }
-        kept.last = read;
         // Only the slots a chart can show are kept.
         let newest_minute = kept.minutes.keys().next_back().copied().unwrap_or(minute);
         kept.minutes.retain(|&at, _| at + MINUTES * MINUTE_MS > newest_minute);
@@ -247,14 +260,13 @@ mod tests {
     }
 
     #[test]
-    fn a_counter_that_went_down_counts_as_not_grown() {
+    fn a_stale_reading_counts_nothing_twice() {
         let activity = Activity::default();
-        activity.sample(&tallies(9, 9, 9, 9), T0);
-        activity.sample(&tallies(1, 1, 1, 1), T0 + 1);
-        activity.sample(&tallies(2, 1, 1, 1), T0 + 2);
-        assert_eq!(
-            activity.chart(Window::Hour, T0, None)[59].1,
-            Counts { processed: 1, retried: 0, dead: 0 }
-        );
+        activity.sample(&tallies(5, 0, 0, 0), T0);
+        activity.sample(&tallies(9, 0, 0, 0), T0 + 1);
+        // Read before the one above, filed after it.
+        activity.sample(&tallies(7, 0, 0, 0), T0 + 2);
+        activity.sample(&tallies(10, 0, 0, 0), T0 + 3);
+        assert_eq!(activity.chart(Window::Hour, T0, Some("a"))[59].1.processed, 5, "10 − 5");
     }
 }
