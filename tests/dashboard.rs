@@ -283,6 +283,19 @@ async fn scenario(client: &Client, base: &str, store: &mut dyn Backend, baseline
             }
         }
     }
+    // The retried attempt's error, found by the list's error text filter: the one job whose
+    // last error holds it, and the page says how many jobs it read.
+    client.goto(&format!("{base}/jobs")).await.expect("jobs");
+    let field = client.find(Locator::Css("input[name=error]")).await.expect("the error filter");
+    field.send_keys("again").await.expect("type");
+    client.find(Locator::Css("#filters button")).await.expect("filter").click().await.expect("submit");
+    let note = text_until(client, "#scanned", "the text search", |t| t.contains("this page read")).await;
+    assert!(note.contains("at most 200 jobs per page") && note.contains("this page read 5."), "{note}");
+    let rows = client.find_all(Locator::Css("#jobs tbody tr")).await.expect("rows");
+    assert_eq!(rows.len(), 1, "one job's last error holds the text");
+    assert!(text(client, "#jobs td.error").await.contains("again"));
+
+    client.goto(&format!("{base}/")).await.expect("overview");
     let bars = client.find_all(Locator::Css("svg[data-window=hour] rect")).await.expect("bars");
     assert_eq!(bars.len(), 180, "60 minutes of three bars");
     client.execute("document.getElementById('activity').scrollIntoView()", Vec::new()).await.expect("scroll");
