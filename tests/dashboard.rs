@@ -221,8 +221,17 @@ async fn scenario(client: &Client, base: &str, store: &mut dyn Backend, baseline
     assert_eq!(off_runtime(move || held.paused()).expect("paused"), []);
 
     // A bulk cancel of three selected rows: the two pending jobs die, the done one is
-    // refused with its reason, and the page's count is the store's.
+    // refused with its reason, and the page's count is the store's. The "select all" box
+    // checks every row and clears them again.
     client.goto(&format!("{base}/jobs")).await.expect("jobs");
+    let checked = "return document.querySelectorAll('#jobs input.select:checked').length";
+    let rows = client.find_all(Locator::Css("#jobs input.select")).await.expect("boxes").len();
+    assert_eq!(rows, 5, "every job of the store on one page");
+    let all = client.find(Locator::Css("#select-all")).await.expect("select all");
+    all.click().await.expect("select all");
+    assert_eq!(client.execute(checked, Vec::new()).await.expect("script"), json!(rows));
+    all.click().await.expect("clear all");
+    assert_eq!(client.execute(checked, Vec::new()).await.expect("script"), json!(0));
     for id in ["ok-1", "wait-1", "wait-2"] {
         let css = format!("#jobs input.select[value={id}]");
         client.find(Locator::Css(&css)).await.expect(&css).click().await.expect("select");

@@ -311,7 +311,7 @@ pub fn jobs(
                 form #bulk method="post" action="/bulk" {
                 input type="hidden" name="csrf" value=(csrf);
                 table #jobs {
-                    thead { tr { th { "select" } th { "id" } th { "queue" } th { "priority" } th { "status" } th { "attempts" } th { "enqueued" } th { "last error" } } }
+                    thead { tr { th { input #select-all type="checkbox" aria-label="select every job of this page"; } th { "id" } th { "queue" } th { "priority" } th { "status" } th { "attempts" } th { "enqueued" } th { "last error" } } }
                     tbody {
                         @for job in &page.jobs {
                             tr {
