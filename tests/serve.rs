@@ -412,9 +412,19 @@ fn listed(page: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_workers_page_shows_who_holds_which_lease_since_when_and_until_when() {
+fn sqlite_workers_page_shows_who_holds_which_lease_since_when_and_until_when() {
     let (_dir, db) = fresh("serve-workers");
-    let db = db.to_str().expect("path");
+    workers_page(db.to_str().expect("path"));
+}
+
+#[test]
+fn postgres_workers_page_shows_who_holds_which_lease_since_when_and_until_when() {
+    let Some(url) = retryq_pgtest::database("postgres_workers_page") else { return };
+    workers_page(&url);
+}
+
+/// The workers page of the store `db`.
+fn workers_page(db: &str) {
     let mut store = open_backend(db).expect("open");
     let now = retryq_worker::now_ms().expect("clock");
     let (early, late) = (now - 20 * 60_000, now - 10 * 60_000);
@@ -476,9 +486,19 @@ fn next_link(page: &str) -> String {
 }
 
 #[test]
-fn text_filters_search_errors_and_payloads_in_a_bounded_scan() {
+fn sqlite_text_filters_search_errors_and_payloads_in_a_bounded_scan() {
     let (_dir, db) = fresh("serve-search");
-    let db = db.to_str().expect("path");
+    text_filters(db.to_str().expect("path"));
+}
+
+#[test]
+fn postgres_text_filters_search_errors_and_payloads_in_a_bounded_scan() {
+    let Some(url) = retryq_pgtest::database("postgres_text_filters") else { return };
+    text_filters(&url);
+}
+
+/// The jobs list's text filters on the store `db`.
+fn text_filters(db: &str) {
     let mut store = open_backend(db).expect("open");
     fill(&mut *store);
     // 250 more, the newest first in the list; one in every hundred holds the needle.
