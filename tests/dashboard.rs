@@ -261,6 +261,8 @@ async fn scenario(client: &Client, base: &str, store: &mut dyn Backend, baseline
     assert_eq!(changed.expect("attribute"), Some(cancelled.to_string()), "the page and the store disagree");
     assert_eq!(cancelled, 2);
     screenshot(client, "dashboard-bulk.png").await;
+    client.find(Locator::Css("a#back")).await.expect("back").click().await.expect("back");
+    text_until(client, "#jobs", "the list again", |t| t.contains("dead (cancelled)")).await;
 
     // Two attempts end, one ok and one retryable: the charts' bars add up to what the
     // store's tallies grew by since the dashboard started, in both windows, of all queues

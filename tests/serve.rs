@@ -387,10 +387,14 @@ fn bulk_actions_count_what_they_changed_and_refuse_forgeries() {
     assert!(page.contains("data-reason=\"not_dead\""), "{page}");
     let after = snapshot(&*store);
     assert_eq!((after[1].status.as_str(), after[3].status.as_str()), ("pending", "pending"));
-    let body = format!("action=run_now&csrf={csrf}&id=mail-1&id=run-1");
+    let body = format!("action=run_now&csrf={csrf}&id=mail-1&id=run-1&back=status%3Dpending%26queue%3Dx");
     let (status, _, page) = exchange(&base, "POST", "/bulk", &[FORM], &body);
     assert_eq!((status, said(&page, "changed"), said(&page, "refused")), (200, 1, 1), "{page}");
     assert!(page.contains("data-reason=\"not_pending\""), "{page}");
+    assert!(
+        page.contains("href=\"/jobs?status=pending&amp;queue=x\""),
+        "the way back keeps the filters: {page}"
+    );
 
     // The overview's charts count what happened since the dashboard began: one death (the
     // cancel), no attempt ended.

@@ -310,6 +310,7 @@ pub fn jobs(
             } @else {
                 form #bulk method="post" action="/bulk" {
                 input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="back" value=(filters.query());
                 table #jobs {
                     thead { tr { th { input #select-all type="checkbox" aria-label="select every job of this page"; } th { "id" } th { "queue" } th { "priority" } th { "status" } th { "attempts" } th { "enqueued" } th { "last error" } } }
                     tbody {
@@ -345,7 +346,8 @@ pub fn jobs(
 }
 
 /// What a bulk action did: how many it changed, and each refusal by reason with its ids.
-pub fn bulk(action: Action, outcome: &bulk::Outcome, nav: Nav<'_>) -> Markup {
+/// `back`: the query of the list it came from, for the link back to it.
+pub fn bulk(action: Action, outcome: &bulk::Outcome, back: &str, nav: Nav<'_>) -> Markup {
     let (verb, requested) = match action {
         Action::Redrive { .. } => ("Redrove", ""),
         Action::Cancel => {
@@ -380,7 +382,7 @@ pub fn bulk(action: Action, outcome: &bulk::Outcome, nav: Nav<'_>) -> Markup {
                     }
                 }
             }
-            p { a href="/jobs" { "Back to the jobs" } }
+            p { a #back href={ "/jobs?" (back) } { "Back to the jobs" } }
         },
     )
 }

@@ -363,7 +363,10 @@ impl Routes {
         };
         let outcome = bulk::run(store, action, &ids, now);
         let status = if outcome.stopped.is_some() { 500 } else { 200 };
-        Ok(Response { status, ..html(page::bulk(action, &outcome, self.nav())) })
+        // The list's filters, as its form sent them: the link back keeps them (a path of this
+        // dashboard's whatever they hold, and escaped as every value is).
+        let back = request.form("back").unwrap_or_default();
+        Ok(Response { status, ..html(page::bulk(action, &outcome, back, self.nav())) })
     }
 }
 
