@@ -1,7 +1,9 @@
 //! The dashboard in a real browser — Debian's headless Chromium, driven through chromedriver
 //! (WebDriver) — on SQLite and on PostgreSQL: the overview's counts refresh live, the job list
 //! filters, a dead job's page opens with its attempts and its redrive makes it pending, and a
-//! job whose id, payload and error are markup shows them as text without running anything.
+//! job whose id, payload and error are markup shows them as text without running anything;
+//! a bulk cancel of selected rows says what the store then holds, and the activity charts'
+//! bars add up to what the store's tallies grew by.
 //! And, on a dashboard with a token, signing in leaves the browser a session's cookie that no
 //! script can read, never the token, and signing out ends it; a server on another port of the
 //! same host, to which the browser sends the cookie too, learns that session and not the token.
@@ -146,7 +148,7 @@ fn off_runtime<T: Send>(call: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|scope| scope.spawn(call).join().expect("the store's call"))
 }
 
-async fn scenario(client: &Client, base: &str, store: &mut dyn Backend) {
+async fn scenario(client: &Client, base: &str, store: &mut dyn Backend, baseline: Counted) {
     // The overview: its counts, then a new job counted without a reload (the script runs).
     client.goto(&format!("{base}/")).await.expect("overview");
     assert_eq!(text(client, "[data-count=pending]").await, "2");
@@ -217,18 +219,148 @@ async fn scenario(client: &Client, base: &str, store: &mut dyn Backend) {
     assert!(text(client, "p.message").await.starts_with("Resumed"));
     let held = &mut *store;
     assert_eq!(off_runtime(move || held.paused()).expect("paused"), []);
+
+    // A bulk cancel of three selected rows: the two pending jobs die, the done one is
+    // refused with its reason, and the page's count is the store's. The "select all" box
+    // checks every row and clears them again.
+    client.goto(&format!("{base}/jobs")).await.expect("jobs");
+    let checked = "return document.querySelectorAll('#jobs input.select:checked').length";
+    let rows = client.find_all(Locator::Css("#jobs input.select")).await.expect("boxes").len();
+    assert_eq!(rows, 5, "every job of the store on one page");
+    let all = client.find(Locator::Css("#select-all")).await.expect("select all");
+    all.click().await.expect("select all");
+    assert_eq!(client.execute(checked, Vec::new()).await.expect("script"), json!(rows));
+    all.click().await.expect("clear all");
+    assert_eq!(client.execute(checked, Vec::new()).await.expect("script"), json!(0));
+    for id in ["ok-1", "wait-1", "wait-2"] {
+        let css = format!("#jobs input.select[value={id}]");
+        client.find(Locator::Css(&css)).await.expect(&css).click().await.expect("select");
+    }
+    client
+        .find(Locator::Css("#bulk button[value=cancel]"))
+        .await
+        .expect("cancel")
+        .click()
+        .await
+        .expect("cancel");
+    let said = text_until(client, "#bulk-result", "the bulk answer", |t| t.starts_with("Cancelled")).await;
+    assert_eq!(said, "Cancelled 2 of 3 selected jobs. 1 refused.");
+    assert_eq!(text(client, "#refused tr[data-reason=not_cancellable]").await, "not_cancellable 1 ok-1");
+    let changed = client.find(Locator::Css("#bulk-result")).await.expect("answer").attr("data-changed").await;
+    let held = &mut *store;
+    let cancelled = off_runtime(move || {
+        ["ok-1", "wait-1", "wait-2"]
+            .iter()
+            .filter(|id| {
+                held.get(id)
+                    .expect("get")
+                    .is_some_and(|j| j.dead_reason.is_some_and(|r| r.as_str() == "cancelled"))
+            })
+            .count()
+    });
+    assert_eq!(changed.expect("attribute"), Some(cancelled.to_string()), "the page and the store disagree");
+    assert_eq!(cancelled, 2);
+    screenshot(client, "dashboard-bulk.png").await;
+    client.find(Locator::Css("a#back")).await.expect("back").click().await.expect("back");
+    text_until(client, "#jobs", "the list again", |t| t.contains("dead (cancelled)")).await;
+
+    // Two attempts end, one ok and one retryable: the charts' bars add up to what the
+    // store's tallies grew by since the dashboard started, in both windows, of all queues
+    // and of the one queue.
+    let held = &mut *store;
+    off_runtime(move || {
+        let now = retryq_worker::now_ms().expect("clock");
+        for report in [Report::from(Outcome::Ok), Report::with_error(Outcome::Retryable, "again")] {
+            let claimed = held.claim("w", now).expect("claim").expect("a pending job");
+            held.complete(&Completion::new(&claimed.lease, report, now, 0.0)).expect("complete");
+        }
+    });
+    let held = &mut *store;
+    let grown = activity(&off_runtime(move || held.tallies()).expect("tallies")).since(baseline);
+    assert_eq!((grown.processed, grown.retried), (2, 1), "{grown:?}");
+    assert!(grown.dead >= 2, "the bulk cancel's deaths: {grown:?}");
+    for page in ["/", "/?queue=default"] {
+        client.goto(&format!("{base}{page}")).await.expect("overview");
+        for window in ["hour", "day"] {
+            for (series, want) in
+                [("processed", grown.processed), ("retried", grown.retried), ("dead", grown.dead)]
+            {
+                let css = format!("svg[data-window={window}] rect[data-series={series}]");
+                let sum = format!(
+                    "return Array.from(document.querySelectorAll('{css}')).reduce((n, r) => n + Number(r.getAttribute('data-value')), 0)"
+                );
+                let shown = client.execute(&sum, Vec::new()).await.expect("script");
+                assert_eq!(shown, json!(want), "{page}: {css}");
+            }
+        }
+    }
+    // The retried attempt's error, found by the list's error text filter: the one job whose
+    // last error holds it, and the page says how many jobs it read.
+    client.goto(&format!("{base}/jobs")).await.expect("jobs");
+    let field = client.find(Locator::Css("input[name=error]")).await.expect("the error filter");
+    field.send_keys("again").await.expect("type");
+    client.find(Locator::Css("#filters button")).await.expect("filter").click().await.expect("submit");
+    let note = text_until(client, "#scanned", "the text search", |t| t.contains("this page read")).await;
+    assert!(note.contains("at most 200 jobs per page") && note.contains("this page read 5."), "{note}");
+    let rows = client.find_all(Locator::Css("#jobs tbody tr")).await.expect("rows");
+    assert_eq!(rows.len(), 1, "one job's last error holds the text");
+    assert!(text(client, "#jobs td.error").await.contains("again"));
+
+    client.goto(&format!("{base}/")).await.expect("overview");
+    let bars = client.find_all(Locator::Css("svg[data-window=hour] rect")).await.expect("bars");
+    assert_eq!(bars.len(), 180, "60 minutes of three bars");
+    client.execute("document.getElementById('activity').scrollIntoView()", Vec::new()).await.expect("scroll");
+    screenshot(client, "dashboard-activity.png").await;
+}
+
+/// What the charts count, read off the store's tallies as `serve/activity.rs` defines it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counted {
+    processed: u64,
+    retried: u64,
+    dead: u64,
+}
+
+impl Counted {
+    fn since(self, before: Counted) -> Counted {
+        Counted {
+            processed: self.processed - before.processed,
+            retried: self.retried - before.retried,
+            dead: self.dead - before.dead,
+        }
+    }
+}
+
+fn activity(tallies: &retryq::Tallies) -> Counted {
+    let mut counted = Counted::default();
+    for tally in &tallies.counters {
+        let outcome = tally.labels.iter().find(|(k, _)| k == "outcome").map(|(_, v)| v.as_str());
+        match tally.metric.as_str() {
+            "retryq_attempts_ended_total" => {
+                counted.processed += tally.value;
+                if matches!(outcome, Some("retryable" | "lease expired" | "expired or retryable")) {
+                    counted.retried += tally.value;
+                }
+            }
+            "retryq_deaths_total" => counted.dead += tally.value,
+            _ => {}
+        }
+    }
+    counted
 }
 
 fn run(db: &str) {
     let Some((_driver, driver_url)) = chromedriver() else { return };
     let mut store = open_backend(db).expect("open");
     fill(&mut *store);
+    // The charts count from the dashboard's start: what the tallies hold then.
+    let baseline = activity(&store.tallies().expect("tallies"));
     let mut serving = start_serve(db, &[]);
     let base = serving.url.clone();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
         let client = browser(&driver_url).await;
-        scenario(&client, &base, &mut *store).await;
+        scenario(&client, &base, &mut *store, baseline).await;
         client.close().await.expect("close the browser");
     });
     kill(serving.child.id(), "TERM");

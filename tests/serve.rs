@@ -296,6 +296,256 @@ fn postgres_dashboard_admits_escapes_and_measures() {
     admits_escapes_and_measures(&url);
 }
 
+/// The sum of the `data-value`s of one series' bars in one chart of an overview.
+fn charted(overview: &str, window: &str, series: &str) -> u64 {
+    let chart = overview.split(&format!("data-window=\"{window}\"")).nth(1).expect("the chart");
+    let chart = chart.split("</svg>").next().expect("its end");
+    chart
+        .split("<rect")
+        .filter(|rect| rect.contains(&format!("data-series=\"{series}\"")))
+        .map(|rect| {
+            let value = rect.split("data-value=\"").nth(1).and_then(|v| v.split('"').next()).expect("value");
+            value.parse::<u64>().expect("a count")
+        })
+        .sum()
+}
+
+/// A `data-NAME="N"` of the bulk action's answer.
+fn said(page: &str, name: &str) -> u64 {
+    let marker = format!("data-{name}=\"");
+    page.split(&marker).nth(1).and_then(|v| v.split('"').next()).and_then(|v| v.parse().ok()).expect(name)
+}
+
+#[test]
+fn bulk_actions_count_what_they_changed_and_refuse_forgeries() {
+    let (_dir, db) = fresh("serve-bulk");
+    let db = db.to_str().expect("path");
+    let mut store = open_backend(db).expect("open");
+    fill(&mut *store);
+    let serving = start_serve(db, &[]);
+    let base = serving.url.clone();
+    let (_, page) = get(&base, "/jobs");
+    assert!(page.contains("action=\"/bulk\"") && page.contains("type=\"checkbox\""), "{page}");
+    let csrf =
+        page.split("name=\"csrf\" value=\"").nth(1).and_then(|rest| rest.split('"').next()).expect("csrf");
+    let snapshot = |store: &dyn Backend| {
+        ["ok-1", MARKUP_ID, "run-1", "mail-1"].map(|id| store.get(id).expect("get").expect(id))
+    };
+    let before = snapshot(&*store);
+
+    // Forged: no CSRF token, a wrong one, another origin, a GET. Each refused, nothing changed.
+    let form = "action=cancel&id=mail-1&id=run-1";
+    let forged = [
+        exchange(&base, "POST", "/bulk", &[FORM], form),
+        exchange(&base, "POST", "/bulk", &[FORM], &format!("{form}&csrf=0123")),
+        exchange(
+            &base,
+            "POST",
+            "/bulk",
+            &[FORM, ("Origin", "http://attacker.example")],
+            &format!("{form}&csrf={csrf}"),
+        ),
+        exchange(&base, "GET", &format!("/bulk?{form}&csrf={csrf}"), &[], ""),
+    ];
+    assert_eq!(forged.iter().map(|(status, _, _)| *status).collect::<Vec<_>>(), [403, 403, 403, 405]);
+    assert_eq!(snapshot(&*store), before, "a forged bulk action changed the store");
+
+    // More ids than a request may name, or none, or no action: refused, nothing changed.
+    let many: String = (0..500).map(|n| format!("&id=j{n}")).collect();
+    let (status, _, text) =
+        exchange(&base, "POST", "/bulk", &[FORM], &format!("action=cancel&csrf={csrf}&id=mail-1{many}"));
+    assert_eq!(status, 400, "{text}");
+    assert_eq!(text, "id: 501 jobs selected; a bulk action takes at most 500 (nothing was changed)");
+    let (status, _, text) = exchange(&base, "POST", "/bulk", &[FORM], &format!("action=cancel&csrf={csrf}"));
+    assert_eq!((status, text.as_str()), (400, "id: select at least one job"));
+    let (status, _, text) =
+        exchange(&base, "POST", "/bulk", &[FORM], &format!("action=drop&csrf={csrf}&id=mail-1"));
+    assert_eq!((status, text.as_str()), (400, "action: redrive, cancel or run_now"));
+    assert_eq!(snapshot(&*store), before, "a refused bulk action changed the store");
+
+    // Cancel: the pending job dies, the leased one is asked to stop, the rest are refused by
+    // reason — and the store agrees.
+    let body = format!("action=cancel&csrf={csrf}&id=ok-1&id=mail-1&id=run-1&id=nope&id=mail-1");
+    let (status, _, page) = exchange(&base, "POST", "/bulk", &[FORM], &body);
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(["asked", "changed", "requested", "refused"].map(|n| said(&page, n)), [4, 1, 1, 2], "{page}");
+    assert!(page.contains("Cancelled 1 of 4 selected jobs."), "{page}");
+    for (reason, id) in [("not_cancellable", "ok-1"), ("not_found", "nope")] {
+        let row = page.split(&format!("data-reason=\"{reason}\"")).nth(1).expect(reason);
+        assert!(row.split("</tr>").next().is_some_and(|row| row.contains(id)), "{row}");
+    }
+    let after = snapshot(&*store);
+    assert_eq!(after[3].dead_reason.map(|r| r.as_str()), Some("cancelled"));
+    assert!(after[2].cancel_requested);
+
+    // Redrive two dead jobs and refuse a done one; then run both now.
+    let body = format!(
+        "action=redrive&csrf={csrf}&add_attempts=2&ttl=1h&id=%3Cb%3Ebold%3C%2Fb%3E%26x&id=mail-1&id=ok-1"
+    );
+    let (status, _, page) = exchange(&base, "POST", "/bulk", &[FORM], &body);
+    assert_eq!((status, said(&page, "changed"), said(&page, "refused")), (200, 2, 1), "{page}");
+    assert!(page.contains("data-reason=\"not_dead\""), "{page}");
+    let after = snapshot(&*store);
+    assert_eq!((after[1].status.as_str(), after[3].status.as_str()), ("pending", "pending"));
+    let body = format!("action=run_now&csrf={csrf}&id=mail-1&id=run-1&back=status%3Dpending%26queue%3Dx");
+    let (status, _, page) = exchange(&base, "POST", "/bulk", &[FORM], &body);
+    assert_eq!((status, said(&page, "changed"), said(&page, "refused")), (200, 1, 1), "{page}");
+    assert!(page.contains("data-reason=\"not_pending\""), "{page}");
+    assert!(
+        page.contains("href=\"/jobs?status=pending&amp;queue=x\""),
+        "the way back keeps the filters: {page}"
+    );
+
+    // The overview's charts count what happened since the dashboard began: one death (the
+    // cancel), no attempt ended.
+    let (_, overview) = get(&base, "/");
+    for window in ["hour", "day"] {
+        assert_eq!(charted(&overview, window, "dead"), 1, "{window}");
+        assert_eq!(charted(&overview, window, "processed"), 0, "{window}");
+    }
+    stop(serving);
+}
+
+/// The ids of a jobs page's rows.
+fn listed(page: &str) -> Vec<String> {
+    page.split("class=\"job\" href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('>').nth(1)?.split('<').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn sqlite_workers_page_shows_who_holds_which_lease_since_when_and_until_when() {
+    let (_dir, db) = fresh("serve-workers");
+    workers_page(db.to_str().expect("path"));
+}
+
+#[test]
+fn postgres_workers_page_shows_who_holds_which_lease_since_when_and_until_when() {
+    let Some(url) = retryq_pgtest::database("postgres_workers_page") else { return };
+    workers_page(&url);
+}
+
+/// The workers page of the store `db`.
+fn workers_page(db: &str) {
+    let mut store = open_backend(db).expect("open");
+    let now = retryq_worker::now_ms().expect("clock");
+    let (early, late) = (now - 20 * 60_000, now - 10 * 60_000);
+    for (id, queue) in [("a-1", "a"), ("b-1", "b"), ("b-2", "b"), ("c-1", "c")] {
+        let job = NewJob {
+            id,
+            payload: "{}",
+            max_attempts: 3,
+            deadline: now + 3_600_000,
+            now: early,
+            queue: Some(queue),
+            ..NewJob::default()
+        };
+        store.enqueue(&job).expect("enqueue");
+    }
+    let serving = start_serve(db, &[]);
+    let (status, page) = get(&serving.url, "/workers");
+    assert!(status == 200 && page.contains("No worker holds a lease."), "{page}");
+    // beta claimed b-1 ten minutes ago and never heartbeated: its lease has run out. alpha
+    // holds a-1 now, and b-2, and asked to stop a-1. c-1 waits.
+    let b1 = store.claim_from("beta", &["b"], late).expect("claim").expect("b-1");
+    assert_eq!(b1.id(), "b-1");
+    store.claim_from("alpha", &["a"], now).expect("claim").expect("a-1");
+    store.claim_from("alpha", &["b"], now).expect("claim").expect("b-2");
+    store.cancel("a-1", now).expect("cancel");
+    let (status, page) = get(&serving.url, "/workers");
+    assert_eq!(status, 200, "{page}");
+    let row = |key: &str, value: &str| -> String {
+        let marker = format!("data-{key}=\"{value}\"");
+        let (before, after) = page.split_once(&marker).unwrap_or_else(|| panic!("{marker}: {page}"));
+        let start = before.rfind("<tr").unwrap_or(0);
+        format!("{}{marker}{}", &before[start..], after.split("</tr>").next().unwrap_or_default())
+    };
+    let cell = |row: &str, class: &str| -> String {
+        let marker = format!("class=\"{class}\">");
+        row.split(&marker).nth(1).and_then(|r| r.split("</td>").next()).unwrap_or_default().to_owned()
+    };
+    let alpha = row("worker", "alpha");
+    assert_eq!((cell(&alpha, "leased"), cell(&alpha, "expired")), ("2".into(), "0".into()), "{alpha}");
+    let beta = row("worker", "beta");
+    assert_eq!((cell(&beta, "leased"), cell(&beta, "expired")), ("1".into(), "1".into()), "{beta}");
+    assert!(!page.contains("data-job=\"c-1\""), "a pending job listed as a lease");
+    let b1 = row("job", "b-1");
+    assert!(b1.contains("class=\"expired\""), "{b1}");
+    assert_eq!(cell(&b1, "worker"), "beta");
+    assert!(b1.contains("(10m ago)") || b1.contains("(10m 1s ago)"), "{b1}");
+    assert!(cell(&b1, "until").contains("run out"), "{b1}");
+    let a1 = row("job", "a-1");
+    assert!(!a1.contains("expired") && a1.contains("(cancelling)"), "{a1}");
+    assert!(cell(&a1, "until").contains("(in "), "{a1}");
+    assert!(!page.contains("more-leases"), "{page}");
+    stop(serving);
+}
+
+/// Where a jobs page's "Next page" leads.
+fn next_link(page: &str) -> String {
+    let next = page.split("id=\"next\" href=\"").nth(1).and_then(|r| r.split('"').next()).expect("next");
+    next.replace("&amp;", "&")
+}
+
+#[test]
+fn sqlite_text_filters_search_errors_and_payloads_in_a_bounded_scan() {
+    let (_dir, db) = fresh("serve-search");
+    text_filters(db.to_str().expect("path"));
+}
+
+#[test]
+fn postgres_text_filters_search_errors_and_payloads_in_a_bounded_scan() {
+    let Some(url) = retryq_pgtest::database("postgres_text_filters") else { return };
+    text_filters(&url);
+}
+
+/// The jobs list's text filters on the store `db`.
+fn text_filters(db: &str) {
+    let mut store = open_backend(db).expect("open");
+    fill(&mut *store);
+    // 250 more, the newest first in the list; one in every hundred holds the needle.
+    for n in 0..250 {
+        let id = format!("bulk-{n:03}");
+        let payload = if n % 100 == 42 { r#"{"sku":"needle-1"}"# } else { "{}" };
+        let job =
+            NewJob { id: &id, payload, max_attempts: 1, deadline: 1 << 50, now: 2_000, ..NewJob::default() };
+        store.enqueue(&job).expect("enqueue");
+    }
+    let serving = start_serve(db, &[]);
+    let base = serving.url.clone();
+    let scanned = |page: &str| said(page, "scanned");
+
+    // The first page reads 200 jobs (bulk-249 down to bulk-050): two needles, and a link on.
+    let (status, page) = get(&base, "/jobs?payload=needle");
+    assert_eq!(status, 200, "{page}");
+    assert_eq!((listed(&page), scanned(&page)), (vec!["bulk-242".to_owned(), "bulk-142".to_owned()], 200));
+    assert!(page.contains("at most 200 jobs per page"), "{page}");
+    let next = next_link(&page);
+    assert!(next.contains("payload=needle"), "{next}");
+    let (_, page) = get(&base, &next);
+    assert_eq!((listed(&page), scanned(&page)), (vec!["bulk-042".to_owned()], 54));
+    assert!(!page.contains("id=\"next\""), "{page}");
+
+    // Error text, with the other filters: only the dead job's error holds "onerror".
+    let (_, page) = get(&base, "/jobs?status=dead&error=onerror");
+    assert_eq!(listed(&page), ["&lt;b&gt;bold&lt;/b&gt;&amp;x"], "{page}");
+    // Without them, it lies beyond the first 200 read: none on this page, and the page says
+    // so and leads on to it.
+    let (_, page) = get(&base, "/jobs?error=onerror&payload=__pwned");
+    assert_eq!((listed(&page).len(), scanned(&page)), (0, 200), "{page}");
+    assert!(page.contains("No job matches.") && page.contains("Next page"), "{page}");
+    let (_, page) = get(&base, &next_link(&page));
+    assert_eq!(listed(&page).len(), 1, "{page}");
+    let (_, page) = get(&base, "/jobs?queue=default&error=no+such+text");
+    assert!(page.contains("No job matches."), "{page}");
+    // Without a text, no scan is said to have run.
+    let (_, page) = get(&base, "/jobs");
+    assert!(!page.contains("data-scanned"), "{page}");
+    stop(serving);
+}
+
 #[test]
 fn a_token_is_required_where_one_is_given_and_off_loopback() {
     let (dir, db) = fresh("serve-token");
@@ -539,9 +789,10 @@ fn slow_and_oversized_clients_hold_no_thread_nor_memory_and_a_signed_in_request_
         "serve bounds: peak resident {peak_before} KiB before, {peak_after} KiB after four 32 MiB heads and {SLOW} \
          half heads (+{grew_kib} KiB); at most {most_threads} threads"
     );
-    // The network thread, the signal watcher and the store's threads; nothing per client.
-    assert!(most_threads <= STORE_THREADS + 2, "{most_threads} threads");
-    // At most 64 places × (a 16 KiB head + a 16 KiB body), with room for the allocator.
+    // The network thread, the signal watcher, the charts' sampler and the store's threads;
+    // nothing per client.
+    assert!(most_threads <= STORE_THREADS + 3, "{most_threads} threads");
+    // At most 64 places × (a 16 KiB head + a 64 KiB body), with room for the allocator.
     assert!(grew_kib < 16 * 1024, "the peak resident memory grew by {grew_kib} KiB");
 
     // Each refusal with its status. The connections pushed out by newer ones are answered

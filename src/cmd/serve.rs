@@ -22,6 +22,7 @@ use signal_hook::iterator::Signals;
 use super::db::{ClockFlag, Db};
 use super::{CliError, print_json};
 use crate::out::noteln;
+use crate::serve::activity::{Activity, SAMPLE_EVERY};
 use crate::serve::guard::Guard;
 use crate::serve::routes::Routes;
 use crate::serve::server::{self, Limits};
@@ -81,7 +82,27 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             super::db::NowError::Clock(why) => why,
         })
     };
-    let routes = Arc::new(Routes { guard: Guard::new(token.as_deref()), now: Box::new(now) });
+    let routes = Arc::new(Routes {
+        guard: Guard::new(token.as_deref()),
+        now: Box::new(now),
+        activity: Activity::default(),
+    });
+    // The charts count from here: the first reading before listening, then one every
+    // SAMPLE_EVERY on a connection of its own, so that no request waits for it.
+    let sampler = args.db.open_read()?;
+    let sampling = Arc::clone(&routes);
+    let sample = move || {
+        if let Err(why) = sampling.sample(&*sampler) {
+            noteln!("retryq serve: reading the tallies for the charts failed: {why}");
+        }
+    };
+    sample();
+    std::thread::Builder::new().name("retryq-serve-activity".into()).spawn(move || {
+        loop {
+            std::thread::sleep(SAMPLE_EVERY);
+            sample();
+        }
+    })?;
     let mut signals = Signals::new([SIGTERM, SIGINT])?;
     let listener = std::net::TcpListener::bind(args.listen)
         .map_err(|e| CliError::flag("--listen", format!("cannot listen on {}: {e}", args.listen)))?;

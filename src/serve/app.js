@@ -1,6 +1,14 @@
 // The overview's live counts: every element with a data-count attribute shows the value of
-// that key in /api/counts, fetched every 2 s. Nothing else runs on the dashboard's pages.
+// that key in /api/counts, fetched every 2 s. And the jobs list's "select all" box, which
+// checks or clears every row's box. Nothing else runs on the dashboard's pages.
 "use strict";
+(function () {
+  const all = document.getElementById("select-all");
+  if (all === null) return;
+  all.addEventListener("change", function () {
+    for (const box of document.querySelectorAll("#jobs input.select")) box.checked = all.checked;
+  });
+})();
 (function () {
   const counted = document.querySelectorAll("[data-count]");
   if (counted.length === 0) return;

@@ -1,9 +1,10 @@
 //! The dashboard's requests and responses, apart from the server that carries them: the
 //! routes are plain functions from a [`Request`] to a [`Response`], tested without a socket.
 
-/// The most a form body may hold: the dashboard's forms carry a few short fields. A longer
-/// `Content-Length` is answered 413 before anything of the body is read (`server.rs`).
-pub const MAX_BODY_BYTES: usize = 16 * 1024;
+/// The most a form body may hold: the dashboard's forms carry a few short fields, but a bulk
+/// action's carries up to [`MAX_IDS`](super::bulk::MAX_IDS) ids (500 ids of 100 bytes, say). A
+/// longer `Content-Length` is answered 413 before anything of the body is read (`server.rs`).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The name of the cookie that carries a session (`sessions.rs`).
 pub const SESSION_COOKIE: &str = "retryq_session";

@@ -5,6 +5,10 @@
 use maud::{DOCTYPE, Markup, html};
 use retryq::{AttemptRecord, BrowsePage, DeadReason, HistoryEntry, Job, Stats, Status, Tombstone};
 
+use super::activity::{Slots, Window};
+use super::bulk::{self, Action};
+use super::chart;
+use super::search;
 use crate::cmd::duration::words;
 use crate::cmd::view::utc;
 
@@ -39,6 +43,7 @@ pub fn layout(title: &str, nav: Nav<'_>, body: Markup) -> Markup {
                     a href="/" { "Overview" }
                     a href="/jobs" { "Jobs" }
                     a href="/jobs?status=dead" { "Dead" }
+                    a href="/workers" { "Workers" }
                     a href="/metrics" { "Metrics" }
                     form.find method="get" action="/job" {
                         input type="search" name="id" placeholder="Job id" aria-label="Job id";
@@ -76,13 +81,54 @@ fn count(key: &str, value: u64, href: &str) -> Markup {
     html! { a href=(href) { span data-count=(key) { (value) } } }
 }
 
-/// The overview: counts by status and reason, of the whole store and of each queue, and the
-/// dead jobs' redrive by reason.
+/// The overview's activity charts (`activity.rs`, `chart.rs`).
+#[derive(Clone, Debug)]
+pub struct Charts<'a> {
+    /// The queue charted, or `None` for all.
+    pub queue: Option<&'a str>,
+    /// Since when the charts count.
+    pub since: Option<u64>,
+    /// The last hour, by minute.
+    pub hour: Slots,
+    /// The last day, by hour.
+    pub day: Slots,
+}
+
+/// The charts, with links to chart each queue alone.
+fn activity(charts: &Charts<'_>, queues: &[(String, Stats)]) -> Markup {
+    html! {
+        h2 #activity { "Activity" @if let Some(queue) = charts.queue { " of " (queue) } }
+        p.chart-queues {
+            @if charts.queue.is_none() { strong { "all queues" } } @else { a href="/#activity" { "all queues" } }
+            @for (name, _) in queues {
+                " · "
+                @if charts.queue == Some(name.as_str()) { strong { (name) } } @else {
+                    a href={ "/?queue=" (form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>()) "#activity" } { (name) }
+                }
+            }
+        }
+        p.note {
+            span.key.processed {} " processed: attempts ended · "
+            span.key.retried {} " retried: attempts ended retryable or with their lease expired · "
+            span.key.dead {} " dead: jobs that died. "
+            @if let Some(since) = charts.since { "Counted by this dashboard since " (utc(since)) "; not before." }
+        }
+        h3 { "Per minute, the last hour" }
+        (chart::svg(Window::Hour, &charts.hour))
+        h3 { "Per hour, the last day" }
+        (chart::svg(Window::Day, &charts.day))
+    }
+}
+
+/// The overview: counts by status and reason, of the whole store and of each queue, the
+/// activity charts, and the dead jobs' redrive by reason.
+#[allow(clippy::too_many_arguments)]
 pub fn overview(
     now: u64,
     total: &Stats,
     queues: &[(String, Stats)],
     paused: &[(String, u64)],
+    charts: &Charts<'_>,
     csrf: &str,
     message: Option<&str>,
     nav: Nav<'_>,
@@ -141,6 +187,7 @@ pub fn overview(
                     }
                 }
             }
+            (activity(charts, queues))
         },
     )
 }
@@ -190,6 +237,10 @@ pub struct Filters {
     pub queue: Option<String>,
     pub prefix: Option<String>,
     pub older_than: Option<String>,
+    /// Text the last error holds (`search.rs`).
+    pub error: Option<String>,
+    /// Text the payload holds.
+    pub payload: Option<String>,
 }
 
 impl Filters {
@@ -206,12 +257,22 @@ impl Filters {
         add("queue", self.queue.as_deref());
         add("prefix", self.prefix.as_deref());
         add("older_than", self.older_than.as_deref());
+        add("error", self.error.as_deref());
+        add("payload", self.payload.as_deref());
         query.finish()
     }
 }
 
 /// A page of jobs, with the filters' form and the next page's link.
-pub fn jobs(filters: &Filters, queues: &[String], page: &BrowsePage, nav: Nav<'_>) -> Markup {
+/// `scanned`: how many jobs a text search read for this page (`search.rs`), if one ran.
+pub fn jobs(
+    filters: &Filters,
+    queues: &[String],
+    page: &BrowsePage,
+    scanned: Option<usize>,
+    csrf: &str,
+    nav: Nav<'_>,
+) -> Markup {
     let selected = |on: bool| if on { Some("selected") } else { None };
     layout(
         "Jobs",
@@ -232,16 +293,30 @@ pub fn jobs(filters: &Filters, queues: &[String], page: &BrowsePage, nav: Nav<'_
                 } }
                 label { " id starts with " input type="text" name="prefix" value=[filters.prefix.as_deref()] size="12"; }
                 label { " older than " input type="text" name="older_than" value=[filters.older_than.as_deref()] placeholder="1h" size="5"; }
+                br;
+                label { "error contains " input type="text" name="error" value=[filters.error.as_deref()] size="20"; }
+                label { " payload contains " input type="text" name="payload" value=[filters.payload.as_deref()] size="20"; }
                 " " button type="submit" { "Filter" }
+            }
+            @if let Some(scanned) = scanned {
+                p.note #scanned data-scanned=(scanned) {
+                    "Text is searched in at most " (search::SCAN) " jobs per page, the most recently enqueued first, "
+                    "among those the other filters keep: this page read " (scanned) "."
+                    @if page.next.is_some() { " Next page reads the next ones." }
+                }
             }
             @if page.jobs.is_empty() {
                 p.note { "No job matches." }
             } @else {
+                form #bulk method="post" action="/bulk" {
+                input type="hidden" name="csrf" value=(csrf);
+                input type="hidden" name="back" value=(filters.query());
                 table #jobs {
-                    thead { tr { th { "id" } th { "queue" } th { "priority" } th { "status" } th { "attempts" } th { "enqueued" } th { "last error" } } }
+                    thead { tr { th { input #select-all type="checkbox" aria-label="select every job of this page"; } th { "id" } th { "queue" } th { "priority" } th { "status" } th { "attempts" } th { "enqueued" } th { "last error" } } }
                     tbody {
                         @for job in &page.jobs {
                             tr {
+                                td { input.select type="checkbox" name="id" value=(job.id) aria-label={ "select " (job.id) }; }
                                 td { a.job href=(job_href(&job.id)) { (job.id) } }
                                 td { (job.queue) } td { (job.priority) }
                                 td { (status_word(job)) }
@@ -252,11 +327,62 @@ pub fn jobs(filters: &Filters, queues: &[String], page: &BrowsePage, nav: Nav<'_
                         }
                     }
                 }
+                p.bulk {
+                    "With the selected jobs: "
+                    button type="submit" name="action" value="run_now" { "Run now" }
+                    " " button type="submit" name="action" value="cancel" { "Cancel" }
+                    " " button type="submit" name="action" value="redrive" { "Redrive" }
+                    label { " with attempts " input type="number" name="add_attempts" value="1" min="1" size="3"; }
+                    label { " deadline in " input type="text" name="ttl" value="1h" size="5"; }
+                }
+                }
             }
             @if let Some(next) = page.next {
                 @let query = filters.query();
                 p { a #next href={ "/jobs?" (query) @if !query.is_empty() { "&" } "after=" (next) } { "Next page" } }
             }
+        },
+    )
+}
+
+/// What a bulk action did: how many it changed, and each refusal by reason with its ids.
+/// `back`: the query of the list it came from, for the link back to it.
+pub fn bulk(action: Action, outcome: &bulk::Outcome, back: &str, nav: Nav<'_>) -> Markup {
+    let (verb, requested) = match action {
+        Action::Redrive { .. } => ("Redrove", ""),
+        Action::Cancel => {
+            ("Cancelled", " asked to stop (leased: their holder is told at its next heartbeat)")
+        }
+        Action::RunNow => ("Made due now", ""),
+    };
+    let refused: usize = outcome.refused.values().map(Vec::len).sum();
+    layout(
+        &format!("Bulk {}", action.word()),
+        nav,
+        html! {
+            p.message #bulk-result data-action=(action.word()) data-asked=(outcome.asked)
+                data-changed=(outcome.changed) data-requested=(outcome.requested) data-refused=(refused) {
+                (verb) " " (outcome.changed) " of " (outcome.asked) " selected job" @if outcome.asked != 1 { "s" } "."
+                @if outcome.requested > 0 { " " (outcome.requested) (requested) "." }
+                @if refused > 0 { " " (refused) " refused." }
+            }
+            @if let Some((why, rest)) = &outcome.stopped {
+                p.error { "The store failed, and the " (rest.len()) " jobs from " (rest.first().map(String::as_str).unwrap_or_default()) " on were not tried: " (why) }
+            }
+            @if refused > 0 {
+                table #refused {
+                    thead { tr { th { "reason" } th { "jobs" } th { "ids" } } }
+                    tbody {
+                        @for (reason, ids) in &outcome.refused {
+                            tr data-reason=(reason) {
+                                td { (reason) } td.n { (ids.len()) }
+                                td { @for (n, id) in ids.iter().enumerate() { @if n > 0 { ", " } a href=(job_href(id)) { (id) } } }
+                            }
+                        }
+                    }
+                }
+            }
+            p { a #back href={ "/jobs?" (back) } { "Back to the jobs" } }
         },
     )
 }

@@ -1,6 +1,7 @@
 //! Which request gets which answer: every route, from a [`Request`] and the store to a
-//! [`Response`]. Reads take one snapshot each; a change is one operation of the contract
-//! (`redrive`, `redrive_dead`, `cancel`), as the command line runs it.
+//! [`Response`]. A change is one operation of the contract (`redrive`, `redrive_dead`,
+//! `cancel`, `pause`, `resume`, `run_now`), as the command line runs it; a bulk action is
+//! one per selected job (`bulk.rs`).
 //!
 //! [`Routes::answer`] decides everything that needs no store — the static files, signing in
 //! and out, and every refusal — so that the server (`server.rs`) answers a request that is
@@ -12,9 +13,13 @@ use retryq::{
     Backend, Browse, Cancelled, DeadReason, Error, Lookup, MAX_ATTEMPTS, Redrive, RedriveDead, Stats, Status,
 };
 
+use super::activity::{Activity, Window};
+use super::bulk::{self, Action};
 use super::guard::{Guard, Refusal};
 use super::http::{HTML, Request, Response};
 use super::page;
+use super::search;
+use super::workers;
 use crate::cmd::duration;
 use crate::metrics;
 
@@ -36,6 +41,8 @@ pub struct Routes {
     /// The operation's `now` from the store (the server's clock on PostgreSQL, unless told
     /// otherwise), else this host's.
     pub now: Now,
+    /// The tallies' growth over time, for the overview's charts.
+    pub activity: Activity,
 }
 
 /// What a request needs, once [`Routes::answer`] has looked at it.
@@ -111,13 +118,13 @@ impl Routes {
             return Answer::Now(refused);
         }
         match (method, request.path.as_str()) {
-            ("GET", "/" | "/api/counts" | "/jobs" | "/job" | "/metrics")
-            | ("POST", "/redrive" | "/cancel" | "/pause" | "/resume" | "/run-now") => Answer::Store,
+            ("GET", "/" | "/api/counts" | "/jobs" | "/job" | "/workers" | "/metrics")
+            | ("POST", "/redrive" | "/cancel" | "/pause" | "/resume" | "/run-now" | "/bulk") => Answer::Store,
             ("POST", "/logout") => Answer::Now(self.logout(request)),
             (
                 _,
-                "/" | "/api/counts" | "/jobs" | "/job" | "/metrics" | "/redrive" | "/cancel" | "/pause"
-                | "/resume" | "/run-now" | "/logout",
+                "/" | "/api/counts" | "/jobs" | "/job" | "/workers" | "/metrics" | "/redrive" | "/cancel"
+                | "/pause" | "/resume" | "/run-now" | "/bulk" | "/logout",
             ) => Answer::Now(Response::text(405, format!("{method} is not allowed here"))),
             _ => Answer::Now(Response {
                 status: 404,
@@ -133,12 +140,16 @@ impl Routes {
             ("GET", "/api/counts") => self.counts(store),
             ("GET", "/jobs") => self.jobs(store, request),
             ("GET", "/job") => self.job(store, request),
+            ("GET", "/workers") => self
+                .now(store)
+                .and_then(|now| Ok(html(workers::page(&workers::read(store, now)?, self.nav())))),
             ("GET", "/metrics") => self.metrics(store),
             ("POST", "/redrive") => self.redrive(store, request),
             ("POST", "/cancel") => self.cancel(store, request),
             ("POST", "/pause") => self.pause(store, request, true),
             ("POST", "/resume") => self.pause(store, request, false),
             ("POST", "/run-now") => self.run_now(store, request),
+            ("POST", "/bulk") => self.bulk(store, request),
             // `answer` sends no other here.
             (method, _) => Ok(Response::text(405, format!("{method} is not allowed here"))),
         };
@@ -159,7 +170,7 @@ impl Routes {
     /// A page of jobs, ages counted by the store's clock, as every other route's.
     fn jobs(&self, store: &dyn Backend, request: &Request) -> Result<Response, Failed> {
         let now = self.now(store)?;
-        jobs_at(store, request, now, self.nav())
+        jobs_at(store, request, now, self.guard.csrf(), self.nav())
     }
 
     /// Signing in: the token given in the form opens a session (`guard.rs`).
@@ -181,7 +192,17 @@ impl Routes {
         Response { cookie: Some(self.guard.sign_out(request)), ..Response::see_other("/login") }
     }
 
+    /// Reads the tallies into the charts' slots (`activity.rs`): at every overview, and every
+    /// [`SAMPLE_EVERY`](super::activity::SAMPLE_EVERY) from `retryq serve`'s own thread.
+    pub fn sample(&self, store: &dyn Backend) -> Result<(), String> {
+        let now = (self.now)(store)?;
+        let tallies = store.tallies().map_err(|e| e.to_string())?;
+        self.activity.sample(&tallies, now);
+        Ok(())
+    }
+
     fn overview(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
+        self.sample(store).map_err(|why| Failed(Response::text(500, why)))?;
         let now = self.now(store)?;
         let total = store.stats(now)?;
         let queues = by_queue(store, now)?;
@@ -192,11 +213,20 @@ impl Routes {
             Some(n) => Some(format!("Redrove {n} dead job{}.", if n == 1 { "" } else { "s" })),
             None => request.query("said").and_then(said).map(str::to_owned),
         };
+        // The charts of one queue, if a known one is asked for, else of all.
+        let queue = request.query("queue").filter(|q| queues.iter().any(|(name, _)| name == q));
+        let charts = page::Charts {
+            queue,
+            since: self.activity.since(),
+            hour: self.activity.chart(Window::Hour, now, queue),
+            day: self.activity.chart(Window::Day, now, queue),
+        };
         Ok(html(page::overview(
             now,
             &total,
             &queues,
             &paused,
+            &charts,
             self.guard.csrf(),
             message.as_deref(),
             self.nav(),
@@ -246,15 +276,8 @@ impl Routes {
     }
 
     fn redrive(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
-        let add_attempts = match request.form("add_attempts").map(str::parse::<u64>) {
-            Some(Ok(n)) if (1..=MAX_ATTEMPTS).contains(&n) => n,
-            _ => return Err(bad("add_attempts", format!("a whole number from 1 to {MAX_ATTEMPTS}"))),
-        };
-        let ttl =
-            request.form("ttl").ok_or_else(|| bad("ttl", "the new deadline, as a duration from now: 1h"))?;
-        let ttl = duration::positive(ttl).map_err(|e| bad("ttl", e))?;
         let now = self.now(store)?;
-        let deadline = now.checked_add(ttl).ok_or_else(|| bad("ttl", "too far in the future"))?;
+        let (add_attempts, deadline) = budget(request, now)?;
         if let Some(id) = request.form("id") {
             store.redrive(&Redrive { id, add_attempts, deadline, now })?;
             return Ok(Response::see_other(format!("{}&said=redriven", page::job_href(id))));
@@ -321,6 +344,46 @@ impl Routes {
     }
 }
 
+impl Routes {
+    /// A bulk action on the selected rows (`bulk.rs`): its page says how many it changed and
+    /// lists the refusals by reason. Bad input (no action, no id, too many, a bad budget) is
+    /// refused with 400 before any job is touched.
+    fn bulk(&self, store: &mut dyn Backend, request: &Request) -> Result<Response, Failed> {
+        let ids = bulk::ids(request.form.iter().filter(|(k, _)| k == "id").map(|(_, v)| v.as_str()))
+            .map_err(|e| Failed(Response::text(400, e.to_string())))?;
+        let now = self.now(store)?;
+        let action = match request.form("action") {
+            Some("redrive") => {
+                let (add_attempts, deadline) = budget(request, now)?;
+                Action::Redrive { add_attempts, deadline }
+            }
+            Some("cancel") => Action::Cancel,
+            Some("run_now") => Action::RunNow,
+            _ => return Err(bad("action", "redrive, cancel or run_now")),
+        };
+        let outcome = bulk::run(store, action, &ids, now);
+        let status = if outcome.stopped.is_some() { 500 } else { 200 };
+        // The list's filters, as its form sent them: the link back keeps them (a path of this
+        // dashboard's whatever they hold, and escaped as every value is).
+        let back = request.form("back").unwrap_or_default();
+        Ok(Response { status, ..html(page::bulk(action, &outcome, back, self.nav())) })
+    }
+}
+
+/// A redrive's new budget from its form: `add_attempts` more attempts, and a deadline `ttl`
+/// from `now`.
+fn budget(request: &Request, now: u64) -> Result<(u64, u64), Failed> {
+    let add_attempts = match request.form("add_attempts").map(str::parse::<u64>) {
+        Some(Ok(n)) if (1..=MAX_ATTEMPTS).contains(&n) => n,
+        _ => return Err(bad("add_attempts", format!("a whole number from 1 to {MAX_ATTEMPTS}"))),
+    };
+    let ttl =
+        request.form("ttl").ok_or_else(|| bad("ttl", "the new deadline, as a duration from now: 1h"))?;
+    let ttl = duration::positive(ttl).map_err(|e| bad("ttl", e))?;
+    let deadline = now.checked_add(ttl).ok_or_else(|| bad("ttl", "too far in the future"))?;
+    Ok((add_attempts, deadline))
+}
+
 /// What a change said, for the page it leads to: only these words, never the query's text.
 fn said(word: &str) -> Option<&'static str> {
     match word {
@@ -354,7 +417,13 @@ fn by_queue(store: &dyn Backend, now: u64) -> Result<Vec<(String, Stats)>, Faile
 }
 
 /// A page of jobs; `now` dates `older_than`.
-fn jobs_at(store: &dyn Backend, request: &Request, now: u64, nav: page::Nav<'_>) -> Result<Response, Failed> {
+fn jobs_at(
+    store: &dyn Backend,
+    request: &Request,
+    now: u64,
+    csrf: &str,
+    nav: page::Nav<'_>,
+) -> Result<Response, Failed> {
     let status =
         request.query("status").map(str::parse::<Status>).transpose().map_err(|e| bad("status", e))?;
     let reason =
@@ -374,6 +443,8 @@ fn jobs_at(store: &dyn Backend, request: &Request, now: u64, nav: page::Nav<'_>)
         queue: request.query("queue").map(str::to_owned),
         prefix: request.query("prefix").map(str::to_owned),
         older_than: older_than.map(str::to_owned),
+        error: request.query("error").map(str::to_owned),
+        payload: request.query("payload").map(str::to_owned),
     };
     let browse = Browse {
         status,
@@ -384,7 +455,13 @@ fn jobs_at(store: &dyn Backend, request: &Request, now: u64, nav: page::Nav<'_>)
         after,
         limit: PAGE,
     };
-    let page = store.browse(&browse)?;
+    let texts = search::Texts { error: filters.error.as_deref(), payload: filters.payload.as_deref() };
+    let (page, scanned) = if texts.any() {
+        let found = search::search(store, &browse, texts, PAGE as usize)?;
+        (found.page, Some(found.scanned))
+    } else {
+        (store.browse(&browse)?, None)
+    };
     let queues = store.queues()?;
-    Ok(html(page::jobs(&filters, &queues, &page, nav)))
+    Ok(html(page::jobs(&filters, &queues, &page, scanned, csrf, nav)))
 }

@@ -21,7 +21,8 @@
 //!   handed to one of the `--threads` threads that own the store's connections.
 //!
 //! Memory is then at most about `connections × (head + body)` on top of the process's own,
-//! and the threads are this one, the store's and the signal watcher. Why not hyper, already
+//! and the threads are this one, the store's, the signal watcher and the charts' sampler
+//! (`activity.rs`), none per client. Why not hyper, already
 //! in the tree: it closes a connection whose head is too slow without a status, and cannot
 //! give a connection's place to another; the rest is `httparse`, which hyper uses too.
 
