@@ -323,6 +323,8 @@ fn stats_and_metrics_agree_add_up_and_the_runbook_alerts_fire_as_they_should() {
     assert!(q.stats_of(now_ms(), Some("sms")).expect("stats").oldest_open_age_ms >= Some(30 * MINUTE));
     assert!((570.0..630.0).contains(&wait("default")), "{}", wait("default"));
     assert_eq!(value(&first, "retryq_queue_paused", &[("queue", "push")]), 1.0);
+    // A paused queue has nothing due to a worker: its wait reads 0 (the runbook's definition).
+    assert_eq!(wait("push"), 0.0, "a paused queue's due wait");
     assert_eq!(value(&first, "retryq_queue_paused", &[("queue", "mail")]), 0.0);
 
     // A death between two scrapes: sms's redriven job, permanent now.
