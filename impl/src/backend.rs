@@ -142,6 +142,12 @@ pub trait Backend: Send + ServerTime {
     fn dead_jobs(&self, reason: Option<DeadReason>) -> Result<Vec<Job>>;
     /// Up to `limit` jobs of one status, in an operator's order.
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage>;
+    /// Up to `limit` leased jobs, queue by queue, the soonest lease end first, read along the
+    /// leases' index: a page of them costs `limit` rows whatever else the store holds. By
+    /// default (a store without that index) the leased page of [`list`](Backend::list).
+    fn leases(&self, limit: u32) -> Result<Vec<Job>> {
+        Ok(self.list(Status::Leased, None, limit)?.jobs)
+    }
     /// A page of the jobs that match every filter of `filter`, the most recently enqueued
     /// first: a dashboard's listing.
     fn browse(&self, filter: &Browse<'_>) -> Result<BrowsePage>;
@@ -433,6 +439,9 @@ impl Backend for Queue {
     }
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
         Queue::list(self, status, reason, limit)
+    }
+    fn leases(&self, limit: u32) -> Result<Vec<Job>> {
+        Queue::leases(self, limit)
     }
     fn browse(&self, filter: &Browse<'_>) -> Result<BrowsePage> {
         Queue::browse(self, filter)

@@ -138,6 +138,9 @@ impl Backend for PgQueue {
     fn list(&self, status: Status, reason: Option<DeadReason>, limit: u32) -> Result<JobPage> {
         PgQueue::list(self, status, reason, limit)
     }
+    fn leases(&self, limit: u32) -> Result<Vec<Job>> {
+        PgQueue::leases(self, limit)
+    }
     fn browse(&self, filter: &Browse<'_>) -> Result<BrowsePage> {
         PgQueue::browse(self, filter)
     }

@@ -96,6 +96,14 @@ const LIST_OPEN: &str = "
     FROM jobs WHERE status IN ('pending', 'leased') AND status = $1
     ORDER BY queue, priority, available_at, seq LIMIT $2";
 
+/// Leased jobs in `jobs_leases`' order, `$1` of them (as SQLite's `leases`).
+const LEASES: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms, queue, priority, ended_at, cancel_requested
+    FROM jobs WHERE status = 'leased'
+    ORDER BY queue, available_at LIMIT $1";
+
 /// Done or dead jobs (dead ones only for `$2`'s reason, if any), the most recently enqueued
 /// first: the primary key walked backwards.
 const LIST_CLOSED: &str = "
@@ -276,6 +284,12 @@ impl PgQueue {
                 })
                 .collect()
         })
+    }
+
+    /// [`Queue::leases`](crate::Queue::leases) on PostgreSQL: up to `limit` leased jobs along
+    /// the leases' index.
+    pub fn leases(&self, limit: u32) -> Result<Vec<Job>> {
+        self.read(|tx| jobs_of(&tx.query(LEASES, &[&i64::from(limit)])?))
     }
 
     /// [`Queue::list`](crate::Queue::list) on PostgreSQL: up to `limit` jobs of one status in

@@ -517,7 +517,25 @@ impl Queue {
             Ok(JobPage { jobs, more })
         })
     }
+
+    /// Up to `limit` leased jobs, queue by queue, each queue's soonest lease end first: read
+    /// along the leases' index ([`LEASES`]), so a page costs `limit` rows however many
+    /// pending or finished jobs the store holds (`list` of leased jobs walks every open one).
+    pub fn leases(&self, limit: u32) -> Result<Vec<Job>> {
+        self.read(|tx| {
+            Ok(tx.prepare_cached(LEASES)?.query_map([limit], job_of)?.collect::<rusqlite::Result<_>>()?)
+        })
+    }
 }
+
+/// Leased jobs in `jobs_leases`' order, `?1` of them: the index read in order, no sort (the
+/// plan is pinned by `leases_read_the_leases_index_in_order`).
+const LEASES: &str = "
+    SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
+           redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
+           cap_ms, queue, priority, ended_at, cancel_requested
+    FROM jobs WHERE status = 'leased'
+    ORDER BY queue, available_at LIMIT ?1";
 
 #[cfg(test)]
 mod tests {
@@ -726,6 +744,42 @@ mod tests {
         }
         let closed = plan(&q, LIST_CLOSED, params![Status::Dead, DeadReason::Deadline, 10]);
         assert!(!closed.contains("TEMP B-TREE"), "{closed}");
+    }
+
+    #[test]
+    fn leases_read_the_leases_index_in_order() {
+        let mut q = queue();
+        // Enqueued b before a; a's last job stays pending. The page is queue by queue, each
+        // queue's soonest lease end first, and leaves pending jobs out.
+        let mut a1 = None;
+        for (n, (id, queue)) in
+            [("b1", "b"), ("b2", "b"), ("a1", "a"), ("a2", "a"), ("a3", "a")].iter().enumerate()
+        {
+            let job = NewJob {
+                id,
+                payload: "",
+                max_attempts: 1,
+                deadline: 1_000_000,
+                now: 10,
+                queue: Some(queue),
+                ..NewJob::default()
+            };
+            q.enqueue(&job).expect("enqueue");
+            if *id != "a3" {
+                let claimed = q.claim_from("w", &[queue], 100 + n as u64).expect("claim").expect("a job");
+                if *id == "a1" {
+                    a1 = Some(claimed.lease);
+                }
+            }
+        }
+        let ids = |jobs: Vec<Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+        assert_eq!(ids(q.leases(10).expect("leases")), ["a1", "a2", "b1", "b2"]);
+        assert_eq!(ids(q.leases(3).expect("leases")), ["a1", "a2", "b1"]);
+        // A heartbeat moves a1's lease end past a2's: by lease end, not by claim or id.
+        q.heartbeat(&a1.expect("a1's lease"), 500).expect("heartbeat");
+        assert_eq!(ids(q.leases(10).expect("leases")), ["a2", "a1", "b1", "b2"]);
+        let page = plan(&q, LEASES, params![10]);
+        assert!(page.contains("jobs_leases") && !page.contains("TEMP B-TREE"), "{page}");
     }
 
     #[test]
