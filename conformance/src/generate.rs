@@ -731,6 +731,7 @@ fn choice(kind: u8, first: usize, store: &Store, clock: &mut u64, forgotten: &[S
             not_before: None,
             base_ms: Some(1),
             cap_ms: Some(1),
+            kind: None,
         };
     let mut local = store.clone();
     let mut ops = Vec::new();
@@ -820,6 +821,7 @@ fn burst(first: usize, count: usize, ttl: u64, order: u8, now: u64) -> Vec<Op> {
                 cap_ms: None,
                 queue: None,
                 priority: None,
+                kind: None,
             }
         })
         .collect()
@@ -981,6 +983,7 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64, forgotten: &[String
                 not_before,
                 base_ms: *base_ms,
                 cap_ms: *cap_ms,
+                kind: None,
             }
         }
         Abstract::Heartbeat { by, job, token, now } => {
@@ -1251,6 +1254,7 @@ fn random_step(g: &mut Gen) -> Step {
                 not_before,
                 base_ms: own(g),
                 cap_ms: own(g),
+                kind: None,
             }
         }
         3..=5 => Op::Claim { queues: served_by(g), worker, now: time(g) },

@@ -250,6 +250,7 @@ fn argument_classes_are_the_specs_edges() {
         cap_ms: None,
         queue: None,
         priority,
+        kind: None,
     };
     let priorities =
         [(None, Some(Class::Absent)), (Some(0), Some(Class::Least)), (Some(1), None), (Some(8), None)];
@@ -291,6 +292,7 @@ fn a_prune_that_drops_what_it_must_not_breaks_the_lifecycle() {
         cap_ms: None,
         queue: None,
         priority: None,
+        kind: None,
     };
     let setup = [
         enqueue("a", 100, 0),
