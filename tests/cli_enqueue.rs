@@ -347,3 +347,23 @@ fn a_failure_part_way_says_which_lines_were_enqueued() {
     assert!(r.stderr.contains(&counts), "{}", r.stderr);
     assert_eq!(pending(&db), 20_001);
 }
+
+#[test]
+fn a_kind_is_enqueued_shown_and_compared_and_a_bad_one_refused() {
+    let (_dir, db) = fresh();
+    let r = retryq(&db, &enqueue("a", &["--payload", "p", "--kind", "mail"]), None);
+    assert_eq!((r.code, r.stdout.trim()), (Some(0), r#"{"ok":"enqueued"}"#), "{}", r.stderr);
+    assert_eq!(job(&db, "a")["kind"], "mail");
+    let r = retryq(&db, &enqueue("a", &["--payload", "p", "--kind", "sms"]), None);
+    assert_eq!((r.code, r.stdout.trim()), (Some(1), r#"{"error":"conflict"}"#), "another kind: {}", r.stderr);
+    let r = retryq(&db, &enqueue("b", &["--payload", "p"]), None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(job(&db, "b").get("kind").is_none(), "no kind, no field: 1.3's answer");
+    let long = "k".repeat(65);
+    let r = retryq(&db, &enqueue("c", &["--payload", "p", "--kind", &long]), None);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("--kind") && r.stderr.contains("65 bytes"), "{}", r.stderr);
+    let r = retryq(&db, &["list", "--status", "pending"], None);
+    assert!(r.stdout.lines().next().is_some_and(|head| head.contains("kind")), "{}", r.stdout);
+    assert!(r.stdout.lines().any(|l| l.starts_with('a') && l.contains("mail")), "{}", r.stdout);
+}

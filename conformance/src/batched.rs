@@ -438,6 +438,7 @@ mod tests {
             cap_ms: None,
             queue: None,
             priority: None,
+            kind: None,
         }
     }
 

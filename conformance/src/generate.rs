@@ -731,6 +731,7 @@ fn choice(kind: u8, first: usize, store: &Store, clock: &mut u64, forgotten: &[S
             not_before: None,
             base_ms: Some(1),
             cap_ms: Some(1),
+            kind: None,
         };
     let mut local = store.clone();
     let mut ops = Vec::new();
@@ -820,6 +821,7 @@ fn burst(first: usize, count: usize, ttl: u64, order: u8, now: u64) -> Vec<Op> {
                 cap_ms: None,
                 queue: None,
                 priority: None,
+                kind: None,
             }
         })
         .collect()
@@ -981,6 +983,7 @@ fn concrete(step: &Abstract, store: &Store, clock: &mut u64, forgotten: &[String
                 not_before,
                 base_ms: *base_ms,
                 cap_ms: *cap_ms,
+                kind: None,
             }
         }
         Abstract::Heartbeat { by, job, token, now } => {
@@ -1240,17 +1243,22 @@ fn random_step(g: &mut Gen) -> Step {
                 9 | 10 => Some(1),
                 _ => Some(10),
             };
+            // A payload, now and then under a kind (contract 1.4): "x" as a "mail" job is
+            // another job than "x" alone, and a re-enqueue of one as the other a conflict.
+            // Drawn as the payload alone was, so that the rest of the draw is unchanged.
+            let (payload, kind) = pick(g, &[("", None), ("x", None), ("y", None), ("x", Some("mail"))]);
             Op::Enqueue {
                 priority,
                 queue,
                 id,
-                payload: pick(g, &["", "x", "y"]).to_owned(),
+                payload: payload.to_owned(),
                 max_attempts: u64::from(u8::arbitrary(g) % 4),
                 deadline,
                 now,
                 not_before,
                 base_ms: own(g),
                 cap_ms: own(g),
+                kind: kind.map(str::to_owned),
             }
         }
         3..=5 => Op::Claim { queues: served_by(g), worker, now: time(g) },

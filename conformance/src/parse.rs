@@ -103,6 +103,7 @@ fn read_op(f: &mut Fields<'_>) -> Result<Op, String> {
             cap_ms: f.optional("cap_ms", int)?,
             queue: f.optional("queue", string)?,
             priority: f.optional("priority", int)?,
+            kind: f.optional("kind", string)?,
         },
         "claim" => Op::Claim {
             worker: f.required("worker", string)?,
@@ -352,6 +353,7 @@ mod tests {
                     not_before: None,
                     base_ms: None,
                     cap_ms: None,
+                    kind: None,
                 },
             ),
             (
@@ -367,6 +369,7 @@ mod tests {
                     not_before: Some(10),
                     base_ms: Some(0),
                     cap_ms: Some(MAX_INT),
+                    kind: None,
                 },
             ),
             (
@@ -382,6 +385,7 @@ mod tests {
                     not_before: None,
                     base_ms: None,
                     cap_ms: Some(3),
+                    kind: None,
                 },
             ),
             (

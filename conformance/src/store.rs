@@ -225,6 +225,7 @@ pub(crate) fn new_job(op: &Op) -> Option<NewJob<'_>> {
         cap_ms,
         queue,
         priority,
+        kind,
     } = op
     else {
         return None;
@@ -240,6 +241,7 @@ pub(crate) fn new_job(op: &Op) -> Option<NewJob<'_>> {
         not_before: *not_before,
         base_ms: *base_ms,
         cap_ms: *cap_ms,
+        kind: kind.as_deref().unwrap_or(""),
     })
 }
 
@@ -476,6 +478,7 @@ pub fn job_view(job: &retryq::Job) -> Result<JobView, ReplayError> {
         priority: u64::from(job.priority),
         ended_at: job.ended_at,
         cancel_requested: job.cancel_requested,
+        kind: job.kind.clone(),
     })
 }
 
@@ -575,6 +578,7 @@ mod tests {
                 not_before: None,
                 base_ms: None,
                 cap_ms: None,
+                kind: None,
             },
             Op::Claim { queues: None, worker: "w1".into(), now: 0 },
             Op::Restart,
@@ -604,6 +608,7 @@ mod tests {
             not_before: None,
             base_ms: None,
             cap_ms: None,
+            kind: None,
         })
         .expect("enqueue");
         let r = side

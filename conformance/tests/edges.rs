@@ -40,6 +40,7 @@ fn enqueue(id: &str, payload: &str, max_attempts: u64, deadline: u64, now: u64) 
         not_before: None,
         base_ms: None,
         cap_ms: None,
+        kind: None,
     }
 }
 
@@ -280,6 +281,7 @@ mod durability {
             not_before: None,
             base_ms: None,
             cap_ms: None,
+            kind: None,
         })
         .expect("enqueue");
         drop(side);

@@ -79,6 +79,9 @@ fn every_bug_seeded_into_the_model_is_a_divergence() {
     // steps they add to the draw cost one: a heartbeat under a lease_ms switched since the
     // claim (heartbeat-lease-at-claim) is missed by these 600 traces again, and left to the
     // model check, which catches it.
+    //
+    // Contract 1.4's kind-ignored is found because the quickcheck generator draws a payload
+    // now and then under a kind (without that draw these 600 traces miss it).
     let gaps = [
         "heartbeat-shrinks-lease",
         "heartbeat-lease-at-claim",

@@ -26,6 +26,7 @@ fn enqueue(id: &str, max_attempts: u64, deadline: u64) -> Op {
         not_before: None,
         base_ms: None,
         cap_ms: None,
+        kind: None,
     }
 }
 
@@ -434,6 +435,7 @@ impl Broken {
                 payload: String::from_utf8_lossy(&payload).into_owned(),
                 deadline: row.get::<_, i64>(3) as u64,
                 last_node: None,
+                kind: String::new(),
             }
         }))
     }
@@ -461,7 +463,7 @@ impl Broken {
             return Ok(None);
         }
         let lease = Lease { worker: worker.to_owned(), id, attempt };
-        Ok(Some(Claimed { lease, lease_until, payload, deadline, last_node: None }))
+        Ok(Some(Claimed { lease, lease_until, payload, deadline, last_node: None, kind: String::new() }))
     }
 
     fn split_complete(&mut self, c: &Completion<'_>) -> retryq::Result<Completed> {
@@ -935,6 +937,7 @@ fn response_of(line: &str) -> Option<Response> {
             priority: int("priority")?,
             ended_at: maybe("ended_at")?,
             cancel_requested: v.get("cancel_requested")?.as_bool()?,
+            kind: v.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_owned(),
         }),
         "stats" => Reply::Stats(StatsView {
             pending: int("pending")?,

@@ -6,7 +6,7 @@
 /// `PRAGMA application_id` of every retryq database: "RTRQ" in ASCII.
 pub const APPLICATION_ID: i64 = 0x5254_5251;
 /// `PRAGMA user_version` this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 /// The older schema versions this build upgrades in place: contract 1.0's and 1.1's, and
 /// contract 1.2's before the operators' notes of schema 4 (SPEC 6.36).
 pub(crate) const SCHEMA_1: i64 = 1;
@@ -17,10 +17,13 @@ pub(crate) const SCHEMA_3: i64 = 3;
 pub(crate) const SCHEMA_4: i64 = 4;
 /// Contract 1.3's schema with the bounded reap, before its paused queues.
 pub(crate) const SCHEMA_5: i64 = 5;
+/// Contract 1.3's schema whole, before 1.4's job kinds.
+pub(crate) const SCHEMA_6: i64 = 6;
 
-/// The tables, indexes and triggers of schema version 6: [`RETENTION`], [`JOBS_TABLE`], then
+/// The tables, indexes and triggers of schema version 7: [`RETENTION`], [`JOBS_TABLE`], then
 /// [`JOBS_OBJECTS`], then [`HISTORY`] and [`HISTORY_OBJECTS`] — schema 3 — the operators'
-/// notes, [`NOTES_TABLES`] and [`notes_objects`] — schema 4 and 5 — and [`PAUSED`]. They are pieces because the upgrades
+/// notes, [`NOTES_TABLES`] and [`notes_objects`] — schema 4 and 5 — [`PAUSED`] — schema 6 —
+/// and [`KIND`]. They are pieces because the upgrades
 /// (`upgrade.rs`) rebuild the jobs table under another name and then recreate what hangs on
 /// it, add to the history table rather than rebuild it, and fill the notes' tables from the
 /// history before their triggers exist.
@@ -38,10 +41,21 @@ pub(crate) const SCHEMA_5: i64 = 5;
 /// expiry is explained in the history.
 pub(crate) fn ddl() -> String {
     format!(
-        "{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}{NOTES_TABLES}{}{PAUSED}",
+        "{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}{NOTES_TABLES}{}{PAUSED}{KIND}",
         notes_objects()
     )
 }
+
+/// Schema 7's job kinds (SPEC 1.1, 6.44): a label of at most 64 bytes, `''` for none — and so
+/// for every job of an older schema. Added to the table of schema 3 rather than written into
+/// [`JOBS_TABLE`], so that a new file and an upgraded one are built by the same statement; a
+/// column with a constant default is added without rewriting a row.
+pub(crate) const KIND: &str = "
+ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT '' CHECK (length(CAST(kind AS BLOB)) <= 64);
+CREATE TRIGGER jobs_kind_fixed BEFORE UPDATE OF kind ON jobs BEGIN
+    SELECT RAISE(ABORT, 'retryq: a job''s kind never changes');
+END;
+";
 
 /// Schema 6's paused queues (SPEC 3.16, 6.40): a name and the time of its first pause, for as
 /// long as it is paused. A name no job carries may be paused; no trigger of the jobs or the

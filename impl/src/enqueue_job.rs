@@ -54,6 +54,7 @@ pub struct Enqueue<'a> {
     cap: Option<Duration>,
     queue: Option<Cow<'a, str>>,
     priority: Option<u64>,
+    kind: Cow<'a, str>,
 }
 
 /// A scheduled start, as given.
@@ -82,6 +83,7 @@ impl<'a> Enqueue<'a> {
             cap: None,
             queue: None,
             priority: None,
+            kind: Cow::Borrowed(""),
         }
     }
 
@@ -149,6 +151,18 @@ impl<'a> Enqueue<'a> {
         self
     }
 
+    /// Its kind (SPEC 1.1): a label of at most 64 bytes that a worker picks its handler by;
+    /// without one, `""`: no kind. A re-enqueue of the id with another kind is a conflict.
+    pub fn kind(mut self, kind: impl Into<Cow<'a, str>>) -> Self {
+        self.kind = kind.into();
+        self
+    }
+
+    /// The job's kind, `""` for none.
+    pub fn kind_name(&self) -> &str {
+        &self.kind
+    }
+
     /// The job's id.
     pub fn id(&self) -> &str {
         &self.id
@@ -189,6 +203,7 @@ impl<'a> Enqueue<'a> {
             cap_ms: self.cap.map(|d| ms("cap_ms", d)).transpose()?,
             queue: self.queue.as_deref(),
             priority: self.priority,
+            kind: &self.kind,
         })
     }
 }

@@ -97,6 +97,20 @@ pub(crate) fn payload(value: &str) -> Result<&str> {
     Ok(value)
 }
 
+/// The longest job kind (SPEC 1.1, 6.44).
+pub const MAX_KIND_BYTES: usize = 64;
+
+/// A job's kind: 0 … 64 bytes, no NUL (SPEC 1.1, 6.44); `""` is no kind.
+pub(crate) fn kind(value: &str) -> Result<&str> {
+    match value.len() {
+        _ if value.contains('\0') => Err(Error::invalid("kind", "must not contain NUL (U+0000)")),
+        n if n > MAX_KIND_BYTES => {
+            Err(Error::invalid("kind", format!("is {n} bytes, at most {MAX_KIND_BYTES} allowed")))
+        }
+        _ => Ok(value),
+    }
+}
+
 /// A number of attempts: 1 … 2^31 − 1.
 pub(crate) fn attempts(field: &'static str, value: u64) -> Result<u64> {
     if !(1..=MAX_ATTEMPTS).contains(&value) {

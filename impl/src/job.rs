@@ -170,6 +170,10 @@ pub struct Job {
     /// Whether an operator asked the attempt in flight to stop (SPEC 3.13): only ever true
     /// while leased.
     pub cancel_requested: bool,
+    /// What kind of job it is (SPEC 1.1): a label of 0 … 64 bytes given at its first enqueue,
+    /// `""` for none. The store compares it, with the payload, on a re-enqueue; a worker
+    /// picks the handler by it.
+    pub kind: String,
 }
 
 /// The queue a job goes to when its enqueue names none, and the one a claim that names none
@@ -199,7 +203,11 @@ pub struct Tombstone {
 }
 
 /// What an id names (SPEC 3.9): a job in the store, or the tombstone a prune left of one.
+///
+/// A `Job` is larger than a `Tombstone`, and is not boxed: a lookup answers one `get` and is
+/// never held in bulk, and matching on `Lookup::Job(job)` stays as simple as it was.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Lookup {
     /// A job, open or ended.
     Job(Job),
@@ -208,11 +216,24 @@ pub enum Lookup {
 }
 
 /// The SHA-256 digest of `payload`'s UTF-8 bytes as a tombstone keeps it: 64 lowercase hex
-/// digits (SPEC 6.29).
+/// digits (SPEC 6.29). The digest of a job without a kind; [`job_digest`] is any job's.
 pub fn payload_digest(payload: &str) -> String {
+    job_digest("", payload)
+}
+
+/// The digest a tombstone keeps of a job of `kind` carrying `payload` (SPEC 6.29): the SHA-256
+/// of the payload's UTF-8 bytes when the kind is `""`, else of the kind's, a NUL byte and the
+/// payload's — so that a tombstone written before kinds existed keeps answering as it did,
+/// and a kind (which holds no NUL) never runs into its payload. 64 lowercase hex digits.
+pub fn job_digest(kind: &str, payload: &str) -> String {
     use sha2::Digest;
-    let digest = sha2::Sha256::digest(payload.as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    let mut hasher = sha2::Sha256::new();
+    if !kind.is_empty() {
+        hasher.update(kind.as_bytes());
+        hasher.update([0u8]);
+    }
+    hasher.update(payload.as_bytes());
+    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// A word that names none of a vocabulary's values: what [`Status`], [`DeadReason`] and
@@ -414,5 +435,13 @@ mod tests {
         // FIPS 180-2's examples.
         assert_eq!(payload_digest(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
         assert_eq!(payload_digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        // No kind: the payload's digest, as every tombstone before kinds has it.
+        assert_eq!(job_digest("", "abc"), payload_digest("abc"));
+        // A kind: SHA-256 of "mail", NUL, "abc" (`printf 'mail\0abc' | sha256sum`).
+        assert_eq!(
+            job_digest("mail", "abc"),
+            "b683b6cccbf811e002aebaa991f5c7c741476b252efbd53e7ff172545ad2e14c"
+        );
+        assert_ne!(job_digest("mail", "abc"), job_digest("mai", "labc"));
     }
 }

@@ -99,12 +99,13 @@ pub use delay::{retry_delay, validate_jitter};
 pub use enqueue_job::Enqueue;
 pub use error::{Error, ErrorKind, Result, RunError};
 pub use input::{
-    MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_PAYLOAD_BYTES, MAX_PRIORITY, MAX_QUEUE_BYTES, MAX_QUEUES,
+    MAX_ATTEMPTS, MAX_ID_BYTES, MAX_INT, MAX_KIND_BYTES, MAX_PAYLOAD_BYTES, MAX_PRIORITY, MAX_QUEUE_BYTES,
+    MAX_QUEUES,
 };
 pub use interrupt::Interrupt;
 pub use job::{
     DEFAULT_QUEUE, DeadReason, Job, Lookup, MAX_NOTE_BYTES, Outcome, Report, Status, Tombstone, UnknownWord,
-    payload_digest,
+    job_digest, payload_digest,
 };
 pub use listen::{Listener, Wake};
 pub use notes::{AttemptRecord, Histogram, Tallies, Tally};

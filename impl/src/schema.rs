@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
-use crate::ddl::{APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_VERSION, ddl};
+use crate::ddl::{
+    APPLICATION_ID, SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_VERSION, ddl,
+};
 use crate::error::{Error, Result};
 use crate::upgrade;
 
@@ -58,6 +60,7 @@ pub(crate) fn inspect(conn: &Connection, path: &Path) -> Result<Found> {
         || version == SCHEMA_3
         || version == SCHEMA_4
         || version == SCHEMA_5
+        || version == SCHEMA_6
     {
         return Ok(Found::Older(version));
     }
@@ -105,7 +108,7 @@ const TAKEN: &str = "
                    'tally_buckets_never_deleted', 'jobs_tally_enqueued', 'jobs_attempt_claimed',
                    'jobs_attempt_reported', 'jobs_tally_moved', 'jobs_tally_cancel_requested',
                    'jobs_tally_heartbeat', 'attempts_tally_ended', 'tombstones_tally_pruned',
-                   'tombstones_tally_forgotten', 'paused_queues')";
+                   'tombstones_tally_forgotten', 'paused_queues', 'jobs_kind_fixed')";
 
 /// Installs retryq's schema into the database of the application's own connection, next to
 /// the application's tables, so that [`enqueue_in`](crate::enqueue_in) can enqueue jobs in
@@ -304,7 +307,7 @@ mod tests {
         let three = format!("{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}");
         let mut added: Vec<String> =
             names(&ddl()).into_iter().filter(|n| !names(&three).contains(n)).collect();
-        added.retain(|n| n != "tombstones_forgotten_whole" && n != "paused_queues");
+        added.retain(|n| n != "tombstones_forgotten_whole" && n != "paused_queues" && n != "jobs_kind_fixed");
         let mut want: Vec<String> = NOTES_NAMES.iter().map(|n| (*n).to_owned()).collect();
         want.sort();
         assert_eq!(added, want);
@@ -454,8 +457,18 @@ mod tests {
             .expect("rows")
             .collect::<rusqlite::Result<_>>()
             .expect("names");
-        let frozen =
-            ["seq", "id", "payload", "enqueued_at", "not_before", "base_ms", "cap_ms", "queue", "priority"];
+        let frozen = [
+            "seq",
+            "id",
+            "payload",
+            "enqueued_at",
+            "not_before",
+            "base_ms",
+            "cap_ms",
+            "queue",
+            "priority",
+            "kind",
+        ];
         let notes = ["last_error", "last_node"];
         let mut expected = 1;
         for column in columns.iter().filter(|c| !frozen.contains(&c.as_str()) && !notes.contains(&c.as_str()))
@@ -520,7 +533,7 @@ mod tests {
         assert!(insert(5, 4, None, None).is_err(), "a schedule before the enqueue");
         assert!(insert(5, 9, Some(max + 1), None).is_err(), "base_ms above 2^53-1");
         assert!(insert(5, 9, None, Some(-1)).is_err(), "a negative cap_ms");
-        for column in ["not_before", "base_ms", "cap_ms"] {
+        for column in ["not_before", "base_ms", "cap_ms", "kind"] {
             let err = conn.execute(&format!("UPDATE jobs SET {column} = 7"), []).unwrap_err();
             assert!(err.to_string().contains("never change"), "{column}: {err}");
         }

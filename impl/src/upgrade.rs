@@ -50,8 +50,8 @@
 use rusqlite::{Connection, Transaction};
 
 use crate::ddl::{
-    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, NOTES_NAMES, NOTES_TABLES, PAUSED, RETENTION, SCHEMA_1,
-    SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_VERSION, UPGRADE_4_TO_5, notes_objects,
+    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, KIND, NOTES_NAMES, NOTES_TABLES, PAUSED, RETENTION, SCHEMA_1,
+    SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_VERSION, UPGRADE_4_TO_5, notes_objects,
 };
 use crate::error::{Error, Result};
 use crate::notes::bucket_of;
@@ -101,14 +101,16 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
     if version == SCHEMA_VERSION {
         return Ok(());
     }
-    if ![SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5].contains(&version) {
+    if ![SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6].contains(&version) {
         return Err(Error::NotRetryq {
             path: path.to_path_buf(),
             why: format!("schema version {version} changed under the upgrade to {SCHEMA_VERSION}"),
         });
     }
-    paused_not_taken(tx, path, version)?;
-    if version != SCHEMA_4 && version != SCHEMA_5 {
+    if version != SCHEMA_6 {
+        paused_not_taken(tx, path, version)?;
+    }
+    if version != SCHEMA_4 && version != SCHEMA_5 && version != SCHEMA_6 {
         notes_not_taken(tx, path)?;
         if version != SCHEMA_3 {
             // The jobs table is rebuilt, with schema 5's indexes.
@@ -120,8 +122,12 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
         // Claim's index gains `deadline`: built anew from the open jobs.
         tx.execute_batch(UPGRADE_4_TO_5)?;
     }
-    // Schema 6: the paused queues, none yet.
-    tx.execute_batch(PAUSED)?;
+    if version != SCHEMA_6 {
+        // Schema 6: the paused queues, none yet.
+        tx.execute_batch(PAUSED)?;
+    }
+    // Schema 7: every job so far has no kind.
+    tx.execute_batch(KIND)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
 }
@@ -329,14 +335,22 @@ fn buckets_from_store() -> String {
 /// connection's private `temp` database and shadows `main`'s object of the same name for
 /// every unqualified name, so the queue's reads run unchanged and the file is never written.
 pub(crate) fn read_old(conn: &Connection, version: i64) -> Result<()> {
+    if version == SCHEMA_6 {
+        // Schema 7 differs from 6 by the kind alone, which no job had.
+        conn.execute_batch("CREATE TEMP VIEW jobs AS SELECT *, '' AS kind FROM main.jobs;")?;
+        return Ok(());
+    }
     // No older schema could pause a queue: none is paused.
     conn.execute_batch("CREATE TEMP VIEW paused_queues (queue, paused_at) AS SELECT NULL, NULL WHERE 0;")?;
     if version == SCHEMA_4 || version == SCHEMA_5 {
-        // Schema 5 differs from 4 by an index alone: the tables are read as they are.
+        // Schema 5 differs from 4 by an index alone: the tables are read as they are, the
+        // jobs with no kind.
+        conn.execute_batch("CREATE TEMP VIEW jobs AS SELECT *, '' AS kind FROM main.jobs;")?;
         return Ok(());
     }
-    if version != SCHEMA_3 {
-        read_before_3(conn, version)?;
+    match version {
+        SCHEMA_3 => conn.execute_batch("CREATE TEMP VIEW jobs AS SELECT *, '' AS kind FROM main.jobs;")?,
+        _ => read_before_3(conn, version)?,
     }
     conn.execute_batch(&format!(
         "CREATE TEMP VIEW attempts (job, attempt, worker, claimed_at, ended_at, outcome, error, node)
@@ -353,7 +367,7 @@ pub(crate) fn read_old(conn: &Connection, version: i64) -> Result<()> {
 /// [`read_old`]'s views of what schema 3 added, for a schema 1 or 2 file.
 fn read_before_3(conn: &Connection, version: i64) -> Result<()> {
     conn.execute_batch(&format!(
-        "CREATE TEMP VIEW jobs ({SCHEMA_1_COLUMNS}, {SCHEMA_3_COLUMNS}) AS {};
+        "CREATE TEMP VIEW jobs ({SCHEMA_1_COLUMNS}, {SCHEMA_3_COLUMNS}, kind) AS SELECT *, '' FROM ({});
          CREATE TEMP VIEW history AS SELECT *, 0 AS cancel_requested FROM main.history;
          CREATE TEMP VIEW tombstones (id, queue, digest, status, dead_reason, attempts, ended_at)
              AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL WHERE 0;

@@ -1,4 +1,4 @@
-//! The upgrade of a schema 5 file (contract 1.3 before its pauses) to schema 6: a read-only
+//! The upgrade of a schema 5 file (contract 1.3 before its pauses) to the current one: a read-only
 //! open reads it with no queue paused and writes nothing; a read-write one adds the empty
 //! table of paused queues and keeps every job; a file whose application already has an
 //! object of that name is refused, untouched.
@@ -8,7 +8,8 @@ use std::path::Path;
 use retryq::rusqlite::Connection;
 use retryq::{Error, NewJob, OpenOptions, Queue, SCHEMA_VERSION};
 
-/// A schema 5 file: this build's schema without the paused queues, marked 5, with one job.
+/// A schema 5 file: this build's schema without the paused queues and the kinds, marked 5,
+/// with one job.
 fn schema_5(path: &Path) {
     let mut q = Queue::open(path).expect("open");
     q.enqueue(&NewJob {
@@ -22,7 +23,11 @@ fn schema_5(path: &Path) {
     .expect("enqueue");
     drop(q);
     let conn = Connection::open(path).expect("raw");
-    conn.execute_batch("DROP TABLE paused_queues; PRAGMA user_version = 5;").expect("schema 5");
+    conn.execute_batch(
+        "DROP TABLE paused_queues; DROP TRIGGER jobs_kind_fixed; ALTER TABLE jobs DROP COLUMN kind;
+         PRAGMA user_version = 5;",
+    )
+    .expect("schema 5");
 }
 
 fn user_version(path: &Path) -> i64 {
@@ -37,7 +42,7 @@ fn a_schema_5_file_is_read_as_it_is_then_upgraded_by_a_write() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("q.db");
     schema_5(&path);
-    assert_eq!(SCHEMA_VERSION, 6);
+    assert_eq!(SCHEMA_VERSION, 7);
     let ro =
         Queue::open_with(&path, &OpenOptions { read_only: true, create: false, ..OpenOptions::default() })
             .expect("read-only open");

@@ -210,6 +210,9 @@ pub enum Bug {
     TombstoneOtherDigest,
     /// A forget removes every tombstone, whenever its job ended: `before` is ignored.
     ForgetIgnoresBefore,
+    /// An enqueue of an existing id compares the payload alone, ignoring the kind: the same
+    /// payload under another kind is `existing`, not `conflict` (SPEC 3.2, contract 1.4).
+    KindIgnored,
     /// `stats` counts no tombstones (`pruned_done` and `pruned_dead` stay 0).
     StatsForgetsPruned,
     /// A `retryable` report of an attempt asked to stop ends the job `done`, as if the
@@ -263,7 +266,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 97] = [
+    pub const ALL: [Bug; 98] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -316,6 +319,7 @@ impl Bug {
         Bug::ExistingReschedules,
         Bug::RedriveMovesNotBefore,
         Bug::ConflictOverwritesPayload,
+        Bug::KindIgnored,
         Bug::ClaimReapsOnlyExhausted,
         Bug::NoWatchdog,
         Bug::MarginBelowSkew,
@@ -418,6 +422,7 @@ impl Bug {
             Bug::ExistingReschedules => "existing-reschedules",
             Bug::RedriveMovesNotBefore => "redrive-moves-not-before",
             Bug::ConflictOverwritesPayload => "conflict-overwrites-payload",
+            Bug::KindIgnored => "kind-ignored",
             Bug::ClaimReapsOnlyExhausted => "claim-reaps-only-exhausted",
             Bug::NoWatchdog => "no-watchdog",
             Bug::MarginBelowSkew => "margin-below-skew",
@@ -525,6 +530,7 @@ impl Bug {
             Bug::ExistingReschedules => "re-enqueueing an existing id with not_before reschedules it",
             Bug::RedriveMovesNotBefore => "a redrive moves not_before to its own now",
             Bug::ConflictOverwritesPayload => "an enqueue refused conflict stores its payload all the same",
+            Bug::KindIgnored => "a re-enqueue compares the payload alone: another kind is existing",
             Bug::ClaimReapsOnlyExhausted => {
                 "claim's reap skips deadline deaths: a job past its deadline is claimed"
             }

@@ -64,6 +64,7 @@ impl Bug {
             Bug::ExistingReschedules => ENQUEUE_RULE,
             Bug::RedriveMovesNotBefore => REDRIVE_RULE,
             Bug::ConflictOverwritesPayload => REFUSALS_CHANGE_NOTHING,
+            Bug::KindIgnored => ENQUEUE_RULE,
             Bug::ClaimReapsOnlyExhausted => CLAIMS_IN_TIME,
             Bug::NoWatchdog => EXECUTIONS_APART,
             Bug::MarginBelowSkew => EXECUTIONS_APART,

@@ -716,11 +716,13 @@ pub enum Field {
     Priority,
     /// `before`: at most `now` (3.14, 3.15).
     Before,
+    /// `kind`: 0–64 bytes without NUL (1.1), in `enqueue`.
+    Kind,
 }
 
 impl Field {
     /// Every field, in the order the argument table lists them.
-    pub const ALL: [Field; 19] = [
+    pub const ALL: [Field; 20] = [
         Field::Id,
         Field::Worker,
         Field::Payload,
@@ -740,6 +742,7 @@ impl Field {
         Field::Queues,
         Field::Priority,
         Field::Before,
+        Field::Kind,
     ];
 
     /// The name a detail starts with (SPEC 6.13).
@@ -764,6 +767,7 @@ impl Field {
             Field::Queues => "queues",
             Field::Priority => "priority",
             Field::Before => "before",
+            Field::Kind => "kind",
         }
     }
 }
@@ -775,7 +779,7 @@ pub fn fields(op: OpKind) -> &'static [Field] {
     match op {
         OpKind::Config => &[BaseMs, CapMs, LeaseMs, ReapLimit],
         OpKind::Enqueue => {
-            &[Id, Payload, MaxAttempts, Deadline, Now, NotBefore, BaseMs, CapMs, Queue, Priority]
+            &[Id, Payload, MaxAttempts, Deadline, Now, NotBefore, BaseMs, CapMs, Queue, Priority, Kind]
         }
         OpKind::Claim => &[Worker, Now, Queues],
         OpKind::Complete => &[Worker, Id, Attempt, Now, Jitter],
@@ -881,6 +885,9 @@ pub fn classes(op: OpKind, field: Field) -> &'static [Class] {
         Field::Priority => &[Least, Most, Absent, Above],
         // 0, `now` itself, past `now` (or past 2^53 − 1).
         Field::Before => &[Least, Most, Above],
+        // Empty, 64 bytes, 64 of multi-byte and control characters, left out, 65, NUL. Against
+        // an existing job (which has none), every valid kind but the empty one is a conflict.
+        Field::Kind => &[Least, Most, Odd, Absent, Above, Forbidden],
     }
 }
 
@@ -1026,6 +1033,7 @@ pub fn class_of(op: &Op, field: Field) -> Option<Class> {
                 Some(_) => None,
             }
         }
+        (Op::Enqueue { kind, .. }, Field::Kind) => kind.as_deref().map_or(Some(Absent), kind_class),
         (Op::Prune { before, now } | Op::Forget { before, now }, Field::Before) => match *before {
             b if b > *now || b > crate::MAX_INT => Some(Above),
             0 => Some(Least),
@@ -1050,6 +1058,19 @@ fn queue_class(name: &str) -> Option<Class> {
         64 if name.chars().any(|c| !c.is_ascii() || c.is_control()) => Some(Class::Odd),
         64 => Some(Class::Most),
         1 => Some(Class::Least),
+        _ => None,
+    }
+}
+
+/// The class of a kind: holding NUL, past 64 bytes, 64 bytes with a multi-byte or control
+/// character, 64 bytes, empty.
+fn kind_class(kind: &str) -> Option<Class> {
+    match kind.len() {
+        _ if kind.contains('\0') => Some(Class::Forbidden),
+        n if n > 64 => Some(Class::Above),
+        64 if kind.chars().any(|c| !c.is_ascii() || c.is_control()) => Some(Class::Odd),
+        64 => Some(Class::Most),
+        0 => Some(Class::Least),
         _ => None,
     }
 }

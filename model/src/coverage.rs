@@ -602,6 +602,7 @@ mod tests {
             not_before: None,
             base_ms: None,
             cap_ms: None,
+            kind: None,
         };
         store.step(&enqueue);
         let before = store.clone();

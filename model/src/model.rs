@@ -345,11 +345,12 @@ impl World {
                 priority,
                 ended_at,
                 cancel_requested,
+                kind,
             } = job;
             (
                 (id, payload, phase, attempts, max_attempts, deadline, redrives),
                 (enqueued_at, not_before, base_ms, cap_ms, queue, priority),
-                (ended_at.map(|at| at.max(floor)), cancel_requested),
+                (ended_at.map(|at| at.max(floor)), cancel_requested, kind),
             )
         })
     }
@@ -683,6 +684,7 @@ impl QueueModel {
                     not_before,
                     base_ms,
                     cap_ms,
+                    kind: None,
                 }
             }
             Action::Claim { worker } => {
@@ -744,6 +746,7 @@ impl QueueModel {
                 not_before: None,
                 base_ms: None,
                 cap_ms: None,
+                kind: None,
             },
             Action::Prune { lag } => Op::Prune { before: now.checked_sub(*lag)?, now },
             Action::Forget { lag } => Op::Forget { before: now.checked_sub(*lag)?, now },

@@ -100,6 +100,10 @@ pub enum Op {
         /// The job's priority, 0 … 9, lower first (SPEC 1.6); absent means 0.
         #[serde(skip_serializing_if = "Option::is_none")]
         priority: Option<u64>,
+        /// The job's kind, 0 … 64 bytes (SPEC 1.1, contract 1.4); absent means `""`, none.
+        /// Compared with the payload on a repeated enqueue.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kind: Option<String>,
     },
     /// `claim`: leases the first due job of its queues to `worker`, reaping every queue first.
     Claim {
@@ -323,6 +327,7 @@ mod tests {
             not_before,
             base_ms,
             cap_ms,
+            kind: None,
         };
         assert_eq!(
             enqueue(None, None, None).to_json_line(),

@@ -135,6 +135,7 @@ impl QueueModel {
                 not_before: Some(now),
                 base_ms: Some(0),
                 cap_ms: Some(7),
+                kind: None,
             });
             if !self.bounds.contract_1_1 {
                 continue;
@@ -160,8 +161,15 @@ impl QueueModel {
         for tombstone in store.tombstones() {
             let id = tombstone.id.to_string();
             ops.push(Op::Get { id: id.clone() });
-            for payload in [tombstone.payload.to_string(), OTHER_PAYLOAD.to_string()] {
+            // Its own payload, another payload, and its own payload under another kind: the
+            // digest covers the kind too (SPEC 6.29).
+            let own = tombstone.payload.to_string();
+            let other_kind = format!("{}k", tombstone.kind);
+            for (payload, kind) in
+                [(own.clone(), None), (OTHER_PAYLOAD.to_string(), None), (own, Some(other_kind))]
+            {
                 ops.push(Op::Enqueue {
+                    kind,
                     id: id.clone(),
                     payload,
                     max_attempts: 1,
@@ -465,6 +473,7 @@ fn base_op(kind: OpKind, world: &World, target: &str) -> Op {
             not_before: None,
             base_ms: None,
             cap_ms: None,
+            kind: None,
         },
         OpKind::Claim => Op::Claim { queues: None, worker, now },
         OpKind::Complete => Op::Complete {
@@ -681,6 +690,17 @@ fn varied(mut op: Op, field: Field, class: Class, now: u64) -> Option<Op> {
                 Above => Some(names(65)),
                 Forbidden => Some(vec!["default".into(), "default".into()]),
                 Odd | Missing => return None,
+            }
+        }
+        (Op::Enqueue { kind, .. }, Field::Kind) => {
+            *kind = match class {
+                Least => Some(String::new()),
+                Most => Some("k".repeat(64)),
+                Odd => Some(format!("{}\u{7}\n", "é".repeat(31))),
+                Absent => None,
+                Above => Some("k".repeat(65)),
+                Forbidden => Some("k\0".into()),
+                _ => return None,
             }
         }
         (Op::Enqueue { priority, .. }, Field::Priority) => {

@@ -145,6 +145,8 @@ pub struct Job {
     pub ended_at: Option<u64>,
     /// An operator asked the holder of its lease to stop (SPEC 3.13); only while leased.
     pub cancel_requested: bool,
+    /// Its kind, `""` for none (SPEC 1.1): compared with the payload by a re-enqueue.
+    pub kind: Text,
 }
 
 /// What a prune leaves of an ended job (SPEC 1.7). The model keeps the payload itself where
@@ -157,6 +159,8 @@ pub struct Tombstone {
     pub queue: Text,
     /// Its payload, compared by a later enqueue of the id.
     pub payload: Text,
+    /// Its kind, compared with the payload (SPEC 6.29: the digest covers both).
+    pub kind: Text,
     /// Its final phase: `Done` or `Dead`.
     pub phase: Phase,
     /// Its claims.
@@ -204,6 +208,7 @@ impl Job {
             priority: self.priority,
             ended_at: self.ended_at,
             cancel_requested: self.cancel_requested,
+            kind: self.kind.to_string(),
         }
     }
 
@@ -376,6 +381,7 @@ impl Store {
                 not_before,
                 base_ms,
                 cap_ms,
+                kind,
             } => self.enqueue(
                 id,
                 payload,
@@ -388,6 +394,7 @@ impl Store {
                     cap_ms: *cap_ms,
                     queue: queue.as_deref(),
                     priority: *priority,
+                    kind: kind.as_deref().unwrap_or(""),
                 },
             ),
             Op::Claim { queues, worker, now } => self.claim(worker, queues.as_deref(), *now),
@@ -478,14 +485,23 @@ impl Store {
         let queue = schedule.queue.unwrap_or(DEFAULT_QUEUE);
         validate::queue("queue", queue)?;
         let priority = validate::priority(schedule.priority.unwrap_or(0))?;
+        let kind = schedule.kind;
+        validate::kind(kind)?;
+        // The same job: the same payload and the same kind (SPEC 3.2); with the seeded bug,
+        // the payload alone.
+        let ignore_kind = self.bug(Bug::KindIgnored);
+        let same = |p: &Text, k: &Text| **p == *payload && (ignore_kind || **k == *kind);
         // A pruned id is never run again: its tombstone answers for it (SPEC 3.2, 6.29).
         if let Some(tombstone) = self.tombstone(id)
             && !self.bug(Bug::EnqueueRevivesPruned)
         {
-            return if *tombstone.payload == *payload { Ok(Reply::Existing) } else { Err(Failure::Conflict) };
+            return match same(&tombstone.payload, &tombstone.kind) {
+                true => Ok(Reply::Existing),
+                false => Err(Failure::Conflict),
+            };
         }
         if let Some(i) = self.position(id) {
-            if *self.jobs[i].payload != *payload {
+            if !same(&self.jobs[i].payload, &self.jobs[i].kind) {
                 if self.bug(Bug::ConflictOverwritesPayload) {
                     self.jobs[i].payload = payload.into();
                 }
@@ -518,6 +534,7 @@ impl Store {
             priority,
             ended_at: None,
             cancel_requested: false,
+            kind: kind.into(),
         };
         if self.bug(Bug::ForgottenTakesOldPlace) {
             let at = seeded::old_place(&mut self.ever, &self.jobs, id);
@@ -1062,6 +1079,7 @@ impl Store {
                             id: job.id,
                             queue,
                             payload,
+                            kind: job.kind,
                             phase: job.phase,
                             attempts: job.attempts,
                             ended_at,
@@ -1162,6 +1180,7 @@ struct Schedule<'a> {
     cap_ms: Option<u64>,
     queue: Option<&'a str>,
     priority: Option<u64>,
+    kind: &'a str,
 }
 
 /// `retry_delay` as an operation: its arguments checked, then SPEC section 2.

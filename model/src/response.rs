@@ -71,6 +71,10 @@ pub struct JobView {
     pub ended_at: Option<u64>,
     /// Whether an operator asked the holder of its lease to stop (SPEC 3.13).
     pub cancel_requested: bool,
+    /// The job's kind (contract 1.4), shown only when not `""`: a job without one answers
+    /// exactly as in contract 1.3.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
 }
 
 /// What `get` shows of a pruned job: its tombstone (SPEC 1.7, 3.9).
@@ -395,12 +399,17 @@ mod tests {
             priority: 0,
             ended_at: Some(1275),
             cancel_requested: false,
+            kind: String::new(),
         })
         .into();
         assert_eq!(
             r.to_json_line(),
             r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":null,"cap_ms":null,"queue":"default","priority":0,"ended_at":1275,"cancel_requested":false}"#
         );
+        // Contract 1.4: a kind is shown last, and only when the job has one.
+        let Response::Ok(Reply::Job(view)) = r else { unreachable!("built as a job") };
+        let r: Response = Reply::Job(JobView { kind: "receipt".into(), ..view }).into();
+        assert!(r.to_json_line().ends_with(r#""cancel_requested":false,"kind":"receipt"}"#));
         let r: Response = Reply::Stats(StatsView::default()).into();
         assert_eq!(
             r.to_json_line(),

@@ -270,6 +270,7 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             not_before,
             base_ms,
             cap_ms,
+            kind,
         } => {
             check(q.as_deref().is_none_or(queue), "queue");
             check(priority.is_none_or(|p| p <= 9), "priority");
@@ -282,6 +283,8 @@ fn bad_fields(op: &Op) -> SmallVec<[&'static str; 4]> {
             check(not_before.is_none_or(|at| int(at) && *now <= at && at < *deadline), "not_before");
             check(base_ms.is_none_or(int), "base_ms");
             check(cap_ms.is_none_or(int), "cap_ms");
+            // SPEC 1.1: a kind is 0–64 bytes, no NUL.
+            check(kind.as_deref().is_none_or(|k| k.len() <= 64 && !k.contains('\0')), "kind");
         }
         Op::Heartbeat { worker, id, attempt: a, now } => {
             check(name(worker), "worker");
@@ -384,19 +387,23 @@ fn apply(
             not_before,
             base_ms,
             cap_ms,
+            kind,
         } => {
+            // SPEC 3.2: the same job is the same payload and the same kind.
+            let kind = kind.as_deref().unwrap_or("");
+            let same = |p: &str, k: &str| p == payload.as_str() && k == kind;
             // SPEC 3.2: a tombstone answers for its id, which never runs again (6.29).
             if let Some(tombstone) = pruned(id) {
-                return if *tombstone.payload == **payload {
+                return if same(&tombstone.payload, &tombstone.kind) {
                     Ok(Reply::Existing)
                 } else {
                     Err(Failure::Conflict)
                 };
             }
             match find(jobs, id) {
-                // SPEC 6.22, 6.28: the payload alone decides; schedule, backoff, queue and
-                // priority are ignored.
-                Some(job) if *job.payload == **payload => Ok(Reply::Existing),
+                // SPEC 6.22, 6.28: the payload and the kind alone decide; schedule, backoff,
+                // queue and priority are ignored.
+                Some(job) if same(&job.payload, &job.kind) => Ok(Reply::Existing),
                 Some(_) => Err(Failure::Conflict),
                 None => {
                     let first_due = not_before.unwrap_or(*now);
@@ -416,6 +423,7 @@ fn apply(
                         priority: priority.unwrap_or(0),
                         ended_at: None,
                         cancel_requested: false,
+                        kind: kind.into(),
                     });
                     Ok(Reply::Enqueued)
                 }
@@ -549,6 +557,7 @@ fn apply(
                         id: job.id.clone(),
                         queue: job.queue.clone(),
                         payload: job.payload.clone(),
+                        kind: job.kind.clone(),
                         phase: job.phase.clone(),
                         attempts: job.attempts,
                         ended_at: job.ended_at.unwrap_or(0),
@@ -780,6 +789,7 @@ fn view(job: &Job) -> JobView {
         priority: job.priority,
         ended_at: job.ended_at,
         cancel_requested: job.cancel_requested,
+        kind: job.kind.to_string(),
     }
 }
 

@@ -80,6 +80,7 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
                 not_before: None,
                 base_ms: None,
                 cap_ms: None,
+                kind: None,
             });
         }
         // The settings are seen only through what they do: a path that restarts or sends a
@@ -101,6 +102,7 @@ pub fn trace(model: &QueueModel, path: &Path<World, Action>, reap_at_end: bool) 
                 not_before: None,
                 base_ms: None,
                 cap_ms: None,
+                kind: None,
             });
             probe(Op::Claim { queues: None, worker: SETTINGS_PROBE.into(), now: last.now });
         }

@@ -114,6 +114,18 @@ pub fn queue(field: &str, value: &str) -> Result<(), Failure> {
     }
 }
 
+/// The longest job kind (SPEC 1.1).
+pub const MAX_KIND_BYTES: usize = 64;
+
+/// An enqueue's `kind`: 0 … 64 bytes, no NUL (SPEC 1.1, 6.44).
+pub fn kind(value: &str) -> Result<(), Failure> {
+    match value.len() {
+        _ if value.contains('\0') => Err(invalid("kind", "must not contain NUL")),
+        n if n > MAX_KIND_BYTES => Err(invalid("kind", format!("is {n} bytes, above 64"))),
+        _ => Ok(()),
+    }
+}
+
 /// A claim's `queues`: 1–64 valid names, none twice (SPEC 3.3, 5.2).
 pub fn queues(value: &[String]) -> Result<(), Failure> {
     if value.is_empty() || value.len() > MAX_QUEUES {

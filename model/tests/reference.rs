@@ -20,6 +20,7 @@ fn enqueue_payload(id: &str, payload: &str, max_attempts: u64, deadline: u64, no
         not_before: None,
         base_ms: None,
         cap_ms: None,
+        kind: None,
     }
 }
 
@@ -385,6 +386,7 @@ fn scheduled(
         not_before,
         base_ms,
         cap_ms,
+        kind: None,
     }
 }
 
@@ -698,6 +700,7 @@ fn claims_serve_their_queues_by_priority() {
         cap_ms: None,
         queue: Some(queue.into()),
         priority: Some(priority),
+        kind: None,
     };
     store.step(&job("low", "mail", 5, 100));
     store.step(&job("urgent", "mail", 0, 100));

@@ -53,8 +53,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{:<24} {:<9} {:>8} {:>8}  {:<40}  {:<40}  last error",
+        "{:<24} {:<16} {:<9} {:>8} {:>8}  {:<40}  {:<40}  last error",
         "id",
+        "kind",
         "reason",
         "attempts",
         "redrives",
@@ -75,8 +76,9 @@ fn line(job: &Job) -> String {
     let error = printable(&error);
     let attempts = format!("{}/{}", job.attempts, job.max_attempts);
     format!(
-        "{:<24} {reason:<9} {attempts:>8} {:>8}  {:<40}  {:<40}  {error}",
+        "{:<24} {:<16} {reason:<9} {attempts:>8} {:>8}  {:<40}  {:<40}  {error}",
         printable(&job.id),
+        if job.kind.is_empty() { "-".into() } else { printable(&job.kind) },
         job.redrives,
         stamp(job.enqueued_at),
         stamp(job.deadline)

@@ -43,7 +43,7 @@ const DEADLINE_HELP: &str = "The job's deadline, RFC 3339 or Unix milliseconds (
                              1798675200000): no attempt starts at or after it";
 
 /// What `--file` replaces: every flag that describes the one job.
-const ONE_JOB: [&str; 12] = [
+const ONE_JOB: [&str; 13] = [
     "id",
     "payload",
     "empty_payload",
@@ -56,6 +56,7 @@ const ONE_JOB: [&str; 12] = [
     "backoff_cap",
     "queue",
     "priority",
+    "kind",
 ];
 
 #[derive(clap::Args, Debug)]
@@ -111,6 +112,10 @@ pub struct Args {
     /// 0 (the most urgent, the default) … 9: a worker takes a smaller priority first.
     #[arg(long, value_name = "0-9", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=retryq::MAX_PRIORITY))]
     priority: Option<u64>,
+    /// What kind of job it is: the label a worker serving many kinds picks its handler by.
+    /// At most 64 bytes; none by default. A re-enqueue of the id compares it with the payload.
+    #[arg(long, value_name = "KIND", default_value = "", hide_default_value = true, value_parser = super::kind_name)]
+    kind: String,
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
@@ -149,6 +154,7 @@ pub fn run(mut args: Args) -> Result<ExitCode, CliError> {
         cap_ms: args.backoff_cap,
         queue: Some(&args.queue),
         priority: args.priority,
+        kind: &args.kind,
     };
     let (response, code) = match queue.enqueue(&job) {
         Ok(Enqueued::New) => (Response::Ok(Reply::Enqueued), ExitCode::SUCCESS),

@@ -10,7 +10,7 @@ use super::schedule::{self, When};
 use super::{duration, instant};
 
 /// The fields a line may have: `enqueue`'s flags, in snake case.
-pub const FIELDS: [&str; 11] = [
+pub const FIELDS: [&str; 12] = [
     "id",
     "payload",
     "max_attempts",
@@ -22,6 +22,7 @@ pub const FIELDS: [&str; 11] = [
     "backoff_cap",
     "queue",
     "priority",
+    "kind",
 ];
 
 /// Why a line was refused: its number, and what was wrong with it.
@@ -46,6 +47,7 @@ pub struct Line {
     backoff_cap: Option<u64>,
     queue: String,
     priority: Option<u64>,
+    kind: String,
 }
 
 /// A JSON object's members as written, a key given twice kept twice: serde_json's own map
@@ -127,6 +129,10 @@ pub fn parse_line(number: usize, raw: &str) -> Result<Line, LineError> {
         Some(queue) => super::queue_name(&queue).map_err(|why| fields.wrong("queue", why))?,
         None => DEFAULT_QUEUE.to_owned(),
     };
+    let kind = match fields.string("kind")? {
+        Some(kind) => super::kind_name(&kind).map_err(|why| fields.wrong("kind", why))?,
+        None => String::new(),
+    };
     Ok(Line {
         number,
         id,
@@ -138,6 +144,7 @@ pub fn parse_line(number: usize, raw: &str) -> Result<Line, LineError> {
         backoff_cap: fields.duration("backoff_cap", 0)?,
         queue,
         priority: fields.number("priority", 0, MAX_PRIORITY)?,
+        kind,
     })
 }
 
@@ -167,12 +174,13 @@ impl Line {
             cap_ms: self.backoff_cap,
             queue: Some(&self.queue),
             priority: self.priority,
+            kind: &self.kind,
         }
     }
 
     /// The bytes it holds, for bounding how many are kept at once.
     pub fn size(&self) -> usize {
-        self.id.len() + self.payload.len() + self.queue.len()
+        self.id.len() + self.payload.len() + self.queue.len() + self.kind.len()
     }
 }
 

@@ -136,11 +136,14 @@ fn columns(status: Status) -> &'static [(&'static str, usize)] {
     const ID: (&str, usize) = ("id", 24);
     const STATUS: (&str, usize) = ("status", 7);
     const ATTEMPTS: (&str, usize) = ("attempts", 8);
+    const KIND: (&str, usize) = ("kind", 16);
     match status {
-        Status::Pending => &[ID, STATUS, ATTEMPTS, ("available at", TIME), ("deadline", 0)],
-        Status::Leased => &[ID, STATUS, ATTEMPTS, ("lease until", TIME), ("deadline", TIME), ("worker", 0)],
-        Status::Done => &[ID, STATUS, ATTEMPTS, ("enqueued at", TIME), ("redrives", 0)],
-        _ => &[ID, STATUS, ATTEMPTS, ("reason", 9), ("enqueued at", TIME), ("deadline", 0)],
+        Status::Pending => &[ID, STATUS, KIND, ATTEMPTS, ("available at", TIME), ("deadline", 0)],
+        Status::Leased => {
+            &[ID, STATUS, KIND, ATTEMPTS, ("lease until", TIME), ("deadline", TIME), ("worker", 0)]
+        }
+        Status::Done => &[ID, STATUS, KIND, ATTEMPTS, ("enqueued at", TIME), ("redrives", 0)],
+        _ => &[ID, STATUS, KIND, ATTEMPTS, ("reason", 9), ("enqueued at", TIME), ("deadline", 0)],
     }
 }
 
@@ -149,6 +152,7 @@ fn cells(job: &Job) -> Vec<String> {
     let mut cells = vec![
         printable(&job.id).into_owned(),
         job.status.to_string(),
+        if job.kind.is_empty() { "-".to_owned() } else { printable(&job.kind).into_owned() },
         format!("{}/{}", job.attempts, job.max_attempts),
     ];
     let available = job.available_at.map_or_else(|| "-".to_owned(), stamp);
@@ -212,12 +216,14 @@ mod tests {
             priority: 0,
             ended_at: Some(1_796_062_956_712),
             cancel_requested: false,
+            kind: "receipt".into(),
         };
         let head =
             row(columns(Status::Dead), columns(Status::Dead).iter().map(|c| c.0.to_string()).collect());
         let line = row(columns(Status::Dead), cells(&job));
         let starts = |text: &str, word: &str| text.find(word).expect(word);
         assert_eq!(starts(&line, "dead"), starts(&head, "status"), "\n{head}\n{line}");
+        assert_eq!(starts(&line, "receipt"), starts(&head, "kind"), "\n{head}\n{line}");
         assert_eq!(starts(&line, "3/3") + 3, starts(&head, "attempts") + 8, "\n{head}\n{line}");
         assert_eq!(starts(&line, "exhausted"), starts(&head, "reason"), "\n{head}\n{line}");
         assert_eq!(starts(&line, "1796059356712"), starts(&head, "enqueued at"), "\n{head}\n{line}");

@@ -80,6 +80,18 @@ pub fn queue_name(value: &str) -> Result<String, String> {
     }
 }
 
+/// A job's kind (`enqueue --kind`, a job line's `kind`): at most 64 bytes, no NUL; empty is
+/// no kind (SPEC 1.1).
+pub fn kind_name(value: &str) -> Result<String, String> {
+    match value.len() {
+        _ if value.contains('\0') => Err("a kind must not contain NUL".into()),
+        n if n > retryq::MAX_KIND_BYTES => {
+            Err(format!("is {n} bytes; a kind has at most {} bytes", retryq::MAX_KIND_BYTES))
+        }
+        _ => Ok(value.to_owned()),
+    }
+}
+
 /// The system clock, or a clear error.
 pub fn now() -> Result<u64, CliError> {
     retryq_worker::now_ms().map_err(|e| CliError::Other(e.to_string()))

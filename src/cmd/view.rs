@@ -77,6 +77,9 @@ pub struct JobFields<'a> {
     priority: u8,
     ended_at: Option<u64>,
     cancel_requested: bool,
+    /// Shown only when the job has one (contract 1.4): a job without keeps 1.3's answer.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    kind: &'a str,
 }
 
 impl<'a> JobFields<'a> {
@@ -97,6 +100,7 @@ impl<'a> JobFields<'a> {
             priority: job.priority,
             ended_at: job.ended_at,
             cancel_requested: job.cancel_requested,
+            kind: &job.kind,
         }
     }
 }
@@ -194,12 +198,17 @@ mod tests {
             priority: 0,
             ended_at: Some(1275),
             cancel_requested: false,
+            kind: String::new(),
         };
         let line = serde_json::to_string(&super::job(&job)).expect("json");
         assert_eq!(
             line,
             r#"{"ok":"job","id":"order-7","status":"dead","attempts":4,"max_attempts":5,"available_at":null,"deadline":700,"dead_reason":"deadline","redrives":0,"not_before":0,"base_ms":50,"cap_ms":null,"queue":"default","priority":0,"ended_at":1275,"cancel_requested":false}"#
         );
+        // A kind comes last, and only when there is one (contract 1.4).
+        let kinded = Job { kind: "receipt".into(), ..job };
+        let line = serde_json::to_string(&super::job(&kinded)).expect("json");
+        assert!(line.ends_with(r#""cancel_requested":false,"kind":"receipt"}"#), "{line}");
     }
 
     #[test]

@@ -460,6 +460,7 @@ mod tests {
             payload: payload.into(),
             deadline: 0,
             last_node: None,
+            kind: String::new(),
         }
     }
 

@@ -22,6 +22,7 @@ use crate::window::Window;
 #[derive(Clone)]
 pub struct Attempt {
     id: String,
+    kind: String,
     payload: String,
     number: u64,
     deadline_ms: u64,
@@ -37,6 +38,7 @@ impl Attempt {
     pub(crate) fn new(job: &Claimed, window: &Window<'_>) -> Attempt {
         Attempt {
             id: job.id().to_owned(),
+            kind: job.kind.clone(),
             payload: job.payload.clone(),
             number: job.attempt(),
             deadline_ms: job.deadline,
@@ -50,6 +52,12 @@ impl Attempt {
     /// The job's id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The job's kind (SPEC 1.1), `""` for none: what [`Kinds`](crate::Kinds) picks the
+    /// handler by.
+    pub fn kind(&self) -> &str {
+        &self.kind
     }
 
     /// The job's payload, as enqueued.

@@ -60,6 +60,8 @@ mod held;
 #[cfg(feature = "http")]
 pub mod http;
 mod identity;
+#[cfg(feature = "serde")]
+mod kinds;
 mod outage;
 mod outcome;
 mod periodic;
@@ -84,6 +86,8 @@ pub use handler::{Attempt, JobError};
 #[cfg(feature = "http")]
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use identity::process_name;
+#[cfg(feature = "serde")]
+pub use kinds::{JobArgs, Kinds, Options, derived_id, job};
 pub use outcome::{Summary, WorkError};
 pub use periodic::{DEFAULT_MAX_ATTEMPTS, Every, MAX_NAME_BYTES, Period, Periodic, PeriodicError};
 pub use runtime::Worker;

@@ -174,6 +174,7 @@ mod tests {
             payload: String::new(),
             deadline: 0,
             last_node: None,
+            kind: String::new(),
         }
     }
 

@@ -2,12 +2,12 @@
 //! working for weeks has on disk, for timing `audit` before the upgrade (read-only, through
 //! the views an older schema is read by), the upgrade itself, and `audit` after it.
 //!
-//! **Schema 4** differs from schema 6 by indexes (and on PostgreSQL by the notes' trigger
-//! function, whose replacement costs the same whatever the store holds) and by schema 6's
-//! table of paused queues: on SQLite claim's index did not carry `deadline`; on PostgreSQL
+//! **Schema 4** differs from schema 7 by indexes (and on PostgreSQL by the notes' trigger
+//! function, whose replacement costs the same whatever the store holds), by schema 6's
+//! table of paused queues and by schema 7's kind column: on SQLite claim's index did not carry `deadline`; on PostgreSQL
 //! neither did it, and the reaps' three indexes did not end in `seq`. So a measured store of
 //! this build is put back to schema 4 by [`sqlite_to_4`] or [`pg_to_4`] — those indexes
-//! dropped and built as schema 4 defined them, the paused queues' table dropped, the version
+//! dropped and built as schema 4 defined them, the paused queues' table and the kind dropped, the version
 //! marked 4 — and the upgrade a read-write open then runs rebuilds them, as it
 //! would on a store schema 4's code wrote (on SQLite byte for byte that store; on PostgreSQL
 //! one whose notes' function is already schema 5's).
@@ -116,19 +116,22 @@ pub fn write(path: &Path, mix: &Mix, progress: &dyn Fn(&str)) -> Result<(), Benc
     Ok(())
 }
 
-/// Schema 4's claim index on SQLite, which schema 5 rebuilds with `deadline` at its end, and
-/// no table of paused queues (schema 6's).
+/// Schema 4's claim index on SQLite, which schema 5 rebuilds with `deadline` at its end, no
+/// table of paused queues (schema 6's) and no kind (schema 7's).
 const SQLITE_4: &str = "
     DROP TABLE paused_queues;
+    DROP TRIGGER jobs_kind_fixed;
+    ALTER TABLE jobs DROP COLUMN kind;
     DROP INDEX jobs_due;
     CREATE INDEX jobs_due ON jobs (queue, priority, available_at) WHERE status IN ('pending', 'leased');
     PRAGMA user_version = 4;";
 
 /// Schema 4's claim index and reaps' indexes on PostgreSQL, which schema 5 rebuilds (claim's
-/// with `deadline`, the reaps' ending in `seq`), no table of paused queues (schema 6's), and
-/// its version mark.
+/// with `deadline`, the reaps' ending in `seq`), no table of paused queues (schema 6's), no
+/// kind (schema 7's, whose upgrade also puts back the tombstones' guard), and its version mark.
 const PG_4: &str = "
     DROP TABLE paused_queues;
+    ALTER TABLE jobs DROP COLUMN kind;
     DROP INDEX jobs_due, jobs_cancelling, jobs_open_deadline, jobs_last_lease;
     CREATE INDEX jobs_due ON jobs (queue, priority, available_at, seq) WHERE status IN ('pending', 'leased');
     CREATE INDEX jobs_cancelling ON jobs (available_at) WHERE status = 'leased' AND cancel_requested;

@@ -90,6 +90,7 @@ impl Workload {
                 not_before: rng.random_bool(0.3).then(|| rng.random_range(0..=100)),
                 base_ms: None,
                 cap_ms: None,
+                kind: None,
             })
             .collect()
     }
@@ -242,6 +243,7 @@ impl Client {
                 not_before: None,
                 base_ms: None,
                 cap_ms: None,
+                kind: None,
             },
             92..95 => Op::Get { id: self.id() },
             95..98 => Op::Prune { before: now.saturating_sub(self.rng.random_range(0..=60)), now },

@@ -25,12 +25,24 @@ struct OwnedJob {
     cap_ms: Option<u64>,
     queue: Option<String>,
     priority: Option<u64>,
+    kind: String,
 }
 
 impl OwnedJob {
     fn of(job: &NewJob<'_>) -> OwnedJob {
-        let NewJob { id, payload, max_attempts, deadline, now, not_before, base_ms, cap_ms, queue, priority } =
-            *job;
+        let NewJob {
+            id,
+            payload,
+            max_attempts,
+            deadline,
+            now,
+            not_before,
+            base_ms,
+            cap_ms,
+            queue,
+            priority,
+            kind,
+        } = *job;
         OwnedJob {
             id: id.to_owned(),
             payload: payload.to_owned(),
@@ -42,6 +54,7 @@ impl OwnedJob {
             cap_ms,
             queue: queue.map(str::to_owned),
             priority,
+            kind: kind.to_owned(),
         }
     }
 
@@ -57,6 +70,7 @@ impl OwnedJob {
             cap_ms,
             queue,
             priority,
+            kind,
         } = self;
         NewJob {
             id,
@@ -69,6 +83,7 @@ impl OwnedJob {
             cap_ms: *cap_ms,
             queue: queue.as_deref(),
             priority: *priority,
+            kind,
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::queue::browse::{Browse, BrowsePage, QUEUES, check, page};
 const BROWSE: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested, seq
+           cap_ms, queue, priority, ended_at, cancel_requested, kind, seq
     FROM jobs
     WHERE seq < $1
       AND ($2::text IS NULL OR status = $2)
@@ -51,7 +51,7 @@ impl PgQueue {
             )?;
             let mut jobs = rows
                 .iter()
-                .map(|row| Ok((job_of(row)?, row.try_get::<_, i64>(21)?)))
+                .map(|row| Ok((job_of(row)?, row.try_get::<_, i64>(22)?)))
                 .collect::<Result<Vec<_>>>()?;
             Ok(page(&mut jobs, filter.limit))
         })

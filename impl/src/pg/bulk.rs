@@ -30,7 +30,7 @@ use super::enqueue::{insert, place, validate};
 use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_big};
 use crate::error::{Error, Result};
-use crate::job::payload_digest;
+use crate::job::job_digest;
 use crate::queue::enqueue::{Enqueued, NewJob};
 
 /// The jobs of a piece, as arrays: each new one is stored `pending` from its `not_before`
@@ -40,23 +40,23 @@ use crate::queue::enqueue::{Enqueued, NewJob};
 const INSERT_PIECE: &str = "
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
                       redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms, queue,
-                      priority, cancel_requested)
+                      priority, cancel_requested, kind)
     SELECT t.id, t.payload, 'pending', 0, t.max_attempts, t.not_before, t.deadline, 0, t.now,
-           t.now, t.not_before, t.base_ms, t.cap_ms, t.queue, t.priority, false
+           t.now, t.not_before, t.base_ms, t.cap_ms, t.queue, t.priority, false, t.kind
     FROM unnest($1::text[], $2::bytea[], $3::int8[], $4::int8[], $5::int8[], $6::int8[],
-                $7::int8[], $8::int8[], $9::text[], $10::int2[])
+                $7::int8[], $8::int8[], $9::text[], $10::int2[], $11::text[])
          WITH ORDINALITY AS t (id, payload, max_attempts, deadline, now, not_before, base_ms,
-                               cap_ms, queue, priority, ord)
+                               cap_ms, queue, priority, kind, ord)
     WHERE NOT EXISTS (SELECT 1 FROM tombstones s WHERE s.id = t.id)
     ORDER BY t.ord
     ON CONFLICT (id) DO NOTHING
     RETURNING id";
 
 /// What holds the id of each job the insert did not write, in the order given: whether a
-/// job's payload is the same (byte for byte), and a tombstone's digest.
+/// job's payload and kind are the same (byte for byte), and a tombstone's digest.
 const HOLDERS: &str = "
-    SELECT j.payload = t.payload, s.digest
-    FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS t (id, payload, ord)
+    SELECT j.payload = t.payload AND j.kind = t.kind, s.digest
+    FROM unnest($1::text[], $2::bytea[], $3::text[]) WITH ORDINALITY AS t (id, payload, kind, ord)
     LEFT JOIN jobs j ON j.id = t.id
     LEFT JOIN tombstones s ON s.id = t.id
     ORDER BY t.ord";
@@ -151,6 +151,7 @@ fn write_piece(tx: &mut Tx<'_>, piece: &[NewJob<'_>]) -> Result<Vec<Result<Enque
             &columns.cap_ms,
             &columns.queues,
             &columns.priorities,
+            &columns.kinds,
         ],
     )?;
     let mut written: HashSet<String> = rows.iter().map(|row| row.try_get(0)).collect::<Result<_, _>>()?;
@@ -166,7 +167,8 @@ fn write_piece(tx: &mut Tx<'_>, piece: &[NewJob<'_>]) -> Result<Vec<Result<Enque
     if !unwritten.is_empty() {
         let ids: Vec<&str> = unwritten.iter().map(|&i| piece[i].id).collect();
         let payloads: Vec<&[u8]> = unwritten.iter().map(|&i| piece[i].payload.as_bytes()).collect();
-        let holders = tx.query(HOLDERS, &[&ids, &payloads])?;
+        let kinds: Vec<&str> = unwritten.iter().map(|&i| piece[i].kind).collect();
+        let holders = tx.query(HOLDERS, &[&ids, &payloads, &kinds])?;
         if holders.len() != unwritten.len() {
             return Err(Error::Corrupt(format!(
                 "{} jobs not inserted, {} looked up",
@@ -181,7 +183,7 @@ fn write_piece(tx: &mut Tx<'_>, piece: &[NewJob<'_>]) -> Result<Vec<Result<Enque
             answers[i] = Some(match (same, digest) {
                 (Some(true), _) => Ok(Enqueued::Existing),
                 (Some(false), _) => Err(Error::Conflict { id: job.id.to_owned() }),
-                (None, Some(digest)) if digest == payload_digest(job.payload) => Ok(Enqueued::Existing),
+                (None, Some(digest)) if digest == job_digest(job.kind, job.payload) => Ok(Enqueued::Existing),
                 (None, Some(_)) => Err(Error::Conflict { id: job.id.to_owned() }),
                 // Neither a job nor a tombstone holds it now: enqueue it as `enqueue` does.
                 (None, None) => match insert(tx, job) {
@@ -211,6 +213,7 @@ struct Columns<'a> {
     cap_ms: Vec<Option<i64>>,
     queues: Vec<&'a str>,
     priorities: Vec<i16>,
+    kinds: Vec<&'a str>,
 }
 
 impl<'a> Columns<'a> {
@@ -235,6 +238,7 @@ impl<'a> Columns<'a> {
         self.cap_ms.push(row.5);
         self.queues.push(queue);
         self.priorities.push(priority);
+        self.kinds.push(job.kind);
         Ok(())
     }
 }

@@ -149,8 +149,8 @@ pub(super) const CLAIM: &str = concat!(
         UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
                         available_at = $3, updated_at = $1
         WHERE seq = (SELECT seq FROM first) AND xmin = (SELECT version FROM first)
-        RETURNING id, attempts, payload, deadline, last_node)
-     SELECT id, attempts, payload, deadline, last_node FROM picked"
+        RETURNING id, attempts, payload, deadline, last_node, kind)
+     SELECT id, attempts, payload, deadline, last_node, kind FROM picked"
 );
 
 /// The seqs of up to `$2` claimable jobs of the queues `$3` in claim order, with the version
@@ -165,7 +165,7 @@ const LEASE: &str = "
     UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
                     available_at = $3, updated_at = $1
     WHERE seq = $4 AND xmin::text::bigint = $5
-    RETURNING id, attempts, payload, deadline, last_node";
+    RETURNING id, attempts, payload, deadline, last_node, kind";
 
 /// A batch's leases are undone together when one of its rows changed (see [`lease_picked`]).
 const MARK: &str = "SAVEPOINT pick";
@@ -352,5 +352,6 @@ fn claimed(row: &postgres::Row, worker: &str, lease_until: u64) -> Result<Claime
         payload: utf8(row, 2)?,
         deadline: uint(row, 3)?,
         last_node: opt_utf8(row, 4)?,
+        kind: row.try_get(5)?,
     })
 }

@@ -833,6 +833,52 @@ pub(super) fn schema_6() -> String {
     format!("{}{PAUSED_6}", schema_5())
 }
 
+/// Schema 7 whole: schema 6, then its job kinds.
+pub(super) fn schema_7() -> String {
+    format!("{}{}", schema_6(), kind_7())
+}
+
+/// The digest a tombstone keeps of a job (SPEC 6.29), of the columns `kind` and `payload`:
+/// SHA-256 of the payload alone when the kind is `''` (every tombstone of schema 6 and
+/// before), else of the kind's UTF-8 bytes, a NUL byte and the payload. `crate::job_digest`
+/// is the same in Rust; a test holds the two together.
+macro_rules! job_digest {
+    () => {
+        "encode(sha256(CASE WHEN kind = '' THEN payload \
+                            ELSE convert_to(kind, 'UTF8') || '\\x00'::bytea || payload END), 'hex')"
+    };
+}
+pub(super) use job_digest;
+
+/// Schema 6 to schema 7 (contract 1.4): a job's kind (SPEC 1.1, 6.44), `''` for every job
+/// already there — a new column with a constant default, which PostgreSQL adds without
+/// rewriting the table — and the tombstones' guard, which now digests the kind with the
+/// payload.
+pub(super) fn kind_7() -> String {
+    format!(
+        r#"
+ALTER TABLE jobs ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT ''
+    CONSTRAINT jobs_kind_check CHECK (octet_length(kind) <= 64);
+
+-- A tombstone is written only by a prune, of the ended job it stands for.
+CREATE OR REPLACE FUNCTION retryq_tombstone_insert() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM jobs
+                   WHERE id = NEW.id AND status = NEW.status AND ended_at = NEW.ended_at
+                     AND attempts = NEW.attempts AND queue = NEW.queue
+                     AND dead_reason IS NOT DISTINCT FROM NEW.dead_reason
+                     AND {} = NEW.digest) THEN
+        RAISE EXCEPTION 'retryq: a tombstone is written only by a prune, of the ended job it stands for'
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+"#,
+        job_digest!()
+    )
+}
+
 /// Schema 5 to schema 6 (contract 1.3): the paused queues (SPEC 3.16, 6.40), a name and the
 /// time of its first pause, for as long as it is paused. No trigger touches the table: a
 /// prune or a forget never does.

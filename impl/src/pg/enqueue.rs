@@ -6,7 +6,7 @@ use super::turn;
 use super::value::{big, opt_big};
 use crate::error::{Error, Result};
 use crate::input;
-use crate::job::{DEFAULT_QUEUE, payload_digest};
+use crate::job::{DEFAULT_QUEUE, job_digest};
 use crate::queue::enqueue::{Enqueued, NewJob};
 
 /// How many times an enqueue looks again when the id's job was pruned between its insert
@@ -24,8 +24,8 @@ pub(super) const INSERT: &str = concat!(
     "
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
                       redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms, queue,
-                      priority, cancel_requested)
-    SELECT $1, $2, 'pending', 0, $3, $6, $4, 0, $5, $5, $6, $7, $8, $9, $10, false
+                      priority, cancel_requested, kind)
+    SELECT $1, $2, 'pending', 0, $3, $6, $4, 0, $5, $5, $6, $7, $8, $9, $10, false, $11
     FROM pg_advisory_xact_lock_shared(",
     turn::key!(),
     ") AS turn
@@ -33,11 +33,12 @@ pub(super) const INSERT: &str = concat!(
     ON CONFLICT (id) DO NOTHING"
 );
 
-/// A pruned id's tombstone: its payload's digest decides `existing` or `conflict`.
+/// A pruned id's tombstone: its kind's and payload's digest decides `existing` or `conflict`.
 pub(super) const TOMBSTONE_DIGEST: &str = "SELECT digest FROM tombstones WHERE id = $1";
 
-/// Byte for byte, as SPEC 3.2 compares payloads (`bytea` equality).
-pub(super) const SAME_PAYLOAD: &str = "SELECT payload = $2 FROM jobs WHERE id = $1";
+/// Byte for byte, as SPEC 3.2 compares payloads and kinds (`bytea` equality, and `text` in
+/// the "C" collation).
+pub(super) const SAME_PAYLOAD: &str = "SELECT payload = $2 AND kind = $3 FROM jobs WHERE id = $1";
 
 impl PgQueue {
     /// [`Queue::enqueue`](crate::Queue::enqueue) on PostgreSQL: a new id is stored
@@ -112,7 +113,7 @@ pub(super) fn insert(tx: &mut Tx<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
         if tx.execute(INSERT, &row.params())? == 1 {
             return Ok(Enqueued::New);
         }
-        let same = tx.query_opt(SAME_PAYLOAD, &[&job.id, &row.payload])?;
+        let same = tx.query_opt(SAME_PAYLOAD, &[&job.id, &row.payload, &row.kind])?;
         if let Some(answer) = by_payload(job, same.map(|found| found.try_get::<_, bool>(0)).transpose()?) {
             return answer;
         }
@@ -120,7 +121,7 @@ pub(super) fn insert(tx: &mut Tx<'_>, job: &NewJob<'_>) -> Result<Enqueued> {
     Err(gave_up(job))
 }
 
-/// `INSERT`'s ten parameters, `$1` … `$10` in its order, as PostgreSQL types: what every
+/// `INSERT`'s eleven parameters, `$1` … `$11` in its order, as PostgreSQL types: what every
 /// driver binds (the `postgres` client here, `tokio-postgres` and sqlx in `outside.rs`).
 pub(super) struct Row<'a> {
     pub(super) id: &'a str,
@@ -133,6 +134,7 @@ pub(super) struct Row<'a> {
     pub(super) cap_ms: Option<i64>,
     pub(super) queue: &'a str,
     pub(super) priority: i16,
+    pub(super) kind: &'a str,
 }
 
 impl<'a> Row<'a> {
@@ -150,11 +152,12 @@ impl<'a> Row<'a> {
             cap_ms: opt_big("cap_ms", job.cap_ms)?,
             queue,
             priority,
+            kind: job.kind,
         })
     }
 
     /// The parameters for the `postgres` and `tokio-postgres` clients.
-    pub(super) fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 10] {
+    pub(super) fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 11] {
         [
             &self.id,
             &self.payload,
@@ -166,13 +169,14 @@ impl<'a> Row<'a> {
             &self.cap_ms,
             &self.queue,
             &self.priority,
+            &self.kind,
         ]
     }
 }
 
 /// The answer to an enqueue of a pruned id, by its tombstone's `digest` (SPEC 6.29).
 pub(super) fn by_tombstone(job: &NewJob<'_>, digest: &str) -> Result<Enqueued> {
-    match digest == payload_digest(job.payload) {
+    match digest == job_digest(job.kind, job.payload) {
         true => Ok(Enqueued::Existing),
         false => Err(Error::Conflict { id: job.id.to_owned() }),
     }

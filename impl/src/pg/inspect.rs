@@ -13,13 +13,13 @@ use crate::queue::inspect::{HistoryEntry, JobPage, Owner, Stats};
 const GET: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested
+           cap_ms, queue, priority, ended_at, cancel_requested, kind
     FROM jobs WHERE id = $1";
 
 const DEAD: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested
+           cap_ms, queue, priority, ended_at, cancel_requested, kind
     FROM jobs WHERE status = 'dead' AND ($1::text IS NULL OR dead_reason = $1)
     ORDER BY seq";
 
@@ -92,7 +92,7 @@ const HISTORY: &str = "
 const LIST_OPEN: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested
+           cap_ms, queue, priority, ended_at, cancel_requested, kind
     FROM jobs WHERE status IN ('pending', 'leased') AND status = $1
     ORDER BY queue, priority, available_at, seq LIMIT $2";
 
@@ -109,7 +109,7 @@ const LEASES: &str = "
 const LIST_CLOSED: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested
+           cap_ms, queue, priority, ended_at, cancel_requested, kind
     FROM jobs WHERE status = $1 AND ($2::text IS NULL OR dead_reason = $2)
     ORDER BY seq DESC LIMIT $3";
 
@@ -121,7 +121,7 @@ pub(super) const COUNT: &str = "
     SELECT coalesce(sum(n), 0)::bigint FROM counts
     WHERE status = $1 AND ($2::text IS NULL OR reason = $2)";
 
-/// A row of the job queries' 21 columns.
+/// A row of the job queries' 22 columns.
 pub(super) fn job_of(row: &Row) -> Result<Job> {
     Ok(Job {
         id: row.try_get(0)?,
@@ -145,6 +145,7 @@ pub(super) fn job_of(row: &Row) -> Result<Job> {
         priority: small(row, 18)?,
         ended_at: opt_uint(row, 19)?,
         cancel_requested: row.try_get(20)?,
+        kind: row.try_get(21)?,
     })
 }
 

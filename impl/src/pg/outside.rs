@@ -33,7 +33,7 @@ pub(super) trait Statements {
     async fn digest(&mut self, id: &str) -> Result<Option<String>>;
     /// `INSERT` of `row`: the rows it wrote (1 or 0).
     async fn insert(&mut self, row: &Row<'_>) -> Result<u64>;
-    /// `SAME_PAYLOAD` of `row`'s id and payload.
+    /// `SAME_PAYLOAD` of `row`'s id, payload and kind.
     async fn same(&mut self, row: &Row<'_>) -> Result<Option<bool>>;
 }
 
@@ -112,7 +112,7 @@ mod tokio_pg {
             Ok(self.0.execute(enqueue::INSERT, &row.params()).await?)
         }
         async fn same(&mut self, row: &Row<'_>) -> Result<Option<bool>> {
-            let found = self.0.query_opt(SAME_PAYLOAD, &[&row.id, &row.payload]).await?;
+            let found = self.0.query_opt(SAME_PAYLOAD, &[&row.id, &row.payload, &row.kind]).await?;
             Ok(found.map(|r| r.try_get(0)).transpose()?)
         }
     }
@@ -151,13 +151,18 @@ mod sqlx_pg {
                 .bind(row.cap_ms)
                 .bind(row.queue)
                 .bind(row.priority)
+                .bind(row.kind)
                 .execute(&mut *self.0)
                 .await?;
             Ok(done.rows_affected())
         }
         async fn same(&mut self, row: &Row<'_>) -> Result<Option<bool>> {
-            let found =
-                sqlx::query(SAME_PAYLOAD).bind(row.id).bind(row.payload).fetch_optional(&mut *self.0).await?;
+            let found = sqlx::query(SAME_PAYLOAD)
+                .bind(row.id)
+                .bind(row.payload)
+                .bind(row.kind)
+                .fetch_optional(&mut *self.0)
+                .await?;
             Ok(found.map(|r| r.try_get(0)).transpose()?)
         }
     }

@@ -14,6 +14,7 @@
 //! key alone first, which every write that ends a job holds shared, so that the ended jobs
 //! they decide on are those committed when they commit (`turn.rs`, "Why prune and forget take a turn of their own").
 
+use super::ddl::job_digest;
 use super::store::{PgQueue, Turn, Tx};
 use super::value::big;
 use crate::error::{Error, Result};
@@ -21,16 +22,20 @@ use crate::input;
 
 /// Every done or dead job, of every queue, ended at or before `$1`, locked, and its
 /// tombstone written: the ids, in the order of first enqueue.
-const ENTOMB: &str = "
+const ENTOMB: &str = concat!(
+    r#"
     WITH ended AS (
-        SELECT id, queue, payload, status, dead_reason, attempts, ended_at, seq FROM jobs
+        SELECT id, queue, payload, kind, status, dead_reason, attempts, ended_at, seq FROM jobs
         WHERE status IN ('done', 'dead') AND ended_at <= $1
         ORDER BY seq
         FOR UPDATE)
     INSERT INTO tombstones (id, queue, digest, status, dead_reason, attempts, ended_at)
-    SELECT id, queue, encode(sha256(payload), 'hex'), status, dead_reason, attempts, ended_at
+    SELECT id, queue, "#,
+    job_digest!(),
+    r#", status, dead_reason, attempts, ended_at
     FROM ended ORDER BY seq
-    RETURNING id";
+    RETURNING id"#
+);
 
 /// The jobs just entombed.
 const DELETE_JOBS: &str = "DELETE FROM jobs WHERE id = ANY($1)";

@@ -26,7 +26,8 @@
 //! program's tables into a queue.
 
 use super::ddl::{
-    FILL_COUNTS, OBJECTS_3, PAUSED_6, TABLES_4, UPGRADE_2_TO_3, fill_4, objects_4, schema_6, upgrade_4_to_5,
+    FILL_COUNTS, OBJECTS_3, PAUSED_6, TABLES_4, UPGRADE_2_TO_3, fill_4, kind_7, objects_4, schema_7,
+    upgrade_4_to_5,
 };
 use super::store::Tx;
 use crate::ddl::{APPLICATION_ID, SCHEMA_VERSION};
@@ -51,6 +52,8 @@ const SCHEMA_3: i64 = 3;
 const SCHEMA_4: i64 = 4;
 /// Contract 1.3's with the bounded reap, before its paused queues.
 const SCHEMA_5: i64 = 5;
+/// Contract 1.3's whole, before 1.4's job kinds.
+const SCHEMA_6: i64 = 6;
 
 /// The current schema, the database's encoding, whether the schema holds `retryq_meta`,
 /// how many relations it holds (tables, views, sequences, indexes…), and which of the
@@ -125,7 +128,7 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     // READ COMMITTED: this statement sees what the connection that held the lock committed.
     match inspect_with(tx, name, beside)? {
         Found::Empty => {
-            tx.batch(&schema_6())?;
+            tx.batch(&schema_7())?;
             tx.execute(MARK, &[&APPLICATION_ID, &SCHEMA_VERSION])?;
         }
         Found::Older(version) => upgrade(tx, version, name)?,
@@ -137,10 +140,13 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
 /// Schema `version` (2, 3 or 4) to this build's, inside the caller's transaction, under the
 /// creation lock: every step or none (`ddl.rs` says what each does).
 fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
-    if ![SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5].contains(&version) {
+    if ![SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6].contains(&version) {
         return Err(Error::Corrupt(format!("no upgrade from PostgreSQL schema version {version}")));
     }
-    let taken: Option<String> = tx.query_one(PAUSED_TAKEN, &[])?.try_get(0)?;
+    let taken: Option<String> = match version {
+        SCHEMA_6 => None,
+        _ => tx.query_one(PAUSED_TAKEN, &[])?.try_get(0)?,
+    };
     if let Some(taken) = taken {
         return Err(Error::NotRetryq {
             path: name.into(),
@@ -153,12 +159,16 @@ fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
     if version != SCHEMA_4 && version != SCHEMA_5 {
         to_4(tx, version, name)?;
     }
-    if version != SCHEMA_5 {
+    if version != SCHEMA_5 && version != SCHEMA_6 {
         // Four indexes built anew from the open jobs, and the notes' function replaced.
         tx.batch(&upgrade_4_to_5())?;
     }
-    // Schema 6: the paused queues, none yet.
-    tx.batch(PAUSED_6)?;
+    if version != SCHEMA_6 {
+        // Schema 6: the paused queues, none yet.
+        tx.batch(PAUSED_6)?;
+    }
+    // Schema 7: every job so far has no kind; the tombstones' guard digests the kind too.
+    tx.batch(&kind_7())?;
     tx.execute(REMARK, &[&SCHEMA_VERSION])?;
     Ok(())
 }
@@ -267,7 +277,7 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
     if version > SCHEMA_VERSION {
         return Err(Error::NewerSchema { path: name.into(), found: version, supported: SCHEMA_VERSION });
     }
-    if version == SCHEMA_2 || version == SCHEMA_3 || version == SCHEMA_4 || version == SCHEMA_5 {
+    if [SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6].contains(&version) {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
@@ -282,7 +292,7 @@ mod tests {
     /// to 4 created, which it replaces).
     #[test]
     fn look_names_every_function_the_schema_creates() {
-        let ddl = super::schema_6();
+        let ddl = super::schema_7();
         let created: std::collections::BTreeSet<&str> = ddl
             .split("CREATE OR REPLACE FUNCTION ")
             .skip(1)
@@ -298,7 +308,7 @@ mod tests {
     /// The relations `TAKEN` names are the ones schema 5 creates.
     #[test]
     fn taken_names_every_relation_the_schema_creates() {
-        let ddl = super::schema_6();
+        let ddl = super::schema_7();
         for word in ["CREATE TABLE ", "CREATE INDEX "] {
             for rest in ddl.split(word).skip(1) {
                 let name = rest.split_whitespace().next().unwrap_or_default();

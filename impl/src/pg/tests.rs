@@ -483,9 +483,9 @@ fn a_foreign_or_newer_schema_is_refused_and_left_as_it_was() {
     let beside = with_search_path(&url, "queue");
     let q = PgQueue::connect(&beside).expect("a schema of its own");
     drop(q);
-    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 7").expect("newer");
+    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 8").expect("newer");
     let err = PgQueue::connect(&beside).err().expect("refused");
-    assert!(matches!(err, Error::NewerSchema { found: 7, supported: 6, .. }), "{err}");
+    assert!(matches!(err, Error::NewerSchema { found: 8, supported: 7, .. }), "{err}");
     admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 1").expect("never written");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("schema version 1")), "{err}");
@@ -780,6 +780,7 @@ fn call(rng: &mut Rng, q: &mut dyn Backend, now: u64, leases: &mut Vec<Lease>) -
         cap_ms: rng.chance(15).then(|| rng.below(400)),
         queue: rng.chance(30).then(|| *rng.pick(&QUEUES)),
         priority: rng.chance(30).then(|| rng.below(3)),
+        kind: if rng.chance(25) { "mail" } else { "" },
     };
     let earlier = |rng: &mut Rng| if rng.chance(15) { now.saturating_sub(rng.below(300)) } else { now };
     let report = |rng: &mut Rng| {

@@ -622,3 +622,31 @@ fn a_schema_2_database_is_upgraded_in_place() {
         assert_eq!(thread.join().expect("thread").expect("upgraded once"), want);
     }
 }
+
+/// Contract 1.4 on PostgreSQL: the kind is compared with the payload, and the tombstone's
+/// digest, computed in SQL, is `job_digest`'s: the payload's alone without a kind.
+#[test]
+fn a_kind_is_compared_and_digested_as_the_sqlite_store_does() {
+    let Some(mut q) = pg("a_kind_is_compared_and_digested_as_the_sqlite_store_does") else { return };
+    let mail = NewJob { kind: "mail", ..job("m", "default", 0, 0) };
+    enqueue(&mut q, mail);
+    enqueue(&mut q, job("p", "default", 0, 0));
+    assert_eq!(kind(q.enqueue(&NewJob { kind: "sms", ..mail })), Err(ErrorKind::Conflict));
+    assert_eq!(kind(q.enqueue(&NewJob { kind: "", ..mail })), Err(ErrorKind::Conflict));
+    assert_eq!(kind(q.enqueue(&NewJob { kind: "k\0", ..mail })), Err(ErrorKind::InvalidInput));
+    assert_eq!(kind(q.enqueue(&mail)), Ok(Enqueued::Existing));
+    for _ in 0..2 {
+        let claimed = q.claim("w", 1).expect("claim").expect("a job");
+        assert_eq!(claimed.kind, if claimed.id() == "m" { "mail" } else { "" });
+        q.complete(&Completion::new(&claimed.lease, Outcome::Ok, 2, 0.5)).expect("done");
+    }
+    assert_eq!(q.prune(2, 3).expect("prune"), 2);
+    let digest = |id| match q.lookup(id).expect("lookup") {
+        Some(Lookup::Pruned(t)) => t.digest,
+        other => panic!("{id}: {other:?}"),
+    };
+    assert_eq!(digest("m"), crate::job_digest("mail", "m"));
+    assert_eq!(digest("p"), payload_digest("p"), "no kind: the payload's digest, as before 1.4");
+    assert_eq!(kind(q.enqueue(&mail)), Ok(Enqueued::Existing));
+    assert_eq!(kind(q.enqueue(&NewJob { kind: "sms", ..mail })), Err(ErrorKind::Conflict));
+}

@@ -51,7 +51,7 @@ pub struct BrowsePage {
 const BROWSE: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested, seq
+           cap_ms, queue, priority, ended_at, cancel_requested, kind, seq
     FROM jobs
     WHERE seq < ?1
       AND (?2 IS NULL OR status = ?2)
@@ -72,7 +72,7 @@ const PREFIX_MATCHES: &str = "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE id 
 const BROWSE_BY_ID: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested, seq
+           cap_ms, queue, priority, ended_at, cancel_requested, kind, seq
     FROM jobs INDEXED BY sqlite_autoindex_jobs_1
     WHERE id >= ?5 AND id < ?8
       AND seq < ?1
@@ -151,7 +151,7 @@ impl Queue {
             let mut rows = tx
                 .prepare_cached(if by_id.is_some() { BROWSE_BY_ID } else { BROWSE })?
                 .query_map(params_from_iter(args.into_iter().chain(end_arg)), |row| {
-                    Ok((job_of(row)?, row.get::<_, i64>(21)?))
+                    Ok((job_of(row)?, row.get::<_, i64>(22)?))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(page(&mut rows, filter.limit))

@@ -26,6 +26,9 @@ pub struct Claimed {
     /// a transport that picks among several can send this attempt elsewhere. A job being
     /// claimed has not succeeded, so that attempt did not succeed either.
     pub last_node: Option<String>,
+    /// The job's kind (SPEC 1.1), `""` for none: which handler a worker serving many kinds
+    /// runs it with.
+    pub kind: String,
 }
 
 impl Claimed {
@@ -155,7 +158,7 @@ const LEASE: &str = "
     UPDATE OR ROLLBACK jobs SET status = 'leased', attempts = attempts + 1, owner = ?2,
                                 claimed_at = ?1, available_at = ?3, updated_at = ?1
     WHERE seq = ?4
-    RETURNING id, attempts, payload, deadline, last_node";
+    RETURNING id, attempts, payload, deadline, last_node, kind";
 
 /// Up to `k` claims from `queues` inside the caller's transaction, once reaped: the paused
 /// queues left out, the due jobs are picked priority by priority, each priority with one walk of the index per queue
@@ -207,6 +210,7 @@ pub(super) fn lease_picked(
                 payload: row.get(2)?,
                 deadline: row.get(3)?,
                 last_node: row.get(4)?,
+                kind: row.get(5)?,
             })
         })?);
     }

@@ -46,6 +46,9 @@ pub struct NewJob<'a> {
     pub queue: Option<&'a str>,
     /// 0 … 9, lower first (SPEC 1.6); `None` is 0. An id already stored keeps its own.
     pub priority: Option<u64>,
+    /// What kind of job it is (SPEC 1.1): 0 … 64 bytes, no NUL; `""` (the default) is none.
+    /// A re-enqueue of the id compares it with the payload (SPEC 3.2).
+    pub kind: &'a str,
 }
 
 /// What an `enqueue` takes: a [`NewJob`] with its times given (the contract's operation, the
@@ -78,14 +81,16 @@ pub enum Enqueued {
 const INSERT: &str = "
     INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline,
                       redrives, enqueued_at, updated_at, not_before, base_ms, cap_ms, queue,
-                      priority, cancel_requested)
-    VALUES (?1, ?2, 'pending', 0, ?3, ?6, ?4, 0, ?5, ?5, ?6, ?7, ?8, ?9, ?10, 0)
+                      priority, cancel_requested, kind)
+    VALUES (?1, ?2, 'pending', 0, ?3, ?6, ?4, 0, ?5, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11)
     ON CONFLICT (id) DO NOTHING";
 
-/// A pruned id's tombstone: its payload's digest decides `existing` or `conflict` (SPEC 3.2).
+/// A pruned id's tombstone: its kind's and payload's digest decides `existing` or `conflict`
+/// (SPEC 3.2, 6.29).
 const TOMBSTONE_DIGEST: &str = "SELECT digest FROM tombstones WHERE id = ?1";
 
-const SAME_PAYLOAD: &str = "SELECT payload = ?2 FROM jobs WHERE id = ?1";
+/// The same job: the same payload and the same kind, byte for byte (SPEC 3.2).
+const SAME_PAYLOAD: &str = "SELECT payload = ?2 AND kind = ?3 FROM jobs WHERE id = ?1";
 
 impl NewJob<'_> {
     /// Every check of SPEC 3.2's arguments, in its order: what each store runs before it
@@ -111,6 +116,7 @@ impl NewJob<'_> {
         if let Some(priority) = self.priority {
             input::priority(priority)?;
         }
+        input::kind(self.kind)?;
         Ok(())
     }
 }
@@ -227,7 +233,7 @@ pub(super) fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued>
     let digest: Option<String> =
         tx.prepare_cached(TOMBSTONE_DIGEST)?.query_row([job.id], |r| r.get(0)).optional()?;
     if let Some(digest) = digest {
-        return match digest == crate::job::payload_digest(job.payload) {
+        return match digest == crate::job::job_digest(job.kind, job.payload) {
             true => Ok(Enqueued::Existing),
             false => Err(Error::Conflict { id: job.id.to_owned() }),
         };
@@ -242,13 +248,16 @@ pub(super) fn insert(tx: &Transaction<'_>, job: &NewJob<'_>) -> Result<Enqueued>
         job.base_ms,
         job.cap_ms,
         job.queue.unwrap_or(crate::job::DEFAULT_QUEUE),
-        job.priority.unwrap_or(0)
+        job.priority.unwrap_or(0),
+        job.kind
     ])?;
     if inserted == 1 {
         return Ok(Enqueued::New);
     }
-    let same: Option<bool> =
-        tx.prepare_cached(SAME_PAYLOAD)?.query_row(params![job.id, job.payload], |r| r.get(0)).optional()?;
+    let same: Option<bool> = tx
+        .prepare_cached(SAME_PAYLOAD)?
+        .query_row(params![job.id, job.payload, job.kind], |r| r.get(0))
+        .optional()?;
     match same {
         Some(true) => Ok(Enqueued::Existing),
         Some(false) => Err(Error::Conflict { id: job.id.to_owned() }),

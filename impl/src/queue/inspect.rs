@@ -108,12 +108,12 @@ pub struct HistoryEntry {
 
 const JOB_COLUMNS: &str = "id, payload, status, attempts, max_attempts, available_at, deadline, \
                            dead_reason, redrives, enqueued_at, owner, claimed_at, last_error, last_node, \
-                           not_before, base_ms, cap_ms, queue, priority, ended_at, cancel_requested";
+                           not_before, base_ms, cap_ms, queue, priority, ended_at, cancel_requested, kind";
 
 const GET: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested
+           cap_ms, queue, priority, ended_at, cancel_requested, kind
     FROM jobs WHERE id = ?1";
 
 /// The earliest time an open job needs a worker: a pending job's reservation or a lease's
@@ -195,6 +195,7 @@ pub(super) fn job_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
         priority: row.get(18)?,
         ended_at: row.get(19)?,
         cancel_requested: row.get(20)?,
+        kind: row.get(21)?,
     })
 }
 
@@ -461,7 +462,7 @@ pub struct JobPage {
 const LIST_OPEN: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested
+           cap_ms, queue, priority, ended_at, cancel_requested, kind
     FROM jobs WHERE status IN ('pending', 'leased') AND status = ?1
     ORDER BY queue, priority, available_at, seq LIMIT ?2";
 
@@ -473,7 +474,7 @@ const LIST_OPEN: &str = "
 const LIST_CLOSED: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested
+           cap_ms, queue, priority, ended_at, cancel_requested, kind
     FROM jobs WHERE status = ?1 AND (?2 IS NULL OR dead_reason = ?2)
     ORDER BY seq DESC LIMIT ?3";
 

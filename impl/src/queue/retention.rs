@@ -15,11 +15,11 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use super::store::Queue;
 use crate::error::{Error, Result};
 use crate::input;
-use crate::job::payload_digest;
+use crate::job::job_digest;
 
 /// The ended jobs to prune, the earliest ended first: a walk of `jobs_ended`.
 const ENDED: &str = "
-    SELECT seq, id, queue, payload, status, dead_reason, attempts, ended_at FROM jobs
+    SELECT seq, id, queue, payload, status, dead_reason, attempts, ended_at, kind FROM jobs
     WHERE status IN ('done', 'dead') AND ended_at <= ?1
     ORDER BY ended_at";
 
@@ -131,6 +131,7 @@ fn prune(tx: &Transaction<'_>, before: u64) -> Result<u64> {
         dead_reason: Option<crate::DeadReason>,
         attempts: u64,
         ended_at: u64,
+        kind: String,
     }
     let ended: Vec<Ended> = tx
         .prepare_cached(ENDED)?
@@ -144,6 +145,7 @@ fn prune(tx: &Transaction<'_>, before: u64) -> Result<u64> {
                 dead_reason: row.get(5)?,
                 attempts: row.get(6)?,
                 ended_at: row.get(7)?,
+                kind: row.get(8)?,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -155,7 +157,7 @@ fn prune(tx: &Transaction<'_>, before: u64) -> Result<u64> {
         tombstone.execute(params![
             job.id,
             job.queue,
-            payload_digest(&job.payload),
+            job_digest(&job.kind, &job.payload),
             job.status,
             job.dead_reason,
             job.attempts,

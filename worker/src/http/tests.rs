@@ -102,6 +102,7 @@ fn job(id: &str, attempt: u64) -> Claimed {
         payload: "{\"sku\":42}".into(),
         deadline: 0,
         last_node: None,
+        kind: String::new(),
     }
 }
 
