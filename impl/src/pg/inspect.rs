@@ -100,7 +100,7 @@ const LIST_OPEN: &str = "
 const LEASES: &str = "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
-           cap_ms, queue, priority, ended_at, cancel_requested
+           cap_ms, queue, priority, ended_at, cancel_requested, kind
     FROM jobs WHERE status = 'leased'
     ORDER BY queue, available_at LIMIT $1";
 
