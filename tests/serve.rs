@@ -509,8 +509,16 @@ fn text_filters(db: &str) {
     for n in 0..250 {
         let id = format!("bulk-{n:03}");
         let payload = if n % 100 == 42 { r#"{"sku":"needle-1"}"# } else { "{}" };
-        let job =
-            NewJob { id: &id, payload, max_attempts: 1, deadline: 1 << 50, now: 2_000, ..NewJob::default() };
+        let kind = if n % 50 == 7 { "mail" } else { "" };
+        let job = NewJob {
+            id: &id,
+            payload,
+            kind,
+            max_attempts: 1,
+            deadline: 1 << 50,
+            now: 2_000,
+            ..NewJob::default()
+        };
         store.enqueue(&job).expect("enqueue");
     }
     let serving = start_serve(db, &[]);
@@ -527,6 +535,14 @@ fn text_filters(db: &str) {
     let (_, page) = get(&base, &next);
     assert_eq!((listed(&page), scanned(&page)), (vec!["bulk-042".to_owned()], 54));
     assert!(!page.contains("id=\"next\""), "{page}");
+
+    // A kind, exactly, in the same bounded scan; the list shows each job's kind.
+    let (_, page) = get(&base, "/jobs?kind=mail");
+    let mail = ["bulk-207", "bulk-157", "bulk-107", "bulk-057"].map(str::to_owned);
+    assert_eq!((listed(&page), scanned(&page)), (mail.to_vec(), 200), "{page}");
+    assert!(page.contains("<td class=\"kind\">mail</td>"), "{page}");
+    let (_, page) = get(&base, "/jobs?kind=Mail");
+    assert!(page.contains("No job matches."), "{page}");
 
     // Error text, with the other filters: only the dead job's error holds "onerror".
     let (_, page) = get(&base, "/jobs?status=dead&error=onerror");

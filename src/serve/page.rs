@@ -241,6 +241,8 @@ pub struct Filters {
     pub error: Option<String>,
     /// Text the payload holds.
     pub payload: Option<String>,
+    /// The jobs' kind, exactly.
+    pub kind: Option<String>,
 }
 
 impl Filters {
@@ -259,6 +261,7 @@ impl Filters {
         add("older_than", self.older_than.as_deref());
         add("error", self.error.as_deref());
         add("payload", self.payload.as_deref());
+        add("kind", self.kind.as_deref());
         query.finish()
     }
 }
@@ -296,11 +299,12 @@ pub fn jobs(
                 br;
                 label { "error contains " input type="text" name="error" value=[filters.error.as_deref()] size="20"; }
                 label { " payload contains " input type="text" name="payload" value=[filters.payload.as_deref()] size="20"; }
+                label { " kind " input type="text" name="kind" value=[filters.kind.as_deref()] size="12"; }
                 " " button type="submit" { "Filter" }
             }
             @if let Some(scanned) = scanned {
                 p.note #scanned data-scanned=(scanned) {
-                    "Text is searched in at most " (search::SCAN) " jobs per page, the most recently enqueued first, "
+                    "Text and kind are searched in at most " (search::SCAN) " jobs per page, the most recently enqueued first, "
                     "among those the other filters keep: this page read " (scanned) "."
                     @if page.next.is_some() { " Next page reads the next ones." }
                 }
@@ -312,13 +316,13 @@ pub fn jobs(
                 input type="hidden" name="csrf" value=(csrf);
                 input type="hidden" name="back" value=(filters.query());
                 table #jobs {
-                    thead { tr { th { input #select-all type="checkbox" aria-label="select every job of this page"; } th { "id" } th { "queue" } th { "priority" } th { "status" } th { "attempts" } th { "enqueued" } th { "last error" } } }
+                    thead { tr { th { input #select-all type="checkbox" aria-label="select every job of this page"; } th { "id" } th { "queue" } th { "kind" } th { "priority" } th { "status" } th { "attempts" } th { "enqueued" } th { "last error" } } }
                     tbody {
                         @for job in &page.jobs {
                             tr {
                                 td { input.select type="checkbox" name="id" value=(job.id) aria-label={ "select " (job.id) }; }
                                 td { a.job href=(job_href(&job.id)) { (job.id) } }
-                                td { (job.queue) } td { (job.priority) }
+                                td { (job.queue) } td.kind { (job.kind) } td { (job.priority) }
                                 td { (status_word(job)) }
                                 td { (job.attempts) " / " (job.max_attempts) }
                                 td { (utc(job.enqueued_at)) }
@@ -428,6 +432,7 @@ pub fn job(
                 tr { th { "id" } td #job-id { (job.id) } }
                 tr { th { "status" } td #job-status { (status_word(job)) } }
                 tr { th { "queue" } td { (job.queue) } }
+                tr { th { "kind" } td #job-kind { (job.kind) } }
                 tr { th { "priority" } td { (job.priority) } }
                 tr { th { "attempts" } td { (job.attempts) " of " (job.max_attempts) } }
                 tr { th { "deadline" } td { (utc(job.deadline)) } }

@@ -445,6 +445,7 @@ fn jobs_at(
         older_than: older_than.map(str::to_owned),
         error: request.query("error").map(str::to_owned),
         payload: request.query("payload").map(str::to_owned),
+        kind: request.query("kind").filter(|kind| !kind.is_empty()).map(str::to_owned),
     };
     let browse = Browse {
         status,
@@ -455,7 +456,11 @@ fn jobs_at(
         after,
         limit: PAGE,
     };
-    let texts = search::Texts { error: filters.error.as_deref(), payload: filters.payload.as_deref() };
+    let texts = search::Texts {
+        error: filters.error.as_deref(),
+        payload: filters.payload.as_deref(),
+        kind: filters.kind.as_deref(),
+    };
     let (page, scanned) = if texts.any() {
         let found = search::search(store, &browse, texts, PAGE as usize)?;
         (found.page, Some(found.scanned))

@@ -1,9 +1,10 @@
-//! The jobs list's filters by error text and payload text: a bounded scan.
+//! The jobs list's filters by error text, payload text and kind: a bounded scan.
 //!
 //! The stores keep no index of text, so a text filter reads the jobs the other filters
 //! (status, reason, queue, id prefix, age) let through, the most recently enqueued first, in
 //! chunks of [`CHUNK`] through `Backend::browse`, and keeps those whose last error or payload
-//! holds the text (as written: case counts). It stops once it has a page of matches or has
+//! holds the text (as written: case counts) and whose kind is the one asked for (byte for
+//! byte; no index holds kinds either). It stops once it has a page of matches or has
 //! read [`SCAN`] jobs, whichever comes first, and the page says how many it read and links
 //! the next stretch. So a page costs at most [`SCAN`] jobs read (each walk of `browse` as its
 //! own doc says), and holds at most one chunk's payloads at a time: matches keep no payload
@@ -23,17 +24,20 @@ pub struct Texts<'a> {
     pub error: Option<&'a str>,
     /// Text the job's payload holds.
     pub payload: Option<&'a str>,
+    /// The job's kind, exactly (`""`: jobs without one).
+    pub kind: Option<&'a str>,
 }
 
 impl Texts<'_> {
     /// Whether a text is asked for at all.
     pub fn any(&self) -> bool {
-        self.error.is_some() || self.payload.is_some()
+        self.error.is_some() || self.payload.is_some() || self.kind.is_some()
     }
 
     fn matches(&self, job: &Job) -> bool {
         self.error.is_none_or(|text| job.last_error.as_deref().is_some_and(|e| e.contains(text)))
             && self.payload.is_none_or(|text| job.payload.contains(text))
+            && self.kind.is_none_or(|kind| job.kind == kind)
     }
 }
 
@@ -89,7 +93,7 @@ mod tests {
             store.enqueue(&job).expect("enqueue");
         }
         let browse = Browse { limit: 1, ..Browse::default() };
-        let texts = Texts { payload: Some("needle"), error: None };
+        let texts = Texts { payload: Some("needle"), ..Texts::default() };
         let first = search(&store, &browse, texts, 50).expect("search");
         // The newest first: j407, j307, j207 lie in the first 200 (j449 down to j250).
         assert_eq!(first.scanned, SCAN);
@@ -103,7 +107,31 @@ mod tests {
         let found: Vec<&str> = last.page.jobs.iter().map(|j| j.id.as_str()).collect();
         assert_eq!((found.as_slice(), last.scanned, last.page.next), (["j007"].as_slice(), 50, None));
         // A page of matches ends the search early.
-        let early = search(&store, &browse, Texts { payload: Some("{"), error: None }, 50).expect("search");
+        let early =
+            search(&store, &browse, Texts { payload: Some("{"), ..Texts::default() }, 50).expect("search");
         assert_eq!((early.scanned, early.page.jobs.len()), (50, 50));
+    }
+
+    #[test]
+    fn a_kind_matches_byte_for_byte_and_with_the_texts() {
+        let mut store = Queue::open_in_memory().expect("open");
+        for (id, kind, payload) in [
+            ("m1", "mail", "a"),
+            ("m2", "Mail", "a"),
+            ("c1", "charge", "a"),
+            ("m3", "mail", "b"),
+            ("n1", "", "a"),
+        ] {
+            let job =
+                NewJob { id, payload, kind, max_attempts: 1, deadline: 1 << 40, now: 1, ..NewJob::default() };
+            store.enqueue(&job).expect("enqueue");
+        }
+        let browse = Browse { limit: 10, ..Browse::default() };
+        let ids = |texts: Texts<'_>| -> Vec<String> {
+            search(&store, &browse, texts, 10).expect("search").page.jobs.into_iter().map(|j| j.id).collect()
+        };
+        assert_eq!(ids(Texts { kind: Some("mail"), ..Texts::default() }), ["m3", "m1"]);
+        assert_eq!(ids(Texts { kind: Some("mail"), payload: Some("a"), ..Texts::default() }), ["m1"]);
+        assert_eq!(ids(Texts { kind: Some(""), ..Texts::default() }), ["n1"]);
     }
 }
