@@ -177,12 +177,7 @@ impl Kinds {
         A: JobArgs + 'static,
         F: Fn(A, &Attempt) -> Result<(), JobError> + Send + Sync + 'static,
     {
-        let run = move |attempt: &Attempt| {
-            let args: A = retryq::json::from_str(attempt.payload()).map_err(|e| {
-                JobError::permanent(format!("the arguments are not a {} job's: {e}", A::KIND))
-            })?;
-            handler(args, attempt)
-        };
+        let run = move |attempt: &Attempt| handler(decode::<A>(attempt)?, attempt);
         self.handlers.insert(A::KIND, Arc::new(run));
         self
     }
@@ -206,7 +201,97 @@ impl Kinds {
         };
         match handler {
             Some(handler) => handler(attempt),
-            None => Err(JobError::permanent(format!("no handler serves kind {:?}", attempt.kind()))),
+            None => Err(unserved(attempt)),
+        }
+    }
+}
+
+/// `attempt`'s arguments as `A`'s; arguments that do not decode are a permanent error (no
+/// later attempt would decode them either).
+fn decode<A: JobArgs>(attempt: &Attempt) -> Result<A, JobError> {
+    retryq::json::from_str(attempt.payload())
+        .map_err(|e| JobError::permanent(format!("the arguments are not a {} job's: {e}", A::KIND)))
+}
+
+/// The error of a job whose kind no handler serves.
+fn unserved(attempt: &Attempt) -> JobError {
+    JobError::permanent(format!("no handler serves kind {:?}", attempt.kind()))
+}
+
+#[cfg(feature = "tokio")]
+pub use self::asynch::AsyncKinds;
+
+/// [`Kinds`] for [`Worker::run_async`](crate::Worker::run_async): each kind's handler an
+/// async fn.
+#[cfg(feature = "tokio")]
+mod asynch {
+    use std::collections::HashMap;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+
+    use super::{JobArgs, decode, unserved};
+    use crate::handler::{Attempt, JobError};
+
+    /// What an async handler gives back: its attempt's end, to be awaited.
+    pub type Ran = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>;
+    type Handler = Arc<dyn Fn(Attempt) -> Ran + Send + Sync>;
+
+    /// The async handlers of an application's kinds: [`AsyncKinds::run`] is the handler
+    /// [`Worker::run_async`](crate::Worker::run_async) runs, and picks the kind's own. The
+    /// same rules as [`Kinds`](super::Kinds): arguments that do not decode, and a kind no
+    /// handler serves, are permanent errors naming the kind.
+    #[derive(Clone, Default)]
+    pub struct AsyncKinds {
+        handlers: HashMap<&'static str, Handler>,
+        plain: Option<Handler>,
+    }
+
+    impl AsyncKinds {
+        /// No handler yet: every job would end `dead(permanent)`.
+        pub fn new() -> AsyncKinds {
+            AsyncKinds::default()
+        }
+
+        /// `A`'s jobs run `handler` with their arguments decoded. A second handler for the
+        /// same kind replaces the first.
+        pub fn handle<A, F, Fut>(mut self, handler: F) -> AsyncKinds
+        where
+            A: JobArgs + 'static,
+            F: Fn(A, Attempt) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+        {
+            let run = move |attempt: Attempt| -> Ran {
+                match decode::<A>(&attempt) {
+                    Ok(args) => Box::pin(handler(args, attempt)),
+                    Err(e) => Box::pin(std::future::ready(Err(e))),
+                }
+            };
+            self.handlers.insert(A::KIND, Arc::new(run));
+            self
+        }
+
+        /// Jobs without a kind run `handler` with the plain payload.
+        pub fn plain<F, Fut>(mut self, handler: F) -> AsyncKinds
+        where
+            F: Fn(Attempt) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+        {
+            self.plain = Some(Arc::new(move |attempt: Attempt| -> Ran { Box::pin(handler(attempt)) }));
+            self
+        }
+
+        /// Runs `attempt` with its kind's handler; a kind no handler serves is a permanent
+        /// error naming the kind.
+        pub fn run(&self, attempt: Attempt) -> Ran {
+            let handler = match attempt.kind() {
+                "" => self.plain.as_ref(),
+                kind => self.handlers.get(kind),
+            };
+            match handler {
+                Some(handler) => handler(attempt),
+                None => Box::pin(std::future::ready(Err(unserved(&attempt)))),
+            }
         }
     }
 }
