@@ -86,9 +86,9 @@ pub use handler::{Attempt, JobError};
 #[cfg(feature = "http")]
 pub use http::{Http, HttpError, HttpOptions, StatusTable};
 pub use identity::process_name;
-#[cfg(feature = "serde")]
 #[cfg(all(feature = "serde", feature = "tokio"))]
 pub use kinds::AsyncKinds;
+#[cfg(feature = "serde")]
 pub use kinds::{JobArgs, Kinds, Options, derived_id, job};
 pub use outcome::{Summary, WorkError};
 pub use periodic::{DEFAULT_MAX_ATTEMPTS, Every, MAX_NAME_BYTES, Period, Periodic, PeriodicError};
