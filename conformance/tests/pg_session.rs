@@ -140,7 +140,7 @@ fn postgres_cancels_a_waiting_statement_from_another_thread() {
     cancel.join().expect("the interrupting thread");
     assert_eq!(err.sqlstate(), Some("57014"), "{err} after {:?}", start.elapsed());
     tx.rollback().expect("rollback");
-    assert!(Backend::get(&q, "a").expect("the next read").is_some());
+    assert!(read_after_a_cancel(&q, "a").expect("the next read").is_some());
     // A cancelled statement costs the transaction, not the connection.
     assert_eq!(sessions_named(&mut admin, "conformance-interrupted"), session);
 
@@ -157,8 +157,19 @@ fn postgres_cancels_a_waiting_statement_from_another_thread() {
     cancel.join().expect("the interrupting thread");
     assert_eq!(err.sqlstate(), Some("57014"), "{err}");
     tx.rollback().expect("rollback");
-    assert_eq!(Backend::get(&q, "b").expect("read"), None, "cancelled, so not inserted");
+    assert_eq!(read_after_a_cancel(&q, "b").expect("read"), None, "cancelled, so not inserted");
     assert_eq!(sessions_named(&mut admin, "conformance-interrupted"), session);
+}
+
+/// `get`, run a second time if a cancel cancelled it: the postmaster signals the backend a
+/// cancel request names twice (its pid, then its process group), so on a loaded machine the
+/// second signal can land on the statement after the one it cancelled. A passing failure
+/// (the worker runs again whatever 57014 fails); a third cancel is a failure of the test.
+fn read_after_a_cancel(q: &PgQueue, id: &str) -> retryq::Result<Option<retryq::Job>> {
+    match Backend::get(q, id) {
+        Err(e) if e.sqlstate() == Some("57014") => Backend::get(q, id),
+        read => read,
+    }
 }
 
 /// The server ends the session (an administrator, a failover): the operation that finds out
