@@ -21,7 +21,9 @@
 //! - every outcome a worker logged is in the job's history, as that attempt's transition: a
 //!   worker killed between its commit and its log line loses a line, never stores less than
 //!   it said;
-//! - kills happened, and some landed inside an attempt (a lease was recovered).
+//! - kills happened, and some landed inside an attempt (a lease was recovered), in one of up
+//!   to three runs: where a kill lands is the machine's timing, and a loaded machine can make
+//!   every kill of a run miss.
 //!
 //! `RETRYQ_KILL9_SEED=N` repeats a run; the seed is printed either way.
 
@@ -31,7 +33,7 @@ mod kill9;
 
 use std::thread;
 
-use kill9::{ONE, SIXTEEN, Trouble, killed_with_sigkill};
+use kill9::{ONE, SIXTEEN, Trouble, killed_with_sigkill, until_a_kill_lands};
 
 /// The seed of `RETRYQ_KILL9_SEED`, if set.
 fn seed_from_env() -> Option<u64> {
@@ -42,7 +44,7 @@ fn seed_from_env() -> Option<u64> {
 fn workers_killed_with_sigkill_lose_nothing() {
     let seed = seed_from_env().unwrap_or_else(rand::random);
     eprintln!("kill9: seed {seed} (RETRYQ_KILL9_SEED={seed} repeats this run)");
-    killed_with_sigkill(seed, ONE, None, Trouble::Kills);
+    until_a_kill_lands(seed, |seed| killed_with_sigkill(seed, ONE, None, Trouble::Kills));
 }
 
 #[test]
@@ -59,7 +61,7 @@ fn workers_with_sixteen_attempts_in_flight_killed_with_sigkill_lose_nothing() {
             scope.spawn(move || {
                 for &seed in chunk {
                     eprintln!("kill9: seed {seed}, 16 in flight (RETRYQ_KILL9_SEED={seed} repeats this run)");
-                    killed_with_sigkill(seed, SIXTEEN, None, Trouble::Kills);
+                    until_a_kill_lands(seed, |seed| killed_with_sigkill(seed, SIXTEEN, None, Trouble::Kills));
                 }
             });
         }

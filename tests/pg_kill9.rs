@@ -18,7 +18,7 @@ mod kill9;
 use std::thread;
 use std::time::Duration;
 
-use kill9::{ONE, Shape, Trouble, killed_with_sigkill};
+use kill9::{ONE, Shape, Trouble, killed_with_sigkill, until_a_kill_lands};
 use retryq_pgtest::{Cluster, Unavailable};
 
 /// One attempt at a time per worker, as `tests/kill9.rs`'s first run, but attempts of
@@ -35,21 +35,27 @@ fn seed() -> u64 {
 
 #[test]
 fn three_workers_on_postgres_killed_with_sigkill_lose_nothing() {
-    let Some(url) = retryq_pgtest::database("three_workers_on_postgres_killed_with_sigkill_lose_nothing")
-    else {
+    let name = "three_workers_on_postgres_killed_with_sigkill_lose_nothing";
+    if retryq_pgtest::database(name).is_none() {
         return;
-    };
-    killed_with_sigkill(seed(), ONE_SLOWER, Some(&url), Trouble::Kills);
+    }
+    until_a_kill_lands(seed(), |seed| {
+        let url = retryq_pgtest::database(name).expect("a database of its own");
+        killed_with_sigkill(seed, ONE_SLOWER, Some(&url), Trouble::Kills)
+    });
 }
 
 #[test]
 fn eight_workers_on_postgres_killed_with_sigkill_lose_nothing() {
-    let Some(url) = retryq_pgtest::database("eight_workers_on_postgres_killed_with_sigkill_lose_nothing")
-    else {
+    let name = "eight_workers_on_postgres_killed_with_sigkill_lose_nothing";
+    if retryq_pgtest::database(name).is_none() {
         return;
-    };
+    }
     let eight = Shape { workers: 8, ..ONE_SLOWER };
-    killed_with_sigkill(seed(), eight, Some(&url), Trouble::Kills);
+    until_a_kill_lands(seed(), |seed| {
+        let url = retryq_pgtest::database(name).expect("a database of its own");
+        killed_with_sigkill(seed, eight, Some(&url), Trouble::Kills)
+    });
 }
 
 /// The server crashes (`-m immediate`) under three running workers, stays down three
