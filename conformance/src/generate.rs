@@ -385,7 +385,8 @@ pub enum Abstract {
     /// 0, a job of priority 1 of the second queue due [`FAR`] ms longer than one of priority
     /// 0 of the first (priority across queues, and nothing ages: SPEC 3.3.2, 4.8); 1, a new id, then an id a forget freed, enqueued anew beside it (the new
     /// one goes first, 3.15); 2, a tie between two queues, the later job's named first in
-    /// the claim's list (6.32); 3, a retry of a job of priority 1 (which keeps it), read back.
+    /// the claim's list (6.32); 3, a heartbeat under a lease_ms switched since the claim
+    /// (3.12); 4, a retry of a job of priority 1 (which keeps it), read back.
     Choice {
         /// Which choice.
         kind: u8,
@@ -631,7 +632,7 @@ pub fn abstract_step() -> impl Strategy<Value = Abstract> {
             .prop_map(|(job, now)| Abstract::RunNow { job, now }),
         1 => (0..INVALID_LINES.len()).prop_map(Abstract::Invalid),
         1 => burst_step(),
-        2 => (0u8..4, 0..IDS.len()).prop_map(|(kind, first)| Abstract::Choice { kind, first }),
+        2 => (0u8..5, 0..IDS.len()).prop_map(|(kind, first)| Abstract::Choice { kind, first }),
     ]
 }
 
@@ -774,6 +775,27 @@ fn choice(kind: u8, first: usize, store: &Store, clock: &mut u64, forgotten: &[S
             run(enqueue(a, Some(QUEUES[1]), None, now, now + 10));
             run(enqueue(b, None, None, now, now + 10));
             run(claim(Some(&[QUEUES[0], QUEUES[1]]), now));
+        }
+        // A heartbeat under a lease_ms switched since the claim extends by the new one (SPEC
+        // 3.12): claimed under 5 ms, beaten under 60, then the lease_ms put back as it was.
+        3 => {
+            let Some(id) = fresh.next() else { return ops };
+            let before = store.config();
+            let lease = |lease_ms: u64| Op::Config {
+                base_ms: None,
+                cap_ms: None,
+                lease_ms: Some(lease_ms),
+                reap_limit: None,
+            };
+            run(enqueue(id, None, None, now, now + 100));
+            run(lease(5));
+            let claimed = run(claim(None, now));
+            run(lease(60));
+            if let Response::Ok(Reply::Claimed { id: taken, attempt, .. }) = claimed {
+                run(Op::Heartbeat { worker: WORKERS[0].into(), id: taken, attempt, now: now + 1 });
+            }
+            run(lease(before.lease_ms));
+            *clock = now + 1;
         }
         // A retry of a job of priority 1 keeps it (SPEC 1.6, 3.4): the second queue alone.
         _ => {
