@@ -205,7 +205,11 @@ pub(crate) fn pause(n: usize) -> Duration {
 
 /// Runs an idle worker on `store` while `other` enqueues `jobs` due now and `jobs`
 /// scheduled, one at a time; each one's wait.
-pub(crate) fn pickup(store: &mut dyn Backend, mut other: Box<dyn Backend>, jobs: usize) -> Result<Run, BenchError> {
+pub(crate) fn pickup(
+    store: &mut dyn Backend,
+    mut other: Box<dyn Backend>,
+    jobs: usize,
+) -> Result<Run, BenchError> {
     let stop = Stop::new();
     let (started_tx, started) = mpsc::channel::<(String, f64)>();
     let worker = Worker::new("latency").map_err(|e| BenchError::Setup(e.to_string()))?;

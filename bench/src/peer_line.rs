@@ -121,7 +121,9 @@ mod tests {
 
     #[test]
     fn a_peers_own_logging_is_skipped() {
-        for line in ["", "[INFO] worker started", "{}", r#"{"jobs": 3}"#, r#"{"ready": false, "version": "x"}"#] {
+        for line in
+            ["", "[INFO] worker started", "{}", r#"{"jobs": 3}"#, r#"{"ready": false, "version": "x"}"#]
+        {
             assert_eq!(parse(line), None, "{line:?}");
         }
     }

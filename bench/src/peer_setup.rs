@@ -61,7 +61,9 @@ pub fn install(cache: &Path, python: &str, progress: &dyn Fn(&str)) -> Installed
         if !venv_python.exists() {
             run(Command::new(python).args(["-m", "venv"]).arg(&venv))?;
         }
-        run(Command::new(&venv_python).args(["-m", "pip", "install", "-q", "--disable-pip-version-check"]).args(PIP))?;
+        run(Command::new(&venv_python)
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+            .args(PIP))?;
         Ok(venv_python.clone())
     })();
     progress(&format!("peers: npm install {NPM} into {}", cache.join("node").display()));

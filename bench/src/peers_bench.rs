@@ -115,8 +115,16 @@ impl Place for Files<'_> {
 
 /// A queue under measurement: retryq in this process, or a peer's script.
 enum Subject {
-    Retryq { postgres: bool },
-    Peer { script: Script, max_processes: usize },
+    Retryq {
+        postgres: bool,
+    },
+    /// A peer's script; at most `max_processes` workers, and at most `pickup_jobs` in a
+    /// pickup run (a peer that waits seconds per job gets fewer).
+    Peer {
+        script: Script,
+        max_processes: usize,
+        pickup_jobs: usize,
+    },
 }
 
 /// Measures both stores.
@@ -154,6 +162,7 @@ pub fn measure(
             python_script(&installed, "pgqueuer_peer.py").map(|script| Subject::Peer {
                 script,
                 max_processes: 8,
+                pickup_jobs: usize::MAX,
             }),
             &place,
             PGQUEUER_NOTE,
@@ -165,6 +174,7 @@ pub fn measure(
             node_script(&installed, "graphile_worker_peer.js").map(|script| Subject::Peer {
                 script,
                 max_processes: 8,
+                pickup_jobs: usize::MAX,
             }),
             &place,
             GRAPHILE_NOTE,
@@ -173,12 +183,20 @@ pub fn measure(
         ));
     }
     let sqlite = vec![
-        run_row("retryq", Ok(Subject::Retryq { postgres: false }), &files, RETRYQ_SQLITE_NOTE, size, progress),
+        run_row(
+            "retryq",
+            Ok(Subject::Retryq { postgres: false }),
+            &files,
+            RETRYQ_SQLITE_NOTE,
+            size,
+            progress,
+        ),
         run_row(
             "huey",
             python_script(&installed, "huey_peer.py").map(|script| Subject::Peer {
                 script,
                 max_processes: 8,
+                pickup_jobs: usize::MAX,
             }),
             &files,
             HUEY_NOTE,
@@ -190,6 +208,7 @@ pub fn measure(
             python_script(&installed, "persist_queue_peer.py").map(|script| Subject::Peer {
                 script,
                 max_processes: 1,
+                pickup_jobs: PERSIST_QUEUE_PICKUP_JOBS,
             }),
             &files,
             PERSIST_QUEUE_NOTE,
@@ -218,10 +237,14 @@ pub const RETRYQ_SQLITE_NOTE: &str = "library worker (work_in_slots), 16 slots a
 pub const HUEY_NOTE: &str = "SqliteHuey, WAL + fsync=True (synchronous=FULL, read back), consumer with 16 \
      thread workers, default polling (0.1 s backing off to 10 s); a dequeued task is deleted, nothing \
      kept for a task returning None; no bulk enqueue (one commit a job)";
+/// Jobs of persist-queue's pickup run: its blocking get sees another process's put only
+/// when it re-reads the file, every 10 s (`TICK_FOR_WAIT`), so a job costs seconds.
+pub const PERSIST_QUEUE_PICKUP_JOBS: usize = 5;
 /// How persist-queue runs.
 pub const PERSIST_QUEUE_NOTE: &str = "SQLiteAckQueue, WAL + synchronous=FULL (read back), put/get/ack, \
      one process only (its get is not safe across processes); no attempt count, deadline or history; no \
-     bulk put";
+     bulk put; pickup over 5 jobs: its blocking get waits on an in-process event and re-reads the file \
+     every 10 s, so a put from another process waits up to 10 s";
 
 fn python_script(installed: &Installed, name: &str) -> Result<Script, String> {
     let python = installed.python.as_ref().map_err(Clone::clone)?;
@@ -277,7 +300,12 @@ fn run_row(
                 Err(why) => problems.push(format!("{processes} workers: {why}")),
             }
         }
-        progress(&format!("peers, round {}/{}: {name}, pickup of {} jobs", round + 1, size.rounds, size.pickup_jobs));
+        progress(&format!(
+            "peers, round {}/{}: {name}, pickup of {} jobs",
+            round + 1,
+            size.rounds,
+            size.pickup_jobs
+        ));
         match pickup(&subject, place, size.pickup_jobs, round) {
             Ok(mut waits) => {
                 waits.sort_by(f64::total_cmp);
@@ -296,7 +324,11 @@ fn run_row(
     row.load_s = (!loads.is_empty()).then(|| median(&mut loads));
     row.pickup_p50_ms = (!p50.is_empty()).then(|| median(&mut p50));
     row.pickup_p99_ms = (!p99.is_empty()).then(|| median(&mut p99));
-    row.note = if problems.is_empty() { how.to_owned() } else { format!("{how}; not measured: {}", problems.join("; ")) };
+    row.note = if problems.is_empty() {
+        how.to_owned()
+    } else {
+        format!("{how}; not measured: {}", problems.join("; "))
+    };
     row
 }
 
@@ -342,7 +374,12 @@ fn open(postgres: bool, target: &str) -> Result<Box<dyn Backend>, BenchError> {
 
 /// retryq's load (timed `enqueue_many`) and `processes` workers of [`pg_worker::SLOTS`]
 /// slots until idle, each handler stamping its worker's tally.
-fn retryq_throughput(postgres: bool, target: &str, processes: usize, jobs: usize) -> Result<(f64, f64), BenchError> {
+fn retryq_throughput(
+    postgres: bool,
+    target: &str,
+    processes: usize,
+    jobs: usize,
+) -> Result<(f64, f64), BenchError> {
     let mut first = open(postgres, target)?;
     let start = std::time::Instant::now();
     worker::fill(&mut *first, jobs)?;
@@ -364,16 +401,17 @@ fn retryq_throughput(postgres: bool, target: &str, processes: usize, jobs: usize
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().unwrap_or_else(|_| Err(BenchError::Setup("a worker thread panicked".into()))))
+        handles.into_iter().try_for_each(|h| {
+            h.join().unwrap_or_else(|_| Err(BenchError::Setup("a worker thread panicked".into())))
+        })
     })?;
     let tallies: Vec<Tally> = tallies.into_iter().filter_map(|t| t.into_inner().ok().flatten()).collect();
     let done: u64 = tallies.iter().map(|t| t.jobs).sum();
     if done != jobs as u64 {
         return Err(BenchError::Setup(format!("{done} of {jobs} jobs done: the run is not comparable")));
     }
-    let rate = peer_line::throughput(&tallies).ok_or_else(|| BenchError::Setup("no span to measure".into()))?;
+    let rate =
+        peer_line::throughput(&tallies).ok_or_else(|| BenchError::Setup("no span to measure".into()))?;
     Ok((load, rate))
 }
 
@@ -397,7 +435,9 @@ impl Transport for Stamped<'_> {
 fn pickup(subject: &Subject, place: &dyn Place, jobs: usize, round: usize) -> Result<Vec<f64>, String> {
     let target = place.fresh(&format!("pickup-{round}"))?;
     let ran = match subject {
-        Subject::Peer { script, .. } => script.install(&target).and_then(|_| script.pickup(&target, jobs)),
+        Subject::Peer { script, pickup_jobs, .. } => {
+            script.install(&target).and_then(|_| script.pickup(&target, jobs.min(*pickup_jobs)))
+        }
         Subject::Retryq { postgres } => (|| -> Result<Vec<f64>, BenchError> {
             let mut store = open(*postgres, &target)?;
             let other = open(*postgres, &target)?;
@@ -414,7 +454,10 @@ pub fn render(p: &PeersBench) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let cell = |v: Option<f64>, digits: usize| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
-    for (store, rows) in [(format!("PostgreSQL ({})", p.postgres_note), &p.postgres), ("SQLite (WAL, synchronous=FULL)".to_owned(), &p.sqlite)] {
+    for (store, rows) in [
+        (format!("PostgreSQL ({})", p.postgres_note), &p.postgres),
+        ("SQLite (WAL, synchronous=FULL)".to_owned(), &p.sqlite),
+    ] {
         let _ = writeln!(
             out,
             "\n{store}: {} no-op jobs, medians of {} rounds; pickup over {} jobs",
