@@ -150,7 +150,8 @@ impl Script {
                 Line::Committed { id: got, at_ms } if got == id => at_ms,
                 other => return Err(format!("unexpected answer from the enqueuer: {other:?}")),
             };
-            let started = match worker.next(Duration::from_secs(10)) {
+            // Longer than persist-queue's 10 s re-read, so that its waits are measured.
+            let started = match worker.next(Duration::from_secs(15)) {
                 Ok(Line::Started { id: got, at_ms }) if got == id => at_ms,
                 Ok(other) => return Err(format!("unexpected answer from the worker: {other:?}")),
                 Err(why) => return Err(format!("{id} was not started: {why}")),

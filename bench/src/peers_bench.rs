@@ -222,7 +222,8 @@ pub fn measure(
 /// How retryq runs on PostgreSQL, and what it does per job.
 pub const RETRYQ_PG_NOTE: &str = "library worker (work_in_slots), 16 slots a worker, claim_batch and \
      complete_batch; per job: a claim counted in attempts, an attempt record, tallies, the outcome kept \
-     as history; enqueue_many for the load; pickup by polling (its default)";
+     as history; enqueue_many for the load; pickup: the library Worker's defaults (LISTEN/NOTIFY, polling as \
+     the fallback)";
 /// How pgqueuer runs, and what it does per job.
 pub const PGQUEUER_NOTE: &str = "PgQueuer over asyncpg, run() with its default batch of 10, no \
      concurrency limit, LISTEN/NOTIFY; a done job is deleted from the queue and a row written to its log \
@@ -232,7 +233,8 @@ pub const GRAPHILE_NOTE: &str = "run() with concurrency 16, LISTEN/NOTIFY; a don
      history kept), attempts counted until then; addJobs for the load";
 /// How retryq runs on SQLite.
 pub const RETRYQ_SQLITE_NOTE: &str = "library worker (work_in_slots), 16 slots a worker, one file, WAL + \
-     synchronous=FULL; same work per job as on PostgreSQL; enqueue_many for the load";
+     synchronous=FULL; same work per job as on PostgreSQL; enqueue_many for the load; pickup: the library Worker's defaults \
+     (inotify on the write-ahead log, polling as the fallback)";
 /// How huey runs.
 pub const HUEY_NOTE: &str = "SqliteHuey, WAL + fsync=True (synchronous=FULL, read back), consumer with 16 \
      thread workers, default polling (0.1 s backing off to 10 s); a dequeued task is deleted, nothing \
