@@ -7,7 +7,8 @@
 //! database or file: the bulk load of N no-op jobs with the queue's own bulk call, then 1,
 //! 2, 4 and 8 workers until all N are done (jobs per second from the first job handled to
 //! the last, over every worker); and pickup of a single job by an idle worker, from the
-//! enqueue's return to the handler's start, one job at a time. Medians over rounds.
+//! enqueue's return to the handler's start, one job at a time. Medians over rounds, every
+//! queue measured once per round, in an order that flips each round.
 //!
 //! The peers run as processes of their own runtime ([`peer_run`], [`peer_setup`]); retryq's
 //! workers are threads of this process, each with its own connection (a server process each
@@ -146,76 +147,60 @@ pub fn measure(
         },
     };
     let files = Files(dir);
+    let pg_place = cluster.as_ref().map(Postgres);
+    let peer = |script: Result<Script, String>, max_processes: usize, pickup_jobs: usize| {
+        script.map(|script| Subject::Peer { script, max_processes, pickup_jobs })
+    };
     let mut postgres = Vec::new();
-    if let Some(cluster) = &cluster {
-        let place = Postgres(cluster);
-        postgres.push(run_row(
-            "retryq",
-            Ok(Subject::Retryq { postgres: true }),
-            &place,
-            RETRYQ_PG_NOTE,
-            size,
-            progress,
-        ));
-        postgres.push(run_row(
-            "pgqueuer",
-            python_script(&installed, "pgqueuer_peer.py").map(|script| Subject::Peer {
-                script,
-                max_processes: 8,
-                pickup_jobs: usize::MAX,
-            }),
-            &place,
-            PGQUEUER_NOTE,
-            size,
-            progress,
-        ));
-        postgres.push(run_row(
-            "graphile-worker",
-            node_script(&installed, "graphile_worker_peer.js").map(|script| Subject::Peer {
-                script,
-                max_processes: 8,
-                pickup_jobs: usize::MAX,
-            }),
-            &place,
-            GRAPHILE_NOTE,
-            size,
-            progress,
-        ));
+    if let Some(place) = &pg_place {
+        postgres = vec![
+            Contender::new("retryq", Ok(Subject::Retryq { postgres: true }), place, RETRYQ_PG_NOTE),
+            Contender::new(
+                "pgqueuer",
+                peer(python_script(&installed, "pgqueuer_peer.py"), 8, usize::MAX),
+                place,
+                PGQUEUER_NOTE,
+            ),
+            Contender::new(
+                "graphile-worker",
+                peer(node_script(&installed, "graphile_worker_peer.js"), 8, usize::MAX),
+                place,
+                GRAPHILE_NOTE,
+            ),
+        ];
     }
-    let sqlite = vec![
-        run_row(
-            "retryq",
-            Ok(Subject::Retryq { postgres: false }),
-            &files,
-            RETRYQ_SQLITE_NOTE,
-            size,
-            progress,
-        ),
-        run_row(
+    let mut sqlite = vec![
+        Contender::new("retryq", Ok(Subject::Retryq { postgres: false }), &files, RETRYQ_SQLITE_NOTE),
+        Contender::new(
             "huey",
-            python_script(&installed, "huey_peer.py").map(|script| Subject::Peer {
-                script,
-                max_processes: 8,
-                pickup_jobs: usize::MAX,
-            }),
+            peer(python_script(&installed, "huey_peer.py"), 8, usize::MAX),
             &files,
             HUEY_NOTE,
-            size,
-            progress,
         ),
-        run_row(
+        Contender::new(
             "persist-queue",
-            python_script(&installed, "persist_queue_peer.py").map(|script| Subject::Peer {
-                script,
-                max_processes: 1,
-                pickup_jobs: PERSIST_QUEUE_PICKUP_JOBS,
-            }),
+            peer(python_script(&installed, "persist_queue_peer.py"), 1, PERSIST_QUEUE_PICKUP_JOBS),
             &files,
             PERSIST_QUEUE_NOTE,
-            size,
-            progress,
         ),
     ];
+    // Round by round, every queue in turn (the order flipped each round), so that each
+    // round's figures saw the machine in the same stretch of time.
+    for round in 0..size.rounds {
+        for contenders in [&mut postgres, &mut sqlite] {
+            if round % 2 == 1 {
+                contenders.reverse();
+            }
+            for contender in contenders.iter_mut() {
+                contender.round(round, size, progress);
+            }
+            if round % 2 == 1 {
+                contenders.reverse();
+            }
+        }
+    }
+    let postgres = postgres.into_iter().map(Contender::row).collect();
+    let sqlite = sqlite.into_iter().map(Contender::row).collect();
     Ok(PeersBench { size, postgres_note, postgres, sqlite, cache: cache.display().to_string() })
 }
 
@@ -262,29 +247,49 @@ fn node_script(installed: &Installed, name: &str) -> Result<Script, String> {
     })
 }
 
-/// One queue's row: every figure, every round; a failure marks what it stopped, not the run.
-fn run_row(
-    name: &str,
+/// One queue under measurement and its figures so far, round by round.
+struct Contender<'a> {
+    name: &'static str,
     subject: Result<Subject, String>,
-    place: &dyn Place,
-    how: &str,
-    size: Size,
-    progress: &dyn Fn(&str),
-) -> Row {
-    let mut row = Row { name: name.into(), jobs_per_s: vec![None; PROCESSES.len()], ..Row::default() };
-    let subject = match subject {
-        Ok(subject) => subject,
-        Err(why) => {
-            row.note = format!("unavailable: {why}");
-            return row;
+    place: &'a dyn Place,
+    how: &'static str,
+    version: String,
+    problems: Vec<String>,
+    loads: Vec<f64>,
+    rates: Vec<Vec<f64>>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+}
+
+impl<'a> Contender<'a> {
+    fn new(
+        name: &'static str,
+        subject: Result<Subject, String>,
+        place: &'a dyn Place,
+        how: &'static str,
+    ) -> Self {
+        Contender {
+            name,
+            subject,
+            place,
+            how,
+            version: String::new(),
+            problems: Vec::new(),
+            loads: Vec::new(),
+            rates: vec![Vec::new(); PROCESSES.len()],
+            p50: Vec::new(),
+            p99: Vec::new(),
         }
-    };
-    let mut problems = Vec::new();
-    let mut loads = Vec::new();
-    let mut rates = vec![Vec::new(); PROCESSES.len()];
-    let mut p50 = Vec::new();
-    let mut p99 = Vec::new();
-    for round in 0..size.rounds {
+    }
+
+    /// One round of every figure; a failure is noted and stops only what it stopped (a
+    /// queue that never started is not tried again).
+    fn round(&mut self, round: usize, size: Size, progress: &dyn Fn(&str)) {
+        let Ok(subject) = &self.subject else { return };
+        if round > 0 && self.version.is_empty() && !self.problems.is_empty() {
+            return;
+        }
+        let name = self.name;
         for (i, &processes) in PROCESSES.iter().enumerate() {
             progress(&format!(
                 "peers, round {}/{}: {name}, {} jobs, {processes} worker{}",
@@ -293,13 +298,13 @@ fn run_row(
                 size.jobs,
                 if processes == 1 { "" } else { "s" }
             ));
-            match throughput(&subject, place, &mut row.version, processes, size.jobs, round) {
+            match throughput(subject, self.place, &mut self.version, processes, size.jobs, round) {
                 Ok(Some((load, rate))) => {
-                    loads.push(load);
-                    rates[i].push(rate);
+                    self.loads.push(load);
+                    self.rates[i].push(rate);
                 }
                 Ok(None) => {}
-                Err(why) => problems.push(format!("{processes} workers: {why}")),
+                Err(why) => self.problems.push(format!("{processes} workers: {why}")),
             }
         }
         progress(&format!(
@@ -308,30 +313,38 @@ fn run_row(
             size.rounds,
             size.pickup_jobs
         ));
-        match pickup(&subject, place, size.pickup_jobs, round) {
+        match pickup(subject, self.place, size.pickup_jobs, round) {
             Ok(mut waits) => {
                 waits.sort_by(f64::total_cmp);
-                p50.push(latency::quantile(&waits, 0.5));
-                p99.push(latency::quantile(&waits, 0.99));
+                self.p50.push(latency::quantile(&waits, 0.5));
+                self.p99.push(latency::quantile(&waits, 0.99));
             }
-            Err(why) => problems.push(format!("pickup: {why}")),
-        }
-        if row.version.is_empty() && !problems.is_empty() {
-            break;
+            Err(why) => self.problems.push(format!("pickup: {why}")),
         }
     }
-    problems.dedup();
-    row.available = !loads.is_empty();
-    row.jobs_per_s = rates.iter_mut().map(|r| (!r.is_empty()).then(|| median(r))).collect();
-    row.load_s = (!loads.is_empty()).then(|| median(&mut loads));
-    row.pickup_p50_ms = (!p50.is_empty()).then(|| median(&mut p50));
-    row.pickup_p99_ms = (!p99.is_empty()).then(|| median(&mut p99));
-    row.note = if problems.is_empty() {
-        how.to_owned()
-    } else {
-        format!("{how}; not measured: {}", problems.join("; "))
-    };
-    row
+
+    /// The medians, and what was not measured.
+    fn row(mut self) -> Row {
+        let some_median = |v: &mut Vec<f64>| (!v.is_empty()).then(|| median(v));
+        let note = match (&self.subject, self.problems.is_empty()) {
+            (Err(why), _) => format!("unavailable: {why}"),
+            (Ok(_), true) => self.how.to_owned(),
+            (Ok(_), false) => {
+                self.problems.dedup();
+                format!("{}; not measured: {}", self.how, self.problems.join("; "))
+            }
+        };
+        Row {
+            name: self.name.into(),
+            version: self.version,
+            available: !self.loads.is_empty(),
+            note,
+            jobs_per_s: self.rates.iter_mut().map(some_median).collect(),
+            load_s: some_median(&mut self.loads),
+            pickup_p50_ms: some_median(&mut self.p50),
+            pickup_p99_ms: some_median(&mut self.p99),
+        }
+    }
 }
 
 /// One load and one run of `processes` workers on a fresh place: seconds to load and jobs
