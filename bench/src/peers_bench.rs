@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use retryq::{Backend, Claimed, OpenOptions, Outcome, PgQueue, Queue, Report};
+use retryq::{Backend, Claimed, NewJob, OpenOptions, Outcome, PgQueue, Queue, Report};
 use retryq_pgtest::{Cluster, Unavailable};
 use retryq_worker::{Stop, SystemClock, Transport, Unclassified, Window, work_in_slots};
 use serde::Serialize;
@@ -207,7 +207,7 @@ pub fn measure(
 /// How retryq runs on PostgreSQL, and what it does per job.
 pub const RETRYQ_PG_NOTE: &str = "library worker (work_in_slots), 16 slots a worker, claim_batch and \
      complete_batch; per job: a claim counted in attempts, an attempt record, tallies, the outcome kept \
-     as history; enqueue_many for the load; pickup: the library Worker's defaults (LISTEN/NOTIFY, polling as \
+     as history; enqueue_bulk (bulk import) for the load; pickup: the library Worker's defaults (LISTEN/NOTIFY, polling as \
      the fallback)";
 /// How pgqueuer runs, and what it does per job.
 pub const PGQUEUER_NOTE: &str = "PgQueuer over asyncpg, run() with its default batch of 10, no \
@@ -218,7 +218,7 @@ pub const GRAPHILE_NOTE: &str = "run() with concurrency 16, LISTEN/NOTIFY; a don
      history kept), attempts counted until then; addJobs for the load";
 /// How retryq runs on SQLite.
 pub const RETRYQ_SQLITE_NOTE: &str = "library worker (work_in_slots), 16 slots a worker, one file, WAL + \
-     synchronous=FULL; same work per job as on PostgreSQL; enqueue_many for the load; pickup: the library Worker's defaults \
+     synchronous=FULL; same work per job as on PostgreSQL; enqueue_bulk (bulk import) for the load; pickup: the library Worker's defaults \
      (inotify on the write-ahead log, polling as the fallback)";
 /// How huey runs.
 pub const HUEY_NOTE: &str = "SqliteHuey, WAL + fsync=True (synchronous=FULL, read back), consumer with 16 \
@@ -387,7 +387,7 @@ fn open(postgres: bool, target: &str) -> Result<Box<dyn Backend>, BenchError> {
     })
 }
 
-/// retryq's load (timed `enqueue_many`) and `processes` workers of [`pg_worker::SLOTS`]
+/// retryq's load ([`bulk_load`]) and `processes` workers of [`pg_worker::SLOTS`]
 /// slots until idle, each handler stamping its worker's tally.
 fn retryq_throughput(
     postgres: bool,
@@ -396,9 +396,7 @@ fn retryq_throughput(
     jobs: usize,
 ) -> Result<(f64, f64), BenchError> {
     let mut first = open(postgres, target)?;
-    let start = std::time::Instant::now();
-    worker::fill(&mut *first, jobs)?;
-    let load = start.elapsed().as_secs_f64();
+    let load = bulk_load(&mut *first, jobs)?;
     drop(first);
     let tallies: Vec<Mutex<Option<Tally>>> = (0..processes).map(|_| Mutex::new(None)).collect();
     thread::scope(|scope| {
@@ -428,6 +426,32 @@ fn retryq_throughput(
     let rate =
         peer_line::throughput(&tallies).ok_or_else(|| BenchError::Setup("no span to measure".into()))?;
     Ok((load, rate))
+}
+
+/// Loads `jobs` no-op jobs with retryq's bulk import (`enqueue_bulk`, SPEC 6.38: pieces of
+/// one multi-row insert each on PostgreSQL): the seconds it took.
+fn bulk_load(store: &mut dyn Backend, jobs: usize) -> Result<f64, BenchError> {
+    let now = retryq_core::now_ms()?;
+    let ids: Vec<String> = (0..jobs).map(|n| format!("job-{n:06}")).collect();
+    let batch: Vec<NewJob<'_>> = ids
+        .iter()
+        .map(|id| NewJob {
+            id,
+            payload: "{}",
+            max_attempts: 3,
+            deadline: now + 3_600_000,
+            now,
+            ..NewJob::default()
+        })
+        .collect();
+    let mut answers = Vec::with_capacity(jobs);
+    let start = std::time::Instant::now();
+    store.enqueue_bulk(&batch, &mut answers)?;
+    let seconds = start.elapsed().as_secs_f64();
+    for answer in answers {
+        answer?;
+    }
+    Ok(seconds)
 }
 
 /// A no-op attempt that stamps its worker's tally, as the peers' handlers do.
