@@ -122,8 +122,8 @@ pub fn measure(
 }
 
 /// One run's waits, in milliseconds: due now, then scheduled; and its floor's commits.
-struct Run {
-    now: Vec<f64>,
+pub(crate) struct Run {
+    pub(crate) now: Vec<f64>,
     scheduled: Vec<f64>,
     commits: Vec<f64>,
 }
@@ -161,7 +161,7 @@ fn postgres_commits(url: &str, n: usize) -> Result<Vec<f64>, BenchError> {
 }
 
 /// The `q`-quantile of `sorted` by nearest rank.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -198,14 +198,18 @@ fn wall_ms() -> f64 {
 }
 
 /// A pause of 5 to 25 ms, the `n`th of a fixed sequence.
-fn pause(n: usize) -> Duration {
+pub(crate) fn pause(n: usize) -> Duration {
     let spread = (n as u64).wrapping_mul(2_654_435_761) % 20_000;
     Duration::from_micros(5_000 + spread)
 }
 
 /// Runs an idle worker on `store` while `other` enqueues `jobs` due now and `jobs`
 /// scheduled, one at a time; each one's wait.
-fn pickup(store: &mut dyn Backend, mut other: Box<dyn Backend>, jobs: usize) -> Result<Run, BenchError> {
+pub(crate) fn pickup(
+    store: &mut dyn Backend,
+    mut other: Box<dyn Backend>,
+    jobs: usize,
+) -> Result<Run, BenchError> {
     let stop = Stop::new();
     let (started_tx, started) = mpsc::channel::<(String, f64)>();
     let worker = Worker::new("latency").map_err(|e| BenchError::Setup(e.to_string()))?;

@@ -26,7 +26,11 @@ pub mod batch;
 pub mod checker;
 pub mod floor;
 pub mod latency;
+pub mod peer_line;
+pub mod peer_run;
+pub mod peer_setup;
 pub mod peers;
+pub mod peers_bench;
 pub mod pg_floor;
 pub mod pg_worker;
 pub mod postgres;
@@ -322,6 +326,19 @@ pub fn run_postgres(config: &Config) -> Result<PgThroughput, BenchError> {
         config.pg_worker_jobs(),
         &progress,
     )
+}
+
+/// Only retryq beside its peers ([`peers_bench`]), `jobs` no-op jobs a run (default 20,000,
+/// 2,000 with `--quick`), in a fresh temporary directory.
+pub fn run_peers(config: &Config, jobs: Option<usize>) -> Result<peers_bench::PeersBench, BenchError> {
+    let dir = config.scratch_dir()?;
+    let progress = config.stamped(std::time::Instant::now());
+    let size = peers_bench::Size {
+        jobs: jobs.unwrap_or(if config.quick { 2_000 } else { 20_000 }),
+        pickup_jobs: if config.quick { 10 } else { 40 },
+        rounds: if config.quick { 1 } else { 3 },
+    };
+    peers_bench::measure(dir.path(), &config.postgres, &config.python, size, &progress)
 }
 
 /// Only the pickup latency ([`latency`]), in a fresh temporary directory.

@@ -34,6 +34,15 @@ pub struct Args {
     /// its section alone, `{"latency":{…}}` with --json.
     #[arg(long, conflicts_with_all = ["worker_only", "postgres_only", "retention_only", "scale"])]
     latency: bool,
+    /// Measure only retryq beside its peers: pgqueuer and graphile-worker on one throwaway
+    /// PostgreSQL server, huey and persist-queue on SQLite, each installed by the benchmark
+    /// (pinned, in ~/.cache/retryq-bench-peers): bulk load, 1 to 8 workers, pickup latency.
+    /// Its section alone, `{"peers_bench":{…}}` with --json.
+    #[arg(long, conflicts_with_all = ["worker_only", "postgres_only", "retention_only", "scale", "latency"])]
+    peers: bool,
+    /// With --peers: no-op jobs per run (default 20,000; 2,000 with --quick).
+    #[arg(long, value_name = "N", requires = "peers", value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
+    peers_jobs: Option<u64>,
     /// Measure only PostgreSQL (the queue and the server's floor at 1, 2, 4 and 8 worker
     /// processes, the SQLite queue beside): its section alone, `{"postgres":{…}}` with --json.
     #[arg(long, conflicts_with = "worker_only")]
@@ -64,7 +73,7 @@ pub struct Args {
     /// allowed to create databases) instead of a throwaway local cluster.
     #[arg(long, value_name = "URL")]
     pg_url: Option<String>,
-    /// The Python interpreter that runs the persist-queue peer.
+    /// The Python interpreter that runs the persist-queue peer (and makes --peers' venv).
     #[arg(long, value_name = "PROGRAM", default_value = "python3")]
     python: String,
 }
@@ -127,6 +136,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             print_json(serde_json::json!({ "retention": retention }))?;
         } else {
             out!("{}", retryq_bench::retention::render(&retention))?;
+            print_measured()?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.peers {
+        let jobs = args.peers_jobs.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let peers = retryq_bench::run_peers(&config, jobs)?;
+        if args.json {
+            print_json(serde_json::json!({ "peers_bench": peers }))?;
+        } else {
+            out!("{}", retryq_bench::peers_bench::render(&peers))?;
             print_measured()?;
         }
         return Ok(ExitCode::SUCCESS);
