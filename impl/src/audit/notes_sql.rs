@@ -81,9 +81,11 @@ pub(crate) fn floors(kept: &str) -> String {
     )
 }
 
-/// SQLite's kept tallies, for [`floors`].
+/// SQLite's kept tallies, for [`floors`], summed over the kinds: a tombstone keeps no kind,
+/// so the floors are a queue's (a kind's share of them cannot be told once its jobs are
+/// pruned).
 pub(crate) const KEPT: &str = "
-    SELECT metric, queue, label, n FROM tallies
+    SELECT metric, queue, label, sum(n) FROM tallies GROUP BY 1, 2, 3
     UNION ALL
     SELECT CASE metric WHEN 'attempt_duration' THEN 'attempts_ended' ELSE 'claims_observed' END,
            queue, label, sum(n)

@@ -75,7 +75,8 @@ const RECORDS_LEFT: &str = "
     SELECT job, count(*), EXISTS (SELECT 1 FROM tombstones WHERE id = a.job) FROM attempts a
     WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = a.job) GROUP BY job ORDER BY job";
 
-/// The kept tallies for the floors' check, each the sum of its shards.
+/// The kept tallies for the floors' check, each the sum of its shards and its kinds (a
+/// tombstone keeps no kind, so the floors are a queue's).
 const KEPT: &str = "
     SELECT metric, queue, label, sum(n) FROM tallies GROUP BY 1, 2, 3
     UNION ALL
