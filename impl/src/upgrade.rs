@@ -122,7 +122,7 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
         // Schema 7's tallies are by kind: the notes' triggers go, to come back with the kinds,
         // and every tally kept so far stays, under kind ''.
         for trigger in NOTES_TRIGGERS {
-            tx.execute_batch(&format!("DROP TRIGGER {trigger};"))?;
+            tx.execute_batch(&format!("DROP TRIGGER IF EXISTS {trigger};"))?;
         }
         tx.execute_batch(TALLIES_7)?;
     }

@@ -1,11 +1,70 @@
 //! The upgrade of a schema 6 file (contract 1.3, before kinds) to schema 7: a read-only open
 //! reads every job with no kind and writes nothing; a read-write one adds the column, keeps
-//! every job, and a tombstone written before kinds still answers its own payload `existing`.
+//! every job, and a tombstone written before kinds still answers its own payload `existing`;
+//! the tallies kept before are kept under kind `""`, and those after are by kind.
 
 use std::path::Path;
 
 use retryq::rusqlite::Connection;
-use retryq::{Completion, Enqueue, Enqueued, Error, NewJob, OpenOptions, Outcome, Queue, SCHEMA_VERSION};
+use retryq::{
+    Completion, Enqueue, Enqueued, Error, NewJob, OpenOptions, Outcome, Queue, SCHEMA_VERSION, Tallies,
+};
+
+/// Schema 6's tallies, by metric, queue and label alone, filled from schema 7's.
+const TALLIES_6: &str = "
+CREATE TEMP TABLE t6 AS SELECT metric, queue, label, sum(n) AS n FROM tallies GROUP BY 1, 2, 3;
+CREATE TEMP TABLE b6 AS
+    SELECT metric, queue, label, le, sum(n) AS n, sum(sum_ms) AS sum_ms FROM tally_buckets GROUP BY 1, 2, 3, 4;
+DROP TABLE tallies;
+DROP TABLE tally_buckets;
+CREATE TABLE tallies (
+    metric TEXT    NOT NULL,
+    queue  TEXT    NOT NULL,
+    label  TEXT    NOT NULL,
+    n      INTEGER NOT NULL CHECK (n >= 0),
+    PRIMARY KEY (metric, queue, label)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE tally_buckets (
+    metric TEXT    NOT NULL,
+    queue  TEXT    NOT NULL,
+    label  TEXT    NOT NULL,
+    le     INTEGER NOT NULL,
+    n      INTEGER NOT NULL CHECK (n >= 0),
+    sum_ms INTEGER NOT NULL CHECK (sum_ms >= 0),
+    PRIMARY KEY (metric, queue, label, le)
+) STRICT, WITHOUT ROWID;
+INSERT INTO tallies SELECT * FROM temp.t6;
+INSERT INTO tally_buckets SELECT * FROM temp.b6;
+";
+
+/// The notes' triggers, which read the kinds: a schema 6 file's did not, and this test's goes
+/// without them (the upgrade creates them again, as for a real one).
+const NOTES_TRIGGERS: [&str; 17] = [
+    "attempts_of_claims",
+    "attempts_ended_never_change",
+    "attempts_no_delete",
+    "tombstones_forgotten_whole",
+    "tallies_only_grow",
+    "tallies_never_deleted",
+    "tally_buckets_only_grow",
+    "tally_buckets_never_deleted",
+    "jobs_tally_enqueued",
+    "jobs_attempt_claimed",
+    "jobs_attempt_reported",
+    "jobs_tally_moved",
+    "jobs_tally_cancel_requested",
+    "jobs_tally_heartbeat",
+    "attempts_tally_ended",
+    "tombstones_tally_pruned",
+    "tombstones_tally_forgotten",
+];
+
+/// A counter's value by its labels, if the store keeps it.
+fn counter(t: &Tallies, metric: &str, labels: &[(&str, &str)]) -> Option<u64> {
+    let labels: Vec<(String, String)> =
+        labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    t.counters.iter().find(|c| c.metric == metric && c.labels == labels).map(|c| c.value)
+}
 
 /// A schema 6 file: this build's schema without the kinds, marked 6, with an open job and a
 /// pruned one.
@@ -19,6 +78,10 @@ fn schema_6(path: &Path) {
     assert_eq!(q.prune(2, 3).expect("prune"), 1);
     drop(q);
     let conn = Connection::open(path).expect("raw");
+    for trigger in NOTES_TRIGGERS {
+        conn.execute_batch(&format!("DROP TRIGGER {trigger};")).expect("drop a trigger");
+    }
+    conn.execute_batch(TALLIES_6).expect("schema 6's tallies");
     conn.execute_batch(
         "DROP TRIGGER jobs_kind_fixed; ALTER TABLE jobs DROP COLUMN kind; PRAGMA user_version = 6;",
     )
@@ -42,10 +105,19 @@ fn a_schema_6_file_is_read_without_kinds_then_upgraded_by_a_write() {
         Queue::open_with(&path, &OpenOptions { read_only: true, create: false, ..OpenOptions::default() })
             .expect("read-only open");
     assert_eq!(ro.get("b").expect("get").expect("b").kind, "");
+    // Schema 6's tallies read as kind "": two enqueues, one claim, one prune.
+    let kept = ro.tallies().expect("tallies");
+    let default = [("queue", "default"), ("kind", "")];
+    assert_eq!(counter(&kept, "retryq_enqueued_total", &default), Some(2));
+    assert_eq!(counter(&kept, "retryq_claims_total", &default), Some(1));
+    let ok = [("queue", "default"), ("kind", ""), ("outcome", "ok")];
+    assert_eq!(counter(&kept, "retryq_attempts_ended_total", &ok), Some(1));
+    assert_eq!(counter(&kept, "retryq_pruned_total", &[("queue", "default"), ("status", "done")]), Some(1));
     drop(ro);
     assert_eq!(user_version(&path), 6, "a read-only open writes nothing");
     let mut q = Queue::open(&path).expect("open");
     assert_eq!(user_version(&path), SCHEMA_VERSION);
+    assert_eq!(q.tallies().expect("tallies"), kept, "the upgrade keeps every tally, under kind \"\"");
     // The digest as every schema before 7 wrote it: SHA-256 of the payload (`printf p | sha256sum`).
     let digest: String = Connection::open(&path)
         .expect("raw")
@@ -70,5 +142,12 @@ fn a_schema_6_file_is_read_without_kinds_then_upgraded_by_a_write() {
     q.enqueue(&c).expect("a new job with a kind");
     assert_eq!(q.claim("w", 10).expect("claim").expect("b").kind, "");
     assert_eq!(q.claim("w", 10).expect("claim").expect("c").kind, "mail");
+    // The old counts go on under "", the new kind counts apart.
+    let t = q.tallies().expect("tallies");
+    assert_eq!(counter(&t, "retryq_enqueued_total", &default), Some(2));
+    assert_eq!(counter(&t, "retryq_claims_total", &default), Some(2));
+    let mail = [("queue", "default"), ("kind", "mail")];
+    assert_eq!(counter(&t, "retryq_enqueued_total", &mail), Some(1));
+    assert_eq!(counter(&t, "retryq_claims_total", &mail), Some(1));
     assert!(q.audit().expect("audit").is_clean());
 }
