@@ -308,8 +308,10 @@ mod tests {
                 "attempt 1's error holds 5000 bytes, over 4096",
             ),
             (
-                "a claim not counted",
-                "DROP TRIGGER tallies_only_grow; UPDATE tallies SET n = n - 1 WHERE metric = 'claims'".into(),
+                "a claim of a kind not counted",
+                "DROP TRIGGER tallies_only_grow;
+                 UPDATE tallies SET n = n - 1 WHERE metric = 'claims' AND kind = 'mail'"
+                    .into(),
                 Check::TalliesCoverStore,
                 "default",
                 "queue \"default\" tallies 5 claims, but the store holds 6",
