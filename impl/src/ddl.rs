@@ -330,7 +330,7 @@ CREATE TABLE attempts (
 );
 
 /// Schema 4, 5 or 6 to schema 7's tallies, after the notes' triggers are dropped
-/// ([`NOTES_TRIGGERS`]) and before they are created again: every tally kept so far is kept
+/// ([`notes_triggers`]) and before they are created again: every tally kept so far is kept
 /// under kind `''` (SPEC 6.36: what was never kept is not made up). SQLite cannot change a
 /// table's key, so the tables are copied aside, dropped, created as a new file has them and
 /// filled back; they hold a few rows per queue, whatever the number of jobs.
@@ -352,27 +352,12 @@ DROP TABLE temp.retryq_tally_buckets_6;
 "
 );
 
-/// The triggers [`notes_objects`] creates: an upgrade to schema 7 drops them (the tallies'
-/// guards go with their tables) and creates them again with the kinds.
-pub(crate) const NOTES_TRIGGERS: [&str; 17] = [
-    "attempts_of_claims",
-    "attempts_ended_never_change",
-    "attempts_no_delete",
-    "tombstones_forgotten_whole",
-    "tallies_only_grow",
-    "tallies_never_deleted",
-    "tally_buckets_only_grow",
-    "tally_buckets_never_deleted",
-    "jobs_tally_enqueued",
-    "jobs_attempt_claimed",
-    "jobs_attempt_reported",
-    "jobs_tally_moved",
-    "jobs_tally_cancel_requested",
-    "jobs_tally_heartbeat",
-    "attempts_tally_ended",
-    "tombstones_tally_pruned",
-    "tombstones_tally_forgotten",
-];
+/// The triggers [`notes_objects`] creates — [`NOTES_NAMES`] but its tables, and the
+/// tombstones' guard — which an upgrade to schema 7 drops (the tallies' guards go with their
+/// tables) and creates again with the kinds.
+pub(crate) fn notes_triggers() -> impl Iterator<Item = &'static str> {
+    NOTES_NAMES[3..].iter().copied().chain(["tombstones_forgotten_whole"])
+}
 
 /// The names of what schema 4 adds to schema 3 (but the tombstones' guard it replaces): an
 /// older file that already has an object of one of these names — an application's, beside

@@ -50,9 +50,9 @@
 use rusqlite::{Connection, Transaction};
 
 use crate::ddl::{
-    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, KIND, NOTES_NAMES, NOTES_TABLES, NOTES_TRIGGERS, PAUSED,
-    RETENTION, SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_VERSION, TALLIES_7,
-    UPGRADE_4_TO_5, notes_objects,
+    HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, KIND, NOTES_NAMES, NOTES_TABLES, PAUSED, RETENTION, SCHEMA_1,
+    SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_VERSION, TALLIES_7, UPGRADE_4_TO_5,
+    notes_objects, notes_triggers,
 };
 use crate::error::{Error, Result};
 use crate::notes::bucket_of;
@@ -121,7 +121,7 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
     } else {
         // Schema 7's tallies are by kind: the notes' triggers go, to come back with the kinds,
         // and every tally kept so far stays, under kind ''.
-        for trigger in NOTES_TRIGGERS {
+        for trigger in notes_triggers() {
             tx.execute_batch(&format!("DROP TRIGGER IF EXISTS {trigger};"))?;
         }
         tx.execute_batch(TALLIES_7)?;
