@@ -368,3 +368,58 @@ fn postgres_records_every_attempt_and_tallies_survive() {
     let reopen = || -> Box<dyn Backend> { Box::new(PgQueue::connect(&url).expect("reconnect")) };
     scenario(&mut q, &reopen);
 }
+
+/// A bulk import's tallies (SPEC 6.36, 6.38, 6.44): 600 jobs of three kinds over two queues,
+/// an id given twice (`existing`) and one given again with another kind (`conflict`), add per
+/// queue and kind exactly what their enqueues one by one would add — whatever pieces the
+/// import is cut into, each one statement on PostgreSQL.
+fn a_bulk_import_tallies_each_kind(q: &mut dyn Backend) {
+    const KINDS: [&str; 3] = ["", "mail", "charge"];
+    let ids: Vec<String> = (0..600).map(|i| format!("bulk-{i}")).collect();
+    let mut jobs: Vec<NewJob<'_>> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| NewJob {
+            id,
+            payload: "{}",
+            max_attempts: 3,
+            deadline: 100_000,
+            now: 0,
+            queue: Some(if i % 2 == 0 { "even" } else { "odd" }),
+            kind: KINDS[i % 3],
+            ..NewJob::default()
+        })
+        .collect();
+    jobs.push(jobs[4]);
+    jobs.push(NewJob { kind: "other", ..jobs[5] });
+    let mut answers = Vec::new();
+    q.enqueue_bulk(&jobs, &mut answers).expect("bulk");
+    assert_eq!(answers.len(), 602);
+    assert!(matches!(answers[600], Ok(retryq::Enqueued::Existing)), "{:?}", answers[600]);
+    assert_eq!(answers[601].as_ref().map_err(|e| e.kind()).err(), Some(ErrorKind::Conflict));
+    let tallies = flat(&q.tallies().expect("tallies"));
+    for queue in ["even", "odd"] {
+        for kind in KINDS {
+            // i % 2 picks the queue and i % 3 the kind: each of the six pairs is 100 of the 600.
+            let key = format!("retryq_enqueued_total{{queue={queue},kind={kind}}}");
+            assert_eq!(tallies.get(&key), Some(&100), "{key}: {tallies:#?}");
+        }
+    }
+    assert_eq!(tallies.keys().filter(|k| k.starts_with("retryq_enqueued_total")).count(), 6, "{tallies:#?}");
+    let audit = q.audit().expect("audit");
+    assert!(audit.is_clean(), "{:#?}", audit.violations);
+}
+
+#[test]
+fn sqlite_bulk_import_tallies_each_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut q = Queue::open(&dir.path().join("q.db")).expect("open");
+    a_bulk_import_tallies_each_kind(&mut q);
+}
+
+#[test]
+fn postgres_bulk_import_tallies_each_kind() {
+    let Some(url) = retryq_pgtest::database("notes postgres_bulk_import_tallies_each_kind") else { return };
+    let mut q = PgQueue::connect(&url).expect("connect");
+    a_bulk_import_tallies_each_kind(&mut q);
+}
