@@ -413,7 +413,7 @@ fn a_bulk_import_tallies_each_kind(q: &mut dyn Backend) {
 #[test]
 fn sqlite_bulk_import_tallies_each_kind() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut q = Queue::open(&dir.path().join("q.db")).expect("open");
+    let mut q = Queue::open(dir.path().join("q.db")).expect("open");
     a_bulk_import_tallies_each_kind(&mut q);
 }
 
