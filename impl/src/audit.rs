@@ -852,7 +852,12 @@ fn audit(tx: &Transaction<'_>) -> Result<Audit> {
     let mut floors = tx.prepare(&notes_sql::floors(notes_sql::KEPT))?;
     let mut rows = floors.query([])?;
     while let Some(row) = rows.next()? {
-        found.tally_short(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);
+        found.tally_short(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, None);
+    }
+    let mut floors = tx.prepare(&notes_sql::kind_floors())?;
+    let mut rows = floors.query([])?;
+    while let Some(row) = rows.next()? {
+        found.tally_short(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, Some(row.get(5)?));
     }
     let mut orphans = tx.prepare(ORPHANS)?;
     let mut rows = orphans.query([])?;

@@ -173,7 +173,8 @@ impl Audit {
         });
     }
 
-    /// Reports a tally below what the store still holds of what it counts.
+    /// Reports a tally below what the store still holds of what it counts: a queue's, or
+    /// (with `kind`) a kind's in it.
     pub(crate) fn tally_short(
         &mut self,
         metric: String,
@@ -181,11 +182,16 @@ impl Audit {
         label: Option<String>,
         kept: i64,
         floor: i64,
+        kind: Option<String>,
     ) {
         let of = match label.as_deref() {
             Some("") => metric,
             Some(label) => format!("{metric}({label})"),
             None => format!("{metric}(NULL)"),
+        };
+        let of = match kind {
+            Some(kind) => format!("{of} of kind {kind:?}"),
+            None => of,
         };
         self.violations.push(Violation {
             check: Check::TalliesCoverStore,
@@ -231,7 +237,7 @@ mod tests {
     #[test]
     fn a_planted_record_or_a_lost_count_is_found() {
         let open_records = "DROP TRIGGER attempts_ended_never_change;";
-        let cases: [(&str, String, Check, &str, &str); 11] = [
+        let cases: [(&str, String, Check, &str, &str); 12] = [
             (
                 "a record of a job that is not in the store",
                 "DROP TRIGGER attempts_of_claims;
@@ -315,6 +321,16 @@ mod tests {
                 Check::TalliesCoverStore,
                 "default",
                 "queue \"default\" tallies 5 claims, but the store holds 6",
+            ),
+            (
+                "a kind's claim counted under another kind",
+                "DROP TRIGGER tallies_only_grow;
+                 UPDATE tallies SET n = n - 1 WHERE metric = 'claims' AND kind = 'mail';
+                 UPDATE tallies SET n = n + 1 WHERE metric = 'claims' AND kind = ''"
+                    .into(),
+                Check::TalliesCoverStore,
+                "default",
+                "queue \"default\" tallies 2 claims of kind \"mail\", but the store holds 3",
             ),
             (
                 "an ended attempt not counted",

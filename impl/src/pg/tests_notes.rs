@@ -254,7 +254,7 @@ fn a_schema_6_database_keeps_its_tallies_under_no_kind() {
 /// it, is found by the audit and named, as on SQLite.
 #[test]
 fn a_planted_record_or_a_lost_count_is_found() {
-    let cases: [(&str, &str, Check, &str, &str); 5] = [
+    let cases: [(&str, &str, Check, &str, &str); 6] = [
         (
             "a record of a job that is not in the store",
             "DROP TRIGGER attempts_of_claims ON attempts;
@@ -288,6 +288,16 @@ fn a_planted_record_or_a_lost_count_is_found() {
             "queue \"default\" tallies 0 claims, but the store holds 3",
         ),
         (
+            "a kind's claim counted under another kind",
+            "DROP TRIGGER tallies_only_grow ON tallies;
+             UPDATE tallies SET n = 0 WHERE metric = 'claims' AND kind = 'mail';
+             UPDATE tallies SET n = n + 1 WHERE metric = 'claims' AND kind = ''
+             AND shard = (SELECT min(shard) FROM tallies WHERE metric = 'claims' AND kind = '')",
+            Check::TalliesCoverStore,
+            "default",
+            "queue \"default\" tallies 0 claims of kind \"mail\", but the store holds 1",
+        ),
+        (
             "an enqueue not counted",
             "DROP TRIGGER tallies_never_deleted ON tallies; DELETE FROM tallies WHERE metric = 'enqueued'",
             Check::TalliesCoverStore,
@@ -299,14 +309,15 @@ fn a_planted_record_or_a_lost_count_is_found() {
         let Some((_, mut q)) = pg_at(&format!("a_planted_record_or_a_lost_count_is_found {what}")) else {
             return;
         };
-        // ok: done on its second attempt; crash: reaped, its lease expired.
-        for (id, max_attempts) in [("ok", 3), ("crash", 1)] {
+        // ok: done on its second attempt; crash (of kind mail): reaped, its lease expired.
+        for (id, max_attempts, kind) in [("ok", 3, ""), ("crash", 1, "mail")] {
             q.enqueue(&crate::NewJob {
                 id,
                 payload: "",
                 max_attempts,
                 deadline: 5000,
                 now: 0,
+                kind,
                 ..Default::default()
             })
             .expect("enqueue");
