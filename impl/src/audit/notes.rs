@@ -19,7 +19,10 @@
 //! (job or tombstone) died, every tombstone was pruned, every redrive of a job is in its
 //! `redrives`, every standing cancel request was made, every record was a claim, every ended
 //! record an attempt ended with its outcome. A forget or a prune only ever leaves a tally
-//! above these floors, never below: a tally under its floor lost a count.
+//! above these floors, never below: a tally under its floor lost a count. The floors hold for
+//! each queue (the tallies summed over the kinds) and, of the jobs alone, for each kind in it
+//! (SPEC 6.44): a tombstone keeps no kind, so what pruned jobs hold counts only in the
+//! queue's; a count tallied under another kind falls short of its own kind's floor.
 
 use super::notes_sql::Record;
 use super::{Audit, Check, Entry, Findings, Move, Step, Stored, Violation};
