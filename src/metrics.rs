@@ -6,8 +6,11 @@
 //!
 //! Every series is a queue's (`queue` label): no series of the whole store shares a name with
 //! them, so `sum(retryq_jobs)` is the number of jobs and the whole store is always a `sum`.
-//! Every counter of every queue is present from the start, at 0, so that `increase()` sees
-//! the first event. The age an alert watches is the oldest *due* job's wait, counted from the
+//! The tallies about jobs carry the jobs' `kind` too (SPEC 6.44, `kind=""` for none), so
+//! `sum by (queue)` is a queue's; the gauges stay per queue (`stats` counts by queue and
+//! status, and a count by kind would be a scan of the jobs). Every counter of every queue is
+//! present from the start, at 0 — and of every kind the queue has tallied, from its first
+//! enqueue — so that `increase()` sees the first event. The age an alert watches is the oldest *due* job's wait, counted from the
 //! time it became due (`available_at`), so a redrive, which makes a job due now, starts it at
 //! 0 rather than at its first enqueue (SPEC 3.8's `oldest_open_age_ms`, in `stats --json`,
 //! counts from the enqueue, as the contract has it).
@@ -266,35 +269,71 @@ pub const OLDEST_DUE_WAIT: &str = "retryq_oldest_due_wait_seconds";
 /// `retryq_queue_paused`.
 pub const PAUSED: &str = "retryq_queue_paused";
 
-/// A counter's label besides `queue`, and its values.
-type SecondLabel = (&'static str, &'static [&'static str]);
+/// A counter's label besides `queue` and `kind`, and its values.
+type LastLabel = (&'static str, &'static [&'static str]);
 
-/// Every counter the store keeps, its label besides `queue` and that label's values: the
-/// series present (at 0 until their first event) for every queue.
-const COUNTERS: &[(&str, Option<SecondLabel>)] = &[
-    ("retryq_enqueued_total", None),
-    ("retryq_claims_total", None),
-    ("retryq_redrives_total", None),
-    ("retryq_heartbeats_total", None),
-    ("retryq_forgotten_total", None),
-    ("retryq_attempts_ended_total", Some(("outcome", &["ok", "retryable", "permanent", "lease expired"]))),
-    ("retryq_deaths_total", Some(("reason", &["exhausted", "deadline", "permanent", "cancelled"]))),
-    ("retryq_reaped_total", Some(("reason", &["exhausted", "deadline", "cancelled"]))),
-    ("retryq_cancels_total", Some(("kind", &["pending", "request"]))),
-    ("retryq_pruned_total", Some(("status", &["done", "dead"]))),
+/// Whether a counter is labelled by the jobs' kind: those about jobs are, a prune's and a
+/// forget's are not (a tombstone keeps no kind).
+const BY_KIND: bool = true;
+
+/// Every counter the store keeps, whether the kind labels it, its last label and that
+/// label's values: the series present (at 0 until their first event) for every queue (and
+/// kind).
+const COUNTERS: &[(&str, bool, Option<LastLabel>)] = &[
+    ("retryq_enqueued_total", BY_KIND, None),
+    ("retryq_claims_total", BY_KIND, None),
+    ("retryq_redrives_total", BY_KIND, None),
+    ("retryq_heartbeats_total", BY_KIND, None),
+    ("retryq_forgotten_total", !BY_KIND, None),
+    (
+        "retryq_attempts_ended_total",
+        BY_KIND,
+        Some(("outcome", &["ok", "retryable", "permanent", "lease expired"])),
+    ),
+    ("retryq_deaths_total", BY_KIND, Some(("reason", &["exhausted", "deadline", "permanent", "cancelled"]))),
+    ("retryq_reaped_total", BY_KIND, Some(("reason", &["exhausted", "deadline", "cancelled"]))),
+    ("retryq_cancels_total", BY_KIND, Some(("type", &["pending", "request"]))),
+    ("retryq_pruned_total", !BY_KIND, Some(("status", &["done", "dead"]))),
 ];
 
-/// The tallies' families, every counter of every queue in `queues` present (0 until its
-/// first event) beside those the store has counted.
+/// The kinds `stored` has tallied in `queue`, and `""` (no kind), which every queue has.
+fn kinds_of(stored: &Tallies, queue: &str) -> std::collections::BTreeSet<String> {
+    let mut kinds = std::collections::BTreeSet::from([String::new()]);
+    for labels in stored.counters.iter().map(|t| &t.labels).chain(stored.histograms.iter().map(|h| &h.labels))
+    {
+        if labels.iter().any(|(k, v)| k == "queue" && v == queue) {
+            kinds.extend(labels.iter().filter(|(k, _)| k == "kind").map(|(_, v)| v.clone()));
+        }
+    }
+    kinds
+}
+
+/// The tallies' families, every counter of every queue in `queues` — and of every kind the
+/// queue has tallied — present (0 until its first event) beside those the store has counted.
 fn counters(stored: &Tallies, queues: &[QueueCounts]) -> Vec<Family> {
     let mut all = stored.clone();
-    for (metric, label) in COUNTERS {
-        for q in queues {
+    for q in queues {
+        let kinds = kinds_of(stored, &q.name);
+        for (metric, by_kind, label) in COUNTERS {
+            let mut heads: Vec<Vec<(String, String)>> = Vec::new();
+            for kind in kinds.iter().filter(|kind| *by_kind || kind.is_empty()) {
+                let mut head = vec![("queue".to_owned(), q.name.clone())];
+                if *by_kind {
+                    head.push(("kind".to_owned(), kind.clone()));
+                }
+                heads.push(head);
+            }
             let sets: Vec<Vec<(String, String)>> = match label {
-                None => vec![vec![("queue".to_owned(), q.name.clone())]],
-                Some((key, values)) => values
+                None => heads,
+                Some((key, values)) => heads
                     .iter()
-                    .map(|v| vec![("queue".to_owned(), q.name.clone()), ((*key).to_owned(), (*v).to_owned())])
+                    .flat_map(|head| {
+                        values.iter().map(move |v| {
+                            let mut labels = head.clone();
+                            labels.push(((*key).to_owned(), (*v).to_owned()));
+                            labels
+                        })
+                    })
                     .collect(),
             };
             for labels in sets {
@@ -418,21 +457,27 @@ mod tests {
         let stored = Tallies {
             counters: vec![Tally {
                 metric: "retryq_claims_total".into(),
-                labels: vec![("queue".into(), "q".into())],
+                labels: vec![("queue".into(), "q".into()), ("kind".into(), "mail".into())],
                 value: 4,
             }],
             histograms: Vec::new(),
         };
         let text = encode(counters(&stored, &one("q", Stats::default()))).expect("encode");
-        assert!(text.lines().any(|l| l == "retryq_claims_total{queue=\"q\"} 4"), "{text}");
-        for (metric, label) in COUNTERS {
-            let zero = match label {
-                None => format!("{metric}{{queue=\"q\"}} 0"),
-                Some((key, values)) => format!("{metric}{{queue=\"q\",{key}=\"{}\"}} 0", values[0]),
-            };
-            if *metric != "retryq_claims_total" {
-                assert!(text.lines().any(|l| l == zero), "no {zero:?} in\n{text}");
+        assert!(text.lines().any(|l| l == "retryq_claims_total{queue=\"q\",kind=\"mail\"} 4"), "{text}");
+        for (metric, by_kind, label) in COUNTERS {
+            let kinds: &[&str] = if *by_kind { &["", "mail"] } else { &[""] };
+            for kind in kinds {
+                let head =
+                    if *by_kind { format!("queue=\"q\",kind=\"{kind}\"") } else { "queue=\"q\"".into() };
+                let zero = match label {
+                    None => format!("{metric}{{{head}}} 0"),
+                    Some((key, values)) => format!("{metric}{{{head},{key}=\"{}\"}} 0", values[0]),
+                };
+                if !(*metric == "retryq_claims_total" && *kind == "mail") {
+                    assert!(text.lines().any(|l| l == zero), "no {zero:?} in\n{text}");
+                }
             }
         }
+        assert!(!text.contains("retryq_pruned_total{queue=\"q\",kind"), "a prune is not by kind:\n{text}");
     }
 }

@@ -280,8 +280,8 @@ fn stats_and_metrics_agree_add_up_and_the_runbook_alerts_fire_as_they_should() {
     // enqueue 30 minutes ago, but due only since the redrive.
     q.enqueue(&job("s-1", "sms", 1, t - 30 * MINUTE)).expect("enqueue");
     finish(&mut q, &["sms"], t - 29 * MINUTE, Outcome::Retryable);
-    // mail: one dead (permanent), one due for 20 minutes and never claimed.
-    q.enqueue(&job("m-bad", "mail", 3, t - 21 * MINUTE)).expect("enqueue");
+    // mail: one dead (permanent, of kind receipt), one due for 20 minutes and never claimed.
+    q.enqueue(&NewJob { kind: "receipt", ..job("m-bad", "mail", 3, t - 21 * MINUTE) }).expect("enqueue");
     q.enqueue(&job("m-wait", "mail", 3, t - 20 * MINUTE)).expect("enqueue");
     finish(&mut q, &["mail"], t - 19 * MINUTE, Outcome::Permanent);
     // default: one done, one whose 30 s lease ran out 9.5 minutes ago.
@@ -310,10 +310,35 @@ fn stats_and_metrics_agree_add_up_and_the_runbook_alerts_fire_as_they_should() {
         1.0
     );
     assert_eq!(value(&first, "retryq_leases_expired", &[("queue", "default")]), 1.0);
-    // Counters present before their first event.
-    assert_eq!(value(&first, "retryq_deaths_total", &[("queue", "sms"), ("reason", "permanent")]), 0.0);
-    assert_eq!(value(&first, "retryq_cancels_total", &[("queue", "default"), ("kind", "request")]), 0.0);
-    assert_eq!(value(&first, "retryq_deaths_total", &[("queue", "mail"), ("reason", "permanent")]), 1.0);
+    // Counters present before their first event, of no kind and of every kind a queue has
+    // counted; the tallies about jobs by kind (SPEC 6.44), a prune's not.
+    let no_kind = ("kind", "");
+    let sms_permanent = [("queue", "sms"), no_kind, ("reason", "permanent")];
+    assert_eq!(value(&first, "retryq_deaths_total", &sms_permanent), 0.0);
+    assert_eq!(
+        value(&first, "retryq_cancels_total", &[("queue", "default"), no_kind, ("type", "request")]),
+        0.0
+    );
+    let receipt = ("kind", "receipt");
+    assert_eq!(
+        value(&first, "retryq_deaths_total", &[("queue", "mail"), receipt, ("reason", "permanent")]),
+        1.0
+    );
+    assert_eq!(
+        value(&first, "retryq_deaths_total", &[("queue", "mail"), no_kind, ("reason", "permanent")]),
+        0.0
+    );
+    assert_eq!(value(&first, "retryq_enqueued_total", &[("queue", "mail"), receipt]), 1.0);
+    assert_eq!(value(&first, "retryq_enqueued_total", &[("queue", "mail"), no_kind]), 1.0);
+    assert_eq!(value(&first, "retryq_claims_total", &[("queue", "mail"), receipt]), 1.0);
+    assert_eq!(value(&first, "retryq_claims_total", &[("queue", "mail"), no_kind]), 0.0);
+    let receipts_outside_mail = first
+        .samples
+        .iter()
+        .filter(|x| x.labels.get("kind") == Some("receipt") && x.labels.get("queue") != Some("mail"))
+        .count();
+    assert_eq!(receipts_outside_mail, 0, "a kind's series only in the queues that counted it");
+    assert_eq!(value(&first, "retryq_pruned_total", &[("queue", "mail"), ("status", "dead")]), 0.0);
     // The wait: mail's job since it was enqueued (20 min), sms's since its redrive (1 s) though
     // it has been open 30 minutes (stats' oldest_open_age_ms counts from the enqueue), and the
     // expired lease since its expiry.

@@ -852,7 +852,12 @@ fn audit(tx: &Transaction<'_>) -> Result<Audit> {
     let mut floors = tx.prepare(&notes_sql::floors(notes_sql::KEPT))?;
     let mut rows = floors.query([])?;
     while let Some(row) = rows.next()? {
-        found.tally_short(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);
+        found.tally_short(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, None);
+    }
+    let mut floors = tx.prepare(&notes_sql::kind_floors())?;
+    let mut rows = floors.query([])?;
+    while let Some(row) = rows.next()? {
+        found.tally_short(row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, Some(row.get(5)?));
     }
     let mut orphans = tx.prepare(ORPHANS)?;
     let mut rows = orphans.query([])?;
@@ -1085,13 +1090,17 @@ mod tests {
         let mut q = Queue::open_in_memory().expect("memory queue");
         q.set_settings(Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, ..Settings::default() })
             .expect("settings");
-        for (id, max_attempts) in [("ok", 3), ("perm", 3), ("exh", 1), ("crash", 3)] {
+        // Two kinds in the one queue: the tallies count each apart (SPEC 6.44).
+        for (id, max_attempts, kind) in
+            [("ok", 3, ""), ("perm", 3, "mail"), ("exh", 1, ""), ("crash", 3, "mail")]
+        {
             q.enqueue(&NewJob {
                 id,
                 payload: "",
                 max_attempts,
                 deadline: 10_000,
                 now: 0,
+                kind,
                 ..NewJob::default()
             })
             .expect("enqueue");

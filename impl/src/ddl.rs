@@ -22,8 +22,8 @@ pub(crate) const SCHEMA_6: i64 = 6;
 
 /// The tables, indexes and triggers of schema version 7: [`RETENTION`], [`JOBS_TABLE`], then
 /// [`JOBS_OBJECTS`], then [`HISTORY`] and [`HISTORY_OBJECTS`] — schema 3 — the operators'
-/// notes, [`NOTES_TABLES`] and [`notes_objects`] — schema 4 and 5 — [`PAUSED`] — schema 6 —
-/// and [`KIND`]. They are pieces because the upgrades
+/// notes' tables, [`NOTES_TABLES`] — schema 4 and 5 — [`PAUSED`] — schema 6 — [`KIND`], and
+/// the notes' triggers, [`notes_objects`], which label the tallies by kind. They are pieces because the upgrades
 /// (`upgrade.rs`) rebuild the jobs table under another name and then recreate what hangs on
 /// it, add to the history table rather than rebuild it, and fill the notes' tables from the
 /// history before their triggers exist.
@@ -41,7 +41,7 @@ pub(crate) const SCHEMA_6: i64 = 6;
 /// expiry is explained in the history.
 pub(crate) fn ddl() -> String {
     format!(
-        "{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}{NOTES_TABLES}{}{PAUSED}{KIND}",
+        "{RETENTION}{JOBS_TABLE}{JOBS_OBJECTS}{HISTORY}{HISTORY_OBJECTS}{NOTES_TABLES}{PAUSED}{KIND}{}",
         notes_objects()
     )
 }
@@ -272,6 +272,35 @@ CREATE TABLE counts (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Schema 7's tallies (SPEC 6.36, 6.44): keyed by metric, queue, the jobs' kind (`''` for
+/// none, and for every tally of a prune or a forget, which are not about a job's kind) and
+/// a last label (`''` for none). A table of its own piece because schema 7 rebuilds an older
+/// file's tallies with this very text ([`TALLIES_7`]).
+macro_rules! tally_tables {
+    () => {
+        "
+CREATE TABLE tallies (
+    metric TEXT    NOT NULL,
+    queue  TEXT    NOT NULL,
+    kind   TEXT    NOT NULL,          -- the jobs' kind, '' for none
+    label  TEXT    NOT NULL,          -- the metric's last label's value, '' for none
+    n      INTEGER NOT NULL CHECK (n >= 0),
+    PRIMARY KEY (metric, queue, kind, label)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE tally_buckets (
+    metric TEXT    NOT NULL,
+    queue  TEXT    NOT NULL,
+    kind   TEXT    NOT NULL,
+    label  TEXT    NOT NULL,
+    le     INTEGER NOT NULL,          -- the bucket's upper bound in ms; 2^63-1 for +Inf
+    n      INTEGER NOT NULL CHECK (n >= 0),
+    sum_ms INTEGER NOT NULL CHECK (sum_ms >= 0),   -- stops at 2^63-1 rather than overflow
+    PRIMARY KEY (metric, queue, kind, label, le)
+) STRICT, WITHOUT ROWID;
+"
+    };
+}
+
 /// Schema 4's tables of operators' notes (SPEC 6.36): a record of every attempt, and the
 /// tallies that only grow. Not state: no operation reads them.
 ///
@@ -279,8 +308,10 @@ CREATE TABLE counts (
 /// `outcome`) while the attempt runs, ended once by whatever ends it. `tallies` holds the
 /// counters and `tally_buckets` the histograms' buckets, each bucket with the sum of what
 /// fell in it (so one observation is one upsert); both are keyed by metric, queue and a
-/// second label (`''` for none). The words are `notes.rs`'s.
-pub(crate) const NOTES_TABLES: &str = "
+/// last label (`''` for none), and since schema 7 by the jobs' kind (`tally_tables!`). The
+/// words are `notes.rs`'s.
+pub(crate) const NOTES_TABLES: &str = concat!(
+    "
 CREATE TABLE attempts (
     job        TEXT    NOT NULL,
     attempt    INTEGER NOT NULL CHECK (attempt >= 1),
@@ -294,23 +325,39 @@ CREATE TABLE attempts (
     CHECK ((ended_at IS NULL) = (outcome IS NULL)),
     PRIMARY KEY (job, attempt)
 ) STRICT, WITHOUT ROWID;
-CREATE TABLE tallies (
-    metric TEXT    NOT NULL,
-    queue  TEXT    NOT NULL,
-    label  TEXT    NOT NULL,          -- the metric's second label's value, '' for none
-    n      INTEGER NOT NULL CHECK (n >= 0),
-    PRIMARY KEY (metric, queue, label)
-) STRICT, WITHOUT ROWID;
-CREATE TABLE tally_buckets (
-    metric TEXT    NOT NULL,
-    queue  TEXT    NOT NULL,
-    label  TEXT    NOT NULL,
-    le     INTEGER NOT NULL,          -- the bucket's upper bound in ms; 2^63-1 for +Inf
-    n      INTEGER NOT NULL CHECK (n >= 0),
-    sum_ms INTEGER NOT NULL CHECK (sum_ms >= 0),   -- stops at 2^63-1 rather than overflow
-    PRIMARY KEY (metric, queue, label, le)
-) STRICT, WITHOUT ROWID;
-";
+",
+    tally_tables!()
+);
+
+/// Schema 4, 5 or 6 to schema 7's tallies, after the notes' triggers are dropped
+/// ([`notes_triggers`]) and before they are created again: every tally kept so far is kept
+/// under kind `''` (SPEC 6.36: what was never kept is not made up). SQLite cannot change a
+/// table's key, so the tables are copied aside, dropped, created as a new file has them and
+/// filled back; they hold a few rows per queue, whatever the number of jobs.
+pub(crate) const TALLIES_7: &str = concat!(
+    "
+CREATE TEMP TABLE retryq_tallies_6 AS SELECT metric, queue, label, n FROM main.tallies;
+CREATE TEMP TABLE retryq_tally_buckets_6 AS SELECT metric, queue, label, le, n, sum_ms FROM main.tally_buckets;
+DROP TABLE main.tallies;
+DROP TABLE main.tally_buckets;
+",
+    tally_tables!(),
+    "
+INSERT INTO main.tallies (metric, queue, kind, label, n)
+    SELECT metric, queue, '', label, n FROM temp.retryq_tallies_6;
+INSERT INTO main.tally_buckets (metric, queue, kind, label, le, n, sum_ms)
+    SELECT metric, queue, '', label, le, n, sum_ms FROM temp.retryq_tally_buckets_6;
+DROP TABLE temp.retryq_tallies_6;
+DROP TABLE temp.retryq_tally_buckets_6;
+"
+);
+
+/// The triggers [`notes_objects`] creates — [`NOTES_NAMES`] but its tables, and the
+/// tombstones' guard — which an upgrade to schema 7 drops (the tallies' guards go with their
+/// tables) and creates again with the kinds.
+pub(crate) fn notes_triggers() -> impl Iterator<Item = &'static str> {
+    NOTES_NAMES[3..].iter().copied().chain(["tombstones_forgotten_whole"])
+}
 
 /// The names of what schema 4 adds to schema 3 (but the tombstones' guard it replaces): an
 /// older file that already has an object of one of these names — an application's, beside
@@ -337,22 +384,23 @@ pub(crate) const NOTES_NAMES: [&str; 19] = [
     "tombstones_tally_forgotten",
 ];
 
-/// One more of counter `metric` of `queue` and `label`, when `when` holds: a statement of a
-/// trigger body.
-fn tally(metric: &str, queue: &str, label: &str, when: &str) -> String {
+/// One more of counter `metric` of `queue`, `kind` and `label`, when `when` holds: a
+/// statement of a trigger body.
+fn tally(metric: &str, queue: &str, kind: &str, label: &str, when: &str) -> String {
     format!(
-        "INSERT INTO tallies (metric, queue, label, n) SELECT '{metric}', {queue}, {label}, 1 WHERE {when}
+        "INSERT INTO tallies (metric, queue, kind, label, n) SELECT '{metric}', {queue}, {kind}, {label}, 1 WHERE {when}
     ON CONFLICT DO UPDATE SET n = n + 1;"
     )
 }
 
-/// One observation `value` of histogram `metric` of `queue` and `label`, from the rows of
-/// `from` (an SQL `FROM` list whose columns the expressions may name), into its bucket.
-fn observe(metric: &str, queue: &str, label: &str, value: &str, from: &str) -> String {
+/// One observation `value` of histogram `metric` of `queue`, `kind` and `label`, from the
+/// rows of `from` (an SQL `FROM` list whose columns the expressions may name), into its
+/// bucket.
+fn observe(metric: &str, queue: &str, kind: &str, label: &str, value: &str, from: &str) -> String {
     let bucket = crate::notes::bucket_of("o.v");
     format!(
-        "INSERT INTO tally_buckets (metric, queue, label, le, n, sum_ms)
-    SELECT '{metric}', {queue}, {label}, {bucket}, 1, o.v FROM (SELECT {value} AS v, * FROM {from}) AS o WHERE true
+        "INSERT INTO tally_buckets (metric, queue, kind, label, le, n, sum_ms)
+    SELECT '{metric}', {queue}, {kind}, {label}, {bucket}, 1, o.v FROM (SELECT {value} AS v, * FROM {from}) AS o WHERE true
     ON CONFLICT DO UPDATE SET n = n + 1, sum_ms = min(sum_ms + excluded.sum_ms, 9223372036854775807);"
     )
 }
@@ -409,7 +457,7 @@ END;
 -- A tally only grows, and stays.
 CREATE TRIGGER tallies_only_grow BEFORE UPDATE ON tallies
 WHEN NEW.n < OLD.n OR NEW.metric IS NOT OLD.metric OR NEW.queue IS NOT OLD.queue
-     OR NEW.label IS NOT OLD.label BEGIN
+     OR NEW.kind IS NOT OLD.kind OR NEW.label IS NOT OLD.label BEGIN
     SELECT RAISE(ABORT, 'retryq: a tally only grows');
 END;
 CREATE TRIGGER tallies_never_deleted BEFORE DELETE ON tallies BEGIN
@@ -417,7 +465,8 @@ CREATE TRIGGER tallies_never_deleted BEFORE DELETE ON tallies BEGIN
 END;
 CREATE TRIGGER tally_buckets_only_grow BEFORE UPDATE ON tally_buckets
 WHEN NEW.n < OLD.n OR NEW.sum_ms < OLD.sum_ms OR NEW.metric IS NOT OLD.metric
-     OR NEW.queue IS NOT OLD.queue OR NEW.label IS NOT OLD.label OR NEW.le IS NOT OLD.le BEGIN
+     OR NEW.queue IS NOT OLD.queue OR NEW.kind IS NOT OLD.kind OR NEW.label IS NOT OLD.label
+     OR NEW.le IS NOT OLD.le BEGIN
     SELECT RAISE(ABORT, 'retryq: a tally only grows');
 END;
 CREATE TRIGGER tally_buckets_never_deleted BEFORE DELETE ON tally_buckets BEGIN
@@ -477,11 +526,12 @@ CREATE TRIGGER tombstones_tally_forgotten AFTER DELETE ON tombstones BEGIN
     {forgotten}
 END;
 ",
-        enqueued = tally("enqueued", "NEW.queue", "''", "true"),
-        claims = tally("claims", "NEW.queue", "''", "true"),
+        enqueued = tally("enqueued", "NEW.queue", "NEW.kind", "''", "true"),
+        claims = tally("claims", "NEW.queue", "NEW.kind", "''", "true"),
         wait = observe(
             "claim_wait",
             "NEW.queue",
+            "NEW.kind",
             "''",
             "max(NEW.claimed_at - OLD.available_at, 0)",
             "(SELECT 1)"
@@ -489,33 +539,39 @@ END;
         reaped_lease = tally(
             "reaped",
             "NEW.queue",
+            "NEW.kind",
             "coalesce(NEW.dead_reason, '')",
             &format!("OLD.status = 'leased' AND NEW.status = 'dead' AND {still_open}")
         ),
-        deaths = tally("deaths", "NEW.queue", "coalesce(NEW.dead_reason, '')", "NEW.status = 'dead'"),
+        deaths =
+            tally("deaths", "NEW.queue", "NEW.kind", "coalesce(NEW.dead_reason, '')", "NEW.status = 'dead'"),
         reaped_pending = tally(
             "reaped",
             "NEW.queue",
+            "NEW.kind",
             "coalesce(NEW.dead_reason, '')",
             "OLD.status = 'pending' AND NEW.dead_reason = 'deadline'"
         ),
-        redrives = tally("redrives", "NEW.queue", "''", "OLD.status = 'dead'"),
+        redrives = tally("redrives", "NEW.queue", "NEW.kind", "''", "OLD.status = 'dead'"),
         cancelled = tally(
             "cancels",
             "NEW.queue",
+            "NEW.kind",
             "'pending'",
             "OLD.status = 'pending' AND NEW.dead_reason = 'cancelled'"
         ),
-        requested = tally("cancels", "NEW.queue", "'request'", "true"),
-        heartbeats = tally("heartbeats", "NEW.queue", "''", "true"),
+        requested = tally("cancels", "NEW.queue", "NEW.kind", "'request'", "true"),
+        heartbeats = tally("heartbeats", "NEW.queue", "NEW.kind", "''", "true"),
         duration = observe(
             "attempt_duration",
             "o.queue",
+            "o.kind",
             "NEW.outcome",
             "max(NEW.ended_at - NEW.claimed_at, 0)",
-            "(SELECT queue FROM jobs WHERE id = NEW.job)"
+            "(SELECT queue, kind FROM jobs WHERE id = NEW.job)"
         ),
-        pruned = tally("pruned", "NEW.queue", "NEW.status", "true"),
-        forgotten = tally("forgotten", "OLD.queue", "''", "true"),
+        // A tombstone keeps no kind, so neither a prune's tally nor a forget's is by kind.
+        pruned = tally("pruned", "NEW.queue", "''", "NEW.status", "true"),
+        forgotten = tally("forgotten", "OLD.queue", "''", "''", "true"),
     )
 }

@@ -9,7 +9,10 @@
 //!
 //! The stored names are short (`claims`, `claim_wait`); the ones handed out are Prometheus's
 //! (`retryq_claims_total`, `retryq_claim_wait_milliseconds`), with the queue as the first
-//! label and, for some, a second one (`reason`, `outcome`, `kind`, `status`).
+//! label, the job's `kind` next on every tally about jobs (SPEC 6.44: `""` for a job without
+//! one, and for what was counted before schema 7 kept kinds), and, for some, a third one
+//! (`reason`, `outcome`, `type`, `status`). A prune's and a forget's tallies have no `kind`:
+//! a tombstone keeps none, so a forget could not tell it.
 
 use std::collections::BTreeMap;
 
@@ -95,40 +98,67 @@ pub(crate) fn bucket_of(value: &str) -> String {
     sql
 }
 
-/// The stored counters: their short name, the name handed out, and their second label.
-const COUNTERS: &[(&str, &str, Option<&str>)] = &[
-    ("enqueued", "retryq_enqueued_total", None),
-    ("claims", "retryq_claims_total", None),
-    ("deaths", "retryq_deaths_total", Some("reason")),
-    ("reaped", "retryq_reaped_total", Some("reason")),
-    ("redrives", "retryq_redrives_total", None),
-    ("cancels", "retryq_cancels_total", Some("kind")),
-    ("heartbeats", "retryq_heartbeats_total", None),
-    ("pruned", "retryq_pruned_total", Some("status")),
-    ("forgotten", "retryq_forgotten_total", None),
+/// Whether a stored tally is labelled by its jobs' kind.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ByKind {
+    /// About jobs: the kind is a label, `""` for none.
+    Yes,
+    /// About tombstones (a prune, a forget): always stored under kind `''`, not a label.
+    No,
+}
+
+/// The stored counters: their short name, the name handed out, whether the kind labels them,
+/// and their last label.
+const COUNTERS: &[(&str, &str, ByKind, Option<&str>)] = &[
+    ("enqueued", "retryq_enqueued_total", ByKind::Yes, None),
+    ("claims", "retryq_claims_total", ByKind::Yes, None),
+    ("deaths", "retryq_deaths_total", ByKind::Yes, Some("reason")),
+    ("reaped", "retryq_reaped_total", ByKind::Yes, Some("reason")),
+    ("redrives", "retryq_redrives_total", ByKind::Yes, None),
+    ("cancels", "retryq_cancels_total", ByKind::Yes, Some("type")),
+    ("heartbeats", "retryq_heartbeats_total", ByKind::Yes, None),
+    ("pruned", "retryq_pruned_total", ByKind::No, Some("status")),
+    ("forgotten", "retryq_forgotten_total", ByKind::No, None),
 ];
 
 /// The stored histograms, likewise.
-const HISTOGRAMS: &[(&str, &str, Option<&str>)] = &[
-    ("claim_wait", "retryq_claim_wait_milliseconds", None),
-    ("attempt_duration", "retryq_attempt_duration_milliseconds", Some("outcome")),
+const HISTOGRAMS: &[(&str, &str, ByKind, Option<&str>)] = &[
+    ("claim_wait", "retryq_claim_wait_milliseconds", ByKind::Yes, None),
+    ("attempt_duration", "retryq_attempt_duration_milliseconds", ByKind::Yes, Some("outcome")),
 ];
 
 /// The counter read off `attempt_duration`'s counts: every ended attempt, by outcome.
 const ATTEMPTS_ENDED: &str = "retryq_attempts_ended_total";
 
-/// One stored counter row: metric, queue, second label (`''` for none), count.
-pub(crate) type CounterRow = (String, String, String, u64);
-/// One stored bucket row: metric, queue, second label, bound (`INF_LE` for `+Inf`), count,
-/// sum in ms.
-pub(crate) type BucketRow = (String, String, String, i64, u64, u64);
+/// One stored counter row: metric, queue, kind (`''` for none), last label (`''` for none),
+/// count.
+pub(crate) type CounterRow = (String, String, String, String, u64);
+/// One stored bucket row: metric, queue, kind, last label, bound (`INF_LE` for `+Inf`),
+/// count, sum in ms.
+pub(crate) type BucketRow = (String, String, String, String, i64, u64, u64);
 
-fn labels(queue: String, second: Option<&str>, label: String) -> Vec<(String, String)> {
+/// A tally's labels: `queue`, then `kind` for a tally about jobs, then its own, if any. A
+/// tally not about jobs stored under a kind is not one this build wrote.
+fn labels(
+    metric: &str,
+    queue: String,
+    by_kind: ByKind,
+    kind: String,
+    last: Option<&str>,
+    label: String,
+) -> Result<Vec<(String, String)>> {
     let mut labels = vec![("queue".to_owned(), queue)];
-    if let Some(name) = second {
+    match by_kind {
+        ByKind::Yes => labels.push(("kind".to_owned(), kind)),
+        ByKind::No if kind.is_empty() => {}
+        ByKind::No => {
+            return Err(Error::Corrupt(format!("a stored {metric:?} under kind {kind:?}, which it has not")));
+        }
+    }
+    if let Some(name) = last {
         labels.push((name.to_owned(), label));
     }
-    labels
+    Ok(labels)
 }
 
 fn unknown(what: &str, metric: &str) -> Error {
@@ -141,32 +171,32 @@ fn unknown(what: &str, metric: &str) -> Error {
 /// durations' counts. Sorted by name and labels.
 pub(crate) fn assemble(counters: Vec<CounterRow>, buckets: Vec<BucketRow>) -> Result<Tallies> {
     let mut tallies = Tallies::default();
-    for (metric, queue, label, value) in counters {
-        let (_, name, second) = COUNTERS
+    for (metric, queue, kind, label, value) in counters {
+        let (_, name, by_kind, last) = COUNTERS
             .iter()
             .find(|(stored, ..)| *stored == metric)
             .ok_or_else(|| unknown("counter", &metric))?;
         tallies.counters.push(Tally {
             metric: (*name).to_owned(),
-            labels: labels(queue, *second, label),
+            labels: labels(&metric, queue, *by_kind, kind, *last, label)?,
             value,
         });
     }
-    // Per histogram and labels (metric, queue, label): the count and sum of each bound.
-    type Series = (String, String, String);
+    // Per histogram and labels (metric, queue, kind, label): the count and sum of each bound.
+    type Series = (String, String, String, String);
     let mut grouped: BTreeMap<Series, BTreeMap<i64, (u64, u64)>> = BTreeMap::new();
-    for (metric, queue, label, le, n, sum) in buckets {
+    for (metric, queue, kind, label, le, n, sum) in buckets {
         if !(le == INF_LE || BUCKETS_MS.iter().any(|&b| b as i64 == le)) {
             return Err(Error::Corrupt(format!(
                 "a bucket of {metric:?} bounded at {le} ms, no bound of this build"
             )));
         }
-        let bucket = grouped.entry((metric, queue, label)).or_default().entry(le).or_default();
+        let bucket = grouped.entry((metric, queue, kind, label)).or_default().entry(le).or_default();
         bucket.0 = bucket.0.saturating_add(n);
         bucket.1 = bucket.1.saturating_add(sum);
     }
-    for ((metric, queue, label), by_bound) in grouped {
-        let (stored, name, second) = HISTOGRAMS
+    for ((metric, queue, kind, label), by_bound) in grouped {
+        let (stored, name, by_kind, last) = HISTOGRAMS
             .iter()
             .find(|(stored, ..)| *stored == metric)
             .ok_or_else(|| unknown("histogram", &metric))?;
@@ -178,7 +208,7 @@ pub(crate) fn assemble(counters: Vec<CounterRow>, buckets: Vec<BucketRow>) -> Re
             sum_ms = sum_ms.saturating_add(sum);
             buckets.push((if bound == INF_LE { u64::MAX } else { bound as u64 }, count));
         }
-        let labels = labels(queue, *second, label);
+        let labels = labels(&metric, queue, *by_kind, kind, *last, label)?;
         if *stored == "attempt_duration" {
             tallies.counters.push(Tally {
                 metric: ATTEMPTS_ENDED.to_owned(),
@@ -200,13 +230,13 @@ mod tests {
     #[test]
     fn rows_become_named_counters_and_cumulative_histograms() {
         let counters = vec![
-            ("deaths".into(), "mail".into(), "permanent".into(), 2),
-            ("claims".into(), "default".into(), "".into(), 5),
+            ("deaths".into(), "mail".into(), "receipt".into(), "permanent".into(), 2),
+            ("claims".into(), "default".into(), "".into(), "".into(), 5),
         ];
         let buckets = vec![
-            ("attempt_duration".into(), "default".into(), "ok".into(), 10, 2, 13),
-            ("attempt_duration".into(), "default".into(), "ok".into(), INF_LE, 1, u64::MAX),
-            ("attempt_duration".into(), "default".into(), "ok".into(), 5, 3, 6),
+            ("attempt_duration".into(), "default".into(), "".into(), "ok".into(), 10, 2, 13),
+            ("attempt_duration".into(), "default".into(), "".into(), "ok".into(), INF_LE, 1, u64::MAX),
+            ("attempt_duration".into(), "default".into(), "".into(), "ok".into(), 5, 3, 6),
         ];
         let t = assemble(counters, buckets).expect("assemble");
         let names: Vec<&str> = t.counters.iter().map(|c| c.metric.as_str()).collect();
@@ -214,11 +244,15 @@ mod tests {
         assert_eq!(t.counters[0].value, 6);
         assert_eq!(
             t.counters[0].labels,
-            [("queue".into(), "default".into()), ("outcome".into(), "ok".into())]
+            [("queue".into(), "default".into()), ("kind".into(), "".into()), ("outcome".into(), "ok".into())]
         );
         assert_eq!(
             t.counters[2].labels,
-            [("queue".into(), "mail".into()), ("reason".into(), "permanent".into())]
+            [
+                ("queue".into(), "mail".into()),
+                ("kind".into(), "receipt".into()),
+                ("reason".into(), "permanent".into())
+            ]
         );
         let h = &t.histograms[0];
         assert_eq!(h.metric, "retryq_attempt_duration_milliseconds");
@@ -230,10 +264,14 @@ mod tests {
 
     #[test]
     fn a_name_or_a_bound_this_build_does_not_keep_is_corrupt() {
-        let err = assemble(vec![("spins".into(), "q".into(), "".into(), 1)], vec![]).unwrap_err();
+        let err = assemble(vec![("spins".into(), "q".into(), "".into(), "".into(), 1)], vec![]).unwrap_err();
         assert!(err.to_string().contains("spins"), "{err}");
-        let err = assemble(vec![], vec![("claim_wait".into(), "q".into(), "".into(), 7, 1, 7)]).unwrap_err();
+        let err = assemble(vec![], vec![("claim_wait".into(), "q".into(), "".into(), "".into(), 7, 1, 7)])
+            .unwrap_err();
         assert!(err.to_string().contains("7 ms"), "{err}");
+        let err = assemble(vec![("forgotten".into(), "q".into(), "mail".into(), "".into(), 1)], vec![])
+            .unwrap_err();
+        assert!(err.to_string().contains("under kind \"mail\""), "{err}");
     }
 
     #[test]

@@ -51,7 +51,8 @@ use rusqlite::{Connection, Transaction};
 
 use crate::ddl::{
     HISTORY_OBJECTS, JOBS_OBJECTS, JOBS_TABLE, KIND, NOTES_NAMES, NOTES_TABLES, PAUSED, RETENTION, SCHEMA_1,
-    SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_VERSION, UPGRADE_4_TO_5, notes_objects,
+    SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_VERSION, TALLIES_7, UPGRADE_4_TO_5,
+    notes_objects, notes_triggers,
 };
 use crate::error::{Error, Result};
 use crate::notes::bucket_of;
@@ -117,6 +118,13 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
             to_3(tx, version)?;
         }
         to_4(tx)?;
+    } else {
+        // Schema 7's tallies are by kind: the notes' triggers go, to come back with the kinds,
+        // and every tally kept so far stays, under kind ''.
+        for trigger in notes_triggers() {
+            tx.execute_batch(&format!("DROP TRIGGER IF EXISTS {trigger};"))?;
+        }
+        tx.execute_batch(TALLIES_7)?;
     }
     if version == SCHEMA_3 || version == SCHEMA_4 {
         // Claim's index gains `deadline`: built anew from the open jobs.
@@ -126,8 +134,9 @@ pub(crate) fn to_current(tx: &Transaction<'_>, path: &std::path::Path) -> Result
         // Schema 6: the paused queues, none yet.
         tx.execute_batch(PAUSED)?;
     }
-    // Schema 7: every job so far has no kind.
+    // Schema 7: every job so far has no kind; the notes' triggers tally by kind.
     tx.execute_batch(KIND)?;
+    tx.execute_batch(&notes_objects())?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(())
 }
@@ -194,20 +203,21 @@ fn paused_not_taken(tx: &Transaction<'_>, path: &std::path::Path, version: i64) 
     }
 }
 
-/// Schema 3 to schema 4, but for the version mark: the notes' tables, filled from the store
-/// (see the module's comment), then their triggers, with the tombstones' guard they replace.
+/// Schema 3 to schema 4, but for the version mark and the notes' triggers: the notes'
+/// tables (in schema 7's shape), filled from the store (see the module's comment), every
+/// tally under kind `''`, and the tombstones' guard the triggers replace dropped. The
+/// triggers come once the jobs have their kind.
 fn to_4(tx: &Transaction<'_>) -> Result<()> {
     tx.execute_batch("DROP TRIGGER IF EXISTS tombstones_forgotten_whole;")?;
     tx.execute_batch(NOTES_TABLES)?;
     tx.execute_batch(&format!(
         "INSERT INTO attempts (job, attempt, worker, claimed_at, ended_at, outcome, error, node) {};
-         INSERT INTO tallies (metric, queue, label, n) {};
-         INSERT INTO tally_buckets (metric, queue, label, le, n, sum_ms) {};",
+         INSERT INTO tallies (metric, queue, kind, label, n) {};
+         INSERT INTO tally_buckets (metric, queue, kind, label, le, n, sum_ms) {};",
         attempts_from_history(),
         tallies_from_store(),
         buckets_from_store()
     ))?;
-    tx.execute_batch(&notes_objects())?;
     Ok(())
 }
 
@@ -249,7 +259,8 @@ fn attempts_from_history() -> String {
     )
 }
 
-/// The counters the store can still count, in `tallies`' columns: every job and tombstone
+/// The counters the store can still count, in `tallies`' columns (under kind `''`: no job
+/// had one): every job and tombstone
 /// was enqueued once, each claim is one of their attempts, a tombstone's job died once (if
 /// dead) and was pruned once; the rest are the history's moves, of the jobs it still holds.
 fn tallies_from_store() -> String {
@@ -273,7 +284,7 @@ fn tallies_from_store() -> String {
             UNION ALL {cancelled}
             UNION ALL {requested}
             UNION ALL {heartbeats})
-         SELECT metric, queue, label, sum(n) FROM counted GROUP BY 1, 2, 3 HAVING sum(n) > 0",
+         SELECT metric, queue, '' AS kind, label, sum(n) FROM counted GROUP BY 1, 2, 4 HAVING sum(n) > 0",
         deaths = moved("deaths", "s.reason", "s.from_status IS NOT NULL AND s.to_status = 'dead'"),
         reaped = moved(
             "reaped",
@@ -314,9 +325,9 @@ fn buckets_from_store() -> String {
             UNION ALL
             SELECT 'attempt_duration', j.queue, a.outcome, max(a.ended_at - a.claimed_at, 0)
             FROM attempts a JOIN jobs j ON j.id = a.job WHERE a.ended_at IS NOT NULL)
-         SELECT metric, queue, label, {} AS le, count(*),
+         SELECT metric, queue, '' AS kind, label, {} AS le, count(*),
                 CAST(min(total(v), 9223372036854775807) AS INTEGER)
-         FROM observed GROUP BY 1, 2, 3, 4",
+         FROM observed GROUP BY 1, 2, 4, 5",
         bucket_of("v")
     )
 }
@@ -336,8 +347,10 @@ fn buckets_from_store() -> String {
 /// every unqualified name, so the queue's reads run unchanged and the file is never written.
 pub(crate) fn read_old(conn: &Connection, version: i64) -> Result<()> {
     if version == SCHEMA_6 {
-        // Schema 7 differs from 6 by the kind alone, which no job had.
+        // Schema 7 differs from 6 by the kind alone, which no job had, and its tallies by
+        // kind: what schema 6 tallied is under kind ''.
         conn.execute_batch("CREATE TEMP VIEW jobs AS SELECT *, '' AS kind FROM main.jobs;")?;
+        conn.execute_batch(KINDLESS_TALLIES)?;
         return Ok(());
     }
     // No older schema could pause a queue: none is paused.
@@ -346,6 +359,7 @@ pub(crate) fn read_old(conn: &Connection, version: i64) -> Result<()> {
         // Schema 5 differs from 4 by an index alone: the tables are read as they are, the
         // jobs with no kind.
         conn.execute_batch("CREATE TEMP VIEW jobs AS SELECT *, '' AS kind FROM main.jobs;")?;
+        conn.execute_batch(KINDLESS_TALLIES)?;
         return Ok(());
     }
     match version {
@@ -355,14 +369,20 @@ pub(crate) fn read_old(conn: &Connection, version: i64) -> Result<()> {
     conn.execute_batch(&format!(
         "CREATE TEMP VIEW attempts (job, attempt, worker, claimed_at, ended_at, outcome, error, node)
              AS {};
-         CREATE TEMP VIEW tallies (metric, queue, label, n) AS {};
-         CREATE TEMP VIEW tally_buckets (metric, queue, label, le, n, sum_ms) AS {};",
+         CREATE TEMP VIEW tallies (metric, queue, kind, label, n) AS {};
+         CREATE TEMP VIEW tally_buckets (metric, queue, kind, label, le, n, sum_ms) AS {};",
         attempts_from_history(),
         tallies_from_store(),
         buckets_from_store()
     ))?;
     Ok(())
 }
+
+/// A schema 4, 5 or 6 file's tallies in schema 7's shape: every one under kind `''`.
+const KINDLESS_TALLIES: &str = "
+    CREATE TEMP VIEW tallies AS SELECT metric, queue, '' AS kind, label, n FROM main.tallies;
+    CREATE TEMP VIEW tally_buckets AS
+        SELECT metric, queue, '' AS kind, label, le, n, sum_ms FROM main.tally_buckets;";
 
 /// [`read_old`]'s views of what schema 3 added, for a schema 1 or 2 file.
 fn read_before_3(conn: &Connection, version: i64) -> Result<()> {

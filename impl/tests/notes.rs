@@ -3,7 +3,8 @@
 //! request), an expired lease claimed again, a cancel of a running job, a pending one
 //! cancelled, heartbeats, a redrive, a prune and a forget. The attempts' records must say what
 //! happened, attempt by attempt; the tallies must be the counts the run's history gives, and
-//! neither a prune, nor a forget, nor a reopening may take anything off them.
+//! neither a prune, nor a forget, nor a reopening may take anything off them. The jobs are of
+//! three kinds (one of them none, `""`): every tally about jobs is its kind's (SPEC 6.44).
 
 use std::collections::BTreeMap;
 
@@ -16,18 +17,23 @@ const SETTINGS: Settings =
     Settings { lease_ms: 1000, base_ms: 100, cap_ms: 250, reap_limit: retryq::DEFAULT_REAP_LIMIT };
 
 /// The run's jobs, each in a queue of its own (so that each claim takes the job meant), with
-/// their budget and deadline.
-const JOBS: [(&str, u64, u64); 9] = [
-    ("flaky", 3, 100_000),
-    ("broken", 3, 100_000),
-    ("crashy", 1, 100_000),
-    ("slow", 3, 100_000),
-    ("stopped", 3, 100_000),
-    ("abandoned", 3, 100_000),
-    ("waiting", 3, 100_000),
-    ("beating", 3, 100_000),
-    ("late", 3, 900),
+/// their budget, deadline and kind.
+const JOBS: [(&str, u64, u64, &str); 9] = [
+    ("flaky", 3, 100_000, "charge"),
+    ("broken", 3, 100_000, "charge"),
+    ("crashy", 1, 100_000, "mail"),
+    ("slow", 3, 100_000, "mail"),
+    ("stopped", 3, 100_000, "mail"),
+    ("abandoned", 3, 100_000, ""),
+    ("waiting", 3, 100_000, "charge"),
+    ("beating", 3, 100_000, ""),
+    ("late", 3, 900, "mail"),
 ];
+
+/// The kind of the job of `queue`.
+fn kind_of(queue: &str) -> &'static str {
+    JOBS.iter().find(|(id, ..)| *id == queue).map_or("", |job| job.3)
+}
 
 fn claim(q: &mut dyn Backend, worker: &str, id: &str, now: u64) -> retryq::Lease {
     let claimed = q.claim_from(worker, &[id], now).expect("claim").expect("due");
@@ -46,9 +52,17 @@ fn report(outcome: Outcome, error: Option<&str>, node: Option<&str>) -> Report {
 /// The run, from an empty store.
 fn run(q: &mut dyn Backend) {
     q.set_settings(SETTINGS).expect("settings");
-    for (id, max_attempts, deadline) in JOBS {
-        let job =
-            NewJob { id, payload: id, max_attempts, deadline, now: 0, queue: Some(id), ..NewJob::default() };
+    for (id, max_attempts, deadline, kind) in JOBS {
+        let job = NewJob {
+            id,
+            payload: id,
+            max_attempts,
+            deadline,
+            now: 0,
+            queue: Some(id),
+            kind,
+            ..NewJob::default()
+        };
         q.enqueue(&job).expect("enqueue");
     }
     assert_eq!(q.cancel("waiting", 5).expect("cancel"), Cancelled::Ended);
@@ -175,7 +189,7 @@ fn counted(histories: &[(&str, Vec<HistoryEntry>)]) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
     let mut add = |key: String, n: u64| *counts.entry(key).or_insert(0) += n;
     for (queue, entries) in histories {
-        let q = format!("queue={queue}");
+        let q = format!("queue={queue},kind={}", kind_of(queue));
         for pair in entries.windows(2) {
             let (prev, cur) = (&pair[0], &pair[1]);
             let claim = cur.to == Status::Leased && cur.attempt == prev.attempt + 1;
@@ -197,7 +211,7 @@ fn counted(histories: &[(&str, Vec<HistoryEntry>)]) -> BTreeMap<String, u64> {
                     add(format!("retryq_reaped_total{{{q},reason={reason}}}"), 1);
                 }
                 if prev.to == Status::Pending && reason == retryq::DeadReason::Cancelled {
-                    add(format!("retryq_cancels_total{{{q},kind=pending}}"), 1);
+                    add(format!("retryq_cancels_total{{{q},type=pending}}"), 1);
                 }
             }
             if prev.to == Status::Dead && cur.to == Status::Pending {
@@ -223,10 +237,13 @@ fn tallies_count_the_run(q: &dyn Backend) -> BTreeMap<String, u64> {
     for (queue, _) in &histories {
         let ended: u64 = tallies
             .iter()
-            .filter(|(k, _)| k.starts_with(&format!("retryq_attempts_ended_total{{queue={queue},")))
+            .filter(|(k, _)| {
+                k.starts_with(&format!("retryq_attempts_ended_total{{queue={queue},kind={},", kind_of(queue)))
+            })
             .map(|(_, v)| v)
             .sum();
-        let want = from_history.remove(&format!("ended{{queue={queue}}}")).unwrap_or(0);
+        let want =
+            from_history.remove(&format!("ended{{queue={queue},kind={}}}", kind_of(queue))).unwrap_or(0);
         assert_eq!(ended, want, "{queue}: attempts ended");
     }
     for (key, value) in &from_history {
@@ -235,19 +252,19 @@ fn tallies_count_the_run(q: &dyn Backend) -> BTreeMap<String, u64> {
     // What the history does not tell apart: heartbeats and cancel requests (a leased →
     // leased entry each), which ends were reaps, and what ended each attempt.
     for (key, value) in [
-        ("retryq_heartbeats_total{queue=beating}", 2),
-        ("retryq_cancels_total{queue=stopped,kind=request}", 1),
-        ("retryq_cancels_total{queue=abandoned,kind=request}", 1),
-        ("retryq_reaped_total{queue=crashy,reason=exhausted}", 1),
-        ("retryq_reaped_total{queue=abandoned,reason=cancelled}", 1),
-        ("retryq_attempts_ended_total{queue=flaky,outcome=retryable}", 1),
-        ("retryq_attempts_ended_total{queue=flaky,outcome=ok}", 1),
-        ("retryq_attempts_ended_total{queue=broken,outcome=permanent}", 1),
-        ("retryq_attempts_ended_total{queue=crashy,outcome=lease expired}", 1),
-        ("retryq_attempts_ended_total{queue=slow,outcome=lease expired}", 1),
-        ("retryq_attempts_ended_total{queue=stopped,outcome=retryable}", 1),
-        ("retryq_attempt_duration_milliseconds_sum{queue=slow,outcome=lease expired}", 1010),
-        ("retryq_attempt_duration_milliseconds_sum{queue=beating,outcome=ok}", 690),
+        ("retryq_heartbeats_total{queue=beating,kind=}", 2),
+        ("retryq_cancels_total{queue=stopped,kind=mail,type=request}", 1),
+        ("retryq_cancels_total{queue=abandoned,kind=,type=request}", 1),
+        ("retryq_reaped_total{queue=crashy,kind=mail,reason=exhausted}", 1),
+        ("retryq_reaped_total{queue=abandoned,kind=,reason=cancelled}", 1),
+        ("retryq_attempts_ended_total{queue=flaky,kind=charge,outcome=retryable}", 1),
+        ("retryq_attempts_ended_total{queue=flaky,kind=charge,outcome=ok}", 1),
+        ("retryq_attempts_ended_total{queue=broken,kind=charge,outcome=permanent}", 1),
+        ("retryq_attempts_ended_total{queue=crashy,kind=mail,outcome=lease expired}", 1),
+        ("retryq_attempts_ended_total{queue=slow,kind=mail,outcome=lease expired}", 1),
+        ("retryq_attempts_ended_total{queue=stopped,kind=mail,outcome=retryable}", 1),
+        ("retryq_attempt_duration_milliseconds_sum{queue=slow,kind=mail,outcome=lease expired}", 1010),
+        ("retryq_attempt_duration_milliseconds_sum{queue=beating,kind=,outcome=ok}", 690),
     ] {
         assert_eq!(tallies.get(key), Some(&value), "{key}: {tallies:#?}");
     }
@@ -257,7 +274,7 @@ fn tallies_count_the_run(q: &dyn Backend) -> BTreeMap<String, u64> {
             || k.starts_with("retryq_attempts_ended_total")
             || k.starts_with("retryq_attempt_duration_milliseconds")
             || k.starts_with("retryq_heartbeats_total")
-            || k.contains("kind=request")
+            || k.contains("type=request")
             || k.starts_with("retryq_reaped_total")
     };
     let unknown: Vec<&String> = tallies.keys().filter(|k| !known(k)).collect();
@@ -317,6 +334,7 @@ fn scenario(q: &mut dyn Backend, reopen: &dyn Fn() -> Box<dyn Backend>) {
         deadline: 100_000,
         now: 2000,
         queue: Some("flaky"),
+        kind: "charge",
         ..NewJob::default()
     };
     q.enqueue(&again).expect("enqueue");
@@ -327,8 +345,8 @@ fn scenario(q: &mut dyn Backend, reopen: &dyn Fn() -> Box<dyn Backend>) {
         expected(&[(1, "w1", 2001, 2002, "ok", None, None)])
     );
     let last = flat(&q.tallies().expect("tallies"));
-    assert_eq!(last.get("retryq_enqueued_total{queue=flaky}"), Some(&2));
-    assert_eq!(last.get("retryq_claims_total{queue=flaky}"), Some(&3));
+    assert_eq!(last.get("retryq_enqueued_total{queue=flaky,kind=charge}"), Some(&2));
+    assert_eq!(last.get("retryq_claims_total{queue=flaky,kind=charge}"), Some(&3));
     let audit = q.audit().expect("audit");
     assert!(audit.is_clean(), "{:#?}", audit.violations);
     assert_eq!(flat(&reopen().tallies().expect("tallies")), last, "kept across a reopening");
@@ -349,4 +367,59 @@ fn postgres_records_every_attempt_and_tallies_survive() {
     let mut q = PgQueue::connect(&url).expect("connect");
     let reopen = || -> Box<dyn Backend> { Box::new(PgQueue::connect(&url).expect("reconnect")) };
     scenario(&mut q, &reopen);
+}
+
+/// A bulk import's tallies (SPEC 6.36, 6.38, 6.44): 600 jobs of three kinds over two queues,
+/// an id given twice (`existing`) and one given again with another kind (`conflict`), add per
+/// queue and kind exactly what their enqueues one by one would add — whatever pieces the
+/// import is cut into, each one statement on PostgreSQL.
+fn a_bulk_import_tallies_each_kind(q: &mut dyn Backend) {
+    const KINDS: [&str; 3] = ["", "mail", "charge"];
+    let ids: Vec<String> = (0..600).map(|i| format!("bulk-{i}")).collect();
+    let mut jobs: Vec<NewJob<'_>> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| NewJob {
+            id,
+            payload: "{}",
+            max_attempts: 3,
+            deadline: 100_000,
+            now: 0,
+            queue: Some(if i % 2 == 0 { "even" } else { "odd" }),
+            kind: KINDS[i % 3],
+            ..NewJob::default()
+        })
+        .collect();
+    jobs.push(jobs[4]);
+    jobs.push(NewJob { kind: "other", ..jobs[5] });
+    let mut answers = Vec::new();
+    q.enqueue_bulk(&jobs, &mut answers).expect("bulk");
+    assert_eq!(answers.len(), 602);
+    assert!(matches!(answers[600], Ok(retryq::Enqueued::Existing)), "{:?}", answers[600]);
+    assert_eq!(answers[601].as_ref().map_err(|e| e.kind()).err(), Some(ErrorKind::Conflict));
+    let tallies = flat(&q.tallies().expect("tallies"));
+    for queue in ["even", "odd"] {
+        for kind in KINDS {
+            // i % 2 picks the queue and i % 3 the kind: each of the six pairs is 100 of the 600.
+            let key = format!("retryq_enqueued_total{{queue={queue},kind={kind}}}");
+            assert_eq!(tallies.get(&key), Some(&100), "{key}: {tallies:#?}");
+        }
+    }
+    assert_eq!(tallies.keys().filter(|k| k.starts_with("retryq_enqueued_total")).count(), 6, "{tallies:#?}");
+    let audit = q.audit().expect("audit");
+    assert!(audit.is_clean(), "{:#?}", audit.violations);
+}
+
+#[test]
+fn sqlite_bulk_import_tallies_each_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut q = Queue::open(dir.path().join("q.db")).expect("open");
+    a_bulk_import_tallies_each_kind(&mut q);
+}
+
+#[test]
+fn postgres_bulk_import_tallies_each_kind() {
+    let Some(url) = retryq_pgtest::database("notes postgres_bulk_import_tallies_each_kind") else { return };
+    let mut q = PgQueue::connect(&url).expect("connect");
+    a_bulk_import_tallies_each_kind(&mut q);
 }

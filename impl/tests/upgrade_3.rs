@@ -163,21 +163,21 @@ fn an_upgrade_keeps_everything_and_fills_the_notes_from_the_history() {
     );
     assert_eq!(sum("retryq_claim_wait_milliseconds_count{"), 15, "the claims the history holds");
     for (key, value) in [
-        ("retryq_deaths_total{queue=b,reason=exhausted}", 1),
-        ("retryq_deaths_total{queue=i,reason=permanent}", 1),
-        ("retryq_deaths_total{queue=g,reason=cancelled}", 1),
-        ("retryq_reaped_total{queue=m,reason=deadline}", 1),
-        ("retryq_redrives_total{queue=i}", 1),
-        ("retryq_cancels_total{queue=h,kind=pending}", 1),
-        ("retryq_cancels_total{queue=f,kind=request}", 1),
-        ("retryq_cancels_total{queue=l,kind=request}", 1),
-        ("retryq_heartbeats_total{queue=k}", 1),
+        ("retryq_deaths_total{queue=b,kind=,reason=exhausted}", 1),
+        ("retryq_deaths_total{queue=i,kind=,reason=permanent}", 1),
+        ("retryq_deaths_total{queue=g,kind=,reason=cancelled}", 1),
+        ("retryq_reaped_total{queue=m,kind=,reason=deadline}", 1),
+        ("retryq_redrives_total{queue=i,kind=}", 1),
+        ("retryq_cancels_total{queue=h,kind=,type=pending}", 1),
+        ("retryq_cancels_total{queue=f,kind=,type=request}", 1),
+        ("retryq_cancels_total{queue=l,kind=,type=request}", 1),
+        ("retryq_heartbeats_total{queue=k,kind=}", 1),
         ("retryq_pruned_total{queue=j,status=done}", 1),
-        ("retryq_claims_total{queue=j}", 1),
-        ("retryq_attempts_ended_total{queue=e,outcome=lease expired}", 1),
-        ("retryq_attempts_ended_total{queue=c,outcome=expired or retryable}", 1),
-        ("retryq_claim_wait_milliseconds_sum{queue=mail}", 12 + 7),
-        ("retryq_attempt_duration_milliseconds_sum{queue=e,outcome=lease expired}", 1574),
+        ("retryq_claims_total{queue=j,kind=}", 1),
+        ("retryq_attempts_ended_total{queue=e,kind=,outcome=lease expired}", 1),
+        ("retryq_attempts_ended_total{queue=c,kind=,outcome=expired or retryable}", 1),
+        ("retryq_claim_wait_milliseconds_sum{queue=mail,kind=}", 12 + 7),
+        ("retryq_attempt_duration_milliseconds_sum{queue=e,kind=,outcome=lease expired}", 1574),
     ] {
         assert_eq!(t.get(key), Some(&value), "{key}: {t:#?}");
     }
@@ -209,8 +209,8 @@ fn an_upgrade_keeps_everything_and_fills_the_notes_from_the_history() {
     for (key, value) in &t {
         assert!(after.get(key).is_some_and(|v| v >= value), "{key} went down");
     }
-    assert_eq!(after.get("retryq_reaped_total{queue=l,reason=cancelled}"), Some(&1));
-    assert_eq!(after.get("retryq_attempts_ended_total{queue=k,outcome=ok}"), Some(&1));
+    assert_eq!(after.get("retryq_reaped_total{queue=l,kind=,reason=cancelled}"), Some(&1));
+    assert_eq!(after.get("retryq_attempts_ended_total{queue=k,kind=,outcome=ok}"), Some(&1));
     let again = NewJob {
         id: "forgotten-16",
         payload: "z",
@@ -222,7 +222,11 @@ fn an_upgrade_keeps_everything_and_fills_the_notes_from_the_history() {
     assert_eq!(q.enqueue(&again).expect("enqueue"), retryq::Enqueued::New, "forgotten: a new id");
     assert!(q.audit().expect("audit").is_clean());
     let last = flat(&q.tallies().expect("tallies"));
-    assert_eq!(last.get("retryq_enqueued_total{queue=default}"), Some(&2), "done-1, and forgotten-16 anew");
+    assert_eq!(
+        last.get("retryq_enqueued_total{queue=default,kind=}"),
+        Some(&2),
+        "done-1, and forgotten-16 anew"
+    );
     drop(q);
     assert_eq!(flat(&Queue::open(&path).expect("reopen").tallies().expect("tallies")), last);
 }

@@ -3,6 +3,8 @@
 //! table of paused queues and keeps every job; a file whose application already has an
 //! object of that name is refused, untouched.
 
+mod kindless;
+
 use std::path::Path;
 
 use retryq::rusqlite::Connection;
@@ -23,6 +25,7 @@ fn schema_5(path: &Path) {
     .expect("enqueue");
     drop(q);
     let conn = Connection::open(path).expect("raw");
+    kindless::tallies(&conn);
     conn.execute_batch(
         "DROP TABLE paused_queues; DROP TRIGGER jobs_kind_fixed; ALTER TABLE jobs DROP COLUMN kind;
          PRAGMA user_version = 5;",

@@ -1,11 +1,23 @@
 //! The upgrade of a schema 6 file (contract 1.3, before kinds) to schema 7: a read-only open
 //! reads every job with no kind and writes nothing; a read-write one adds the column, keeps
-//! every job, and a tombstone written before kinds still answers its own payload `existing`.
+//! every job, and a tombstone written before kinds still answers its own payload `existing`;
+//! the tallies kept before are kept under kind `""`, and those after are by kind.
+
+mod kindless;
 
 use std::path::Path;
 
 use retryq::rusqlite::Connection;
-use retryq::{Completion, Enqueue, Enqueued, Error, NewJob, OpenOptions, Outcome, Queue, SCHEMA_VERSION};
+use retryq::{
+    Completion, Enqueue, Enqueued, Error, NewJob, OpenOptions, Outcome, Queue, SCHEMA_VERSION, Tallies,
+};
+
+/// A counter's value by its labels, if the store keeps it.
+fn counter(t: &Tallies, metric: &str, labels: &[(&str, &str)]) -> Option<u64> {
+    let labels: Vec<(String, String)> =
+        labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    t.counters.iter().find(|c| c.metric == metric && c.labels == labels).map(|c| c.value)
+}
 
 /// A schema 6 file: this build's schema without the kinds, marked 6, with an open job and a
 /// pruned one.
@@ -19,6 +31,7 @@ fn schema_6(path: &Path) {
     assert_eq!(q.prune(2, 3).expect("prune"), 1);
     drop(q);
     let conn = Connection::open(path).expect("raw");
+    kindless::tallies(&conn);
     conn.execute_batch(
         "DROP TRIGGER jobs_kind_fixed; ALTER TABLE jobs DROP COLUMN kind; PRAGMA user_version = 6;",
     )
@@ -42,10 +55,19 @@ fn a_schema_6_file_is_read_without_kinds_then_upgraded_by_a_write() {
         Queue::open_with(&path, &OpenOptions { read_only: true, create: false, ..OpenOptions::default() })
             .expect("read-only open");
     assert_eq!(ro.get("b").expect("get").expect("b").kind, "");
+    // Schema 6's tallies read as kind "": two enqueues, one claim, one prune.
+    let kept = ro.tallies().expect("tallies");
+    let default = [("queue", "default"), ("kind", "")];
+    assert_eq!(counter(&kept, "retryq_enqueued_total", &default), Some(2));
+    assert_eq!(counter(&kept, "retryq_claims_total", &default), Some(1));
+    let ok = [("queue", "default"), ("kind", ""), ("outcome", "ok")];
+    assert_eq!(counter(&kept, "retryq_attempts_ended_total", &ok), Some(1));
+    assert_eq!(counter(&kept, "retryq_pruned_total", &[("queue", "default"), ("status", "done")]), Some(1));
     drop(ro);
     assert_eq!(user_version(&path), 6, "a read-only open writes nothing");
     let mut q = Queue::open(&path).expect("open");
     assert_eq!(user_version(&path), SCHEMA_VERSION);
+    assert_eq!(q.tallies().expect("tallies"), kept, "the upgrade keeps every tally, under kind \"\"");
     // The digest as every schema before 7 wrote it: SHA-256 of the payload (`printf p | sha256sum`).
     let digest: String = Connection::open(&path)
         .expect("raw")
@@ -70,5 +92,12 @@ fn a_schema_6_file_is_read_without_kinds_then_upgraded_by_a_write() {
     q.enqueue(&c).expect("a new job with a kind");
     assert_eq!(q.claim("w", 10).expect("claim").expect("b").kind, "");
     assert_eq!(q.claim("w", 10).expect("claim").expect("c").kind, "mail");
+    // The old counts go on under "", the new kind counts apart.
+    let t = q.tallies().expect("tallies");
+    assert_eq!(counter(&t, "retryq_enqueued_total", &default), Some(2));
+    assert_eq!(counter(&t, "retryq_claims_total", &default), Some(2));
+    let mail = [("queue", "default"), ("kind", "mail")];
+    assert_eq!(counter(&t, "retryq_enqueued_total", &mail), Some(1));
+    assert_eq!(counter(&t, "retryq_claims_total", &mail), Some(1));
     assert!(q.audit().expect("audit").is_clean());
 }

@@ -19,7 +19,10 @@
 //! (job or tombstone) died, every tombstone was pruned, every redrive of a job is in its
 //! `redrives`, every standing cancel request was made, every record was a claim, every ended
 //! record an attempt ended with its outcome. A forget or a prune only ever leaves a tally
-//! above these floors, never below: a tally under its floor lost a count.
+//! above these floors, never below: a tally under its floor lost a count. The floors hold for
+//! each queue (the tallies summed over the kinds) and, of the jobs alone, for each kind in it
+//! (SPEC 6.44): a tombstone keeps no kind, so what pruned jobs hold counts only in the
+//! queue's; a count tallied under another kind falls short of its own kind's floor.
 
 use super::notes_sql::Record;
 use super::{Audit, Check, Entry, Findings, Move, Step, Stored, Violation};
@@ -173,7 +176,8 @@ impl Audit {
         });
     }
 
-    /// Reports a tally below what the store still holds of what it counts.
+    /// Reports a tally below what the store still holds of what it counts: a queue's, or
+    /// (with `kind`) a kind's in it.
     pub(crate) fn tally_short(
         &mut self,
         metric: String,
@@ -181,11 +185,16 @@ impl Audit {
         label: Option<String>,
         kept: i64,
         floor: i64,
+        kind: Option<String>,
     ) {
         let of = match label.as_deref() {
             Some("") => metric,
             Some(label) => format!("{metric}({label})"),
             None => format!("{metric}(NULL)"),
+        };
+        let of = match kind {
+            Some(kind) => format!("{of} of kind {kind:?}"),
+            None => of,
         };
         self.violations.push(Violation {
             check: Check::TalliesCoverStore,
@@ -231,7 +240,7 @@ mod tests {
     #[test]
     fn a_planted_record_or_a_lost_count_is_found() {
         let open_records = "DROP TRIGGER attempts_ended_never_change;";
-        let cases: [(&str, String, Check, &str, &str); 11] = [
+        let cases: [(&str, String, Check, &str, &str); 12] = [
             (
                 "a record of a job that is not in the store",
                 "DROP TRIGGER attempts_of_claims;
@@ -308,11 +317,23 @@ mod tests {
                 "attempt 1's error holds 5000 bytes, over 4096",
             ),
             (
-                "a claim not counted",
-                "DROP TRIGGER tallies_only_grow; UPDATE tallies SET n = n - 1 WHERE metric = 'claims'".into(),
+                "a claim of a kind not counted",
+                "DROP TRIGGER tallies_only_grow;
+                 UPDATE tallies SET n = n - 1 WHERE metric = 'claims' AND kind = 'mail'"
+                    .into(),
                 Check::TalliesCoverStore,
                 "default",
                 "queue \"default\" tallies 5 claims, but the store holds 6",
+            ),
+            (
+                "a kind's claim counted under another kind",
+                "DROP TRIGGER tallies_only_grow;
+                 UPDATE tallies SET n = n - 1 WHERE metric = 'claims' AND kind = 'mail';
+                 UPDATE tallies SET n = n + 1 WHERE metric = 'claims' AND kind = ''"
+                    .into(),
+                Check::TalliesCoverStore,
+                "default",
+                "queue \"default\" tallies 2 claims of kind \"mail\", but the store holds 3",
             ),
             (
                 "an ended attempt not counted",

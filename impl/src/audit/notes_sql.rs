@@ -81,9 +81,51 @@ pub(crate) fn floors(kept: &str) -> String {
     )
 }
 
-/// SQLite's kept tallies, for [`floors`].
+/// The floors of the tallies by kind (SPEC 6.44), of one store: what its jobs alone hold —
+/// a tombstone keeps no kind, so a pruned job's counts are not in these floors, only in the
+/// queue's of [`floors`] — against [`KEPT_BY_KIND`]. Every (metric, queue, label, kind) whose
+/// kept tally is below its floor, with the kind last.
+pub(crate) fn kind_floors() -> String {
+    format!(
+        "WITH floor (metric, queue, kind, label, n) AS (
+            SELECT 'enqueued', queue, kind, '', count(*) FROM jobs GROUP BY 2, 3
+            UNION ALL
+            SELECT 'claims', queue, kind, '', sum(attempts) FROM jobs GROUP BY 2, 3
+            UNION ALL
+            SELECT 'deaths', queue, kind, dead_reason, count(*) FROM jobs WHERE status = 'dead' GROUP BY 2, 3, 4
+            UNION ALL
+            SELECT 'redrives', queue, kind, '', sum(redrives) FROM jobs GROUP BY 2, 3
+            UNION ALL
+            SELECT 'cancels', queue, kind, 'request', count(*) FROM jobs WHERE cancel_requested GROUP BY 2, 3
+            UNION ALL
+            SELECT 'claims_observed', j.queue, j.kind, '', count(*) FROM attempts a JOIN jobs j ON j.id = a.job
+            GROUP BY 2, 3
+            UNION ALL
+            SELECT 'attempts_ended', j.queue, j.kind, a.outcome, count(*) FROM attempts a JOIN jobs j ON j.id = a.job
+            WHERE a.ended_at IS NOT NULL GROUP BY 2, 3, 4),
+         kept (metric, queue, kind, label, n) AS ({KEPT_BY_KIND})
+         SELECT f.metric, f.queue, f.label, CAST(coalesce(k.n, 0) AS BIGINT), CAST(f.n AS BIGINT), f.kind
+         FROM floor f LEFT JOIN kept k
+              ON k.metric = f.metric AND k.queue = f.queue AND k.kind = f.kind AND k.label = f.label
+         WHERE coalesce(k.n, 0) < f.n
+         ORDER BY 1, 2, 6, 3"
+    )
+}
+
+/// Either store's kept tallies by kind, for [`kind_floors`], each the sum of its shards on
+/// PostgreSQL.
+const KEPT_BY_KIND: &str = "
+    SELECT metric, queue, kind, label, sum(n) FROM tallies GROUP BY 1, 2, 3, 4
+    UNION ALL
+    SELECT CASE metric WHEN 'attempt_duration' THEN 'attempts_ended' ELSE 'claims_observed' END,
+           queue, kind, label, sum(n)
+    FROM tally_buckets GROUP BY 1, 2, 3, 4";
+
+/// SQLite's kept tallies, for [`floors`], summed over the kinds: a tombstone keeps no kind,
+/// so the floors are a queue's (a kind's share of them cannot be told once its jobs are
+/// pruned).
 pub(crate) const KEPT: &str = "
-    SELECT metric, queue, label, n FROM tallies
+    SELECT metric, queue, label, sum(n) FROM tallies GROUP BY 1, 2, 3
     UNION ALL
     SELECT CASE metric WHEN 'attempt_duration' THEN 'attempts_ended' ELSE 'claims_observed' END,
            queue, label, sum(n)

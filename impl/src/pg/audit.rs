@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use postgres::{Portal, Row};
 
 use super::store::{PgQueue, Tx};
-use crate::audit::notes_sql::{Record, floors};
+use crate::audit::notes_sql::{Record, floors, kind_floors};
 use crate::audit::{Audit, Check, Entry, State, Stored, Violation, Word};
 use crate::error::{Error, Result};
 
@@ -75,7 +75,8 @@ const RECORDS_LEFT: &str = "
     SELECT job, count(*), EXISTS (SELECT 1 FROM tombstones WHERE id = a.job) FROM attempts a
     WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = a.job) GROUP BY job ORDER BY job";
 
-/// The kept tallies for the floors' check, each the sum of its shards.
+/// The kept tallies for the floors' check, each the sum of its shards and its kinds (a
+/// tombstone keeps no kind, so the floors are a queue's).
 const KEPT: &str = "
     SELECT metric, queue, label, sum(n) FROM tallies GROUP BY 1, 2, 3
     UNION ALL
@@ -129,6 +130,18 @@ impl PgQueue {
                     row.try_get(2)?,
                     row.try_get(3)?,
                     row.try_get(4)?,
+                    None,
+                );
+            }
+            let kind_floors: &'static str = KIND_FLOORS.get_or_init(kind_floors);
+            for row in tx.query(kind_floors, &[])? {
+                found.tally_short(
+                    row.try_get(0)?,
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                    row.try_get(4)?,
+                    Some(row.try_get(5)?),
                 );
             }
             for row in tx.query(ORPHANS, &[])? {
@@ -215,6 +228,8 @@ impl BySeq {
 
 /// The floors' query, made once: the store prepares `'static` statements.
 static FLOORS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// The floors' query by kind, likewise.
+static KIND_FLOORS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// A row of [`RECORDS`].
 fn record(row: &Row) -> Result<Record> {

@@ -581,7 +581,7 @@ const PAIRS: &str = "old_rows o JOIN new_rows n USING (seq)";
 /// one named `available_at` on a lease it kept — a heartbeat, which may leave every value as
 /// it was. (A statement-level trigger with transition tables names no columns.)
 pub(super) fn objects_4() -> String {
-    let notes = notes_function(Pairs::Joined);
+    let notes = notes_function(Pairs::Joined, ByKind::No);
     format!(
         r#"
 -- An attempt's record is opened only by the claim that began it: checked once per statement
@@ -723,9 +723,31 @@ const WAKE: &str = "
 /// The channel a worker listens on: the one [`WAKE`] notifies, for the connection's schema.
 pub(super) const CHANNEL: &str = "SELECT 'retryq_' || current_schema()::regnamespace::oid";
 
-/// The function that keeps a statement's records and tallies, in `pairs`' shape.
-fn notes_function(pairs: Pairs) -> String {
+/// Whether the tallies are by kind: schema 7's are (SPEC 6.44), an older schema's not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ByKind {
+    /// Schema 4 to 6: tallies by metric, queue and label.
+    No,
+    /// Schema 7: by metric, queue, the jobs' kind and label; a prune's and a forget's under
+    /// kind `''` (a tombstone keeps none).
+    Yes,
+}
+
+/// The function that keeps a statement's records and tallies, in `pairs`' shape, and by kind
+/// or not.
+fn notes_function(pairs: Pairs, by_kind: ByKind) -> String {
     let bucket = crate::notes::bucket_of("e.v");
+    // The kind's column, its value in a pair's row, in the tallied events and for a
+    // tombstone's tally; and the positions the statements group by.
+    let (kc, nk, ek, none) = match by_kind {
+        ByKind::No => ("", "", "", ""),
+        ByKind::Yes => (", kind", ", n.kind", ", e.kind", ", ''"),
+    };
+    let (enqueued, counted, observed, pruned) = match by_kind {
+        ByKind::No => ("2", "1, 2, 3", "1, 2, 3, 4", "2, 3"),
+        ByKind::Yes => ("2, 3", "1, 2, 3, 4", "1, 2, 3, 4, 5", "2, 4"),
+    };
+    let forgotten = "2";
     let (with, pairs, expiry, expired, record, wake) = match pairs {
         Pairs::Joined => (
             "",
@@ -752,10 +774,10 @@ CREATE OR REPLACE FUNCTION retryq_notes() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_TABLE_NAME = 'jobs' AND TG_OP = 'INSERT' THEN
-        INSERT INTO tallies AS t (metric, queue, label, shard, n)
-        SELECT 'enqueued', queue, '', (SELECT retryq_counts_shard()), count(*)
-        FROM new_rows GROUP BY 2 ORDER BY 2
-        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;{wake}
+        INSERT INTO tallies AS t (metric, queue{kc}, label, shard, n)
+        SELECT 'enqueued', queue{kc}, '', (SELECT retryq_counts_shard()), count(*)
+        FROM new_rows GROUP BY {enqueued} ORDER BY {enqueued}
+        ON CONFLICT (metric, queue{kc}, label, shard) DO UPDATE SET n = t.n + excluded.n;{wake}
     ELSIF TG_TABLE_NAME = 'jobs' THEN
         -- An expired lease that a claim took, or that left leased with its record still open
         -- (no report came: a reap), ends as `lease expired`; a claim opens its attempt's.
@@ -768,54 +790,54 @@ BEGIN
         INSERT INTO attempts (job, attempt, worker, claimed_at)
         {with}SELECT n.id, n.attempts, n.owner, n.claimed_at FROM {pairs}
         WHERE n.attempts > o.attempts ORDER BY n.id;
-        INSERT INTO tallies AS t (metric, queue, label, shard, n)
-        {with}SELECT e.metric, e.queue, e.label, (SELECT retryq_counts_shard()), count(*) FROM (
-            SELECT 'claims' AS metric, n.queue, '' AS label FROM {pairs} WHERE n.attempts > o.attempts
+        INSERT INTO tallies AS t (metric, queue{kc}, label, shard, n)
+        {with}SELECT e.metric, e.queue{ek}, e.label, (SELECT retryq_counts_shard()), count(*) FROM (
+            SELECT 'claims' AS metric, n.queue{nk}, '' AS label FROM {pairs} WHERE n.attempts > o.attempts
             UNION ALL
-            SELECT 'deaths', n.queue, n.dead_reason FROM {pairs}
+            SELECT 'deaths', n.queue{nk}, n.dead_reason FROM {pairs}
             WHERE n.status = 'dead' AND o.status <> 'dead'
             UNION ALL
-            SELECT 'reaped', n.queue, n.dead_reason FROM {pairs}
+            SELECT 'reaped', n.queue{nk}, n.dead_reason FROM {pairs}
             WHERE o.status = 'pending' AND n.status = 'dead' AND n.dead_reason = 'deadline'
             UNION ALL
-            SELECT 'reaped', n.queue, n.dead_reason FROM {pairs}{expiry}
+            SELECT 'reaped', n.queue{nk}, n.dead_reason FROM {pairs}{expiry}
             WHERE o.status = 'leased' AND n.status = 'dead' AND {expired}
             UNION ALL
-            SELECT 'redrives', n.queue, '' FROM {pairs} WHERE o.status = 'dead' AND n.status = 'pending'
+            SELECT 'redrives', n.queue{nk}, '' FROM {pairs} WHERE o.status = 'dead' AND n.status = 'pending'
             UNION ALL
-            SELECT 'cancels', n.queue, 'pending' FROM {pairs}
+            SELECT 'cancels', n.queue{nk}, 'pending' FROM {pairs}
             WHERE o.status = 'pending' AND n.status = 'dead' AND n.dead_reason = 'cancelled'
             UNION ALL
-            SELECT 'cancels', n.queue, 'request' FROM {pairs}
+            SELECT 'cancels', n.queue{nk}, 'request' FROM {pairs}
             WHERE n.cancel_requested AND NOT o.cancel_requested) AS e
-        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;
-        INSERT INTO tally_buckets AS t (metric, queue, label, le, shard, n, sum_ms)
-        {with}SELECT e.metric, e.queue, e.label, {bucket}, (SELECT retryq_counts_shard()), count(*),
+        GROUP BY {counted} ORDER BY {counted}
+        ON CONFLICT (metric, queue{kc}, label, shard) DO UPDATE SET n = t.n + excluded.n;
+        INSERT INTO tally_buckets AS t (metric, queue{kc}, label, le, shard, n, sum_ms)
+        {with}SELECT e.metric, e.queue{ek}, e.label, {bucket}, (SELECT retryq_counts_shard()), count(*),
                LEAST(sum(e.v), 9223372036854775807)::bigint
         FROM (
-            SELECT 'claim_wait' AS metric, n.queue, '' AS label,
+            SELECT 'claim_wait' AS metric, n.queue{nk}, '' AS label,
                    GREATEST(n.claimed_at - o.available_at, 0) AS v
             FROM {pairs} WHERE n.attempts > o.attempts
             UNION ALL
-            SELECT 'attempt_duration', n.queue, a.outcome, GREATEST(a.ended_at - a.claimed_at, 0)
+            SELECT 'attempt_duration', n.queue{nk}, a.outcome, GREATEST(a.ended_at - a.claimed_at, 0)
             FROM {pairs} {record}
             WHERE o.status = 'leased' AND (n.status <> 'leased' OR n.attempts > o.attempts)) AS e
-        GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
-        ON CONFLICT (metric, queue, label, le, shard) DO UPDATE
+        GROUP BY {observed} ORDER BY {observed}
+        ON CONFLICT (metric, queue{kc}, label, le, shard) DO UPDATE
         SET n = t.n + excluded.n,
             sum_ms = CASE WHEN t.sum_ms > 9223372036854775807 - excluded.sum_ms THEN 9223372036854775807
                           ELSE t.sum_ms + excluded.sum_ms END;{wake}
     ELSIF TG_OP = 'INSERT' THEN
-        INSERT INTO tallies AS t (metric, queue, label, shard, n)
-        SELECT 'pruned', queue, status, (SELECT retryq_counts_shard()), count(*)
-        FROM new_rows GROUP BY 2, 3 ORDER BY 2, 3
-        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;
+        INSERT INTO tallies AS t (metric, queue{kc}, label, shard, n)
+        SELECT 'pruned', queue{none}, status, (SELECT retryq_counts_shard()), count(*)
+        FROM new_rows GROUP BY {pruned} ORDER BY {pruned}
+        ON CONFLICT (metric, queue{kc}, label, shard) DO UPDATE SET n = t.n + excluded.n;
     ELSE
-        INSERT INTO tallies AS t (metric, queue, label, shard, n)
-        SELECT 'forgotten', queue, '', (SELECT retryq_counts_shard()), count(*)
-        FROM old_rows GROUP BY 2 ORDER BY 2
-        ON CONFLICT (metric, queue, label, shard) DO UPDATE SET n = t.n + excluded.n;
+        INSERT INTO tallies AS t (metric, queue{kc}, label, shard, n)
+        SELECT 'forgotten', queue{none}, '', (SELECT retryq_counts_shard()), count(*)
+        FROM old_rows GROUP BY {forgotten} ORDER BY {forgotten}
+        ON CONFLICT (metric, queue{kc}, label, shard) DO UPDATE SET n = t.n + excluded.n;
     END IF;
     RETURN NULL;
 END $$;
@@ -852,13 +874,14 @@ pub(super) use job_digest;
 
 /// Schema 6 to schema 7 (contract 1.4): a job's kind (SPEC 1.1, 6.44), `''` for every job
 /// already there — a new column with a constant default, which PostgreSQL adds without
-/// rewriting the table — and the tombstones' guard, which now digests the kind with the
-/// payload.
+/// rewriting the table — the tombstones' guard, which now digests the kind with the
+/// payload, and the tallies by kind ([`TALLIES_7`]).
 pub(super) fn kind_7() -> String {
     format!(
         r#"
 ALTER TABLE jobs ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT ''
     CONSTRAINT jobs_kind_check CHECK (octet_length(kind) <= 64);
+{TALLIES_7}{}
 
 -- A tombstone is written only by a prune, of the ended job it stands for.
 CREATE OR REPLACE FUNCTION retryq_tombstone_insert() RETURNS trigger LANGUAGE plpgsql
@@ -875,9 +898,48 @@ BEGIN
     RETURN NEW;
 END $$;
 "#,
+        notes_function(Pairs::Materialized, ByKind::Yes),
         job_digest!()
     )
 }
+
+/// Schema 7's tallies (SPEC 6.36, 6.44), by the jobs' kind: a column in each tally's key,
+/// `''` for every tally kept before (what was not kept by kind is not made up) — added
+/// without rewriting a row, its default dropped then so that no insert can leave it out —
+/// the keys rebuilt over the tallies alone (a few rows per queue and shard, whatever the
+/// number of jobs), the guards that keep a tally's key and the heartbeat's count with it.
+/// The statements' function, by kind, follows (`notes_function`).
+const TALLIES_7: &str = r#"
+ALTER TABLE tallies ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE tallies ALTER COLUMN kind DROP DEFAULT;
+ALTER TABLE tallies DROP CONSTRAINT tallies_pkey,
+    ADD CONSTRAINT tallies_pkey PRIMARY KEY (metric, queue, kind, label, shard);
+ALTER TABLE tally_buckets ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE tally_buckets ALTER COLUMN kind DROP DEFAULT;
+ALTER TABLE tally_buckets DROP CONSTRAINT tally_buckets_pkey,
+    ADD CONSTRAINT tally_buckets_pkey PRIMARY KEY (metric, queue, kind, label, le, shard);
+DROP TRIGGER tallies_only_grow ON tallies;
+CREATE TRIGGER tallies_only_grow BEFORE UPDATE ON tallies FOR EACH ROW
+    WHEN (NEW.n < OLD.n OR NEW.metric <> OLD.metric OR NEW.queue <> OLD.queue
+          OR NEW.kind <> OLD.kind OR NEW.label <> OLD.label OR NEW.shard <> OLD.shard)
+    EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+DROP TRIGGER tally_buckets_only_grow ON tally_buckets;
+CREATE TRIGGER tally_buckets_only_grow BEFORE UPDATE ON tally_buckets FOR EACH ROW
+    WHEN (NEW.n < OLD.n OR NEW.sum_ms < OLD.sum_ms OR NEW.metric <> OLD.metric
+          OR NEW.queue <> OLD.queue OR NEW.kind <> OLD.kind OR NEW.label <> OLD.label
+          OR NEW.le <> OLD.le OR NEW.shard <> OLD.shard)
+    EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+
+-- An accepted heartbeat, counted in the transaction's shard, by the job's kind.
+CREATE OR REPLACE FUNCTION retryq_tally_heartbeat() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO tallies AS t (metric, queue, kind, label, shard, n)
+    VALUES ('heartbeats', NEW.queue, NEW.kind, '', retryq_counts_shard(), 1)
+    ON CONFLICT (metric, queue, kind, label, shard) DO UPDATE SET n = t.n + 1;
+    RETURN NULL;
+END $$;
+"#;
 
 /// Schema 5 to schema 6 (contract 1.3): the paused queues (SPEC 3.16, 6.40), a name and the
 /// time of its first pause, for as long as it is paused. No trigger touches the table: a
@@ -895,7 +957,7 @@ CREATE TABLE paused_queues (
 /// reading its row (SPEC 3.3.2, 6.37); and the notes' function pairs a statement's rows once,
 /// linearly ([`Pairs::Materialized`]).
 pub(super) fn upgrade_4_to_5() -> String {
-    format!("{INDEXES_5}{}", notes_function(Pairs::Materialized))
+    format!("{INDEXES_5}{}", notes_function(Pairs::Materialized, ByKind::No))
 }
 
 /// The four indexes schema 5 redefines.

@@ -15,12 +15,12 @@ const ATTEMPTS: &str = "
 
 /// The counters, each summed over its shards.
 const COUNTERS: &str = "
-    SELECT metric, queue, label, sum(n)::bigint FROM tallies GROUP BY 1, 2, 3 ORDER BY 1, 2, 3";
+    SELECT metric, queue, kind, label, sum(n)::bigint FROM tallies GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4";
 
 /// The buckets, each summed over its shards (a sum stops at 2^63 − 1, as a shard's does).
 const BUCKETS: &str = "
-    SELECT metric, queue, label, le, sum(n)::bigint, LEAST(sum(sum_ms), 9223372036854775807)::bigint
-    FROM tally_buckets GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4";
+    SELECT metric, queue, kind, label, le, sum(n)::bigint, LEAST(sum(sum_ms), 9223372036854775807)::bigint
+    FROM tally_buckets GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5";
 
 impl PgQueue {
     /// [`Queue::attempts`](crate::Queue::attempts) on PostgreSQL: the records of the job's
@@ -53,7 +53,9 @@ impl PgQueue {
             let counters = tx
                 .query(COUNTERS, &[])?
                 .iter()
-                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, uint(row, 3)?)))
+                .map(|row| {
+                    Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, uint(row, 4)?))
+                })
                 .collect::<Result<Vec<CounterRow>>>()?;
             let buckets = tx
                 .query(BUCKETS, &[])?
@@ -64,8 +66,9 @@ impl PgQueue {
                         row.try_get(1)?,
                         row.try_get(2)?,
                         row.try_get(3)?,
-                        uint(row, 4)?,
+                        row.try_get(4)?,
                         uint(row, 5)?,
+                        uint(row, 6)?,
                     ))
                 })
                 .collect::<Result<Vec<BucketRow>>>()?;

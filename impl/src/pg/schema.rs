@@ -137,7 +137,7 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     Ok(())
 }
 
-/// Schema `version` (2, 3 or 4) to this build's, inside the caller's transaction, under the
+/// Schema `version` (2 to 6) to this build's, inside the caller's transaction, under the
 /// creation lock: every step or none (`ddl.rs` says what each does).
 fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
     if ![SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6].contains(&version) {
@@ -156,7 +156,7 @@ fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
             ),
         });
     }
-    if version != SCHEMA_4 && version != SCHEMA_5 {
+    if version == SCHEMA_2 || version == SCHEMA_3 {
         to_4(tx, version, name)?;
     }
     if version != SCHEMA_5 && version != SCHEMA_6 {

@@ -3,9 +3,9 @@
 //! stores share is `impl/tests/notes.rs`.)
 
 use super::PgQueue;
-use super::ddl::{schema_3, schema_4};
+use super::ddl::{schema_3, schema_4, schema_6};
 use super::tests::pg_at;
-use crate::{Check, Completion, Lease, Outcome, Settings};
+use crate::{Check, Completion, Lease, NewJob, Outcome, Settings};
 
 /// (attempt, worker, claimed_at, ended_at, outcome) of a job's records.
 fn records(q: &PgQueue, id: &str) -> Vec<(u64, String, u64, u64, String)> {
@@ -172,11 +172,89 @@ fn a_schema_4_database_is_upgraded_in_place() {
     assert_eq!(super::tests_1_2::catalog(&again), want, "found at version 5, left as it is");
 }
 
+/// A counter's value by its labels exactly, if the store keeps it.
+fn counter(q: &PgQueue, metric: &str, labels: &[(&str, &str)]) -> Option<u64> {
+    let labels: Vec<(String, String)> =
+        labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    q.tallies()
+        .expect("tallies")
+        .counters
+        .into_iter()
+        .find(|c| c.metric == metric && c.labels == labels)
+        .map(|c| c.value)
+}
+
+/// A schema 6 database (contract 1.3's, before kinds) whose triggers tallied an enqueue, a
+/// claim and its end is upgraded in place by the first connect: schema 7's catalog exactly,
+/// every tally kept under kind `""` (SPEC 6.36), and the tallies after it by kind.
+#[test]
+fn a_schema_6_database_keeps_its_tallies_under_no_kind() {
+    let Some((url, fresh)) = pg_at("a_schema_6_database_keeps_its_tallies_under_no_kind") else { return };
+    let want = super::tests_1_2::catalog(&fresh);
+    drop(fresh);
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
+    admin.batch_execute("CREATE SCHEMA six").expect("schema");
+    let six = super::tests::with_search_path(&url, "six");
+    let mut client = postgres::Client::connect(&six, postgres::NoTls).expect("client");
+    client.batch_execute(&schema_6()).expect("schema 6");
+    client
+        .execute(
+            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 6)",
+            &[&crate::APPLICATION_ID],
+        )
+        .expect("mark");
+    client
+        .batch_execute(
+            "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,
+                               enqueued_at, updated_at, not_before, queue, priority)
+             VALUES ('a', 'p', 'pending', 0, 3, 0, 9000, 0, 0, 0, 0, 'default', 0),
+                    ('b', 'p', 'pending', 0, 3, 0, 9000, 0, 0, 0, 0, 'default', 0);
+             UPDATE jobs SET status = 'leased', attempts = 1, owner = 'w1', claimed_at = 10,
+                             available_at = 1010, updated_at = 10 WHERE id = 'a';
+             UPDATE jobs SET status = 'done', available_at = NULL, owner = NULL, claimed_at = NULL,
+                             updated_at = 20, ended_at = 20, last_error = NULL WHERE id = 'a';",
+        )
+        .expect("rows");
+    let schema_6_tallies: i64 =
+        client.query_one("SELECT sum(n)::bigint FROM tallies", &[]).expect("tallies").get(0);
+    assert_eq!(schema_6_tallies, 3, "two enqueues and a claim, by schema 6's triggers");
+    let mut q = PgQueue::connect(&six).expect("upgraded");
+    assert_eq!(super::tests_1_2::catalog(&q), want, "an upgraded schema is a created one");
+    let none = [("queue", "default"), ("kind", "")];
+    assert_eq!(counter(&q, "retryq_enqueued_total", &none), Some(2));
+    assert_eq!(counter(&q, "retryq_claims_total", &none), Some(1));
+    let ok = [("queue", "default"), ("kind", ""), ("outcome", "ok")];
+    assert_eq!(counter(&q, "retryq_attempts_ended_total", &ok), Some(1));
+    assert!(q.audit().expect("audit").is_clean());
+    let job = NewJob {
+        id: "c",
+        payload: "p",
+        max_attempts: 3,
+        deadline: 9000,
+        now: 30,
+        kind: "mail",
+        ..NewJob::default()
+    };
+    q.enqueue(&job).expect("enqueue");
+    let claimed = q.claim_from("w2", &["default"], 40).expect("claim").expect("b first");
+    assert_eq!(claimed.id(), "b");
+    let claimed = q.claim_from("w2", &["default"], 40).expect("claim").expect("c");
+    q.complete(&Completion::new(&claimed.lease, Outcome::Permanent, 50, 0.0)).expect("complete");
+    assert_eq!(counter(&q, "retryq_enqueued_total", &none), Some(2), "the old counts stay under \"\"");
+    assert_eq!(counter(&q, "retryq_claims_total", &none), Some(2));
+    let mail = [("queue", "default"), ("kind", "mail")];
+    assert_eq!(counter(&q, "retryq_enqueued_total", &mail), Some(1));
+    assert_eq!(counter(&q, "retryq_claims_total", &mail), Some(1));
+    let died = [("queue", "default"), ("kind", "mail"), ("reason", "permanent")];
+    assert_eq!(counter(&q, "retryq_deaths_total", &died), Some(1));
+    assert!(q.audit().expect("audit").is_clean());
+}
+
 /// Each tampering with the records or the tallies, made without the guard that would refuse
 /// it, is found by the audit and named, as on SQLite.
 #[test]
 fn a_planted_record_or_a_lost_count_is_found() {
-    let cases: [(&str, &str, Check, &str, &str); 5] = [
+    let cases: [(&str, &str, Check, &str, &str); 6] = [
         (
             "a record of a job that is not in the store",
             "DROP TRIGGER attempts_of_claims ON attempts;
@@ -210,6 +288,16 @@ fn a_planted_record_or_a_lost_count_is_found() {
             "queue \"default\" tallies 0 claims, but the store holds 3",
         ),
         (
+            "a kind's claim counted under another kind",
+            "DROP TRIGGER tallies_only_grow ON tallies;
+             UPDATE tallies SET n = 0 WHERE metric = 'claims' AND kind = 'mail';
+             UPDATE tallies SET n = n + 1 WHERE metric = 'claims' AND kind = ''
+             AND shard = (SELECT min(shard) FROM tallies WHERE metric = 'claims' AND kind = '')",
+            Check::TalliesCoverStore,
+            "default",
+            "queue \"default\" tallies 0 claims of kind \"mail\", but the store holds 1",
+        ),
+        (
             "an enqueue not counted",
             "DROP TRIGGER tallies_never_deleted ON tallies; DELETE FROM tallies WHERE metric = 'enqueued'",
             Check::TalliesCoverStore,
@@ -221,14 +309,15 @@ fn a_planted_record_or_a_lost_count_is_found() {
         let Some((_, mut q)) = pg_at(&format!("a_planted_record_or_a_lost_count_is_found {what}")) else {
             return;
         };
-        // ok: done on its second attempt; crash: reaped, its lease expired.
-        for (id, max_attempts) in [("ok", 3), ("crash", 1)] {
+        // ok: done on its second attempt; crash (of kind mail): reaped, its lease expired.
+        for (id, max_attempts, kind) in [("ok", 3, ""), ("crash", 1, "mail")] {
             q.enqueue(&crate::NewJob {
                 id,
                 payload: "",
                 max_attempts,
                 deadline: 5000,
                 now: 0,
+                kind,
                 ..Default::default()
             })
             .expect("enqueue");

@@ -16,9 +16,9 @@ const ATTEMPTS: &str = "
     SELECT attempt, claimed_at, ended_at, outcome, error, node, worker FROM attempts
     WHERE job = ?1 AND ended_at IS NOT NULL ORDER BY attempt";
 
-const COUNTERS: &str = "SELECT metric, queue, label, n FROM tallies";
+const COUNTERS: &str = "SELECT metric, queue, kind, label, n FROM tallies";
 
-const BUCKETS: &str = "SELECT metric, queue, label, le, n, sum_ms FROM tally_buckets";
+const BUCKETS: &str = "SELECT metric, queue, kind, label, le, n, sum_ms FROM tally_buckets";
 
 impl Queue {
     /// The records of the job's ended attempts, oldest first: when each was claimed and
@@ -66,7 +66,8 @@ impl Queue {
 
     /// Every tally the store keeps, read in one snapshot: counters of what happened (jobs
     /// enqueued, claims, attempts ended by outcome, deaths and reaps by reason, redrives,
-    /// cancels, heartbeats, prunes, forgets), by queue, and the histograms of how long a due
+    /// cancels, heartbeats, prunes, forgets), by queue and (but for prunes and forgets) the
+    /// jobs' kind, and the histograms of how long a due
     /// job waited for its claim and how long each attempt ran. They only grow — a prune or a
     /// forget takes nothing off — and survive restarts; reading them costs the same at a
     /// million jobs as at one.
@@ -79,7 +80,7 @@ impl Queue {
     /// q.claim("w1", 40)?;
     /// let tallies = q.tallies()?;
     /// let claims = tallies.counters.iter().find(|t| t.metric == "retryq_claims_total").expect("counted");
-    /// assert_eq!(claims.labels, [("queue".to_owned(), "default".to_owned())]);
+    /// assert_eq!(claims.labels, [("queue".to_owned(), "default".to_owned()), ("kind".to_owned(), String::new())]);
     /// assert_eq!(claims.value, 1);
     /// let wait = tallies.histograms.iter().find(|h| h.metric == "retryq_claim_wait_milliseconds").expect("observed");
     /// assert_eq!((wait.count, wait.sum_ms), (1, 40));
@@ -89,12 +90,20 @@ impl Queue {
         self.read(|tx| {
             let counters = tx
                 .prepare_cached(COUNTERS)?
-                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))?
                 .collect::<rusqlite::Result<Vec<CounterRow>>>()?;
             let buckets = tx
                 .prepare_cached(BUCKETS)?
                 .query_map([], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                        row.get(5)?,
+                        row.get(6)?,
+                    ))
                 })?
                 .collect::<rusqlite::Result<Vec<BucketRow>>>()?;
             assemble(counters, buckets)
