@@ -354,6 +354,7 @@ mod tests {
         assert!(conn.execute("UPDATE history SET at = 5", []).is_err());
         assert!(conn.execute("DELETE FROM jobs", []).is_err());
         assert!(conn.execute("UPDATE jobs SET payload = 'x'", []).is_err());
+        assert!(conn.execute("UPDATE jobs SET kind = 'mail'", []).is_err());
     }
 
     /// The notes' guards (SPEC 6.36): a record is opened only by a claim, changes only until

@@ -874,13 +874,17 @@ pub(super) use job_digest;
 
 /// Schema 6 to schema 7 (contract 1.4): a job's kind (SPEC 1.1, 6.44), `''` for every job
 /// already there — a new column with a constant default, which PostgreSQL adds without
-/// rewriting the table — the tombstones' guard, which now digests the kind with the
-/// payload, and the tallies by kind ([`TALLIES_7`]).
+/// rewriting the table — a guard that keeps it what the first enqueue set (as SQLite's),
+/// the tombstones' guard, which now digests the kind with the payload, and the tallies by
+/// kind ([`TALLIES_7`]).
 pub(super) fn kind_7() -> String {
     format!(
         r#"
 ALTER TABLE jobs ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT ''
     CONSTRAINT jobs_kind_check CHECK (octet_length(kind) <= 64);
+CREATE TRIGGER jobs_kind_fixed BEFORE UPDATE OF kind ON jobs FOR EACH ROW
+    WHEN (NEW.kind IS DISTINCT FROM OLD.kind)
+    EXECUTE FUNCTION retryq_refuse('retryq: a job''s kind never changes');
 {TALLIES_7}{}
 
 -- A tombstone is written only by a prune, of the ended job it stands for.

@@ -510,6 +510,7 @@ fn history_is_append_only_and_jobs_are_never_deleted_nor_renamed() {
         "DELETE FROM jobs",
         "TRUNCATE jobs",
         "UPDATE jobs SET payload = 'x'",
+        "UPDATE jobs SET kind = 'mail'",
         "UPDATE jobs SET id = 'b'",
         "UPDATE jobs SET not_before = 0",
         "UPDATE jobs SET status = 'frozen'",
