@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use retryq::{Backend, Claimed, NewJob, OpenOptions, Outcome, PgQueue, Queue, Report};
+use retryq::{Backend, Claimed, OpenOptions, Outcome, PgQueue, Queue, Report};
 use retryq_pgtest::{Cluster, Unavailable};
 use retryq_worker::{Stop, SystemClock, Transport, Unclassified, Window, work_in_slots};
 use serde::Serialize;
@@ -433,18 +433,8 @@ fn retryq_throughput(
 /// one multi-row insert each on PostgreSQL): the seconds it took.
 fn bulk_load(store: &mut dyn Backend, jobs: usize) -> Result<f64, BenchError> {
     let now = retryq_core::now_ms()?;
-    let ids: Vec<String> = (0..jobs).map(|n| format!("job-{n:06}")).collect();
-    let batch: Vec<NewJob<'_>> = ids
-        .iter()
-        .map(|id| NewJob {
-            id,
-            payload: "{}",
-            max_attempts: 3,
-            deadline: now + 3_600_000,
-            now,
-            ..NewJob::default()
-        })
-        .collect();
+    let ids = crate::worker::job_ids(jobs);
+    let batch = crate::worker::noop_jobs(&ids, now);
     let mut answers = Vec::with_capacity(jobs);
     let start = std::time::Instant::now();
     store.enqueue_bulk(&batch, &mut answers)?;

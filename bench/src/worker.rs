@@ -298,9 +298,22 @@ fn spawn_ceiling(threads: usize, window: Duration) -> (f64, u64) {
 /// attempts each: the work of one run, in one transaction.
 pub(crate) fn fill(queue: &mut dyn Backend, jobs: usize) -> Result<(), BenchError> {
     let now = retryq_core::now_ms()?;
-    let ids: Vec<String> = (0..jobs).map(|n| format!("job-{n:06}")).collect();
-    let batch: Vec<NewJob<'_>> = ids
-        .iter()
+    let ids = job_ids(jobs);
+    let batch = noop_jobs(&ids, now);
+    for enqueued in queue.enqueue_many(&batch)? {
+        enqueued?;
+    }
+    Ok(())
+}
+
+/// `job-000000`, `job-000001`, … : the ids of `jobs` benchmark jobs.
+pub(crate) fn job_ids(jobs: usize) -> Vec<String> {
+    (0..jobs).map(|n| format!("job-{n:06}")).collect()
+}
+
+/// A no-op job under each of `ids`, due `now`, with an hour to run and three attempts.
+pub(crate) fn noop_jobs(ids: &[String], now: u64) -> Vec<NewJob<'_>> {
+    ids.iter()
         .map(|id| NewJob {
             id,
             payload: "{}",
@@ -309,11 +322,7 @@ pub(crate) fn fill(queue: &mut dyn Backend, jobs: usize) -> Result<(), BenchErro
             now,
             ..NewJob::default()
         })
-        .collect();
-    for enqueued in queue.enqueue_many(&batch)? {
-        enqueued?;
-    }
-    Ok(())
+        .collect()
 }
 
 /// A worker that runs until idle, with a lease and a timeout no no-op attempt comes near.

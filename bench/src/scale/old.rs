@@ -116,22 +116,95 @@ pub fn write(path: &Path, mix: &Mix, progress: &dyn Fn(&str)) -> Result<(), Benc
     Ok(())
 }
 
-/// Schema 4's claim index on SQLite, which schema 5 rebuilds with `deadline` at its end, no
-/// table of paused queues (schema 6's) and no kind (schema 7's).
-const SQLITE_4: &str = "
+/// The schema 7 objects a SQLite store is put back from before its tallies and the jobs'
+/// `kind` go: schema 6's table of paused queues, the kind's guard, and the notes' triggers,
+/// which read the kind. The tallies are set aside summed over the kinds, as schema 4 kept
+/// them (by metric, queue and label alone), and their tables dropped.
+const SQLITE_FROM_7: &str = "
     DROP TABLE paused_queues;
     DROP TRIGGER jobs_kind_fixed;
+    CREATE TEMP TABLE tallies_4 AS SELECT metric, queue, label, sum(n) AS n FROM tallies GROUP BY 1, 2, 3;
+    CREATE TEMP TABLE tally_buckets_4 AS
+        SELECT metric, queue, label, le, sum(n) AS n, sum(sum_ms) AS sum_ms FROM tally_buckets GROUP BY 1, 2, 3, 4;
+    DROP TABLE tallies;
+    DROP TABLE tally_buckets;";
+
+/// Once schema 4's tally tables stand again: their rows back, no kind, schema 4's claim index
+/// (schema 5 rebuilds it with `deadline` at its end), the version mark.
+const SQLITE_TO_4: &str = "
+    INSERT INTO tallies (metric, queue, label, n) SELECT metric, queue, label, n FROM temp.tallies_4;
+    INSERT INTO tally_buckets (metric, queue, label, le, n, sum_ms)
+        SELECT metric, queue, label, le, n, sum_ms FROM temp.tally_buckets_4;
+    DROP TABLE temp.tallies_4;
+    DROP TABLE temp.tally_buckets_4;
     ALTER TABLE jobs DROP COLUMN kind;
     DROP INDEX jobs_due;
     CREATE INDEX jobs_due ON jobs (queue, priority, available_at) WHERE status IN ('pending', 'leased');
     PRAGMA user_version = 4;";
 
+/// The fixture, as schema 4 code wrote it: the text of its notes' tables and triggers, which
+/// schema 7 changed (the tallies by kind), is put back from it, byte for byte.
+const SCHEMA_4_FIXTURE: &[u8] = include_bytes!("../../../tests/fixtures/schema-4.db");
+
+/// Schema 4's notes' tables and triggers, by the fixture's text: the tables, then the
+/// triggers (those whose text names the tallies, the attempts or a tombstone's forget).
+const NOTES_4: &str = "SELECT name, type, sql FROM sqlite_schema
+    WHERE name IN ('tallies', 'tally_buckets')
+       OR (type = 'trigger' AND (tbl_name IN ('attempts', 'tallies', 'tally_buckets')
+           OR name IN ('jobs_tally_enqueued', 'jobs_attempt_claimed', 'jobs_attempt_reported', 'jobs_tally_moved',
+                       'jobs_tally_cancel_requested', 'jobs_tally_heartbeat', 'tombstones_tally_pruned',
+                       'tombstones_tally_forgotten', 'tombstones_forgotten_whole')))
+    ORDER BY type = 'trigger', name";
+
+/// Schema 4's notes' objects (see [`NOTES_4`]): each one's name, type and SQL.
+fn notes_4() -> Result<Vec<(String, String, String)>, BenchError> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("schema-4.db");
+    std::fs::write(&path, SCHEMA_4_FIXTURE)?;
+    let conn = Connection::open(&path)?;
+    let mut statement = conn.prepare(NOTES_4)?;
+    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Schema 4's claim index and reaps' indexes on PostgreSQL, which schema 5 rebuilds (claim's
 /// with `deadline`, the reaps' ending in `seq`), no table of paused queues (schema 6's), no
-/// kind (schema 7's, whose upgrade also puts back the tombstones' guard), and its version mark.
+/// kind (schema 7's, whose upgrade also puts back the tombstones' guard and the notes'
+/// functions by kind): the tallies summed over the kinds under schema 4's keys and guards,
+/// and its version mark.
 const PG_4: &str = "
     DROP TABLE paused_queues;
+    DROP TRIGGER jobs_kind_fixed ON jobs;
     ALTER TABLE jobs DROP COLUMN kind;
+    CREATE TEMP TABLE tallies_4 AS SELECT metric, queue, label, shard, sum(n)::bigint AS n FROM tallies GROUP BY 1, 2, 3, 4;
+    CREATE TEMP TABLE tally_buckets_4 AS
+        SELECT metric, queue, label, le, shard, sum(n)::bigint AS n, sum(sum_ms)::bigint AS sum_ms
+        FROM tally_buckets GROUP BY 1, 2, 3, 4, 5;
+    ALTER TABLE tallies DISABLE TRIGGER tallies_never_deleted;
+    ALTER TABLE tally_buckets DISABLE TRIGGER tally_buckets_never_deleted;
+    DELETE FROM tallies;
+    DELETE FROM tally_buckets;
+    ALTER TABLE tallies ENABLE TRIGGER tallies_never_deleted;
+    ALTER TABLE tally_buckets ENABLE TRIGGER tally_buckets_never_deleted;
+    DROP TRIGGER tallies_only_grow ON tallies;
+    DROP TRIGGER tally_buckets_only_grow ON tally_buckets;
+    ALTER TABLE tallies DROP CONSTRAINT tallies_pkey, DROP COLUMN kind,
+        ADD CONSTRAINT tallies_pkey PRIMARY KEY (metric, queue, label, shard);
+    ALTER TABLE tally_buckets DROP CONSTRAINT tally_buckets_pkey, DROP COLUMN kind,
+        ADD CONSTRAINT tally_buckets_pkey PRIMARY KEY (metric, queue, label, le, shard);
+    INSERT INTO tallies (metric, queue, label, shard, n) SELECT metric, queue, label, shard, n FROM tallies_4;
+    INSERT INTO tally_buckets (metric, queue, label, le, shard, n, sum_ms)
+        SELECT metric, queue, label, le, shard, n, sum_ms FROM tally_buckets_4;
+    DROP TABLE tallies_4, tally_buckets_4;
+    CREATE TRIGGER tallies_only_grow BEFORE UPDATE ON tallies FOR EACH ROW
+        WHEN (NEW.n < OLD.n OR NEW.metric <> OLD.metric OR NEW.queue <> OLD.queue
+              OR NEW.label <> OLD.label OR NEW.shard <> OLD.shard)
+        EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
+    CREATE TRIGGER tally_buckets_only_grow BEFORE UPDATE ON tally_buckets FOR EACH ROW
+        WHEN (NEW.n < OLD.n OR NEW.sum_ms < OLD.sum_ms OR NEW.metric <> OLD.metric
+              OR NEW.queue <> OLD.queue OR NEW.label <> OLD.label OR NEW.le <> OLD.le
+              OR NEW.shard <> OLD.shard)
+        EXECUTE FUNCTION retryq_refuse('retryq: a tally only grows');
     DROP INDEX jobs_due, jobs_cancelling, jobs_open_deadline, jobs_last_lease;
     CREATE INDEX jobs_due ON jobs (queue, priority, available_at, seq) WHERE status IN ('pending', 'leased');
     CREATE INDEX jobs_cancelling ON jobs (available_at) WHERE status = 'leased' AND cancel_requested;
@@ -144,9 +217,22 @@ const JOBS: &str = "SELECT count(*) FROM jobs";
 
 /// Puts the current schema's file at `path` back to schema 4 (see the module's doc); its jobs.
 pub fn sqlite_to_4(path: &Path) -> Result<u64, BenchError> {
+    let notes = notes_4()?;
     let mut conn = Connection::open(path)?;
     let tx = conn.transaction()?;
-    tx.execute_batch(SQLITE_4)?;
+    // The notes' triggers read the kind; the tallies' own guards go with their tables.
+    for (name, _, _) in notes.iter().filter(|(name, kind, _)| kind == "trigger" && !name.starts_with("tall"))
+    {
+        tx.execute_batch(&format!("DROP TRIGGER {name}"))?;
+    }
+    tx.execute_batch(SQLITE_FROM_7)?;
+    for (_, _, sql) in notes.iter().filter(|(_, kind, _)| kind == "table") {
+        tx.execute_batch(sql)?;
+    }
+    tx.execute_batch(SQLITE_TO_4)?;
+    for (_, _, sql) in notes.iter().filter(|(_, kind, _)| kind == "trigger") {
+        tx.execute_batch(sql)?;
+    }
     let jobs: i64 = tx.query_row(JOBS, [], |row| row.get(0))?;
     tx.commit()?;
     Ok(u64::try_from(jobs).unwrap_or(0))
