@@ -115,7 +115,7 @@ pub(super) const REAP: &str = "
 macro_rules! pick {
     ($queues:literal, $limit:literal, $version:literal) => {
         concat!(
-            "SELECT c.seq, c.version FROM unnest(",
+            "SELECT c.seq, c.version, p.priority, c.available_at AS due FROM unnest(",
             $queues,
             "::text[]) AS q(name)
              CROSS JOIN generate_series(0, 9) AS p(priority)
@@ -153,19 +153,33 @@ pub(super) const CLAIM: &str = concat!(
      SELECT id, attempts, payload, deadline, last_node, kind FROM picked"
 );
 
-/// The seqs of up to `$2` claimable jobs of the queues `$3` in claim order, with the version
-/// of each row the pick saw (`xmin`, as a number, to hand back to [`LEASE`]): what `$2`
-/// picks of [`CLAIM`] one after another would take, since a job just leased expires after
-/// `now`. With `$2` = 1, whether any job of those queues is claimable, as committed now.
+/// The seqs of up to `$2` claimable jobs of the queues `$3` in claim order: what `$2` picks
+/// of [`CLAIM`] one after another would take, since a job just leased expires after `now`.
+/// With `$2` = 1, whether any job of those queues is claimable, as committed now.
 pub(super) const PICK: &str = pick!("$3", "$2", "xmin::text::bigint");
 
-/// Leases one picked job, [`CLAIM`]'s write by seq: only in the version [`PICK`] saw, so no
-/// row when another transaction changed it meanwhile.
-const LEASE: &str = "
-    UPDATE jobs SET status = 'leased', attempts = attempts + 1, owner = $2, claimed_at = $1,
-                    available_at = $3, updated_at = $1
-    WHERE seq = $4 AND xmin::text::bigint = $5
-    RETURNING id, attempts, payload, deadline, last_node, kind";
+/// Leases the first `$5` claimable jobs of the queues `$4` in one statement: [`PICK`]'s walk,
+/// then every picked row written at once, each only in the version the pick saw (so a row
+/// another transaction changed meanwhile is not written). One row per job leased, in claim
+/// order, each with the number picked last; one row of nulls and that number when none was
+/// leased. Fewer leased than picked means a row changed: the caller undoes the statement and
+/// picks again. One statement for the batch, not one per job, so that the statement-level
+/// tallies run once and the turn is held for one round trip (SPEC 6.26's price, per batch).
+const LEASE_PICKED: &str = concat!(
+    "WITH picked AS MATERIALIZED (",
+    pick!("$4", "$5", "xmin"),
+    "),
+     leased AS (
+        UPDATE jobs j SET status = 'leased', attempts = j.attempts + 1, owner = $2,
+                          claimed_at = $1, available_at = $3, updated_at = $1
+        FROM picked k WHERE j.seq = k.seq AND j.xmin = k.version
+        RETURNING j.seq, j.id, j.attempts, j.payload, j.deadline, j.last_node, j.kind)
+     SELECT l.id, l.attempts, l.payload, l.deadline, l.last_node, l.kind,
+            (SELECT count(*) FROM picked)
+     FROM (SELECT 1) AS one
+     LEFT JOIN (leased l JOIN picked k ON k.seq = l.seq) ON true
+     ORDER BY k.priority, k.due, k.seq"
+);
 
 /// A batch's leases are undone together when one of its rows changed (see [`lease_picked`]).
 const MARK: &str = "SAVEPOINT pick";
@@ -292,8 +306,8 @@ fn lease_next(
 }
 
 /// Up to `k` claims inside the caller's transaction, once reaped: the due jobs are picked
-/// with one walk of the index, then leased one by one in claim order, so that each job's row
-/// and history are written exactly as `k` calls of [`lease_next`] would. When one of the
+/// with one walk of the index and leased by the same statement, so that each job's row and
+/// history are written as `k` calls of [`lease_next`] would write them. When one of the
 /// picked rows changed before its lease (another transaction held it), the leases of that pick
 /// are undone and the pick runs again on what is committed now: leasing the rest would lease
 /// them in an order that was first only before the change. A pick that came back short is
@@ -315,19 +329,17 @@ fn lease_picked(
         let want = k - leased.len();
         let limit = i64::try_from(want).unwrap_or(i64::MAX);
         tx.batch(MARK)?;
-        let picks = tx.query(PICK, &[&at, &limit, &queues])?;
-        let short = picks.len() < want;
-        let mut fresh = Vec::with_capacity(picks.len());
-        for pick in picks {
-            let (seq, version): (i64, i64) = (pick.try_get(0)?, pick.try_get(1)?);
-            match tx.query_opt(LEASE, &[&at, &worker, &until, &seq, &version])? {
-                Some(row) => fresh.push(claimed(&row, worker, lease_until)?),
-                None => {
-                    tx.batch(UNDO)?;
-                    continue 'pick;
-                }
-            }
+        let rows = tx.query(LEASE_PICKED, &[&at, &worker, &until, &queues, &limit])?;
+        let picked: i64 = rows.first().map(|row| row.try_get(6)).transpose()?.unwrap_or(0);
+        let mut fresh = Vec::with_capacity(rows.len());
+        for row in rows.iter().filter(|row| matches!(row.try_get::<_, Option<&str>>(0), Ok(Some(_)))) {
+            fresh.push(claimed(row, worker, lease_until)?);
         }
+        if i64::try_from(fresh.len()).ok() != Some(picked) {
+            tx.batch(UNDO)?;
+            continue 'pick;
+        }
+        let short = fresh.len() < want;
         tx.batch(KEEP)?;
         leased.append(&mut fresh);
         // Every job leased here expires after `now`, so a new pick never takes it again.
@@ -344,7 +356,7 @@ fn any_due(tx: &mut Tx<'_>, at: i64, queues: &[&str]) -> Result<bool> {
     Ok(!tx.query(PICK, &[&at, &1_i64, &queues])?.is_empty())
 }
 
-/// A row of [`CLAIM`]'s or [`LEASE`]'s `RETURNING`.
+/// A row of [`CLAIM`]'s `RETURNING` or of [`LEASE_PICKED`]'s answer.
 fn claimed(row: &postgres::Row, worker: &str, lease_until: u64) -> Result<Claimed> {
     Ok(Claimed {
         lease: Lease { worker: worker.to_owned(), id: row.try_get(0)?, attempt: uint(row, 1)? },

@@ -12,6 +12,8 @@
 //! takes the turn shared; `ok` and `permanent` only take the job out of what is due, and run
 //! beside claims (`turn.rs`).
 
+use std::collections::{HashMap, HashSet};
+
 use super::store::{PgQueue, Turn, Tx};
 use super::turn;
 use super::value::{big, opt_uint, uint, word};
@@ -40,6 +42,24 @@ const FINISH_FENCED: &str = concat!(
     turn::retention_key!(),
     ") AS retention
     WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4"
+);
+
+/// [`FINISH_FENCED`] for many completions at once, each row `$1[i]`… fenced as that
+/// statement fences it: the ids it wrote. A batch's `ok` and `permanent` outcomes are one
+/// statement, not one each, so that the statement-level tallies run once per batch.
+const FINISH_ALL: &str = concat!(
+    "
+    UPDATE jobs j SET status = c.status, dead_reason = c.reason, available_at = NULL,
+                      owner = NULL, claimed_at = NULL, updated_at = c.at, last_error = c.error,
+                      last_node = c.node, ended_at = c.at, cancel_requested = false
+    FROM pg_advisory_xact_lock_shared(",
+    turn::retention_key!(),
+    ") AS retention,
+         unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[],
+                $7::bytea[], $8::bytea[]) AS c(id, worker, attempt, at, status, reason, error, node)
+    WHERE j.id = c.id COLLATE \"C\" AND j.status = 'leased' AND j.owner = c.worker COLLATE \"C\"
+      AND j.attempts = c.attempt AND j.claimed_at <= c.at
+    RETURNING j.id"
 );
 
 /// What `retryable` needs of the job, locked, when the fence holds.
@@ -118,9 +138,13 @@ impl PgQueue {
         }
         let settings = self.settings;
         self.write(turn(completions), |tx| {
+            let finished = finish_all(tx, completions)?;
             let mut results = Vec::with_capacity(completions.len());
-            for c in completions {
-                let result = validate(c).and_then(|()| record(tx, &settings, c));
+            for (c, finished) in completions.iter().zip(finished) {
+                let result = match finished {
+                    Some(completed) => Ok(completed),
+                    None => validate(c).and_then(|()| record(tx, &settings, c)),
+                };
                 match result {
                     Err(e) if e.kind() == ErrorKind::Storage => return Err(e),
                     result => results.push(result),
@@ -163,6 +187,59 @@ fn turn(completions: &[Completion<'_>]) -> Turn {
     } else {
         Turn::Ending
     }
+}
+
+/// The batch's valid `ok` and `permanent` completions whose fence holds, written by one
+/// [`FINISH_ALL`]: for each completion, its answer when it was one of them. A job named
+/// twice in the batch is left to [`record`], one completion after the other, as is
+/// everything else (a retry, a refusal to explain): their jobs are other rows, so writing
+/// these first answers as the batch's order would.
+fn finish_all(tx: &mut Tx<'_>, completions: &[Completion<'_>]) -> Result<Vec<Option<Completed>>> {
+    let mut named: HashMap<&str, usize> = HashMap::new();
+    for c in completions {
+        *named.entry(c.lease.id.as_str()).or_default() += 1;
+    }
+    let mut picked = Vec::new();
+    let (mut ids, mut workers, mut attempts, mut ats) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut statuses, mut reasons, mut errors, mut nodes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, c) in completions.iter().enumerate() {
+        let completed = match c.report.outcome {
+            Outcome::Ok => Completed::Done,
+            Outcome::Permanent => Completed::Dead { reason: DeadReason::Permanent },
+            Outcome::Retryable => continue,
+        };
+        if named.get(c.lease.id.as_str()) != Some(&1) || validate(c).is_err() {
+            continue;
+        }
+        let (status, reason) = match completed {
+            Completed::Dead { reason } => (Status::Dead.as_str(), Some(reason.as_str())),
+            _ => (Status::Done.as_str(), None),
+        };
+        picked.push((i, completed));
+        ids.push(c.lease.id.as_str());
+        workers.push(c.lease.worker.as_str());
+        attempts.push(big("attempt", c.lease.attempt)?);
+        ats.push(big("now", c.now)?);
+        statuses.push(status);
+        reasons.push(reason);
+        errors.push(job::note(c.report.error.as_deref()).map(str::as_bytes));
+        nodes.push(job::note(c.report.node.as_deref()).map(str::as_bytes));
+    }
+    let mut answers = vec![None; completions.len()];
+    if picked.is_empty() {
+        return Ok(answers);
+    }
+    let written: HashSet<String> = tx
+        .query(FINISH_ALL, &[&ids, &workers, &attempts, &ats, &statuses, &reasons, &errors, &nodes])?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<std::result::Result<_, _>>()?;
+    for (i, completed) in picked {
+        if written.contains(completions[i].lease.id.as_str()) {
+            answers[i] = Some(completed);
+        }
+    }
+    Ok(answers)
 }
 
 /// `complete`'s fence, lookup and write inside the caller's transaction, once validated. A
