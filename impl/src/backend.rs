@@ -69,6 +69,20 @@ pub trait Backend: Send + ServerTime {
     /// answer.
     fn claim_batch_from(&mut self, worker: &str, queues: &[&str], now: u64, k: usize)
     -> Result<Vec<Claimed>>;
+    /// [`claim_batch_from`](Backend::claim_batch_from), and how many jobs its reap ended
+    /// (a worker counts and logs them), in the same one transaction on both stores. This
+    /// default reaps in a transaction of its own first; a store that can say what its claim
+    /// reaped answers in one, so that a worker takes one turn per claim, not two (SPEC 6.26).
+    fn reap_and_claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<(u64, Vec<Claimed>)> {
+        let reaped = self.reap(now)?;
+        Ok((reaped, self.claim_batch_from(worker, queues, now, k)?))
+    }
     /// [`claim_from`](Backend::claim_from) the default queue alone.
     fn claim(&mut self, worker: &str, now: u64) -> Result<Option<Claimed>> {
         self.claim_from(worker, &[DEFAULT_QUEUE], now)
@@ -367,6 +381,15 @@ impl Backend for Queue {
         k: usize,
     ) -> Result<Vec<Claimed>> {
         Queue::claim_batch_from(self, worker, queues, now, k)
+    }
+    fn reap_and_claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<(u64, Vec<Claimed>)> {
+        Queue::reap_and_claim_batch_from(self, worker, queues, now, k)
     }
     fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed> {
         Queue::complete(self, completion)

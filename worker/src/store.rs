@@ -467,14 +467,22 @@ impl Store<'_> {
     /// `reap_limit` jobs, not `free` times that: each of the batch's claims reaps
     /// `reap_limit / free` (at least one), a setting of this process like any other (SPEC
     /// 6.15, 6.17), so that a wide worker's batch during a backlog is no longer a transaction
-    /// than one claim's, and the backlog is ended by its standalone reaps, a limit at a time.
-    fn claim_batch(&mut self, queues: &[&str], now: u64, free: usize) -> retryq::Result<Vec<Claimed>> {
+    /// than one claim's, and the backlog is ended a limit at a time. How many jobs the reap
+    /// ended, whether it ended its whole limit (more may be due to end), and the jobs.
+    fn claim_batch(
+        &mut self,
+        queues: &[&str],
+        now: u64,
+        free: usize,
+    ) -> retryq::Result<(u64, bool, Vec<Claimed>)> {
         let settings = self.queue.settings();
-        let share = settings.reap_limit / u64::try_from(free.max(1)).unwrap_or(u64::MAX);
-        self.queue.set_settings(Settings { reap_limit: share.max(1), ..settings })?;
-        let claimed = self.queue.claim_batch_from(self.config.worker.as_str(), queues, now, free);
+        let k = u64::try_from(free.max(1)).unwrap_or(u64::MAX);
+        let share = (settings.reap_limit / k).max(1);
+        self.queue.set_settings(Settings { reap_limit: share, ..settings })?;
+        let claimed = self.queue.reap_and_claim_batch_from(self.config.worker.as_str(), queues, now, free);
         self.queue.set_settings(settings)?;
-        claimed
+        let (reaped, claimed) = claimed?;
+        Ok((reaped, reaped >= share.saturating_mul(k), claimed))
     }
 
     /// Reaps, claims up to the free slots in one transaction, and hands the jobs out. When
@@ -493,41 +501,28 @@ impl Store<'_> {
         let Some(now) = self.now("claim")? else {
             return Ok(Claim::Again);
         };
-        // The claim reaps too, but says nothing of it; reaped first and at the same `now`,
-        // what the claim reaps is what this reap left past its limit, and the worker counts
-        // what died by the reap. A reap that finds nothing writes nothing: no fsync. One that
-        // ends its whole limit may have left more due to end (SPEC 6.37): the worker comes
-        // back at once, so that a backlog is ended a bounded transaction at a time, with
-        // claims in between.
-        let mut backlog = false;
-        match self.queue.reap(now) {
-            Ok(0) => {}
-            Ok(reaped) => {
-                self.summary.reaped += reaped;
-                self.summary.writes += 1;
-                backlog = reaped >= self.queue.settings().reap_limit;
-                info!(
-                    reaped,
-                    "reaped: jobs whose lease expired on their last attempt, or that reached their \
-                     deadline, are dead"
-                );
-            }
-            Err(e) => {
-                self.pause_or_fail("claim", e)?;
-                return Ok(Claim::Again);
-            }
-        }
+        // The claim reaps first, in its own transaction and turn. One that ends its whole
+        // limit may have left more due to end (SPEC 6.37): the worker comes back at once, so
+        // that a backlog is ended a bounded transaction at a time, with claims in between.
         let queues: Vec<&str> = self.config.queues.iter().map(String::as_str).collect();
-        let claimed = match self.claim_batch(&queues, now, free) {
-            Ok(claimed) => claimed,
+        let (reaped, backlog, claimed) = match self.claim_batch(&queues, now, free) {
+            Ok(answer) => answer,
             Err(e) => {
                 self.pause_or_fail("claim", e)?;
                 return Ok(Claim::Again);
             }
         };
+        if reaped > 0 {
+            self.summary.reaped += reaped;
+            info!(
+                reaped,
+                "reaped: jobs whose lease expired on their last attempt, or that reached their \
+                 deadline, are dead"
+            );
+        }
         self.outage.answered();
         let got = claimed.len();
-        if got > 0 {
+        if got > 0 || reaped > 0 {
             self.summary.writes += 1;
         }
         let lease = Duration::from_millis(self.config.settings.lease_ms);

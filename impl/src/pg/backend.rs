@@ -69,6 +69,15 @@ impl Backend for PgQueue {
     ) -> Result<Vec<Claimed>> {
         PgQueue::claim_batch_from(self, worker, queues, now, k)
     }
+    fn reap_and_claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<(u64, Vec<Claimed>)> {
+        PgQueue::reap_and_claim_batch_from(self, worker, queues, now, k)
+    }
     fn complete(&mut self, completion: &Completion<'_>) -> Result<Completed> {
         PgQueue::complete(self, completion)
     }

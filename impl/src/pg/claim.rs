@@ -229,23 +229,36 @@ impl PgQueue {
         now: u64,
         k: usize,
     ) -> Result<Vec<Claimed>> {
+        self.reap_and_claim_batch_from(worker, queues, now, k).map(|(_, claimed)| claimed)
+    }
+
+    /// [`Queue::reap_and_claim_batch_from`](crate::Queue::reap_and_claim_batch_from) on
+    /// PostgreSQL: [`PgQueue::claim_batch_from`], and how many jobs its reap ended, in one
+    /// transaction and so one turn.
+    pub fn reap_and_claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<(u64, Vec<Claimed>)> {
         input::name("worker", worker)?;
         input::queues(queues)?;
         input::int("now", now)?;
         if k == 0 {
-            return Ok(Vec::new());
+            return Ok((0, Vec::new()));
         }
         let lease_ms = self.settings.lease_ms;
         let limit = batch_reap_limit(self.settings.reap_limit, k);
         self.write(Turn::Alone, |tx| {
             // As on SQLite: `k` single claims reap up to `reap_limit` each, in one order, and a
             // job just leased expires after `now`, so one reap of `k` limits is all of theirs.
-            reap(tx, now, limit)?;
+            let reaped = reap(tx, now, limit)?;
             let served = served(tx, queues)?;
             if served.is_empty() {
-                return Ok(Vec::new());
+                return Ok((reaped, Vec::new()));
             }
-            lease_picked(tx, worker, &served, now, lease_ms, k)
+            Ok((reaped, lease_picked(tx, worker, &served, now, lease_ms, k)?))
         })
     }
 

@@ -46,11 +46,23 @@ impl Queue {
         now: u64,
         k: usize,
     ) -> Result<Vec<Claimed>> {
+        self.reap_and_claim_batch_from(worker, queues, now, k).map(|(_, claimed)| claimed)
+    }
+
+    /// [`claim_batch_from`](Queue::claim_batch_from), and how many jobs its reap ended, from
+    /// the same transaction.
+    pub fn reap_and_claim_batch_from(
+        &mut self,
+        worker: &str,
+        queues: &[&str],
+        now: u64,
+        k: usize,
+    ) -> Result<(u64, Vec<Claimed>)> {
         input::name("worker", worker)?;
         input::queues(queues)?;
         input::int("now", now)?;
         if k == 0 {
-            return Ok(Vec::new());
+            return Ok((0, Vec::new()));
         }
         let lease_ms = self.settings.lease_ms;
         let limit = batch_reap_limit(self.settings.reap_limit, k);
@@ -58,8 +70,8 @@ impl Queue {
             // `k` single claims at this `now` reap up to `reap_limit` jobs each, in one order,
             // and what they lease is not due to end (a job just leased expires at
             // `now + lease_ms`, after `now`): one reap of `k` limits is all of theirs.
-            reap(tx, now, limit)?;
-            lease_picked(tx, worker, queues, now, lease_ms, k)
+            let reaped = reap(tx, now, limit)?;
+            Ok((reaped, lease_picked(tx, worker, queues, now, lease_ms, k)?))
         })
     }
 
