@@ -39,7 +39,7 @@ fn claimed(id: &str, attempt: u64, lease_until: u64) -> Response {
 }
 
 fn call(client: usize, invoked: u64, returned: u64, op: Op, response: Response) -> Call {
-    Call { client, op, response, invoked, returned }
+    Call { client, op, response, more: Vec::new(), invoked, returned }
 }
 
 const SETTINGS: Config = Config { base_ms: 20, cap_ms: 80, lease_ms: 100, reap_limit: 1000 };
@@ -175,6 +175,9 @@ struct Figures {
     most_states: u64,
     /// Answers by their code (`claimed`, `none`, `lease_lost`, …), over all histories.
     answers: std::collections::BTreeMap<String, usize>,
+    /// Claim batches, and the jobs they leased beyond each batch's first.
+    batches: usize,
+    batch_more_leased: usize,
     search: Duration,
     slowest: Duration,
     run: Duration,
@@ -185,6 +188,10 @@ impl Figures {
         self.histories += 1;
         self.calls += history.calls.len();
         self.overlap += history.overlap();
+        for call in history.calls.iter().filter(|call| !call.more.is_empty()) {
+            self.batches += 1;
+            self.batch_more_leased += call.more.iter().filter(|a| a.taken_id().is_some()).count();
+        }
         for call in &history.calls {
             let line = call.response.to_json_line();
             let code = line.split('"').nth(3).unwrap_or("?").to_owned();
@@ -202,7 +209,7 @@ impl Figures {
         eprintln!(
             "{store}: {} histories, {} calls each on average, each overlapping {:.1} others, run {:?} \
              each; search: {} states each on average ({} at most), {:?} each on average ({:?} at most); \
-             answers: {:?}",
+             answers: {:?}; {} claim batches, leasing {} jobs past their first",
             self.histories,
             self.calls / self.histories.max(1),
             self.overlap / f64::from(n),
@@ -212,6 +219,8 @@ impl Figures {
             self.search / n,
             self.slowest,
             self.answers,
+            self.batches,
+            self.batch_more_leased,
         );
     }
 }
@@ -346,6 +355,10 @@ enum Split {
     /// taking the claims' turn. A claim then answers before the rows it stepped over are
     /// committed: `none` while jobs are due, as a later read shows.
     SkipLockedClaim,
+    /// On PostgreSQL, a claim batch that does the same for each of its jobs, in one
+    /// transaction: single claims are the store's own, only the worker's batch path is
+    /// broken.
+    SkipLockedBatch,
 }
 
 /// [`Split::SkipLockedClaim`]'s claim: both reaps and the pick in one statement each, in one
@@ -412,32 +425,48 @@ impl Broken {
         }
     }
 
-    fn skip_locked_claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
+    /// Up to `k` claims in one transaction without the claims' turn, each stepping over
+    /// the rows other transactions hold.
+    fn skip_locked(&mut self, worker: &str, now: u64, k: usize) -> retryq::Result<Vec<Claimed>> {
         let lease_until = now + self.queue.settings().lease_ms;
         let Side::Postgres(client) = &mut self.side else {
-            panic!("SkipLockedClaim splits a PostgreSQL operation");
+            panic!("{:?} splits a PostgreSQL operation", self.split);
         };
         let (at, until) = (now as i64, lease_until as i64);
         let mut tx = client.transaction()?;
         tx.query_one(SKIP_LOCKED_CLAIM, &[&at])?;
         tx.execute(SKIP_LOCKED_REAP_DEADLINE, &[&at])?;
-        let row = tx.query_opt(SKIP_LOCKED_PICK, &[&at, &worker, &until])?;
-        tx.commit()?;
-        Ok(row.map(|row| {
-            let payload: Vec<u8> = row.get(2);
-            Claimed {
-                lease: Lease {
-                    worker: worker.to_owned(),
-                    id: row.get(0),
-                    attempt: row.get::<_, i64>(1) as u64,
-                },
-                lease_until,
-                payload: String::from_utf8_lossy(&payload).into_owned(),
-                deadline: row.get::<_, i64>(3) as u64,
-                last_node: None,
-                kind: String::new(),
+        let mut rows = Vec::new();
+        while rows.len() < k {
+            // A job just leased expires after `now`: the next pick takes the next one.
+            match tx.query_opt(SKIP_LOCKED_PICK, &[&at, &worker, &until])? {
+                Some(row) => rows.push(row),
+                None => break,
             }
-        }))
+        }
+        tx.commit()?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let payload: Vec<u8> = row.get(2);
+                Claimed {
+                    lease: Lease {
+                        worker: worker.to_owned(),
+                        id: row.get(0),
+                        attempt: row.get::<_, i64>(1) as u64,
+                    },
+                    lease_until,
+                    payload: String::from_utf8_lossy(&payload).into_owned(),
+                    deadline: row.get::<_, i64>(3) as u64,
+                    last_node: None,
+                    kind: String::new(),
+                }
+            })
+            .collect())
+    }
+
+    fn skip_locked_claim(&mut self, worker: &str, now: u64) -> retryq::Result<Option<Claimed>> {
+        Ok(self.skip_locked(worker, now, 1)?.into_iter().next())
     }
 
     /// The window in which another client acts on what this one read.
@@ -494,12 +523,12 @@ impl Backend for Broken {
         match self.split {
             Split::Claim => self.split_claim(worker, now),
             Split::SkipLockedClaim => self.skip_locked_claim(worker, now),
-            Split::Complete => self.queue.claim(worker, now),
+            Split::Complete | Split::SkipLockedBatch => self.queue.claim(worker, now),
         }
     }
     fn complete(&mut self, completion: &Completion<'_>) -> retryq::Result<Completed> {
         match self.split {
-            Split::Claim | Split::SkipLockedClaim => self.queue.complete(completion),
+            Split::Claim | Split::SkipLockedClaim | Split::SkipLockedBatch => self.queue.complete(completion),
             Split::Complete => self.split_complete(completion),
         }
     }
@@ -529,6 +558,9 @@ impl Backend for Broken {
         now: u64,
         k: usize,
     ) -> retryq::Result<Vec<Claimed>> {
+        if self.split == Split::SkipLockedBatch && queues == [retryq::DEFAULT_QUEUE] {
+            return self.skip_locked(worker, now, k);
+        }
         self.queue.claim_batch_from(worker, queues, now, k)
     }
     fn complete_batch(
@@ -646,15 +678,22 @@ fn split_stores_are_correct_one_call_at_a_time() {
 /// was seen. [`split_stores_are_correct_one_call_at_a_time`] shows each split store correct
 /// alone, so what is caught is the split.
 fn caught(split: Split, tries: u64) -> u64 {
+    // Single claims and completions are what these splits break: their runs make no batch,
+    // whose real claims would race the split ones into a storage failure, not an answer.
+    caught_in(split, tries, &Workload { batches: 0.0, ..Workload::default() })
+}
+
+/// [`caught`], with runs shaped like `shape`.
+fn caught_in(split: Split, tries: u64, shape: &Workload) -> u64 {
     let dir = tempfile::tempdir().expect("temporary directory");
     let checker = Checker::default();
     for seed in 0..tries {
         let path = dir.path().join(format!("{split:?}-{seed}.db"));
-        let url = (split == Split::SkipLockedClaim).then(|| {
-            retryq_pgtest::database(&format!("linear-skip-locked-{seed}"))
+        let url = matches!(split, Split::SkipLockedClaim | Split::SkipLockedBatch).then(|| {
+            retryq_pgtest::database(&format!("linear-{split:?}-{seed}").to_lowercase())
                 .expect("a database on the running cluster")
         });
-        let workload = Workload { seed: seed * 1000, ..Workload::default() };
+        let workload = Workload { seed: seed * 1000, ..shape.clone() };
         let connect = || {
             Ok(Box::new(match &url {
                 Some(url) => Broken::postgres(url, split)?,
@@ -784,7 +823,7 @@ fn setup(workload: &Workload, path: &Path) -> Vec<Call> {
         .map(|op| {
             let invoked = monotonic();
             let response = linear::translate::apply(&mut queue, &op).expect("setup");
-            Call { client, op, response, invoked, returned: monotonic() }
+            Call { client, op, response, more: Vec::new(), invoked, returned: monotonic() }
         })
         .collect()
 }
@@ -829,7 +868,7 @@ fn parse_call(n: usize, line: &str) -> Call {
     };
     let response = response_of(response).unwrap_or_else(|| panic!("not an answer: {response}"));
     let instant = |s: &str| s.parse::<u64>().unwrap_or_else(|e| panic!("{s}: {e}"));
-    Call { client: n, op, response, invoked: instant(invoked), returned: instant(returned) }
+    Call { client: n, op, response, more: Vec::new(), invoked: instant(invoked), returned: instant(returned) }
 }
 
 /// An answer line read back into the SPEC's result (the replies of a concurrent run).
@@ -969,4 +1008,14 @@ fn a_claim_that_skips_locked_rows_is_caught_on_postgres() {
     // What shows the step-over is whatever call later sees the skipped rows as they were
     // (a read, a completion, a reap, a redrive…), not the claim itself.
     caught(Split::SkipLockedClaim, 50);
+}
+
+/// The same for the worker's path: a claim batch that steps over rows others hold, single
+/// claims as the store makes them, in runs whose every claim is a batch of 2 or 3.
+#[test]
+fn a_claim_batch_that_skips_locked_rows_is_caught_on_postgres() {
+    if retryq_pgtest::database("linear-skip-locked-batch-probe").is_none() {
+        return;
+    }
+    caught_in(Split::SkipLockedBatch, 50, &Workload { batches: 1.0, ..Workload::default() });
 }

@@ -21,6 +21,10 @@ pub struct Call {
     pub op: Op,
     /// What the store answered.
     pub response: Response,
+    /// A claim batch's answers after the first: what each further claim at the same `now`
+    /// answered (`none` past the jobs the batch leased; the same refusal as the first). A
+    /// batch is one transaction, so one step of the order; empty for every other call.
+    pub more: Vec<Response>,
     /// The clock read just before the call.
     pub invoked: u64,
     /// The clock read just after the answer; always above `invoked`.
@@ -84,7 +88,15 @@ impl fmt::Display for Call {
             self.returned,
             self.op.to_json_line(),
             self.response.to_json_line()
-        )
+        )?;
+        if !self.more.is_empty() {
+            write!(f, " (a batch of {}; then", self.more.len() + 1)?;
+            for answer in &self.more {
+                write!(f, " {}", answer.to_json_line())?;
+            }
+            write!(f, ")")?;
+        }
+        Ok(())
     }
 }
 

@@ -4,11 +4,12 @@ use std::sync::Barrier;
 use std::thread;
 
 use retryq::{Backend, Settings};
-use retryq_model::Op;
+use retryq_model::{Op, Reply, Response};
 
 use super::history::{Call, Clock, History};
 use super::translate::{self, Unanswered};
 use super::workload::{Board, Workload};
+use crate::store;
 
 /// Opens a new connection to the shared store: called once by the setup and once by every
 /// client, from the client's own thread.
@@ -74,8 +75,14 @@ pub fn run(workload: &Workload, connect: &Connect<'_>) -> Result<History, RunFai
                     let mut mine = Vec::with_capacity(workload.calls);
                     for _ in 0..workload.calls {
                         let op = client.next(board);
-                        let made = call(clock, &mut *store, n, op)?;
+                        let made = match client.batch() {
+                            1 => call(clock, &mut *store, n, op)?,
+                            k => batch(clock, &mut *store, n, op, k)?,
+                        };
                         client.saw(&made.op, &made.response, board);
+                        for answer in &made.more {
+                            client.saw(&made.op, answer, board);
+                        }
                         mine.push(made);
                     }
                     Ok(mine)
@@ -113,7 +120,38 @@ fn open(connect: &Connect<'_>, workload: &Workload, client: usize) -> Result<Box
 fn call(clock: &Clock, store: &mut dyn Backend, client: usize, op: Op) -> Result<Call, RunFailed> {
     let (invoked, response, returned) = clock.time(|| translate::apply(store, &op));
     match response {
-        Ok(response) => Ok(Call { client, op, response, invoked, returned }),
+        Ok(response) => Ok(Call { client, op, response, more: Vec::new(), invoked, returned }),
         Err(source) => Err(RunFailed::Call { client, op: op.to_json_line(), source }),
     }
+}
+
+/// One recorded claim batch of `k`: `claim_batch_from` with the claim's worker, queues and
+/// `now`, its answers as `k` single claims' (`none` past the jobs it leased).
+fn batch(clock: &Clock, store: &mut dyn Backend, client: usize, op: Op, k: usize) -> Result<Call, RunFailed> {
+    let Op::Claim { worker, now, queues } = &op else {
+        return call(clock, store, client, op);
+    };
+    let names = store::names(queues);
+    let (invoked, claimed, returned) = clock.time(|| store.claim_batch_from(worker, &names, *now, k));
+    let answers = match claimed {
+        Ok(claimed) => {
+            let mut answers: Vec<Response> =
+                claimed.into_iter().map(|c| Response::Ok(store::claimed(Some(c)))).collect();
+            answers.resize(k, Response::Ok(Reply::None));
+            answers
+        }
+        Err(e) => match store::refusal_response(e) {
+            Ok(refusal) => vec![refusal; k],
+            Err(e) => {
+                return Err(RunFailed::Call {
+                    client,
+                    op: op.to_json_line(),
+                    source: Unanswered::Storage(e),
+                });
+            }
+        },
+    };
+    let mut answers = answers.into_iter();
+    let response = answers.next().unwrap_or(Response::Ok(Reply::None));
+    Ok(Call { client, op, response, more: answers.collect(), invoked, returned })
 }

@@ -40,7 +40,14 @@ pub fn simulate(workload: &Workload, seed: u64) -> History {
     let mut calls = Vec::new();
     for op in workload.setup() {
         let response = store.step(&op);
-        calls.push(Call { client: workload.clients, op, response, invoked: tick, returned: tick + 1 });
+        calls.push(Call {
+            client: workload.clients,
+            op,
+            response,
+            more: Vec::new(),
+            invoked: tick,
+            returned: tick + 1,
+        });
         tick += 2;
     }
     let board = Board::new();
@@ -67,7 +74,7 @@ pub fn simulate(workload: &Workload, seed: u64) -> History {
             }
             Phase::Applied(op, invoked, response) => {
                 client.saw(&op, &response, &board);
-                calls.push(Call { client: n, op, response, invoked, returned: tick });
+                calls.push(Call { client: n, op, response, more: Vec::new(), invoked, returned: tick });
                 Phase::Idle
             }
         };

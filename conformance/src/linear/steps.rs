@@ -54,6 +54,9 @@ pub(crate) enum Advance {
 
 /// The first (often only) step of `call` on `store`.
 pub(crate) fn begin(store: &mut Store, call: &Call) -> Advance {
+    if !call.more.is_empty() {
+        return batch(store, call);
+    }
     let Op::RunOnce { worker, now, after, outcome, queues, .. } = &call.op else {
         return judge(store.step(&call.op), &call.response);
     };
@@ -83,6 +86,18 @@ pub(crate) fn begin(store: &mut Store, call: &Call) -> Advance {
         // The model's claim took another attempt than the one the run reports.
         None => Advance::Wrong(claimed),
     }
+}
+
+/// A claim batch, one step: its claims one after another on the model, each answering what
+/// the batch answered for it (SPEC 3.3: a batch answers as that many single claims at its
+/// `now`).
+fn batch(store: &mut Store, call: &Call) -> Advance {
+    for recorded in std::iter::once(&call.response).chain(&call.more) {
+        if let Advance::Wrong(model) = judge(store.step(&call.op), recorded) {
+            return Advance::Wrong(model);
+        }
+    }
+    Advance::Done
 }
 
 /// A `run_once`'s second step: the completion of the attempt its claim took.
@@ -116,6 +131,9 @@ pub(crate) fn finish(store: &mut Store, call: &Call, id: &str, attempt: u64) -> 
 /// Such a call can be left out of a history without making an order possible that was not:
 /// any order of the whole history, less this call, is an order of the rest.
 pub fn changes_nothing(call: &Call) -> bool {
+    if call.more.iter().any(|answer| !matches!(answer, Response::Err(_))) {
+        return false;
+    }
     match (&call.op, &call.response) {
         (Op::Get { .. } | Op::Stats { .. } | Op::RetryDelay { .. }, _) => true,
         (Op::Reap { .. }, Response::Ok(Reply::Reaped { count: 0 })) => true,

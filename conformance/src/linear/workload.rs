@@ -44,6 +44,9 @@ pub struct Workload {
     pub seed: u64,
     /// Whose clock each call's `now` comes from.
     pub clocks: Clocks,
+    /// The share of claims that ask for 2 or 3 jobs in one transaction
+    /// (`claim_batch_from`), from 0 to 1.
+    pub batches: f64,
 }
 
 /// Where the clients' `now` values come from.
@@ -61,7 +64,8 @@ pub enum Clocks {
 
 impl Default for Workload {
     /// 8 clients × 8 calls on 3 jobs, leases of 100 ms, retries 20–80 ms apart, reaps of at
-    /// most 2 jobs (so that a claim's reap stops at its limit now and then: SPEC 6.37).
+    /// most 2 jobs (so that a claim's reap stops at its limit now and then: SPEC 6.37), two
+    /// claims in five a batch.
     fn default() -> Self {
         Workload {
             clients: 8,
@@ -70,6 +74,7 @@ impl Default for Workload {
             settings: Config { base_ms: 20, cap_ms: 80, lease_ms: 100, reap_limit: 2 },
             seed: 0,
             clocks: Clocks::Own,
+            batches: 0.4,
         }
     }
 }
@@ -106,6 +111,8 @@ impl Workload {
             clocks: self.clocks,
             ids: self.jobs + 1,
             held: Vec::new(),
+            batch: 1,
+            batches: self.batches.clamp(0.0, 1.0),
         }
     }
 }
@@ -171,6 +178,11 @@ pub struct Client {
     ids: usize,
     /// Leases it was granted and has not yet completed or lost.
     held: Vec<Granted>,
+    /// How many jobs its next claim asks for: 1, or 2-3 for a batch (a worker with free
+    /// slots claims for all of them in one transaction).
+    batch: usize,
+    /// [`Workload::batches`].
+    batches: f64,
 }
 
 impl Client {
@@ -185,7 +197,11 @@ impl Client {
         };
         let worker = self.worker.clone();
         match self.rng.random_range(0..106u32) {
-            0..22 => Op::Claim { queues: self.queues(), worker, now },
+            0..22 => {
+                self.batch =
+                    if self.rng.random_bool(self.batches) { self.rng.random_range(2..=3) } else { 1 };
+                Op::Claim { queues: self.queues(), worker, now }
+            }
             22..40 => {
                 let lease = self.lease(board);
                 let outcome = match self.rng.random_range(0..10u32) {
@@ -255,6 +271,12 @@ impl Client {
             102..104 => Op::Resume { queue: self.some_queue(), now },
             _ => Op::RunNow { id: self.id(), now },
         }
+    }
+
+    /// How many jobs the claim [`Client::next`] just gave asks for: more than one is a batch,
+    /// `claim_batch_from` in one transaction. Read once; 1 afterwards.
+    pub fn batch(&mut self) -> usize {
+        std::mem::replace(&mut self.batch, 1)
     }
 
     /// The default queue or the other one, evenly.
