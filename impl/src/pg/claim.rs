@@ -163,16 +163,24 @@ pub(super) const PICK: &str = pick!("$3", "$2", "xmin::text::bigint");
 /// another transaction changed meanwhile is not written). One row per job leased, in claim
 /// order, each with the number picked last; one row of nulls and that number when none was
 /// leased. Fewer leased than picked means a row changed: the caller undoes the statement and
-/// picks again. One statement for the batch, not one per job, so that the statement-level
+/// picks again. The rows are locked in claim order first (`locked`), as one claim after
+/// another would lock them: a completion batch locks its rows in its own order (the order
+/// the worker claimed them), so two transactions that want the same rows never wait for each
+/// other in a cycle (a fleet of batch workers deadlocked when the update locked them in its
+/// join's order). One statement for the batch, not one per job, so that the statement-level
 /// tallies run once and the turn is held for one round trip (SPEC 6.26's price, per batch).
 const LEASE_PICKED: &str = concat!(
     "WITH picked AS MATERIALIZED (",
     pick!("$4", "$5", "xmin"),
     "),
+     locked AS MATERIALIZED (
+        SELECT j.seq FROM jobs j JOIN picked k ON j.seq = k.seq AND j.xmin = k.version
+        ORDER BY k.priority, k.due, k.seq FOR UPDATE OF j),
      leased AS (
         UPDATE jobs j SET status = 'leased', attempts = j.attempts + 1, owner = $2,
                           claimed_at = $1, available_at = $3, updated_at = $1
         FROM picked k WHERE j.seq = k.seq AND j.xmin = k.version
+          AND j.seq IN (SELECT seq FROM locked)
         RETURNING j.seq, j.id, j.attempts, j.payload, j.deadline, j.last_node, j.kind)
      SELECT l.id, l.attempts, l.payload, l.deadline, l.last_node, l.kind,
             (SELECT count(*) FROM picked)

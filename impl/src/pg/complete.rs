@@ -47,18 +47,29 @@ const FINISH_FENCED: &str = concat!(
 /// [`FINISH_FENCED`] for many completions at once, each row `$1[i]`… fenced as that
 /// statement fences it: the ids it wrote. A batch's `ok` and `permanent` outcomes are one
 /// statement, not one each, so that the statement-level tallies run once per batch.
+///
+/// The rows are locked first in the batch's order (`locked`), as one completion after another
+/// would lock them, so that a claim batch locking the same rows in claim order never waits
+/// in a cycle with it (the order the update's join takes is no order at all).
 const FINISH_ALL: &str = concat!(
     "
+    WITH c AS MATERIALIZED (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
+                             $6::text[], $7::bytea[], $8::bytea[])
+                      WITH ORDINALITY AS c(id, worker, attempt, at, status, reason, error, node, n)),
+     locked AS MATERIALIZED (
+        SELECT j.seq FROM jobs j JOIN c ON j.id = c.id COLLATE \"C\"
+        WHERE j.status = 'leased' AND j.owner = c.worker COLLATE \"C\"
+          AND j.attempts = c.attempt AND j.claimed_at <= c.at
+        ORDER BY c.n FOR UPDATE OF j)
     UPDATE jobs j SET status = c.status, dead_reason = c.reason, available_at = NULL,
                       owner = NULL, claimed_at = NULL, updated_at = c.at, last_error = c.error,
                       last_node = c.node, ended_at = c.at, cancel_requested = false
     FROM pg_advisory_xact_lock_shared(",
     turn::retention_key!(),
-    ") AS retention,
-         unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[],
-                $7::bytea[], $8::bytea[]) AS c(id, worker, attempt, at, status, reason, error, node)
+    ") AS retention, c
     WHERE j.id = c.id COLLATE \"C\" AND j.status = 'leased' AND j.owner = c.worker COLLATE \"C\"
-      AND j.attempts = c.attempt AND j.claimed_at <= c.at
+      AND j.attempts = c.attempt AND j.claimed_at <= c.at AND j.seq IN (SELECT seq FROM locked)
     RETURNING j.id"
 );
 
