@@ -501,7 +501,7 @@ impl Store<'_> {
         let Some(now) = self.now("claim")? else {
             return Ok(Claim::Again);
         };
-        // The claim reaps first, in its own transaction and turn. One that ends its whole
+        // The claim's transaction reaps first, in the claim's turn. A reap that ends its whole
         // limit may have left more due to end (SPEC 6.37): the worker comes back at once, so
         // that a backlog is ended a bounded transaction at a time, with claims in between.
         let queues: Vec<&str> = self.config.queues.iter().map(String::as_str).collect();
