@@ -274,17 +274,23 @@ impl Contained {
         self.cgroup.as_ref().is_some_and(Cgroup::populated) || !descendants::live().is_empty()
     }
 
-    /// SIGKILL to every process of the command, again and again until none is left: in a
-    /// cgroup at once; walking `/proc`, until the walk has caught a command that forks
-    /// faster than it. One walk that finds none is not enough: a process forked by a parent
-    /// that exits at that moment is not yet the watchdog's (its reparenting is under way), and
-    /// a watchdog that returned then would leave it to hop on; so none must be found in
-    /// [`QUIET_WALKS`] walks in a row. The walk that signals is the walk that looks: a round
-    /// that found a process to kill is not quiet, one that found none is.
-    fn kill_all(&self) {
+    /// SIGKILL to every process of the command, again and again until none is left, then
+    /// reaps its shell; the shell's exit status.
+    ///
+    /// In a cgroup the kill is at once. Walking `/proc`, a walk can miss a command that
+    /// forks faster than it: a process read in the walk's list of ids may have forked and
+    /// exited before its `stat` is read. So no walk decides the kill is over. First the
+    /// group's rounds: the group is signalled too, while the shell is an unreaped zombie
+    /// (its id, so its group's, cannot be reused), until [`QUIET_WALKS`] walks in a row find
+    /// no process. Then the shell is reaped, and the watchdog — every orphan's child
+    /// subreaper — counts its children as the kernel does: any live process of the command
+    /// has a live ancestor that is a child of the watchdog (a zombie has no children: they
+    /// are handed on when it exits), so the kill is over when `waitid` answers that no child
+    /// is left, and every round that finds one walks and kills again.
+    fn kill_all(&self, shell: &mut Child) -> io::Result<ExitStatus> {
         let mut pause = Duration::from_micros(200);
         let mut quiet = 0;
-        loop {
+        while quiet < QUIET_WALKS {
             if let Some(cgroup) = &self.cgroup {
                 let _ = cgroup.kill();
             }
@@ -293,13 +299,21 @@ impl Contained {
                 quiet = 0;
             } else {
                 quiet += 1;
-                if quiet == QUIET_WALKS {
-                    return;
-                }
             }
             thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(20));
         }
+        let status = shell.wait()?;
+        let mut pause = Duration::from_micros(200);
+        while reap_children() {
+            if let Some(cgroup) = &self.cgroup {
+                let _ = cgroup.kill();
+            }
+            descendants::signal_each(&descendants::live(), Signal::KILL);
+            thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+        Ok(status)
     }
 }
 
@@ -424,8 +438,7 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
         .spawn(move || read_renewals(input.lock(), watch, &renewals))?;
     drop(events_tx);
     let status = watchdog(&mut child, &contained, worker, watch, &events)?;
-    // The shell is reaped and nothing of the command lives: every child left is a zombie.
-    reap_children();
+    // The shell is reaped and no child is left.
     if let Some(cgroup) = &contained.cgroup {
         let _ = cgroup.remove();
     }
@@ -476,13 +489,14 @@ fn exited_unreaped(pid: Pid) -> bool {
     )
 }
 
-/// Reaps every child that has exited, without walking `/proc`: once the shell is reaped,
-/// none is kept.
-fn reap_children() {
+/// Reaps every child that has exited, without walking `/proc`; whether a live child is left.
+/// Once the shell is reaped, none is kept.
+fn reap_children() -> bool {
     loop {
         match waitid(WaitId::All, WaitIdOptions::EXITED | WaitIdOptions::NOHANG) {
             Ok(Some(_)) | Err(rustix::io::Errno::INTR) => {}
-            Ok(None) | Err(_) => return,
+            Ok(None) => return true,
+            Err(_) => return false,
         }
     }
 }
@@ -538,8 +552,7 @@ fn watchdog(
                         | Err(RecvTimeoutError::Timeout) => {}
                     }
                 }
-                command.kill_all();
-                return child.wait();
+                return command.kill_all(child);
             }
             Err(wait) => wait.min(POLL),
         };
@@ -553,14 +566,12 @@ fn watchdog(
             // Nothing is said: the worker that would read it is gone, or stopped the attempt.
             // Whatever the command left behind goes with it when it exits.
             Ok(Event::WorkerGone | Event::Exited) | Err(RecvTimeoutError::Disconnected) => {
-                command.kill_all();
-                return child.wait();
+                return command.kill_all(child);
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
         if parent_gone(worker) {
-            command.kill_all();
-            return child.wait();
+            return command.kill_all(child);
         }
     }
 }
