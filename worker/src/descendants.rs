@@ -5,8 +5,8 @@
 //! command whose parent exits — a double fork, `setsid`, a fork that hops from session to
 //! session — becomes the watchdog's child, so every process of the command stays among its
 //! descendants. Without a cgroup (`cgroup.rs`) they are killed by walking `/proc` over and
-//! over until none is left; a command that forks faster than a walk still loses each round
-//! a process, and the walk goes on until it has lost them all.
+//! over until the watchdog has no child left: a walk can miss a command that forks faster
+//! than it, and the next walk goes on.
 //!
 //! A process found in `/proc` may end and its id be given to another before the signal is
 //! sent. So each is signalled through a pidfd opened first and checked after: the pidfd names

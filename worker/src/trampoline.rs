@@ -33,9 +33,9 @@
 //! `/proc`, every process descended from the trampoline — it is their child subreaper
 //! (`PR_SET_CHILD_SUBREAPER`), so processes that left the group or the session and orphans of
 //! a parent that exited are still its descendants — walked and killed again and again until
-//! none is left (`descendants.rs`). Either way the trampoline reaps the zombies it inherits as
-//! they appear (on SIGCHLD), so that a command backgrounding processes from subshells does
-//! not fill the host's process table. Out of reach are processes handed to another service
+//! the trampoline has no child left (`descendants.rs`). Either way the trampoline reaps the
+//! zombies it inherits as they appear (on SIGCHLD), so that a command backgrounding processes
+//! from subshells does not fill the host's process table. Out of reach are processes handed to another service
 //! (`systemd-run`, `at`, a remote host). The trampoline forwards SIGTERM and SIGINT to the
 //! command and takes SIGHUP as its worker's death. Elsewhere than on Linux the group alone is
 //! killed.
@@ -236,9 +236,6 @@ impl Told {
     }
 }
 
-/// How many walks in a row must find no process of the command before its kill is over.
-const QUIET_WALKS: u32 = 3;
-
 /// The command as the watchdog kills it: its process group, its cgroup if it has one, and
 /// every descendant of the watchdog.
 struct Contained {
@@ -247,26 +244,14 @@ struct Contained {
 }
 
 impl Contained {
-    /// Sends `signal` to every process of the command.
+    /// Sends `signal` to every process of the command: its group, its cgroup, and the
+    /// watchdog's descendants found in one walk of `/proc`.
     fn signal(&self, signal: Signal) {
-        let _ = self.signal_found(signal);
-    }
-
-    /// Sends `signal` to every process of the command; whether a live one was found (in its
-    /// cgroup, or among the watchdog's descendants). One walk of `/proc` serves both: a
-    /// kill's rounds are that walk, each the cost of reading every process's `stat`.
-    fn signal_found(&self, signal: Signal) -> bool {
         let _ = kill_process_group(self.group, signal);
-        let mut found = false;
         if let Some(cgroup) = &self.cgroup {
-            let procs = cgroup.procs();
-            found |= !procs.is_empty();
-            descendants::signal_each(&procs, signal);
+            descendants::signal_each(&cgroup.procs(), signal);
         }
-        let live = descendants::live();
-        found |= !live.is_empty();
-        descendants::signal_each(&live, signal);
-        found
+        descendants::signal_each(&descendants::live(), signal);
     }
 
     /// Whether a live process of the command is left.
@@ -274,38 +259,28 @@ impl Contained {
         self.cgroup.as_ref().is_some_and(Cgroup::populated) || !descendants::live().is_empty()
     }
 
-    /// SIGKILL to every process of the command, again and again until none is left, then
-    /// reaps its shell; the shell's exit status.
+    /// SIGKILL to every process of the command until none is left; the shell's exit status.
     ///
-    /// In a cgroup the kill is at once. Walking `/proc`, a walk can miss a command that
-    /// forks faster than it: a process read in the walk's list of ids may have forked and
-    /// exited before its `stat` is read. So no walk decides the kill is over. First the
-    /// group's rounds: the group is signalled too, while the shell is an unreaped zombie
-    /// (its id, so its group's, cannot be reused), until [`QUIET_WALKS`] walks in a row find
-    /// no process. Then the shell is reaped, and the watchdog — every orphan's child
-    /// subreaper — counts its children as the kernel does: any live process of the command
-    /// has a live ancestor that is a child of the watchdog (a zombie has no children: they
-    /// are handed on when it exits), so the kill is over when `waitid` answers that no child
-    /// is left, and every round that finds one walks and kills again.
+    /// The group and the shell are killed first, while the shell is an unreaped zombie (its
+    /// id, so its group's, cannot be reused), then the shell is reaped. From then on the
+    /// watchdog — every orphan's child subreaper — counts its children as the kernel does:
+    /// any live process of the command has a live ancestor that is a child of the watchdog
+    /// (a zombie has no children: they are handed on when it exits). So the kill is over
+    /// when `waitid` answers that no child is left, and a command that left nothing behind
+    /// costs no walk of `/proc`. While a child is left, each round kills the cgroup at once,
+    /// or walks `/proc` and kills what it finds. No walk decides the kill is over: a walk can
+    /// miss a command that forks faster than it (an id read in the walk's list may have
+    /// forked and exited before its `stat` is read), and the next round walks again.
     fn kill_all(&self, shell: &mut Child) -> io::Result<ExitStatus> {
-        let mut pause = Duration::from_micros(200);
-        let mut quiet = 0;
-        while quiet < QUIET_WALKS {
-            if let Some(cgroup) = &self.cgroup {
-                let _ = cgroup.kill();
-            }
-            let found = self.signal_found(Signal::KILL);
-            if found || self.cgroup.as_ref().is_some_and(Cgroup::populated) {
-                quiet = 0;
-            } else {
-                quiet += 1;
-            }
-            thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(20));
+        if let Some(cgroup) = &self.cgroup {
+            let _ = cgroup.kill();
         }
+        let _ = kill_process_group(self.group, Signal::KILL);
+        // A shell that left its group (`exec setsid …`) is the watchdog's to kill too.
+        let _ = shell.kill();
         let status = shell.wait()?;
         let mut pause = Duration::from_micros(200);
-        while reap_children() {
+        while reap_children() || self.cgroup.as_ref().is_some_and(Cgroup::populated) {
             if let Some(cgroup) = &self.cgroup {
                 let _ = cgroup.kill();
             }
