@@ -66,7 +66,10 @@ use crate::queue::store::Settings;
 /// pick saw (`xmin`, as a claim does: see the module's doc): a row another transaction changed
 /// meanwhile (a heartbeat, a completion, a note) is not written, and the statement answers
 /// how many rows it picked and how many it wrote, so that the caller can run it again on
-/// what is committed then.
+/// what is committed then. Each write reaches its rows by key (`seq = ANY (ARRAY(…))`): the
+/// store's statements are prepared once per connection, and a generic plan joined the late
+/// jobs to the whole primary key, from its start to the last seq picked, on every reap that
+/// ended one (`every_write_reaches_its_rows_by_key_on_any_plan`).
 pub(super) const REAP: &str = "
     WITH cancel_pick AS MATERIALIZED (
         SELECT seq, xmin AS version FROM jobs
@@ -89,17 +92,20 @@ pub(super) const REAP: &str = "
         UPDATE jobs j SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
                           owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1,
                           cancel_requested = false
-        FROM cancel_pick p WHERE j.seq = p.seq AND j.xmin = p.version
+        FROM cancel_pick p WHERE j.seq = ANY (ARRAY(SELECT seq FROM cancel_pick))
+          AND j.seq = p.seq AND j.xmin = p.version
         RETURNING 1),
      exhausted AS (
         UPDATE jobs j SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
                           owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1
-        FROM exhaust_pick p WHERE j.seq = p.seq AND j.xmin = p.version
+        FROM exhaust_pick p WHERE j.seq = ANY (ARRAY(SELECT seq FROM exhaust_pick))
+          AND j.seq = p.seq AND j.xmin = p.version
         RETURNING 1),
      late AS (
         UPDATE jobs j SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
                           owner = NULL, claimed_at = NULL, updated_at = $1, ended_at = $1
-        FROM late_pick p WHERE j.seq = p.seq AND j.xmin = p.version
+        FROM late_pick p WHERE j.seq = ANY (ARRAY(SELECT seq FROM late_pick))
+          AND j.seq = p.seq AND j.xmin = p.version
         RETURNING 1)
     SELECT (SELECT count(*) FROM cancel_pick) + (SELECT count(*) FROM exhaust_pick)
                + (SELECT count(*) FROM late_pick),
@@ -169,18 +175,20 @@ pub(super) const PICK: &str = pick!("$3", "$2", "xmin::text::bigint");
 /// other in a cycle (a fleet of batch workers deadlocked when the update locked them in its
 /// join's order). One statement for the batch, not one per job, so that the statement-level
 /// tallies run once and the turn is held for one round trip (SPEC 6.26's price, per batch).
-const LEASE_PICKED: &str = concat!(
+/// The rows are reached by key, as [`REAP`]'s are.
+pub(super) const LEASE_PICKED: &str = concat!(
     "WITH picked AS MATERIALIZED (",
     pick!("$4", "$5", "xmin"),
     "),
      locked AS MATERIALIZED (
         SELECT j.seq FROM jobs j JOIN picked k ON j.seq = k.seq AND j.xmin = k.version
+        WHERE j.seq = ANY (ARRAY(SELECT seq FROM picked))
         ORDER BY k.priority, k.due, k.seq FOR UPDATE OF j),
      leased AS (
         UPDATE jobs j SET status = 'leased', attempts = j.attempts + 1, owner = $2,
                           claimed_at = $1, available_at = $3, updated_at = $1
-        FROM picked k WHERE j.seq = k.seq AND j.xmin = k.version
-          AND j.seq IN (SELECT seq FROM locked)
+        FROM picked k WHERE j.seq = ANY (ARRAY(SELECT seq FROM locked))
+          AND j.seq = k.seq AND j.xmin = k.version
         RETURNING j.seq, j.id, j.attempts, j.payload, j.deadline, j.last_node, j.kind)
      SELECT l.id, l.attempts, l.payload, l.deadline, l.last_node, l.kind,
             (SELECT count(*) FROM picked)

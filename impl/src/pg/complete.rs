@@ -50,8 +50,13 @@ const FINISH_FENCED: &str = concat!(
 ///
 /// The rows are locked first in the batch's order (`locked`), as one completion after another
 /// would lock them, so that a claim batch locking the same rows in claim order never waits
-/// in a cycle with it (the order the update's join takes is no order at all).
-const FINISH_ALL: &str = concat!(
+/// in a cycle with it (the order the update's join takes is no order at all); a row locked
+/// stays as the fence saw it, so the update names only its key. The rows are reached by key
+/// (the batch's ids, then the locked seqs), never by a walk of every lease: the fence names
+/// no status, since a row has an owner exactly when it is leased (the table's check), and
+/// `status = 'leased'` let the planner walk the `jobs_leases` index wherever its statistics
+/// saw few leases (`every_write_reaches_its_rows_by_key_on_any_plan`).
+pub(super) const FINISH_ALL: &str = concat!(
     "
     WITH c AS MATERIALIZED (
         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
@@ -59,7 +64,7 @@ const FINISH_ALL: &str = concat!(
                       WITH ORDINALITY AS c(id, worker, attempt, at, status, reason, error, node, n)),
      locked AS MATERIALIZED (
         SELECT j.seq FROM jobs j JOIN c ON j.id = c.id COLLATE \"C\"
-        WHERE j.status = 'leased' AND j.owner = c.worker COLLATE \"C\"
+        WHERE j.id = ANY ($1::text[] COLLATE \"C\") AND j.owner = c.worker COLLATE \"C\"
           AND j.attempts = c.attempt AND j.claimed_at <= c.at
         ORDER BY c.n FOR UPDATE OF j)
     UPDATE jobs j SET status = c.status, dead_reason = c.reason, available_at = NULL,
@@ -68,8 +73,7 @@ const FINISH_ALL: &str = concat!(
     FROM pg_advisory_xact_lock_shared(",
     turn::retention_key!(),
     ") AS retention, c
-    WHERE j.id = c.id COLLATE \"C\" AND j.status = 'leased' AND j.owner = c.worker COLLATE \"C\"
-      AND j.attempts = c.attempt AND j.claimed_at <= c.at AND j.seq IN (SELECT seq FROM locked)
+    WHERE j.seq = ANY (ARRAY(SELECT seq FROM locked)) AND j.id = c.id COLLATE \"C\"
     RETURNING j.id"
 );
 

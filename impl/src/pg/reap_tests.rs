@@ -203,3 +203,72 @@ fn each_reap_walks_its_index_in_the_contracts_order() {
     assert!(pick.contains("jobs_due"), "{pick}");
     assert!(!pick.contains("Seq Scan on jobs"), "{pick}");
 }
+
+/// Whether every scan of `jobs` in `plan` is bounded by an index condition (the node's lines
+/// up to its first child name one): the scans that name none, with their plan.
+fn unbounded_scans_of_jobs(plan: &str) -> Vec<String> {
+    let lines: Vec<&str> = plan.lines().collect();
+    let mut unbounded = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let scans_jobs = line.contains("Scan") && (line.contains(" on jobs ") || line.ends_with(" on jobs"));
+        if !scans_jobs {
+            continue;
+        }
+        let details = lines[at + 1..].iter().take_while(|l| !l.contains("->"));
+        let bounded = !line.contains("Seq Scan")
+            && (line.contains("Bitmap Heap Scan") || details.into_iter().any(|l| l.contains("Index Cond:")));
+        if !bounded {
+            unbounded.push(line.trim().to_string());
+        }
+    }
+    unbounded
+}
+
+/// The batch writes — [`REAP`](super::claim::REAP), a claim batch's
+/// [`LEASE_PICKED`](super::claim::LEASE_PICKED) and a completion batch's
+/// [`FINISH_ALL`](super::complete::FINISH_ALL) — reach each row they write by key, on a
+/// custom plan and on the generic plan a connection switches to after five runs of a
+/// prepared statement (the store prepares each statement once per connection): no scan of
+/// `jobs` without an index condition, so a write costs its batch, whatever the store holds.
+/// The table is one the planner knows to be large, with late jobs spread over it and few
+/// leases: there a generic plan merge-joined the late jobs to the primary key from its
+/// start, and hashed every lease to finish a batch.
+#[test]
+fn every_write_reaches_its_rows_by_key_on_any_plan() {
+    let Some((_, q)) = pg_at("every_write_reaches_its_rows_by_key_on_any_plan") else { return };
+    q.raw_query(
+        "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,
+                           enqueued_at, updated_at, not_before, queue, priority)
+         SELECT 'j-' || i, '', 'pending', 0, 3, i, CASE WHEN i % 100 = 0 THEN i + 1000 ELSE 10000000 + i END,
+                0, 0, 0, 0, 'q' || (i % 7), i % 10
+         FROM generate_series(1, 20000) AS i",
+    )
+    .expect("jobs");
+    q.raw_query("ANALYZE jobs").expect("analyze");
+    let arrays = "ARRAY['j-1', 'j-2'], ARRAY['w', 'w'], ARRAY[1, 1]::bigint[], ARRAY[50, 50]::bigint[], \
+                  ARRAY['done', 'dead'], ARRAY[NULL, 'permanent'], ARRAY[NULL, NULL]::bytea[], \
+                  ARRAY[NULL, NULL]::bytea[]";
+    let statements = [
+        ("REAP", super::claim::REAP, "50000, 1000".to_string()),
+        ("LEASE_PICKED", super::claim::LEASE_PICKED, "50000, 'w', 60000, '{q1,q2}', 16".to_string()),
+        ("FINISH_ALL", super::complete::FINISH_ALL, arrays.to_string()),
+    ];
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        q.raw(&format!("SET plan_cache_mode = {mode}")).expect("mode");
+        for (name, sql, args) in &statements {
+            q.raw(&format!("PREPARE probe AS {sql}")).expect("prepare");
+            let plan: Vec<String> = q
+                .raw_query(&format!("EXPLAIN (COSTS OFF) EXECUTE probe({args})"))
+                .expect("explain")
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+            q.raw("DEALLOCATE probe").expect("deallocate");
+            let plan = plan.join("\n");
+            assert!(plan.contains(" on jobs"), "{mode} {name}: no scan of jobs at all?\n{plan}");
+            let unbounded = unbounded_scans_of_jobs(&plan);
+            assert!(unbounded.is_empty(), "{mode} {name}: {unbounded:?}\n{plan}");
+        }
+    }
+    q.raw("RESET plan_cache_mode").expect("reset");
+}
