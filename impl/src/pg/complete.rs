@@ -8,6 +8,12 @@
 //! between the two statements (a claim committed in between), and the call starts over on
 //! the row as it now is.
 //!
+//! The fence names no status: a row has an owner and a claim time exactly when it is leased
+//! (the table's check), so `owner = $2` with `claimed_at` set says leased. Named, `status =
+//! 'leased'` let the planner answer the lookup by walking every lease in `jobs_leases`
+//! instead of the id's index, wherever its statistics saw few leases: a walk that grows
+//! with the leases a backlog leaves (`every_write_reaches_its_rows_by_key_on_any_plan`).
+//!
 //! A retryable outcome can make the job due again, so a completion that may be retryable
 //! takes the turn shared; `ok` and `permanent` only take the job out of what is due, and run
 //! beside claims (`turn.rs`).
@@ -33,7 +39,7 @@ const STARTS: usize = 4;
 /// no lookup comes first. They only take a job out of what is due, so they take no claims'
 /// turn; they end it, so they take the retention's key shared, before the row (`turn.rs`).
 /// The job ends at `now`, and its cancel request, if any, with the lease.
-const FINISH_FENCED: &str = concat!(
+pub(super) const FINISH_FENCED: &str = concat!(
     "
     UPDATE jobs SET status = $5, dead_reason = $6, available_at = NULL, owner = NULL,
                     claimed_at = NULL, updated_at = $4, last_error = $7, last_node = $8,
@@ -41,7 +47,7 @@ const FINISH_FENCED: &str = concat!(
     FROM pg_advisory_xact_lock_shared(",
     turn::retention_key!(),
     ") AS retention
-    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4"
+    WHERE id = $1 AND owner = $2 AND attempts = $3 AND claimed_at <= $4"
 );
 
 /// [`FINISH_FENCED`] for many completions at once, each row `$1[i]`… fenced as that
@@ -78,11 +84,11 @@ pub(super) const FINISH_ALL: &str = concat!(
 );
 
 /// What `retryable` needs of the job, locked, when the fence holds.
-const HELD_FENCED: &str = "
+pub(super) const HELD_FENCED: &str = "
     SELECT seq, status, owner, attempts, max_attempts, deadline, claimed_at, base_ms, cap_ms,
            cancel_requested
     FROM jobs
-    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3 AND claimed_at <= $4
+    WHERE id = $1 AND owner = $2 AND attempts = $3 AND claimed_at <= $4
     FOR UPDATE";
 
 /// The same columns, unlocked: why a fence did not hold.
@@ -108,9 +114,9 @@ const RETRY: &str = "
 
 /// Notes on a live lease, fenced like a completion. Names no state column and not
 /// `updated_at`, so it is not a transition.
-const NOTE: &str = "
+pub(super) const NOTE: &str = "
     UPDATE jobs SET last_error = $4, last_node = $5
-    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3";
+    WHERE id = $1 AND owner = $2 AND attempts = $3 AND claimed_at IS NOT NULL";
 
 impl PgQueue {
     /// [`Queue::complete`](crate::Queue::complete) on PostgreSQL: records the outcome of the

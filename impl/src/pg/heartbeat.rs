@@ -16,10 +16,11 @@ const STARTS: usize = 4;
 
 /// The whole heartbeat in one statement when it is accepted, as on SQLite: the lease held as
 /// named, the clock not before the claim, no cancel request, the deadline not come. The
-/// expiry only grows, and a refused heartbeat locks nothing.
-const EXTEND: &str = "
+/// expiry only grows, and a refused heartbeat locks nothing. The fence names no status, as a
+/// completion's does not (`complete.rs`): an owner and a claim time say leased.
+pub(super) const EXTEND: &str = "
     UPDATE jobs SET available_at = GREATEST(available_at, $5), updated_at = $4
-    WHERE id = $1 AND status = 'leased' AND owner = $2 AND attempts = $3
+    WHERE id = $1 AND owner = $2 AND attempts = $3
       AND claimed_at <= $4 AND NOT cancel_requested AND deadline > $4
     RETURNING available_at";
 

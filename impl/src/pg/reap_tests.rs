@@ -226,13 +226,14 @@ fn unbounded_scans_of_jobs(plan: &str) -> Vec<String> {
 
 /// The batch writes — [`REAP`](super::claim::REAP), a claim batch's
 /// [`LEASE_PICKED`](super::claim::LEASE_PICKED) and a completion batch's
-/// [`FINISH_ALL`](super::complete::FINISH_ALL) — reach each row they write by key, on a
-/// custom plan and on the generic plan a connection switches to after five runs of a
-/// prepared statement (the store prepares each statement once per connection): no scan of
-/// `jobs` without an index condition, so a write costs its batch, whatever the store holds.
-/// The table is one the planner knows to be large, with late jobs spread over it and few
-/// leases: there a generic plan merge-joined the late jobs to the primary key from its
-/// start, and hashed every lease to finish a batch.
+/// [`FINISH_ALL`](super::complete::FINISH_ALL) — and the fenced lookups of a completion, a
+/// note and a heartbeat reach each row by key, on a custom plan and on the generic plan a
+/// connection switches to after five runs of a prepared statement (the store prepares each
+/// statement once per connection): no scan of `jobs` without an index condition, so each
+/// costs its rows, whatever the store holds. The table is one the planner knows to be large,
+/// with late jobs spread over it and no leases: there a generic plan merge-joined the late
+/// jobs to the primary key from its start, and a fence naming `status = 'leased'` walked
+/// every lease in `jobs_leases`, however many a backlog had left since.
 #[test]
 fn every_write_reaches_its_rows_by_key_on_any_plan() {
     let Some((_, q)) = pg_at("every_write_reaches_its_rows_by_key_on_any_plan") else { return };
@@ -252,6 +253,14 @@ fn every_write_reaches_its_rows_by_key_on_any_plan() {
         ("REAP", super::claim::REAP, "50000, 1000".to_string()),
         ("LEASE_PICKED", super::claim::LEASE_PICKED, "50000, 'w', 60000, '{q1,q2}', 16".to_string()),
         ("FINISH_ALL", super::complete::FINISH_ALL, arrays.to_string()),
+        (
+            "FINISH_FENCED",
+            super::complete::FINISH_FENCED,
+            "'j-1', 'w', 1, 50, 'done', NULL, NULL, NULL".into(),
+        ),
+        ("HELD_FENCED", super::complete::HELD_FENCED, "'j-1', 'w', 1, 50".into()),
+        ("NOTE", super::complete::NOTE, "'j-1', 'w', 1, NULL, NULL".into()),
+        ("EXTEND", super::heartbeat::EXTEND, "'j-1', 'w', 1, 50, 60".into()),
     ];
     for mode in ["force_custom_plan", "force_generic_plan"] {
         q.raw(&format!("SET plan_cache_mode = {mode}")).expect("mode");
