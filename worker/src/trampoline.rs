@@ -276,7 +276,7 @@ impl Contained {
             let _ = cgroup.kill();
         }
         let _ = kill_process_group(self.group, Signal::KILL);
-        // A shell that left its group (`exec setsid …`) is the watchdog's to kill too.
+        // A shell that moved to another group (`setpgid`) is the watchdog's to kill too.
         let _ = shell.kill();
         let status = shell.wait()?;
         let mut pause = Duration::from_micros(200);

@@ -21,8 +21,9 @@ fn job<'a>(id: &'a str, queue: &'a str, now: u64) -> NewJob<'a> {
     }
 }
 
-/// The plan of `sql` run with `args`, one line a node.
-fn plan(q: &PgQueue, sql: &str, args: &str) -> String {
+/// The plan of `sql` run with `args` (a prepared statement, so on the plan the session's
+/// `plan_cache_mode` picks), one line a node.
+pub(super) fn plan(q: &PgQueue, sql: &str, args: &str) -> String {
     q.raw(&format!("PREPARE probe AS {sql}")).expect("prepare");
     let lines: Vec<String> = q
         .raw_query(&format!("EXPLAIN EXECUTE probe({args})"))
