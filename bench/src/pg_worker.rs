@@ -1,5 +1,5 @@
 //! The worker on PostgreSQL: `work_in_slots` with [`SLOTS`] no-op attempts in flight per
-//! worker, 1 and 4 workers on one database, against the server's floor for the same two
+//! worker, 1, 2, 4 and 8 workers on one database, against the server's floor for the same two
 //! writes per job and beside the same workers on one SQLite file.
 //!
 //! Claims take turns on PostgreSQL (SPEC 6.26), so the single-claim loop of `postgres.rs`
@@ -27,7 +27,7 @@ use crate::{BenchError, median, pg_floor, worker};
 /// Attempts in flight per worker.
 pub const SLOTS: usize = 16;
 /// Worker counts measured.
-pub const WORKERS: [usize; 2] = [1, 4];
+pub const WORKERS: [usize; 4] = [1, 2, 4, 8];
 /// Jobs per run (fewer with `--quick`).
 pub const JOBS: usize = 3_000;
 
