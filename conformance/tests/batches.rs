@@ -148,37 +148,49 @@ fn a_storage_failure_inside_a_batch_records_none_of_it_on_postgres() {
     a_failure_inside_a_batch_records_none_of_it(&mut q, &inject);
 }
 
-/// A batch on PostgreSQL whose pick came back short picks again while jobs became due — and
-/// asks only for the rest. Only a commit between two picks of one batch shows it, which no
-/// sequential trace makes: another connection holds `j1`'s row, so the batch's lease of it
-/// waits, and moves `j2`, `j3` and `j4` forward to due meanwhile. A batch of 3 must lease
-/// `j1`, then `j2` and `j3`: neither stop at `j1` nor lease a fourth.
+/// A batch on PostgreSQL whose pick came back short answers with what it leased: an enqueue
+/// made meanwhile waits for the claims' turn (SPEC 6.26) and is the next claim's. Only
+/// connections at once show it, which no sequential trace makes: another connection holds
+/// `j1`'s row (as a heartbeat does), so the batch's lease of it waits; an enqueue of `j2`, due
+/// at once, starts while the batch waits. A batch of 3 must answer `j1` alone, and the
+/// enqueue commit after it.
 #[test]
-fn a_short_batch_on_postgres_picks_again_for_the_rest_and_no_more() {
+fn a_short_batch_on_postgres_answers_before_an_enqueue_begun_inside_it() {
     let Some(url) = retryq_pgtest::database("a short batch on postgres") else { return };
     let mut q = retryq::PgQueue::connect(&url).expect("connect");
     q.enqueue(&job("j1")).expect("enqueue");
-    for id in ["j2", "j3", "j4"] {
-        q.enqueue(&NewJob { not_before: Some(5000), ..job(id) }).expect("enqueue");
-    }
     let mut holder = postgres::Client::connect(&url, postgres::NoTls).expect("holder");
     let mut held = holder.transaction().expect("begin");
-    held.batch_execute(
-        "SELECT 1 FROM jobs WHERE id = 'j1' FOR UPDATE;
-         UPDATE jobs SET available_at = 500 WHERE id IN ('j2', 'j3', 'j4');",
-    )
-    .expect("hold j1 and move the rest");
+    held.batch_execute("SELECT 1 FROM jobs WHERE id = 'j1' FOR UPDATE").expect("hold j1");
+    // Sessions waiting for a lock, seen from a connection of its own: a transaction reads
+    // `pg_stat_activity` once and keeps what it read.
+    let mut watcher = postgres::Client::connect(&url, postgres::NoTls).expect("watcher");
+    let mut waiting = || -> i64 {
+        let sql = "SELECT count(*) FROM pg_stat_activity
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+        watcher.query_one(sql, &[]).expect("waiting").get(0)
+    };
     let claim = std::thread::spawn(move || {
         let claimed = q.claim_batch_from("w", &["default"], 2000, 3).expect("claim_batch");
         claimed.into_iter().map(|c| c.lease.id).collect::<Vec<_>>()
     });
-    // The batch waits for j1's row once the server says a session waits for a lock.
-    let waiting = "SELECT count(*) FROM pg_stat_activity
-                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
-    while held.query_one(waiting, &[]).expect("waiting").get::<_, i64>(0) == 0 {
+    while waiting() == 0 {
         assert!(!claim.is_finished(), "the batch did not wait for the held row");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    let mut other = retryq::PgQueue::connect(&url).expect("connect");
+    let enqueue = std::thread::spawn(move || {
+        other.enqueue(&NewJob { now: 1000, ..job("j2") }).expect("enqueue");
+        other
+    });
+    while waiting() < 2 {
+        assert!(!enqueue.is_finished(), "the enqueue did not wait for the claims' turn");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     held.commit().expect("commit");
-    assert_eq!(claim.join().expect("the batch"), ["j1", "j2", "j3"]);
+    assert_eq!(claim.join().expect("the batch"), ["j1"]);
+    let mut other = enqueue.join().expect("the enqueue");
+    let next: Vec<String> =
+        other.claim_batch("w", 2000, 3).expect("claim_batch").into_iter().map(|c| c.lease.id).collect();
+    assert_eq!(next, ["j2"]);
 }

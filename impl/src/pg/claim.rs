@@ -45,7 +45,6 @@
 //! the answer is SQLite's, and across connections nothing out of budget is ever claimed
 //! (SPEC 4.4); such a row waits for the next reap.
 
-use super::pause::served;
 use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_utf8, uint, utf8};
 use crate::error::Result;
@@ -54,6 +53,30 @@ use crate::job::DEFAULT_QUEUE;
 use crate::queue::claim::{Claimed, batch_reap_limit};
 use crate::queue::lease::Lease;
 use crate::queue::store::Settings;
+
+/// Which expired leases [`REAP`] ends `cancelled` at `$1` (SPEC 6.25).
+macro_rules! cancelling {
+    () => {
+        "status = 'leased' AND cancel_requested AND available_at <= $1"
+    };
+}
+
+/// Which expired leases [`REAP`] ends `exhausted` at `$1`, of those it does not cancel.
+macro_rules! exhausted {
+    () => {
+        "status = 'leased' AND attempts >= max_attempts AND available_at <= $1 AND NOT cancel_requested"
+    };
+}
+
+/// Which pending jobs and expired leases [`REAP`] ends `deadline` at `$1`, of the rest.
+macro_rules! late {
+    () => {
+        "status IN ('pending', 'leased') AND deadline <= $1
+          AND (status = 'pending' OR available_at <= $1)
+          AND NOT (status = 'leased' AND attempts >= max_attempts)
+          AND NOT cancel_requested"
+    };
+}
 
 /// The three reaps in one statement (one round trip), over every queue (SPEC 6.27), at most
 /// `$2` jobs in all, in SPEC 3.3.1's order (SPEC 6.37): first the expired leases with a
@@ -70,22 +93,22 @@ use crate::queue::store::Settings;
 /// store's statements are prepared once per connection, and a generic plan joined the late
 /// jobs to the whole primary key, from its start to the last seq picked, on every reap that
 /// ended one (`every_write_reaches_its_rows_by_key_on_any_plan`).
-pub(super) const REAP: &str = "
+pub(super) const REAP: &str = concat!(
+    "
     WITH cancel_pick AS MATERIALIZED (
-        SELECT seq, xmin AS version FROM jobs
-        WHERE status = 'leased' AND cancel_requested AND available_at <= $1
+        SELECT seq, xmin AS version FROM jobs WHERE ",
+    cancelling!(),
+    "
         ORDER BY available_at, seq LIMIT $2),
      exhaust_pick AS MATERIALIZED (
-        SELECT seq, xmin AS version FROM jobs
-        WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= $1
-          AND NOT cancel_requested
+        SELECT seq, xmin AS version FROM jobs WHERE ",
+    exhausted!(),
+    "
         ORDER BY available_at, seq LIMIT $2 - (SELECT count(*) FROM cancel_pick)),
      late_pick AS MATERIALIZED (
-        SELECT seq, xmin AS version FROM jobs
-        WHERE status IN ('pending', 'leased') AND deadline <= $1
-          AND (status = 'pending' OR available_at <= $1)
-          AND NOT (status = 'leased' AND attempts >= max_attempts)
-          AND NOT cancel_requested
+        SELECT seq, xmin AS version FROM jobs WHERE ",
+    late!(),
+    "
         ORDER BY deadline, seq
         LIMIT $2 - (SELECT count(*) FROM cancel_pick) - (SELECT count(*) FROM exhaust_pick)),
      cancelling AS (
@@ -110,20 +133,46 @@ pub(super) const REAP: &str = "
     SELECT (SELECT count(*) FROM cancel_pick) + (SELECT count(*) FROM exhaust_pick)
                + (SELECT count(*) FROM late_pick),
            (SELECT count(*) FROM cancelling) + (SELECT count(*) FROM exhausted)
-               + (SELECT count(*) FROM late)";
+               + (SELECT count(*) FROM late)"
+);
+
+/// Whether [`REAP`] at `$1` has anything to end: its three rules' conditions, each answered
+/// by the first entry of the index its pick walks: the first row in the pick's order, so
+/// that a generic plan walks that index too (as `EXISTS`, which drops the order, one took a
+/// scan of the table, which finds a late job soon when there are many and reads every row
+/// when there are none). A claim asks this first and runs the reap
+/// only when it is true. On a queue with nothing due to end (the common case) that is one
+/// read, where the reap is three updates that write nothing and still run their tables'
+/// statement-level triggers, between a savepoint and its release: three round trips. Both
+/// are statements of one transaction in the claims' turn, so nothing that makes a job due
+/// to end commits between them (`turn.rs`; heartbeats and completions beside it only take
+/// jobs out of what is due): what this finds nothing in, the reap would end nothing of.
+pub(super) const REAP_DUE: &str = concat!(
+    "SELECT (SELECT seq FROM jobs WHERE ",
+    cancelling!(),
+    " ORDER BY available_at, seq LIMIT 1) IS NOT NULL OR (SELECT seq FROM jobs WHERE ",
+    exhausted!(),
+    " ORDER BY available_at, seq LIMIT 1) IS NOT NULL OR (SELECT seq FROM jobs WHERE ",
+    late!(),
+    " ORDER BY deadline, seq LIMIT 1) IS NOT NULL"
+);
 
 /// The claimable jobs of the queues `$Q` (a `text[]`) in claim's order — `priority`, then
 /// `available_at`, then first enqueue (SPEC 3.3.2) — at most `$N` of them: for each queue
 /// and each of the ten priorities, one walk of `jobs_due` from its start, taking the first
 /// `$N` rows that are due and in budget (what a reap left; see the module's doc) and have no
 /// cancel request; then the best `$N` of those few. So a pick costs ten index seeks per
-/// queue served, whatever the number of jobs, and a queue not served is never read.
+/// queue served, whatever the number of jobs, and a queue not served is never read, nor a
+/// paused one (SPEC 3.3.2, 3.16: one key lookup each in `paused_queues`, in the pick's own
+/// statement rather than a round trip before it).
 macro_rules! pick {
     ($queues:literal, $limit:literal, $version:literal) => {
         concat!(
-            "SELECT c.seq, c.version, p.priority, c.available_at AS due FROM unnest(",
+            "SELECT c.seq, c.version, p.priority, c.available_at AS due FROM (
+                SELECT name FROM unnest(",
             $queues,
-            "::text[]) AS q(name)
+            "::text[]) AS u(name)
+                WHERE NOT EXISTS (SELECT 1 FROM paused_queues WHERE queue = u.name)) AS q
              CROSS JOIN generate_series(0, 9) AS p(priority)
              CROSS JOIN LATERAL (
                 SELECT seq, ",
@@ -202,6 +251,23 @@ const MARK: &str = "SAVEPOINT pick";
 const UNDO: &str = "ROLLBACK TO SAVEPOINT pick";
 const KEEP: &str = "RELEASE SAVEPOINT pick";
 
+/// The claim's statements, for the rest of its transaction, run on the plan the connection
+/// keeps for each. The server plans a prepared statement anew for each of its first five
+/// runs, and after them for each run while it judges a plan for the run's parameters cheaper
+/// than a generic one; it judged so for [`LEASE_PICKED`] on every run of `retryq bench
+/// --latency` (their `LIMIT` and the queues are parameters): about half a millisecond of
+/// planning in every claim, inside the claims' turn
+/// (`the_claims_pick_is_planned_once_per_connection`). Their generic plans reach every
+/// row through an index (`every_write_reaches_its_rows_by_key_on_any_plan`).
+macro_rules! generic {
+    () => {
+        "SET LOCAL plan_cache_mode = force_generic_plan"
+    };
+}
+
+/// [`generic!`] and [`MARK`] in one round trip.
+const MARK_GENERIC: &str = concat!(generic!(), "; SAVEPOINT pick");
+
 impl PgQueue {
     /// [`Queue::claim`](crate::Queue::claim) on PostgreSQL: [`PgQueue::claim_from`] the
     /// default queue alone.
@@ -220,12 +286,7 @@ impl PgQueue {
         let Settings { lease_ms, reap_limit, .. } = self.settings;
         self.write(Turn::Alone, |tx| {
             reap(tx, now, reap_limit)?;
-            // A paused queue's jobs are not picked (SPEC 3.3.2, 3.16); the reap covers them.
-            let served = served(tx, queues)?;
-            if served.is_empty() {
-                return Ok(None);
-            }
-            lease_next(tx, worker, &served, now, lease_ms)
+            lease_next(tx, worker, queues, now, lease_ms)
         })
     }
 
@@ -270,11 +331,7 @@ impl PgQueue {
             // As on SQLite: `k` single claims reap up to `reap_limit` each, in one order, and a
             // job just leased expires after `now`, so one reap of `k` limits is all of theirs.
             let reaped = reap(tx, now, limit)?;
-            let served = served(tx, queues)?;
-            if served.is_empty() {
-                return Ok((reaped, Vec::new()));
-            }
-            Ok((reaped, lease_picked(tx, worker, &served, now, lease_ms, k)?))
+            Ok((reaped, lease_picked(tx, worker, queues, now, lease_ms, k)?))
         })
     }
 
@@ -293,6 +350,9 @@ impl PgQueue {
 /// keeping the rest would end a set that was the first `limit` only before the change.
 fn reap(tx: &mut Tx<'_>, now: u64, limit: u64) -> Result<u64> {
     let at = big("now", now)?;
+    if !tx.query_one(REAP_DUE, &[&at])?.try_get::<_, bool>(0)? {
+        return Ok(0);
+    }
     // A batch's limit may pass what a bigint holds; no store has that many jobs.
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     loop {
@@ -322,6 +382,7 @@ fn lease_next(
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;
     let (at, until) = (big("now", now)?, big("lease_until", lease_until)?);
+    tx.batch(generic!())?;
     loop {
         if let Some(row) = tx.query_opt(CLAIM, &[&at, &worker, &until, &queues])? {
             return claimed(&row, worker, lease_until).map(Some);
@@ -339,8 +400,10 @@ fn lease_next(
 /// history are written as `k` calls of [`lease_next`] would write them. When one of the
 /// picked rows changed before its lease (another transaction held it), the leases of that pick
 /// are undone and the pick runs again on what is committed now: leasing the rest would lease
-/// them in an order that was first only before the change. A pick that came back short is
-/// repeated for the rest while anything is due.
+/// them in an order that was first only before the change. A pick whose every row was leased
+/// is the answer, also when it is short: it took every job claimable at its snapshot, and
+/// nothing that makes a job claimable commits while the claim holds its turn (`turn.rs`), so
+/// a second look would find none.
 fn lease_picked(
     tx: &mut Tx<'_>,
     worker: &str,
@@ -353,30 +416,21 @@ fn lease_picked(
     // Both terms are below 2^53, so the sum fits in 64 bits (it may pass 2^53 − 1).
     let lease_until = now + lease_ms;
     let until = big("lease_until", lease_until)?;
-    let mut leased = Vec::with_capacity(k.min(1024));
-    'pick: while leased.len() < k {
-        let want = k - leased.len();
-        let limit = i64::try_from(want).unwrap_or(i64::MAX);
-        tx.batch(MARK)?;
+    let limit = i64::try_from(k).unwrap_or(i64::MAX);
+    // A rollback to the savepoint keeps it: one mark serves every pick.
+    tx.batch(MARK_GENERIC)?;
+    loop {
         let rows = tx.query(LEASE_PICKED, &[&at, &worker, &until, &queues, &limit])?;
         let picked: i64 = rows.first().map(|row| row.try_get(6)).transpose()?.unwrap_or(0);
-        let mut fresh = Vec::with_capacity(rows.len());
+        let mut leased = Vec::with_capacity(rows.len());
         for row in rows.iter().filter(|row| matches!(row.try_get::<_, Option<&str>>(0), Ok(Some(_)))) {
-            fresh.push(claimed(row, worker, lease_until)?);
+            leased.push(claimed(row, worker, lease_until)?);
         }
-        if i64::try_from(fresh.len()).ok() != Some(picked) {
-            tx.batch(UNDO)?;
-            continue 'pick;
+        if i64::try_from(leased.len()).ok() == Some(picked) {
+            return Ok(leased);
         }
-        let short = fresh.len() < want;
-        tx.batch(KEEP)?;
-        leased.append(&mut fresh);
-        // Every job leased here expires after `now`, so a new pick never takes it again.
-        if short && !any_due(tx, at, queues)? {
-            break;
-        }
+        tx.batch(UNDO)?;
     }
-    Ok(leased)
 }
 
 /// Whether any job of `queues` is claimable, as committed now: after a pick came back

@@ -1,6 +1,6 @@
 //! `pause`, `resume` and `run_now` on PostgreSQL (SPEC 3.16 to 3.18), as `queue/pause.rs` does
-//! them on SQLite: a pause is a row of `paused_queues`, which every claim reads in its own
-//! transaction.
+//! them on SQLite: a pause is a row of `paused_queues`, which every claim's pick reads
+//! (`claim.rs`).
 //!
 //! All three take the claims' turn shared (`turn.rs`, SPEC 6.26): a resume and a run_now can
 //! make a job due, and a pause can make one not claimable, so none of them commits while a
@@ -25,9 +25,6 @@ const WAKE: &str = "SELECT pg_notify('retryq_' || current_schema()::regnamespace
 
 /// The paused queues, by name in byte order.
 const PAUSED: &str = r#"SELECT queue, paused_at FROM paused_queues ORDER BY queue COLLATE "C""#;
-
-/// Which of the queues `$1` are paused: one key lookup each.
-pub(super) const PAUSED_OF: &str = "SELECT queue FROM paused_queues WHERE queue = ANY($1::text[])";
 
 /// How many queues are paused, of all or of one (`$1`).
 pub(super) const PAUSED_COUNT: &str =
@@ -85,14 +82,6 @@ impl PgQueue {
             tx.query(PAUSED, &[])?.iter().map(|row| Ok((row.try_get(0)?, uint(row, 1)?))).collect()
         })
     }
-}
-
-/// The queues of `queues` that are not paused, in their order, read in the caller's
-/// transaction (a claim's: SPEC 3.3.2).
-pub(super) fn served<'a>(tx: &mut Tx<'_>, queues: &[&'a str]) -> Result<Vec<&'a str>> {
-    let paused: Vec<String> =
-        tx.query(PAUSED_OF, &[&queues])?.iter().map(|row| row.try_get(0)).collect::<Result<_, _>>()?;
-    Ok(queues.iter().copied().filter(|q| !paused.iter().any(|p| p == q)).collect())
 }
 
 /// How many times a run_now starts over when the row changed between its two reads (see

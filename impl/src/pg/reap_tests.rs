@@ -199,10 +199,13 @@ fn each_reap_walks_its_index_in_the_contracts_order() {
         rows.iter().map(|row| row.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
     };
     let reap = explain(super::claim::REAP);
+    let due = explain(super::claim::REAP_DUE);
     for index in ["jobs_cancelling", "jobs_last_lease", "jobs_open_deadline"] {
         assert!(reap.contains(&format!("Index Scan using {index}")), "{index}:\n{reap}");
+        assert!(due.contains(&format!("Scan using {index}")), "{index}:\n{due}");
     }
     assert!(!reap.contains("Sort") && !reap.contains("Seq Scan on jobs"), "{reap}");
+    assert!(!due.contains("Seq Scan on jobs"), "{due}");
     // How the pick reads `jobs_due` (an ordered walk, or a bitmap of the few due entries) is
     // the planner's choice by the numbers; either way through the index, deadline included.
     let pick = explain(super::claim::PICK);
@@ -250,6 +253,7 @@ fn every_write_reaches_its_rows_by_key_on_any_plan() {
                   ARRAY[NULL, NULL]::bytea[]";
     let statements = [
         ("REAP", super::claim::REAP, "50000, 1000".to_string()),
+        ("REAP_DUE", super::claim::REAP_DUE, "50000".to_string()),
         ("LEASE_PICKED", super::claim::LEASE_PICKED, "50000, 'w', 60000, '{q1,q2}', 16".to_string()),
         ("FINISH_ALL", super::complete::FINISH_ALL, arrays.to_string()),
         (
@@ -271,4 +275,67 @@ fn every_write_reaches_its_rows_by_key_on_any_plan() {
         }
     }
     q.raw("RESET plan_cache_mode").expect("reset");
+}
+
+/// Whether [`REAP_DUE`](super::claim::REAP_DUE) at `at` finds anything due to end.
+fn reap_due(q: &super::PgQueue, at: u64) -> bool {
+    let sql = super::claim::REAP_DUE.replace("$1", &at.to_string());
+    q.raw_query(&sql).expect("reap due")[0].get(0)
+}
+
+/// A claim runs its reap only when [`REAP_DUE`](super::claim::REAP_DUE) finds something due
+/// to end, so the check must find each of the reap's three rules alone — and nothing where
+/// the reap ends nothing: a lease not yet expired (on its last attempt, with a cancel request
+/// or past its deadline), a pending job before its deadline.
+#[test]
+fn a_claims_check_finds_each_rule_of_the_reap_alone() {
+    let Some((_, mut q)) = pg_at("a_claims_check_finds_each_rule_of_the_reap_alone") else { return };
+    with_limit(&mut q, 1000);
+    q.set_settings(Settings { lease_ms: 100, ..q.settings() }).expect("settings");
+    assert!(!reap_due(&q, 500), "an empty store");
+    // Leased at 0 until 100: on its last attempt (`x`), asked to cancel (`c`), past its
+    // deadline of 50 (`d`), each alone on the store.
+    for (id, max_attempts, deadline, cancel) in
+        [("x", 1, 10_000, false), ("c", 3, 10_000, true), ("d", 3, 50, false)]
+    {
+        q.enqueue(&job(id, max_attempts, deadline)).expect("enqueue");
+        assert_eq!(q.claim("w", 0).expect("claim").expect("claimed").id(), id);
+        if cancel {
+            q.cancel(id, 5).expect("cancel");
+        }
+        assert!(!reap_due(&q, 99), "{id}: its lease has not expired");
+        assert!(reap_due(&q, 100), "{id}: its lease expired");
+        assert_eq!(q.reap(100).expect("reap"), 1, "{id}");
+        assert!(!reap_due(&q, 100), "{id}: ended");
+    }
+    q.enqueue(&job("late", 3, 600)).expect("enqueue");
+    assert!(!reap_due(&q, 599), "pending before its deadline");
+    assert!(reap_due(&q, 600), "pending at its deadline");
+}
+
+/// The claim's statements run on the generic plan the connection keeps, not on a plan made
+/// for each run's parameters, which the server chose for every run of them (about half a
+/// millisecond of planning in each claim, inside the claims' turn).
+#[test]
+fn the_claims_pick_is_planned_once_per_connection() {
+    let Some((_, mut q)) = pg_at("the_claims_pick_is_planned_once_per_connection") else { return };
+    for i in 0..40 {
+        q.enqueue(&job(&format!("j{i}"), 3, 10_000)).expect("enqueue");
+    }
+    for round in 0..10 {
+        assert_eq!(q.claim_batch("w", round, 2).expect("claim").len(), 2);
+        assert!(q.claim("w", round).expect("claim").is_some());
+    }
+    let plans = |start: &str| -> (i64, i64) {
+        let rows = q
+            .raw_query("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+            .expect("plans");
+        let row = rows.iter().find(|row| row.get::<_, String>(0).starts_with(start)).expect(start);
+        (row.get(1), row.get(2))
+    };
+    for start in ["WITH picked AS MATERIALIZED", "WITH first AS"] {
+        let (generic, custom) = plans(start);
+        assert_eq!(custom, 0, "{start}: planned for its parameters {custom} times of {}", generic + custom);
+        assert_eq!(generic, 10, "{start}");
+    }
 }

@@ -260,7 +260,8 @@ impl PgQueue {
     /// from here compare leases and deadlines on the same clock, whatever their own clocks
     /// say (see `docs/postgres.md`).
     pub fn server_now(&self) -> Result<u64> {
-        let now = self.read(|tx| Ok(tx.query_one(SERVER_NOW, &[])?.try_get::<_, i64>(0)?))?;
+        // One round trip (autocommit): a worker reads it before every claim.
+        let now: i64 = self.alone(SERVER_NOW, &[], Client::query_one)?.try_get(0)?;
         u64::try_from(now)
             .ok()
             .filter(|&now| now <= crate::input::MAX_INT)
@@ -309,10 +310,21 @@ impl PgQueue {
     /// rows it locks. A statement that needs a turn takes it itself, before its first row
     /// (`turn.rs`). Run again when the server rolled it back for a deadlock.
     pub(super) fn single(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        self.alone(sql, params, Client::execute)
+    }
+
+    /// Runs one prepared statement as its own transaction (autocommit) with `run`, again when
+    /// the server rolled it back for a deadlock: [`PgQueue::single`]'s way, for any answer.
+    fn alone<T, E>(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)], run: E) -> Result<T>
+    where
+        E: Fn(&mut Client, &Statement, &[&(dyn ToSql + Sync)]) -> std::result::Result<T, postgres::Error>,
+    {
+        // No operation calls another while it holds the connection, so this never finds it
+        // borrowed.
         let mut conn = self.conn.borrow_mut();
-        let mut run = 0;
+        let mut run_no = 0;
         loop {
-            run += 1;
+            run_no += 1;
             if conn.lost || conn.client.is_closed() {
                 *conn = Conn::open(&self.config, &self.tls, &self.cancel)?;
             }
@@ -323,9 +335,9 @@ impl PgQueue {
                     statements.insert(sql, statement.clone());
                 }),
             };
-            match statement.and_then(|statement| client.execute(&statement, params)) {
-                Ok(written) => return Ok(written),
-                Err(e) if run < Self::RERUNS && rolled_back(&e) => continue,
+            match statement.and_then(|statement| run(client, &statement, params)) {
+                Ok(answer) => return Ok(answer),
+                Err(e) if run_no < Self::RERUNS && rolled_back(&e) => continue,
                 Err(e) => {
                     if crate::error::connection_lost(&e) {
                         conn.lost = true;
