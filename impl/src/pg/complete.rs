@@ -50,20 +50,11 @@ pub(super) const FINISH_FENCED: &str = concat!(
     WHERE id = $1 AND owner = $2 AND attempts = $3 AND claimed_at <= $4"
 );
 
-/// [`FINISH_FENCED`] for many completions at once, each row `$1[i]`… fenced as that
-/// statement fences it: the ids it wrote. A batch's `ok` and `permanent` outcomes are one
-/// statement, not one each, so that the statement-level tallies run once per batch.
-///
-/// The rows are locked first in the batch's order (`locked`), as one completion after another
-/// would lock them, so that a claim batch locking the same rows in claim order never waits
-/// in a cycle with it (the order the update's join takes is no order at all); a row locked
-/// stays as the fence saw it, so the update names only its key. The rows are reached by key
-/// (the batch's ids, then the locked seqs), never by a walk of every lease: the fence names
-/// no status, since a row has an owner exactly when it is leased (the table's check), and
-/// `status = 'leased'` let the planner walk the `jobs_leases` index wherever its statistics
-/// saw few leases (`every_write_reaches_its_rows_by_key_on_any_plan`).
-pub(super) const FINISH_ALL: &str = concat!(
-    "
+/// [`FINISH_ALL`]'s text, with `$every` added to its update's `WHERE`.
+macro_rules! finish_all {
+    ($every:literal) => {
+        concat!(
+            "
     WITH c AS MATERIALIZED (
         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[],
                              $6::text[], $7::bytea[], $8::bytea[])
@@ -77,11 +68,38 @@ pub(super) const FINISH_ALL: &str = concat!(
                       owner = NULL, claimed_at = NULL, updated_at = c.at, last_error = c.error,
                       last_node = c.node, ended_at = c.at, cancel_requested = false
     FROM pg_advisory_xact_lock_shared(",
-    turn::retention_key!(),
-    ") AS retention, c
-    WHERE j.seq = ANY (ARRAY(SELECT seq FROM locked)) AND j.id = c.id COLLATE \"C\"
+            turn::retention_key!(),
+            ") AS retention, c
+    WHERE j.seq = ANY (ARRAY(SELECT seq FROM locked)) AND j.id = c.id COLLATE \"C\"",
+            $every,
+            "
     RETURNING j.id"
-);
+        )
+    };
+}
+
+/// [`FINISH_FENCED`] for many completions at once, each row `$1[i]`… fenced as that
+/// statement fences it: the ids it wrote. A batch's `ok` and `permanent` outcomes are one
+/// statement, not one each, so that the statement-level tallies run once per batch.
+///
+/// The rows are locked first in the batch's order (`locked`), as one completion after another
+/// would lock them, so that a claim batch locking the same rows in claim order never waits
+/// in a cycle with it (the order the update's join takes is no order at all); a row locked
+/// stays as the fence saw it, so the update names only its key. The rows are reached by key
+/// (the batch's ids, then the locked seqs), never by a walk of every lease: the fence names
+/// no status, since a row has an owner exactly when it is leased (the table's check), and
+/// `status = 'leased'` let the planner walk the `jobs_leases` index wherever its statistics
+/// saw few leases (`every_write_reaches_its_rows_by_key_on_any_plan`).
+pub(super) const FINISH_ALL: &str = finish_all!("");
+
+/// [`FINISH_ALL`] as its own transaction (autocommit), all or nothing: it writes the rows
+/// only when every one of the batch's fences holds (each row locked, as that statement locks
+/// them), else none, so that a batch never commits in two parts. The common case of a
+/// worker's batch — every outcome `ok` or `permanent`, every lease still held — is then one
+/// round trip where a transaction is four (`BEGIN`, the turn, the statement, `COMMIT`); it
+/// takes its turn itself, in its `FROM`, as [`FINISH_FENCED`] does alone.
+pub(super) const FINISH_EVERY: &str =
+    finish_all!(" AND (SELECT count(*) FROM locked) = cardinality($1::text[])");
 
 /// What `retryable` needs of the job, locked, when the fence holds.
 pub(super) const HELD_FENCED: &str = "
@@ -157,6 +175,16 @@ impl PgQueue {
         if completions.is_empty() {
             return Ok(Vec::new());
         }
+        // Every outcome `ok` or `permanent`, of jobs named once, valid — a worker's common
+        // batch — is one statement, its own transaction, that writes all or none; anything
+        // else, or a fence that did not hold, goes the whole way in one transaction.
+        let picked = finishing(completions);
+        if picked.len() == completions.len() {
+            let finish = Finish::of(completions, &picked)?;
+            if self.alone(FINISH_EVERY, &finish.params(), postgres::Client::query)?.len() == picked.len() {
+                return Ok(picked.into_iter().map(|(_, completed)| Ok(completed)).collect());
+            }
+        }
         let settings = self.settings;
         self.write(turn(completions), |tx| {
             let finished = finish_all(tx, completions)?;
@@ -210,48 +238,98 @@ fn turn(completions: &[Completion<'_>]) -> Turn {
     }
 }
 
-/// The batch's valid `ok` and `permanent` completions whose fence holds, written by one
-/// [`FINISH_ALL`]: for each completion, its answer when it was one of them. A job named
-/// twice in the batch is left to [`record`], one completion after the other, as is
-/// everything else (a retry, a refusal to explain): their jobs are other rows, so writing
-/// these first answers as the batch's order would.
-fn finish_all(tx: &mut Tx<'_>, completions: &[Completion<'_>]) -> Result<Vec<Option<Completed>>> {
+/// The batch's `ok` and `permanent` completions that one statement may write: valid, and of
+/// a job the batch names once. Each with its index in the batch and its answer if written.
+fn finishing(completions: &[Completion<'_>]) -> Vec<(usize, Completed)> {
     let mut named: HashMap<&str, usize> = HashMap::new();
     for c in completions {
         *named.entry(c.lease.id.as_str()).or_default() += 1;
     }
     let mut picked = Vec::new();
-    let (mut ids, mut workers, mut attempts, mut ats) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut statuses, mut reasons, mut errors, mut nodes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, c) in completions.iter().enumerate() {
         let completed = match c.report.outcome {
             Outcome::Ok => Completed::Done,
             Outcome::Permanent => Completed::Dead { reason: DeadReason::Permanent },
             Outcome::Retryable => continue,
         };
-        if named.get(c.lease.id.as_str()) != Some(&1) || validate(c).is_err() {
-            continue;
+        if named.get(c.lease.id.as_str()) == Some(&1) && validate(c).is_ok() {
+            picked.push((i, completed));
         }
-        let (status, reason) = match completed {
-            Completed::Dead { reason } => (Status::Dead.as_str(), Some(reason.as_str())),
-            _ => (Status::Done.as_str(), None),
-        };
-        picked.push((i, completed));
-        ids.push(c.lease.id.as_str());
-        workers.push(c.lease.worker.as_str());
-        attempts.push(big("attempt", c.lease.attempt)?);
-        ats.push(big("now", c.now)?);
-        statuses.push(status);
-        reasons.push(reason);
-        errors.push(job::note(c.report.error.as_deref()).map(str::as_bytes));
-        nodes.push(job::note(c.report.node.as_deref()).map(str::as_bytes));
     }
+    picked
+}
+
+/// [`FINISH_ALL`]'s or [`FINISH_EVERY`]'s parameters for the completions `picked`.
+struct Finish<'a> {
+    ids: Vec<&'a str>,
+    workers: Vec<&'a str>,
+    attempts: Vec<i64>,
+    ats: Vec<i64>,
+    statuses: Vec<&'static str>,
+    reasons: Vec<Option<&'static str>>,
+    errors: Vec<Option<&'a [u8]>>,
+    nodes: Vec<Option<&'a [u8]>>,
+}
+
+impl<'a> Finish<'a> {
+    fn of(completions: &'a [Completion<'_>], picked: &[(usize, Completed)]) -> Result<Finish<'a>> {
+        let n = picked.len();
+        let mut f = Finish {
+            ids: Vec::with_capacity(n),
+            workers: Vec::with_capacity(n),
+            attempts: Vec::with_capacity(n),
+            ats: Vec::with_capacity(n),
+            statuses: Vec::with_capacity(n),
+            reasons: Vec::with_capacity(n),
+            errors: Vec::with_capacity(n),
+            nodes: Vec::with_capacity(n),
+        };
+        for &(i, completed) in picked {
+            let c = &completions[i];
+            let (status, reason) = match completed {
+                Completed::Dead { reason } => (Status::Dead.as_str(), Some(reason.as_str())),
+                _ => (Status::Done.as_str(), None),
+            };
+            f.ids.push(c.lease.id.as_str());
+            f.workers.push(c.lease.worker.as_str());
+            f.attempts.push(big("attempt", c.lease.attempt)?);
+            f.ats.push(big("now", c.now)?);
+            f.statuses.push(status);
+            f.reasons.push(reason);
+            f.errors.push(job::note(c.report.error.as_deref()).map(str::as_bytes));
+            f.nodes.push(job::note(c.report.node.as_deref()).map(str::as_bytes));
+        }
+        Ok(f)
+    }
+
+    fn params(&self) -> [&(dyn postgres::types::ToSql + Sync); 8] {
+        [
+            &self.ids,
+            &self.workers,
+            &self.attempts,
+            &self.ats,
+            &self.statuses,
+            &self.reasons,
+            &self.errors,
+            &self.nodes,
+        ]
+    }
+}
+
+/// The batch's valid `ok` and `permanent` completions whose fence holds, written by one
+/// [`FINISH_ALL`]: for each completion, its answer when it was one of them. A job named
+/// twice in the batch is left to [`record`], one completion after the other, as is
+/// everything else (a retry, a refusal to explain): their jobs are other rows, so writing
+/// these first answers as the batch's order would.
+fn finish_all(tx: &mut Tx<'_>, completions: &[Completion<'_>]) -> Result<Vec<Option<Completed>>> {
+    let picked = finishing(completions);
     let mut answers = vec![None; completions.len()];
     if picked.is_empty() {
         return Ok(answers);
     }
+    let finish = Finish::of(completions, &picked)?;
     let written: HashSet<String> = tx
-        .query(FINISH_ALL, &[&ids, &workers, &attempts, &ats, &statuses, &reasons, &errors, &nodes])?
+        .query(FINISH_ALL, &finish.params())?
         .iter()
         .map(|row| row.try_get(0))
         .collect::<std::result::Result<_, _>>()?;

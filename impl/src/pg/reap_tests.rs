@@ -256,6 +256,7 @@ fn every_write_reaches_its_rows_by_key_on_any_plan() {
         ("REAP_DUE", super::claim::REAP_DUE, "50000".to_string()),
         ("LEASE_PICKED", super::claim::LEASE_PICKED, "50000, 'w', 60000, '{q1,q2}', 16".to_string()),
         ("FINISH_ALL", super::complete::FINISH_ALL, arrays.to_string()),
+        ("FINISH_EVERY", super::complete::FINISH_EVERY, arrays.to_string()),
         (
             "FINISH_FENCED",
             super::complete::FINISH_FENCED,

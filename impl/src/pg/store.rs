@@ -315,7 +315,7 @@ impl PgQueue {
 
     /// Runs one prepared statement as its own transaction (autocommit) with `run`, again when
     /// the server rolled it back for a deadlock: [`PgQueue::single`]'s way, for any answer.
-    fn alone<T, E>(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)], run: E) -> Result<T>
+    pub(super) fn alone<T, E>(&self, sql: &'static str, params: &[&(dyn ToSql + Sync)], run: E) -> Result<T>
     where
         E: Fn(&mut Client, &Statement, &[&(dyn ToSql + Sync)]) -> std::result::Result<T, postgres::Error>,
     {

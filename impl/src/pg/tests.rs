@@ -1090,3 +1090,27 @@ fn every_connection_probes_a_silent_server_and_has_a_name() {
     }
     assert_eq!(config("postgres://u@h/db?application_name=billing").get_application_name(), Some("billing"));
 }
+
+/// A worker's batch of `ok` outcomes is one statement that writes all or none (`FINISH_EVERY`):
+/// when one lease of it was lost, none is written by it, and the batch goes the whole way in
+/// one transaction, answering each completion as it stands — `a` done, `b` refused — with
+/// `b`'s job as it was. A statement that wrote what it could would commit `a` alone first, and
+/// the transaction after it would find `a` no longer held.
+#[test]
+fn a_batch_of_ok_outcomes_with_a_lost_lease_answers_each_in_one_commit() {
+    let Some(mut q) = pg("a_batch_of_ok_outcomes_with_a_lost_lease") else { return };
+    enqueue(&mut q, "a", 3, 9000, 0);
+    enqueue(&mut q, "b", 3, 9000, 0);
+    assert_eq!(q.claim_batch("w", 10, 2).expect("claim").len(), 2);
+    let (a, b) = (Lease::new("w", "a", 1), Lease::new("w", "b", 2));
+    let answers = q
+        .complete_batch(&[
+            Completion::new(&a, Outcome::Ok, 20, 0.0),
+            Completion::new(&b, Outcome::Ok, 20, 0.0),
+        ])
+        .expect("batch");
+    assert!(matches!(answers[0], Ok(Completed::Done)), "{answers:?}");
+    assert!(matches!(answers[1], Err(ref e) if e.kind() == ErrorKind::LeaseLost), "{answers:?}");
+    assert_eq!(q.get("a").expect("get").expect("a").status, Status::Done);
+    assert_eq!(q.get("b").expect("get").expect("b").status, Status::Leased);
+}
