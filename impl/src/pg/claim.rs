@@ -140,13 +140,13 @@ pub(super) const REAP: &str = concat!(
 /// by the first entry of the index its pick walks: the first row in the pick's order, so
 /// that a generic plan walks that index too (as `EXISTS`, which drops the order, one took a
 /// scan of the table, which finds a late job soon when there are many and reads every row
-/// when there are none). A claim asks this first and runs the reap
-/// only when it is true. On a queue with nothing due to end (the common case) that is one
-/// read, where the reap is three updates that write nothing and still run their tables'
-/// statement-level triggers, between a savepoint and its release: three round trips. Both
-/// are statements of one transaction in the claims' turn, so nothing that makes a job due
-/// to end commits between them (`turn.rs`; heartbeats and completions beside it only take
-/// jobs out of what is due): what this finds nothing in, the reap would end nothing of.
+/// when there are none). A claim asks this first and runs the reap only when it is true. On
+/// a queue with nothing due to end (the common case) that is one read, where the reap is
+/// three updates that write nothing and still run their tables' statement-level triggers,
+/// between a savepoint and its release: three round trips. Both are statements of one
+/// transaction in the claims' turn, so nothing that makes a job due to end commits between
+/// them (`turn.rs`; heartbeats and completions beside it only take jobs out of what is due):
+/// what this finds nothing in, the reap would end nothing of.
 pub(super) const REAP_DUE: &str = concat!(
     "SELECT (SELECT seq FROM jobs WHERE ",
     cancelling!(),

@@ -179,15 +179,15 @@ impl PgQueue {
         // batch — is one statement, its own transaction, that writes all or none; anything
         // else, or a fence that did not hold, goes the whole way in one transaction.
         let picked = finishing(completions);
-        if picked.len() == completions.len() {
-            let finish = Finish::of(completions, &picked)?;
-            if self.alone(FINISH_EVERY, &finish.params(), postgres::Client::query)?.len() == picked.len() {
-                return Ok(picked.into_iter().map(|(_, completed)| Ok(completed)).collect());
-            }
+        let finish = Finish::of(completions, &picked)?;
+        if picked.len() == completions.len()
+            && self.alone(FINISH_EVERY, &finish.params(), postgres::Client::query)?.len() == picked.len()
+        {
+            return Ok(picked.into_iter().map(|(_, completed)| Ok(completed)).collect());
         }
         let settings = self.settings;
         self.write(turn(completions), |tx| {
-            let finished = finish_all(tx, completions)?;
+            let finished = finish_all(tx, completions, &picked, &finish)?;
             let mut results = Vec::with_capacity(completions.len());
             for (c, finished) in completions.iter().zip(finished) {
                 let result = match finished {
@@ -316,24 +316,28 @@ impl<'a> Finish<'a> {
     }
 }
 
-/// The batch's valid `ok` and `permanent` completions whose fence holds, written by one
-/// [`FINISH_ALL`]: for each completion, its answer when it was one of them. A job named
-/// twice in the batch is left to [`record`], one completion after the other, as is
-/// everything else (a retry, a refusal to explain): their jobs are other rows, so writing
-/// these first answers as the batch's order would.
-fn finish_all(tx: &mut Tx<'_>, completions: &[Completion<'_>]) -> Result<Vec<Option<Completed>>> {
-    let picked = finishing(completions);
+/// The batch's valid `ok` and `permanent` completions whose fence holds (`picked`, of
+/// [`finishing`], with their parameters `finish`), written by one [`FINISH_ALL`]: for each
+/// completion, its answer when it was one of them. A job named twice in the batch is left to
+/// [`record`], one completion after the other, as is everything else (a retry, a refusal to
+/// explain): their jobs are other rows, so writing these first answers as the batch's order
+/// would.
+fn finish_all(
+    tx: &mut Tx<'_>,
+    completions: &[Completion<'_>],
+    picked: &[(usize, Completed)],
+    finish: &Finish<'_>,
+) -> Result<Vec<Option<Completed>>> {
     let mut answers = vec![None; completions.len()];
     if picked.is_empty() {
         return Ok(answers);
     }
-    let finish = Finish::of(completions, &picked)?;
     let written: HashSet<String> = tx
         .query(FINISH_ALL, &finish.params())?
         .iter()
         .map(|row| row.try_get(0))
         .collect::<std::result::Result<_, _>>()?;
-    for (i, completed) in picked {
+    for &(i, completed) in picked {
         if written.contains(completions[i].lease.id.as_str()) {
             answers[i] = Some(completed);
         }
