@@ -6,7 +6,9 @@
 //! - a watchdog killed with SIGKILL leaves no command behind: the worker kills it, and its
 //!   attempt ends only once it is gone;
 //! - the processes a command backgrounds from subshells do not stay zombies of the watchdog
-//!   until the attempt ends.
+//!   until the attempt ends;
+//! - the watchdog is `retryq-watchdog` beside the binary where it speaks the binary's
+//!   protocol, else the binary itself.
 //!
 //! The overlap runs (`tests/overlap.rs`, `tests/pg_overlap.rs`) do the same to many attempts
 //! at once and check that no two attempts of a job ran together.
@@ -81,8 +83,13 @@ impl Setup {
 
     /// The same on the database `db`.
     fn worker_on(&self, db: &Path, id: &str, exec: &str, how: Containment) -> Child {
+        self.worker_of(Path::new(BIN), db, id, exec, how)
+    }
+
+    /// The same, the worker being the binary `program`.
+    fn worker_of(&self, program: &Path, db: &Path, id: &str, exec: &str, how: Containment) -> Child {
         enqueue(db, id, "p", 2, 600_000);
-        let mut command = Command::new(BIN);
+        let mut command = Command::new(program);
         command
             .args(["work", "--worker", "w", "--exec", exec, "--lease", "30s", "--timeout", "60s"])
             .arg("--db")
@@ -405,4 +412,49 @@ fn a_killed_watchdogs_zombies_do_not_hold_its_attempt_in_its_cgroup() {
 #[test]
 fn a_killed_watchdogs_zombies_do_not_hold_its_attempt_without_a_cgroup() {
     a_killed_watchdogs_zombies_do_not_hold_its_attempt(Containment::Walk);
+}
+
+/// The watchdog that starts a command is `retryq-watchdog` beside `retryq`; with none beside
+/// it, or one that answers `--protocol` with another protocol (a build of another version),
+/// it is `retryq exec-trampoline`. Each command writes down its parent's binary: the shell's
+/// parent is its watchdog.
+#[test]
+fn the_watchdog_is_the_small_binary_beside_retryq_when_it_speaks_the_protocol() {
+    let s = Setup::new();
+    let bin = s.path("bin");
+    fs::create_dir(&bin).expect("bin");
+    let retryq = bin.join("retryq");
+    fs::copy(BIN, &retryq).expect("copy retryq");
+    let beside = bin.join("retryq-watchdog");
+    let parent_of = |case: &str, watchdog: Option<&[u8]>| -> String {
+        match watchdog {
+            Some(program) => {
+                fs::write(&beside, program).expect("write the watchdog");
+                fs::set_permissions(&beside, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                    .expect("chmod");
+            }
+            None => {
+                let _ = fs::remove_file(&beside);
+            }
+        }
+        let db = s.path(&format!("{case}.db"));
+        let out = s.path(&format!("{case}.parent"));
+        let exec = format!("readlink /proc/$PPID/exe > {}", out.display());
+        let mut worker = s.worker_of(&retryq, &db, case, &exec, Containment::Walk);
+        wait_until(&format!("{case}: the job was not done"), Duration::from_secs(20), || {
+            read_only(&db).get(case).expect("get").is_some_and(|job| job.status == retryq::Status::Done)
+        });
+        worker.kill().expect("SIGKILL");
+        worker.wait().expect("reap");
+        fs::read_to_string(&out).expect("the parent").trim().to_owned()
+    };
+    let small = fs::read(env!("CARGO_BIN_EXE_retryq-watchdog")).expect("retryq-watchdog");
+    assert_eq!(parent_of("beside", Some(&small)), beside.display().to_string());
+    assert_eq!(parent_of("none", None), retryq.display().to_string());
+    let other = b"#!/bin/sh\necho 'retryq-watchdog 1'\n";
+    assert_eq!(
+        parent_of("other", Some(other)),
+        retryq.display().to_string(),
+        "a watchdog of another protocol"
+    );
 }

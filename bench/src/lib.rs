@@ -74,6 +74,9 @@ pub struct Config {
     /// The `retryq` binary, for `retryq check` (model checking's speed); `None` leaves those
     /// figures null.
     pub checker: Option<PathBuf>,
+    /// The watchdog `retryq work --exec` starts its commands beside; `None` leaves the
+    /// watched figures out.
+    pub trampoline: Option<retryq_worker::Trampoline>,
     /// Progress lines go here (stderr in the command).
     pub progress: fn(&str),
     /// Where the PostgreSQL figures are measured.
@@ -99,10 +102,10 @@ impl Config {
         if self.quick { 3 } else { 5 }
     }
 
-    /// The watchdog `retryq work --exec` starts its commands beside: the `retryq` binary's
-    /// `exec-trampoline`, when the benchmark has the binary.
+    /// The watchdog `retryq work --exec` starts its commands beside, when the benchmark has
+    /// one.
     fn trampoline(&self) -> Option<retryq_worker::Trampoline> {
-        self.checker.as_ref().map(|program| retryq_worker::Trampoline::new(program, ["exec-trampoline"]))
+        self.trampoline.clone()
     }
 
     /// Jobs of each kind per run of [`latency`]: 200, 20 with `--quick`.

@@ -92,6 +92,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         dir: args.dir.clone(),
         launcher: Launcher { program: program.clone(), args: vec!["bench-worker".into()] },
         checker: Some(program.clone()),
+        trampoline: super::trampoline::this_binary().ok(),
         python: args.python,
         progress: |line| noteln!("bench: {line}"),
         postgres: match args.pg_url {

@@ -3,7 +3,9 @@
 //! under way included.
 //!
 //! The watchdog (`trampoline.rs`) makes one under its own cgroup for each command, named
-//! `retryq-exec-PID` after itself, moves itself into it, starts the command — which is born
+//! `retryq-exec-PID` after itself (the worker finds that cgroup's directory once, [`Home`],
+//! and hands it down in [`HOME_VAR`]: a watchdog that read `/proc/self/mountinfo` itself
+//! spent a quarter of its time on it), moves itself into it, starts the command — which is born
 //! inside — and moves itself back out, so that a kill of the cgroup reaches every process of
 //! the command and none of the watchdog's. It needs a cgroup v2 hierarchy where the
 //! watchdog's cgroup is writable by it: root's, or one delegated to the worker's user (a
@@ -23,6 +25,47 @@ pub const OFF_VAR: &str = "RETRYQ_EXEC_CGROUP";
 
 /// The prefix of every command's cgroup: the worker removes only what bears it.
 const PREFIX: &str = "retryq-exec-";
+
+/// The environment variable in which a worker hands its watchdogs its cgroup ([`Home`]):
+/// its path in `/proc/self/cgroup`, a newline, its directory. A watchdog uses the directory
+/// only while its own path is still that one.
+pub(crate) const HOME_VAR: &str = "RETRYQ_EXEC_CGROUP_HOME";
+
+/// The cgroup the worker and its watchdogs are in, under which the commands' go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Home {
+    /// As `/proc/self/cgroup` names it (`0::PATH`).
+    path: String,
+    dir: PathBuf,
+}
+
+impl Home {
+    /// This process's cgroup, found once for the watchdogs it starts, with the commands'
+    /// cgroups that watchdogs killed with their worker left there removed (`kill -9` of
+    /// both: nobody else would remove them). `None` where no cgroup can be made, or
+    /// [`OFF_VAR`] says not to.
+    pub(crate) fn find() -> Option<Home> {
+        if std::env::var_os(OFF_VAR).is_some_and(|v| v == "off") {
+            return None;
+        }
+        let path = own_path()?;
+        let dir = dir_of(&path)?;
+        sweep(&dir);
+        Some(Home { path, dir })
+    }
+
+    /// Its value in [`HOME_VAR`].
+    pub(crate) fn var(&self) -> String {
+        format!("{}\n{}", self.path, self.dir.display())
+    }
+
+    /// The directory [`HOME_VAR`] names, if this process is still in the cgroup it names.
+    fn inherited() -> Option<PathBuf> {
+        let var = std::env::var(HOME_VAR).ok()?;
+        let (path, dir) = var.split_once('\n')?;
+        (own_path()? == path && Path::new(dir).is_absolute()).then(|| PathBuf::from(dir))
+    }
+}
 
 /// A command's cgroup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,8 +102,7 @@ impl Cgroup {
         if std::env::var_os(OFF_VAR).is_some_and(|v| v == "off") {
             return Ok(None);
         }
-        let Some(home) = own_cgroup() else { return Ok(None) };
-        sweep(&home);
+        let Some(home) = Home::inherited().or_else(|| dir_of(&own_path()?)) else { return Ok(None) };
         let pid = std::process::id();
         let mut made = None;
         for n in 0..4 {
@@ -97,7 +139,7 @@ impl Cgroup {
         if std::env::var_os(OFF_VAR).is_some_and(|v| v == "off") {
             return false;
         }
-        let Some(home) = own_cgroup() else { return false };
+        let Some(home) = own_path().and_then(|path| dir_of(&path)) else { return false };
         let probe = home.join(format!("{PREFIX}probe-{}", std::process::id()));
         if fs::create_dir(&probe).is_err() {
             return false;
@@ -177,11 +219,15 @@ fn move_to(dir: &Path, pid: u32) -> io::Result<()> {
     fs::write(dir.join("cgroup.procs"), pid.to_string())
 }
 
-/// This process's cgroup v2 directory: its path in `/proc/self/cgroup` (`0::/PATH`) under the
-/// cgroup2 mount of `/proc/self/mountinfo`; `None` on a host without one.
-fn own_cgroup() -> Option<PathBuf> {
+/// This process's cgroup v2 path, as `/proc/self/cgroup` names it (`0::PATH`).
+fn own_path() -> Option<String> {
     let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = cgroups.lines().find_map(|line| line.strip_prefix("0::"))?;
+    cgroups.lines().find_map(|line| line.strip_prefix("0::")).map(str::to_owned)
+}
+
+/// The directory of the cgroup v2 `path`: under the cgroup2 mount of `/proc/self/mountinfo`;
+/// `None` on a host without one.
+fn dir_of(path: &str) -> Option<PathBuf> {
     let mounts = fs::read_to_string("/proc/self/mountinfo").ok()?;
     mounts.lines().find_map(|line| {
         // `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPER`

@@ -102,7 +102,7 @@ impl Exec {
     /// lease however the worker fares (see [`Trampoline`]). The `retryq` binary passes
     /// itself.
     pub fn with_trampoline(mut self, trampoline: Trampoline) -> Exec {
-        self.trampoline = Some(trampoline);
+        self.trampoline = Some(trampoline.found_home());
         self
     }
 

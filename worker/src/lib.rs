@@ -94,7 +94,9 @@ pub use outcome::{Summary, WorkError};
 pub use periodic::{DEFAULT_MAX_ATTEMPTS, Every, MAX_NAME_BYTES, Period, Periodic, PeriodicError};
 pub use runtime::Worker;
 pub use stop::Stop;
-pub use trampoline::{EXIT_NOT_STARTED, Trampoline, bounce};
+pub use trampoline::{
+    EXIT_NOT_STARTED, PROTOCOL as WATCHDOG_PROTOCOL, Trampoline, bounce, run as run_watchdog,
+};
 pub use transport::{Transport, Unclassified};
 pub use window::{Cut, LeaseEnds, POLL, Window};
 pub use work::{work, work_in_slots, work_with_clock};

@@ -74,7 +74,7 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, wa
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use crate::cgroup::Cgroup;
+use crate::cgroup::{Cgroup, HOME_VAR, Home};
 use crate::clock::local_ms;
 use crate::descendants;
 use crate::window::{LeaseEnds, POLL};
@@ -88,8 +88,11 @@ use crate::window::{LeaseEnds, POLL};
 /// started the command, says nothing about the command.
 pub const EXIT_NOT_STARTED: i32 = 125;
 
-/// The first words of the socket's first line: the protocol and its version.
-const HEADER: &str = "retryq-watchdog 2";
+/// The first words of the socket's first line: the protocol and its version. A watchdog
+/// binary answers `--protocol` with it ([`run`]), so that a worker starts only a watchdog
+/// that speaks its protocol.
+pub const PROTOCOL: &str = "retryq-watchdog 2";
+const HEADER: &str = PROTOCOL;
 
 /// A program that starts each command beside a watchdog: it is run as
 /// `PROGRAM ARGS… WORKER_PID SHELL -c COMMAND` and must call [`bounce`] with what follows
@@ -98,6 +101,8 @@ const HEADER: &str = "retryq-watchdog 2";
 pub struct Trampoline {
     program: PathBuf,
     args: Vec<OsString>,
+    /// The cgroup its watchdogs are started in, found once ([`Trampoline::found_home`]).
+    home: Option<Home>,
 }
 
 impl Trampoline {
@@ -106,7 +111,15 @@ impl Trampoline {
         program: impl Into<PathBuf>,
         args: impl IntoIterator<Item = impl Into<OsString>>,
     ) -> Trampoline {
-        Trampoline { program: program.into(), args: args.into_iter().map(Into::into).collect() }
+        Trampoline { program: program.into(), args: args.into_iter().map(Into::into).collect(), home: None }
+    }
+
+    /// The same, with this process's cgroup found for its watchdogs (and the cgroups dead
+    /// watchdogs left there removed): found once here, where each watchdog would otherwise
+    /// look for it.
+    pub(crate) fn found_home(mut self) -> Trampoline {
+        self.home = Home::find();
+        self
     }
 
     /// The command that runs `shell` through this trampoline, for a worker whose process id
@@ -114,6 +127,9 @@ impl Trampoline {
     pub(crate) fn command(&self, worker: Pid, shell: &str) -> Command {
         let mut command = Command::new(&self.program);
         command.args(&self.args).arg(worker.as_raw_nonzero().to_string()).arg(shell);
+        if let Some(home) = &self.home {
+            command.env(HOME_VAR, home.var());
+        }
         command
     }
 }
@@ -374,6 +390,7 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     }
     let spawned = Command::new(shell)
         .args(args)
+        .env_remove(HOME_VAR)
         .stdin(Stdio::piped())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
@@ -419,6 +436,32 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     }
     let _ = told.write_all(Told::Gone.line().as_bytes());
     Ok(relay(status))
+}
+
+/// A watchdog program's `main`, given its arguments after the program's name: `--protocol`
+/// prints [`PROTOCOL`]; `exec-trampoline WORKER_PID SHELL SHELL_ARGS…` runs [`bounce`] and
+/// exits as the command did, or, when the command could not be started, with
+/// [`EXIT_NOT_STARTED`] after saying why on standard error (the worker keeps its tail).
+pub fn run(args: impl IntoIterator<Item = OsString>) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let mut args = args.into_iter();
+    match args.next() {
+        Some(first) if first == "--protocol" => {
+            let _ = writeln!(io::stdout(), "{PROTOCOL}");
+            ExitCode::SUCCESS
+        }
+        Some(first) if first == "exec-trampoline" => match bounce(args) {
+            Ok(code) => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(u8::MAX)),
+            Err(error) => {
+                say(format_args!("{error}"));
+                ExitCode::from(EXIT_NOT_STARTED as u8)
+            }
+        },
+        _ => {
+            say(format_args!("started by `retryq work --exec`, as `exec-trampoline WORKER_PID SHELL ARGS…`"));
+            ExitCode::from(EXIT_NOT_STARTED as u8)
+        }
+    }
 }
 
 /// Hears the trampoline's signals on a thread of its own (registered before the command
