@@ -450,13 +450,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> std::process::ExitCode {
             let _ = writeln!(io::stdout(), "{PROTOCOL}");
             ExitCode::SUCCESS
         }
-        Some(first) if first == "exec-trampoline" => match bounce(args) {
-            Ok(code) => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(u8::MAX)),
-            Err(error) => {
-                say(format_args!("{error}"));
-                ExitCode::from(EXIT_NOT_STARTED as u8)
+        Some(first) if first == "exec-trampoline" => {
+            // Its name in `ps` and `top`: started as `/proc/self/fd/N`, it would be `N`.
+            let _ = rustix::thread::set_name(c"retryq-watchdog");
+            match bounce(args) {
+                Ok(code) => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(u8::MAX)),
+                Err(error) => {
+                    say(format_args!("{error}"));
+                    ExitCode::from(EXIT_NOT_STARTED as u8)
+                }
             }
-        },
+        }
         _ => {
             say(format_args!("started by `retryq work --exec`, as `exec-trampoline WORKER_PID SHELL ARGS…`"));
             ExitCode::from(EXIT_NOT_STARTED as u8)

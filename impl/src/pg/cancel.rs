@@ -19,18 +19,25 @@ use crate::queue::cancel::Cancelled;
 const STARTS: usize = 4;
 
 /// A pending job becomes dead(cancelled), whatever its deadline and its schedule, ending at
-/// `now`. Only a pending row is locked: a refused cancel locks nothing.
-const CANCEL: &str = "
+/// `now`. Only a pending row is locked: a refused cancel locks nothing. Pending is said
+/// without naming the status — open (`available_at` set) and not leased (no owner or no claim
+/// time), exactly pending by the table's checks — so that the row is reached by its id: with
+/// `status = 'pending'` the planner walked every open job in `jobs_open_deadline` where its
+/// statistics saw none (`every_write_reaches_its_rows_by_key_on_any_plan`).
+pub(super) const CANCEL: &str = "
     UPDATE jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
                     updated_at = $2, ended_at = $2
-    WHERE id = $1 AND status = 'pending'";
+    WHERE id = $1 AND available_at IS NOT NULL AND (owner IS NULL OR claimed_at IS NULL)";
 
 /// A leased job gets the request, once: a second cancel changes nothing (no history entry).
 /// The history records it as a `leased → leased` entry with `cancel_requested` set, dated
-/// `now` (`updated_at`); status, attempts, lease and deadline stay as they are.
-const REQUEST: &str = "
+/// `now` (`updated_at`); status, attempts, lease and deadline stay as they are. The row is
+/// reached by its id: a job is leased exactly when it has an owner and a claim time (the
+/// table's check), and naming `status = 'leased'` instead let the planner walk every lease in
+/// `jobs_leases` where its statistics saw few (`every_write_reaches_its_rows_by_key_on_any_plan`).
+pub(super) const REQUEST: &str = "
     UPDATE jobs SET cancel_requested = true, updated_at = $2
-    WHERE id = $1 AND status = 'leased' AND NOT cancel_requested";
+    WHERE id = $1 AND owner IS NOT NULL AND claimed_at IS NOT NULL AND NOT cancel_requested";
 
 /// Why neither applied: the job's status and request, or whether the id is a pruned one's.
 const STATUS: &str = "

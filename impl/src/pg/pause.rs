@@ -32,10 +32,11 @@ pub(super) const PAUSED_COUNT: &str =
 
 /// A pending job before its deadline whose `available_at` is after `now` becomes due at
 /// `now`; a job already due is left as it is (SPEC 6.41). The notes' trigger wakes the
-/// workers of its queue, as for any job made pending.
-const RUN_NOW: &str = "
+/// workers of its queue, as for any job made pending. Pending is said as
+/// [`CANCEL`](super::cancel::CANCEL) says it, so that the row is reached by its id.
+pub(super) const RUN_NOW: &str = "
     UPDATE jobs SET available_at = $2, updated_at = $2
-    WHERE id = $1 AND status = 'pending' AND deadline > $2 AND available_at > $2";
+    WHERE id = $1 AND (owner IS NULL OR claimed_at IS NULL) AND deadline > $2 AND available_at > $2";
 
 /// Why a run_now wrote nothing: the job as it stands, or whether the id is a pruned one's.
 const STANDING: &str = "
