@@ -52,8 +52,9 @@
 //! kill now. From the trampoline: `cgroup PATH` (if it made one), `group PID` once the command
 //! started, and `gone` once nothing of it is left.
 //!
-//! Any program that calls [`bounce`] with the arguments it was given is a trampoline; the
-//! `retryq` binary is one (its hidden `exec-trampoline` subcommand). Without a trampoline a
+//! Any program that calls [`bounce`] with the arguments it was given is a trampoline
+//! ([`run`] is such a program's `main`): `retryq-watchdog`, a small binary started once per
+//! attempt, and the `retryq` binary's hidden `exec-trampoline` subcommand. Without a trampoline a
 //! command is still killed with its whole process group whenever the worker ends it (its
 //! timeout, its lease, a second stop signal), but nothing watches it when the worker cannot.
 //!
