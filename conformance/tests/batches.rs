@@ -194,3 +194,72 @@ fn a_short_batch_on_postgres_answers_before_an_enqueue_begun_inside_it() {
         other.claim_batch("w", 2000, 3).expect("claim_batch").into_iter().map(|c| c.lease.id).collect();
     assert_eq!(next, ["j2"]);
 }
+
+/// Leases `a` and `b` on a fresh store from `open`, then completes them with `outcomes`
+/// (`(job, outcome)` in order, each at 2), as one batch or one at a time: each item's answer,
+/// and each job's status and attempts after.
+fn complete_twice(
+    open: &dyn Fn() -> Box<dyn Backend>,
+    outcomes: &[(&str, Outcome)],
+    batch: bool,
+) -> (Vec<String>, Vec<(Status, u64)>) {
+    let mut q = open();
+    assert!(q.enqueue_many(&[job("a"), job("b")]).expect("enqueue_many").iter().all(Result::is_ok));
+    assert_eq!(q.claim_batch_from("w", &["default"], 1, 2).expect("claim_batch").len(), 2);
+    let leases: Vec<Lease> = outcomes.iter().map(|(id, _)| Lease::new("w", *id, 1)).collect();
+    let completions: Vec<Completion<'_>> = leases
+        .iter()
+        .zip(outcomes)
+        .map(|(lease, (_, outcome))| Completion::new(lease, *outcome, 2, 0.0))
+        .collect();
+    let answers: Vec<String> = if batch {
+        q.complete_batch(&completions).expect("complete_batch").iter().map(|r| format!("{r:?}")).collect()
+    } else {
+        completions.iter().map(|c| format!("{:?}", q.complete(c))).collect()
+    };
+    let jobs = ["a", "b"].map(|id| q.get(id).expect("get").map(|j| (j.status, j.attempts)).expect("the job"));
+    (answers, jobs.to_vec())
+}
+
+/// A batch that names a job twice answers as its items would one at a time: the first
+/// completion of the lease counts and the second finds it gone (`lease_lost`), whether the
+/// first ended the job or sent it back to wait, and the batch's other item is recorded
+/// beside them. No generated trace puts one job twice into one batch.
+fn a_job_named_twice_in_a_batch(open: &dyn Fn() -> Box<dyn Backend>) {
+    use Outcome::{Ok as Done, Permanent, Retryable};
+    for outcomes in [
+        [("a", Done), ("a", Done), ("b", Done)],
+        [("a", Done), ("b", Permanent), ("a", Permanent)],
+        [("a", Retryable), ("b", Done), ("a", Done)],
+        [("b", Done), ("a", Permanent), ("a", Retryable)],
+    ] {
+        let batched = complete_twice(open, &outcomes, true);
+        let single = complete_twice(open, &outcomes, false);
+        assert_eq!(batched, single, "{outcomes:?}: the batch, then the items one at a time");
+        assert!(batched.0[0].starts_with("Ok("), "{outcomes:?}: {:?}", batched.0);
+        let second =
+            batched.0.iter().enumerate().filter(|(i, _)| outcomes[*i].0 == "a").nth(1).map(|(_, a)| a);
+        assert!(second.is_some_and(|a| a.contains("LeaseLost")), "{outcomes:?}: {:?}", batched.0);
+    }
+}
+
+#[test]
+fn a_job_named_twice_in_a_batch_on_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let n = std::cell::Cell::new(0);
+    a_job_named_twice_in_a_batch(&|| {
+        n.set(n.get() + 1);
+        Box::new(retryq::Queue::open(dir.path().join(format!("twice-{}.db", n.get()))).expect("open"))
+    });
+}
+
+#[test]
+fn a_job_named_twice_in_a_batch_on_postgres() {
+    if retryq_pgtest::database("a job named twice in a batch").is_none() {
+        return;
+    }
+    a_job_named_twice_in_a_batch(&|| {
+        let url = retryq_pgtest::database("a job named twice in a batch").expect("a database");
+        Box::new(retryq::PgQueue::connect(&url).expect("connect"))
+    });
+}
