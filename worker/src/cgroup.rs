@@ -31,12 +31,11 @@ const PREFIX: &str = "retryq-exec-";
 /// only while its own path is still that one.
 pub(crate) const HOME_VAR: &str = "RETRYQ_EXEC_CGROUP_HOME";
 
-/// The cgroup the worker and its watchdogs are in, under which the commands' go.
+/// The cgroup the worker and its watchdogs are in, under which the commands' go: as the
+/// worker hands it down, [`HOME_VAR`]'s value, made once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Home {
-    /// As `/proc/self/cgroup` names it (`0::PATH`).
-    path: String,
-    dir: PathBuf,
+    var: String,
 }
 
 impl Home {
@@ -45,18 +44,18 @@ impl Home {
     /// both: nobody else would remove them). `None` where no cgroup can be made, or
     /// [`OFF_VAR`] says not to.
     pub(crate) fn find() -> Option<Home> {
-        if std::env::var_os(OFF_VAR).is_some_and(|v| v == "off") {
+        if off() {
             return None;
         }
         let path = own_path()?;
         let dir = dir_of(&path)?;
         sweep(&dir);
-        Some(Home { path, dir })
+        Some(Home { var: format!("{path}\n{}", dir.display()) })
     }
 
     /// Its value in [`HOME_VAR`].
-    pub(crate) fn var(&self) -> String {
-        format!("{}\n{}", self.path, self.dir.display())
+    pub(crate) fn var(&self) -> &str {
+        &self.var
     }
 
     /// The directory [`HOME_VAR`] names, if this process is still in the cgroup it names.
@@ -99,10 +98,10 @@ impl Cgroup {
     /// a command started now is born inside. `Ok(None)` where no cgroup can be made here (see
     /// the module's doc); then nothing was changed.
     pub(crate) fn enter() -> io::Result<Option<Entered>> {
-        if std::env::var_os(OFF_VAR).is_some_and(|v| v == "off") {
+        if off() {
             return Ok(None);
         }
-        let Some(home) = Home::inherited().or_else(|| dir_of(&own_path()?)) else { return Ok(None) };
+        let Some(home) = Home::inherited().or_else(own_dir) else { return Ok(None) };
         let pid = std::process::id();
         let mut made = None;
         for n in 0..4 {
@@ -136,10 +135,10 @@ impl Cgroup {
     /// Whether a watchdog on this host, in this process's cgroup, can make cgroups for its
     /// commands (and [`OFF_VAR`] does not say otherwise): a probe made and removed.
     pub fn available() -> bool {
-        if std::env::var_os(OFF_VAR).is_some_and(|v| v == "off") {
+        if off() {
             return false;
         }
-        let Some(home) = own_path().and_then(|path| dir_of(&path)) else { return false };
+        let Some(home) = own_dir() else { return false };
         let probe = home.join(format!("{PREFIX}probe-{}", std::process::id()));
         if fs::create_dir(&probe).is_err() {
             return false;
@@ -217,6 +216,16 @@ fn watchdog_pid(suffix: &str) -> Option<u32> {
 /// Moves process `pid`, all its threads, into the cgroup at `dir`.
 fn move_to(dir: &Path, pid: u32) -> io::Result<()> {
     fs::write(dir.join("cgroup.procs"), pid.to_string())
+}
+
+/// Whether [`OFF_VAR`] says not to make cgroups.
+fn off() -> bool {
+    std::env::var_os(OFF_VAR).is_some_and(|v| v == "off")
+}
+
+/// This process's cgroup v2 directory; `None` on a host without one.
+fn own_dir() -> Option<PathBuf> {
+    dir_of(&own_path()?)
 }
 
 /// This process's cgroup v2 path, as `/proc/self/cgroup` names it (`0::PATH`).

@@ -93,7 +93,6 @@ pub const EXIT_NOT_STARTED: i32 = 125;
 /// binary answers `--protocol` with it ([`run`]), so that a worker starts only a watchdog
 /// that speaks its protocol.
 pub const PROTOCOL: &str = "retryq-watchdog 2";
-const HEADER: &str = PROTOCOL;
 
 /// A program that starts each command beside a watchdog: it is run as
 /// `PROGRAM ARGS… WORKER_PID SHELL -c COMMAND` and must call [`bounce`] with what follows
@@ -139,7 +138,7 @@ impl Trampoline {
 /// watch but the worker's death).
 pub(crate) fn header(payload: usize, lease: Option<&LeaseEnds>) -> String {
     let (margin, grace) = lease.map_or((0, 0), |l| (l.margin.as_millis(), l.kill_grace.as_millis()));
-    format!("{HEADER} {payload} {margin} {grace} {}\n", ends(lease))
+    format!("{PROTOCOL} {payload} {margin} {grace} {}\n", ends(lease))
 }
 
 /// A renewal's line: the lease's new ends.
@@ -358,7 +357,7 @@ pub fn bounce(args: impl IntoIterator<Item = OsString>) -> io::Result<i32> {
     let words: Vec<&str> = first.split_whitespace().collect();
     let (payload_len, watch) = match words.as_slice() {
         [] => return Err(io::Error::other("the worker closed the socket before the command started")),
-        [magic, version, payload, margin, grace, ends @ ..] if format!("{magic} {version}") == HEADER => {
+        [magic, version, payload, margin, grace, ends @ ..] if format!("{magic} {version}") == PROTOCOL => {
             let number =
                 |what: &str, n: &str| n.parse::<u64>().map_err(|e| invalid(format!("{what} {n:?}: {e}")));
             let mut watch = Watch {
