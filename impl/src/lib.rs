@@ -94,7 +94,7 @@ pub use clock::{
     Clock, ClockError, JUMP_MS, Jitter, ManualClock, ServerClock, ServerTime, SystemClock, UniformJitter,
     now_ms,
 };
-pub use ddl::{APPLICATION_ID, SCHEMA_VERSION};
+pub use ddl::{APPLICATION_ID, PG_SCHEMA_VERSION, SCHEMA_VERSION};
 pub use delay::{retry_delay, validate_jitter};
 pub use enqueue_job::Enqueue;
 pub use error::{Error, ErrorKind, Result, RunError};

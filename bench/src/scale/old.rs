@@ -350,7 +350,7 @@ mod tests {
         assert!(!deadline.1.contains("seq"), "{deadline:?}");
         assert_ne!(old, current);
         let store = retryq::PgQueue::connect(&url).expect("upgrade");
-        assert_eq!(version(), retryq::SCHEMA_VERSION);
+        assert_eq!(version(), retryq::PG_SCHEMA_VERSION);
         assert_eq!(indexes(), current);
         let audit = Backend::audit(&store).expect("audit");
         assert!(audit.is_clean(), "{:?}", &audit.violations[..audit.violations.len().min(5)]);

@@ -45,6 +45,7 @@
 //! the answer is SQLite's, and across connections nothing out of budget is ever claimed
 //! (SPEC 4.4); such a row waits for the next reap.
 
+use super::ddl::{deadline_rows, due_rows};
 use super::store::{PgQueue, Turn, Tx};
 use super::value::{big, opt_utf8, uint, utf8};
 use crate::error::Result;
@@ -68,13 +69,17 @@ macro_rules! exhausted {
     };
 }
 
-/// Which pending jobs and expired leases [`REAP`] ends `deadline` at `$1`, of the rest.
+/// Which pending jobs and expired leases [`REAP`] ends `deadline` at `$1`, of the rest: the
+/// rows of `jobs_open_deadline` ([`deadline_rows`], its mark stated).
 macro_rules! late {
     () => {
-        "status IN ('pending', 'leased') AND deadline <= $1
+        concat!(
+            deadline_rows!(),
+            " AND deadline <= $1
           AND (status = 'pending' OR available_at <= $1)
           AND NOT (status = 'leased' AND attempts >= max_attempts)
           AND NOT cancel_requested"
+        )
     };
 }
 
@@ -159,7 +164,8 @@ pub(super) const REAP_DUE: &str = concat!(
 
 /// The claimable jobs of the queues `$Q` (a `text[]`) in claim's order — `priority`, then
 /// `available_at`, then first enqueue (SPEC 3.3.2) — at most `$N` of them: for each queue
-/// and each of the ten priorities, one walk of `jobs_due` from its start, taking the first
+/// and each of the ten priorities, one walk of `jobs_due` ([`due_rows`], its mark stated)
+/// from its start, taking the first
 /// `$N` rows that are due and in budget (what a reap left; see the module's doc) and have no
 /// cancel request; then the best `$N` of those few. So a pick costs ten index seeks per
 /// queue served, whatever the number of jobs, and a queue not served is never read, nor a
@@ -178,8 +184,9 @@ macro_rules! pick {
                 SELECT seq, ",
             $version,
             " AS version, available_at FROM jobs
-                WHERE queue = q.name AND priority = p.priority::smallint
-                  AND status IN ('pending', 'leased') AND available_at <= $1
+                WHERE queue = q.name AND priority = p.priority::smallint AND ",
+            due_rows!(),
+            " AND available_at <= $1
                   AND deadline > $1 AND attempts < max_attempts AND NOT cancel_requested
                 ORDER BY available_at, seq LIMIT ",
             $limit,

@@ -860,6 +860,78 @@ pub(super) fn schema_7() -> String {
     format!("{}{}", schema_6(), kind_7())
 }
 
+/// Schema 8 whole: schema 7, then its four open-job indexes marked.
+pub(super) fn schema_8() -> String {
+    format!("{}{INDEXES_8}", schema_7())
+}
+
+/// The rows of `jobs_due`, claim's index: open jobs. `priority BETWEEN 0 AND 9` is the
+/// index's mark, true of every row (the table's check) and stated by no statement but the
+/// ones meant to walk it: see [`INDEXES_8`].
+macro_rules! due_rows {
+    () => {
+        "status IN ('pending', 'leased') AND priority BETWEEN 0 AND 9"
+    };
+}
+pub(super) use due_rows;
+
+/// The rows of `jobs_open_deadline`, the reap by deadline's index: open jobs whose deadline
+/// a `now` may reach (SPEC's times are below 2^53). The bound on `deadline` is its mark.
+macro_rules! deadline_rows {
+    () => {
+        "status IN ('pending', 'leased') AND deadline <= 9007199254740991"
+    };
+}
+pub(super) use deadline_rows;
+
+/// The rows of `jobs_open_age`, `stats`' index of the oldest open job: open jobs.
+/// `enqueued_at <= not_before` (the table's check) is its mark.
+macro_rules! age_rows {
+    () => {
+        "status IN ('pending', 'leased') AND enqueued_at <= not_before"
+    };
+}
+pub(super) use age_rows;
+
+/// The rows of `jobs_leases`, `stats`' index of expired leases: leased jobs. `owner IS NOT
+/// NULL` (every lease has its holder: the table's check) is its mark.
+macro_rules! lease_rows {
+    () => {
+        "status = 'leased' AND owner IS NOT NULL"
+    };
+}
+pub(super) use lease_rows;
+
+/// Schema 7 to schema 8: the four indexes of open jobs, each marked by a condition of its
+/// own. The planner chooses an index by the statistics `ANALYZE` last took, and a store is
+/// analyzed when it is idle as often as when it is busy: statistics that saw no open job
+/// make every index of open jobs look empty, and any of them serves any query whose rows
+/// are open jobs, so the planner took whichever it costed lowest: after an outage, with a
+/// backlog of expired leases among many ended jobs, a claim's check for jobs to reap walked
+/// every open job in `jobs_open_age` three times and its pick ten times. A mark is true of
+/// every row the index is meant to hold, and no statement states it but the ones that walk
+/// that index, so no other statement can use it whatever the statistics say
+/// (`no_statement_can_read_another_statements_index`,
+/// `each_statement_walks_its_own_index_on_statistics_that_saw_no_open_job`). The other
+/// partial indexes are each implied by their own statements alone already.
+pub(super) const INDEXES_8: &str = concat!(
+    "
+DROP INDEX jobs_due, jobs_open_age, jobs_leases, jobs_open_deadline;
+CREATE INDEX jobs_due ON jobs (queue, priority, available_at, seq, deadline) WHERE ",
+    due_rows!(),
+    ";
+CREATE INDEX jobs_open_age ON jobs (queue, enqueued_at) WHERE ",
+    age_rows!(),
+    ";
+CREATE INDEX jobs_leases ON jobs (queue, available_at) WHERE ",
+    lease_rows!(),
+    ";
+CREATE INDEX jobs_open_deadline ON jobs (deadline, seq) WHERE ",
+    deadline_rows!(),
+    ";
+"
+);
+
 /// The digest a tombstone keeps of a job (SPEC 6.29), of the columns `kind` and `payload`:
 /// SHA-256 of the payload alone when the kind is `''` (every tombstone of schema 6 and
 /// before), else of the kind's UTF-8 bytes, a NUL byte and the payload. `crate::job_digest`

@@ -3,6 +3,7 @@
 
 use postgres::Row;
 
+use super::ddl::{age_rows, due_rows, lease_rows};
 use super::store::PgQueue;
 use super::value::{big, opt_uint, opt_utf8, opt_word, uint, utf8, word};
 use crate::error::{Error, Result};
@@ -26,26 +27,36 @@ const DEAD: &str = "
 /// The earliest time an open job needs a worker (see `queue/inspect.rs`): the queues with
 /// open jobs found by skipping through `jobs_due` (one seek per queue), then one `min` per
 /// queue and priority, each the first entry of its part of the index.
-const NEXT_DUE: &str = r#"
+pub(super) const NEXT_DUE: &str = concat!(
+    "
     WITH RECURSIVE queues (name) AS (
-        (SELECT queue FROM jobs WHERE status IN ('pending', 'leased') ORDER BY queue LIMIT 1)
+        (SELECT queue FROM jobs WHERE ",
+    due_rows!(),
+    " ORDER BY queue LIMIT 1)
         UNION ALL
-        SELECT (SELECT queue FROM jobs WHERE status IN ('pending', 'leased') AND queue > q.name
+        SELECT (SELECT queue FROM jobs WHERE ",
+    due_rows!(),
+    " AND queue > q.name
                 ORDER BY queue LIMIT 1)
         FROM queues q WHERE q.name IS NOT NULL)
     SELECT min((SELECT min(available_at) FROM jobs
-                WHERE queue = q.name AND priority = p.priority::smallint
-                  AND status IN ('pending', 'leased')))
+                WHERE queue = q.name AND priority = p.priority::smallint AND ",
+    due_rows!(),
+    "))
     FROM queues q CROSS JOIN generate_series(0, 9) AS p(priority)
-    WHERE q.name IS NOT NULL"#;
+    WHERE q.name IS NOT NULL"
+);
 
 /// [`NEXT_DUE`] of the queues `$1` (a `text[]`): one `min` per queue and priority.
-const NEXT_DUE_IN: &str = "
+pub(super) const NEXT_DUE_IN: &str = concat!(
+    "
     SELECT min((SELECT min(available_at) FROM jobs
-                WHERE queue = q.name AND priority = p.priority::smallint
-                  AND status IN ('pending', 'leased')))
+                WHERE queue = q.name AND priority = p.priority::smallint AND ",
+    due_rows!(),
+    "))
     FROM unnest($1::text[]) AS q(name) CROSS JOIN generate_series(0, 9) AS p(priority)
-    WHERE NOT EXISTS (SELECT 1 FROM paused_queues WHERE queue = q.name)";
+    WHERE NOT EXISTS (SELECT 1 FROM paused_queues WHERE queue = q.name)"
+);
 
 /// The kept counts (`ddl.rs`) of one queue (`$1`) or of all, summed over their shards: the
 /// jobs' by status and reason and the tombstones' (`pruned_done`, `pruned_dead`), SPEC 3.8.
@@ -59,28 +70,37 @@ pub(super) const COUNTS: &str = "
 /// then expiry — up to `$1`: as many entries as leases expired, however many are held) and
 /// the oldest open job's `enqueued_at` (one `min` over `jobs_open_age` per queue the counts
 /// show open jobs in), of one queue (`$2`) or of all, as of `$1`.
-pub(super) const LEASES_AND_AGE: &str = "
+pub(super) const LEASES_AND_AGE: &str = concat!(
+    "
     SELECT (SELECT coalesce(sum((SELECT count(*) FROM jobs
-                                 WHERE queue = l.queue AND status = 'leased' AND available_at <= $1)), 0)::bigint
+                                 WHERE queue = l.queue AND ",
+    lease_rows!(),
+    " AND available_at <= $1)), 0)::bigint
             FROM (SELECT queue FROM counts
                   WHERE status = 'leased' AND ($2::text IS NULL OR queue = $2)
                   GROUP BY queue HAVING sum(n) > 0) AS l),
-           (SELECT min((SELECT min(enqueued_at) FROM jobs
-                        WHERE queue = q.queue AND status IN ('pending', 'leased')))
+           (SELECT min((SELECT min(enqueued_at) FROM jobs WHERE queue = q.queue AND ",
+    age_rows!(),
+    "))
             FROM (SELECT queue FROM counts
                   WHERE status IN ('pending', 'leased') AND ($2::text IS NULL OR queue = $2)
-                  GROUP BY queue HAVING sum(n) > 0) AS q)";
+                  GROUP BY queue HAVING sum(n) > 0) AS q)"
+);
 
 /// A pruned id's tombstone.
 const TOMBSTONE: &str = "
     SELECT id, queue, digest, status, dead_reason, attempts, ended_at FROM tombstones WHERE id = $1";
 
 /// The leased rows, grouped by holder, in byte order of the name as SQLite sorts it.
-const OWNERS: &str = r#"
+pub(super) const OWNERS: &str = concat!(
+    r#"
     SELECT owner, count(*), count(*) FILTER (WHERE available_at <= $1)
     FROM jobs
-    WHERE status = 'leased'
-    GROUP BY owner ORDER BY owner COLLATE "C""#;
+    WHERE "#,
+    lease_rows!(),
+    r#"
+    GROUP BY owner ORDER BY owner COLLATE "C""#
+);
 
 const HISTORY: &str = "
     SELECT from_status, to_status, attempt, max_attempts, deadline, available_at, redrives,
@@ -89,20 +109,28 @@ const HISTORY: &str = "
 
 /// Pending or leased jobs queue by queue, each in claim's order: `priority`, `available_at`,
 /// then first enqueue — `jobs_due`'s order, as SQLite lists them.
-const LIST_OPEN: &str = "
+pub(super) const LIST_OPEN: &str = concat!(
+    "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
            cap_ms, queue, priority, ended_at, cancel_requested, kind
-    FROM jobs WHERE status IN ('pending', 'leased') AND status = $1
-    ORDER BY queue, priority, available_at, seq LIMIT $2";
+    FROM jobs WHERE ",
+    due_rows!(),
+    " AND status = $1
+    ORDER BY queue, priority, available_at, seq LIMIT $2"
+);
 
 /// Leased jobs in `jobs_leases`' order, `$1` of them (as SQLite's `leases`).
-const LEASES: &str = "
+pub(super) const LEASES: &str = concat!(
+    "
     SELECT id, payload, status, attempts, max_attempts, available_at, deadline, dead_reason,
            redrives, enqueued_at, owner, claimed_at, last_error, last_node, not_before, base_ms,
            cap_ms, queue, priority, ended_at, cancel_requested, kind
-    FROM jobs WHERE status = 'leased'
-    ORDER BY queue, available_at LIMIT $1";
+    FROM jobs WHERE ",
+    lease_rows!(),
+    "
+    ORDER BY queue, available_at LIMIT $1"
+);
 
 /// Done or dead jobs (dead ones only for `$2`'s reason, if any), the most recently enqueued
 /// first: the primary key walked backwards.

@@ -44,6 +44,8 @@ mod reap_tests;
 mod redrive;
 mod retention;
 mod schema;
+#[cfg(test)]
+mod stale_tests;
 mod store;
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@
 
 use super::enqueue::{self, Row, SAME_PAYLOAD, STARTS, TOMBSTONE_DIGEST};
 use super::store::PgQueue;
-use crate::ddl::{APPLICATION_ID, SCHEMA_VERSION};
+use crate::ddl::{APPLICATION_ID, PG_SCHEMA_VERSION as SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::queue::enqueue::{Enqueued, NewJob, ToEnqueue};
 

@@ -9,10 +9,9 @@
 //! changed, a job deleted only by a prune that leaves its tombstone, a job's identity never
 //! changed. The SQL is in `pg/ddl.rs`.
 //!
-//! A schema of version 2 (retryq 1.1, contract 1.1), 3 (contract 1.2 before the operators'
-//! notes) or 4 (1.2 with them, before 1.3's bounded reap) is upgraded to version 5 in place,
+//! A schema of an older version (2, retryq 1.1's, to 7) is upgraded to version 8 in place,
 //! in the one transaction that finds it, under the creation lock: a second connection waits,
-//! then finds version 5. A failure anywhere rolls
+//! then finds version 8. A failure anywhere rolls
 //! the whole upgrade back. The counts `stats` reads (from 2) and the notes (from 2 or 3) are
 //! filled from the rows, in that transaction, once the rows are in place and before the
 //! triggers that keep them exist.
@@ -26,11 +25,11 @@
 //! program's tables into a queue.
 
 use super::ddl::{
-    FILL_COUNTS, OBJECTS_3, PAUSED_6, TABLES_4, UPGRADE_2_TO_3, fill_4, kind_7, objects_4, schema_7,
-    upgrade_4_to_5,
+    FILL_COUNTS, INDEXES_8, OBJECTS_3, PAUSED_6, TABLES_4, UPGRADE_2_TO_3, fill_4, kind_7, objects_4,
+    schema_8, upgrade_4_to_5,
 };
 use super::store::Tx;
-use crate::ddl::{APPLICATION_ID, SCHEMA_VERSION};
+use crate::ddl::{APPLICATION_ID, PG_SCHEMA_VERSION as SCHEMA_VERSION};
 use crate::error::{Error, Result};
 
 /// What the current schema turned out to be.
@@ -54,6 +53,8 @@ const SCHEMA_4: i64 = 4;
 const SCHEMA_5: i64 = 5;
 /// Contract 1.3's whole, before 1.4's job kinds.
 const SCHEMA_6: i64 = 6;
+/// Contract 1.4's, before the marks on the indexes of open jobs.
+const SCHEMA_7: i64 = 7;
 
 /// The current schema, the database's encoding, whether the schema holds `retryq_meta`,
 /// how many relations it holds (tables, views, sequences, indexes…), and which of the
@@ -128,7 +129,7 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     // READ COMMITTED: this statement sees what the connection that held the lock committed.
     match inspect_with(tx, name, beside)? {
         Found::Empty => {
-            tx.batch(&schema_7())?;
+            tx.batch(&schema_8())?;
             tx.execute(MARK, &[&APPLICATION_ID, &SCHEMA_VERSION])?;
         }
         Found::Older(version) => upgrade(tx, version, name)?,
@@ -137,14 +138,14 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     Ok(())
 }
 
-/// Schema `version` (2 to 6) to this build's, inside the caller's transaction, under the
+/// Schema `version` (2 to 7) to this build's, inside the caller's transaction, under the
 /// creation lock: every step or none (`ddl.rs` says what each does).
 fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
-    if ![SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6].contains(&version) {
+    if ![SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_7].contains(&version) {
         return Err(Error::Corrupt(format!("no upgrade from PostgreSQL schema version {version}")));
     }
     let taken: Option<String> = match version {
-        SCHEMA_6 => None,
+        SCHEMA_6 | SCHEMA_7 => None,
         _ => tx.query_one(PAUSED_TAKEN, &[])?.try_get(0)?,
     };
     if let Some(taken) = taken {
@@ -159,16 +160,20 @@ fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
     if version == SCHEMA_2 || version == SCHEMA_3 {
         to_4(tx, version, name)?;
     }
-    if version != SCHEMA_5 && version != SCHEMA_6 {
+    if version < SCHEMA_5 {
         // Four indexes built anew from the open jobs, and the notes' function replaced.
         tx.batch(&upgrade_4_to_5())?;
     }
-    if version != SCHEMA_6 {
+    if version < SCHEMA_6 {
         // Schema 6: the paused queues, none yet.
         tx.batch(PAUSED_6)?;
     }
-    // Schema 7: every job so far has no kind; the tombstones' guard digests the kind too.
-    tx.batch(&kind_7())?;
+    if version < SCHEMA_7 {
+        // Schema 7: every job so far has no kind; the tombstones' guard digests the kind too.
+        tx.batch(&kind_7())?;
+    }
+    // Schema 8: the indexes of open jobs built anew, each with its mark.
+    tx.batch(INDEXES_8)?;
     tx.execute(REMARK, &[&SCHEMA_VERSION])?;
     Ok(())
 }
@@ -277,7 +282,7 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
     if version > SCHEMA_VERSION {
         return Err(Error::NewerSchema { path: name.into(), found: version, supported: SCHEMA_VERSION });
     }
-    if [SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6].contains(&version) {
+    if [SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_7].contains(&version) {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {
@@ -292,7 +297,7 @@ mod tests {
     /// to 4 created, which it replaces).
     #[test]
     fn look_names_every_function_the_schema_creates() {
-        let ddl = super::schema_7();
+        let ddl = super::schema_8();
         let created: std::collections::BTreeSet<&str> = ddl
             .split("CREATE OR REPLACE FUNCTION ")
             .skip(1)
@@ -308,7 +313,7 @@ mod tests {
     /// The relations `TAKEN` names are the ones schema 5 creates.
     #[test]
     fn taken_names_every_relation_the_schema_creates() {
-        let ddl = super::schema_7();
+        let ddl = super::schema_8();
         for word in ["CREATE TABLE ", "CREATE INDEX "] {
             for rest in ddl.split(word).skip(1) {
                 let name = rest.split_whitespace().next().unwrap_or_default();

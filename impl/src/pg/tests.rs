@@ -433,7 +433,7 @@ fn connect_creates_the_schema_once_and_finds_it_again() {
     assert!(!b.name().contains("password"), "{}", b.name());
     let rows = b.raw_query("SELECT application_id, schema_version FROM retryq_meta").expect("meta");
     let mark: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-    assert_eq!(mark, [(crate::APPLICATION_ID, crate::SCHEMA_VERSION)]);
+    assert_eq!(mark, [(crate::APPLICATION_ID, crate::PG_SCHEMA_VERSION)]);
     let sync = b.raw_query("SHOW synchronous_commit").expect("show");
     assert_eq!(sync[0].get::<_, String>(0), "on");
 }
@@ -483,9 +483,9 @@ fn a_foreign_or_newer_schema_is_refused_and_left_as_it_was() {
     let beside = with_search_path(&url, "queue");
     let q = PgQueue::connect(&beside).expect("a schema of its own");
     drop(q);
-    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 8").expect("newer");
+    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 9").expect("newer");
     let err = PgQueue::connect(&beside).err().expect("refused");
-    assert!(matches!(err, Error::NewerSchema { found: 8, supported: 7, .. }), "{err}");
+    assert!(matches!(err, Error::NewerSchema { found: 9, supported: 8, .. }), "{err}");
     admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 1").expect("never written");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("schema version 1")), "{err}");

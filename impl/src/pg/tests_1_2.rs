@@ -553,7 +553,7 @@ fn a_schema_2_database_is_upgraded_in_place() {
     let mut q = PgQueue::connect(&old).expect("upgraded");
     assert_eq!(catalog(&q), want, "an upgraded schema is a created one");
     let version: i64 = q.raw_query("SELECT schema_version FROM retryq_meta").expect("meta")[0].get(0);
-    assert_eq!(version, crate::SCHEMA_VERSION);
+    assert_eq!(version, crate::PG_SCHEMA_VERSION);
     let history_after: i64 = q.raw_query("SELECT count(*) FROM history").expect("count")[0].get(0);
     assert_eq!(history_after, history_before, "the upgrade is not a transition");
     for (id, status, ended_at) in [

@@ -26,7 +26,10 @@ fn job<'a>(id: &'a str, queue: &'a str, now: u64) -> NewJob<'a> {
 pub(super) fn plan(q: &PgQueue, sql: &str, args: &str) -> String {
     q.raw(&format!("PREPARE probe AS {sql}")).expect("prepare");
     let lines: Vec<String> = q
-        .raw_query(&format!("EXPLAIN EXECUTE probe({args})"))
+        .raw_query(&match args {
+            "" => "EXPLAIN EXECUTE probe".to_string(),
+            _ => format!("EXPLAIN EXECUTE probe({args})"),
+        })
         .expect("explain")
         .iter()
         .map(|row| row.get(0))
