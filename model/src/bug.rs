@@ -262,11 +262,13 @@ pub enum Bug {
     PauseLostOnRestart,
     /// `stats`' `paused_queues` counts only paused names some job carries.
     StatsPausedCountsJobs,
+    /// `resume` of one queue resumes every paused queue.
+    ResumeResumesAll,
 }
 
 impl Bug {
     /// Every seeded bug, in the order `--list-bugs` shows them.
-    pub const ALL: [Bug; 98] = [
+    pub const ALL: [Bug; 99] = [
         Bug::RollbackAttemptOnCrash,
         Bug::ExtendDeadlineOnRetry,
         Bug::RetryAtDeadline,
@@ -365,6 +367,7 @@ impl Bug {
         Bug::RunNowPastDeadline,
         Bug::PauseLostOnRestart,
         Bug::StatsPausedCountsJobs,
+        Bug::ResumeResumesAll,
     ];
 
     /// The name `--bug` takes.
@@ -468,6 +471,7 @@ impl Bug {
             Bug::RunNowPastDeadline => "run-now-past-deadline",
             Bug::PauseLostOnRestart => "pause-lost-on-restart",
             Bug::StatsPausedCountsJobs => "stats-paused-counts-jobs",
+            Bug::ResumeResumesAll => "resume-resumes-all",
         }
     }
 
@@ -590,6 +594,7 @@ impl Bug {
             Bug::RunNowPastDeadline => "run_now makes a pending job at or past its deadline due",
             Bug::PauseLostOnRestart => "a pause is kept in memory only: a restart resumes every queue",
             Bug::StatsPausedCountsJobs => "stats counts only the paused queues some job carries",
+            Bug::ResumeResumesAll => "a resume of one queue resumes every paused queue",
         }
     }
 
@@ -700,6 +705,7 @@ impl Bug {
                 | Bug::ReapSkipsPaused
                 | Bug::PauseLostOnRestart
                 | Bug::StatsPausedCountsJobs
+                | Bug::ResumeResumesAll
         )
     }
 

@@ -110,6 +110,7 @@ impl Bug {
             Bug::RunNowPastDeadline => RUN_NOW_RULE,
             Bug::PauseLostOnRestart => RESTART_KEEPS_ALL,
             Bug::StatsPausedCountsJobs => READS_RULE,
+            Bug::ResumeResumesAll => PAUSE_RULE,
         }
     }
 }

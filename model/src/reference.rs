@@ -971,6 +971,9 @@ impl Store {
     fn resume(&mut self, queue: &str, now: u64) -> Result<Reply, Failure> {
         validate::queue("queue", queue)?;
         validate::int("now", now)?;
+        if self.bug(Bug::ResumeResumesAll) {
+            self.paused.clear();
+        }
         self.paused.retain(|(name, _)| **name != *queue);
         Ok(Reply::Resumed)
     }

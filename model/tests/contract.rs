@@ -181,6 +181,20 @@ fn every_seeded_bug_is_caught_by_its_property() {
     }
 }
 
+/// Every property that must always hold is the one some seeded bug is caught by: a property
+/// no bug breaks is a check never seen to fail (mutation testing found `3.16 pause and 3.17
+/// resume` so: with its rule's flag made zero, nothing failed).
+#[test]
+fn every_always_property_catches_a_seeded_bug() {
+    let catching: Vec<&str> = Bug::ALL.into_iter().map(Bug::caught_by).collect();
+    let idle: Vec<&str> = retryq_model::properties::all()
+        .into_iter()
+        .filter(|check| check.kind == Kind::Always && !catching.contains(&check.name))
+        .map(|check| check.name)
+        .collect();
+    assert!(idle.is_empty(), "no seeded bug is caught by {idle:?}");
+}
+
 /// The checker tells worlds apart by their hash; `World`'s equality must say the same of every
 /// pair, or a state would be merged with one it differs from (or kept twice). Compared over
 /// every pair of the worlds within three steps of each scene's start.
