@@ -165,9 +165,8 @@ pub(super) const REAP_DUE: &str = concat!(
 /// The claimable jobs of the queues `$Q` (a `text[]`) in claim's order — `priority`, then
 /// `available_at`, then first enqueue (SPEC 3.3.2) — at most `$N` of them: for each queue
 /// and each of the ten priorities, one walk of `jobs_due` ([`due_rows`], its mark stated)
-/// from its start, taking the first
-/// `$N` rows that are due and in budget (what a reap left; see the module's doc) and have no
-/// cancel request; then the best `$N` of those few. So a pick costs ten index seeks per
+/// from its start, taking the first `$N` rows that are due and in budget (what a reap left;
+/// see the module's doc) and have no cancel request; then the best `$N` of those few. So a pick costs ten index seeks per
 /// queue served, whatever the number of jobs, and a queue not served is never read, nor a
 /// paused one (SPEC 3.3.2, 3.16: one key lookup each in `paused_queues`, in the pick's own
 /// statement rather than a round trip before it).

@@ -55,6 +55,8 @@ const SCHEMA_5: i64 = 5;
 const SCHEMA_6: i64 = 6;
 /// Contract 1.4's, before the marks on the indexes of open jobs.
 const SCHEMA_7: i64 = 7;
+/// Every older version this build upgrades.
+const OLDER: [i64; 6] = [SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_7];
 
 /// The current schema, the database's encoding, whether the schema holds `retryq_meta`,
 /// how many relations it holds (tables, views, sequences, indexes…), and which of the
@@ -141,7 +143,7 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
 /// Schema `version` (2 to 7) to this build's, inside the caller's transaction, under the
 /// creation lock: every step or none (`ddl.rs` says what each does).
 fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
-    if ![SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_7].contains(&version) {
+    if !OLDER.contains(&version) {
         return Err(Error::Corrupt(format!("no upgrade from PostgreSQL schema version {version}")));
     }
     let taken: Option<String> = match version {
@@ -282,7 +284,7 @@ fn inspect_with(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<Found> {
     if version > SCHEMA_VERSION {
         return Err(Error::NewerSchema { path: name.into(), found: version, supported: SCHEMA_VERSION });
     }
-    if [SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_7].contains(&version) {
+    if OLDER.contains(&version) {
         return Ok(Found::Older(version));
     }
     if version < SCHEMA_VERSION {

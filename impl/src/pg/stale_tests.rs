@@ -111,17 +111,7 @@ fn a_schema_7_database_gets_its_marks_in_place() {
     let Some((url, fresh)) = pg_at("a_schema_7_database_gets_its_marks_in_place") else { return };
     let want = super::tests_1_2::catalog(&fresh);
     drop(fresh);
-    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
-    admin.batch_execute("CREATE SCHEMA seven").expect("schema");
-    let seven = super::tests::with_search_path(&url, "seven");
-    let mut client = postgres::Client::connect(&seven, postgres::NoTls).expect("client");
-    client.batch_execute(&super::ddl::schema_7()).expect("schema 7");
-    client
-        .execute(
-            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 7)",
-            &[&crate::APPLICATION_ID],
-        )
-        .expect("mark");
+    let (seven, mut client) = super::tests::older_schema(&url, "seven", &super::ddl::schema_7(), 7);
     client
         .batch_execute(
             "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,

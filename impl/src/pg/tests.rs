@@ -579,6 +579,23 @@ pub(super) fn with_search_path(url: &str, schema: &str) -> String {
     format!("{url}{join}options=-c%20search_path%3D{schema}")
 }
 
+/// A retryq schema as an older build left it: `ddl` run in a schema of its own, `name`, of the
+/// database at `url`, and marked `version`. Its URL, and a client on it to add rows with.
+pub(super) fn older_schema(url: &str, name: &str, ddl: &str, version: i64) -> (String, postgres::Client) {
+    let mut admin = postgres::Client::connect(url, postgres::NoTls).expect("admin");
+    admin.batch_execute(&format!("CREATE SCHEMA {name}")).expect("schema");
+    let older = with_search_path(url, name);
+    let mut client = postgres::Client::connect(&older, postgres::NoTls).expect("client");
+    client.batch_execute(ddl).expect("the older schema");
+    client
+        .execute(
+            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, $2)",
+            &[&crate::APPLICATION_ID, &version],
+        )
+        .expect("mark");
+    (older, client)
+}
+
 /// Eight connections claim and complete 200 jobs at once: each job is done exactly once, on
 /// its first attempt, and the history audits clean.
 #[test]

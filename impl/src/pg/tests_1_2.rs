@@ -520,18 +520,8 @@ fn a_schema_2_database_is_upgraded_in_place() {
     let Some((url, fresh)) = pg_at("a_schema_2_database_is_upgraded_in_place") else { return };
     let want = catalog(&fresh);
     drop(fresh);
-    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
-    admin.batch_execute("CREATE SCHEMA two").expect("schema");
     // Not "old": the catalog strips the schema's name and a dot, and `old.` is in the triggers.
-    let old = super::tests::with_search_path(&url, "two");
-    let mut client = postgres::Client::connect(&old, postgres::NoTls).expect("client");
-    client.batch_execute(SCHEMA_2).expect("schema 2");
-    client
-        .execute(
-            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 2)",
-            &[&crate::APPLICATION_ID],
-        )
-        .expect("mark");
+    let (old, mut client) = super::tests::older_schema(&url, "two", SCHEMA_2, 2);
     // Rows as retryq 1.1 wrote them: pending, leased, done, dead; the triggers record each.
     client
         .batch_execute(
@@ -599,16 +589,7 @@ fn a_schema_2_database_is_upgraded_in_place() {
     assert_eq!(catalog(&c), want, "found at version 5, left as it is");
     // A second schema 2 database: connect_existing upgrades it too, and only one of several
     // connects at once does.
-    admin.batch_execute("CREATE SCHEMA two_b").expect("schema");
-    let old2 = super::tests::with_search_path(&url, "two_b");
-    let mut client = postgres::Client::connect(&old2, postgres::NoTls).expect("client");
-    client.batch_execute(SCHEMA_2).expect("schema 2");
-    client
-        .execute(
-            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 2)",
-            &[&crate::APPLICATION_ID],
-        )
-        .expect("mark");
+    let (old2, _client) = super::tests::older_schema(&url, "two_b", SCHEMA_2, 2);
     let threads: Vec<_> = (0..4)
         .map(|i| {
             let url = old2.clone();

@@ -42,17 +42,7 @@ fn a_schema_3_database_is_upgraded_in_place() {
     let Some((url, fresh)) = pg_at("a_schema_3_database_is_upgraded_in_place") else { return };
     let want = super::tests_1_2::catalog(&fresh);
     drop(fresh);
-    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
-    admin.batch_execute("CREATE SCHEMA three").expect("schema");
-    let three = super::tests::with_search_path(&url, "three");
-    let mut client = postgres::Client::connect(&three, postgres::NoTls).expect("client");
-    client.batch_execute(&schema_3()).expect("schema 3");
-    client
-        .execute(
-            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 3)",
-            &[&crate::APPLICATION_ID],
-        )
-        .expect("mark");
+    let (three, mut client) = super::tests::older_schema(&url, "three", &schema_3(), 3);
     // d: done by its report; r: its lease expired and was claimed again, still held; x: its
     // last attempt's lease expired and it was reaped; c: held, heartbeaten, with a cancel
     // request; p: a pending job cancelled; t: done, then pruned.
@@ -130,17 +120,7 @@ fn a_schema_4_database_is_upgraded_in_place() {
     let Some((url, fresh)) = pg_at("a_schema_4_database_is_upgraded_in_place") else { return };
     let want = super::tests_1_2::catalog(&fresh);
     drop(fresh);
-    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
-    admin.batch_execute("CREATE SCHEMA four").expect("schema");
-    let four = super::tests::with_search_path(&url, "four");
-    let mut client = postgres::Client::connect(&four, postgres::NoTls).expect("client");
-    client.batch_execute(&schema_4()).expect("schema 4");
-    client
-        .execute(
-            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 4)",
-            &[&crate::APPLICATION_ID],
-        )
-        .expect("mark");
+    let (four, mut client) = super::tests::older_schema(&url, "four", &schema_4(), 4);
     // Thirty jobs past their deadlines at 100, and one leased on its last attempt, by schema
     // 4's triggers.
     client
@@ -192,17 +172,7 @@ fn a_schema_6_database_keeps_its_tallies_under_no_kind() {
     let Some((url, fresh)) = pg_at("a_schema_6_database_keeps_its_tallies_under_no_kind") else { return };
     let want = super::tests_1_2::catalog(&fresh);
     drop(fresh);
-    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
-    admin.batch_execute("CREATE SCHEMA six").expect("schema");
-    let six = super::tests::with_search_path(&url, "six");
-    let mut client = postgres::Client::connect(&six, postgres::NoTls).expect("client");
-    client.batch_execute(&schema_6()).expect("schema 6");
-    client
-        .execute(
-            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 6)",
-            &[&crate::APPLICATION_ID],
-        )
-        .expect("mark");
+    let (six, mut client) = super::tests::older_schema(&url, "six", &schema_6(), 6);
     client
         .batch_execute(
             "INSERT INTO jobs (id, payload, status, attempts, max_attempts, available_at, deadline, redrives,
@@ -379,17 +349,7 @@ fn a_forget_waits_for_a_pruned_jobs_records() {
 fn a_name_schema_4_adds_held_by_the_application_refuses_the_upgrade() {
     let Some((url, fresh)) = pg_at("a_name_schema_4_adds_held_by_the_application") else { return };
     drop(fresh);
-    let mut admin = postgres::Client::connect(&url, postgres::NoTls).expect("admin");
-    admin.batch_execute("CREATE SCHEMA three").expect("schema");
-    let three = super::tests::with_search_path(&url, "three");
-    let mut client = postgres::Client::connect(&three, postgres::NoTls).expect("client");
-    client.batch_execute(&schema_3()).expect("schema 3");
-    client
-        .execute(
-            "INSERT INTO retryq_meta (application_id, schema_version) VALUES ($1, 3)",
-            &[&crate::APPLICATION_ID],
-        )
-        .expect("mark");
+    let (three, mut client) = super::tests::older_schema(&url, "three", &schema_3(), 3);
     client.batch_execute("CREATE TABLE attempts (order_id bigint, tries int)").expect("the application's");
     let err = PgQueue::connect(&three).err().expect("refused");
     assert!(err.to_string().contains("already has relations named attempts, which schema 4 adds"), "{err}");
