@@ -224,6 +224,13 @@ pub trait Backend: Send + ServerTime {
     fn path(&self) -> Option<&std::path::Path> {
         None
     }
+    /// A second connection to the same store, with this one's settings, clock and jitter,
+    /// for work that may run beside this connection's: a worker commits its outcomes on it
+    /// while it claims on this one. `None` where a second connection would only wait for the
+    /// first — SQLite, whose writers take turns on one file.
+    fn another(&self) -> Result<Option<Box<dyn Backend>>> {
+        Ok(None)
+    }
 }
 
 /// A store borrowed mutably, whatever holds it: a store itself (`&mut queue`), the

@@ -49,6 +49,7 @@
 mod cgroup;
 mod clock;
 mod code_list;
+mod committer;
 mod config;
 mod dbfile;
 mod descendants;

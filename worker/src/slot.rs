@@ -46,6 +46,8 @@ pub(crate) enum Event {
     Finished(Box<Finished>),
     /// The store says a job of a queue this worker serves may have become due: claim now.
     Wake,
+    /// The committer's answer to the group commit under way (`committer.rs`).
+    Committed(Box<crate::committer::Answer>),
 }
 
 /// What one attempt came to, for the store thread to record.

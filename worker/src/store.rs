@@ -10,7 +10,12 @@
 //! ([`Queue::next_due_in`]), at most
 //! [`Config::max_sleep`], never less than a millisecond, and wakes early for an outcome.
 //!
-//! Everything the process does to the store happens here, in one place and one order,
+//! A store that gives a second connection ([`Backend::another`]: PostgreSQL) has the group
+//! commits run on it by the committer (`committer.rs`), one at a time, so that the next claim
+//! is made while they commit; which outcomes are sent, when, and what each answer means is
+//! still decided here alone.
+//!
+//! Everything else the process does to the store happens here, in one place and one order,
 //! heartbeats included: every third of the lease ([`Config::heartbeat_every`]) each attempt
 //! in flight has its lease renewed ([`Queue::heartbeat`], SPEC 3.12), so that an attempt may
 //! run longer than its lease and a crash is still recovered one lease after it. The
@@ -47,6 +52,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::clock::CLOCK_WATCH;
 use crate::clock::{Clock, ClockError};
+use crate::committer::{Answer, Sent};
 use crate::config::{Config, PRUNE_BATCH, PRUNE_EVERY};
 use crate::dbfile::DbFile;
 use crate::fsize::{describe_limit, file_size_limit_hit};
@@ -101,8 +107,15 @@ pub(crate) struct Store<'a> {
     /// The store failing for a passing reason, if it is.
     pub(crate) outage: Outage,
     /// Outcomes not committed yet: their group commit failed for a passing reason (and may
-    /// have committed after all), or could not be stamped with the store's clock.
+    /// have committed after all), or could not be stamped with the store's clock, or waits
+    /// for the one under way on the committer.
     pub(crate) waiting: Vec<Outcome>,
+    /// Where group commits are sent to run beside the claims (`committer.rs`), when the store
+    /// gave a second connection; `None` commits them here.
+    pub(crate) committer: Option<Sender<Vec<Sent>>>,
+    /// The outcomes of the group commit under way on the committer: at most one at a time,
+    /// so that each outcome is sent again only after its last try answered.
+    pub(crate) committing: Vec<Outcome>,
     /// When the store's clock was last read ([`CLOCK_WATCH`]).
     pub(crate) clock_read_at: Instant,
     /// When to prune next, with retention ([`Config::retain`]).
@@ -149,7 +162,7 @@ impl Store<'_> {
             }
             let events: Vec<Event> = self.done.try_iter().collect();
             for event in events {
-                self.arrive(event, &mut arrived);
+                self.arrive(event, &mut arrived)?;
             }
             if !arrived.is_empty() || !self.waiting.is_empty() {
                 self.record(std::mem::take(&mut arrived))?;
@@ -163,7 +176,8 @@ impl Store<'_> {
             {
                 return Ok(());
             }
-            if self.busy() == 0 {
+            // With a commit under way, its answer is waited for below, as an attempt's is.
+            if self.busy() == 0 && self.committing.is_empty() {
                 if self.waiting.is_empty()
                     && let Some(why) = self.unusable.take()
                 {
@@ -180,7 +194,7 @@ impl Store<'_> {
             }
             let wait = self.wake_at(stopping).saturating_duration_since(Instant::now());
             match self.done.recv_timeout(wait) {
-                Ok(event) => self.arrive(event, &mut arrived),
+                Ok(event) => self.arrive(event, &mut arrived)?,
                 Err(RecvTimeoutError::Timeout) => {}
                 // Every slot holds a sender until the store thread is done: not while it runs.
                 Err(RecvTimeoutError::Disconnected) => return Ok(()),
@@ -188,12 +202,20 @@ impl Store<'_> {
         }
     }
 
-    /// An ended attempt joins those to record; a wake-up brings the next claim to now.
-    fn arrive(&mut self, event: Event, arrived: &mut Vec<Finished>) {
+    /// An ended attempt joins those to record; a wake-up brings the next claim to now; the
+    /// committer's answer settles the commit under way.
+    fn arrive(&mut self, event: Event, arrived: &mut Vec<Finished>) -> Result<(), WorkError> {
         match event {
             Event::Finished(finished) => arrived.push(*finished),
             Event::Wake => self.claim_at = Instant::now(),
+            Event::Committed(answer) => {
+                let outcomes = std::mem::take(&mut self.committing);
+                // A retry it committed may be due now.
+                self.claim_at = Instant::now();
+                return self.settle(outcomes, *answer);
+            }
         }
+        Ok(())
     }
 
     /// With attempts in flight, when the loop must look up even if no outcome arrives: the
@@ -563,7 +585,12 @@ impl Store<'_> {
                 return Ok(Claim::Again);
             }
         };
-        if next.is_none() && self.config.until_idle && self.busy() == 0 && self.waiting.is_empty() {
+        if next.is_none()
+            && self.config.until_idle
+            && self.busy() == 0
+            && self.waiting.is_empty()
+            && self.committing.is_empty()
+        {
             info!("idle: no job of the queues served is pending or leased");
             return Ok(Claim::Idle);
         }
@@ -591,6 +618,9 @@ impl Store<'_> {
         let mut unclassified = Vec::new();
         let mut clock_failed: Option<ClockError> = None;
         let mut unusable = None;
+        if !finished.is_empty() {
+            self.claim_at = Instant::now();
+        }
         for f in finished {
             if let Some(slot) = self.slots.get_mut(f.slot) {
                 slot.holds = None;
@@ -632,7 +662,6 @@ impl Store<'_> {
                 }
             }
         }
-        self.claim_at = Instant::now();
         self.commit()?;
         for (job, error) in unclassified {
             self.note(&job.lease, job.lease_until, &error)?;
@@ -686,12 +715,31 @@ impl Store<'_> {
         Ok(true)
     }
 
-    /// The group commit: one transaction for every waiting outcome; each is logged only once
-    /// it is committed, with what the store made of it. A passing failure keeps them all
-    /// waiting, in doubt, for the next try.
+    /// The group commit: one transaction for every waiting outcome, sent to the committer
+    /// when there is one (and none is under way there), else run here; each is logged only
+    /// once it is committed, with what the store made of it ([`Store::settle`]).
     fn commit(&mut self) -> Result<(), WorkError> {
-        if self.waiting.is_empty() || !self.stamp()? || self.waiting.is_empty() {
+        if !self.committing.is_empty() || self.waiting.is_empty() || !self.stamp()? || self.waiting.is_empty()
+        {
             return Ok(());
+        }
+        if let Some(committer) = &self.committer {
+            let batch = self
+                .waiting
+                .iter()
+                .map(|o| Sent {
+                    lease: o.lease.clone(),
+                    report: o.report.clone(),
+                    now: o.now.unwrap_or(o.after),
+                    jitter: o.jitter,
+                })
+                .collect();
+            if committer.send(batch).is_ok() {
+                self.committing = std::mem::take(&mut self.waiting);
+                return Ok(());
+            }
+            // The committer is gone (it is not, while the store runs): commit here from now on.
+            self.committer = None;
         }
         let completions: Vec<Completion<'_>> = self
             .waiting
@@ -703,21 +751,32 @@ impl Store<'_> {
                 jitter: o.jitter,
             })
             .collect();
-        let results = self.queue.complete_batch(&completions);
+        let answer = self.queue.complete_batch(&completions);
         drop(completions);
-        let results = match results {
+        let outcomes = std::mem::take(&mut self.waiting);
+        self.settle(outcomes, answer)
+    }
+
+    /// What the store answered to the group commit of `outcomes`: each committed one is
+    /// logged and counted. A passing failure puts them all back in front of the waiting
+    /// ones, in doubt, for the next try; any other failure records none of them.
+    fn settle(&mut self, outcomes: Vec<Outcome>, answer: Answer) -> Result<(), WorkError> {
+        let results = match answer {
             Ok(results) => results,
             Err(e) if e.is_transient() => {
                 // It may have committed: the resend, or the history, will say.
-                for o in &mut self.waiting {
+                let mut again = outcomes;
+                for o in &mut again {
                     o.in_doubt = true;
                     debug!(job = %o.lease.id, attempt = o.lease.attempt, error = %e, "commit failed; the outcome waits to be sent again");
                 }
+                again.append(&mut self.waiting);
+                self.waiting = again;
                 return self.pause_or_fail("commit", e);
             }
             Err(e) => {
                 // Nothing of this try is stored: none of it is reported as recorded.
-                for o in &self.waiting {
+                for o in &outcomes {
                     self.summary.unrecorded += 1;
                     warn!(
                         job = %o.lease.id, attempt = o.lease.attempt, outcome = "not_recorded", error = %e,
@@ -725,13 +784,11 @@ impl Store<'_> {
                         "attempt not recorded: the store failed; the job waits for its lease"
                     );
                 }
-                self.waiting.clear();
                 return self.pause_or_fail("commit", e);
             }
         };
         self.outage.answered();
         self.summary.writes += 1;
-        let outcomes = std::mem::take(&mut self.waiting);
         debug!(outcomes = outcomes.len(), "committed");
         for (o, result) in outcomes.into_iter().zip(results) {
             let result = match result {

@@ -14,9 +14,10 @@ use std::thread;
 use std::time::Instant;
 
 use retryq::Backend;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
+use crate::committer;
 use crate::config::{Config, ConfigError};
 use crate::outage::Outage;
 use crate::outcome::{Summary, WorkError};
@@ -100,7 +101,8 @@ pub fn work_with_clock(
 ///
 /// One thread, this one, owns the queue (`store.rs`): it claims for all free slots in one
 /// transaction, and commits the outcomes that arrive together in one transaction, logging
-/// each only once it is committed. Each attempt is still one claim, fenced by (worker,
+/// each only once it is committed — on a second connection of the store's, beside the
+/// claims, where it gives one ([`Backend::another`]). Each attempt is still one claim, fenced by (worker,
 /// attempt), with its own [`Window`]; a crash loses at most the outcomes not yet committed,
 /// and their jobs wait for their leases with the attempt spent. A stop claims nothing more
 /// and returns once the attempts in flight are recorded. On a failure that ends the loop,
@@ -156,6 +158,14 @@ pub fn work_in_slots<T: Transport + Send>(
             "enqueues a job each period"
         );
     }
+    // Made once the settings and the session's name are set: it has them too.
+    let another = match queue.another() {
+        Ok(another) => another,
+        Err(e) => {
+            warn!(error = %e, "cannot open a second connection: outcomes are committed between the claims");
+            None
+        }
+    };
     stop.interrupt_with(queue.interrupter());
     let (done_tx, done_rx) = mpsc::channel();
     let listener = listen(&*queue, config, stop, done_tx.clone());
@@ -171,6 +181,19 @@ pub fn work_in_slots<T: Transport + Send>(
                 .map_err(WorkError::Thread)?;
             slots.push(Slot { jobs: jobs_tx, holds: None });
         }
+        // Ends once the store thread drops its end, after its last commit's answer.
+        let committer = match another {
+            Some(mut another) => {
+                let (batches_tx, batches_rx) = mpsc::channel();
+                let answers = done_tx.clone();
+                thread::Builder::new()
+                    .name("retryq-commit".into())
+                    .spawn_scoped(scope, move || committer::run(&mut *another, &batches_rx, &answers))
+                    .map_err(WorkError::Thread)?;
+                Some(batches_tx)
+            }
+            None => None,
+        };
         drop(done_tx);
         let jitter = queue.jitter();
         let mut store = Store {
@@ -186,6 +209,8 @@ pub fn work_in_slots<T: Transport + Send>(
             claim_at: Instant::now(),
             outage: Outage::default(),
             waiting: Vec::new(),
+            committer,
+            committing: Vec::new(),
             clock_read_at: Instant::now(),
             prune_at: Instant::now(),
             unusable: None,

@@ -39,6 +39,9 @@ impl Backend for PgQueue {
     fn listen(&self, wake: crate::Wake) -> std::io::Result<Option<crate::Listener>> {
         PgQueue::listen(self, wake).map(Some)
     }
+    fn another(&self) -> Result<Option<Box<dyn Backend>>> {
+        Ok(Some(Box::new(PgQueue::another(self)?)))
+    }
     fn settings(&self) -> Settings {
         PgQueue::settings(self)
     }

@@ -224,6 +224,23 @@ impl PgQueue {
         })
     }
 
+    /// Another connection to the same database, as this one is now: its settings, its
+    /// session's name, and the clock and jitter its operations read. The schema was looked
+    /// at when this one connected.
+    pub fn another(&self) -> Result<PgQueue> {
+        let cancel = Arc::new(Mutex::new(None));
+        let conn = Conn::open(&self.config, &self.tls, &cancel)?;
+        Ok(PgQueue {
+            conn: RefCell::new(conn),
+            config: self.config.clone(),
+            tls: self.tls.clone(),
+            cancel,
+            name: self.name.clone(),
+            settings: self.settings,
+            sources: self.sources.clone(),
+        })
+    }
+
     /// Names this connection, and every one opened after it, `identity` in
     /// `pg_stat_activity` (its `application_name`; the server keeps 63 bytes of it).
     pub fn set_identity(&mut self, identity: &str) -> Result<()> {

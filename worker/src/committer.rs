@@ -1,0 +1,43 @@
+//! The committer: a thread with a second connection of its own ([`Backend::another`]) on
+//! which the store thread's group commits run, so that a worker's next claim is made while
+//! its last outcomes commit.
+//!
+//! On PostgreSQL one connection is one server process: with claims and commits on one
+//! connection, a worker keeps one core of the server busy at a time, and its jobs wait for
+//! two commits a round where the server could run both at once. The store thread still
+//! decides everything — what to send, when, and what each answer means (`store.rs`); the
+//! committer only runs [`Backend::complete_batch`] on what it is sent, one batch at a time,
+//! and sends the store's answer back as an [`Event::Committed`]. A store that has no second
+//! connection to give (SQLite: one writer at a time) commits on the store thread, as before.
+
+use std::sync::mpsc::{Receiver, Sender};
+
+use retryq::{Backend, Completed, Completion, Lease, Report};
+
+use crate::slot::Event;
+
+/// One outcome of a group commit, as the committer sends it: what [`Completion`] borrows.
+pub(crate) struct Sent {
+    pub(crate) lease: Lease,
+    pub(crate) report: Report,
+    pub(crate) now: u64,
+    pub(crate) jitter: f64,
+}
+
+/// The store's answer to one group commit: one result per outcome, in the order sent.
+pub(crate) type Answer = retryq::Result<Vec<retryq::Result<Completed>>>;
+
+/// Runs each batch `batches` brings on `store`, one after another, and sends each answer to
+/// the store thread; returns once the store thread drops its end (or can hear no answer).
+pub(crate) fn run(store: &mut dyn Backend, batches: &Receiver<Vec<Sent>>, answers: &Sender<Event>) {
+    for batch in batches {
+        let completions: Vec<Completion<'_>> = batch
+            .iter()
+            .map(|s| Completion { lease: &s.lease, report: s.report.clone(), now: s.now, jitter: s.jitter })
+            .collect();
+        let answer = store.complete_batch(&completions);
+        if answers.send(Event::Committed(Box::new(answer))).is_err() {
+            return;
+        }
+    }
+}
