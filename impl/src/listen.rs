@@ -15,9 +15,7 @@
 //!   a job due from any other: a worker looks, and finds nothing, at most once per burst of
 //!   commits. Elsewhere there is no listener.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// Called when a job may have become due: with its queue where the store can tell, else
@@ -27,32 +25,53 @@ pub type Wake = Arc<dyn Fn(Option<&str>) + Send + Sync>;
 /// How often a listener's thread looks whether it was dropped.
 pub(crate) const LOOK: Duration = Duration::from_millis(200);
 
-/// A listener's thread, stopped and joined when this is dropped.
+/// A listener's thread: stopped when this is dropped. The drop does not wait for the thread,
+/// which may be in the middle of a look of up to [`LOOK`] (a worker would return that much
+/// later); no wake is called once the drop returned, and the thread ends, closing what it
+/// holds, at its next look.
 pub struct Listener {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    stopped: Arc<Mutex<bool>>,
+}
+
+/// What a listener's thread is given: whether its listener was dropped, and its wake, called
+/// only while it was not.
+pub(crate) struct Lookout {
+    stopped: Arc<Mutex<bool>>,
+    wake: Wake,
+}
+
+impl Lookout {
+    pub(crate) fn stopped(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Calls the wake unless the listener was dropped; a drop waits for a wake under way.
+    pub(crate) fn wake(&self, queue: Option<&str>) {
+        let stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*stopped {
+            (self.wake)(queue);
+        }
+    }
 }
 
 impl Listener {
     /// Runs `watch` on a thread named `name` until the listener is dropped; `watch` returns
-    /// once the flag it is given is set (looking at least every [`LOOK`]).
+    /// once its lookout says so (looking at least every [`LOOK`]), and wakes through it.
     pub(crate) fn spawn(
         name: &str,
-        watch: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
+        wake: Wake,
+        watch: impl FnOnce(Lookout) + Send + 'static,
     ) -> std::io::Result<Listener> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new().name(name.into()).spawn(move || watch(flag))?;
-        Ok(Listener { stop, thread: Some(thread) })
+        let stopped = Arc::new(Mutex::new(false));
+        let lookout = Lookout { stopped: Arc::clone(&stopped), wake };
+        std::thread::Builder::new().name(name.into()).spawn(move || watch(lookout))?;
+        Ok(Listener { stopped })
     }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
     }
 }
 
@@ -76,10 +95,10 @@ pub(crate) fn sqlite(path: &std::path::Path, wake: Wake) -> std::io::Result<Opti
     log.extend_from_slice(b"-wal");
     let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)?;
     inotify::add_watch(&fd, dir, inotify::WatchFlags::MODIFY)?;
-    let listener = Listener::spawn("retryq-listen", move |stop| {
+    let listener = Listener::spawn("retryq-listen", wake, move |lookout| {
         let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
         let look = Timespec { tv_sec: 0, tv_nsec: i64::from(LOOK.subsec_nanos()) };
-        while !stop.load(Ordering::SeqCst) {
+        while !lookout.stopped() {
             let mut fds = [PollFd::new(&fd, PollFlags::IN)];
             if poll(&mut fds, Some(&look)).is_err() {
                 return;
@@ -91,7 +110,7 @@ pub(crate) fn sqlite(path: &std::path::Path, wake: Wake) -> std::io::Result<Opti
                 written |= named.is_some_and(|n| n == log.as_slice() || n == file.as_slice());
             }
             if written {
-                wake(None);
+                lookout.wake(None);
             }
         }
     })?;

@@ -448,16 +448,15 @@ impl PgQueue {
             Ok(client)
         };
         let first = listening().map_err(std::io::Error::other)?;
-        crate::Listener::spawn("retryq-listen", move |stop| {
+        crate::Listener::spawn("retryq-listen", wake, move |lookout| {
             use postgres::fallible_iterator::FallibleIterator;
-            let stopped = || stop.load(std::sync::atomic::Ordering::SeqCst);
             let mut client = Some(first);
-            while !stopped() {
+            while !lookout.stopped() {
                 let Some(open) = client.as_mut() else {
                     std::thread::sleep(Duration::from_secs(1));
                     client = listening().ok();
                     if client.is_some() {
-                        wake(None);
+                        lookout.wake(None);
                     }
                     continue;
                 };
@@ -466,7 +465,7 @@ impl PgQueue {
                     let mut heard = notes.timeout_iter(crate::listen::LOOK);
                     loop {
                         match heard.next() {
-                            Ok(Some(note)) => wake(Some(note.payload())),
+                            Ok(Some(note)) => lookout.wake(Some(note.payload())),
                             Ok(None) => break false,
                             Err(_) => break true,
                         }
