@@ -104,11 +104,11 @@ const SCALE_OPS: [&str; 26] = [
     "reap of 1% overdue",
     "prune of 1%",
     "prune_at_most of 100",
-    "upgrade, schema 4 → 5",
+    "upgrade from schema 4",
     "import: enqueue_bulk of 1000 jobs",
     "import: enqueue --file of 500 lines",
     "audit, schema 3, before its upgrade",
-    "upgrade, schema 3 → 5",
+    "upgrade from schema 3",
 ];
 
 /// `retryq bench --scale --quick --json` on both stores: every size of every store filled as

@@ -314,7 +314,7 @@ impl Bench<'_> {
         store: Store,
         stopped: &dyn Fn() -> Result<(), BenchError>,
     ) -> Result<Op, BenchError> {
-        let name = "upgrade, schema 4 → 5";
+        let name = "upgrade from schema 4";
         let jobs = match store {
             Store::Sqlite => old::sqlite_to_4(Path::new(db))?,
             Store::Postgres => old::pg_to_4(db)?,
@@ -515,7 +515,7 @@ impl Bench<'_> {
                 &none,
             )?);
             (self.progress)("  its upgrade");
-            let mut upgrade = self.step(&db, StepOp::Upgrade, 1, &["upgrade, schema 3 → 5"], &none)?;
+            let mut upgrade = self.step(&db, StepOp::Upgrade, 1, &["upgrade from schema 3"], &none)?;
             for op in &mut upgrade {
                 // The open is the operation; it touched every job of the file.
                 per_job(op, mix.n + old::FIXTURE_JOBS);
