@@ -12,7 +12,7 @@
 
 use std::sync::mpsc::{Receiver, Sender};
 
-use retryq::{Backend, Completed, Completion, Lease, Report};
+use retryq::{Backend, Completion, Lease, Report};
 
 use crate::slot::Event;
 
@@ -23,9 +23,6 @@ pub(crate) struct Sent {
     pub(crate) now: u64,
     pub(crate) jitter: f64,
 }
-
-/// The store's answer to one group commit: one result per outcome, in the order sent.
-pub(crate) type Answer = retryq::Result<Vec<retryq::Result<Completed>>>;
 
 /// Runs each batch `batches` brings on `store`, one after another, and sends each answer to
 /// the store thread; returns once the store thread drops its end (or can hear no answer).

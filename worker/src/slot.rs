@@ -47,8 +47,11 @@ pub(crate) enum Event {
     /// The store says a job of a queue this worker serves may have become due: claim now.
     Wake,
     /// The committer's answer to the group commit under way (`committer.rs`).
-    Committed(Box<crate::committer::Answer>),
+    Committed(Box<Answer>),
 }
+
+/// The store's answer to one group commit: one result per outcome, in the order sent.
+pub(crate) type Answer = retryq::Result<Vec<retryq::Result<retryq::Completed>>>;
 
 /// What one attempt came to, for the store thread to record.
 pub(crate) struct Finished {

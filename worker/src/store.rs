@@ -52,14 +52,14 @@ use tracing::{debug, error, info, warn};
 
 use crate::clock::CLOCK_WATCH;
 use crate::clock::{Clock, ClockError};
-use crate::committer::{Answer, Sent};
+use crate::committer::Sent;
 use crate::config::{Config, PRUNE_BATCH, PRUNE_EVERY};
 use crate::dbfile::DbFile;
 use crate::fsize::{describe_limit, file_size_limit_hit};
 use crate::held::Held;
 use crate::outage::Outage;
 use crate::outcome::{Summary, WorkError};
-use crate::slot::{Assignment, Event, Finished};
+use crate::slot::{Answer, Assignment, Event, Finished};
 use crate::stop::Stop;
 use crate::transport::Unclassified;
 
