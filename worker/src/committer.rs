@@ -14,7 +14,7 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use retryq::{Backend, Completion, Lease, Report};
 
-use crate::slot::Event;
+use crate::slot::{Answer, Event};
 
 /// One outcome of a group commit, as the committer sends it: what [`Completion`] borrows.
 pub(crate) struct Sent {
@@ -28,13 +28,18 @@ pub(crate) struct Sent {
 /// the store thread; returns once the store thread drops its end (or can hear no answer).
 pub(crate) fn run(store: &mut dyn Backend, batches: &Receiver<Vec<Sent>>, answers: &Sender<Event>) {
     for batch in batches {
-        let completions: Vec<Completion<'_>> = batch
-            .iter()
-            .map(|s| Completion { lease: &s.lease, report: s.report.clone(), now: s.now, jitter: s.jitter })
-            .collect();
-        let answer = store.complete_batch(&completions);
-        if answers.send(Event::Committed(Box::new(answer))).is_err() {
+        if answers.send(Event::Committed(Box::new(commit(store, &batch)))).is_err() {
             return;
         }
     }
+}
+
+/// One group commit of `batch` on `store`: the committer's, or the store thread's own when
+/// there is no committer.
+pub(crate) fn commit(store: &mut dyn Backend, batch: &[Sent]) -> Answer {
+    let completions: Vec<Completion<'_>> = batch
+        .iter()
+        .map(|s| Completion { lease: &s.lease, report: s.report.clone(), now: s.now, jitter: s.jitter })
+        .collect();
+    store.complete_batch(&completions)
 }

@@ -45,14 +45,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use retryq::{
-    Backend, Claimed, Completed, Completion, DeadReason, Enqueued, Error, ErrorKind, HistoryEntry, Lease,
-    Report, Settings, Status,
+    Backend, Claimed, Completed, DeadReason, Enqueued, Error, ErrorKind, HistoryEntry, Lease, Report,
+    Settings, Status,
 };
 use tracing::{debug, error, info, warn};
 
 use crate::clock::CLOCK_WATCH;
 use crate::clock::{Clock, ClockError};
-use crate::committer::Sent;
+use crate::committer::{self, Sent};
 use crate::config::{Config, PRUNE_BATCH, PRUNE_EVERY};
 use crate::dbfile::DbFile;
 use crate::fsize::{describe_limit, file_size_limit_hit};
@@ -723,36 +723,32 @@ impl Store<'_> {
         {
             return Ok(());
         }
-        if let Some(committer) = &self.committer {
-            let batch = self
-                .waiting
-                .iter()
-                .map(|o| Sent {
-                    lease: o.lease.clone(),
-                    report: o.report.clone(),
-                    now: o.now.unwrap_or(o.after),
-                    jitter: o.jitter,
-                })
-                .collect();
-            if committer.send(batch).is_ok() {
-                self.committing = std::mem::take(&mut self.waiting);
-                return Ok(());
-            }
-            // The committer is gone (it is not, while the store runs): commit here from now on.
-            self.committer = None;
-        }
-        let completions: Vec<Completion<'_>> = self
+        let batch: Vec<Sent> = self
             .waiting
             .iter()
-            .map(|o| Completion {
-                lease: &o.lease,
+            .map(|o| Sent {
+                lease: o.lease.clone(),
                 report: o.report.clone(),
                 now: o.now.unwrap_or(o.after),
                 jitter: o.jitter,
             })
             .collect();
-        let answer = self.queue.complete_batch(&completions);
-        drop(completions);
+        let batch = match &self.committer {
+            Some(to) => match to.send(batch) {
+                Ok(()) => {
+                    self.committing = std::mem::take(&mut self.waiting);
+                    return Ok(());
+                }
+                // The committer is gone (it is not, while the store runs): commit here from
+                // now on.
+                Err(back) => {
+                    self.committer = None;
+                    back.0
+                }
+            },
+            None => batch,
+        };
+        let answer = committer::commit(&mut *self.queue, &batch);
         let outcomes = std::mem::take(&mut self.waiting);
         self.settle(outcomes, answer)
     }

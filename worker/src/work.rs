@@ -102,10 +102,10 @@ pub fn work_with_clock(
 /// One thread, this one, owns the queue (`store.rs`): it claims for all free slots in one
 /// transaction, and commits the outcomes that arrive together in one transaction, logging
 /// each only once it is committed — on a second connection of the store's, beside the
-/// claims, where it gives one ([`Backend::another`]). Each attempt is still one claim, fenced by (worker,
-/// attempt), with its own [`Window`]; a crash loses at most the outcomes not yet committed,
-/// and their jobs wait for their leases with the attempt spent. A stop claims nothing more
-/// and returns once the attempts in flight are recorded. On a failure that ends the loop,
+/// claims, where it gives one ([`Backend::another`]). Each attempt is still one claim,
+/// fenced by (worker, attempt), with its own [`Window`]; a crash loses at most the outcomes
+/// not yet committed, and their jobs wait for their leases with the attempt spent. A stop
+/// claims nothing more and returns once the attempts in flight are recorded. On a failure that ends the loop,
 /// the commands still running are killed (their outcomes could not be recorded) and the
 /// other attempts in flight are left to end within their windows before it returns.
 pub fn work_in_slots<T: Transport + Send>(

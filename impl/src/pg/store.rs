@@ -211,34 +211,28 @@ impl PgQueue {
     pub(super) fn open(url: &str) -> Result<PgQueue> {
         let (config, tls) = client_config(url)?;
         let name = describe(&config);
+        PgQueue::connected(config, tls, name, Settings::default(), Default::default())
+    }
+
+    /// A new connection for `config`, with what its operations read besides.
+    fn connected(
+        config: Config,
+        tls: MakeRustlsConnect,
+        name: String,
+        settings: Settings,
+        sources: crate::clock::Sources,
+    ) -> Result<PgQueue> {
         let cancel = Arc::new(Mutex::new(None));
         let conn = Conn::open(&config, &tls, &cancel)?;
-        Ok(PgQueue {
-            conn: RefCell::new(conn),
-            config,
-            tls,
-            cancel,
-            name,
-            settings: Settings::default(),
-            sources: Default::default(),
-        })
+        Ok(PgQueue { conn: RefCell::new(conn), config, tls, cancel, name, settings, sources })
     }
 
     /// Another connection to the same database, as this one is now: its settings, its
     /// session's name, and the clock and jitter its operations read. The schema was looked
     /// at when this one connected.
     pub fn another(&self) -> Result<PgQueue> {
-        let cancel = Arc::new(Mutex::new(None));
-        let conn = Conn::open(&self.config, &self.tls, &cancel)?;
-        Ok(PgQueue {
-            conn: RefCell::new(conn),
-            config: self.config.clone(),
-            tls: self.tls.clone(),
-            cancel,
-            name: self.name.clone(),
-            settings: self.settings,
-            sources: self.sources.clone(),
-        })
+        let (config, tls, name) = (self.config.clone(), self.tls.clone(), self.name.clone());
+        PgQueue::connected(config, tls, name, self.settings, self.sources.clone())
     }
 
     /// Names this connection, and every one opened after it, `identity` in
