@@ -51,36 +51,70 @@ impl Claimed {
 // trigger). That copy was the largest single cost of a claim (see `docs/benchmarks.md`).
 
 /// An expired lease whose holder was asked to stop: it is never claimed again (SPEC 3.3.1
-/// rule 1, before the budget and the deadline). At most `?2`, the earliest expiry first, ties
-/// by first enqueue (SPEC 6.37): a walk of `jobs_cancelling`, whose entries end in the rowid.
-const REAP_CANCELLED: &str = "
-    UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
-                    owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1,
-                    cancel_requested = 0
-    WHERE seq IN (SELECT seq FROM jobs
-                  WHERE status = 'leased' AND cancel_requested = 1 AND available_at <= ?1
-                  ORDER BY available_at, seq LIMIT ?2)";
+/// rule 1, before the budget and the deadline). The earliest expiry first, ties by first
+/// enqueue (SPEC 6.37): a walk of `jobs_cancelling`, whose entries end in the rowid.
+macro_rules! due_cancelled {
+    () => {
+        "FROM jobs WHERE status = 'leased' AND cancel_requested = 1 AND available_at <= ?1
+         ORDER BY available_at, seq"
+    };
+}
 
-/// A lease on the last attempt that expired: the budget is spent (rule 2). At most `?2`, in
-/// the order of `jobs_last_lease`. Run only once rule 1 found fewer than the limit, so that
-/// none of these has a cancel request left.
-const REAP_EXHAUSTED: &str = "
-    UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
-                    owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1
-    WHERE seq IN (SELECT seq FROM jobs
-                  WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= ?1
-                  ORDER BY available_at, seq LIMIT ?2)";
+/// A lease on the last attempt that expired: the budget is spent (rule 2), in the order of
+/// `jobs_last_lease`. Run only once rule 1 found fewer than the limit, so that none of these
+/// has a cancel request left.
+macro_rules! due_exhausted {
+    () => {
+        "FROM jobs WHERE status = 'leased' AND attempts >= max_attempts AND available_at <= ?1
+         ORDER BY available_at, seq"
+    };
+}
 
 /// A pending job, or an expired lease, whose deadline has come: no time is left to start
-/// (rule 3). At most `?2`, the earliest deadline first, in the order of `jobs_open_deadline`.
-/// Run only once rules 1 and 2 found fewer than the limit, so that none of these is theirs.
-const REAP_DEADLINE: &str = "
-    UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
+/// (rule 3), the earliest deadline first, in the order of `jobs_open_deadline`. Run only once
+/// rules 1 and 2 found fewer than the limit, so that none of these is theirs.
+macro_rules! due_deadline {
+    () => {
+        "FROM jobs WHERE status IN ('pending', 'leased') AND deadline <= ?1
+                     AND (status = 'pending' OR available_at <= ?1)
+         ORDER BY deadline, seq"
+    };
+}
+
+/// Rule 1's move, of at most `?2` jobs.
+const REAP_CANCELLED: &str = concat!(
+    "UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'cancelled', available_at = NULL,
+                    owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1,
+                    cancel_requested = 0
+     WHERE seq IN (SELECT seq ",
+    due_cancelled!(),
+    " LIMIT ?2)"
+);
+
+/// Rule 2's move, of at most `?2` jobs.
+const REAP_EXHAUSTED: &str = concat!(
+    "UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'exhausted', available_at = NULL,
                     owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1
-    WHERE seq IN (SELECT seq FROM jobs
-                  WHERE status IN ('pending', 'leased') AND deadline <= ?1
-                    AND (status = 'pending' OR available_at <= ?1)
-                  ORDER BY deadline, seq LIMIT ?2)";
+     WHERE seq IN (SELECT seq ",
+    due_exhausted!(),
+    " LIMIT ?2)"
+);
+
+/// Rule 3's move, of at most `?2` jobs.
+const REAP_DEADLINE: &str = concat!(
+    "UPDATE OR ROLLBACK jobs SET status = 'dead', dead_reason = 'deadline', available_at = NULL,
+                    owner = NULL, claimed_at = NULL, updated_at = ?1, ended_at = ?1
+     WHERE seq IN (SELECT seq ",
+    due_deadline!(),
+    " LIMIT ?2)"
+);
+
+/// Whether a rule has anything to move: the first entry of the same walk. Nearly every claim
+/// finds none, and then the move is not run at all: its `IN` list is a temporary b-tree that
+/// SQLite builds and frees even when empty, which cost a claim more than its own walk.
+const ANY_CANCELLED: &str = concat!("SELECT 1 ", due_cancelled!(), " LIMIT 1");
+const ANY_EXHAUSTED: &str = concat!("SELECT 1 ", due_exhausted!(), " LIMIT 1");
+const ANY_DEADLINE: &str = concat!("SELECT 1 ", due_deadline!(), " LIMIT 1");
 
 impl Queue {
     /// Quarantines every job that is due and out of budget, then leases the claimable job
@@ -230,10 +264,15 @@ pub(super) fn reap(tx: &Transaction<'_>, now: u64, limit: u64) -> Result<u64> {
     // `exhausted` even when its deadline has also passed. Each rule takes what the ones before
     // it left of the limit, so a rule runs only once those before it have ended all theirs.
     let mut reaped = 0;
-    for sql in [REAP_CANCELLED, REAP_EXHAUSTED, REAP_DEADLINE] {
+    for (any, sql) in
+        [(ANY_CANCELLED, REAP_CANCELLED), (ANY_EXHAUSTED, REAP_EXHAUSTED), (ANY_DEADLINE, REAP_DEADLINE)]
+    {
         let left = limit - reaped;
         if left == 0 {
             break;
+        }
+        if !tx.prepare_cached(any)?.exists([now])? {
+            continue;
         }
         let left = i64::try_from(left).unwrap_or(i64::MAX);
         reaped += tx.prepare_cached(sql)?.execute(params![now, left])? as u64;
@@ -384,6 +423,33 @@ mod tests {
         assert!(err.to_string().contains("now"), "{err}");
     }
 
+    /// SQLite recompiles a statement whose plan may depend on a bound value (a `LIMIT ?`)
+    /// whenever that value is bound anew, and rusqlite's statement cache clears the bindings
+    /// of every statement it takes back: without the planner's stability guarantee
+    /// (`store.rs`), every claim and every reap recompiled its statements, each write with
+    /// every trigger on `jobs` — most of a claim's time.
+    #[test]
+    fn claims_and_reaps_reuse_their_compiled_statements() {
+        use rusqlite::StatementStatus::RePrepare;
+        let mut q = queue();
+        for i in 0..6 {
+            enqueue(&mut q, &format!("claimed-{i}"), 3, 100_000, 0);
+        }
+        for now in 1..=6 {
+            q.claim("w", now).expect("claim").expect("claimed");
+        }
+        for i in 0..6 {
+            enqueue(&mut q, &format!("late-{i}"), 3, 10 + i, 7);
+        }
+        for now in 10..16 {
+            assert_eq!(q.reap(now).expect("reap"), 1);
+        }
+        for sql in [super::PICK, super::REAP_DEADLINE] {
+            let compiled = q.conn.prepare_cached(sql).expect("cached").get_status(RePrepare);
+            assert!(compiled <= 1, "recompiled {compiled} times: {sql}");
+        }
+    }
+
     #[test]
     fn the_pick_walks_an_index_without_sorting() {
         let q = queue();
@@ -411,12 +477,14 @@ mod tests {
             (super::REAP_CANCELLED, "jobs_cancelling"),
             (super::REAP_EXHAUSTED, "jobs_last_lease"),
             (super::REAP_DEADLINE, "jobs_open_deadline"),
+            (super::ANY_CANCELLED, "jobs_cancelling"),
+            (super::ANY_EXHAUSTED, "jobs_last_lease"),
+            (super::ANY_DEADLINE, "jobs_open_deadline"),
         ] {
-            let plan: Vec<String> = q
-                .conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .expect("explain")
-                .query_map([0, 1], |row| row.get::<_, String>(3))
+            let mut explain = q.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("explain");
+            let bound = rusqlite::params_from_iter([0, 1].into_iter().take(explain.parameter_count()));
+            let plan: Vec<String> = explain
+                .query_map(bound, |row| row.get::<_, String>(3))
                 .expect("plan")
                 .collect::<Result<_, _>>()
                 .expect("rows");

@@ -221,6 +221,13 @@ impl Queue {
         };
         conn.pragma_update(None, "synchronous", synchronous)?;
         conn.set_prepared_statement_cache_capacity(32);
+        // The planner's stability guarantee: a plan never depends on a bound value. Without
+        // it SQLite marks a statement with a `LIMIT ?` to be compiled again whenever that
+        // value is bound anew, and rusqlite's cache clears the bindings of each statement it
+        // takes back — so every claim recompiled its statements, each write on `jobs` with all
+        // of the table's triggers (docs/benchmarks.md). No plan of ours reads a bound value:
+        // each is pinned by a test.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         Ok(Queue {
             conn,
             path,
