@@ -10,6 +10,7 @@ pub(crate) mod browse;
 pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod cancel;
+mod checkpoint;
 pub(crate) mod claim;
 pub(crate) mod complete;
 pub(crate) mod enqueue;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, FileControl, MAIN_DB, OpenFlags, Transaction, TransactionBehavior};
 
+use super::checkpoint::Log;
 use super::pace::Pace;
 use crate::clock::Sources;
 use crate::error::{Error, Result};
@@ -105,6 +106,11 @@ pub struct Queue {
     pub(crate) sources: Sources,
     /// What a bulk import has seen of the other writers (`pace.rs`).
     pub(super) pace: Pace,
+    /// The write-ahead log this connection checkpoints (`checkpoint.rs`); `None` in memory
+    /// and when opened for reading only.
+    pub(super) log: Option<Log>,
+    /// How long a write waits for another process's write lock.
+    busy_timeout: Duration,
 }
 
 impl Queue {
@@ -228,12 +234,15 @@ impl Queue {
         // of the table's triggers (docs/benchmarks.md). No plan of ours reads a bound value:
         // each is pinned by a test.
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        let log = if on_disk && !options.read_only { Some(Log::watch(&mut conn)?) } else { None };
         Ok(Queue {
             conn,
             path,
             settings: Settings::default(),
             sources: Sources::default(),
             pace: Pace::default(),
+            log,
+            busy_timeout: options.busy_timeout,
         })
     }
 
@@ -282,6 +291,9 @@ impl Queue {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
         tx.commit()?;
+        if let Some(log) = &mut self.log {
+            log.after_commit(&mut self.conn, self.busy_timeout);
+        }
         Ok(value)
     }
 
