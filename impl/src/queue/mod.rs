@@ -11,6 +11,8 @@ pub(crate) mod bulk;
 pub(crate) mod busy;
 pub(crate) mod cancel;
 mod checkpoint;
+#[cfg(test)]
+mod checkpoint_tests;
 pub(crate) mod claim;
 pub(crate) mod complete;
 pub(crate) mod enqueue;
