@@ -9,7 +9,14 @@
 //! committer only runs [`Backend::complete_batch`] on what it is sent, one batch at a time,
 //! and sends the store's answer back as an [`Event::Committed`]. A store that has no second
 //! connection to give (SQLite: one writer at a time) commits on the store thread, as before.
+//!
+//! A commit that panics (a bug in the store's code) ends the committer, never silently: the
+//! store thread would otherwise wait for that batch's answer for ever, its slots idle and its
+//! leases lapsing. It hears [`Event::CommitterPanicked`] instead, and commits on its own
+//! connection from then on, the batch first, in doubt (the panic may have come after the
+//! commit).
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::{Receiver, Sender};
 
 use retryq::{Backend, Completion, Lease, Report};
@@ -25,10 +32,18 @@ pub(crate) struct Sent {
 }
 
 /// Runs each batch `batches` brings on `store`, one after another, and sends each answer to
-/// the store thread; returns once the store thread drops its end (or can hear no answer).
+/// the store thread; returns once the store thread drops its end (or can hear no answer), or
+/// after a commit panicked, once it has said so.
 pub(crate) fn run(store: &mut dyn Backend, batches: &Receiver<Vec<Sent>>, answers: &Sender<Event>) {
     for batch in batches {
-        if answers.send(Event::Committed(Box::new(commit(store, &batch)))).is_err() {
+        let event = match panic::catch_unwind(AssertUnwindSafe(|| commit(store, &batch))) {
+            Ok(answer) => Event::Committed(Box::new(answer)),
+            Err(payload) => {
+                let _ = answers.send(Event::CommitterPanicked(crate::handler::panic_text(&*payload)));
+                return;
+            }
+        };
+        if answers.send(event).is_err() {
             return;
         }
     }

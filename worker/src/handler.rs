@@ -184,12 +184,16 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for JobError {
 
 /// The report of an attempt whose handler panicked: `retryable`, with the panic's message.
 pub(crate) fn panicked(payload: &(dyn Any + Send)) -> Report {
-    let what = payload
+    Report::with_error(Outcome::Retryable, format!("the handler panicked: {}", panic_text(payload)))
+}
+
+/// What a panic said, as text.
+pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a value that is not text".to_owned());
-    Report::with_error(Outcome::Retryable, format!("the handler panicked: {what}"))
+        .unwrap_or_else(|| "a value that is not text".to_owned())
 }
 
 /// What the worker records for a handler's answer.

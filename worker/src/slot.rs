@@ -48,6 +48,9 @@ pub(crate) enum Event {
     Wake,
     /// The committer's answer to the group commit under way (`committer.rs`).
     Committed(Box<Answer>),
+    /// The group commit under way panicked on the committer, which is gone: what the panic
+    /// said.
+    CommitterPanicked(String),
 }
 
 /// The store's answer to one group commit: one result per outcome, in the order sent.

@@ -214,6 +214,22 @@ impl Store<'_> {
                 self.claim_at = Instant::now();
                 return self.settle(outcomes, *answer);
             }
+            Event::CommitterPanicked(what) => {
+                // Its batch goes back in front, in doubt (the panic may have come after the
+                // commit), and every commit from now on runs here.
+                let mut again = std::mem::take(&mut self.committing);
+                error!(
+                    outcomes = again.len(), panic = %what,
+                    "the committer panicked during a group commit; committing on the store thread from now on"
+                );
+                for o in &mut again {
+                    o.in_doubt = true;
+                }
+                again.append(&mut self.waiting);
+                self.waiting = again;
+                self.committer = None;
+                self.claim_at = Instant::now();
+            }
         }
         Ok(())
     }

@@ -21,18 +21,50 @@ pub struct Rigged {
     pub refused: u64,
     /// Where group commits wait, and the file `another` opens again.
     pub gate: Option<(Arc<Gate>, PathBuf)>,
+    /// The file `another` opens again as a connection whose group commits panic.
+    pub panicking: Option<PathBuf>,
+    /// Whether this connection's group commits panic.
+    pub commits_panic: bool,
 }
 
 impl Rigged {
     /// `queue` with its heartbeats refused with `refusal`.
     pub fn refusing(queue: Queue, refusal: fn(&Lease) -> Error) -> Rigged {
-        Rigged { queue, refusal: Some(refusal), refused: 0, gate: None }
+        Rigged {
+            queue,
+            refusal: Some(refusal),
+            refused: 0,
+            gate: None,
+            panicking: None,
+            commits_panic: false,
+        }
     }
 
     /// The queue at `path` with its group commits held at `gate` until it opens.
     pub fn gated(path: &Path, gate: Arc<Gate>) -> Rigged {
         let queue = Queue::open(path).expect("queue");
-        Rigged { queue, refusal: None, refused: 0, gate: Some((gate, path.to_owned())) }
+        Rigged {
+            queue,
+            refusal: None,
+            refused: 0,
+            gate: Some((gate, path.to_owned())),
+            panicking: None,
+            commits_panic: false,
+        }
+    }
+
+    /// The queue at `path`, whose second connection ([`Backend::another`]) panics at every
+    /// group commit, before it writes anything.
+    pub fn panicking_beside(path: &Path) -> Rigged {
+        let queue = Queue::open(path).expect("queue");
+        Rigged {
+            queue,
+            refusal: None,
+            refused: 0,
+            gate: None,
+            panicking: Some(path.to_owned()),
+            commits_panic: false,
+        }
     }
 }
 
@@ -74,6 +106,12 @@ impl Backend for Rigged {
         }
     }
     fn another(&self) -> Result<Option<Box<dyn Backend>>> {
+        if let Some(path) = &self.panicking {
+            let queue = Queue::open(path).expect("queue");
+            let panics =
+                Rigged { queue, refusal: None, refused: 0, gate: None, panicking: None, commits_panic: true };
+            return Ok(Some(Box::new(panics)));
+        }
         Ok(self
             .gate
             .as_ref()
@@ -113,6 +151,7 @@ impl Backend for Rigged {
         if let Some((gate, _)) = &self.gate {
             gate.pass();
         }
+        assert!(!self.commits_panic, "a rigged group commit panics");
         self.queue.complete_batch(completions)
     }
     fn record_error(&mut self, lease: &Lease, error: &str, node: Option<&str>) -> Result<()> {
