@@ -101,28 +101,29 @@ fn no_two_attempts_of_a_job_run_at_once_on_postgres() {
     overlap_run(seed(), Store::Postgres, Some(&url));
 }
 
-/// The session id of the first backend of `db` whose application name starts with `name.`.
-fn backend_of(admin: &mut postgres::Client, name: &str) -> Option<i32> {
-    admin
-        .query_opt(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE $1 \
-             ORDER BY pid LIMIT 1",
-            &[&format!("{name}.%")],
-        )
-        .expect("pg_stat_activity")
-        .map(|row| row.get(0))
+/// Whether worker `name` has a session on the database (they are named `NAME.…`).
+fn connected(admin: &mut postgres::Client, name: &str) -> bool {
+    sessions(admin, name, false)
 }
 
-/// Whether backend `pid` holds the claims' turn.
-fn holds_turn(admin: &mut postgres::Client, pid: i32) -> bool {
+/// Whether a session of worker `name` holds the claims' turn: whichever of its sessions
+/// (the claims', the committer's, the listener's) it is, not the one first connected.
+fn holds_turn(admin: &mut postgres::Client, name: &str) -> bool {
+    sessions(admin, name, true)
+}
+
+/// Whether worker `name` has a session on the database; with `turn`, one holding the turn.
+fn sessions(admin: &mut postgres::Client, name: &str, turn: bool) -> bool {
     admin
         .query_one(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = 0 \
-             AND objid = $1::int8::oid AND objsubid = 1 AND pid = $2",
-            &[&TURN, &pid],
+            "SELECT count(*) FROM pg_stat_activity a WHERE a.datname = current_database() \
+             AND a.application_name LIKE $1 AND (NOT $2 OR a.pid IN (SELECT l.pid FROM pg_locks l \
+             WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $3::int8::oid \
+             AND l.objsubid = 1))",
+            &[&format!("{name}.%"), &turn, &TURN],
         )
         .map(|row| row.get::<_, i64>(0) > 0)
-        .expect("pg_locks")
+        .expect("pg_stat_activity")
 }
 
 /// One of three workers is stopped (SIGSTOP) at a moment it holds the claims' turn, found by
@@ -150,13 +151,10 @@ fn the_fleet_resumes_claiming_when_a_worker_stalls_holding_the_turn() {
         ["w0", "w1", "w2"].iter().map(|n| worker(dir.path(), &url, n, &exec, &flags)).collect();
     let mut admin = client(&url);
     let start = Instant::now();
-    let w0 = loop {
-        if let Some(pid) = backend_of(&mut admin, "w0") {
-            break pid;
-        }
+    while !connected(&mut admin, "w0") {
         assert!(start.elapsed() < Duration::from_secs(10), "w0 never connected");
         thread::sleep(Duration::from_millis(10));
-    };
+    }
     // Stop w0 until it is caught holding the turn.
     let pid = workers[0].id();
     let mut tries: u64 = 0;
@@ -165,7 +163,7 @@ fn the_fleet_resumes_claiming_when_a_worker_stalls_holding_the_turn() {
         assert!(tries < 2000, "w0 was never caught holding the turn");
         signal(pid, "STOP");
         thread::sleep(Duration::from_millis(3));
-        if holds_turn(&mut admin, w0) {
+        if holds_turn(&mut admin, "w0") {
             break now_ms();
         }
         signal(pid, "CONT");
