@@ -217,16 +217,12 @@ impl Store<'_> {
             Event::CommitterPanicked(what) => {
                 // Its batch goes back in front, in doubt (the panic may have come after the
                 // commit), and every commit from now on runs here.
-                let mut again = std::mem::take(&mut self.committing);
+                let outcomes = std::mem::take(&mut self.committing);
                 error!(
-                    outcomes = again.len(), panic = %what,
+                    outcomes = outcomes.len(), panic = %what,
                     "the committer panicked during a group commit; committing on the store thread from now on"
                 );
-                for o in &mut again {
-                    o.in_doubt = true;
-                }
-                again.append(&mut self.waiting);
-                self.waiting = again;
+                self.send_again(outcomes);
                 self.committer = None;
                 self.claim_at = Instant::now();
             }
@@ -769,6 +765,16 @@ impl Store<'_> {
         self.settle(outcomes, answer)
     }
 
+    /// Puts `outcomes` back in front of the waiting ones, in doubt: their commit may have
+    /// happened, and the next one's answer (or the history) will say.
+    fn send_again(&mut self, mut outcomes: Vec<Outcome>) {
+        for o in &mut outcomes {
+            o.in_doubt = true;
+        }
+        outcomes.append(&mut self.waiting);
+        self.waiting = outcomes;
+    }
+
     /// What the store answered to the group commit of `outcomes`: each committed one is
     /// logged and counted. A passing failure puts them all back in front of the waiting
     /// ones, in doubt, for the next try; any other failure records none of them.
@@ -777,13 +783,10 @@ impl Store<'_> {
             Ok(results) => results,
             Err(e) if e.is_transient() => {
                 // It may have committed: the resend, or the history, will say.
-                let mut again = outcomes;
-                for o in &mut again {
-                    o.in_doubt = true;
+                for o in &outcomes {
                     debug!(job = %o.lease.id, attempt = o.lease.attempt, error = %e, "commit failed; the outcome waits to be sent again");
                 }
-                again.append(&mut self.waiting);
-                self.waiting = again;
+                self.send_again(outcomes);
                 return self.pause_or_fail("commit", e);
             }
             Err(e) => {

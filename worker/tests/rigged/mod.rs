@@ -30,41 +30,25 @@ pub struct Rigged {
 impl Rigged {
     /// `queue` with its heartbeats refused with `refusal`.
     pub fn refusing(queue: Queue, refusal: fn(&Lease) -> Error) -> Rigged {
-        Rigged {
-            queue,
-            refusal: Some(refusal),
-            refused: 0,
-            gate: None,
-            panicking: None,
-            commits_panic: false,
-        }
+        Rigged { refusal: Some(refusal), ..Rigged::plain(queue) }
     }
 
     /// The queue at `path` with its group commits held at `gate` until it opens.
     pub fn gated(path: &Path, gate: Arc<Gate>) -> Rigged {
         let queue = Queue::open(path).expect("queue");
-        Rigged {
-            queue,
-            refusal: None,
-            refused: 0,
-            gate: Some((gate, path.to_owned())),
-            panicking: None,
-            commits_panic: false,
-        }
+        Rigged { gate: Some((gate, path.to_owned())), ..Rigged::plain(queue) }
     }
 
     /// The queue at `path`, whose second connection ([`Backend::another`]) panics at every
     /// group commit, before it writes anything.
     pub fn panicking_beside(path: &Path) -> Rigged {
         let queue = Queue::open(path).expect("queue");
-        Rigged {
-            queue,
-            refusal: None,
-            refused: 0,
-            gate: None,
-            panicking: Some(path.to_owned()),
-            commits_panic: false,
-        }
+        Rigged { panicking: Some(path.to_owned()), ..Rigged::plain(queue) }
+    }
+
+    /// `queue` with nothing rigged.
+    fn plain(queue: Queue) -> Rigged {
+        Rigged { queue, refusal: None, refused: 0, gate: None, panicking: None, commits_panic: false }
     }
 }
 
@@ -107,9 +91,7 @@ impl Backend for Rigged {
     }
     fn another(&self) -> Result<Option<Box<dyn Backend>>> {
         if let Some(path) = &self.panicking {
-            let queue = Queue::open(path).expect("queue");
-            let panics =
-                Rigged { queue, refusal: None, refused: 0, gate: None, panicking: None, commits_panic: true };
+            let panics = Rigged { commits_panic: true, ..Rigged::plain(Queue::open(path).expect("queue")) };
             return Ok(Some(Box::new(panics)));
         }
         Ok(self
