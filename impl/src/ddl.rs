@@ -9,8 +9,10 @@ pub const APPLICATION_ID: i64 = 0x5254_5251;
 pub const SCHEMA_VERSION: i64 = 7;
 /// `schema_version` in `retryq_meta` this build reads and writes on PostgreSQL: SQLite's, but
 /// for schema 8, which marks the indexes of open jobs (`pg/ddl.rs`) against statistics that
-/// saw none. SQLite keeps no statistics (nothing runs `ANALYZE`), so its schema stays 7.
-pub const PG_SCHEMA_VERSION: i64 = 8;
+/// saw none (SQLite keeps no statistics: nothing runs `ANALYZE`), and schema 9, whose notes'
+/// function runs a statement of one job row apart (its statement-level triggers are
+/// PostgreSQL's alone). SQLite's schema stays 7.
+pub const PG_SCHEMA_VERSION: i64 = 9;
 /// The older schema versions this build upgrades in place: contract 1.0's and 1.1's, and
 /// contract 1.2's before the operators' notes of schema 4 (SPEC 6.36).
 pub(crate) const SCHEMA_1: i64 = 1;

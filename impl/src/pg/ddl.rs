@@ -581,7 +581,7 @@ const PAIRS: &str = "old_rows o JOIN new_rows n USING (seq)";
 /// one named `available_at` on a lease it kept — a heartbeat, which may leave every value as
 /// it was. (A statement-level trigger with transition tables names no columns.)
 pub(super) fn objects_4() -> String {
-    let notes = notes_function(Pairs::Joined, ByKind::No);
+    let notes = notes_function(Pairs::Joined, ByKind::No, OneRow::AsAny);
     format!(
         r#"
 -- An attempt's record is opened only by the claim that began it: checked once per statement
@@ -733,9 +733,130 @@ enum ByKind {
     Yes,
 }
 
-/// The function that keeps a statement's records and tallies, in `pairs`' shape, and by kind
-/// or not.
-fn notes_function(pairs: Pairs, by_kind: ByKind) -> String {
+/// Whether a statement that moved one job row takes a path of its own in `retryq_notes`.
+#[derive(Clone, Copy)]
+enum OneRow {
+    /// Schema 4 to 8: it runs the statements written for any number of rows, each over the
+    /// transition tables: for a claim, four statements of up to seven branches each, 0.55 ms
+    /// of the claim's 1.1 ms statement, in the turn (`claim_cost`, docs/benchmarks.md).
+    AsAny,
+    /// Schema 9: its old and new rows are read once, and only what its change needs runs:
+    /// for a claim, its record opened and two upserts of one row each; for a heartbeat or a
+    /// note, nothing but the wake-up. The same records and tallies as [`OneRow::AsAny`]
+    /// (`tests_notes.rs` runs both).
+    Apart,
+}
+
+/// [`OneRow::Apart`]'s variables: the job's rows before and after the statement, and the
+/// attempt's record that the statement ended (its outcome and duration), if it ended one.
+const ONE_ROW_VARIABLES: &str = "DECLARE
+    old_job jobs;
+    new_job jobs;
+    ended boolean;
+    ended_outcome text;
+    ended_ms bigint;
+";
+
+/// Whether the statement moved one job row: [`OneRow::Apart`]'s test, one count of a
+/// transition table that holds the statement's rows already.
+const ONE: &str = "(SELECT count(*) FROM new_rows) = 1";
+
+/// An enqueue of one job: its tally, and its queue's wake-up if it is due to be claimed.
+fn one_enqueue(kc: &str) -> String {
+    let nk = if kc.is_empty() { "" } else { ", new_job.kind" };
+    format!(
+        r#"
+        IF {ONE} THEN
+            SELECT * INTO new_job FROM new_rows;
+            INSERT INTO tallies AS t (metric, queue{kc}, label, shard, n)
+            VALUES ('enqueued', new_job.queue{nk}, '', retryq_counts_shard(), 1)
+            ON CONFLICT (metric, queue{kc}, label, shard) DO UPDATE SET n = t.n + excluded.n;
+            IF new_job.status = 'pending' THEN
+                PERFORM pg_notify('retryq_' || current_schema()::regnamespace::oid, new_job.queue);
+            END IF;
+            RETURN NULL;
+        END IF;"#
+    )
+}
+
+/// One job's transition: what the statements for any number of rows below do, for that
+/// row, written with its values. Every tallied event changes the job's status, its
+/// attempts or its cancel request, so a heartbeat or a note skips straight to the wake-up.
+/// The tallies of one row are upserted in one statement, in the key order the statement
+/// for many rows keeps (metric, then label), and the buckets in it too (`attempt_duration`
+/// before `claim_wait`): a transaction past the sixteen shards waits for rows in one order.
+fn one_transition(kc: &str, bucket: &str) -> String {
+    let nk = if kc.is_empty() { "" } else { ", new_job.kind" };
+    let upsert_bucket = |metric: &str, label: &str, value: &str| {
+        format!(
+            "INSERT INTO tally_buckets AS t (metric, queue{kc}, label, le, shard, n, sum_ms)
+                SELECT '{metric}', new_job.queue{nk}, {label}, {bucket}, retryq_counts_shard(), 1, e.v
+                FROM (SELECT {value} AS v) AS e
+                ON CONFLICT (metric, queue{kc}, label, le, shard) DO UPDATE
+                SET n = t.n + excluded.n,
+                    sum_ms = CASE WHEN t.sum_ms > 9223372036854775807 - excluded.sum_ms THEN 9223372036854775807
+                                  ELSE t.sum_ms + excluded.sum_ms END;"
+        )
+    };
+    let duration = upsert_bucket("attempt_duration", "ended_outcome", "ended_ms");
+    let wait = upsert_bucket("claim_wait", "''", "GREATEST(new_job.claimed_at - old_job.available_at, 0)");
+    format!(
+        r#"
+        IF {ONE} THEN
+            SELECT * INTO old_job FROM old_rows;
+            SELECT * INTO new_job FROM new_rows;
+            IF new_job.status <> old_job.status OR new_job.attempts <> old_job.attempts
+               OR new_job.cancel_requested <> old_job.cancel_requested THEN
+                ended := old_job.status = 'leased'
+                         AND (new_job.status <> 'leased' OR new_job.attempts > old_job.attempts);
+                IF ended THEN
+                    UPDATE attempts a
+                    SET ended_at = CASE WHEN new_job.attempts > old_job.attempts THEN new_job.claimed_at
+                                        ELSE new_job.updated_at END,
+                        outcome = 'lease expired'
+                    WHERE a.job = old_job.id AND a.attempt = old_job.attempts AND a.ended_at IS NULL;
+                    SELECT a.outcome, GREATEST(a.ended_at - a.claimed_at, 0) INTO ended_outcome, ended_ms
+                    FROM attempts a WHERE a.job = old_job.id AND a.attempt = old_job.attempts;
+                    ended := FOUND;
+                END IF;
+                IF new_job.attempts > old_job.attempts THEN
+                    INSERT INTO attempts (job, attempt, worker, claimed_at)
+                    VALUES (new_job.id, new_job.attempts, new_job.owner, new_job.claimed_at);
+                END IF;
+                INSERT INTO tallies AS t (metric, queue{kc}, label, shard, n)
+                SELECT e.metric, new_job.queue{nk}, e.label, retryq_counts_shard(), 1
+                FROM (VALUES
+                    ('cancels', 'pending', old_job.status = 'pending' AND new_job.status = 'dead'
+                                           AND new_job.dead_reason = 'cancelled'),
+                    ('cancels', 'request', new_job.cancel_requested AND NOT old_job.cancel_requested),
+                    ('claims', '', new_job.attempts > old_job.attempts),
+                    ('deaths', new_job.dead_reason, new_job.status = 'dead' AND old_job.status <> 'dead'),
+                    ('reaped', new_job.dead_reason, old_job.status = 'pending' AND new_job.status = 'dead'
+                                                    AND new_job.dead_reason = 'deadline'),
+                    ('reaped', new_job.dead_reason, old_job.status = 'leased' AND new_job.status = 'dead'
+                                                    AND ended AND ended_outcome = 'lease expired'),
+                    ('redrives', '', old_job.status = 'dead' AND new_job.status = 'pending'))
+                    AS e (metric, label, happened)
+                WHERE e.happened ORDER BY e.metric, e.label
+                ON CONFLICT (metric, queue{kc}, label, shard) DO UPDATE SET n = t.n + excluded.n;
+                IF ended THEN
+                    {duration}
+                END IF;
+                IF new_job.attempts > old_job.attempts THEN
+                    {wait}
+                END IF;
+            END IF;
+            IF new_job.status = 'pending' THEN
+                PERFORM pg_notify('retryq_' || current_schema()::regnamespace::oid, new_job.queue);
+            END IF;
+            RETURN NULL;
+        END IF;"#
+    )
+}
+
+/// The function that keeps a statement's records and tallies, in `pairs`' shape, by kind
+/// or not, and with a path of its own for one row or not.
+fn notes_function(pairs: Pairs, by_kind: ByKind, one_row: OneRow) -> String {
     let bucket = crate::notes::bucket_of("e.v");
     // The kind's column, its value in a pair's row, in the tallied events and for a
     // tombstone's tally; and the positions the statements group by.
@@ -767,18 +888,22 @@ fn notes_function(pairs: Pairs, by_kind: ByKind) -> String {
             WAKE,
         ),
     };
+    let (declare, one_enqueue, one_transition) = match one_row {
+        OneRow::AsAny => (String::new(), String::new(), String::new()),
+        OneRow::Apart => (ONE_ROW_VARIABLES.to_string(), one_enqueue(kc), one_transition(kc, &bucket)),
+    };
     format!(
         r#"-- A statement's records and tallies: of the jobs' (an insert, an update) or of the
 -- tombstones' (a prune's insert, a forget's delete), from its transition tables.
 CREATE OR REPLACE FUNCTION retryq_notes() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
-BEGIN
-    IF TG_TABLE_NAME = 'jobs' AND TG_OP = 'INSERT' THEN
+{declare}BEGIN
+    IF TG_TABLE_NAME = 'jobs' AND TG_OP = 'INSERT' THEN{one_enqueue}
         INSERT INTO tallies AS t (metric, queue{kc}, label, shard, n)
         SELECT 'enqueued', queue{kc}, '', (SELECT retryq_counts_shard()), count(*)
         FROM new_rows GROUP BY {enqueued} ORDER BY {enqueued}
         ON CONFLICT (metric, queue{kc}, label, shard) DO UPDATE SET n = t.n + excluded.n;{wake}
-    ELSIF TG_TABLE_NAME = 'jobs' THEN
+    ELSIF TG_TABLE_NAME = 'jobs' THEN{one_transition}
         -- An expired lease that a claim took, or that left leased with its record still open
         -- (no report came: a reap), ends as `lease expired`; a claim opens its attempt's.
         {with}UPDATE attempts a
@@ -863,6 +988,24 @@ pub(super) fn schema_7() -> String {
 /// Schema 8 whole: schema 7, then its four open-job indexes marked.
 pub(super) fn schema_8() -> String {
     format!("{}{INDEXES_8}", schema_7())
+}
+
+/// Schema 7's and 8's notes' function: by kind, every statement run as one of any number of
+/// rows.
+pub(super) fn notes_7() -> String {
+    notes_function(Pairs::Materialized, ByKind::Yes, OneRow::AsAny)
+}
+
+/// Schema 9 whole: schema 8, then its notes' function with a path of its own for one row.
+pub(super) fn schema_9() -> String {
+    format!("{}{}", schema_8(), notes_9())
+}
+
+/// Schema 8 to schema 9: `retryq_notes` replaced by one that runs a statement that moved
+/// one job row apart ([`OneRow::Apart`]): the same records and tallies, fewer statements in
+/// a claim's turn. No row changes.
+pub(super) fn notes_9() -> String {
+    notes_function(Pairs::Materialized, ByKind::Yes, OneRow::Apart)
 }
 
 /// The rows of `jobs_due`, claim's index: open jobs. `priority BETWEEN 0 AND 9` is the
@@ -974,7 +1117,7 @@ BEGIN
     RETURN NEW;
 END $$;
 "#,
-        notes_function(Pairs::Materialized, ByKind::Yes),
+        notes_7(),
         job_digest!()
     )
 }
@@ -1033,7 +1176,7 @@ CREATE TABLE paused_queues (
 /// reading its row (SPEC 3.3.2, 6.37); and the notes' function pairs a statement's rows once,
 /// linearly ([`Pairs::Materialized`]).
 pub(super) fn upgrade_4_to_5() -> String {
-    format!("{INDEXES_5}{}", notes_function(Pairs::Materialized, ByKind::No))
+    format!("{INDEXES_5}{}", notes_function(Pairs::Materialized, ByKind::No, OneRow::AsAny))
 }
 
 /// The four indexes schema 5 redefines.

@@ -56,6 +56,8 @@ mod tests_bulk;
 #[cfg(test)]
 mod tests_notes;
 #[cfg(test)]
+mod tests_one_row;
+#[cfg(test)]
 mod tests_pause;
 #[cfg(test)]
 mod tests_stats;

@@ -9,9 +9,9 @@
 //! changed, a job deleted only by a prune that leaves its tombstone, a job's identity never
 //! changed. The SQL is in `pg/ddl.rs`.
 //!
-//! A schema of an older version (2, retryq 1.1's, to 7) is upgraded to version 8 in place,
+//! A schema of an older version (2, retryq 1.1's, to 8) is upgraded to version 9 in place,
 //! in the one transaction that finds it, under the creation lock: a second connection waits,
-//! then finds version 8. A failure anywhere rolls
+//! then finds version 9. A failure anywhere rolls
 //! the whole upgrade back. The counts `stats` reads (from 2) and the notes (from 2 or 3) are
 //! filled from the rows, in that transaction, once the rows are in place and before the
 //! triggers that keep them exist.
@@ -25,8 +25,8 @@
 //! program's tables into a queue.
 
 use super::ddl::{
-    FILL_COUNTS, INDEXES_8, OBJECTS_3, PAUSED_6, TABLES_4, UPGRADE_2_TO_3, fill_4, kind_7, objects_4,
-    schema_8, upgrade_4_to_5,
+    FILL_COUNTS, INDEXES_8, OBJECTS_3, PAUSED_6, TABLES_4, UPGRADE_2_TO_3, fill_4, kind_7, notes_9,
+    objects_4, schema_9, upgrade_4_to_5,
 };
 use super::store::Tx;
 use crate::ddl::{APPLICATION_ID, PG_SCHEMA_VERSION as SCHEMA_VERSION};
@@ -39,7 +39,7 @@ pub(super) enum Found {
     Empty,
     /// A retryq schema of this version.
     Retryq,
-    /// A retryq schema of an older version this build upgrades: 2 or 3.
+    /// A retryq schema of an older version this build upgrades: 2 to 8.
     Older(i64),
 }
 
@@ -55,8 +55,10 @@ const SCHEMA_5: i64 = 5;
 const SCHEMA_6: i64 = 6;
 /// Contract 1.4's, before the marks on the indexes of open jobs.
 const SCHEMA_7: i64 = 7;
+/// Contract 1.4's with the marks, before the notes' path for one row.
+const SCHEMA_8: i64 = 8;
 /// Every older version this build upgrades.
-const OLDER: [i64; 6] = [SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_7];
+const OLDER: [i64; 7] = [SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6, SCHEMA_7, SCHEMA_8];
 
 /// The current schema, the database's encoding, whether the schema holds `retryq_meta`,
 /// how many relations it holds (tables, views, sequences, indexes…), and which of the
@@ -131,7 +133,7 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     // READ COMMITTED: this statement sees what the connection that held the lock committed.
     match inspect_with(tx, name, beside)? {
         Found::Empty => {
-            tx.batch(&schema_8())?;
+            tx.batch(&schema_9())?;
             tx.execute(MARK, &[&APPLICATION_ID, &SCHEMA_VERSION])?;
         }
         Found::Older(version) => upgrade(tx, version, name)?,
@@ -140,14 +142,14 @@ fn settle(tx: &mut Tx<'_>, name: &str, beside: bool) -> Result<()> {
     Ok(())
 }
 
-/// Schema `version` (2 to 7) to this build's, inside the caller's transaction, under the
+/// Schema `version` (2 to 8) to this build's, inside the caller's transaction, under the
 /// creation lock: every step or none (`ddl.rs` says what each does).
 fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
     if !OLDER.contains(&version) {
         return Err(Error::Corrupt(format!("no upgrade from PostgreSQL schema version {version}")));
     }
     let taken: Option<String> = match version {
-        SCHEMA_6 | SCHEMA_7 => None,
+        SCHEMA_6 | SCHEMA_7 | SCHEMA_8 => None,
         _ => tx.query_one(PAUSED_TAKEN, &[])?.try_get(0)?,
     };
     if let Some(taken) = taken {
@@ -174,8 +176,12 @@ fn upgrade(tx: &mut Tx<'_>, version: i64, name: &str) -> Result<()> {
         // Schema 7: every job so far has no kind; the tombstones' guard digests the kind too.
         tx.batch(&kind_7())?;
     }
-    // Schema 8: the indexes of open jobs built anew, each with its mark.
-    tx.batch(INDEXES_8)?;
+    if version < SCHEMA_8 {
+        // Schema 8: the indexes of open jobs built anew, each with its mark.
+        tx.batch(INDEXES_8)?;
+    }
+    // Schema 9: the notes' function, with its path for one row.
+    tx.batch(&notes_9())?;
     tx.execute(REMARK, &[&SCHEMA_VERSION])?;
     Ok(())
 }
@@ -299,7 +305,7 @@ mod tests {
     /// to 4 created, which it replaces).
     #[test]
     fn look_names_every_function_the_schema_creates() {
-        let ddl = super::schema_8();
+        let ddl = super::schema_9();
         let created: std::collections::BTreeSet<&str> = ddl
             .split("CREATE OR REPLACE FUNCTION ")
             .skip(1)
@@ -315,7 +321,7 @@ mod tests {
     /// The relations `TAKEN` names are the ones schema 5 creates.
     #[test]
     fn taken_names_every_relation_the_schema_creates() {
-        let ddl = super::schema_8();
+        let ddl = super::schema_9();
         for word in ["CREATE TABLE ", "CREATE INDEX "] {
             for rest in ddl.split(word).skip(1) {
                 let name = rest.split_whitespace().next().unwrap_or_default();

@@ -483,9 +483,9 @@ fn a_foreign_or_newer_schema_is_refused_and_left_as_it_was() {
     let beside = with_search_path(&url, "queue");
     let q = PgQueue::connect(&beside).expect("a schema of its own");
     drop(q);
-    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 9").expect("newer");
+    admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 10").expect("newer");
     let err = PgQueue::connect(&beside).err().expect("refused");
-    assert!(matches!(err, Error::NewerSchema { found: 9, supported: 8, .. }), "{err}");
+    assert!(matches!(err, Error::NewerSchema { found: 10, supported: 9, .. }), "{err}");
     admin.batch_execute("UPDATE queue.retryq_meta SET schema_version = 1").expect("never written");
     let err = PgQueue::connect(&beside).err().expect("refused");
     assert!(matches!(&err, Error::NotRetryq { why, .. } if why.contains("schema version 1")), "{err}");
