@@ -824,7 +824,7 @@ fn one_transition(kc: &str, bucket: &str) -> String {
                     VALUES (new_job.id, new_job.attempts, new_job.owner, new_job.claimed_at);
                 END IF;
                 INSERT INTO tallies AS t (metric, queue{kc}, label, shard, n)
-                SELECT e.metric, new_job.queue{nk}, e.label, retryq_counts_shard(), 1
+                SELECT e.metric, new_job.queue{nk}, e.label, (SELECT retryq_counts_shard()), 1
                 FROM (VALUES
                     ('cancels', 'pending', old_job.status = 'pending' AND new_job.status = 'dead'
                                            AND new_job.dead_reason = 'cancelled'),

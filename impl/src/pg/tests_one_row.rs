@@ -1,6 +1,6 @@
 //! Schema 9's notes' path for a statement of one job row (`ddl.rs`, `OneRow::Apart`): the
-//! same records and tallies as the statements for any number of rows, event for event, and
-//! the upgrade of a schema 8 database to it.
+//! same records and tallies as the statements for any number of rows, event for event (the
+//! counts beside them), and the upgrade of a schema 8 database to it.
 
 use super::PgQueue;
 use super::ddl::{notes_7, schema_8};
@@ -80,7 +80,7 @@ fn run(q: &mut PgQueue) {
     assert_eq!(q.reap(4001).expect("reap"), 1, "reaped, alone");
 }
 
-/// The records, the tallies and the buckets, each summed over the shards, as lines.
+/// The records, the tallies, the buckets and the counts, each summed over the shards, as lines.
 fn notes(q: &PgQueue) -> Vec<String> {
     let sql = "
         SELECT 'record ' || job || ' ' || attempt || ' ' || worker || ' ' || claimed_at || ' '
@@ -94,6 +94,9 @@ fn notes(q: &PgQueue) -> Vec<String> {
         SELECT 'bucket ' || metric || ' ' || queue || ' ' || kind || ' ' || label || ' ' || le || ' '
                || sum(n) || ' ' || sum(sum_ms)
         FROM tally_buckets GROUP BY metric, queue, kind, label, le
+        UNION ALL
+        SELECT 'count ' || queue || ' ' || status || ' ' || reason || ' ' || sum(n)
+        FROM counts GROUP BY queue, status, reason
         ORDER BY 1";
     q.raw_query(sql).expect("notes").iter().map(|row| row.get(0)).collect()
 }
@@ -105,8 +108,9 @@ fn apart(q: &PgQueue) -> bool {
     q.raw_query(sql).expect("function")[0].get(0)
 }
 
-/// The run gives the same records and tallies under schema 9's function as under schema 8's,
-/// which ran every statement as one of any number of rows; and the run reaches every event.
+/// The run gives the same records, tallies and counts under schema 9's notes' function as
+/// under schema 8's, which ran every statement as one of any number of rows; and the run
+/// reaches every event.
 #[test]
 fn one_row_apart_keeps_the_notes_the_statements_for_many_keep() {
     let Some((url, mut nine)) = pg_at("one_row_apart_keeps_the_notes_the_statements_for_many_keep") else {
@@ -135,6 +139,10 @@ fn one_row_apart_keeps_the_notes_the_statements_for_many_keep() {
         "tally deaths reaped k exhausted 1",
         "record taken 1 w1 10 1020 lease expired - -",
         "record reaped 1 w1 3000 4001 lease expired - -",
+        "count retried done  1",
+        "count reaped dead exhausted 1",
+        "count pending dead cancelled 1",
+        "count permanent pending  0",
     ] {
         assert!(kept.iter().any(|line| line == event), "{event} in {kept:#?}");
     }
