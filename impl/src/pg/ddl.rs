@@ -743,7 +743,7 @@ enum OneRow {
     /// Schema 9: its old and new rows are read once, and only what its change needs runs:
     /// for a claim, its record opened and two upserts of one row each; for a heartbeat or a
     /// note, nothing but the wake-up. The same records and tallies as [`OneRow::AsAny`]
-    /// (`tests_notes.rs` runs both).
+    /// (`tests_one_row.rs` runs both).
     Apart,
 }
 
@@ -783,8 +783,9 @@ fn one_enqueue(kc: &str) -> String {
 /// row, written with its values. Every tallied event changes the job's status, its
 /// attempts or its cancel request, so a heartbeat or a note skips straight to the wake-up.
 /// The tallies of one row are upserted in one statement, in the key order the statement
-/// for many rows keeps (metric, then label), and the buckets in it too (`attempt_duration`
-/// before `claim_wait`): a transaction past the sixteen shards waits for rows in one order.
+/// for many rows keeps (metric, then label), and its buckets in that order too
+/// (`attempt_duration` before `claim_wait`): a transaction past the sixteen shards waits for
+/// rows in one order.
 fn one_transition(kc: &str, bucket: &str) -> String {
     let nk = if kc.is_empty() { "" } else { ", new_job.kind" };
     let upsert_bucket = |metric: &str, label: &str, value: &str| {
