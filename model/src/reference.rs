@@ -325,6 +325,35 @@ impl Store {
         self.bug == Some(bug)
     }
 
+    /// `op` run with the jobs named in `over` set aside, as if the store had none of them,
+    /// then put back where they were: a claim or a reap that passes over them. Not a step of
+    /// the contract (SPEC 3.10 has none): the linearizability check's mode for the proposed
+    /// claims that step over (`docs/postgres.md`, "A proposed contract: claims that step
+    /// over") places a claim with jobs that overlapping calls touch set aside. With `over`
+    /// empty it is [`Store::step`].
+    pub fn step_passing_over(&mut self, op: &Op, over: &[&str]) -> Response {
+        if over.is_empty() {
+            return self.step(op);
+        }
+        let mut aside = Vec::new();
+        let mut kept = Jobs::new();
+        for (at, job) in std::mem::take(&mut self.jobs).into_iter().enumerate() {
+            if over.contains(&&*job.id) {
+                aside.push((at, job));
+            } else {
+                kept.push(job);
+            }
+        }
+        self.jobs = kept;
+        let response = self.step(op);
+        // A claim or a reap adds and removes no job, so each goes back to its own place.
+        for (at, job) in aside {
+            let at = at.min(self.jobs.len());
+            self.jobs.insert(at, job);
+        }
+        response
+    }
+
     /// Runs one operation of SPEC section 5.
     pub fn step(&mut self, op: &Op) -> Response {
         let response = self.apply(op);
@@ -690,6 +719,13 @@ impl Store {
             return limit;
         }
         count
+    }
+
+    /// The jobs due to end at `now` (SPEC 3.3.1), which a reap at `now` would end (up to its
+    /// limit): in the linearizability check's mode for claims that step over, what a reap
+    /// overlapping a claim may hold while the claim passes over it.
+    pub fn due_to_end_at(&self, now: u64) -> Vec<&str> {
+        self.jobs.iter().filter(|job| self.due_to_end(job, now).is_some()).map(|job| &*job.id).collect()
     }
 
     /// Whether `job` is due to end at `now` (SPEC 3.3.1), and if so by which rule, the time it

@@ -47,13 +47,19 @@ pub struct Checker {
     /// The most states one search may visit before it gives up undecided; each is a clone
     /// of the reference store, kept until the search ends.
     pub budget: u64,
+    /// The mode of the proposed claims that step over (`docs/postgres.md`, "A proposed
+    /// contract: claims that step over"), not the contract's: a claim or a reap may pass
+    /// over the jobs that the calls overlapping it in real time name or took, and those due
+    /// to end at the `now` of an overlapping claim or reap, as if they were not there. Off
+    /// by default: SPEC 3.10's linearizability, exactly.
+    pub step_over: bool,
 }
 
 impl Default for Checker {
     /// Two million states: far more than a history of 8 clients × 10 calls needs (a few
     /// thousand), and about a gigabyte of stores at worst.
     fn default() -> Self {
-        Checker { budget: 2_000_000 }
+        Checker { budget: 2_000_000, step_over: false }
     }
 }
 
@@ -111,6 +117,8 @@ impl Checker {
             deepest: None,
             states: 0,
             budget: self.budget,
+            over: if self.step_over { overlapping_jobs(calls) } else { vec![Vec::new(); calls.len()] },
+            reapers: if self.step_over { overlapping_reapers(calls) } else { vec![Vec::new(); calls.len()] },
         };
         match search.visit(start, 0, &mut Vec::new()) {
             Ok(true) => Outcome::Linear(LinearOrder { steps: search.path, states: search.states }),
@@ -146,6 +154,53 @@ pub(crate) fn initial(history: &History) -> Result<Store, String> {
     }
 }
 
+/// Per call, the jobs that the calls overlapping it in real time write (the one each names,
+/// a read's aside) or took: what a claim or a reap that steps over may pass over.
+fn overlapping_jobs(calls: &[Call]) -> Vec<Vec<&str>> {
+    let touched: Vec<Vec<&str>> = calls.iter().map(touched).collect();
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            let mut over: Vec<&str> = calls
+                .iter()
+                .enumerate()
+                .filter(|&(j, other)| j != i && !call.precedes(other) && !other.precedes(call))
+                .flat_map(|(j, _)| touched[j].iter().copied())
+                .collect();
+            over.sort_unstable();
+            over.dedup();
+            over
+        })
+        .collect()
+}
+
+/// Per call, the `now` of each call overlapping it in real time that reaps.
+fn overlapping_reapers(calls: &[Call]) -> Vec<Vec<u64>> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            calls
+                .iter()
+                .enumerate()
+                .filter(|&(j, other)| j != i && !call.precedes(other) && !other.precedes(call))
+                .filter_map(|(_, other)| match other.op {
+                    Op::Claim { now, .. } | Op::RunOnce { now, .. } | Op::Reap { now } => Some(now),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The jobs `call` writes (the one it names, unless it only reads it) or took.
+fn touched(call: &Call) -> Vec<&str> {
+    let named = call.op.id().filter(|_| !matches!(call.op, Op::Get { .. }));
+    let took = std::iter::once(&call.response).chain(&call.more).filter_map(Response::taken_id);
+    named.into_iter().chain(took).collect()
+}
+
 /// The search ran out of states.
 struct OutOfBudget;
 
@@ -164,6 +219,11 @@ struct Search<'a> {
     deepest: Option<Deepest>,
     states: u64,
     budget: u64,
+    /// Per call, the jobs its claims may pass over ([`Checker::step_over`]; empty without).
+    over: Vec<Vec<&'a str>>,
+    /// Per call, the `now` of each call overlapping it that reaps (a claim, a `run_once`, a
+    /// reap), whose due-to-end jobs it may pass over too ([`Checker::step_over`]).
+    reapers: Vec<Vec<u64>>,
 }
 
 impl Search<'_> {
@@ -197,8 +257,8 @@ impl Search<'_> {
             if done & (1 << i) != 0 {
                 continue;
             }
-            let mut next = store.clone();
             if let Some(at) = held.iter().position(|h| h.call == i) {
+                let mut next = store.clone();
                 let h = held.remove(at);
                 let advance = steps::finish(&mut next, call, &h.id, h.attempt);
                 let step = Step { call: i, part: Part::Finish };
@@ -209,9 +269,19 @@ impl Search<'_> {
                 }
             } else {
                 let part = if matches!(call.op, Op::RunOnce { .. }) { Part::Claim } else { Part::Whole };
-                let advance = steps::begin(&mut next, call);
-                if self.follow(advance, Step { call: i, part }, &next, done, held, &mut misses)? {
-                    return Ok(true);
+                // What the reaps beside it may hold: the jobs due to end at their `now`.
+                let mut over = self.over[i].clone();
+                if !self.reapers[i].is_empty()
+                    && matches!(call.op, Op::Claim { .. } | Op::RunOnce { .. } | Op::Reap { .. })
+                {
+                    over.extend(self.reapers[i].iter().flat_map(|&now| store.due_to_end_at(now)));
+                    over.sort_unstable();
+                    over.dedup();
+                }
+                for (next, advance) in steps::begin_each(store, call, &over) {
+                    if self.follow(advance, Step { call: i, part }, &next, done, held, &mut misses)? {
+                        return Ok(true);
+                    }
                 }
             }
         }

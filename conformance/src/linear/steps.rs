@@ -52,20 +52,59 @@ pub(crate) enum Advance {
     Wrong(Response),
 }
 
-/// The first (often only) step of `call` on `store`.
-pub(crate) fn begin(store: &mut Store, call: &Call) -> Advance {
+/// Every way the first (often only) step of `call` can go on `store`, each with the store it
+/// leaves: one, but in the check's mode for claims that step over, where a claim or a reap
+/// may pass over any of the jobs in `over` (those the calls overlapping it touch) and each
+/// set of them passed over that gives the recorded answer is a way (at most
+/// 2^[`MAX_OVER`]). When none does, one way: what the model answered instead.
+pub(crate) fn begin_each(store: &Store, call: &Call, over: &[&str]) -> Vec<(Store, Advance)> {
+    let over = &over[..over.len().min(MAX_OVER)];
+    if over.is_empty() || !matches!(call.op, Op::Claim { .. } | Op::RunOnce { .. } | Op::Reap { .. }) {
+        let mut next = store.clone();
+        let advance = begin(&mut next, call, &[]);
+        return vec![(next, advance)];
+    }
+    let mut ways: Vec<(Store, Advance)> = Vec::new();
+    let mut wrong = None;
+    for set in 0..1u32 << over.len() {
+        let passed: Vec<&str> =
+            over.iter().enumerate().filter(|&(bit, _)| set & (1 << bit) != 0).map(|(_, &id)| id).collect();
+        let mut next = store.clone();
+        match begin(&mut next, call, &passed) {
+            Advance::Wrong(model) => {
+                wrong.get_or_insert((next, Advance::Wrong(model)));
+            }
+            advance => {
+                if !ways.iter().any(|(way, _)| *way == next) {
+                    ways.push((next, advance));
+                }
+            }
+        }
+    }
+    if ways.is_empty() { wrong.into_iter().collect() } else { ways }
+}
+
+/// The most jobs a claim or a reap that steps over is tried passing over, each set of them in
+/// turn (2^8 tries at most): beyond them the check is stricter than the mode, never looser.
+pub const MAX_OVER: usize = 8;
+
+/// The first (often only) step of `call` on `store`, its claims and reaps passing over the
+/// jobs `passed` ([`Store::step_passing_over`]; none but in the mode for claims that step
+/// over).
+fn begin(store: &mut Store, call: &Call, passed: &[&str]) -> Advance {
     if !call.more.is_empty() {
-        return batch(store, call);
+        return batch(store, call, passed);
     }
     let Op::RunOnce { worker, now, after, outcome, queues, .. } = &call.op else {
-        return judge(store.step(&call.op), &call.response);
+        return judge(store.step_passing_over(&call.op, passed), &call.response);
     };
     if matches!(call.response, Response::Err(Failure::InvalidInput { .. })) {
         // Refused before its claim: one step, which the model checks whole.
         return judge(store.step(&call.op), &call.response);
     }
     // The run's claim serves the run's queues.
-    let claimed = store.step(&Op::Claim { queues: queues.clone(), worker: worker.clone(), now: *now });
+    let claim = Op::Claim { queues: queues.clone(), worker: worker.clone(), now: *now };
+    let claimed = store.step_passing_over(&claim, passed);
     let (id, attempt) = match &claimed {
         Response::Ok(Reply::Claimed { id, attempt, .. }) => (id.clone(), *attempt),
         // `none` (or a refusal): the run ends with its claim, answering as the claim did.
@@ -91,9 +130,9 @@ pub(crate) fn begin(store: &mut Store, call: &Call) -> Advance {
 /// A claim batch, one step: its claims one after another on the model, each answering what
 /// the batch answered for it (SPEC 3.3: a batch answers as that many single claims at its
 /// `now`).
-fn batch(store: &mut Store, call: &Call) -> Advance {
+fn batch(store: &mut Store, call: &Call, passed: &[&str]) -> Advance {
     for recorded in std::iter::once(&call.response).chain(&call.more) {
-        if let Advance::Wrong(model) = judge(store.step(&call.op), recorded) {
+        if let Advance::Wrong(model) = judge(store.step_passing_over(&call.op, passed), recorded) {
             return Advance::Wrong(model);
         }
     }
