@@ -210,7 +210,6 @@ fn a_claim_passes_over_only_what_an_overlapping_call_touches() {
 }
 
 // ---- real stores -------------------------------------------------------------------------
-// ---- real stores -------------------------------------------------------------------------
 
 /// What many checked runs came to.
 #[derive(Default)]
@@ -1072,7 +1071,7 @@ fn a_claim_that_skips_locked_rows_is_caught_on_postgres() {
     caught(Split::SkipLockedClaim, 50);
 }
 
-/// The same for the worker's path: a claim batch that steps over rows others hold, single/// The same for the worker's path: a claim batch that steps over rows others hold, single
+/// The same for the worker's path: a claim batch that steps over rows others hold, single
 /// claims as the store makes them, in runs whose every claim is a batch of 2 or 3.
 #[test]
 fn a_claim_batch_that_skips_locked_rows_is_caught_on_postgres() {

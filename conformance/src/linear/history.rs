@@ -36,6 +36,12 @@ impl Call {
     pub fn precedes(&self, other: &Call) -> bool {
         self.returned < other.invoked
     }
+
+    /// Whether this call and `other` overlap in real time: neither returned before the other
+    /// was invoked.
+    pub fn overlaps(&self, other: &Call) -> bool {
+        !self.precedes(other) && !other.precedes(self)
+    }
 }
 
 /// Every call of one run, and the settings every client's connection used.
@@ -65,9 +71,7 @@ impl History {
         }
         let pairs = (0..n)
             .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
-            .filter(|&(i, j)| {
-                !self.calls[i].precedes(&self.calls[j]) && !self.calls[j].precedes(&self.calls[i])
-            })
+            .filter(|&(i, j)| self.calls[i].overlaps(&self.calls[j]))
             .count();
         2.0 * pairs as f64 / n as f64
     }

@@ -158,16 +158,10 @@ pub(crate) fn initial(history: &History) -> Result<Store, String> {
 /// a read's aside) or took: what a claim or a reap that steps over may pass over.
 fn overlapping_jobs(calls: &[Call]) -> Vec<Vec<&str>> {
     let touched: Vec<Vec<&str>> = calls.iter().map(touched).collect();
-    calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            let mut over: Vec<&str> = calls
-                .iter()
-                .enumerate()
-                .filter(|&(j, other)| j != i && !call.precedes(other) && !other.precedes(call))
-                .flat_map(|(j, _)| touched[j].iter().copied())
-                .collect();
+    (0..calls.len())
+        .map(|i| {
+            let mut over: Vec<&str> =
+                overlapping(calls, i).flat_map(|j| touched[j].iter().copied()).collect();
             over.sort_unstable();
             over.dedup();
             over
@@ -177,21 +171,21 @@ fn overlapping_jobs(calls: &[Call]) -> Vec<Vec<&str>> {
 
 /// Per call, the `now` of each call overlapping it in real time that reaps.
 fn overlapping_reapers(calls: &[Call]) -> Vec<Vec<u64>> {
-    calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            calls
-                .iter()
-                .enumerate()
-                .filter(|&(j, other)| j != i && !call.precedes(other) && !other.precedes(call))
-                .filter_map(|(_, other)| match other.op {
+    (0..calls.len())
+        .map(|i| {
+            overlapping(calls, i)
+                .filter_map(|j| match calls[j].op {
                     Op::Claim { now, .. } | Op::RunOnce { now, .. } | Op::Reap { now } => Some(now),
                     _ => None,
                 })
                 .collect()
         })
         .collect()
+}
+
+/// The other calls that overlap call `i` in real time, by index.
+fn overlapping(calls: &[Call], i: usize) -> impl Iterator<Item = usize> + '_ {
+    (0..calls.len()).filter(move |&j| j != i && calls[i].overlaps(&calls[j]))
 }
 
 /// The jobs `call` writes (the one it names, unless it only reads it) or took.
@@ -271,9 +265,7 @@ impl Search<'_> {
                 let part = if matches!(call.op, Op::RunOnce { .. }) { Part::Claim } else { Part::Whole };
                 // What the reaps beside it may hold: the jobs due to end at their `now`.
                 let mut over = self.over[i].clone();
-                if !self.reapers[i].is_empty()
-                    && matches!(call.op, Op::Claim { .. } | Op::RunOnce { .. } | Op::Reap { .. })
-                {
+                if !self.reapers[i].is_empty() && steps::may_pass_over(&call.op) {
                     over.extend(self.reapers[i].iter().flat_map(|&now| store.due_to_end_at(now)));
                     over.sort_unstable();
                     over.dedup();

@@ -59,7 +59,7 @@ pub(crate) enum Advance {
 /// 2^[`MAX_OVER`]). When none does, one way: what the model answered instead.
 pub(crate) fn begin_each(store: &Store, call: &Call, over: &[&str]) -> Vec<(Store, Advance)> {
     let over = &over[..over.len().min(MAX_OVER)];
-    if over.is_empty() || !matches!(call.op, Op::Claim { .. } | Op::RunOnce { .. } | Op::Reap { .. }) {
+    if over.is_empty() || !may_pass_over(&call.op) {
         let mut next = store.clone();
         let advance = begin(&mut next, call, &[]);
         return vec![(next, advance)];
@@ -82,6 +82,12 @@ pub(crate) fn begin_each(store: &Store, call: &Call, over: &[&str]) -> Vec<(Stor
         }
     }
     if ways.is_empty() { wrong.into_iter().collect() } else { ways }
+}
+
+/// Whether `op` claims or reaps: what may pass over jobs in the mode for claims that step
+/// over.
+pub(crate) fn may_pass_over(op: &Op) -> bool {
+    matches!(op, Op::Claim { .. } | Op::RunOnce { .. } | Op::Reap { .. })
 }
 
 /// The most jobs a claim or a reap that steps over is tried passing over, each set of them in
