@@ -18,7 +18,7 @@ pub struct Args {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// A smaller run (seconds rather than minutes) that still fills every field.
+    /// A smaller run (about a third of the full one's time) that still fills every field.
     #[arg(long)]
     quick: bool,
     /// Put the database files in a temporary directory under DIR: the disk measured is
